@@ -1,0 +1,1 @@
+//! Renders results: terminal tables and JSON.

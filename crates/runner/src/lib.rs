@@ -1,0 +1,1 @@
+//! Worker threads, phases (ramp, measure), stop conditions, watchdog and result assembly.

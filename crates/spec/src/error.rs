@@ -1,0 +1,17 @@
+//! Errors of the specification: each says what is wrong and how to fix it, in one line.
+
+use thiserror::Error;
+
+#[derive(Debug, Error, PartialEq, Eq)]
+pub enum SpecError {
+    /// A value or combination of values that cannot run.
+    #[error("{0}")]
+    Invalid(String),
+    /// A job file that cannot be read or parsed.
+    #[error("job file {path}: {message}")]
+    JobFile { path: String, message: String },
+}
+
+pub(crate) fn invalid(message: impl Into<String>) -> SpecError {
+    SpecError::Invalid(message.into())
+}

@@ -1,0 +1,63 @@
+//! Job files: TOML with the same keys as the flags (`read_pct` for `--read-pct`).
+//!
+//! The format is documented in docs/job-file.md. Unknown keys are errors, never ignored: a
+//! misspelt `qdepth` that silently ran at the default QD would be a wrong result.
+
+use std::path::Path;
+
+use crate::error::SpecError;
+use crate::options::Options;
+
+/// Reads and parses a job file.
+pub fn load(path: &Path) -> Result<Options, SpecError> {
+    let shown = path.display().to_string();
+    let text = std::fs::read_to_string(path).map_err(|e| SpecError::JobFile {
+        path: shown.clone(),
+        message: format!("cannot read it: {e}"),
+    })?;
+    parse(&text).map_err(|message| SpecError::JobFile { path: shown, message })
+}
+
+/// Parses job-file text; the error is one line with the line number.
+pub fn parse(text: &str) -> Result<Options, String> {
+    toml::from_str(text).map_err(|e| {
+        let line = e.span().map(|span| text[..span.start.min(text.len())].matches('\n').count() + 1);
+        let mut message = e.message().trim().replace('\n', " ");
+        if let Some(cut) = message.find(", expected one of") {
+            message.truncate(cut);
+            message.push_str(" (the keys are listed in docs/job-file.md)");
+        }
+        match line {
+            Some(line) => format!("line {line}: {message}"),
+            None => message,
+        }
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn unknown_key_is_an_error_with_its_line() {
+        let err = parse("qd = 4\nqdepth = 8\n").unwrap_err();
+        assert!(err.starts_with("line 2:"), "{err}");
+        assert!(err.contains("qdepth"), "{err}");
+        assert!(!err.contains('\n'));
+    }
+
+    #[test]
+    fn values_take_units_as_strings_or_numbers() {
+        let options = parse("bs = \"64k\"\nsize = 1048576\nruntime = \"5s\"\nslo = [\"500us\", \"1ms\"]\n").unwrap();
+        assert_eq!(options.bs, Some(crate::Bytes(65536)));
+        assert_eq!(options.size, Some(crate::Bytes(1 << 20)));
+        assert_eq!(options.runtime, Some(crate::Nanos::from_secs(5)));
+        assert_eq!(options.slo.unwrap().0.len(), 2);
+    }
+
+    #[test]
+    fn bad_value_names_the_fix() {
+        let err = parse("bs = \"4q\"\n").unwrap_err();
+        assert!(err.contains("write e.g."), "{err}");
+    }
+}

@@ -1,0 +1,23 @@
+//! iolab's workload specification: the one source of every option.
+//!
+//! Command-line flags and job files fill the same `Options` table; `resolve` stacks the layers
+//! (defaults < file < job < group < flags) and validates them into a `RunPlan`. Nothing here
+//! touches a file or device: checks that need the target live in the runner.
+
+mod error;
+pub mod jobfile;
+mod model;
+mod options;
+mod resolve;
+mod units;
+mod values;
+
+pub use error::SpecError;
+pub use model::{AccessSpec, Burst, GroupSpec, JobSpec, OutputSpec, RunPlan, TargetSpec};
+pub use options::{Options, JOB_KEYS, RUN_KEYS};
+pub use resolve::{defaults, resolve, DEFAULT_SEED, STANDARD_SLO};
+pub use units::{Bytes, Nanos};
+pub use values::{BsSplit, BsWeight, EngineKind, IoLimit, NanosList, Rw};
+
+#[cfg(test)]
+mod tests;

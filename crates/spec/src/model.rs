@@ -1,0 +1,135 @@
+//! The validated workload: what the runner executes. Built only by `resolve`, so every value
+//! here has passed the checks that need no I/O. Field names carry their units in JSON.
+
+use std::path::PathBuf;
+
+use serde::Serialize;
+
+use crate::units::{Bytes, Nanos};
+use crate::values::{BsWeight, EngineKind, IoLimit};
+
+/// Everything one `iolab run` does: jobs one after another, and where results go.
+#[derive(Debug, Clone, Serialize)]
+pub struct RunPlan {
+    pub jobs: Vec<JobSpec>,
+    #[serde(skip)]
+    pub output: OutputSpec,
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct OutputSpec {
+    pub json: bool,
+    pub path: Option<PathBuf>,
+    pub quiet: bool,
+}
+
+/// One job: concurrent worker groups measured together for the same time.
+#[derive(Debug, Clone, Serialize)]
+pub struct JobSpec {
+    pub name: String,
+    #[serde(rename = "runtime_ns")]
+    pub runtime: Nanos,
+    #[serde(rename = "ramp_ns")]
+    pub ramp: Nanos,
+    pub io_limit: Option<IoLimit>,
+    #[serde(rename = "io_timeout_ns")]
+    pub io_timeout: Nanos,
+    /// Latency thresholds reported as "% of I/Os within": 1 ms, 2 ms and the user's own.
+    #[serde(rename = "slo_ns")]
+    pub slo: Vec<Nanos>,
+    pub continue_on_error: bool,
+    pub groups: Vec<GroupSpec>,
+}
+
+/// Workers that share one access specification, target and queue depth.
+#[derive(Debug, Clone, Serialize)]
+pub struct GroupSpec {
+    pub name: String,
+    pub target: TargetSpec,
+    pub access: AccessSpec,
+    /// Outstanding I/Os per worker.
+    pub qd: u32,
+    pub workers: u32,
+    pub engine: EngineKind,
+    pub seed: u64,
+}
+
+impl GroupSpec {
+    /// Threads that issue I/O: a synchronous engine needs one per outstanding I/O.
+    pub fn threads(&self) -> u32 {
+        self.workers * (self.qd / self.engine.depth_per_thread(self.qd))
+    }
+
+    /// I/Os each thread keeps in flight.
+    pub fn depth_per_thread(&self) -> u32 {
+        self.engine.depth_per_thread(self.qd)
+    }
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct TargetSpec {
+    /// `None`: a scratch file that iolab creates in the current directory.
+    pub path: Option<PathBuf>,
+    /// Region size; `None` means the whole device or file (1 GiB for a scratch file).
+    #[serde(rename = "size_bytes")]
+    pub size: Option<Bytes>,
+    #[serde(rename = "offset_bytes")]
+    pub offset: Bytes,
+    pub direct: bool,
+    pub allow_destroy: bool,
+    pub keep: bool,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct AccessSpec {
+    pub read_pct: u32,
+    pub random_pct: u32,
+    pub bs_split: Vec<BsWeight>,
+    #[serde(rename = "align_bytes")]
+    pub align: Bytes,
+    pub burst: Option<Burst>,
+}
+
+impl AccessSpec {
+    pub fn max_bs(&self) -> Bytes {
+        self.bs_split.iter().map(|w| w.bs).max().unwrap_or_default()
+    }
+
+    pub fn min_bs(&self) -> Bytes {
+        self.bs_split.iter().map(|w| w.bs).min().unwrap_or_default()
+    }
+
+    pub fn writes(&self) -> bool {
+        self.read_pct < 100
+    }
+
+    /// "4KiB random read", "64KiB sequential 70% read", "mix 4KiB/70,64KiB/30 random write".
+    pub fn describe(&self) -> String {
+        let bs = match self.bs_split.as_slice() {
+            [one] => one.bs.to_string(),
+            mix => {
+                let parts: Vec<String> = mix.iter().map(|w| format!("{}/{}", w.bs, w.weight)).collect();
+                format!("mix {}", parts.join(","))
+            }
+        };
+        let pattern = match self.random_pct {
+            100 => "random".to_string(),
+            0 => "sequential".to_string(),
+            pct => format!("{pct}% random"),
+        };
+        let op = match self.read_pct {
+            100 => "read".to_string(),
+            0 => "write".to_string(),
+            pct => format!("{pct}% read"),
+        };
+        format!("{bs} {pattern} {op}")
+    }
+}
+
+/// Iometer's burst: `ios` back to back, then `idle`.
+#[derive(Debug, Clone, Copy, Serialize)]
+pub struct Burst {
+    pub ios: u32,
+    #[serde(rename = "idle_ns")]
+    pub idle: Nanos,
+}

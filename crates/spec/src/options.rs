@@ -1,0 +1,210 @@
+//! The option table: one struct that both the command line and job files fill in.
+//!
+//! Every field is optional so that layers can be stacked: built-in defaults, then a job file's
+//! top level, then a `[[job]]`, then a `[[job.group]]`, then the command-line flags, each layer
+//! overriding the one below. `resolve` turns the stacked layers into a validated `JobSpec`.
+
+use std::path::PathBuf;
+
+use clap::Args;
+use serde::Deserialize;
+
+use crate::units::{Bytes, Nanos};
+use crate::values::{BsSplit, EngineKind, IoLimit, NanosList, Rw};
+
+/// Options of a run. In job files the same names are used with `_` (`read_pct = 70`).
+#[derive(Debug, Clone, Default, Args, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Options {
+    // ---- what a group of workers does ----
+    /// Target: a regular file (created or extended to --size) or a block device.
+    /// Default: a 1 GiB scratch file in the current directory, removed afterwards.
+    #[arg(long, value_name = "PATH", help_heading = "Target")]
+    pub target: Option<PathBuf>,
+
+    /// Size of the region to test (default: the whole device or file; 1 GiB for scratch).
+    #[arg(long, value_name = "SIZE", help_heading = "Target")]
+    pub size: Option<Bytes>,
+
+    /// Where the region starts in the target.
+    #[arg(long, value_name = "SIZE", help_heading = "Target")]
+    pub offset: Option<Bytes>,
+
+    /// Keep the scratch file after the run.
+    #[arg(long, num_args = 0..=1, require_equals = true, default_missing_value = "true", help_heading = "Target")]
+    pub keep: Option<bool>,
+
+    /// Allow writes to a block device that holds data (a filesystem, partition table, LVM, RAID).
+    #[arg(long, num_args = 0..=1, require_equals = true, default_missing_value = "true", help_heading = "Target")]
+    pub allow_destroy: Option<bool>,
+
+    /// Bypass the page cache with O_DIRECT (the default).
+    #[arg(long, num_args = 0..=1, require_equals = true, default_missing_value = "true", help_heading = "Target")]
+    pub direct: Option<bool>,
+
+    /// Go through the page cache (no O_DIRECT).
+    #[arg(long, num_args = 0..=1, require_equals = true, default_missing_value = "true", help_heading = "Target")]
+    pub buffered: Option<bool>,
+
+    /// Access pattern shorthand: read, write, randread, randwrite, randrw, rw.
+    #[arg(long, value_name = "PATTERN", help_heading = "Access")]
+    pub rw: Option<Rw>,
+
+    /// Share of I/Os that are reads, 0..100 (overrides the one implied by --rw).
+    #[arg(long, value_name = "PCT", help_heading = "Access")]
+    pub read_pct: Option<u32>,
+
+    /// Share of I/Os at a random offset, 0..100; the rest continue sequentially.
+    #[arg(long, value_name = "PCT", help_heading = "Access")]
+    pub random_pct: Option<u32>,
+
+    /// Block size.
+    #[arg(long, value_name = "SIZE", help_heading = "Access")]
+    pub bs: Option<Bytes>,
+
+    /// Block-size mix with relative weights, e.g. 4k/70,64k/30.
+    #[arg(long, value_name = "MIX", help_heading = "Access")]
+    pub bs_split: Option<BsSplit>,
+
+    /// Offset alignment of random I/Os (default: the smallest block size).
+    #[arg(long, value_name = "SIZE", help_heading = "Access")]
+    pub align: Option<Bytes>,
+
+    /// Iometer burst length: this many I/Os back to back, then --burst-idle.
+    #[arg(long, value_name = "N", help_heading = "Access")]
+    pub burst: Option<u32>,
+
+    /// Idle time between bursts (Iometer's transfer delay).
+    #[arg(long, value_name = "TIME", help_heading = "Access")]
+    pub burst_idle: Option<Nanos>,
+
+    /// Outstanding I/Os per worker.
+    #[arg(long, value_name = "N", help_heading = "Load")]
+    pub qd: Option<u32>,
+
+    /// Worker threads, each with its own queue of --qd I/Os.
+    #[arg(long, value_name = "N", help_heading = "Load")]
+    pub workers: Option<u32>,
+
+    /// I/O engine: uring (default), psync (one thread per outstanding I/O) or null (no I/O).
+    #[arg(long, value_name = "ENGINE", help_heading = "Load")]
+    pub engine: Option<EngineKind>,
+
+    /// Seed of the offset and read/write choices, for repeatable runs.
+    #[arg(long, value_name = "N", help_heading = "Load")]
+    pub seed: Option<u64>,
+
+    // ---- what a job does as a whole ----
+    /// Measured time, after the ramp.
+    #[arg(long, value_name = "TIME", help_heading = "Timing")]
+    pub runtime: Option<Nanos>,
+
+    /// Warm-up time before measuring; its I/Os are not counted.
+    #[arg(long, value_name = "TIME", help_heading = "Timing")]
+    pub ramp: Option<Nanos>,
+
+    /// Stop the measured phase after this many bytes (10g) or I/Os (100000ios).
+    #[arg(long, value_name = "LIMIT", help_heading = "Timing")]
+    pub io_limit: Option<IoLimit>,
+
+    /// A request outstanding this long is reported as stuck and the run stops.
+    #[arg(long, value_name = "TIME", help_heading = "Timing")]
+    pub io_timeout: Option<Nanos>,
+
+    /// Latency thresholds to report the share of I/Os within, e.g. 500us,1ms (1ms and 2ms are always reported).
+    #[arg(long, value_name = "LIST", help_heading = "Results")]
+    pub slo: Option<NanosList>,
+
+    /// Keep going after I/O errors, counting them, instead of stopping the run.
+    #[arg(long, num_args = 0..=1, require_equals = true, default_missing_value = "true", help_heading = "Timing")]
+    pub continue_on_error: Option<bool>,
+
+    // ---- output, for the whole run ----
+    /// Print results as JSON (schema: docs/results-schema.md).
+    #[arg(long, num_args = 0..=1, require_equals = true, default_missing_value = "true", help_heading = "Results")]
+    pub json: Option<bool>,
+
+    /// Write results to FILE instead of standard output.
+    #[arg(long, short = 'o', value_name = "FILE", help_heading = "Results")]
+    pub output: Option<PathBuf>,
+
+    /// No progress line.
+    #[arg(long, short = 'q', num_args = 0..=1, require_equals = true, default_missing_value = "true", help_heading = "Results")]
+    pub quiet: Option<bool>,
+
+    // ---- job-file structure ----
+    /// Name of a job or group (job files only).
+    #[arg(skip)]
+    pub name: Option<String>,
+
+    /// `[[job]]` entries (job files only, at the top level).
+    #[arg(skip)]
+    #[serde(default)]
+    pub job: Vec<Options>,
+
+    /// `[[group]]` / `[[job.group]]` entries: concurrent worker groups of one job (job files only).
+    #[arg(skip)]
+    #[serde(default)]
+    pub group: Vec<Options>,
+}
+
+/// Keys that apply to a job as a whole, not to one of its groups.
+pub const JOB_KEYS: &[&str] = &[
+    "runtime",
+    "ramp",
+    "io_limit",
+    "io_timeout",
+    "slo",
+    "continue_on_error",
+];
+
+/// Keys that apply to the whole run, so only at a job file's top level.
+pub const RUN_KEYS: &[&str] = &["json", "output", "quiet"];
+
+macro_rules! overlay_fields {
+    ($base:ident, $top:ident; $($field:ident),*) => {
+        $( if $top.$field.is_some() { $base.$field = $top.$field.clone(); } )*
+    };
+}
+
+impl Options {
+    /// This layer with `top` laid over it: every option `top` sets wins.
+    ///
+    /// Options that describe one thing two ways replace each other: `rw` resets the read and
+    /// random shares set below it, `bs` and `bs_split` displace each other, and `direct` and
+    /// `buffered` are one switch.
+    pub fn overlay(&self, top: &Options) -> Options {
+        let mut base = self.clone();
+        if top.rw.is_some() {
+            base.read_pct = None;
+            base.random_pct = None;
+        }
+        if top.bs.is_some() {
+            base.bs_split = None;
+        }
+        if top.bs_split.is_some() {
+            base.bs = None;
+        }
+        if top.direct.is_some() || top.buffered.is_some() {
+            base.direct = None;
+            base.buffered = None;
+        }
+        overlay_fields!(base, top; target, size, offset, keep, allow_destroy, direct, buffered,
+            rw, read_pct, random_pct, bs, bs_split, align, burst, burst_idle, qd, workers, engine,
+            seed, runtime, ramp, io_limit, io_timeout, slo, continue_on_error, json, output, quiet,
+            name);
+        base
+    }
+
+    /// Names of the keys this layer sets, in job-file spelling.
+    pub fn keys_set(&self) -> Vec<&'static str> {
+        let mut keys = Vec::new();
+        macro_rules! collect {
+            ($($field:ident),*) => { $( if self.$field.is_some() { keys.push(stringify!($field)); } )* };
+        }
+        collect!(target, size, offset, keep, allow_destroy, direct, buffered, rw, read_pct,
+            random_pct, bs, bs_split, align, burst, burst_idle, qd, workers, engine, seed, runtime,
+            ramp, io_limit, io_timeout, slo, continue_on_error, json, output, quiet);
+        keys
+    }
+}

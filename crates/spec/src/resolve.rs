@@ -1,0 +1,253 @@
+//! From stacked option layers to a validated `RunPlan`.
+//!
+//! Checks here need no I/O: ranges, combinations, and the structure of a job file. What needs
+//! the target (block-size multiples under O_DIRECT, device size, safety) is checked by the
+//! runner when it opens the target.
+
+use crate::error::{invalid, SpecError};
+use crate::model::{AccessSpec, Burst, GroupSpec, JobSpec, OutputSpec, RunPlan, TargetSpec};
+use crate::options::{Options, JOB_KEYS, RUN_KEYS};
+use crate::units::{Bytes, Nanos};
+use crate::values::{BsWeight, EngineKind, Rw};
+
+/// The default seed: runs repeat exactly unless the user asks otherwise.
+pub const DEFAULT_SEED: u64 = 0x101a_b5eed;
+
+/// Thresholds every report includes, in addition to the user's `--slo`.
+pub const STANDARD_SLO: [Nanos; 2] = [Nanos(1_000_000), Nanos(2_000_000)];
+
+/// The built-in defaults: 4 KiB random read, QD 32, one worker, 2 s ramp + 10 s measured,
+/// O_DIRECT through io_uring.
+pub fn defaults() -> Options {
+    Options {
+        rw: Some(Rw::RandRead),
+        bs: Some(Bytes(4096)),
+        qd: Some(32),
+        workers: Some(1),
+        engine: Some(EngineKind::Uring),
+        runtime: Some(Nanos::from_secs(10)),
+        ramp: Some(Nanos::from_secs(2)),
+        io_timeout: Some(Nanos::from_secs(60)),
+        direct: Some(true),
+        seed: Some(DEFAULT_SEED),
+        ..Options::default()
+    }
+}
+
+/// Builds the plan of a run from an optional job file's top level and the command-line flags.
+pub fn resolve(file: Option<&Options>, flags: &Options) -> Result<RunPlan, SpecError> {
+    let base = defaults();
+    let (top, jobs): (Options, Vec<Options>) = match file {
+        None => (Options::default(), vec![Options::default()]),
+        Some(file) => {
+            check_structure(file)?;
+            let mut top = file.clone();
+            let jobs = std::mem::take(&mut top.job);
+            if jobs.is_empty() {
+                (Options::default(), vec![top])
+            } else {
+                (top, jobs)
+            }
+        }
+    };
+    let run_layer = base.overlay(&top).overlay(flags);
+    let output = OutputSpec {
+        json: run_layer.json.unwrap_or(false),
+        path: run_layer.output.clone(),
+        quiet: run_layer.quiet.unwrap_or(false),
+    };
+    let many = jobs.len() > 1;
+    let jobs = jobs
+        .iter()
+        .enumerate()
+        .map(|(index, job)| {
+            let name = job
+                .name
+                .clone()
+                .unwrap_or_else(|| if many { format!("job{}", index + 1) } else { "default".into() });
+            resolve_job(&base.overlay(&top).overlay(job), job, flags, name.clone())
+                .map_err(|e| in_context(e, &format!("job '{name}'")))
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok(RunPlan { jobs, output })
+}
+
+fn in_context(error: SpecError, context: &str) -> SpecError {
+    match error {
+        SpecError::Invalid(message) => SpecError::Invalid(format!("{context}: {message}")),
+        other => other,
+    }
+}
+
+/// Keys in the wrong place: run-wide keys below the top, job keys inside a group, nesting.
+fn check_structure(file: &Options) -> Result<(), SpecError> {
+    for job in &file.job {
+        if !job.job.is_empty() {
+            return Err(invalid("a [[job]] cannot hold another [[job]]"));
+        }
+        misplaced(job, RUN_KEYS, "[[job]]", "it applies to the whole run; put it at the top of the file")?;
+        check_groups(&job.group)?;
+    }
+    if !file.job.is_empty() && !file.group.is_empty() {
+        return Err(invalid(
+            "the file has both [[job]] and top-level [[group]] entries; put groups inside a job as [[job.group]]",
+        ));
+    }
+    check_groups(&file.group)
+}
+
+fn check_groups(groups: &[Options]) -> Result<(), SpecError> {
+    for group in groups {
+        if !group.job.is_empty() || !group.group.is_empty() {
+            return Err(invalid("a group cannot hold jobs or groups"));
+        }
+        misplaced(group, RUN_KEYS, "a group", "it applies to the whole run; put it at the top of the file")?;
+        misplaced(group, JOB_KEYS, "a group", "it applies to the whole job; put it in the [[job]]")?;
+    }
+    Ok(())
+}
+
+fn misplaced(layer: &Options, keys: &[&str], place: &str, fix: &str) -> Result<(), SpecError> {
+    match layer.keys_set().into_iter().find(|k| keys.contains(k)) {
+        Some(key) => Err(invalid(format!("'{key}' cannot be set in {place}: {fix}"))),
+        None => Ok(()),
+    }
+}
+
+fn resolve_job(job_layer: &Options, job: &Options, flags: &Options, name: String) -> Result<JobSpec, SpecError> {
+    let whole = job_layer.overlay(flags);
+    let runtime = whole.runtime.unwrap_or_default();
+    if runtime.0 == 0 {
+        return Err(invalid("--runtime must be above 0 (e.g. --runtime 30s)"));
+    }
+    let io_timeout = whole.io_timeout.unwrap_or_default();
+    if io_timeout < Nanos::from_millis(100) {
+        return Err(invalid(format!("--io-timeout {io_timeout} is too short to tell a stuck request; use 100ms or more")));
+    }
+    if let Some(crate::values::IoLimit::Ios(0) | crate::values::IoLimit::Bytes(Bytes(0))) = whole.io_limit {
+        return Err(invalid("--io-limit must be above 0"));
+    }
+    let mut slo = STANDARD_SLO.to_vec();
+    slo.extend(whole.slo.clone().unwrap_or_default().0);
+    if slo.iter().any(|t| t.0 == 0) {
+        return Err(invalid("--slo thresholds must be above 0 (e.g. --slo 500us,1ms)"));
+    }
+    slo.sort();
+    slo.dedup();
+
+    let group_layers: Vec<Options> = if job.group.is_empty() {
+        vec![whole.clone()]
+    } else {
+        job.group.iter().map(|g| job_layer.overlay(g).overlay(flags)).collect()
+    };
+    let many = group_layers.len() > 1;
+    let groups = group_layers
+        .iter()
+        .enumerate()
+        .map(|(index, layer)| {
+            let name = layer
+                .name
+                .clone()
+                .filter(|_| many)
+                .unwrap_or_else(|| if many { format!("group{}", index + 1) } else { "main".into() });
+            let seed = layer.seed.unwrap_or(DEFAULT_SEED).wrapping_add(index as u64);
+            resolve_group(layer, name.clone(), seed).map_err(|e| in_context(e, &format!("group '{name}'")))
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    let groups = if many { groups } else { groups.into_iter().map(|g| GroupSpec { name: "main".into(), ..g }).collect() };
+
+    Ok(JobSpec {
+        name,
+        runtime,
+        ramp: whole.ramp.unwrap_or_default(),
+        io_limit: whole.io_limit,
+        io_timeout,
+        slo,
+        continue_on_error: whole.continue_on_error.unwrap_or(false),
+        groups,
+    })
+}
+
+fn percent(value: Option<u32>, flag: &str) -> Result<Option<u32>, SpecError> {
+    match value {
+        Some(v) if v > 100 => Err(invalid(format!("--{flag} must be between 0 and 100 (got {v})"))),
+        other => Ok(other),
+    }
+}
+
+fn resolve_group(layer: &Options, name: String, seed: u64) -> Result<GroupSpec, SpecError> {
+    let (rw_read, rw_random) = layer.rw.unwrap_or(Rw::RandRead).shares();
+    let read_pct = percent(layer.read_pct, "read-pct")?.unwrap_or(rw_read);
+    let random_pct = percent(layer.random_pct, "random-pct")?.unwrap_or(rw_random);
+
+    let bs_split = match (&layer.bs_split, layer.bs) {
+        (Some(split), _) => split.0.clone(),
+        (None, Some(bs)) => vec![BsWeight { bs, weight: 1 }],
+        (None, None) => vec![BsWeight { bs: Bytes(4096), weight: 1 }],
+    };
+    if let Some(zero) = bs_split.iter().find(|w| w.bs.0 == 0) {
+        return Err(invalid(format!("block size must be above 0 (got {})", zero.bs)));
+    }
+    if let Some(huge) = bs_split.iter().find(|w| w.bs.0 > 64 << 20) {
+        return Err(invalid(format!("block size {} is above the 64MiB that one request can carry; use a smaller --bs", huge.bs)));
+    }
+    let min_bs = bs_split.iter().map(|w| w.bs).min().unwrap_or(Bytes(4096));
+    let align = layer.align.unwrap_or(min_bs);
+    if align.0 == 0 {
+        return Err(invalid("--align must be above 0 (e.g. --align 4k)"));
+    }
+
+    let burst = match (layer.burst, layer.burst_idle) {
+        (None, None) => None,
+        (None, Some(_)) => return Err(invalid("--burst-idle needs --burst N (the I/Os in each burst)")),
+        (Some(0), _) => return Err(invalid("--burst must be 1 or more I/Os")),
+        (Some(ios), idle) => Some(Burst { ios, idle: idle.unwrap_or_default() }),
+    };
+
+    let qd = layer.qd.unwrap_or(32);
+    if qd == 0 {
+        return Err(invalid("--qd must be 1 or more (got 0)"));
+    }
+    if qd > 65_536 {
+        return Err(invalid(format!("--qd {qd} is above the 65536 a ring can hold; use a smaller --qd or more --workers")));
+    }
+    let workers = layer.workers.unwrap_or(1);
+    if workers == 0 {
+        return Err(invalid("--workers must be 1 or more (got 0)"));
+    }
+    let engine = layer.engine.unwrap_or(EngineKind::Uring);
+    let threads = u64::from(workers) * u64::from(qd / engine.depth_per_thread(qd));
+    if threads > 4096 {
+        return Err(invalid(format!(
+            "{engine} would need {threads} threads ({workers} workers x QD {qd}, one thread per outstanding I/O); lower --qd or --workers, or use --engine uring"
+        )));
+    }
+
+    let size = layer.size;
+    let max_bs = bs_split.iter().map(|w| w.bs).max().unwrap_or(min_bs);
+    if let Some(size) = size.filter(|&size| size < max_bs) {
+        return Err(invalid(format!(
+            "--size {size} is smaller than the block size {max_bs}; use a larger --size or a smaller --bs"
+        )));
+    }
+    if layer.direct == Some(true) && layer.buffered == Some(true) {
+        return Err(invalid("--direct and --buffered contradict each other; pick one"));
+    }
+
+    Ok(GroupSpec {
+        name,
+        target: TargetSpec {
+            path: layer.target.clone(),
+            size,
+            offset: layer.offset.unwrap_or_default(),
+            direct: layer.direct.unwrap_or(true) && !layer.buffered.unwrap_or(false),
+            allow_destroy: layer.allow_destroy.unwrap_or(false),
+            keep: layer.keep.unwrap_or(false),
+        },
+        access: AccessSpec { read_pct, random_pct, bs_split, align, burst },
+        qd,
+        workers,
+        engine,
+        seed,
+    })
+}

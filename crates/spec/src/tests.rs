@@ -1,0 +1,125 @@
+//! Resolution tests: defaults, layering, and the one-line errors of bad input.
+
+use crate::jobfile::parse;
+use crate::*;
+
+fn flags(text: &str) -> Options {
+    parse(text).expect("test flags parse")
+}
+
+fn plan(file: Option<&str>, cli: &str) -> Result<RunPlan, SpecError> {
+    let file = file.map(|text| parse(text).expect("test file parses"));
+    resolve(file.as_ref(), &flags(cli))
+}
+
+fn error(file: Option<&str>, cli: &str) -> String {
+    plan(file, cli).expect_err("should be rejected").to_string()
+}
+
+#[test]
+fn defaults_are_4k_random_read_qd32_one_worker() {
+    let plan = plan(None, "").unwrap();
+    let job = &plan.jobs[0];
+    assert_eq!(job.runtime, Nanos::from_secs(10));
+    assert_eq!(job.ramp, Nanos::from_secs(2));
+    assert_eq!(job.slo, STANDARD_SLO.to_vec());
+    let group = &job.groups[0];
+    assert_eq!((group.access.read_pct, group.access.random_pct), (100, 100));
+    assert_eq!(group.access.bs_split, vec![BsWeight { bs: Bytes(4096), weight: 1 }]);
+    assert_eq!((group.qd, group.workers, group.engine), (32, 1, EngineKind::Uring));
+    assert!(group.target.direct && group.target.path.is_none());
+    assert_eq!(group.threads(), 1);
+}
+
+#[test]
+fn psync_runs_one_thread_per_outstanding_io() {
+    let plan = plan(None, "engine = \"psync\"\nqd = 8\nworkers = 2").unwrap();
+    let group = &plan.jobs[0].groups[0];
+    assert_eq!((group.threads(), group.depth_per_thread()), (16, 1));
+}
+
+#[test]
+fn flags_override_the_file_and_rw_resets_shares() {
+    let file = "read_pct = 70\nqd = 4\nbs_split = \"4k/70,64k/30\"\n";
+    let plan = plan(Some(file), "rw = \"randread\"\nbs = \"8k\"").unwrap();
+    let group = &plan.jobs[0].groups[0];
+    assert_eq!(group.access.read_pct, 100);
+    assert_eq!(group.qd, 4);
+    assert_eq!(group.access.bs_split, vec![BsWeight { bs: Bytes(8192), weight: 1 }]);
+}
+
+#[test]
+fn buffered_flag_overrides_direct_below_it() {
+    let plan = plan(Some("direct = true"), "buffered = true").unwrap();
+    assert!(!plan.jobs[0].groups[0].target.direct);
+    let plan2 = super::resolve(Some(&flags("buffered = true")), &flags("direct = true")).unwrap();
+    assert!(plan2.jobs[0].groups[0].target.direct);
+}
+
+#[test]
+fn jobs_run_in_order_with_concurrent_groups() {
+    let file = r#"
+runtime = "3s"
+[[job]]
+name = "blender"
+[[job.group]]
+name = "oltp"
+rw = "randread"
+qd = 16
+[[job.group]]
+name = "backup"
+rw = "write"
+bs = "128k"
+qd = 2
+[[job]]
+name = "seq"
+runtime = "1s"
+rw = "read"
+bs = "1m"
+"#;
+    let plan = plan(Some(file), "").unwrap();
+    assert_eq!(plan.jobs.len(), 2);
+    let blender = &plan.jobs[0];
+    assert_eq!(blender.name, "blender");
+    assert_eq!(blender.runtime, Nanos::from_secs(3));
+    let names: Vec<&str> = blender.groups.iter().map(|g| g.name.as_str()).collect();
+    assert_eq!(names, ["oltp", "backup"]);
+    assert_eq!(blender.groups[1].access.read_pct, 0);
+    assert_eq!(blender.groups[1].access.random_pct, 0);
+    assert_ne!(blender.groups[0].seed, blender.groups[1].seed);
+    assert_eq!(plan.jobs[1].runtime, Nanos::from_secs(1));
+    assert_eq!(plan.jobs[1].groups[0].access.max_bs(), Bytes(1 << 20));
+}
+
+#[test]
+fn bad_values_are_rejected_with_the_fix() {
+    assert!(error(None, "qd = 0").contains("--qd must be 1 or more"));
+    assert!(error(None, "workers = 0").contains("--workers must be 1 or more"));
+    assert!(error(None, "read_pct = 150").contains("--read-pct must be between 0 and 100 (got 150)"));
+    assert!(error(None, "random_pct = 101").contains("--random-pct"));
+    assert!(error(None, "size = \"2k\"\nbs = \"4k\"").contains("smaller than the block size"));
+    assert!(error(None, "runtime = \"0s\"").contains("--runtime must be above 0"));
+    assert!(error(None, "burst_idle = \"1ms\"").contains("needs --burst"));
+    assert!(error(None, "engine = \"psync\"\nqd = 512\nworkers = 16").contains("threads"));
+    assert!(error(None, "direct = true\nbuffered = true").contains("contradict"));
+}
+
+#[test]
+fn keys_in_the_wrong_place_are_rejected() {
+    let err = error(Some("[[job]]\n[[job.group]]\nruntime = \"5s\"\n"), "");
+    assert!(err.contains("'runtime' cannot be set in a group"), "{err}");
+    let err = error(Some("[[job]]\njson = true\n"), "");
+    assert!(err.contains("'json' cannot be set in [[job]]"), "{err}");
+}
+
+#[test]
+fn user_slo_joins_the_standard_thresholds() {
+    let plan = plan(None, "slo = \"500us,1ms\"").unwrap();
+    assert_eq!(plan.jobs[0].slo, vec![Nanos(500_000), Nanos(1_000_000), Nanos(2_000_000)]);
+}
+
+#[test]
+fn describe_reads_like_a_spec_sheet() {
+    let plan = plan(None, "bs_split = \"4k/70,64k/30\"\nread_pct = 70\nrandom_pct = 100").unwrap();
+    assert_eq!(plan.jobs[0].groups[0].access.describe(), "mix 4KiB/70,64KiB/30 random 70% read");
+}

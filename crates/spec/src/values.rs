@@ -1,0 +1,277 @@
+//! Option values that are more than a number: access patterns, engines, block-size mixes,
+//! I/O limits and latency thresholds. Each parses from the same text in flags and job files.
+
+use std::fmt;
+use std::str::FromStr;
+
+use serde::{Deserialize, Deserializer, Serialize};
+
+use crate::units::{Bytes, Nanos};
+
+/// fio-style shorthand for a read share and a random share.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Rw {
+    Read,
+    Write,
+    RandRead,
+    RandWrite,
+    RandRw,
+    Rw,
+}
+
+impl Rw {
+    /// (read %, random %) in the Iometer sense.
+    pub fn shares(self) -> (u32, u32) {
+        match self {
+            Rw::Read => (100, 0),
+            Rw::Write => (0, 0),
+            Rw::RandRead => (100, 100),
+            Rw::RandWrite => (0, 100),
+            Rw::RandRw => (50, 100),
+            Rw::Rw => (50, 0),
+        }
+    }
+}
+
+impl FromStr for Rw {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<Self, Self::Err> {
+        Ok(match text.to_ascii_lowercase().as_str() {
+            "read" => Rw::Read,
+            "write" => Rw::Write,
+            "randread" => Rw::RandRead,
+            "randwrite" => Rw::RandWrite,
+            "randrw" => Rw::RandRw,
+            "rw" | "readwrite" => Rw::Rw,
+            _ => {
+                return Err(format!(
+                    "'{text}' is not an access pattern; use read, write, randread, randwrite, randrw or rw"
+                ))
+            }
+        })
+    }
+}
+
+/// Which I/O interface issues the requests.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum EngineKind {
+    /// io_uring: one ring per worker, QD requests in flight.
+    Uring,
+    /// pread/pwrite: one thread per outstanding I/O.
+    Psync,
+    /// No I/O at all: measures iolab's own per-I/O cost.
+    Null,
+}
+
+impl EngineKind {
+    pub fn name(self) -> &'static str {
+        match self {
+            EngineKind::Uring => "uring",
+            EngineKind::Psync => "psync",
+            EngineKind::Null => "null",
+        }
+    }
+
+    /// How many I/Os one thread of this engine can hold in flight. A synchronous engine holds
+    /// one, so a queue depth of N needs N threads.
+    pub fn depth_per_thread(self, qd: u32) -> u32 {
+        match self {
+            EngineKind::Psync => 1,
+            EngineKind::Uring | EngineKind::Null => qd,
+        }
+    }
+}
+
+impl fmt::Display for EngineKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl FromStr for EngineKind {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<Self, Self::Err> {
+        Ok(match text.to_ascii_lowercase().as_str() {
+            "uring" | "io_uring" => EngineKind::Uring,
+            "psync" => EngineKind::Psync,
+            "null" => EngineKind::Null,
+            _ => return Err(format!("'{text}' is not an engine; use uring, psync or null")),
+        })
+    }
+}
+
+/// One block size of a mix and its weight.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct BsWeight {
+    pub bs: Bytes,
+    pub weight: u32,
+}
+
+/// A block-size mix such as `4k/70,64k/30`. Weights are relative; they need not add to 100.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BsSplit(pub Vec<BsWeight>);
+
+impl FromStr for BsSplit {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<Self, Self::Err> {
+        let bad = |why: &str| format!("bad block-size split '{text}': {why}; write e.g. 4k/70,64k/30");
+        let mut parts = Vec::new();
+        for item in text.split(',').map(str::trim).filter(|s| !s.is_empty()) {
+            let (bs, weight) = item.split_once('/').ok_or_else(|| bad("each entry needs SIZE/WEIGHT"))?;
+            let bs: Bytes = bs.parse().map_err(|e: String| bad(&e))?;
+            let weight: u32 = weight
+                .trim()
+                .trim_end_matches('%')
+                .parse()
+                .map_err(|_| bad("a weight is a whole number"))?;
+            if weight > 0 {
+                parts.push(BsWeight { bs, weight });
+            }
+        }
+        if parts.is_empty() {
+            return Err(bad("no entry has a weight above 0"));
+        }
+        Ok(BsSplit(parts))
+    }
+}
+
+/// Stop a job after this much I/O in the measured phase.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum IoLimit {
+    Bytes(Bytes),
+    Ios(u64),
+}
+
+impl FromStr for IoLimit {
+    type Err = String;
+
+    /// `10g` is bytes; `250000ios` or `250kios` is a count of I/Os (k = 1000 for counts).
+    fn from_str(text: &str) -> Result<Self, Self::Err> {
+        let lower = text.trim().to_ascii_lowercase();
+        if let Some(count) = lower.strip_suffix("ios").or_else(|| lower.strip_suffix("io")) {
+            let count = count.trim();
+            let (digits, scale) = match count.chars().last() {
+                Some('k') => (&count[..count.len() - 1], 1e3),
+                Some('m') => (&count[..count.len() - 1], 1e6),
+                Some('g') => (&count[..count.len() - 1], 1e9),
+                _ => (count, 1.0),
+            };
+            let n: f64 = digits.parse().map_err(|_| {
+                format!("'{text}' is not an I/O count; write e.g. 100000ios or 250kios")
+            })?;
+            return Ok(IoLimit::Ios((n * scale).round() as u64));
+        }
+        text.parse::<Bytes>()
+            .map(IoLimit::Bytes)
+            .map_err(|_| format!("'{text}' is not an I/O limit; write a size (10g) or a count (100000ios)"))
+    }
+}
+
+/// Latency thresholds such as `500us,1ms`: the report gives the share of I/Os within each.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct NanosList(pub Vec<Nanos>);
+
+impl FromStr for NanosList {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<Self, Self::Err> {
+        text.split(',')
+            .map(str::trim)
+            .filter(|s| !s.is_empty())
+            .map(str::parse)
+            .collect::<Result<Vec<Nanos>, _>>()
+            .map(NanosList)
+    }
+}
+
+/// Job files may write these values as strings (or, for lists, as arrays of strings).
+macro_rules! deserialize_from_str {
+    ($ty:ty) => {
+        impl<'de> Deserialize<'de> for $ty {
+            fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+                let text = String::deserialize(d)?;
+                text.parse().map_err(serde::de::Error::custom)
+            }
+        }
+    };
+}
+
+deserialize_from_str!(Rw);
+deserialize_from_str!(EngineKind);
+deserialize_from_str!(BsSplit);
+
+impl<'de> Deserialize<'de> for IoLimit {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        #[derive(Deserialize)]
+        #[serde(untagged)]
+        enum Raw {
+            Text(String),
+            Bytes(u64),
+        }
+        match Raw::deserialize(d)? {
+            Raw::Text(text) => text.parse().map_err(serde::de::Error::custom),
+            Raw::Bytes(n) => Ok(IoLimit::Bytes(Bytes(n))),
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for NanosList {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        #[derive(Deserialize)]
+        #[serde(untagged)]
+        enum Raw {
+            Text(String),
+            List(Vec<Nanos>),
+        }
+        match Raw::deserialize(d)? {
+            Raw::Text(text) => text.parse().map_err(serde::de::Error::custom),
+            Raw::List(list) => Ok(NanosList(list)),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rw_shares() {
+        assert_eq!("randread".parse::<Rw>().unwrap().shares(), (100, 100));
+        assert_eq!("RW".parse::<Rw>().unwrap().shares(), (50, 0));
+        assert!("trim".parse::<Rw>().unwrap_err().contains("randwrite"));
+    }
+
+    #[test]
+    fn bs_split() {
+        let split: BsSplit = "4k/70, 64k/30".parse().unwrap();
+        assert_eq!(
+            split.0,
+            vec![
+                BsWeight { bs: Bytes(4096), weight: 70 },
+                BsWeight { bs: Bytes(65536), weight: 30 }
+            ]
+        );
+        assert!("4k".parse::<BsSplit>().is_err());
+        assert!("4k/0".parse::<BsSplit>().is_err());
+        assert!("4q/10".parse::<BsSplit>().is_err());
+    }
+
+    #[test]
+    fn io_limit() {
+        assert_eq!("10g".parse(), Ok(IoLimit::Bytes(Bytes(10 << 30))));
+        assert_eq!("250kios".parse(), Ok(IoLimit::Ios(250_000)));
+        assert_eq!("1000ios".parse(), Ok(IoLimit::Ios(1000)));
+        assert!("lots".parse::<IoLimit>().is_err());
+    }
+
+    #[test]
+    fn slo_list() {
+        let list: NanosList = "500us,1ms".parse().unwrap();
+        assert_eq!(list.0, vec![Nanos(500_000), Nanos(1_000_000)]);
+    }
+}

@@ -1,0 +1,1 @@
+//! Mergeable latency histograms, per-interval series, CPU accounting and the result types.
