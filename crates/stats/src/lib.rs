@@ -1,1 +1,14 @@
-//! Mergeable latency histograms, per-interval series, CPU accounting and the result types.
+//! Measurement: exact, mergeable latency histograms, per-interval series, CPU accounting, and
+//! the result types that every later stage (store, analysis, report) reads.
+//!
+//! Percentiles are never averaged: workers' histograms are merged and percentiles are read from
+//! the merge. Values are recorded in nanoseconds with 3 significant digits (hdrhistogram), so a
+//! reported percentile is within 0.1% of the true latency of that rank.
+
+pub mod cpu;
+mod interval;
+mod op_stats;
+pub mod result;
+
+pub use interval::IntervalStats;
+pub use op_stats::{OpStats, PERCENTILES};

@@ -1,0 +1,101 @@
+//! CPU accounting: the process's own time (every thread, including the io_uring io-wq and
+//! SQPOLL kernel threads, which belong to the process's thread group and so to its rusage) and
+//! the whole machine's per-core busy share from /proc/stat.
+
+use std::io;
+
+/// User and system time of the whole process so far.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ProcessCpu {
+    pub user_ns: u64,
+    pub system_ns: u64,
+}
+
+impl ProcessCpu {
+    pub fn now() -> io::Result<Self> {
+        // SAFETY: an all-zero rusage is a valid value of this plain C struct.
+        let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+        // SAFETY: `usage` is a valid, writable rusage for getrusage to fill.
+        if unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut usage) } != 0 {
+            return Err(io::Error::last_os_error());
+        }
+        let ns = |tv: libc::timeval| tv.tv_sec as u64 * 1_000_000_000 + tv.tv_usec as u64 * 1_000;
+        Ok(ProcessCpu { user_ns: ns(usage.ru_utime), system_ns: ns(usage.ru_stime) })
+    }
+
+    /// Time spent between `earlier` and `self`.
+    pub fn since(&self, earlier: &ProcessCpu) -> ProcessCpu {
+        ProcessCpu {
+            user_ns: self.user_ns.saturating_sub(earlier.user_ns),
+            system_ns: self.system_ns.saturating_sub(earlier.system_ns),
+        }
+    }
+}
+
+/// Busy and total ticks of each core.
+#[derive(Debug, Clone, Default)]
+pub struct MachineCpu {
+    cores: Vec<(u64, u64)>,
+}
+
+impl MachineCpu {
+    pub fn now() -> io::Result<Self> {
+        let text = std::fs::read_to_string("/proc/stat")?;
+        Ok(Self::parse(&text))
+    }
+
+    fn parse(stat: &str) -> Self {
+        let cores = stat
+            .lines()
+            .filter(|l| l.starts_with("cpu") && l.as_bytes().get(3).is_some_and(u8::is_ascii_digit))
+            .map(|line| {
+                let ticks: Vec<u64> = line.split_whitespace().skip(1).filter_map(|v| v.parse().ok()).collect();
+                // user nice system idle iowait irq softirq steal (guest time is inside user).
+                let total: u64 = ticks.iter().take(8).sum();
+                let idle = ticks.get(3).copied().unwrap_or(0) + ticks.get(4).copied().unwrap_or(0);
+                (total - idle, total)
+            })
+            .collect();
+        MachineCpu { cores }
+    }
+
+    /// Busy share (0..100) of each core between `earlier` and `self`.
+    pub fn busy_pct_since(&self, earlier: &MachineCpu) -> Vec<f64> {
+        self.cores
+            .iter()
+            .zip(&earlier.cores)
+            .map(|(&(busy, total), &(busy0, total0))| {
+                let total = total.saturating_sub(total0);
+                if total == 0 {
+                    0.0
+                } else {
+                    100.0 * busy.saturating_sub(busy0) as f64 / total as f64
+                }
+            })
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn per_core_busy_share() {
+        let before = MachineCpu::parse("cpu  9 9 9 9 9 0 0 0\ncpu0 10 0 10 80 0 0 0 0 0 0\ncpu1 0 0 0 100 0 0 0 0\nintr 5\n");
+        let after = MachineCpu::parse("cpu  9 9 9 9 9 0 0 0\ncpu0 40 0 20 130 10 0 0 0 0 0\ncpu1 0 0 0 200 0 0 0 0\n");
+        assert_eq!(after.busy_pct_since(&before), vec![40.0, 0.0]);
+    }
+
+    #[test]
+    fn process_time_grows_with_work() {
+        let start = ProcessCpu::now().expect("getrusage");
+        let mut x = 0u64;
+        for i in 0..20_000_000u64 {
+            x = x.wrapping_mul(31).wrapping_add(i);
+        }
+        std::hint::black_box(x);
+        let spent = ProcessCpu::now().expect("getrusage").since(&start);
+        assert!(spent.user_ns > 0);
+    }
+}

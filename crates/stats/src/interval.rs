@@ -1,0 +1,47 @@
+//! One interval's worth of reads and writes, as a worker hands it to the collector.
+
+use iolab_spec::Nanos;
+
+use crate::op_stats::OpStats;
+use crate::result::SeriesPoint;
+
+#[derive(Clone, Debug, Default)]
+pub struct IntervalStats {
+    pub read: OpStats,
+    pub write: OpStats,
+}
+
+impl IntervalStats {
+    pub fn merge(&mut self, other: &IntervalStats) {
+        self.read.merge(&other.read);
+        self.write.merge(&other.write);
+    }
+
+    pub fn ios(&self) -> u64 {
+        self.read.ios() + self.write.ios()
+    }
+
+    /// Reads and writes together.
+    pub fn combined(&self) -> OpStats {
+        let mut all = self.read.clone();
+        all.merge(&self.write);
+        all
+    }
+
+    /// The series point of this interval, which started `start` after the measurement did.
+    pub fn point(&self, start: Nanos, duration: Nanos) -> SeriesPoint {
+        let seconds = duration.as_secs_f64();
+        let all = self.combined();
+        let rate = |n: u64| if seconds > 0.0 { n as f64 / seconds } else { 0.0 };
+        SeriesPoint {
+            t_s: start.as_secs_f64(),
+            duration_s: seconds,
+            iops: rate(all.ios()),
+            read_iops: rate(self.read.ios()),
+            write_iops: rate(self.write.ios()),
+            mb_s: rate(all.bytes()) / 1e6,
+            mean_ns: all.mean_ns(),
+            p99_ns: all.percentile_ns(99.0),
+        }
+    }
+}

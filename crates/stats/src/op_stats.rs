@@ -1,0 +1,223 @@
+//! Statistics of one kind of operation (reads or writes) over some span: a latency histogram
+//! plus the exact count, bytes, sum, sum of squares, minimum and maximum.
+
+use hdrhistogram::Histogram;
+use iolab_spec::Nanos;
+
+use crate::result::{LatencySummary, OpSummary, Percentile, Within};
+
+/// The percentiles every report gives.
+pub const PERCENTILES: [f64; 7] = [50.0, 90.0, 99.0, 99.9, 99.99, 99.999, 99.9999];
+
+/// Significant decimal digits kept by the histogram: values within 0.1%.
+const SIGNIFICANT_DIGITS: u8 = 3;
+
+#[derive(Clone, Debug)]
+pub struct OpStats {
+    histogram: Histogram<u64>,
+    ios: u64,
+    bytes: u64,
+    sum_ns: u128,
+    sum_sq_ns: u128,
+    min_ns: u64,
+    max_ns: u64,
+}
+
+impl Default for OpStats {
+    fn default() -> Self {
+        OpStats {
+            histogram: Histogram::new(SIGNIFICANT_DIGITS).expect("3 significant digits is a valid histogram precision"),
+            ios: 0,
+            bytes: 0,
+            sum_ns: 0,
+            sum_sq_ns: 0,
+            min_ns: u64::MAX,
+            max_ns: 0,
+        }
+    }
+}
+
+impl OpStats {
+    /// Records one completed I/O. The histogram grows to whatever range the values need.
+    #[inline]
+    pub fn record(&mut self, latency_ns: u64, bytes: u64) {
+        // The histogram resizes itself to the value; only a value beyond any range saturates.
+        if self.histogram.record(latency_ns.max(1)).is_err() {
+            self.histogram.saturating_record(latency_ns);
+        }
+        self.ios += 1;
+        self.bytes += bytes;
+        self.sum_ns += u128::from(latency_ns);
+        self.sum_sq_ns += u128::from(latency_ns) * u128::from(latency_ns);
+        self.min_ns = self.min_ns.min(latency_ns);
+        self.max_ns = self.max_ns.max(latency_ns);
+    }
+
+    /// Adds `other` exactly: the result is what one recorder of both streams would hold.
+    pub fn merge(&mut self, other: &OpStats) {
+        if other.ios == 0 {
+            return;
+        }
+        self.histogram.add(&other.histogram).expect("auto-resizing histograms of equal precision always merge");
+        self.ios += other.ios;
+        self.bytes += other.bytes;
+        self.sum_ns += other.sum_ns;
+        self.sum_sq_ns += other.sum_sq_ns;
+        self.min_ns = self.min_ns.min(other.min_ns);
+        self.max_ns = self.max_ns.max(other.max_ns);
+    }
+
+    pub fn ios(&self) -> u64 {
+        self.ios
+    }
+
+    pub fn bytes(&self) -> u64 {
+        self.bytes
+    }
+
+    pub fn histogram(&self) -> &Histogram<u64> {
+        &self.histogram
+    }
+
+    pub fn mean_ns(&self) -> f64 {
+        if self.ios == 0 {
+            return 0.0;
+        }
+        self.sum_ns as f64 / self.ios as f64
+    }
+
+    /// The latency at `percentile` (0..100), clamped to the exact extremes.
+    pub fn percentile_ns(&self, percentile: f64) -> u64 {
+        if self.ios == 0 {
+            return 0;
+        }
+        self.histogram.value_at_percentile(percentile).clamp(self.min_ns, self.max_ns)
+    }
+
+    /// Share (0..100) of I/Os that completed within `threshold`.
+    pub fn within_pct(&self, threshold: Nanos) -> f64 {
+        if self.ios == 0 {
+            return 0.0;
+        }
+        if threshold.0 >= self.max_ns {
+            return 100.0;
+        }
+        let within = self.histogram.count_between(0, threshold.0);
+        100.0 * within.min(self.ios) as f64 / self.ios as f64
+    }
+
+    fn stdev_ns(&self) -> f64 {
+        if self.ios < 2 {
+            return 0.0;
+        }
+        let n = self.ios as f64;
+        let mean = self.sum_ns as f64 / n;
+        let variance = (self.sum_sq_ns as f64 / n - mean * mean).max(0.0);
+        (variance * n / (n - 1.0)).sqrt()
+    }
+
+    pub fn latency_summary(&self, slo: &[Nanos]) -> Option<LatencySummary> {
+        (self.ios > 0).then(|| LatencySummary {
+            min_ns: self.min_ns,
+            mean_ns: self.mean_ns(),
+            stdev_ns: self.stdev_ns(),
+            max_ns: self.max_ns,
+            percentiles: PERCENTILES.iter().map(|&p| Percentile { p, ns: self.percentile_ns(p) }).collect(),
+            within: slo.iter().map(|&t| Within { threshold_ns: t.0, pct: self.within_pct(t) }).collect(),
+        })
+    }
+
+    /// Throughput and latency over `seconds`.
+    pub fn summary(&self, seconds: f64, slo: &[Nanos]) -> OpSummary {
+        let per_second = |n: f64| if seconds > 0.0 { n / seconds } else { 0.0 };
+        OpSummary {
+            ios: self.ios,
+            bytes: self.bytes,
+            iops: per_second(self.ios as f64),
+            mb_s: per_second(self.bytes as f64) / 1e6,
+            mib_s: per_second(self.bytes as f64) / (1u64 << 20) as f64,
+            latency: self.latency_summary(slo),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn lcg(state: &mut u64) -> u64 {
+        *state = state.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        *state >> 33
+    }
+
+    /// Merging per-worker recorders gives exactly what one recorder of every I/O gives.
+    #[test]
+    fn merge_equals_one_recorder_of_the_union() {
+        let mut state = 7;
+        let mut all = OpStats::default();
+        let mut parts = vec![OpStats::default(), OpStats::default(), OpStats::default()];
+        for i in 0..30_000u64 {
+            let ns = 1_000 + lcg(&mut state) % 5_000_000;
+            all.record(ns, 4096);
+            parts[(i % 3) as usize].record(ns, 4096);
+        }
+        let mut merged = OpStats::default();
+        for part in &parts {
+            merged.merge(part);
+        }
+        assert_eq!(merged.ios(), all.ios());
+        assert_eq!(merged.histogram(), all.histogram());
+        for p in PERCENTILES {
+            assert_eq!(merged.percentile_ns(p), all.percentile_ns(p));
+        }
+        assert_eq!(merged.latency_summary(&[]), all.latency_summary(&[]));
+    }
+
+    /// Percentiles are within the documented 0.1% of the exact order statistic.
+    #[test]
+    fn percentiles_are_within_a_tenth_of_a_percent() {
+        let mut state = 11;
+        let mut values: Vec<u64> = (0..200_000).map(|_| 500 + lcg(&mut state) % 20_000_000).collect();
+        let mut stats = OpStats::default();
+        for &v in &values {
+            stats.record(v, 512);
+        }
+        values.sort_unstable();
+        for p in [50.0, 90.0, 99.0, 99.9, 99.99] {
+            let rank = ((p / 100.0) * values.len() as f64).ceil() as usize - 1;
+            let exact = values[rank] as f64;
+            let got = stats.percentile_ns(p) as f64;
+            assert!((got - exact).abs() / exact <= 0.001, "p{p}: {got} vs {exact}");
+        }
+    }
+
+    #[test]
+    fn exact_moments_and_shares() {
+        let mut stats = OpStats::default();
+        for ns in [100_000, 200_000, 300_000, 1_500_000] {
+            stats.record(ns, 4096);
+        }
+        let summary = stats.summary(2.0, &[Nanos(1_000_000), Nanos(2_000_000)]);
+        assert_eq!(summary.ios, 4);
+        assert_eq!(summary.iops, 2.0);
+        assert_eq!(summary.bytes, 16384);
+        let latency = summary.latency.expect("has I/Os");
+        assert_eq!((latency.min_ns, latency.max_ns), (100_000, 1_500_000));
+        assert_eq!(latency.mean_ns, 525_000.0);
+        let expected_sd = {
+            let m: f64 = 525_000.0;
+            let ss: f64 = [100_000.0f64, 200_000.0, 300_000.0, 1_500_000.0].iter().map(|v| (v - m).powi(2)).sum();
+            (ss / 3.0).sqrt()
+        };
+        assert!((latency.stdev_ns - expected_sd).abs() < 1.0);
+        assert_eq!(latency.within[0].pct, 75.0);
+        assert_eq!(latency.within[1].pct, 100.0);
+    }
+
+    #[test]
+    fn empty_has_no_latency() {
+        let stats = OpStats::default();
+        assert!(stats.summary(1.0, &[]).latency.is_none());
+        assert_eq!(stats.percentile_ns(99.0), 0);
+    }
+}

@@ -1,0 +1,169 @@
+//! The results of a run, as printed, exported and (later) stored. The JSON form of these types
+//! is the documented schema (docs/results-schema.md); bump `SCHEMA` on any breaking change.
+
+use iolab_spec::JobSpec;
+use serde::Serialize;
+
+/// Name and version of the JSON schema of `RunReport`.
+pub const SCHEMA: &str = "iolab.run/1";
+
+#[derive(Debug, Clone, Serialize)]
+pub struct RunReport {
+    pub schema: &'static str,
+    pub iolab_version: &'static str,
+    pub host: HostInfo,
+    /// Seconds since the Unix epoch when the run started.
+    pub started_at_unix_s: u64,
+    pub interrupted: bool,
+    pub jobs: Vec<JobResult>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct HostInfo {
+    pub hostname: String,
+    pub kernel: String,
+    pub cpus: usize,
+}
+
+/// Why the measured phase ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StopReason {
+    Runtime,
+    IoLimit,
+    Interrupted,
+    IoError,
+    StuckIo,
+    EngineError,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct JobResult {
+    pub name: String,
+    pub spec: JobSpec,
+    pub stop_reason: StopReason,
+    /// Length of the measured window; rates are per second of it.
+    pub measured_s: f64,
+    pub ramp_s: f64,
+    pub groups: Vec<GroupResult>,
+    /// All groups together.
+    pub read: OpSummary,
+    pub write: OpSummary,
+    pub total: OpSummary,
+    pub series: Vec<SeriesPoint>,
+    pub cpu: CpuReport,
+    pub errors: ErrorReport,
+    /// Things the user should know about how the run was done (e.g. psync threads).
+    pub notes: Vec<String>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct GroupResult {
+    pub name: String,
+    pub target: String,
+    pub access: String,
+    pub engine: String,
+    pub qd: u32,
+    pub workers: u32,
+    /// Threads that issued I/O (workers x QD for a synchronous engine).
+    pub threads: u32,
+    pub read: OpSummary,
+    pub write: OpSummary,
+    pub total: OpSummary,
+    pub series: Vec<SeriesPoint>,
+}
+
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct OpSummary {
+    pub ios: u64,
+    pub bytes: u64,
+    pub iops: f64,
+    /// 10^6 bytes per second.
+    pub mb_s: f64,
+    /// 2^20 bytes per second.
+    pub mib_s: f64,
+    /// Absent when there were no I/Os of this kind.
+    pub latency: Option<LatencySummary>,
+}
+
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct LatencySummary {
+    pub min_ns: u64,
+    pub mean_ns: f64,
+    pub stdev_ns: f64,
+    pub max_ns: u64,
+    pub percentiles: Vec<Percentile>,
+    /// Share of I/Os completed within each threshold (1 ms, 2 ms and the user's --slo).
+    pub within: Vec<Within>,
+}
+
+#[derive(Debug, Clone, Copy, Serialize, PartialEq)]
+pub struct Percentile {
+    pub p: f64,
+    pub ns: u64,
+}
+
+#[derive(Debug, Clone, Copy, Serialize, PartialEq)]
+pub struct Within {
+    pub threshold_ns: u64,
+    pub pct: f64,
+}
+
+/// One interval (normally one second) of the measured phase.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct SeriesPoint {
+    /// Start of the interval, in seconds after the measurement started.
+    pub t_s: f64,
+    pub duration_s: f64,
+    pub iops: f64,
+    pub read_iops: f64,
+    pub write_iops: f64,
+    pub mb_s: f64,
+    pub mean_ns: f64,
+    pub p99_ns: u64,
+}
+
+#[derive(Debug, Clone, Serialize, Default)]
+pub struct CpuReport {
+    /// User time of the whole iolab process (every thread, io_uring kernel workers included).
+    pub user_s: f64,
+    pub system_s: f64,
+    /// Microseconds of process CPU per completed I/O.
+    pub us_per_io: f64,
+    /// Busy share of each core of the machine during the measured phase, 0..100.
+    pub machine_busy_pct: Vec<f64>,
+}
+
+#[derive(Debug, Clone, Serialize, Default)]
+pub struct ErrorReport {
+    /// I/Os that failed or transferred fewer bytes than asked.
+    pub count: u64,
+    /// The first failures, in completion order.
+    pub first: Vec<IoErrorRecord>,
+    /// A request the watchdog found outstanding for longer than --io-timeout.
+    pub stuck: Option<StuckIo>,
+    /// An engine failure that ended the job (not an error of one I/O).
+    pub engine: Option<String>,
+}
+
+#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+pub struct IoErrorRecord {
+    pub group: String,
+    pub target: String,
+    pub op: &'static str,
+    pub offset: u64,
+    pub len: u32,
+    /// The errno, or 0 for a short transfer.
+    pub errno: i32,
+    /// "Input/output error (os error 5)", or "short read: 512 of 4096 bytes".
+    pub message: String,
+}
+
+#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+pub struct StuckIo {
+    pub group: String,
+    pub target: String,
+    pub thread: u32,
+    pub outstanding_ms: u64,
+    pub in_flight: u32,
+}
