@@ -1,1 +1,18 @@
-//! I/O engines (io_uring, psync, null) behind one trait, targets, aligned buffers, target safety checks.
+//! I/O engines behind one trait, the targets they work on, and the checks made before writing.
+//!
+//! The contract follows fio's: `queue` a request (or hear "busy"), `commit` queued requests to
+//! the kernel and wait for some to finish, `reap` what finished. An engine never knows about
+//! phases or sweeps; it moves bytes. Every `unsafe` of the project lives in this crate.
+
+mod buffers;
+mod engine;
+mod error;
+mod null;
+pub mod probe;
+mod psync;
+pub mod safety;
+pub mod target;
+mod uring;
+
+pub use engine::{open_engine, Completion, Engine, EngineConfig, IoRequest, Op, Queued};
+pub use error::EngineError;

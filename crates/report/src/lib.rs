@@ -1,1 +1,19 @@
-//! Renders results: terminal tables and JSON.
+//! Renders results for people (terminal tables) and for programs (JSON).
+//!
+//! JSON goes to its own writer and nothing else is ever written there: warnings and errors
+//! belong on stderr, so JSON output always parses.
+
+mod format;
+mod text;
+
+pub use format::{latency, thousands};
+pub use text::render_text;
+
+use iolab_stats::result::RunReport;
+
+/// The report as pretty-printed JSON (schema: docs/results-schema.md).
+pub fn render_json(report: &RunReport) -> String {
+    let mut text = serde_json::to_string_pretty(report).unwrap_or_else(|e| format!("{{\"error\": \"{e}\"}}"));
+    text.push('\n');
+    text
+}

@@ -1,1 +1,17 @@
-//! Worker threads, phases (ramp, measure), stop conditions, watchdog and result assembly.
+//! Runs workloads: prepares targets, drives worker threads through ramp and measurement,
+//! enforces stop conditions (runtime, I/O limit, errors, Ctrl-C, the stuck-request watchdog),
+//! and assembles results. It knows jobs, not sweeps: a sweep is many plans.
+
+mod access;
+mod collector;
+mod error;
+mod job;
+mod lane;
+mod observer;
+mod prepare;
+mod run;
+mod shared;
+
+pub use error::RunError;
+pub use observer::{Observer, Phase, ProgressUpdate, Silent};
+pub use run::run_plan;

@@ -1,0 +1,71 @@
+//! The engine trait and the request/completion types that cross it.
+
+use std::os::fd::RawFd;
+
+use iolab_spec::EngineKind;
+
+use crate::error::EngineError;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Op {
+    Read,
+    Write,
+}
+
+/// One I/O. `slot` names the buffer and identifies the request until its completion is reaped;
+/// the caller must not queue a slot again before that.
+#[derive(Debug, Clone, Copy)]
+pub struct IoRequest {
+    pub slot: u32,
+    pub op: Op,
+    /// Index into `EngineConfig::files`.
+    pub file: u16,
+    pub offset: u64,
+    pub len: u32,
+}
+
+/// A finished request: `result` is the byte count transferred, or `-errno`.
+#[derive(Debug, Clone, Copy)]
+pub struct Completion {
+    pub slot: u32,
+    pub result: i32,
+}
+
+/// The answer to `queue`: a full submission queue is an answer, not an error.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Queued {
+    Accepted,
+    /// Commit (and reap) first, then queue again.
+    Busy,
+}
+
+pub trait Engine: Send {
+    /// Adds a request to the next commit.
+    fn queue(&mut self, request: IoRequest) -> Queued;
+
+    /// Hands the queued requests to the kernel and blocks until at least `wait_for` requests
+    /// (queued now or earlier) have completed.
+    fn commit(&mut self, wait_for: u32) -> Result<(), EngineError>;
+
+    /// Moves finished requests into `out` without blocking.
+    fn reap(&mut self, out: &mut Vec<Completion>);
+
+    /// Requests handed over and not yet reaped.
+    fn in_flight(&self) -> u32;
+}
+
+/// What an engine instance needs: its files, how many requests it may hold, the largest request.
+pub struct EngineConfig {
+    pub files: Vec<RawFd>,
+    pub depth: u32,
+    pub max_len: u32,
+}
+
+/// Creates an engine of `kind`.
+pub fn open_engine(kind: EngineKind, config: EngineConfig) -> Result<Box<dyn Engine>, EngineError> {
+    Ok(match kind {
+        EngineKind::Uring => Box::new(crate::uring::UringEngine::new(config)?),
+        EngineKind::Psync => Box::new(crate::psync::PsyncEngine::new(config)?),
+        EngineKind::Null => Box::new(crate::null::NullEngine::new(config)),
+    })
+}

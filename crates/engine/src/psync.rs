@@ -1,0 +1,66 @@
+//! psync: pread/pwrite, one request at a time. A thread holds one I/O, so the runner gives a
+//! queue depth of N to N threads, each with its own engine of depth 1.
+
+use crate::buffers::AlignedBuffers;
+use crate::engine::{Completion, Engine, EngineConfig, IoRequest, Op, Queued};
+use crate::error::EngineError;
+
+pub struct PsyncEngine {
+    files: Vec<std::os::fd::RawFd>,
+    buffers: AlignedBuffers,
+    queued: Option<IoRequest>,
+    done: Option<Completion>,
+}
+
+impl PsyncEngine {
+    pub fn new(config: EngineConfig) -> Result<Self, EngineError> {
+        Ok(PsyncEngine {
+            buffers: AlignedBuffers::new(1, config.max_len, config.files.len() as u64 + 0x9e37)?,
+            files: config.files,
+            queued: None,
+            done: None,
+        })
+    }
+}
+
+impl Engine for PsyncEngine {
+    fn queue(&mut self, request: IoRequest) -> Queued {
+        if self.queued.is_some() || self.done.is_some() {
+            return Queued::Busy;
+        }
+        self.queued = Some(request);
+        Queued::Accepted
+    }
+
+    fn commit(&mut self, _wait_for: u32) -> Result<(), EngineError> {
+        let Some(request) = self.queued.take() else { return Ok(()) };
+        let fd = self.files[request.file as usize];
+        let buf = self.buffers.slot_ptr(0);
+        let len = request.len as usize;
+        let offset = request.offset as libc::off_t;
+        let n = loop {
+            // SAFETY: `buf` points at a buffer of at least `max_len >= len` bytes owned by
+            // `self.buffers`, and no other request uses it: this engine holds one at a time.
+            let n = unsafe {
+                match request.op {
+                    Op::Read => libc::pread(fd, buf.cast(), len, offset),
+                    Op::Write => libc::pwrite(fd, buf.cast(), len, offset),
+                }
+            };
+            if n >= 0 || std::io::Error::last_os_error().raw_os_error() != Some(libc::EINTR) {
+                break n;
+            }
+        };
+        let result = if n < 0 { -std::io::Error::last_os_error().raw_os_error().unwrap_or(libc::EIO) } else { n as i32 };
+        self.done = Some(Completion { slot: request.slot, result });
+        Ok(())
+    }
+
+    fn reap(&mut self, out: &mut Vec<Completion>) {
+        out.extend(self.done.take());
+    }
+
+    fn in_flight(&self) -> u32 {
+        u32::from(self.queued.is_some() || self.done.is_some())
+    }
+}

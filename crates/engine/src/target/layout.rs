@@ -1,0 +1,99 @@
+//! Laying out a file target: creating it or extending it to the size a run needs, with real
+//! data. A sparse or fallocated file would read back zeros without touching the device and
+//! make every read test a lie. A file is only ever extended, never truncated.
+
+use std::fs::{File, OpenOptions};
+use std::io::Write;
+use std::os::fd::AsRawFd;
+use std::path::Path;
+
+use super::TargetError;
+
+/// What `lay_out_file` did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Layout {
+    pub created: bool,
+    /// Bytes written to reach the size (0 when the file was already big enough).
+    pub written: u64,
+}
+
+const CHUNK: usize = 1 << 20;
+
+/// Makes `path` a regular file of at least `size` bytes of non-zero data.
+pub fn lay_out_file(path: &Path, size: u64) -> Result<Layout, TargetError> {
+    let io_error = |context, source| TargetError::Io { path: path.to_path_buf(), context, source };
+    let created = !path.exists();
+    let mut file: File = OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .open(path)
+        .map_err(|e| match e.raw_os_error() {
+            Some(libc::EACCES) | Some(libc::EPERM) | Some(libc::EROFS) => {
+                TargetError::Permission { path: path.to_path_buf(), access: "writing" }
+            }
+            _ => io_error("cannot create", e),
+        })?;
+    let current = file.metadata().map_err(|e| io_error("cannot stat", e))?.len();
+    if current >= size {
+        return Ok(Layout { created, written: 0 });
+    }
+    let mut chunk = pseudo_random_chunk();
+    let mut at = current;
+    use std::io::Seek;
+    file.seek(std::io::SeekFrom::Start(at)).map_err(|e| io_error("cannot seek", e))?;
+    while at < size {
+        let n = (size - at).min(CHUNK as u64) as usize;
+        // Stamp each 4 KiB block with its offset so no two blocks are equal.
+        for (i, block) in chunk[..n].chunks_mut(4096).enumerate() {
+            let stamp = (at + (i as u64) * 4096) ^ 0x9e37_79b9_7f4a_7c15;
+            let len = block.len().min(8);
+            block[..len].copy_from_slice(&stamp.to_le_bytes()[..len]);
+        }
+        file.write_all(&chunk[..n]).map_err(|e| io_error("cannot write while laying out the file", e))?;
+        at += n as u64;
+    }
+    file.sync_data().map_err(|e| io_error("cannot flush the laid-out file", e))?;
+    // Drop the freshly written pages so buffered runs do not start with a warm cache.
+    // SAFETY: plain advice on an open fd; no memory is passed.
+    unsafe { libc::posix_fadvise(file.as_raw_fd(), 0, 0, libc::POSIX_FADV_DONTNEED) };
+    Ok(Layout { created, written: size - current })
+}
+
+fn pseudo_random_chunk() -> Vec<u8> {
+    let mut state: u64 = 0x2545_f491_4f6c_dd1d;
+    let mut chunk = Vec::with_capacity(CHUNK);
+    while chunk.len() < CHUNK {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        chunk.extend_from_slice(&state.to_le_bytes());
+    }
+    chunk
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn scratch(name: &str) -> std::path::PathBuf {
+        std::env::temp_dir().join(format!("iolab-layout-{name}-{}", std::process::id()))
+    }
+
+    #[test]
+    fn creates_with_nonzero_data_and_never_truncates() {
+        let path = scratch("grow");
+        let _ = std::fs::remove_file(&path);
+        let layout = lay_out_file(&path, 3 * 4096 + 100).expect("lay out");
+        assert_eq!(layout, Layout { created: true, written: 3 * 4096 + 100 });
+        let data = std::fs::read(&path).expect("read back");
+        assert_eq!(data.len(), 3 * 4096 + 100);
+        assert!(data.chunks(4096).all(|block| block.iter().any(|&b| b != 0)));
+        assert_ne!(data[..4096], data[4096..8192]);
+
+        let again = lay_out_file(&path, 4096).expect("smaller size");
+        assert_eq!(again, Layout { created: false, written: 0 });
+        assert_eq!(std::fs::metadata(&path).expect("stat").len(), 3 * 4096 + 100);
+        std::fs::remove_file(&path).expect("clean up");
+    }
+}

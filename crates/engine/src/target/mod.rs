@@ -1,0 +1,140 @@
+//! Targets: what a path is (file or block device), how big, which alignment O_DIRECT needs,
+//! and opening it with errors that tell the user what to do.
+
+mod layout;
+
+use std::fs::{File, OpenOptions};
+use std::io;
+use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
+use std::path::{Path, PathBuf};
+
+use thiserror::Error;
+
+pub use layout::{lay_out_file, Layout};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TargetKind {
+    File,
+    BlockDevice,
+}
+
+#[derive(Debug, Clone)]
+pub struct TargetInfo {
+    pub kind: TargetKind,
+    /// Current size in bytes (file length or device capacity).
+    pub size: u64,
+    /// The offset and length granularity O_DIRECT requires.
+    pub direct_align: u32,
+}
+
+#[derive(Debug, Error)]
+pub enum TargetError {
+    #[error("target {0} does not exist; check the path, or give --size so iolab creates a file there")]
+    NotFound(PathBuf),
+    #[error("no permission to open {path} for {access}; run as a user who may, or choose another --target")]
+    Permission { path: PathBuf, access: &'static str },
+    #[error("{0} does not support O_DIRECT; use --buffered (results will include the page cache)")]
+    NoDirect(PathBuf),
+    #[error("{path} is {what}; give a regular file or a block device")]
+    Unsupported { path: PathBuf, what: &'static str },
+    #[error("{path}: {context}: {source}")]
+    Io {
+        path: PathBuf,
+        context: &'static str,
+        #[source]
+        source: io::Error,
+    },
+}
+
+impl TargetError {
+    fn from_open(path: &Path, write: bool, error: io::Error) -> Self {
+        match error.raw_os_error() {
+            Some(libc::ENOENT) => TargetError::NotFound(path.to_path_buf()),
+            Some(libc::EACCES) | Some(libc::EPERM) | Some(libc::EROFS) => TargetError::Permission {
+                path: path.to_path_buf(),
+                access: if write { "writing" } else { "reading" },
+            },
+            Some(libc::EINVAL) => TargetError::NoDirect(path.to_path_buf()),
+            _ => TargetError::Io { path: path.to_path_buf(), context: "cannot open", source: error },
+        }
+    }
+}
+
+/// Opens `path` for the run: read-only unless the workload writes.
+pub fn open(path: &Path, write: bool, direct: bool) -> Result<File, TargetError> {
+    let mut options = OpenOptions::new();
+    options.read(true).write(write);
+    if direct {
+        options.custom_flags(libc::O_DIRECT);
+    }
+    options.open(path).map_err(|e| TargetError::from_open(path, write, e))
+}
+
+/// What `path` is, without changing it.
+pub fn inspect(path: &Path, file: &File) -> Result<TargetInfo, TargetError> {
+    let io_error = |context, source| TargetError::Io { path: path.to_path_buf(), context, source };
+    let meta = file.metadata().map_err(|e| io_error("cannot stat", e))?;
+    let kind = meta.file_type();
+    if kind.is_file() {
+        return Ok(TargetInfo { kind: TargetKind::File, size: meta.len(), direct_align: file_direct_align(file) });
+    }
+    if kind.is_block_device() {
+        let size = ioctl_u64(file, BLKGETSIZE64).map_err(|e| io_error("cannot read the device size", e))?;
+        let block = ioctl_int(file, libc::BLKSSZGET as u64).map_err(|e| io_error("cannot read the logical block size", e))?;
+        return Ok(TargetInfo { kind: TargetKind::BlockDevice, size, direct_align: block.max(1) as u32 });
+    }
+    let what = if kind.is_dir() {
+        "a directory"
+    } else if kind.is_char_device() {
+        "a character device"
+    } else {
+        "neither a file nor a block device"
+    };
+    Err(TargetError::Unsupported { path: path.to_path_buf(), what })
+}
+
+/// `_IOR(0x12, 114, size_t)`: the byte size of a block device (not in the libc crate).
+const BLKGETSIZE64: u64 = 0x8008_1272;
+
+fn ioctl_u64(file: &File, request: u64) -> io::Result<u64> {
+    use std::os::fd::AsRawFd;
+    let mut value: u64 = 0;
+    // SAFETY: BLKGETSIZE64 writes one u64 through the pointer, which points at `value`.
+    let rc = unsafe { libc::ioctl(file.as_raw_fd(), request as _, &mut value as *mut u64) };
+    if rc < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(value)
+}
+
+fn ioctl_int(file: &File, request: u64) -> io::Result<i32> {
+    use std::os::fd::AsRawFd;
+    let mut value: libc::c_int = 0;
+    // SAFETY: BLKSSZGET writes one int through the pointer, which points at `value`.
+    let rc = unsafe { libc::ioctl(file.as_raw_fd(), request as _, &mut value as *mut libc::c_int) };
+    if rc < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(value)
+}
+
+/// The O_DIRECT alignment of a regular file: statx's DIOALIGN where the filesystem reports it,
+/// else the logical block size of the device under the filesystem, else 512.
+fn file_direct_align(file: &File) -> u32 {
+    use std::os::fd::AsRawFd;
+    // SAFETY: an all-zero statx is a valid value of this plain C struct.
+    let mut stx: libc::statx = unsafe { std::mem::zeroed() };
+    // SAFETY: the fd is open, the empty path with AT_EMPTY_PATH names it, and `stx` is writable.
+    let rc = unsafe {
+        libc::statx(file.as_raw_fd(), c"".as_ptr(), libc::AT_EMPTY_PATH, libc::STATX_DIOALIGN, &mut stx)
+    };
+    if rc == 0 && stx.stx_mask & libc::STATX_DIOALIGN != 0 && stx.stx_dio_offset_align > 0 {
+        return stx.stx_dio_offset_align;
+    }
+    let (major, minor) = (stx.stx_dev_major, stx.stx_dev_minor);
+    ["queue/logical_block_size", "../queue/logical_block_size"]
+        .iter()
+        .find_map(|rel| std::fs::read_to_string(format!("/sys/dev/block/{major}:{minor}/{rel}")).ok())
+        .and_then(|text| text.trim().parse().ok())
+        .unwrap_or(512)
+}

@@ -1,0 +1,56 @@
+//! Number formatting for tables: latencies in the unit that reads best, counts with separators.
+
+/// "850ns", "12.3us", "1.23ms", "2.50s": three significant figures.
+pub fn latency(ns: f64) -> String {
+    let (value, unit) = if ns < 1e3 {
+        (ns, "ns")
+    } else if ns < 1e6 {
+        (ns / 1e3, "us")
+    } else if ns < 1e9 {
+        (ns / 1e6, "ms")
+    } else {
+        (ns / 1e9, "s")
+    };
+    let decimals = if value >= 100.0 || unit == "ns" {
+        0
+    } else if value >= 10.0 {
+        1
+    } else {
+        2
+    };
+    format!("{value:.decimals$}{unit}")
+}
+
+/// 1234567.8 -> "1,234,568".
+pub fn thousands(value: f64) -> String {
+    let digits = format!("{:.0}", value.max(0.0));
+    let mut out = String::with_capacity(digits.len() + digits.len() / 3);
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn latencies_read_well() {
+        assert_eq!(latency(850.0), "850ns");
+        assert_eq!(latency(12_345.0), "12.3us");
+        assert_eq!(latency(1_234_567.0), "1.23ms");
+        assert_eq!(latency(2.5e9), "2.50s");
+        assert_eq!(latency(999_500.0), "1000us");
+    }
+
+    #[test]
+    fn thousands_separators() {
+        assert_eq!(thousands(0.0), "0");
+        assert_eq!(thousands(999.0), "999");
+        assert_eq!(thousands(1234567.8), "1,234,568");
+    }
+}

@@ -1,0 +1,156 @@
+//! The terminal report: what ran, throughput, the latency distribution, CPU, and anything that
+//! went wrong, in that order.
+
+use std::fmt::Write;
+
+use iolab_stats::result::{JobResult, OpSummary, RunReport, StopReason};
+
+use crate::format::{latency, thousands};
+
+pub fn render_text(report: &RunReport) -> String {
+    let mut out = String::new();
+    for job in &report.jobs {
+        job_text(&mut out, job);
+    }
+    if report.interrupted {
+        out.push_str("INTERRUPTED: these are the results gathered before the stop.\n");
+    }
+    out
+}
+
+fn stop_words(reason: StopReason) -> &'static str {
+    match reason {
+        StopReason::Runtime => "runtime reached",
+        StopReason::IoLimit => "I/O limit reached",
+        StopReason::Interrupted => "INTERRUPTED",
+        StopReason::IoError => "STOPPED BY AN I/O ERROR",
+        StopReason::StuckIo => "STOPPED: A REQUEST NEVER COMPLETED",
+        StopReason::EngineError => "STOPPED BY AN ENGINE FAILURE",
+    }
+}
+
+fn job_text(out: &mut String, job: &JobResult) {
+    let _ = writeln!(
+        out,
+        "job '{}': {:.2} s measured after {:.1} s ramp ({})",
+        job.name,
+        job.measured_s,
+        job.ramp_s,
+        stop_words(job.stop_reason)
+    );
+    let many = job.groups.len() > 1;
+    for (group, spec) in job.groups.iter().zip(&job.spec.groups) {
+        let direct = if spec.target.direct { "O_DIRECT" } else { "buffered" };
+        let workers = if group.workers == 1 { "1 worker".to_string() } else { format!("{} workers", group.workers) };
+        let _ = writeln!(
+            out,
+            "  {}{}, QD {} x {}, {}, {} -> {}",
+            if many { format!("group '{}': ", group.name) } else { String::new() },
+            group.access,
+            group.qd,
+            workers,
+            group.engine,
+            direct,
+            group.target
+        );
+    }
+    out.push('\n');
+    if many {
+        for group in &job.groups {
+            let _ = writeln!(out, "group '{}'", group.name);
+            tables(out, &group.read, &group.write, &group.total);
+        }
+        let _ = writeln!(out, "all groups");
+    }
+    tables(out, &job.read, &job.write, &job.total);
+    cpu_text(out, job);
+    problems_text(out, job);
+    for note in &job.notes {
+        let _ = writeln!(out, "note: {note}");
+    }
+    out.push('\n');
+}
+
+fn rows<'a>(read: &'a OpSummary, write: &'a OpSummary, total: &'a OpSummary) -> Vec<(&'static str, &'a OpSummary)> {
+    let mut rows = Vec::new();
+    if read.ios > 0 {
+        rows.push(("read", read));
+    }
+    if write.ios > 0 {
+        rows.push(("write", write));
+    }
+    if rows.len() != 1 {
+        rows.push(("total", total));
+    }
+    rows
+}
+
+fn tables(out: &mut String, read: &OpSummary, write: &OpSummary, total: &OpSummary) {
+    let rows = rows(read, write, total);
+    let _ = writeln!(out, "  {:<6}{:>14}{:>11}{:>11}{:>15}", "", "IOPS", "MB/s", "MiB/s", "I/Os");
+    for (name, s) in &rows {
+        let _ = writeln!(out, "  {:<6}{:>14}{:>11.2}{:>11.2}{:>15}", name, thousands(s.iops), s.mb_s, s.mib_s, thousands(s.ios as f64));
+    }
+    out.push('\n');
+    let with_latency: Vec<_> = rows.iter().filter_map(|(n, s)| s.latency.as_ref().map(|l| (*n, l))).collect();
+    let Some((_, first)) = with_latency.first() else { return };
+    let _ = write!(out, "  {:<6}{:>9}{:>9}{:>9}{:>9}", "lat", "min", "mean", "stdev", "max");
+    for p in &first.percentiles {
+        let _ = write!(out, "{:>9}", format!("p{}", p.p));
+    }
+    out.push('\n');
+    for (name, l) in &with_latency {
+        let _ = write!(
+            out,
+            "  {:<6}{:>9}{:>9}{:>9}{:>9}",
+            name,
+            latency(l.min_ns as f64),
+            latency(l.mean_ns),
+            latency(l.stdev_ns),
+            latency(l.max_ns as f64)
+        );
+        for p in &l.percentiles {
+            let _ = write!(out, "{:>9}", latency(p.ns as f64));
+        }
+        out.push('\n');
+    }
+    for (name, l) in &with_latency {
+        let shares: Vec<String> =
+            l.within.iter().map(|w| format!("{}: {:.4}%", iolab_spec::Nanos(w.threshold_ns), w.pct)).collect();
+        let _ = writeln!(out, "  {:<6}within {}", name, shares.join("  "));
+    }
+    out.push('\n');
+}
+
+fn cpu_text(out: &mut String, job: &JobResult) {
+    let cpu = &job.cpu;
+    let cores: Vec<String> = cpu.machine_busy_pct.iter().map(|p| format!("{p:.0}%")).collect();
+    let _ = writeln!(
+        out,
+        "  cpu   {:.2} s user + {:.2} s system (whole process, io_uring workers included) = {:.2} us per I/O; machine busy per core: {}",
+        cpu.user_s,
+        cpu.system_s,
+        cpu.us_per_io,
+        if cores.is_empty() { "n/a".to_string() } else { cores.join(" ") }
+    );
+}
+
+fn problems_text(out: &mut String, job: &JobResult) {
+    let errors = &job.errors;
+    if errors.count > 0 {
+        let _ = writeln!(out, "  ERRORS: {} I/Os failed; the first:", errors.count);
+        for e in &errors.first {
+            let _ = writeln!(out, "    {} {} offset {} length {}: {}", e.target, e.op, e.offset, e.len, e.message);
+        }
+    }
+    if let Some(stuck) = &errors.stuck {
+        let _ = writeln!(
+            out,
+            "  STUCK: group '{}' thread {} on {} had {} request(s) outstanding for {} ms with no completion; the run was stopped",
+            stuck.group, stuck.thread, stuck.target, stuck.in_flight, stuck.outstanding_ms
+        );
+    }
+    if let Some(engine) = &errors.engine {
+        let _ = writeln!(out, "  ENGINE FAILURE: {engine}");
+    }
+}

@@ -1,0 +1,253 @@
+//! The collector: runs on the job's main thread while lanes do I/O. It merges the lanes'
+//! per-second statistics into exact per-group and per-job series and totals, takes the CPU
+//! snapshots at the edges of the measured window, watches for stuck requests and for Ctrl-C,
+//! and feeds the progress line.
+
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
+use std::sync::mpsc::{Receiver, RecvTimeoutError};
+use std::time::Duration;
+
+use iolab_spec::Nanos;
+use iolab_stats::cpu::{MachineCpu, ProcessCpu};
+use iolab_stats::result::{SeriesPoint, StopReason};
+use iolab_stats::IntervalStats;
+
+use crate::lane::{Heartbeat, LaneEvent};
+use crate::observer::{Observer, Phase, ProgressUpdate};
+use crate::shared::{Shared, INTERVAL_NS};
+
+const TICK: Duration = Duration::from_millis(200);
+
+/// A failed request, as a lane reported it.
+pub struct FailedIo {
+    pub lane: usize,
+    pub op: iolab_engine::Op,
+    pub offset: u64,
+    pub len: u32,
+    pub result: i32,
+}
+
+/// A lane the watchdog gave up on.
+pub struct StuckLane {
+    pub lane: usize,
+    pub outstanding_ns: u64,
+    pub in_flight: u32,
+}
+
+/// What the collector gathered over a job.
+pub struct Collected {
+    pub group_totals: Vec<IntervalStats>,
+    pub group_series: Vec<Vec<SeriesPoint>>,
+    pub job_series: Vec<SeriesPoint>,
+    pub failed: Vec<FailedIo>,
+    pub failed_count: u64,
+    pub stuck: Option<StuckLane>,
+    pub engine_error: Option<String>,
+    pub cpu: Option<ProcessCpu>,
+    pub machine_busy_pct: Vec<f64>,
+    /// Lanes that never finished (stuck in the kernel); their threads must not be joined.
+    pub abandoned: Vec<usize>,
+}
+
+/// Keeps the first failures in full; the rest are only counted.
+const KEPT_FAILURES: usize = 20;
+
+pub struct Collector<'a> {
+    shared: &'a Shared,
+    heartbeats: &'a [Heartbeat],
+    lane_group: Vec<usize>,
+    groups: usize,
+    io_timeout_ns: u64,
+    /// Last interval index each lane reported; `i64::MAX` once it finished.
+    positions: Vec<i64>,
+    pending: BTreeMap<i64, Vec<IntervalStats>>,
+    out: Collected,
+    cpu_start: Option<(ProcessCpu, MachineCpu)>,
+    cpu_done: bool,
+    job_name: &'a str,
+    /// The last closed interval, ramp or measured, for the progress line.
+    latest: Option<SeriesPoint>,
+}
+
+impl<'a> Collector<'a> {
+    pub fn new(shared: &'a Shared, heartbeats: &'a [Heartbeat], lane_group: Vec<usize>, io_timeout: Nanos, job_name: &'a str) -> Self {
+        let groups = lane_group.iter().max().map_or(0, |g| g + 1);
+        Collector {
+            shared,
+            heartbeats,
+            positions: vec![i64::MIN; lane_group.len()],
+            lane_group,
+            groups,
+            io_timeout_ns: io_timeout.0,
+            pending: BTreeMap::new(),
+            out: Collected {
+                group_totals: vec![IntervalStats::default(); groups],
+                group_series: vec![Vec::new(); groups],
+                job_series: Vec::new(),
+                failed: Vec::new(),
+                failed_count: 0,
+                stuck: None,
+                engine_error: None,
+                cpu: None,
+                machine_busy_pct: Vec::new(),
+                abandoned: Vec::new(),
+            },
+            cpu_start: None,
+            cpu_done: false,
+            job_name,
+            latest: None,
+        }
+    }
+
+    /// Runs until every lane has finished or been given up on.
+    pub fn run(mut self, events: Receiver<LaneEvent>, interrupt: &AtomicBool, observer: &mut dyn Observer) -> Collected {
+        let mut last_tick = 0;
+        while self.positions.iter().any(|&p| p != i64::MAX) {
+            let now = self.shared.now_ns();
+            if interrupt.load(Relaxed) && !self.shared.stopping() {
+                self.shared.request_stop(StopReason::Interrupted, now);
+            }
+            self.snapshot_cpu(now);
+            self.watchdog(now);
+            if now >= last_tick + TICK.as_nanos() as u64 {
+                last_tick = now;
+                observer.progress(&self.progress(now));
+            }
+            let wait = self.next_deadline(now).saturating_sub(now).min(TICK.as_nanos() as u64);
+            match events.recv_timeout(Duration::from_nanos(wait.max(1_000_000))) {
+                Ok(event) => self.handle(event),
+                Err(RecvTimeoutError::Timeout) => {}
+                Err(RecvTimeoutError::Disconnected) => break,
+            }
+        }
+        self.snapshot_cpu(self.shared.now_ns().max(self.shared.window_end_ns()));
+        self.close_up_to(i64::MAX);
+        self.out
+    }
+
+    fn next_deadline(&self, now: u64) -> u64 {
+        if self.cpu_start.is_none() {
+            self.shared.measure_start_ns.max(now)
+        } else if !self.cpu_done {
+            self.shared.window_end_ns().max(now)
+        } else {
+            u64::MAX
+        }
+    }
+
+    /// Takes the CPU snapshots when the measured window opens and closes.
+    fn snapshot_cpu(&mut self, now: u64) {
+        let window_end = self.shared.window_end_ns();
+        if self.cpu_start.is_none() && now >= self.shared.measure_start_ns && now < window_end {
+            self.cpu_start = ProcessCpu::now().ok().zip(MachineCpu::now().ok());
+        }
+        if !self.cpu_done && now >= window_end {
+            self.cpu_done = true;
+            if let (Some((process, machine)), Ok(process_end), Ok(machine_end)) =
+                (&self.cpu_start, ProcessCpu::now(), MachineCpu::now())
+            {
+                self.out.cpu = Some(process_end.since(process));
+                self.out.machine_busy_pct = machine_end.busy_pct_since(machine);
+            }
+        }
+    }
+
+    /// A lane with requests in flight and no completion for longer than --io-timeout is stuck.
+    fn watchdog(&mut self, now: u64) {
+        for (lane, beat) in self.heartbeats.iter().enumerate() {
+            if self.positions[lane] == i64::MAX {
+                continue;
+            }
+            let in_flight = beat.in_flight.load(Relaxed);
+            let waited = now.saturating_sub(beat.last_progress_ns.load(Relaxed));
+            if in_flight > 0 && waited > self.io_timeout_ns {
+                if self.out.stuck.is_none() {
+                    self.out.stuck = Some(StuckLane { lane, outstanding_ns: waited, in_flight });
+                }
+                self.shared.request_stop(StopReason::StuckIo, now);
+                self.out.abandoned.push(lane);
+                self.positions[lane] = i64::MAX;
+            }
+        }
+    }
+
+    fn handle(&mut self, event: LaneEvent) {
+        match event {
+            LaneEvent::Interval { lane, index, stats } => {
+                let group = self.lane_group[lane];
+                let slot = self.pending.entry(index).or_insert_with(|| vec![IntervalStats::default(); self.groups]);
+                slot[group].merge(&stats);
+                if self.positions[lane] != i64::MAX {
+                    self.positions[lane] = index;
+                }
+            }
+            LaneEvent::IoError { lane, op, offset, len, result } => {
+                self.out.failed_count += 1;
+                if self.out.failed.len() < KEPT_FAILURES {
+                    self.out.failed.push(FailedIo { lane, op, offset, len, result });
+                }
+            }
+            LaneEvent::Finished { lane, error } => {
+                self.positions[lane] = i64::MAX;
+                if error.is_some() && self.out.engine_error.is_none() {
+                    self.out.engine_error = error;
+                }
+            }
+        }
+        let floor = self.positions.iter().copied().min().unwrap_or(i64::MAX);
+        self.close_up_to(floor);
+    }
+
+    /// Turns every interval below `limit` into series points and adds it to the totals.
+    fn close_up_to(&mut self, limit: i64) {
+        while let Some(entry) = self.pending.first_entry() {
+            if *entry.key() >= limit {
+                break;
+            }
+            let (index, per_group) = entry.remove_entry();
+            let mut job = IntervalStats::default();
+            for stats in &per_group {
+                job.merge(stats);
+            }
+            if index < 0 {
+                // A ramp second: shown live, never part of the results.
+                self.latest = Some(job.point(Nanos(0), Nanos(INTERVAL_NS)));
+                continue;
+            }
+            let start = self.shared.measure_start_ns + index as u64 * INTERVAL_NS;
+            let end = (start + INTERVAL_NS).min(self.shared.window_end_ns());
+            if end <= start {
+                continue;
+            }
+            let (offset, duration) = (Nanos(index as u64 * INTERVAL_NS), Nanos(end - start));
+            for (group, stats) in per_group.iter().enumerate() {
+                self.out.group_series[group].push(stats.point(offset, duration));
+                self.out.group_totals[group].merge(stats);
+            }
+            let point = job.point(offset, duration);
+            self.latest = Some(point.clone());
+            self.out.job_series.push(point);
+        }
+    }
+
+    fn progress(&self, now: u64) -> ProgressUpdate<'_> {
+        let measure_start = self.shared.measure_start_ns;
+        let window_end = self.shared.window_end_ns();
+        let (phase, elapsed, total) = if now < measure_start {
+            (Phase::Ramp, now, measure_start)
+        } else {
+            (Phase::Measure, now - measure_start, window_end - measure_start)
+        };
+        let last = self.latest.as_ref();
+        ProgressUpdate {
+            job: self.job_name,
+            phase,
+            elapsed: Nanos(elapsed.min(total)),
+            total: Nanos(total),
+            iops: last.map_or(0.0, |p| p.iops),
+            mean_ns: last.map_or(0.0, |p| p.mean_ns),
+            p99_ns: last.map_or(0, |p| p.p99_ns),
+        }
+    }
+}

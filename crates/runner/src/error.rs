@@ -1,0 +1,45 @@
+//! Errors that end a run before or instead of measuring. Each message says what to do next.
+
+use std::path::PathBuf;
+
+use iolab_engine::safety::Finding;
+use iolab_engine::target::TargetError;
+use iolab_engine::EngineError;
+use thiserror::Error;
+
+#[derive(Debug, Error)]
+pub enum RunError {
+    #[error(transparent)]
+    Target(#[from] TargetError),
+    #[error(
+        "refusing to write to {path}: {found}; nothing was written. Pass --allow-destroy to overwrite it",
+        found = list(findings)
+    )]
+    Refused { path: PathBuf, findings: Vec<Finding> },
+    #[error("{0}")]
+    Invalid(String),
+    #[error(transparent)]
+    Engine(#[from] EngineError),
+    #[error("{context}: {source}")]
+    Internal {
+        context: String,
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+fn list(findings: &[Finding]) -> String {
+    findings.iter().map(ToString::to_string).collect::<Vec<_>>().join("; ")
+}
+
+impl RunError {
+    /// Whether the user can fix this by changing the command, target or environment (exit 2),
+    /// rather than it being a failure of iolab or the machine.
+    pub fn is_user_error(&self) -> bool {
+        match self {
+            RunError::Target(_) | RunError::Refused { .. } | RunError::Invalid(_) => true,
+            RunError::Engine(EngineError::Unavailable(_)) => true,
+            RunError::Engine(_) | RunError::Internal { .. } => false,
+        }
+    }
+}

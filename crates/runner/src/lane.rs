@@ -1,0 +1,196 @@
+//! One I/O thread ("lane"): keeps its engine's queue full, times every request, and hands a
+//! second's worth of statistics to the collector at each interval boundary.
+//!
+//! This is the hot path. Per batch it reads the clock twice (before committing and after
+//! reaping: every request committed together shares a start time, every request reaped
+//! together shares an end time), and touches shared atomics once; per I/O it only generates
+//! the next request and records one histogram value.
+
+use std::os::fd::RawFd;
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering::Relaxed};
+use std::sync::mpsc::Sender;
+
+use iolab_engine::{open_engine, Completion, Engine, EngineConfig, EngineError, IoRequest, Op, Queued};
+use iolab_spec::{Burst, EngineKind};
+use iolab_stats::result::StopReason;
+use iolab_stats::IntervalStats;
+
+use crate::access::AccessGenerator;
+use crate::shared::{Shared, INTERVAL_NS};
+
+/// What a lane tells the collector.
+pub enum LaneEvent {
+    /// Statistics of interval `index` (seconds from the start of measurement; negative during
+    /// the ramp). Completions after the end of the measured window are not in it.
+    Interval { lane: usize, index: i64, stats: Box<IntervalStats> },
+    /// A request failed or transferred fewer bytes than asked.
+    IoError { lane: usize, op: Op, offset: u64, len: u32, result: i32 },
+    /// The lane has stopped; `error` when its engine failed.
+    Finished { lane: usize, error: Option<String> },
+}
+
+/// Published by a lane once per batch so the watchdog can tell a stuck request.
+#[derive(Default)]
+pub struct Heartbeat {
+    pub last_progress_ns: AtomicU64,
+    pub in_flight: AtomicU32,
+}
+
+pub struct LanePlan {
+    /// Index of this lane among all the job's lanes.
+    pub lane: usize,
+    pub engine: EngineKind,
+    pub depth: u32,
+    pub fd: RawFd,
+    pub max_len: u32,
+    pub generator: AccessGenerator,
+    pub burst: Option<Burst>,
+}
+
+#[derive(Clone, Copy)]
+struct SlotInfo {
+    op: Op,
+    len: u32,
+    offset: u64,
+    submitted_ns: u64,
+}
+
+/// Opens the lane's engine. Called on the lane's own thread: a ring belongs to its submitter.
+pub fn open(plan: &LanePlan) -> Result<Box<dyn Engine>, EngineError> {
+    open_engine(plan.engine, EngineConfig { files: vec![plan.fd], depth: plan.depth, max_len: plan.max_len })
+}
+
+struct Interval {
+    index: i64,
+    next_boundary_ns: u64,
+    stats: Box<IntervalStats>,
+}
+
+impl Interval {
+    fn at(now_ns: u64, measure_start_ns: u64) -> Self {
+        let index = (now_ns as i64 - measure_start_ns as i64).div_euclid(INTERVAL_NS as i64);
+        let next_boundary_ns = (measure_start_ns as i64 + (index + 1) * INTERVAL_NS as i64).max(0) as u64;
+        Interval { index, next_boundary_ns, stats: Box::default() }
+    }
+}
+
+/// Runs the lane until the job stops; always ends with `Finished`.
+pub fn run(mut plan: LanePlan, mut engine: Box<dyn Engine>, shared: &Shared, heartbeat: &Heartbeat, events: &Sender<LaneEvent>) {
+    let error = drive(&mut plan, engine.as_mut(), shared, heartbeat, events).err();
+    if error.is_some() {
+        shared.request_stop(StopReason::EngineError, shared.now_ns());
+    }
+    heartbeat.in_flight.store(engine.in_flight(), Relaxed);
+    let _ = events.send(LaneEvent::Finished { lane: plan.lane, error: error.map(|e| e.to_string()) });
+}
+
+fn drive(
+    plan: &mut LanePlan,
+    engine: &mut dyn Engine,
+    shared: &Shared,
+    heartbeat: &Heartbeat,
+    events: &Sender<LaneEvent>,
+) -> Result<(), EngineError> {
+    let depth = plan.depth as usize;
+    let mut slots = vec![SlotInfo { op: Op::Read, len: 0, offset: 0, submitted_ns: 0 }; depth];
+    let mut free: Vec<u32> = (0..plan.depth).rev().collect();
+    let mut done: Vec<Completion> = Vec::with_capacity(depth);
+    let mut now = shared.now_ns();
+    let mut interval = Interval::at(now, shared.measure_start_ns);
+    let mut burst_left = plan.burst.map_or(u32::MAX, |b| b.ios);
+
+    loop {
+        let window_end = shared.window_end_ns();
+        let stopping = shared.stopping() || now >= window_end;
+        if !stopping {
+            while burst_left > 0 {
+                let Some(slot) = free.pop() else { break };
+                let next = plan.generator.next_io();
+                let request = IoRequest { slot, op: next.op, file: 0, offset: next.offset, len: next.len };
+                if engine.queue(request) == Queued::Busy {
+                    free.push(slot);
+                    break;
+                }
+                slots[slot as usize] = SlotInfo { op: next.op, len: next.len, offset: next.offset, submitted_ns: now };
+                if plan.burst.is_some() {
+                    burst_left -= 1;
+                }
+            }
+        }
+        let in_flight = engine.in_flight();
+        heartbeat.in_flight.store(in_flight, Relaxed);
+        if in_flight == 0 {
+            if stopping {
+                break;
+            }
+            // A burst is complete: idle, then start the next one.
+            if let Some(burst) = plan.burst {
+                idle(shared, burst.idle.0);
+                burst_left = burst.ios;
+            }
+            now = shared.now_ns();
+            heartbeat.last_progress_ns.store(now, Relaxed);
+            continue;
+        }
+
+        engine.commit(1)?;
+        engine.reap(&mut done);
+        now = shared.now_ns();
+        heartbeat.last_progress_ns.store(now, Relaxed);
+
+        if now >= interval.next_boundary_ns {
+            let finished = std::mem::replace(&mut interval, Interval::at(now, shared.measure_start_ns));
+            let _ = events.send(LaneEvent::Interval { lane: plan.lane, index: finished.index, stats: finished.stats });
+        }
+        // Completions after the window (the drain at the end) are not results.
+        let in_window = now < window_end;
+        let measured = in_window && now >= shared.measure_start_ns;
+        let (mut batch_ios, mut batch_bytes) = (0u64, 0u64);
+        for completion in done.drain(..) {
+            let info = slots[completion.slot as usize];
+            free.push(completion.slot);
+            if completion.result != info.len as i32 {
+                let _ = events.send(LaneEvent::IoError {
+                    lane: plan.lane,
+                    op: info.op,
+                    offset: info.offset,
+                    len: info.len,
+                    result: completion.result,
+                });
+                if !shared.continue_on_error {
+                    shared.request_stop(StopReason::IoError, now);
+                }
+                continue;
+            }
+            if !in_window {
+                continue;
+            }
+            let latency = now.saturating_sub(info.submitted_ns);
+            match info.op {
+                Op::Read => interval.stats.read.record(latency, u64::from(info.len)),
+                Op::Write => interval.stats.write.record(latency, u64::from(info.len)),
+            }
+            if measured {
+                batch_ios += 1;
+                batch_bytes += u64::from(info.len);
+            }
+        }
+        if batch_ios > 0 {
+            shared.count_measured(batch_ios, batch_bytes, now);
+        }
+    }
+    let _ = events.send(LaneEvent::Interval { lane: plan.lane, index: interval.index, stats: interval.stats });
+    Ok(())
+}
+
+/// Sleeps between bursts in short steps, so a stop request is seen within 100 ms.
+fn idle(shared: &Shared, ns: u64) {
+    let until = shared.now_ns() + ns;
+    loop {
+        let now = shared.now_ns();
+        if now >= until || shared.stopping() {
+            return;
+        }
+        std::thread::sleep(std::time::Duration::from_nanos((until - now).min(100_000_000)));
+    }
+}

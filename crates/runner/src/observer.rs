@@ -1,0 +1,39 @@
+//! How a running job reports progress to whoever shows it (the CLI's progress line).
+
+use iolab_spec::Nanos;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Phase {
+    Prepare,
+    Ramp,
+    Measure,
+}
+
+/// The state of a job about five times a second.
+#[derive(Debug, Clone)]
+pub struct ProgressUpdate<'a> {
+    pub job: &'a str,
+    pub phase: Phase,
+    pub elapsed: Nanos,
+    pub total: Nanos,
+    /// Of the last complete measured second.
+    pub iops: f64,
+    pub mean_ns: f64,
+    pub p99_ns: u64,
+}
+
+pub trait Observer {
+    fn progress(&mut self, update: &ProgressUpdate<'_>);
+    /// Something the user should know before the results (a file being laid out, ...).
+    fn note(&mut self, message: &str);
+    /// The job has ended; clear any live display.
+    fn finish(&mut self) {}
+}
+
+/// Shows nothing.
+pub struct Silent;
+
+impl Observer for Silent {
+    fn progress(&mut self, _: &ProgressUpdate<'_>) {}
+    fn note(&mut self, _: &str) {}
+}

@@ -1,0 +1,164 @@
+//! Getting targets ready before any I/O is timed: the scratch file, laying out file targets,
+//! sizes, O_DIRECT alignment, and the safety check before writing to a block device.
+
+use std::fs::File;
+use std::path::{Path, PathBuf};
+
+use iolab_engine::safety;
+use iolab_engine::target::{self, TargetKind};
+use iolab_spec::{Bytes, GroupSpec, JobSpec, RunPlan};
+
+use crate::error::RunError;
+use crate::observer::Observer;
+
+/// Size of the scratch file when no --size is given.
+pub const SCRATCH_SIZE: Bytes = Bytes(1 << 30);
+
+/// A target opened for one group, with the region the group works on.
+pub struct PreparedTarget {
+    pub path: PathBuf,
+    pub file: File,
+    pub region_start: u64,
+    pub region_size: u64,
+}
+
+/// The scratch file of a run; removed when dropped unless the user asked to keep it.
+pub struct Scratch {
+    pub path: PathBuf,
+    keep: bool,
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        if !self.keep {
+            let _ = std::fs::remove_file(&self.path);
+        }
+    }
+}
+
+/// Creates and lays out the scratch file if any group of the plan has no target.
+pub fn scratch(plan: &RunPlan, observer: &mut dyn Observer) -> Result<Option<Scratch>, RunError> {
+    let groups: Vec<&GroupSpec> =
+        plan.jobs.iter().flat_map(|j| &j.groups).filter(|g| g.target.path.is_none()).collect();
+    if groups.is_empty() {
+        return Ok(None);
+    }
+    let size = groups
+        .iter()
+        .map(|g| g.target.offset.0 + g.target.size.unwrap_or(SCRATCH_SIZE).0)
+        .max()
+        .unwrap_or(SCRATCH_SIZE.0);
+    let keep = groups.iter().any(|g| g.target.keep);
+    let path = std::env::current_dir()
+        .map_err(|source| RunError::Internal { context: "cannot find the current directory".into(), source })?
+        .join(format!("iolab-scratch-{}.dat", std::process::id()));
+    observer.note(&format!("laying out a {} scratch file at {}", Bytes(size), path.display()));
+    // From here on the guard removes whatever was created, even on error.
+    let scratch = Scratch { path, keep };
+    target::lay_out_file(&scratch.path, size)?;
+    Ok(Some(scratch))
+}
+
+/// Opens and checks the target of every group of `job`.
+pub fn targets(job: &JobSpec, scratch: Option<&Path>, observer: &mut dyn Observer) -> Result<Vec<PreparedTarget>, RunError> {
+    job.groups
+        .iter()
+        .map(|group| {
+            let path = match (&group.target.path, scratch) {
+                (Some(path), _) => path.clone(),
+                (None, Some(scratch)) => scratch.to_path_buf(),
+                (None, None) => return Err(RunError::Invalid("no target and no scratch file".into())),
+            };
+            let context = |e: RunError| match e {
+                RunError::Invalid(m) if job.groups.len() > 1 => RunError::Invalid(format!("group '{}': {m}", group.name)),
+                other => other,
+            };
+            prepare(group, path, observer).map_err(context)
+        })
+        .collect()
+}
+
+fn prepare(group: &GroupSpec, path: PathBuf, observer: &mut dyn Observer) -> Result<PreparedTarget, RunError> {
+    let spec = &group.target;
+    let writes = group.access.writes();
+    let offset = spec.offset.0;
+    let is_block_device = std::fs::metadata(&path).map(|m| {
+        use std::os::unix::fs::FileTypeExt;
+        m.file_type().is_block_device()
+    });
+    match (is_block_device, spec.size) {
+        (Ok(true), _) => {}
+        (Ok(false), Some(size)) | (Err(_), Some(size)) => {
+            let layout = target::lay_out_file(&path, offset + size.0)?;
+            if layout.written > 0 && spec.path.is_some() {
+                observer.note(&format!("wrote {} of data to lay out {}", Bytes(layout.written), path.display()));
+            }
+        }
+        (Err(_), None) => return Err(target::TargetError::NotFound(path).into()),
+        (Ok(false), None) => {}
+    }
+    let file = target::open(&path, writes, spec.direct)?;
+    let info = target::inspect(&path, &file)?;
+    if info.kind == TargetKind::BlockDevice && writes && !spec.allow_destroy {
+        let findings = safety::inspect_block_device(&path)
+            .map_err(|source| RunError::Internal { context: format!("cannot check {} before writing", path.display()), source })?;
+        if !findings.is_empty() {
+            return Err(RunError::Refused { path, findings });
+        }
+    }
+    if offset >= info.size {
+        return Err(RunError::Invalid(format!(
+            "--offset {} is beyond the end of {} ({}); use a smaller --offset",
+            spec.offset,
+            path.display(),
+            Bytes(info.size)
+        )));
+    }
+    let region_size = match spec.size {
+        Some(size) if offset + size.0 > info.size => {
+            return Err(RunError::Invalid(format!(
+                "--offset {} + --size {} is beyond the end of {} ({}); use a smaller --size",
+                spec.offset,
+                size,
+                path.display(),
+                Bytes(info.size)
+            )))
+        }
+        Some(size) => size.0,
+        None => info.size - offset,
+    };
+    let max_bs = group.access.max_bs();
+    if region_size < max_bs.0 {
+        return Err(RunError::Invalid(format!(
+            "the region of {} ({}) is smaller than the block size {max_bs}; use a larger --size or a smaller --bs",
+            path.display(),
+            Bytes(region_size)
+        )));
+    }
+    if spec.direct {
+        check_direct_alignment(group, &path, info.direct_align)?;
+    }
+    Ok(PreparedTarget { path, file, region_start: offset, region_size })
+}
+
+/// O_DIRECT needs offsets and lengths that are multiples of the target's logical block size.
+fn check_direct_alignment(group: &GroupSpec, path: &Path, align: u32) -> Result<(), RunError> {
+    let align = u64::from(align);
+    let unit = Bytes(align);
+    let bad = |flag: &str, value: Bytes| {
+        RunError::Invalid(format!(
+            "{flag} {value} is not a multiple of the {unit} logical block size of {}, which O_DIRECT requires; use a multiple of {unit}, or --buffered",
+            path.display()
+        ))
+    };
+    if let Some(w) = group.access.bs_split.iter().find(|w| w.bs.0 % align != 0) {
+        return Err(bad("--bs", w.bs));
+    }
+    if group.access.align.0 % align != 0 {
+        return Err(bad("--align", group.access.align));
+    }
+    if group.target.offset.0 % align != 0 {
+        return Err(bad("--offset", group.target.offset));
+    }
+    Ok(())
+}

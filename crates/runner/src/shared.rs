@@ -1,0 +1,93 @@
+//! State shared by the threads of one job: the clock base, the measured window, the stop
+//! request, and the I/O-limit counters. Lanes read it once per batch, never per I/O.
+
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering::Relaxed};
+use std::time::Instant;
+
+use iolab_spec::IoLimit;
+use iolab_stats::result::StopReason;
+
+pub const INTERVAL_NS: u64 = 1_000_000_000;
+
+pub struct Shared {
+    base: Instant,
+    /// Nanoseconds after `base` when the measured phase starts (the ramp ends).
+    pub measure_start_ns: u64,
+    /// End of the measured window: the planned end, or earlier when the job is stopped.
+    window_end_ns: AtomicU64,
+    stop: AtomicBool,
+    reason: AtomicU8,
+    io_limit: Option<IoLimit>,
+    measured_ios: AtomicU64,
+    measured_bytes: AtomicU64,
+    pub continue_on_error: bool,
+}
+
+const REASONS: [StopReason; 6] = [
+    StopReason::Runtime,
+    StopReason::IoLimit,
+    StopReason::Interrupted,
+    StopReason::IoError,
+    StopReason::StuckIo,
+    StopReason::EngineError,
+];
+
+impl Shared {
+    pub fn new(base: Instant, ramp_ns: u64, runtime_ns: u64, io_limit: Option<IoLimit>, continue_on_error: bool) -> Self {
+        Shared {
+            base,
+            measure_start_ns: ramp_ns,
+            window_end_ns: AtomicU64::new(ramp_ns + runtime_ns),
+            stop: AtomicBool::new(false),
+            reason: AtomicU8::new(0),
+            io_limit,
+            measured_ios: AtomicU64::new(0),
+            measured_bytes: AtomicU64::new(0),
+            continue_on_error,
+        }
+    }
+
+    #[inline]
+    pub fn now_ns(&self) -> u64 {
+        self.base.elapsed().as_nanos() as u64
+    }
+
+    #[inline]
+    pub fn window_end_ns(&self) -> u64 {
+        self.window_end_ns.load(Relaxed)
+    }
+
+    #[inline]
+    pub fn stopping(&self) -> bool {
+        self.stop.load(Relaxed)
+    }
+
+    /// Ends the job at `at_ns`; the first reason given is the one reported.
+    pub fn request_stop(&self, reason: StopReason, at_ns: u64) {
+        let code = REASONS.iter().position(|&r| r == reason).unwrap_or(0) as u8 + 1;
+        let _ = self.reason.compare_exchange(0, code, Relaxed, Relaxed);
+        self.window_end_ns.fetch_min(at_ns.max(self.measure_start_ns), Relaxed);
+        self.stop.store(true, Relaxed);
+    }
+
+    /// Why the job ended; `Runtime` when nothing stopped it early.
+    pub fn stop_reason(&self) -> StopReason {
+        match self.reason.load(Relaxed) {
+            0 => StopReason::Runtime,
+            code => REASONS[code as usize - 1],
+        }
+    }
+
+    /// Counts a batch of measured I/Os and stops the job when the I/O limit is reached.
+    #[inline]
+    pub fn count_measured(&self, ios: u64, bytes: u64, now_ns: u64) {
+        let Some(limit) = self.io_limit else { return };
+        let reached = match limit {
+            IoLimit::Ios(n) => self.measured_ios.fetch_add(ios, Relaxed) + ios >= n,
+            IoLimit::Bytes(b) => self.measured_bytes.fetch_add(bytes, Relaxed) + bytes >= b.0,
+        };
+        if reached {
+            self.request_stop(StopReason::IoLimit, now_ns + 1);
+        }
+    }
+}
