@@ -6,7 +6,11 @@ use clap::{Args, Parser, Subcommand};
 use iolab_spec::Options;
 
 #[derive(Debug, Parser)]
-#[command(name = "iolab", version, about = "A storage characterization lab: IOPS, bandwidth, latency distributions, and what limited the run.")]
+#[command(
+    name = "iolab",
+    version,
+    about = "A storage characterization lab: IOPS, bandwidth, latency distributions, and what limited the run."
+)]
 pub struct Cli {
     #[command(subcommand)]
     pub command: Command,

@@ -24,9 +24,18 @@ pub fn fail(code: u8, message: &str) -> ExitCode {
 /// clap's errors, on one line; help and version go to stdout with success.
 pub fn clap_error(error: clap::Error) -> ExitCode {
     use clap::error::ErrorKind;
-    if matches!(error.kind(), ErrorKind::DisplayHelp | ErrorKind::DisplayVersion | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand) {
+    if matches!(
+        error.kind(),
+        ErrorKind::DisplayHelp
+            | ErrorKind::DisplayVersion
+            | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand
+    ) {
         let _ = error.print();
-        return ExitCode::from(if error.kind() == ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand { USAGE } else { OK });
+        return ExitCode::from(if error.kind() == ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand {
+            USAGE
+        } else {
+            OK
+        });
     }
     let rendered = error.render().to_string();
     let first = rendered.lines().find(|l| !l.trim().is_empty()).unwrap_or("invalid arguments");

@@ -40,11 +40,21 @@ impl Observer for ProgressLine {
         bar.set_prefix(format!("{} {phase}", update.job));
         bar.set_position((1000.0 * elapsed / total) as u64);
         let rate = if update.iops > 0.0 {
-            format!(" | {} IOPS | mean {} p99 {}", thousands(update.iops), latency(update.mean_ns), latency(update.p99_ns as f64))
+            format!(
+                " | {} IOPS | mean {} p99 {}",
+                thousands(update.iops),
+                latency(update.mean_ns),
+                latency(update.p99_ns as f64)
+            )
         } else {
             String::new()
         };
-        bar.set_message(format!("{:.0}s / {:.0}s, {:.0}s left{rate}", elapsed, total, (total - elapsed).max(0.0)));
+        bar.set_message(format!(
+            "{:.0}s / {:.0}s, {:.0}s left{rate}",
+            elapsed,
+            total,
+            (total - elapsed).max(0.0)
+        ));
         bar.enable_steady_tick(Duration::from_millis(200));
     }
 

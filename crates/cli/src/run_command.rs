@@ -26,8 +26,12 @@ pub fn run(args: RunArgs) -> ExitCode {
     let interrupt = Arc::new(AtomicBool::new(false));
     for signal in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
         // A second signal ends the process at once, for a run that does not stop by itself.
-        let installed = signal_hook::flag::register_conditional_shutdown(signal, exit::INTERRUPTED.into(), interrupt.clone())
-            .and_then(|_| signal_hook::flag::register(signal, interrupt.clone()));
+        let installed = signal_hook::flag::register_conditional_shutdown(
+            signal,
+            exit::INTERRUPTED.into(),
+            interrupt.clone(),
+        )
+        .and_then(|_| signal_hook::flag::register(signal, interrupt.clone()));
         if let Err(e) = installed {
             return exit::fail(exit::INTERNAL, &format!("cannot install the signal handler: {e}"));
         }
@@ -69,7 +73,10 @@ fn warn_about_problems(report: &RunReport) {
     for job in &report.jobs {
         if job.errors.count > 0 {
             let first = job.errors.first.first().map_or(String::new(), |e| {
-                format!("; first: {} {} at offset {} ({} bytes): {}", e.target, e.op, e.offset, e.len, e.message)
+                format!(
+                    "; first: {} {} at offset {} ({} bytes): {}",
+                    e.target, e.op, e.offset, e.len, e.message
+                )
             });
             eprintln!("iolab: warning: job '{}': {} I/O errors{first}", job.name, job.errors.count);
         }

@@ -48,7 +48,9 @@ impl AlignedBuffers {
             state ^= state << 17;
             // SAFETY: `word * 8 + 8 <= size`, inside the allocation; u8 pointer writes need no
             // alignment beyond the page alignment the allocation has.
-            unsafe { std::ptr::copy_nonoverlapping(state.to_ne_bytes().as_ptr(), self.base.add(word * 8), 8) };
+            unsafe {
+                std::ptr::copy_nonoverlapping(state.to_ne_bytes().as_ptr(), self.base.add(word * 8), 8)
+            };
         }
     }
 

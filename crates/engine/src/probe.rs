@@ -14,7 +14,9 @@ pub fn uring_setup_error(error: io::Error) -> EngineError {
         (Some(libc::EPERM), Some(level)) if level != "0" => {
             format!("io_uring is disabled here ({DISABLED_SYSCTL} = {level})")
         }
-        (Some(libc::EPERM), _) => "io_uring is not permitted here (a seccomp or container policy)".to_string(),
+        (Some(libc::EPERM), _) => {
+            "io_uring is not permitted here (a seccomp or container policy)".to_string()
+        }
         (Some(libc::ENOMEM), _) => {
             "io_uring could not lock memory for its rings (raise `ulimit -l`)".to_string()
         }

@@ -51,7 +51,11 @@ impl Engine for PsyncEngine {
                 break n;
             }
         };
-        let result = if n < 0 { -std::io::Error::last_os_error().raw_os_error().unwrap_or(libc::EIO) } else { n as i32 };
+        let result = if n < 0 {
+            -std::io::Error::last_os_error().raw_os_error().unwrap_or(libc::EIO)
+        } else {
+            n as i32
+        };
         self.done = Some(Completion { slot: request.slot, result });
         Ok(())
     }

@@ -22,7 +22,11 @@ impl UringEngine {
         let ring = IoUring::new(entries).map_err(probe::uring_setup_error)?;
         Ok(UringEngine {
             ring,
-            buffers: Some(AlignedBuffers::new(config.depth, config.max_len, config.depth as u64 ^ 0x5bd1e995)?),
+            buffers: Some(AlignedBuffers::new(
+                config.depth,
+                config.max_len,
+                config.depth as u64 ^ 0x5bd1e995,
+            )?),
             files: config.files,
             in_flight: 0,
         })

@@ -41,7 +41,8 @@ fn job_text(out: &mut String, job: &JobResult) {
     let many = job.groups.len() > 1;
     for (group, spec) in job.groups.iter().zip(&job.spec.groups) {
         let direct = if spec.target.direct { "O_DIRECT" } else { "buffered" };
-        let workers = if group.workers == 1 { "1 worker".to_string() } else { format!("{} workers", group.workers) };
+        let workers =
+            if group.workers == 1 { "1 worker".to_string() } else { format!("{} workers", group.workers) };
         let _ = writeln!(
             out,
             "  {}{}, QD {} x {}, {}, {} -> {}",
@@ -71,7 +72,11 @@ fn job_text(out: &mut String, job: &JobResult) {
     out.push('\n');
 }
 
-fn rows<'a>(read: &'a OpSummary, write: &'a OpSummary, total: &'a OpSummary) -> Vec<(&'static str, &'a OpSummary)> {
+fn rows<'a>(
+    read: &'a OpSummary,
+    write: &'a OpSummary,
+    total: &'a OpSummary,
+) -> Vec<(&'static str, &'a OpSummary)> {
     let mut rows = Vec::new();
     if read.ios > 0 {
         rows.push(("read", read));
@@ -89,7 +94,15 @@ fn tables(out: &mut String, read: &OpSummary, write: &OpSummary, total: &OpSumma
     let rows = rows(read, write, total);
     let _ = writeln!(out, "  {:<6}{:>14}{:>11}{:>11}{:>15}", "", "IOPS", "MB/s", "MiB/s", "I/Os");
     for (name, s) in &rows {
-        let _ = writeln!(out, "  {:<6}{:>14}{:>11.2}{:>11.2}{:>15}", name, thousands(s.iops), s.mb_s, s.mib_s, thousands(s.ios as f64));
+        let _ = writeln!(
+            out,
+            "  {:<6}{:>14}{:>11.2}{:>11.2}{:>15}",
+            name,
+            thousands(s.iops),
+            s.mb_s,
+            s.mib_s,
+            thousands(s.ios as f64)
+        );
     }
     out.push('\n');
     let with_latency: Vec<_> = rows.iter().filter_map(|(n, s)| s.latency.as_ref().map(|l| (*n, l))).collect();
@@ -115,8 +128,11 @@ fn tables(out: &mut String, read: &OpSummary, write: &OpSummary, total: &OpSumma
         out.push('\n');
     }
     for (name, l) in &with_latency {
-        let shares: Vec<String> =
-            l.within.iter().map(|w| format!("{}: {:.4}%", iolab_spec::Nanos(w.threshold_ns), w.pct)).collect();
+        let shares: Vec<String> = l
+            .within
+            .iter()
+            .map(|w| format!("{}: {:.4}%", iolab_spec::Nanos(w.threshold_ns), w.pct))
+            .collect();
         let _ = writeln!(out, "  {:<6}within {}", name, shares.join("  "));
     }
     out.push('\n');
@@ -140,7 +156,11 @@ fn problems_text(out: &mut String, job: &JobResult) {
     if errors.count > 0 {
         let _ = writeln!(out, "  ERRORS: {} I/Os failed; the first:", errors.count);
         for e in &errors.first {
-            let _ = writeln!(out, "    {} {} offset {} length {}: {}", e.target, e.op, e.offset, e.len, e.message);
+            let _ = writeln!(
+                out,
+                "    {} {} offset {} length {}: {}",
+                e.target, e.op, e.offset, e.len, e.message
+            );
         }
     }
     if let Some(stuck) = &errors.stuck {

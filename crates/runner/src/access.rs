@@ -94,7 +94,7 @@ impl AccessGenerator {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use iolab_spec::{Bytes, BsWeight};
+    use iolab_spec::{BsWeight, Bytes};
 
     fn access(read_pct: u32, random_pct: u32, split: &[(u64, u32)], align: u64) -> AccessSpec {
         AccessSpec {
@@ -115,7 +115,8 @@ mod tests {
 
     #[test]
     fn random_offsets_are_aligned_and_in_bounds() {
-        let mut g = AccessGenerator::new(&access(50, 100, &[(4096, 1), (65536, 1)], 4096), 1 << 20, 8 << 20, 9, 0, 1);
+        let mut g =
+            AccessGenerator::new(&access(50, 100, &[(4096, 1), (65536, 1)], 4096), 1 << 20, 8 << 20, 9, 0, 1);
         let mut reads = 0;
         for _ in 0..20_000 {
             let io = g.next_io();
@@ -128,7 +129,8 @@ mod tests {
 
     #[test]
     fn shares_follow_the_spec() {
-        let mut g = AccessGenerator::new(&access(70, 30, &[(4096, 70), (65536, 30)], 4096), 0, 64 << 20, 3, 0, 1);
+        let mut g =
+            AccessGenerator::new(&access(70, 30, &[(4096, 70), (65536, 30)], 4096), 0, 64 << 20, 3, 0, 1);
         let (mut reads, mut small, mut sequential) = (0, 0, 0);
         let mut last_end = 0;
         let n = 100_000;

@@ -71,7 +71,13 @@ pub struct Collector<'a> {
 }
 
 impl<'a> Collector<'a> {
-    pub fn new(shared: &'a Shared, heartbeats: &'a [Heartbeat], lane_group: Vec<usize>, io_timeout: Nanos, job_name: &'a str) -> Self {
+    pub fn new(
+        shared: &'a Shared,
+        heartbeats: &'a [Heartbeat],
+        lane_group: Vec<usize>,
+        io_timeout: Nanos,
+        job_name: &'a str,
+    ) -> Self {
         let groups = lane_group.iter().max().map_or(0, |g| g + 1);
         Collector {
             shared,
@@ -101,7 +107,12 @@ impl<'a> Collector<'a> {
     }
 
     /// Runs until every lane has finished or been given up on.
-    pub fn run(mut self, events: Receiver<LaneEvent>, interrupt: &AtomicBool, observer: &mut dyn Observer) -> Collected {
+    pub fn run(
+        mut self,
+        events: Receiver<LaneEvent>,
+        interrupt: &AtomicBool,
+        observer: &mut dyn Observer,
+    ) -> Collected {
         let mut last_tick = 0;
         while self.positions.iter().any(|&p| p != i64::MAX) {
             let now = self.shared.now_ns();
@@ -176,7 +187,8 @@ impl<'a> Collector<'a> {
         match event {
             LaneEvent::Interval { lane, index, stats } => {
                 let group = self.lane_group[lane];
-                let slot = self.pending.entry(index).or_insert_with(|| vec![IntervalStats::default(); self.groups]);
+                let slot =
+                    self.pending.entry(index).or_insert_with(|| vec![IntervalStats::default(); self.groups]);
                 slot[group].merge(&stats);
                 if self.positions[lane] != i64::MAX {
                     self.positions[lane] = index;

@@ -37,7 +37,14 @@ pub fn run_job(
                 depth: group.depth_per_thread(),
                 fd: target.file.as_raw_fd(),
                 max_len: group.access.max_bs().0 as u32,
-                generator: AccessGenerator::new(&group.access, target.region_start, target.region_size, group.seed, index, threads),
+                generator: AccessGenerator::new(
+                    &group.access,
+                    target.region_start,
+                    target.region_size,
+                    group.seed,
+                    index,
+                    threads,
+                ),
                 burst: group.access.burst,
             });
             lane_group.push(g);
@@ -91,11 +98,13 @@ pub fn run_job(
         return Err(error);
     }
 
-    let shared = Arc::new(Shared::new(Instant::now(), job.ramp.0, job.runtime.0, job.io_limit, job.continue_on_error));
+    let shared =
+        Arc::new(Shared::new(Instant::now(), job.ramp.0, job.runtime.0, job.io_limit, job.continue_on_error));
     for start in &starts {
         let _ = start.send(Some(shared.clone()));
     }
-    let collected = Collector::new(&shared, &heartbeats, lane_group.clone(), job.io_timeout, &job.name).run(event_rx, interrupt, observer);
+    let collected = Collector::new(&shared, &heartbeats, lane_group.clone(), job.io_timeout, &job.name)
+        .run(event_rx, interrupt, observer);
     observer.finish();
     for (lane, handle) in handles.into_iter().enumerate() {
         if !collected.abandoned.contains(&lane) {
@@ -105,7 +114,13 @@ pub fn run_job(
     Ok(assemble(job, targets, &shared, &lane_group, collected))
 }
 
-fn assemble(job: &JobSpec, targets: &[PreparedTarget], shared: &Shared, lane_group: &[usize], collected: Collected) -> JobResult {
+fn assemble(
+    job: &JobSpec,
+    targets: &[PreparedTarget],
+    shared: &Shared,
+    lane_group: &[usize],
+    collected: Collected,
+) -> JobResult {
     let measured_s = shared.window_end_ns().saturating_sub(shared.measure_start_ns) as f64 / 1e9;
     let slo = &job.slo;
     let mut all = IntervalStats::default();
@@ -136,7 +151,11 @@ fn assemble(job: &JobSpec, targets: &[PreparedTarget], shared: &Shared, lane_gro
     let cpu = collected.cpu.map_or_else(CpuReport::default, |cpu| CpuReport {
         user_s: cpu.user_ns as f64 / 1e9,
         system_s: cpu.system_ns as f64 / 1e9,
-        us_per_io: if total.ios() > 0 { (cpu.user_ns + cpu.system_ns) as f64 / 1e3 / total.ios() as f64 } else { 0.0 },
+        us_per_io: if total.ios() > 0 {
+            (cpu.user_ns + cpu.system_ns) as f64 / 1e3 / total.ios() as f64
+        } else {
+            0.0
+        },
         machine_busy_pct: collected.machine_busy_pct,
     });
 
@@ -166,7 +185,13 @@ fn assemble(job: &JobSpec, targets: &[PreparedTarget], shared: &Shared, lane_gro
         stuck: collected.stuck.map(|s| {
             let (group, target) = where_(s.lane);
             let first_lane = lane_group.iter().position(|&g| g == lane_group[s.lane]).unwrap_or(0);
-            StuckIo { group, target, thread: (s.lane - first_lane) as u32, outstanding_ms: s.outstanding_ns / 1_000_000, in_flight: s.in_flight }
+            StuckIo {
+                group,
+                target,
+                thread: (s.lane - first_lane) as u32,
+                outstanding_ms: s.outstanding_ns / 1_000_000,
+                in_flight: s.in_flight,
+            }
         }),
         engine: collected.engine_error,
     };
@@ -202,7 +227,10 @@ fn notes(job: &JobSpec, targets: &[PreparedTarget]) -> Vec<String> {
             ));
         }
         if !group.target.direct {
-            notes.push(format!("{label}buffered I/O: results include the page cache of {}", target.path.display()));
+            notes.push(format!(
+                "{label}buffered I/O: results include the page cache of {}",
+                target.path.display()
+            ));
         }
         if group.engine == EngineKind::Null {
             notes.push(format!("{label}null engine: no I/O was done; figures are iolab's own overhead"));

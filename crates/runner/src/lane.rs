@@ -75,7 +75,13 @@ impl Interval {
 }
 
 /// Runs the lane until the job stops; always ends with `Finished`.
-pub fn run(mut plan: LanePlan, mut engine: Box<dyn Engine>, shared: &Shared, heartbeat: &Heartbeat, events: &Sender<LaneEvent>) {
+pub fn run(
+    mut plan: LanePlan,
+    mut engine: Box<dyn Engine>,
+    shared: &Shared,
+    heartbeat: &Heartbeat,
+    events: &Sender<LaneEvent>,
+) {
     let error = drive(&mut plan, engine.as_mut(), shared, heartbeat, events).err();
     if error.is_some() {
         shared.request_stop(StopReason::EngineError, shared.now_ns());
@@ -111,7 +117,8 @@ fn drive(
                     free.push(slot);
                     break;
                 }
-                slots[slot as usize] = SlotInfo { op: next.op, len: next.len, offset: next.offset, submitted_ns: now };
+                slots[slot as usize] =
+                    SlotInfo { op: next.op, len: next.len, offset: next.offset, submitted_ns: now };
                 if plan.burst.is_some() {
                     burst_left -= 1;
                 }
@@ -140,7 +147,11 @@ fn drive(
 
         if now >= interval.next_boundary_ns {
             let finished = std::mem::replace(&mut interval, Interval::at(now, shared.measure_start_ns));
-            let _ = events.send(LaneEvent::Interval { lane: plan.lane, index: finished.index, stats: finished.stats });
+            let _ = events.send(LaneEvent::Interval {
+                lane: plan.lane,
+                index: finished.index,
+                stats: finished.stats,
+            });
         }
         // Completions after the window (the drain at the end) are not results.
         let in_window = now < window_end;
@@ -179,7 +190,8 @@ fn drive(
             shared.count_measured(batch_ios, batch_bytes, now);
         }
     }
-    let _ = events.send(LaneEvent::Interval { lane: plan.lane, index: interval.index, stats: interval.stats });
+    let _ =
+        events.send(LaneEvent::Interval { lane: plan.lane, index: interval.index, stats: interval.stats });
     Ok(())
 }
 

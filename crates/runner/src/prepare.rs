@@ -60,7 +60,11 @@ pub fn scratch(plan: &RunPlan, observer: &mut dyn Observer) -> Result<Option<Scr
 }
 
 /// Opens and checks the target of every group of `job`.
-pub fn targets(job: &JobSpec, scratch: Option<&Path>, observer: &mut dyn Observer) -> Result<Vec<PreparedTarget>, RunError> {
+pub fn targets(
+    job: &JobSpec,
+    scratch: Option<&Path>,
+    observer: &mut dyn Observer,
+) -> Result<Vec<PreparedTarget>, RunError> {
     job.groups
         .iter()
         .map(|group| {
@@ -70,7 +74,9 @@ pub fn targets(job: &JobSpec, scratch: Option<&Path>, observer: &mut dyn Observe
                 (None, None) => return Err(RunError::Invalid("no target and no scratch file".into())),
             };
             let context = |e: RunError| match e {
-                RunError::Invalid(m) if job.groups.len() > 1 => RunError::Invalid(format!("group '{}': {m}", group.name)),
+                RunError::Invalid(m) if job.groups.len() > 1 => {
+                    RunError::Invalid(format!("group '{}': {m}", group.name))
+                }
                 other => other,
             };
             prepare(group, path, observer).map_err(context)
@@ -78,7 +84,11 @@ pub fn targets(job: &JobSpec, scratch: Option<&Path>, observer: &mut dyn Observe
         .collect()
 }
 
-fn prepare(group: &GroupSpec, path: PathBuf, observer: &mut dyn Observer) -> Result<PreparedTarget, RunError> {
+fn prepare(
+    group: &GroupSpec,
+    path: PathBuf,
+    observer: &mut dyn Observer,
+) -> Result<PreparedTarget, RunError> {
     let spec = &group.target;
     let writes = group.access.writes();
     let offset = spec.offset.0;
@@ -91,7 +101,11 @@ fn prepare(group: &GroupSpec, path: PathBuf, observer: &mut dyn Observer) -> Res
         (Ok(false), Some(size)) | (Err(_), Some(size)) => {
             let layout = target::lay_out_file(&path, offset + size.0)?;
             if layout.written > 0 && spec.path.is_some() {
-                observer.note(&format!("wrote {} of data to lay out {}", Bytes(layout.written), path.display()));
+                observer.note(&format!(
+                    "wrote {} of data to lay out {}",
+                    Bytes(layout.written),
+                    path.display()
+                ));
             }
         }
         (Err(_), None) => return Err(target::TargetError::NotFound(path).into()),
@@ -100,8 +114,10 @@ fn prepare(group: &GroupSpec, path: PathBuf, observer: &mut dyn Observer) -> Res
     let file = target::open(&path, writes, spec.direct)?;
     let info = target::inspect(&path, &file)?;
     if info.kind == TargetKind::BlockDevice && writes && !spec.allow_destroy {
-        let findings = safety::inspect_block_device(&path)
-            .map_err(|source| RunError::Internal { context: format!("cannot check {} before writing", path.display()), source })?;
+        let findings = safety::inspect_block_device(&path).map_err(|source| RunError::Internal {
+            context: format!("cannot check {} before writing", path.display()),
+            source,
+        })?;
         if !findings.is_empty() {
             return Err(RunError::Refused { path, findings });
         }

@@ -12,13 +12,16 @@ use crate::observer::Observer;
 use crate::prepare;
 
 /// Runs every job of `plan`; stops after the current job when `interrupt` is set.
-pub fn run_plan(plan: &RunPlan, interrupt: &AtomicBool, observer: &mut dyn Observer) -> Result<RunReport, RunError> {
+pub fn run_plan(
+    plan: &RunPlan,
+    interrupt: &AtomicBool,
+    observer: &mut dyn Observer,
+) -> Result<RunReport, RunError> {
     if plan.jobs.iter().flat_map(|j| &j.groups).any(|g| g.engine == EngineKind::Uring) {
         probe::uring_available()?;
     }
-    let started_at_unix_s = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs());
+    let started_at_unix_s =
+        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs());
     let scratch = prepare::scratch(plan, observer)?;
     let scratch_path = scratch.as_ref().map(|s| s.path.as_path());
     // Open and check every job's targets before the first I/O, so a bad third job fails now.

@@ -33,7 +33,13 @@ const REASONS: [StopReason; 6] = [
 ];
 
 impl Shared {
-    pub fn new(base: Instant, ramp_ns: u64, runtime_ns: u64, io_limit: Option<IoLimit>, continue_on_error: bool) -> Self {
+    pub fn new(
+        base: Instant,
+        ramp_ns: u64,
+        runtime_ns: u64,
+        io_limit: Option<IoLimit>,
+        continue_on_error: bool,
+    ) -> Self {
         Shared {
             base,
             measure_start_ns: ramp_ns,

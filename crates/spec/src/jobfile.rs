@@ -11,10 +11,8 @@ use crate::options::Options;
 /// Reads and parses a job file.
 pub fn load(path: &Path) -> Result<Options, SpecError> {
     let shown = path.display().to_string();
-    let text = std::fs::read_to_string(path).map_err(|e| SpecError::JobFile {
-        path: shown.clone(),
-        message: format!("cannot read it: {e}"),
-    })?;
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| SpecError::JobFile { path: shown.clone(), message: format!("cannot read it: {e}") })?;
     parse(&text).map_err(|message| SpecError::JobFile { path: shown, message })
 }
 
@@ -48,7 +46,8 @@ mod tests {
 
     #[test]
     fn values_take_units_as_strings_or_numbers() {
-        let options = parse("bs = \"64k\"\nsize = 1048576\nruntime = \"5s\"\nslo = [\"500us\", \"1ms\"]\n").unwrap();
+        let options =
+            parse("bs = \"64k\"\nsize = 1048576\nruntime = \"5s\"\nslo = [\"500us\", \"1ms\"]\n").unwrap();
         assert_eq!(options.bs, Some(crate::Bytes(65536)));
         assert_eq!(options.size, Some(crate::Bytes(1 << 20)));
         assert_eq!(options.runtime, Some(crate::Nanos::from_secs(5)));

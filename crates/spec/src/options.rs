@@ -149,14 +149,7 @@ pub struct Options {
 }
 
 /// Keys that apply to a job as a whole, not to one of its groups.
-pub const JOB_KEYS: &[&str] = &[
-    "runtime",
-    "ramp",
-    "io_limit",
-    "io_timeout",
-    "slo",
-    "continue_on_error",
-];
+pub const JOB_KEYS: &[&str] = &["runtime", "ramp", "io_limit", "io_timeout", "slo", "continue_on_error"];
 
 /// Keys that apply to the whole run, so only at a job file's top level.
 pub const RUN_KEYS: &[&str] = &["json", "output", "quiet"];
@@ -202,9 +195,36 @@ impl Options {
         macro_rules! collect {
             ($($field:ident),*) => { $( if self.$field.is_some() { keys.push(stringify!($field)); } )* };
         }
-        collect!(target, size, offset, keep, allow_destroy, direct, buffered, rw, read_pct,
-            random_pct, bs, bs_split, align, burst, burst_idle, qd, workers, engine, seed, runtime,
-            ramp, io_limit, io_timeout, slo, continue_on_error, json, output, quiet);
+        collect!(
+            target,
+            size,
+            offset,
+            keep,
+            allow_destroy,
+            direct,
+            buffered,
+            rw,
+            read_pct,
+            random_pct,
+            bs,
+            bs_split,
+            align,
+            burst,
+            burst_idle,
+            qd,
+            workers,
+            engine,
+            seed,
+            runtime,
+            ramp,
+            io_limit,
+            io_timeout,
+            slo,
+            continue_on_error,
+            json,
+            output,
+            quiet
+        );
         keys
     }
 }

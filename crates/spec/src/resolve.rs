@@ -61,10 +61,13 @@ pub fn resolve(file: Option<&Options>, flags: &Options) -> Result<RunPlan, SpecE
         .iter()
         .enumerate()
         .map(|(index, job)| {
-            let name = job
-                .name
-                .clone()
-                .unwrap_or_else(|| if many { format!("job{}", index + 1) } else { "default".into() });
+            let name = job.name.clone().unwrap_or_else(|| {
+                if many {
+                    format!("job{}", index + 1)
+                } else {
+                    "default".into()
+                }
+            });
             resolve_job(&base.overlay(&top).overlay(job), job, flags, name.clone())
                 .map_err(|e| in_context(e, &format!("job '{name}'")))
         })
@@ -114,7 +117,12 @@ fn misplaced(layer: &Options, keys: &[&str], place: &str, fix: &str) -> Result<(
     }
 }
 
-fn resolve_job(job_layer: &Options, job: &Options, flags: &Options, name: String) -> Result<JobSpec, SpecError> {
+fn resolve_job(
+    job_layer: &Options,
+    job: &Options,
+    flags: &Options,
+    name: String,
+) -> Result<JobSpec, SpecError> {
     let whole = job_layer.overlay(flags);
     let runtime = whole.runtime.unwrap_or_default();
     if runtime.0 == 0 {
@@ -122,7 +130,9 @@ fn resolve_job(job_layer: &Options, job: &Options, flags: &Options, name: String
     }
     let io_timeout = whole.io_timeout.unwrap_or_default();
     if io_timeout < Nanos::from_millis(100) {
-        return Err(invalid(format!("--io-timeout {io_timeout} is too short to tell a stuck request; use 100ms or more")));
+        return Err(invalid(format!(
+            "--io-timeout {io_timeout} is too short to tell a stuck request; use 100ms or more"
+        )));
     }
     if let Some(crate::values::IoLimit::Ios(0) | crate::values::IoLimit::Bytes(Bytes(0))) = whole.io_limit {
         return Err(invalid("--io-limit must be above 0"));
@@ -145,16 +155,22 @@ fn resolve_job(job_layer: &Options, job: &Options, flags: &Options, name: String
         .iter()
         .enumerate()
         .map(|(index, layer)| {
-            let name = layer
-                .name
-                .clone()
-                .filter(|_| many)
-                .unwrap_or_else(|| if many { format!("group{}", index + 1) } else { "main".into() });
+            let name = layer.name.clone().filter(|_| many).unwrap_or_else(|| {
+                if many {
+                    format!("group{}", index + 1)
+                } else {
+                    "main".into()
+                }
+            });
             let seed = layer.seed.unwrap_or(DEFAULT_SEED).wrapping_add(index as u64);
             resolve_group(layer, name.clone(), seed).map_err(|e| in_context(e, &format!("group '{name}'")))
         })
         .collect::<Result<Vec<_>, _>>()?;
-    let groups = if many { groups } else { groups.into_iter().map(|g| GroupSpec { name: "main".into(), ..g }).collect() };
+    let groups = if many {
+        groups
+    } else {
+        groups.into_iter().map(|g| GroupSpec { name: "main".into(), ..g }).collect()
+    };
 
     Ok(JobSpec {
         name,
@@ -189,7 +205,10 @@ fn resolve_group(layer: &Options, name: String, seed: u64) -> Result<GroupSpec, 
         return Err(invalid(format!("block size must be above 0 (got {})", zero.bs)));
     }
     if let Some(huge) = bs_split.iter().find(|w| w.bs.0 > 64 << 20) {
-        return Err(invalid(format!("block size {} is above the 64MiB that one request can carry; use a smaller --bs", huge.bs)));
+        return Err(invalid(format!(
+            "block size {} is above the 64MiB that one request can carry; use a smaller --bs",
+            huge.bs
+        )));
     }
     let min_bs = bs_split.iter().map(|w| w.bs).min().unwrap_or(Bytes(4096));
     let align = layer.align.unwrap_or(min_bs);
@@ -209,7 +228,9 @@ fn resolve_group(layer: &Options, name: String, seed: u64) -> Result<GroupSpec, 
         return Err(invalid("--qd must be 1 or more (got 0)"));
     }
     if qd > 65_536 {
-        return Err(invalid(format!("--qd {qd} is above the 65536 a ring can hold; use a smaller --qd or more --workers")));
+        return Err(invalid(format!(
+            "--qd {qd} is above the 65536 a ring can hold; use a smaller --qd or more --workers"
+        )));
     }
     let workers = layer.workers.unwrap_or(1);
     if workers == 0 {

@@ -79,9 +79,7 @@ impl FromStr for Bytes {
     type Err = String;
 
     fn from_str(text: &str) -> Result<Self, Self::Err> {
-        let bad = || {
-            format!("'{text}' is not a size; write e.g. 4096, 4k, 128KiB, 1g (k = 1024 bytes)")
-        };
+        let bad = || format!("'{text}' is not a size; write e.g. 4096, 4k, 128KiB, 1g (k = 1024 bytes)");
         let (number, suffix) = split_number(text).ok_or_else(bad)?;
         let multiplier = size_multiplier(&suffix).ok_or_else(bad)?;
         whole(number * multiplier as f64).map(Bytes).ok_or_else(bad)

@@ -123,11 +123,8 @@ impl FromStr for BsSplit {
         for item in text.split(',').map(str::trim).filter(|s| !s.is_empty()) {
             let (bs, weight) = item.split_once('/').ok_or_else(|| bad("each entry needs SIZE/WEIGHT"))?;
             let bs: Bytes = bs.parse().map_err(|e: String| bad(&e))?;
-            let weight: u32 = weight
-                .trim()
-                .trim_end_matches('%')
-                .parse()
-                .map_err(|_| bad("a weight is a whole number"))?;
+            let weight: u32 =
+                weight.trim().trim_end_matches('%').parse().map_err(|_| bad("a weight is a whole number"))?;
             if weight > 0 {
                 parts.push(BsWeight { bs, weight });
             }
@@ -161,9 +158,9 @@ impl FromStr for IoLimit {
                 Some('g') => (&count[..count.len() - 1], 1e9),
                 _ => (count, 1.0),
             };
-            let n: f64 = digits.parse().map_err(|_| {
-                format!("'{text}' is not an I/O count; write e.g. 100000ios or 250kios")
-            })?;
+            let n: f64 = digits
+                .parse()
+                .map_err(|_| format!("'{text}' is not an I/O count; write e.g. 100000ios or 250kios"))?;
             return Ok(IoLimit::Ios((n * scale).round() as u64));
         }
         text.parse::<Bytes>()
@@ -251,10 +248,7 @@ mod tests {
         let split: BsSplit = "4k/70, 64k/30".parse().unwrap();
         assert_eq!(
             split.0,
-            vec![
-                BsWeight { bs: Bytes(4096), weight: 70 },
-                BsWeight { bs: Bytes(65536), weight: 30 }
-            ]
+            vec![BsWeight { bs: Bytes(4096), weight: 70 }, BsWeight { bs: Bytes(65536), weight: 30 }]
         );
         assert!("4k".parse::<BsSplit>().is_err());
         assert!("4k/0".parse::<BsSplit>().is_err());

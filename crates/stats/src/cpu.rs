@@ -49,7 +49,8 @@ impl MachineCpu {
             .lines()
             .filter(|l| l.starts_with("cpu") && l.as_bytes().get(3).is_some_and(u8::is_ascii_digit))
             .map(|line| {
-                let ticks: Vec<u64> = line.split_whitespace().skip(1).filter_map(|v| v.parse().ok()).collect();
+                let ticks: Vec<u64> =
+                    line.split_whitespace().skip(1).filter_map(|v| v.parse().ok()).collect();
                 // user nice system idle iowait irq softirq steal (guest time is inside user).
                 let total: u64 = ticks.iter().take(8).sum();
                 let idle = ticks.get(3).copied().unwrap_or(0) + ticks.get(4).copied().unwrap_or(0);
@@ -82,8 +83,12 @@ mod tests {
 
     #[test]
     fn per_core_busy_share() {
-        let before = MachineCpu::parse("cpu  9 9 9 9 9 0 0 0\ncpu0 10 0 10 80 0 0 0 0 0 0\ncpu1 0 0 0 100 0 0 0 0\nintr 5\n");
-        let after = MachineCpu::parse("cpu  9 9 9 9 9 0 0 0\ncpu0 40 0 20 130 10 0 0 0 0 0\ncpu1 0 0 0 200 0 0 0 0\n");
+        let before = MachineCpu::parse(
+            "cpu  9 9 9 9 9 0 0 0\ncpu0 10 0 10 80 0 0 0 0 0 0\ncpu1 0 0 0 100 0 0 0 0\nintr 5\n",
+        );
+        let after = MachineCpu::parse(
+            "cpu  9 9 9 9 9 0 0 0\ncpu0 40 0 20 130 10 0 0 0 0 0\ncpu1 0 0 0 200 0 0 0 0\n",
+        );
         assert_eq!(after.busy_pct_since(&before), vec![40.0, 0.0]);
     }
 

@@ -26,7 +26,8 @@ pub struct OpStats {
 impl Default for OpStats {
     fn default() -> Self {
         OpStats {
-            histogram: Histogram::new(SIGNIFICANT_DIGITS).expect("3 significant digits is a valid histogram precision"),
+            histogram: Histogram::new(SIGNIFICANT_DIGITS)
+                .expect("3 significant digits is a valid histogram precision"),
             ios: 0,
             bytes: 0,
             sum_ns: 0,
@@ -58,7 +59,9 @@ impl OpStats {
         if other.ios == 0 {
             return;
         }
-        self.histogram.add(&other.histogram).expect("auto-resizing histograms of equal precision always merge");
+        self.histogram
+            .add(&other.histogram)
+            .expect("auto-resizing histograms of equal precision always merge");
         self.ios += other.ios;
         self.bytes += other.bytes;
         self.sum_ns += other.sum_ns;
@@ -206,7 +209,8 @@ mod tests {
         assert_eq!(latency.mean_ns, 525_000.0);
         let expected_sd = {
             let m: f64 = 525_000.0;
-            let ss: f64 = [100_000.0f64, 200_000.0, 300_000.0, 1_500_000.0].iter().map(|v| (v - m).powi(2)).sum();
+            let ss: f64 =
+                [100_000.0f64, 200_000.0, 300_000.0, 1_500_000.0].iter().map(|v| (v - m).powi(2)).sum();
             (ss / 3.0).sqrt()
         };
         assert!((latency.stdev_ns - expected_sd).abs() < 1.0);

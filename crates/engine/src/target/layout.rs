@@ -23,16 +23,14 @@ const CHUNK: usize = 1 << 20;
 pub fn lay_out_file(path: &Path, size: u64) -> Result<Layout, TargetError> {
     let io_error = |context, source| TargetError::Io { path: path.to_path_buf(), context, source };
     let created = !path.exists();
-    let mut file: File = OpenOptions::new()
-        .write(true)
-        .create(true)
-        .truncate(false)
-        .open(path)
-        .map_err(|e| match e.raw_os_error() {
-            Some(libc::EACCES) | Some(libc::EPERM) | Some(libc::EROFS) => {
-                TargetError::Permission { path: path.to_path_buf(), access: "writing" }
+    let mut file: File =
+        OpenOptions::new().write(true).create(true).truncate(false).open(path).map_err(|e| {
+            match e.raw_os_error() {
+                Some(libc::EACCES) | Some(libc::EPERM) | Some(libc::EROFS) => {
+                    TargetError::Permission { path: path.to_path_buf(), access: "writing" }
+                }
+                _ => io_error("cannot create", e),
             }
-            _ => io_error("cannot create", e),
         })?;
     let current = file.metadata().map_err(|e| io_error("cannot stat", e))?.len();
     if current >= size {

@@ -76,11 +76,16 @@ pub fn inspect(path: &Path, file: &File) -> Result<TargetInfo, TargetError> {
     let meta = file.metadata().map_err(|e| io_error("cannot stat", e))?;
     let kind = meta.file_type();
     if kind.is_file() {
-        return Ok(TargetInfo { kind: TargetKind::File, size: meta.len(), direct_align: file_direct_align(file) });
+        return Ok(TargetInfo {
+            kind: TargetKind::File,
+            size: meta.len(),
+            direct_align: file_direct_align(file),
+        });
     }
     if kind.is_block_device() {
         let size = ioctl_u64(file, BLKGETSIZE64).map_err(|e| io_error("cannot read the device size", e))?;
-        let block = ioctl_int(file, libc::BLKSSZGET as u64).map_err(|e| io_error("cannot read the logical block size", e))?;
+        let block = ioctl_int(file, libc::BLKSSZGET)
+            .map_err(|e| io_error("cannot read the logical block size", e))?;
         return Ok(TargetInfo { kind: TargetKind::BlockDevice, size, direct_align: block.max(1) as u32 });
     }
     let what = if kind.is_dir() {

@@ -1,0 +1,102 @@
+//! Helpers shared by the integration tests: running the real binary, skipping what this
+//! machine cannot do, and cleaning up devices the tests create.
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+pub fn iolab() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_iolab"))
+}
+
+/// Runs iolab with `args` in `dir` and returns its output.
+pub fn run_in(dir: &Path, args: &[&str]) -> Output {
+    iolab().args(args).current_dir(dir).output().expect("iolab runs")
+}
+
+pub fn json(output: &Output) -> serde_json::Value {
+    serde_json::from_slice(&output.stdout).unwrap_or_else(|e| {
+        panic!(
+            "stdout is not JSON ({e}); stdout: {}; stderr: {}",
+            String::from_utf8_lossy(&output.stdout),
+            String::from_utf8_lossy(&output.stderr)
+        )
+    })
+}
+
+pub fn stderr(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stderr).into_owned()
+}
+
+pub fn is_root() -> bool {
+    // SAFETY: geteuid has no preconditions.
+    unsafe { libc::geteuid() == 0 }
+}
+
+pub fn have(tool: &str) -> bool {
+    Command::new("sh").args(["-c", &format!("command -v {tool}")]).output().is_ok_and(|o| o.status.success())
+}
+
+/// Returns why the test must be skipped, if it must.
+pub fn needs_root_and(tools: &[&str]) -> Option<String> {
+    if !is_root() {
+        return Some("needs root".into());
+    }
+    tools.iter().find(|t| !have(t)).map(|t| format!("needs {t}"))
+}
+
+pub fn sh(command: &str) -> String {
+    let out = Command::new("sh").args(["-c", command]).output().expect("sh runs");
+    assert!(out.status.success(), "`{command}` failed: {}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8_lossy(&out.stdout).trim().to_string()
+}
+
+/// A loop device over a file in /dev/shm, detached and removed on drop.
+pub struct LoopDevice {
+    pub device: PathBuf,
+    backing: PathBuf,
+}
+
+impl LoopDevice {
+    pub fn new(name: &str, size_mib: u64) -> Self {
+        let backing = PathBuf::from(format!("/dev/shm/iolab-test-{name}-{}.img", std::process::id()));
+        sh(&format!("truncate -s {size_mib}M {}", backing.display()));
+        let device = PathBuf::from(sh(&format!("losetup -f --show {}", backing.display())));
+        LoopDevice { device, backing }
+    }
+
+    pub fn path(&self) -> &str {
+        self.device.to_str().expect("loop device paths are UTF-8")
+    }
+}
+
+impl Drop for LoopDevice {
+    fn drop(&mut self) {
+        let _ = Command::new("losetup").arg("-d").arg(&self.device).status();
+        let _ = std::fs::remove_file(&self.backing);
+    }
+}
+
+/// A device-mapper device, removed on drop.
+pub struct DmDevice {
+    pub name: String,
+}
+
+impl DmDevice {
+    pub fn create(name: &str, table: &str) -> Self {
+        let name = format!("iolab-test-{name}-{}", std::process::id());
+        sh(&format!("dmsetup create {name} --table '{table}'"));
+        DmDevice { name }
+    }
+
+    pub fn path(&self) -> String {
+        format!("/dev/mapper/{}", self.name)
+    }
+}
+
+impl Drop for DmDevice {
+    fn drop(&mut self) {
+        let _ = Command::new("dmsetup").args(["resume", &self.name]).status();
+        let _ = Command::new("dmsetup").args(["remove", "--retry", &self.name]).status();
+    }
+}
