@@ -92,20 +92,24 @@ fn prepare(
     let spec = &group.target;
     let writes = group.access.writes();
     let offset = spec.offset.0;
-    let is_block_device = std::fs::metadata(&path).map(|m| {
+    let kind = std::fs::metadata(&path).map(|m| m.file_type());
+    if let Ok(kind) = kind {
         use std::os::unix::fs::FileTypeExt;
-        m.file_type().is_block_device()
+        if !kind.is_file() && !kind.is_block_device() {
+            let what = if kind.is_dir() { "a directory" } else { "neither a file nor a block device" };
+            return Err(target::TargetError::Unsupported { path, what }.into());
+        }
+    }
+    let is_block_device = kind.map(|k| {
+        use std::os::unix::fs::FileTypeExt;
+        k.is_block_device()
     });
     match (is_block_device, spec.size) {
         (Ok(true), _) => {}
         (Ok(false), Some(size)) | (Err(_), Some(size)) => {
             let layout = target::lay_out_file(&path, offset + size.0)?;
             if layout.written > 0 && spec.path.is_some() {
-                observer.note(&format!(
-                    "wrote {} of data to lay out {}",
-                    Bytes(layout.written),
-                    path.display()
-                ));
+                observer.note(&format!("wrote {} of data to lay out {}", Bytes(layout.written), path.display()));
             }
         }
         (Err(_), None) => return Err(target::TargetError::NotFound(path).into()),

@@ -1,0 +1,88 @@
+//! Every bad input gives one line on stderr that names the problem and the fix, exit code 2,
+//! and never a panic or a backtrace.
+
+mod common;
+
+use common::{is_root, run_in, stderr};
+
+fn rejected(dir: &std::path::Path, args: &[&str], expect: &str) {
+    let out = run_in(dir, args);
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+    assert!(out.stdout.is_empty(), "{args:?}: nothing on stdout");
+    assert_eq!(err.lines().count(), 1, "{args:?}: one line: {err}");
+    assert!(err.starts_with("iolab: error: "), "{args:?}: {err}");
+    assert!(err.contains(expect), "{args:?}: expected '{expect}' in: {err}");
+    assert!(!err.contains("panicked") && !err.contains("RUST_BACKTRACE"), "{err}");
+}
+
+fn dir_with_target() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().expect("temp dir");
+    std::fs::write(dir.path().join("t"), vec![1u8; 1 << 20]).expect("target");
+    dir
+}
+
+#[test]
+fn bad_values() {
+    let dir = dir_with_target();
+    let d = dir.path();
+    rejected(d, &["run", "--target", "t", "--qd", "0"], "--qd must be 1 or more");
+    rejected(d, &["run", "--target", "t", "--read-pct", "150"], "--read-pct must be between 0 and 100 (got 150)");
+    rejected(d, &["run", "--target", "t", "--workers", "0"], "--workers must be 1 or more");
+    rejected(d, &["run", "--target", "t", "--bs", "4q"], "write e.g. 4096, 4k");
+    rejected(d, &["run", "--target", "t", "--rw", "sideways"], "use read, write, randread");
+    rejected(d, &["run", "--target", "t", "--engine", "spdk"], "use uring, psync or null");
+    rejected(d, &["run", "--target", "t", "--runtime", "soon"], "write e.g. 10s");
+    rejected(d, &["run", "--target", "t", "--qd", "abc"], "--qd");
+    rejected(d, &["run", "--target", "t", "--no-such-flag"], "--no-such-flag");
+    rejected(d, &["run", "--target", "t", "--size", "2k", "--bs", "4k"], "smaller than the block size");
+}
+
+#[test]
+fn bad_targets() {
+    let dir = dir_with_target();
+    let d = dir.path();
+    rejected(d, &["run", "--target", "missing.dat"], "does not exist");
+    rejected(d, &["run", "--target", "."], "is a directory");
+    rejected(d, &["run", "--target", "t", "--bs", "1000"], "not a multiple of the");
+    rejected(d, &["run", "--target", "t", "--offset", "2m"], "--offset 2MiB is beyond the end");
+}
+
+#[test]
+fn bad_job_files() {
+    let dir = dir_with_target();
+    let d = dir.path();
+    std::fs::write(d.join("typo.toml"), "target = \"t\"\nqdepth = 8\n").expect("file");
+    rejected(d, &["run", "typo.toml"], "line 2: unknown field `qdepth`");
+    std::fs::write(d.join("bad.toml"), "[[job]]\n[[job.group]]\nruntime = \"1s\"\n").expect("file");
+    rejected(d, &["run", "bad.toml"], "'runtime' cannot be set in a group");
+    std::fs::write(d.join("syntax.toml"), "qd = \n").expect("file");
+    rejected(d, &["run", "syntax.toml"], "line 1");
+    rejected(d, &["run", "nonexistent.toml"], "cannot read it");
+}
+
+#[test]
+fn no_permission_is_explained() {
+    if !is_root() {
+        eprintln!("skipped: needs root to run iolab as another user");
+        return;
+    }
+    if !common::have("setpriv") {
+        eprintln!("skipped: needs setpriv");
+        return;
+    }
+    let dir = dir_with_target();
+    let target = dir.path().join("t");
+    std::fs::set_permissions(dir.path(), std::os::unix::fs::PermissionsExt::from_mode(0o755)).expect("chmod dir");
+    std::fs::set_permissions(&target, std::os::unix::fs::PermissionsExt::from_mode(0o600)).expect("chmod");
+    let out = std::process::Command::new("setpriv")
+        .args(["--reuid=65534", "--regid=65534", "--clear-groups", env!("CARGO_BIN_EXE_iolab"), "run", "--target"])
+        .arg(&target)
+        .args(["--runtime", "100ms", "--ramp", "0s"])
+        .current_dir("/")
+        .output()
+        .expect("runs");
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("no permission to open") && err.contains("for reading"), "{err}");
+}

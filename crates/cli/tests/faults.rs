@@ -1,0 +1,92 @@
+//! Faults: Ctrl-C keeps the results so far, I/O errors are reported with their offsets.
+
+mod common;
+
+use std::time::{Duration, Instant};
+
+use common::{iolab, json, stderr};
+
+#[test]
+fn sigint_stops_within_a_second_and_keeps_the_results() {
+    let dir = tempfile::tempdir().expect("dir");
+    std::fs::write(dir.path().join("t"), vec![1u8; 1 << 20]).expect("target");
+    let child = iolab()
+        .args(["run", "--engine", "null", "--target", "t", "--runtime", "60s", "--ramp", "0s", "--json", "-q"])
+        .current_dir(dir.path())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    std::thread::sleep(Duration::from_millis(1500));
+    let sent = Instant::now();
+    // SAFETY: plain kill(2) on our own child's pid.
+    assert_eq!(unsafe { libc::kill(child.id() as i32, libc::SIGINT) }, 0);
+    let out = child.wait_with_output().expect("wait");
+    let took = sent.elapsed();
+    assert!(took < Duration::from_secs(1), "stopped in {took:?}");
+    assert_eq!(out.status.code(), Some(130), "{}", stderr(&out));
+    let report = json(&out);
+    assert_eq!(report["interrupted"], true);
+    let job = &report["jobs"][0];
+    assert_eq!(job["stop_reason"], "interrupted");
+    let measured = job["measured_s"].as_f64().expect("measured");
+    assert!((1.3..2.6).contains(&measured), "{measured}");
+    assert!(job["total"]["ios"].as_u64().expect("ios") > 0);
+    assert!(stderr(&out).contains("interrupted"), "{}", stderr(&out));
+}
+
+/// A file that shrinks under a running test makes reads come back short: each is an error with
+/// its offset, never a silent success.
+#[test]
+fn short_reads_stop_the_run_with_a_distinct_exit_code() {
+    let dir = tempfile::tempdir().expect("dir");
+    let path = dir.path().join("shrinks");
+    std::fs::write(&path, vec![3u8; 8 << 20]).expect("target");
+    let child = iolab()
+        .args(["run", "--target", "shrinks", "--buffered", "--qd", "4", "--runtime", "20s", "--ramp", "0s", "--json", "-q"])
+        .current_dir(dir.path())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    std::thread::sleep(Duration::from_millis(700));
+    std::fs::File::options().write(true).open(&path).expect("open").set_len(0).expect("truncate");
+    let out = child.wait_with_output().expect("wait");
+    assert_eq!(out.status.code(), Some(3), "{}", stderr(&out));
+    let job = &json(&out)["jobs"][0];
+    assert_eq!(job["stop_reason"], "io_error");
+    let errors = &job["errors"];
+    assert!(errors["count"].as_u64().expect("count") >= 1);
+    let first = &errors["first"][0];
+    assert_eq!(first["op"], "read");
+    assert_eq!(first["len"], 4096);
+    assert_eq!(first["errno"], 0);
+    assert!(first["message"].as_str().expect("message").starts_with("short read: 0 of 4096 bytes"), "{first}");
+    assert!(first["offset"].as_u64().expect("offset") % 4096 == 0);
+    assert!(stderr(&out).contains("I/O errors"), "{}", stderr(&out));
+}
+
+#[test]
+fn continue_on_error_keeps_going_and_counts() {
+    let dir = tempfile::tempdir().expect("dir");
+    let path = dir.path().join("shrinks");
+    std::fs::write(&path, vec![3u8; 8 << 20]).expect("target");
+    let child = iolab()
+        .args(["run", "--target", "shrinks", "--buffered", "--qd", "2", "--runtime", "1500ms", "--ramp", "0s"])
+        .args(["--continue-on-error", "--json", "-q"])
+        .current_dir(dir.path())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    std::thread::sleep(Duration::from_millis(500));
+    std::fs::File::options().write(true).open(&path).expect("open").set_len(0).expect("truncate");
+    let out = child.wait_with_output().expect("wait");
+    assert_eq!(out.status.code(), Some(3), "{}", stderr(&out));
+    let job = &json(&out)["jobs"][0];
+    assert_eq!(job["stop_reason"], "runtime");
+    let count = job["errors"]["count"].as_u64().expect("count");
+    assert!(count > 100, "kept going: {count}");
+    assert_eq!(job["errors"]["first"].as_array().expect("first").len(), 20, "the first 20 are kept in full");
+    assert!(job["total"]["ios"].as_u64().expect("ios") > 0, "the good I/Os before the fault count");
+}
