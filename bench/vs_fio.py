@@ -1,0 +1,711 @@
+#!/usr/bin/env python3
+"""Run iolab and fio side by side on the same target, in one run, and print the ratios.
+
+This is a hand-run benchmark whose output goes into the notes; it is not a test.
+See bench/README.md for the scenarios and their goals. Python 3 standard library only.
+
+CPU is accounted the same way for both tools: each runs as a child process and its CPU time is
+the child's rusage from os.wait4 (ru_utime + ru_stime). That covers every thread of the process
+and every child it reaped (fio's job processes), including io_uring io-wq and SQPOLL threads,
+which fio's own usr/sys figures miss. Both tools run without a ramp, so the rusage covers the
+I/Os the tool reports (plus its start-up and tear-down, which is the same kind of cost for both).
+"""
+
+import argparse
+import json
+import os
+import platform
+import shlex
+import shutil
+import stat
+import statistics
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+DEFAULT_IOLAB = REPO / "target" / "release" / "iolab"
+SCRATCH_DIR = REPO / "target" / "bench-scratch"
+DEFAULT_TARGET = SCRATCH_DIR / "bench.dat"
+NULL_FILE = SCRATCH_DIR / "null.dat"
+
+# The issue's speed goals.
+GOAL_NULL_IOS_PER_CPU = 2.0  # iolab/fio I/Os per CPU-second, null engine
+GOAL_IOPS_RATIO = 1.0  # iolab/fio IOPS, randread-file (within noise)
+GOAL_CPU_PER_IO_RATIO = 0.85  # iolab/fio CPU seconds per I/O, randread-file
+
+
+# ----------------------------------------------------------------------------------------------
+# Small helpers
+
+
+def parse_size(text):
+    """'1g' -> 1073741824 (binary units, as both iolab and fio read them by default)."""
+    t = text.strip().lower().removesuffix("ib").removesuffix("b")
+    mult = {"k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}
+    if t and t[-1] in mult:
+        return int(float(t[:-1]) * mult[t[-1]])
+    return int(t)
+
+
+def human_size(n):
+    for unit, mult in (("TiB", 1 << 40), ("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if n >= mult and n % mult == 0:
+            return f"{n // mult} {unit}"
+    return f"{n} B"
+
+
+def fmt_num(x):
+    """Compact number, three or four significant digits: 1234567 -> '1.23M'."""
+    if x is None:
+        return "-"
+    suffix, v = "", float(x)
+    for s, mult in (("G", 1e9), ("M", 1e6), ("k", 1e3)):
+        if abs(v) >= mult:
+            suffix, v = s, v / mult
+            break
+    if not suffix and float(x).is_integer():
+        return str(int(x))
+    digits = 2 if abs(v) < 10 else 1 if abs(v) < 100 else 0
+    return f"{v:.{digits}f}{suffix}"
+
+
+def fmt_f(x, digits=2):
+    return "-" if x is None else f"{x:.{digits}f}"
+
+
+def fmt_us(ns):
+    return "-" if ns is None else f"{ns / 1000:.1f}"
+
+
+def fmt_ratio(r):
+    return "-" if r is None else f"{r:.2f}x"
+
+
+def fmt_pct(r):
+    return "-" if r is None else f"{r * 100:+.1f}%"
+
+
+def median(values):
+    values = [v for v in values if v is not None]
+    return statistics.median(values) if values else None
+
+
+def spread(values):
+    """Relative run-to-run spread: (max - min) / median; None with fewer than two values."""
+    values = [v for v in values if v is not None]
+    if len(values) < 2:
+        return None
+    m = statistics.median(values)
+    return (max(values) - min(values)) / m if m else None
+
+
+def ratio(a, b):
+    return a / b if a is not None and b else None
+
+
+def rel_diff(a, b):
+    return (a - b) / b if a is not None and b else None
+
+
+def table(headers, rows, indent="  "):
+    """Plain aligned text table; first column left-aligned, the rest right-aligned."""
+    cells = [[str(c) for c in headers]] + [[str(c) for c in r] for r in rows]
+    widths = [max(len(r[i]) for r in cells) for i in range(len(headers))]
+    lines = []
+    for n, r in enumerate(cells):
+        parts = [r[0].ljust(widths[0])] + [c.rjust(w) for c, w in zip(r[1:], widths[1:])]
+        lines.append(indent + "  ".join(parts).rstrip())
+        if n == 0:
+            lines.append(indent + "  ".join("-" * w for w in widths))
+    return "\n".join(lines)
+
+
+def say(text=""):
+    print(text, flush=True)
+
+
+# ----------------------------------------------------------------------------------------------
+# Running a tool and measuring its CPU
+
+
+@dataclass
+class Result:
+    tool: str  # "iolab" or "fio"
+    order: int  # 1 = ran first in its pair, 2 = second
+    iops: float
+    ios: int
+    measured_s: float
+    mean_ns: float
+    p50_ns: float
+    p99_ns: float
+    cpu_s: float  # rusage of the child (user + system), the figure the ratios use
+    user_s: float
+    sys_s: float
+    self_cpu_s: float  # what the tool says it used, for reference only
+    wall_s: float
+    raw: dict = field(repr=False, default_factory=dict)
+
+    @property
+    def cpu_s_per_mio(self):
+        return self.cpu_s / self.ios * 1e6 if self.ios else None
+
+    @property
+    def ios_per_cpu_s(self):
+        return self.ios / self.cpu_s if self.cpu_s else None
+
+
+class ToolFailed(RuntimeError):
+    pass
+
+
+def run_child(cmd, cwd):
+    """Runs cmd; returns (stdout, stderr, rusage, wall seconds). Raises ToolFailed on exit != 0."""
+    out_path = Path(cwd) / f".vs_fio.{os.getpid()}.out"
+    err_path = Path(cwd) / f".vs_fio.{os.getpid()}.err"
+    try:
+        with open(out_path, "wb") as out, open(err_path, "wb") as err:
+            start = time.monotonic()
+            proc = subprocess.Popen(cmd, stdout=out, stderr=err, stdin=subprocess.DEVNULL, cwd=cwd)
+            _, status, rusage = os.wait4(proc.pid, 0)
+            wall = time.monotonic() - start
+            proc.returncode = os.waitstatus_to_exitcode(status)  # reaped: Popen must not wait again
+        stdout = out_path.read_text(errors="replace")
+        stderr = err_path.read_text(errors="replace")
+    finally:
+        for p in (out_path, err_path):
+            try:
+                p.unlink()
+            except FileNotFoundError:
+                pass
+    if proc.returncode != 0:
+        raise ToolFailed(
+            f"{cmd[0]} exited with {proc.returncode}\n  command: {shlex.join(cmd)}\n"
+            f"  stderr: {stderr.strip()[-2000:]}\n  stdout: {stdout.strip()[-1000:]}"
+        )
+    return stdout, stderr, rusage, wall
+
+
+def load_json(text, tool, cmd):
+    # fio may print warnings before its JSON document; start at the first '{'.
+    start = text.find("{")
+    try:
+        return json.loads(text[start:])
+    except (ValueError, IndexError) as e:
+        raise ToolFailed(f"{tool}: cannot parse JSON output ({e})\n  command: {shlex.join(cmd)}\n  output: {text[:1000]}")
+
+
+def run_iolab(cmd, cwd, order):
+    stdout, stderr, ru, wall = run_child(cmd, cwd)
+    doc = load_json(stdout, "iolab", cmd)
+    job = doc["jobs"][0]
+    total = job["total"]
+    lat = total.get("latency") or {}
+    pct = {float(p["p"]): p["ns"] for p in lat.get("percentiles", [])}
+    cpu = job.get("cpu") or {}
+    errors = job.get("errors") or {}
+    if errors.get("count"):
+        say(f"  !! iolab reported {errors['count']} I/O errors: {errors.get('first')}")
+    if doc.get("interrupted") or job.get("stop_reason") not in (None, "runtime"):
+        say(f"  !! iolab stop_reason={job.get('stop_reason')} interrupted={doc.get('interrupted')}")
+    return Result(
+        tool="iolab",
+        order=order,
+        iops=total["iops"],
+        ios=total["ios"],
+        measured_s=job.get("measured_s"),
+        mean_ns=lat.get("mean_ns"),
+        p50_ns=pct.get(50.0),
+        p99_ns=pct.get(99.0),
+        cpu_s=ru.ru_utime + ru.ru_stime,
+        user_s=ru.ru_utime,
+        sys_s=ru.ru_stime,
+        self_cpu_s=(cpu.get("user_s") or 0) + (cpu.get("system_s") or 0),
+        wall_s=wall,
+        raw=doc,
+    )
+
+
+def run_fio(cmd, cwd, order):
+    stdout, stderr, ru, wall = run_child(cmd, cwd)
+    doc = load_json(stdout, "fio", cmd)
+    job = doc["jobs"][0]
+    if job.get("error"):
+        raise ToolFailed(f"fio job error {job['error']}\n  command: {shlex.join(cmd)}\n  stderr: {stderr.strip()}")
+    rd = job["read"]
+    # Total latency (submission to completion) is what iolab measures; fio reports its
+    # percentiles only with --lat_percentiles=1, otherwise fall back to completion latency.
+    lat_pct = rd.get("lat_ns", {}).get("percentile") or rd.get("clat_ns", {}).get("percentile") or {}
+    pct = {float(k): v for k, v in lat_pct.items()}
+    runtime_s = job.get("job_runtime", rd.get("runtime", 0)) / 1000
+    return Result(
+        tool="fio",
+        order=order,
+        iops=rd["iops"],
+        ios=rd["total_ios"],
+        measured_s=rd.get("runtime", 0) / 1000,
+        mean_ns=rd.get("lat_ns", {}).get("mean"),
+        p50_ns=pct.get(50.0),
+        p99_ns=pct.get(99.0),
+        cpu_s=ru.ru_utime + ru.ru_stime,
+        user_s=ru.ru_utime,
+        sys_s=ru.ru_stime,
+        self_cpu_s=(job.get("usr_cpu", 0) + job.get("sys_cpu", 0)) / 100 * runtime_s,
+        wall_s=wall,
+        raw=doc,
+    )
+
+
+# ----------------------------------------------------------------------------------------------
+# Targets
+
+
+@dataclass
+class Target:
+    path: Path
+    is_device: bool
+    size: int  # bytes tested (the region both tools use)
+    created: bool  # by this script: removed at the end unless --keep
+    layout_cmd: list = None
+
+    def describe(self):
+        kind = "block device (read-only workloads)" if self.is_device else "regular file"
+        return f"{self.path}  [{kind}, {human_size(self.size)} tested]"
+
+
+def sysfs_dir(dev):
+    return Path(os.path.realpath(f"/sys/dev/block/{os.major(dev)}:{os.minor(dev)}"))
+
+
+def check_device_allowed(path):
+    """Refuses the disk the system runs on; only spare devices (e.g. /dev/loopN) are allowed."""
+    real = os.path.realpath(path)
+    name = os.path.basename(real)
+    if name.startswith("vda"):
+        sys.exit(f"vs_fio: refusing {path} ({real}): /dev/vda* is the system disk and is never used")
+    rdev = os.stat(real).st_rdev
+    mine = sysfs_dir(rdev)
+    for mount_point in ("/", "/work"):
+        try:
+            root_dev = os.stat(mount_point).st_dev
+        except FileNotFoundError:
+            continue
+        root = sysfs_dir(root_dev)
+        if root.exists() and (str(root).startswith(str(mine)) or str(mine).startswith(str(root))):
+            sys.exit(f"vs_fio: refusing {path}: it holds (or is part of) the filesystem at {mount_point}")
+    with open("/proc/mounts") as mounts:
+        for line in mounts:
+            src = line.split()[0]
+            if src.startswith("/dev/") and os.path.exists(src) and os.path.realpath(src) == real:
+                sys.exit(f"vs_fio: refusing {path}: it is mounted ({line.split()[1]})")
+    size_file = mine / "size"
+    size = int(size_file.read_text()) * 512 if size_file.exists() else 0
+    if size == 0:
+        sys.exit(f"vs_fio: {path} has size 0 (a loop device with nothing attached?)")
+    return size
+
+
+def prepare_target(args, fio):
+    """The file or device the I/O scenarios read. A file is laid out once, here, with real data."""
+    size = parse_size(args.size)
+    path = Path(args.target) if args.target else DEFAULT_TARGET
+    if path.exists() and stat.S_ISBLK(os.stat(path).st_mode):
+        dev_size = check_device_allowed(path)
+        return Target(path=path, is_device=True, size=min(size, dev_size), created=False)
+    if path.exists():
+        if not path.is_file():
+            sys.exit(f"vs_fio: {path} is neither a regular file nor a block device")
+        have = path.stat().st_size
+        if have < size:
+            sys.exit(
+                f"vs_fio: {path} holds {human_size(have)}, less than --size {args.size}; "
+                "neither tool may extend it during a measured run. Remove it or pick another --target."
+            )
+        say(f"target {path} exists ({human_size(have)}): used as is, kept afterwards")
+        return Target(path=path, is_device=False, size=size, created=False)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    cmd = [fio, "--name=layout", f"--filename={path}", f"--size={size}", "--rw=write", "--bs=1m",
+           "--direct=1", "--output-format=terse"]
+    say("laying out the target once, before any measured run:")
+    say(f"  $ {shlex.join(cmd)}")
+    start = time.monotonic()
+    subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, cwd=path.parent)
+    say(f"  done in {time.monotonic() - start:.1f} s")
+    return Target(path=path, is_device=False, size=size, created=True, layout_cmd=cmd)
+
+
+def prepare_null_file(args):
+    """iolab opens its --target even with the null engine; give it a file already at --size so
+    it has nothing to lay out. No data is read, so a sparse file is fine."""
+    size = parse_size(args.size)
+    NULL_FILE.parent.mkdir(parents=True, exist_ok=True)
+    existed = NULL_FILE.exists()
+    if not existed or NULL_FILE.stat().st_size < size:
+        with open(NULL_FILE, "ab") as f:
+            f.truncate(size)
+    return Target(path=NULL_FILE, is_device=False, size=size, created=not existed)
+
+
+# ----------------------------------------------------------------------------------------------
+# Command lines
+
+
+def iolab_cmd(args, target, engine, qd, size):
+    return [args.iolab, "run", "--target", str(target.path), "--size", str(size), "--rw", "randread",
+            "--bs", "4k", "--qd", str(qd), "--workers", "1", "--engine", engine,
+            "--runtime", f"{args.runtime}s", "--ramp", "0s", "--json", "--quiet"]
+
+
+def fio_cmd(args, target, engine, qd, size, extra=()):
+    cmd = [args.fio, "--name=x"]
+    if target is not None:
+        cmd.append(f"--filename={target.path}")
+    cmd += [f"--size={size}", "--rw=randread", "--bs=4k", f"--iodepth={qd}", "--numjobs=1",
+            f"--ioengine={engine}"]
+    if engine != "null":
+        cmd.append("--direct=1")
+    cmd += ["--time_based", f"--runtime={args.runtime}", "--output-format=json", "--group_reporting"]
+    return cmd + list(extra)
+
+
+def size_arg(args, target):
+    # A device may be smaller than --size: then both tools get its exact byte size.
+    return args.size if target.size == parse_size(args.size) else str(target.size)
+
+
+def run_pairs(args, label, iolab_c, fio_c, cwd):
+    """Runs the pair --repeat times, alternating which tool goes first. Returns a list of
+    (iolab Result, fio Result)."""
+    pairs = []
+    for i in range(args.repeat):
+        order = ["iolab", "fio"] if i % 2 == 0 else ["fio", "iolab"]
+        got = {}
+        for n, tool in enumerate(order, 1):
+            if args.pause and (i or n > 1):
+                time.sleep(args.pause)
+            if tool == "iolab":
+                got[tool] = run_iolab(iolab_c, cwd, n)
+            else:
+                got[tool] = run_fio(fio_c, cwd, n)
+            if args.save_raw:
+                raw_dir = Path(args.save_raw)
+                raw_dir.mkdir(parents=True, exist_ok=True)
+                (raw_dir / f"{label}.{i + 1}.{tool}.json").write_text(json.dumps(got[tool].raw, indent=1))
+        pairs.append((got["iolab"], got["fio"]))
+    return pairs
+
+
+COMMANDS = []  # (block title, target, [(tool, command)]) for the summary
+
+
+def print_header(title, target, cmds):
+    COMMANDS.append((title.split(":")[0], target, cmds))
+    say()
+    say("=" * 100)
+    say(f"[{title}]")
+    say(f"target: {target.describe()}")
+    if target.layout_cmd:
+        say(f"  layout (once, before): $ {shlex.join(target.layout_cmd)}")
+    for name, cmd in cmds:
+        say(f"  {name}: $ {shlex.join(cmd)}")
+    say(f"  repeats: {args_global.repeat}, alternating order (run 1: iolab first); CPU = wait4 rusage of the child")
+
+
+def run_label(k, r):
+    return f"{k + 1} ({'1st' if r.order == 1 else '2nd'})"
+
+
+# ----------------------------------------------------------------------------------------------
+# Scenarios. Each returns summary rows: (scenario, metric, iolab, fio, ratio, goal, verdict).
+
+
+def scenario_null(args, ctx):
+    target = ctx.null_target()
+    size = size_arg(args, target)
+    ic = iolab_cmd(args, target, "null", 32, size)
+    fc = fio_cmd(args, None, "null", 32, size)
+    print_header("null: 4 KiB randread, QD 32, 1 worker, no I/O (engine overhead)", target,
+                 [("iolab", ic), ("fio", fc)])
+    say("  (fio's null engine takes no file; iolab still opens its --target but reads nothing)")
+    pairs = run_pairs(args, "null", ic, fc, ctx.cwd)
+    rows = []
+    for k, (a, b) in enumerate(pairs):
+        for r in (a, b):
+            rows.append([run_label(k, r), r.tool, fmt_num(r.ios), fmt_num(r.iops), f"{r.cpu_s:.2f}",
+                         f"{r.user_s:.2f}/{r.sys_s:.2f}", f"{r.self_cpu_s:.2f}", f"{r.wall_s:.2f}",
+                         fmt_num(r.ios_per_cpu_s)])
+        rows.append(["", "ratio", "", "", "", "", "", "", fmt_ratio(ratio(a.ios_per_cpu_s, b.ios_per_cpu_s))])
+    ia = median([a.ios_per_cpu_s for a, _ in pairs])
+    fb = median([b.ios_per_cpu_s for _, b in pairs])
+    pair_ratios = [ratio(a.ios_per_cpu_s, b.ios_per_cpu_s) for a, b in pairs]
+    rows.append(["median", "iolab", fmt_num(median([a.ios for a, _ in pairs])), fmt_num(median([a.iops for a, _ in pairs])),
+                 f"{median([a.cpu_s for a, _ in pairs]):.2f}", "", "", "", fmt_num(ia)])
+    rows.append(["median", "fio", fmt_num(median([b.ios for _, b in pairs])), fmt_num(median([b.iops for _, b in pairs])),
+                 f"{median([b.cpu_s for _, b in pairs]):.2f}", "", "", "", fmt_num(fb)])
+    say()
+    say(table(["run", "tool", "I/Os", "IOPS", "CPU s", "usr/sys s", "self-rep CPU s", "wall s", "I/Os per CPU-s"], rows))
+    r = ratio(ia, fb)
+    verdict = "MET" if r is not None and r >= GOAL_NULL_IOS_PER_CPU else "NOT MET"
+    say()
+    say(f"  I/Os per CPU-second: iolab {fmt_num(ia)}, fio {fmt_num(fb)}; ratio iolab/fio = {fmt_ratio(r)} "
+        f"(per-pair {range_text(pair_ratios)}); goal >= {GOAL_NULL_IOS_PER_CPU:.1f}x: {verdict}")
+    return [("null", "I/Os per CPU-second", fmt_num(ia), fmt_num(fb), fmt_ratio(r), f">= {GOAL_NULL_IOS_PER_CPU:.1f}x", verdict)]
+
+
+def range_text(values):
+    values = [v for v in values if v is not None]
+    if not values:
+        return "-"
+    if len(values) == 1:
+        return f"{values[0]:.2f}x"
+    return f"{min(values):.2f}x..{max(values):.2f}x"
+
+
+def scenario_randread_file(args, ctx):
+    target = ctx.io_target()
+    size = size_arg(args, target)
+    ic = iolab_cmd(args, target, "uring", 32, size)
+    fc = fio_cmd(args, target, "io_uring", 32, size)
+    print_header("randread-file: 4 KiB random read, QD 32, 1 worker, O_DIRECT, iolab uring vs fio io_uring",
+                 target, [("iolab", ic), ("fio", fc)])
+    say("  (fio mean = lat_ns.mean, submission to completion; fio p99 = clat_ns, fio's default percentiles)")
+    pairs = run_pairs(args, "randread-file", ic, fc, ctx.cwd)
+    rows = []
+    for k, (a, b) in enumerate(pairs):
+        for r in (a, b):
+            rows.append([run_label(k, r), r.tool, fmt_num(r.iops), fmt_us(r.mean_ns), fmt_us(r.p99_ns),
+                         f"{r.cpu_s:.2f}", f"{r.user_s:.2f}/{r.sys_s:.2f}", f"{r.self_cpu_s:.2f}",
+                         fmt_f(r.cpu_s_per_mio)])
+        rows.append(["", "ratio", fmt_ratio(ratio(a.iops, b.iops)), "", "", "", "", "",
+                     fmt_ratio(ratio(a.cpu_s_per_mio, b.cpu_s_per_mio))])
+    med = {}
+    for idx, tool in ((0, "iolab"), (1, "fio")):
+        rs = [p[idx] for p in pairs]
+        med[tool] = dict(
+            iops=median([r.iops for r in rs]), mean=median([r.mean_ns for r in rs]), p99=median([r.p99_ns for r in rs]),
+            cpu=median([r.cpu_s for r in rs]), cpm=median([r.cpu_s_per_mio for r in rs]),
+            iops_spread=spread([r.iops for r in rs]),
+        )
+        m = med[tool]
+        rows.append(["median", tool, fmt_num(m["iops"]), fmt_us(m["mean"]), fmt_us(m["p99"]), f"{m['cpu']:.2f}", "", "",
+                     fmt_f(m['cpm'])])
+    say()
+    say(table(["run", "tool", "IOPS", "mean us", "p99 us", "CPU s", "usr/sys s", "self-rep CPU s", "CPU s per M I/O"], rows))
+    iops_r = ratio(med["iolab"]["iops"], med["fio"]["iops"])
+    cpu_r = ratio(med["iolab"]["cpm"], med["fio"]["cpm"])
+    noise = max([s for s in (med["iolab"]["iops_spread"], med["fio"]["iops_spread"]) if s is not None], default=None)
+    if iops_r is None:
+        iops_verdict = "-"
+    elif iops_r >= GOAL_IOPS_RATIO:
+        iops_verdict = "MET"
+    elif noise is not None and iops_r >= GOAL_IOPS_RATIO - noise:
+        iops_verdict = f"MET within noise ({noise * 100:.1f}%)"
+    elif noise is None:
+        iops_verdict = "NOT MET (noise unknown: --repeat >= 2)"
+    else:
+        iops_verdict = f"NOT MET (noise {noise * 100:.1f}%)"
+    cpu_verdict = "MET" if cpu_r is not None and cpu_r <= GOAL_CPU_PER_IO_RATIO else "NOT MET"
+    say()
+    say(f"  IOPS ratio iolab/fio = {fmt_ratio(iops_r)} (per-pair {range_text([ratio(a.iops, b.iops) for a, b in pairs])}, "
+        f"run-to-run IOPS spread iolab {fmt_spread(med['iolab']['iops_spread'])}, fio {fmt_spread(med['fio']['iops_spread'])}); "
+        f"goal >= {GOAL_IOPS_RATIO:.2f} within noise: {iops_verdict}")
+    say(f"  CPU per I/O ratio iolab/fio = {fmt_ratio(cpu_r)} "
+        f"(per-pair {range_text([ratio(a.cpu_s_per_mio, b.cpu_s_per_mio) for a, b in pairs])}); "
+        f"goal <= {GOAL_CPU_PER_IO_RATIO:.2f}: {cpu_verdict}")
+    return [
+        ("randread-file", "IOPS", fmt_num(med["iolab"]["iops"]), fmt_num(med["fio"]["iops"]), fmt_ratio(iops_r),
+         f">= {GOAL_IOPS_RATIO:.2f}x (noise)", iops_verdict),
+        ("randread-file", "CPU s per M I/O", fmt_f(med['iolab']['cpm']), fmt_f(med['fio']['cpm']), fmt_ratio(cpu_r),
+         f"<= {GOAL_CPU_PER_IO_RATIO:.2f}x", cpu_verdict),
+        ("randread-file", "mean latency us", fmt_us(med["iolab"]["mean"]), fmt_us(med["fio"]["mean"]),
+         fmt_ratio(ratio(med["iolab"]["mean"], med["fio"]["mean"])), "", ""),
+        ("randread-file", "p99 latency us", fmt_us(med["iolab"]["p99"]), fmt_us(med["fio"]["p99"]),
+         fmt_ratio(ratio(med["iolab"]["p99"], med["fio"]["p99"])), "", ""),
+    ]
+
+
+def fmt_spread(s):
+    return "n/a" if s is None else f"{s * 100:.1f}%"
+
+
+def agreement_block(args, ctx, label, title, target, ic, fc):
+    print_header(title, target, [("iolab", ic), ("fio", fc)])
+    say("  (latency = submission to completion for both: fio runs with --lat_percentiles=1 and lat_ns is used)")
+    pairs = run_pairs(args, label, ic, fc, ctx.cwd)
+    rows = []
+    for k, (a, b) in enumerate(pairs):
+        for r in (a, b):
+            rows.append([run_label(k, r), r.tool, fmt_num(r.iops), fmt_us(r.mean_ns), fmt_us(r.p50_ns), fmt_us(r.p99_ns),
+                         fmt_f(r.cpu_s_per_mio)])
+    metrics = (("IOPS", "iops", fmt_num), ("mean latency us", "mean_ns", fmt_us), ("p50 latency us", "p50_ns", fmt_us),
+               ("p99 latency us", "p99_ns", fmt_us))
+    med = {t: {attr: median([getattr(p[i], attr) for p in pairs]) for _, attr, _ in metrics} for i, t in enumerate(("iolab", "fio"))}
+    for i, tool in enumerate(("iolab", "fio")):
+        cpm = median([p[i].cpu_s_per_mio for p in pairs])
+        rows.append(["median", tool] + [f(med[tool][attr]) for _, attr, f in metrics] + [fmt_f(cpm)])
+    say()
+    say(table(["run", "tool", "IOPS", "mean us", "p50 us", "p99 us", "CPU s per M I/O"], rows))
+    say()
+    lines = []
+    summary = []
+    for name, attr, f in metrics:
+        d = rel_diff(med["iolab"][attr], med["fio"][attr])
+        s_i = spread([p[0].__dict__[attr] for p in pairs])
+        s_f = spread([p[1].__dict__[attr] for p in pairs])
+        noise = max([s for s in (s_i, s_f) if s is not None], default=None)
+        if d is None:
+            verdict = "-"
+        elif noise is None:
+            verdict = "noise unknown (--repeat >= 2)"
+        else:
+            verdict = "within noise" if abs(d) <= noise else "DIFFERS beyond noise"
+        lines.append([name, f(med["iolab"][attr]), f(med["fio"][attr]), fmt_pct(d), fmt_spread(s_i), fmt_spread(s_f), verdict])
+        summary.append((label, name, f(med["iolab"][attr]), f(med["fio"][attr]), fmt_pct(d), "agree within noise", verdict))
+    say(table(["metric (medians)", "iolab", "fio", "iolab vs fio", "iolab spread", "fio spread", "verdict"], lines))
+    return summary
+
+
+def scenario_agreement(args, ctx):
+    target = ctx.io_target()
+    size = size_arg(args, target)
+    out = []
+    for qd in (1, 4):
+        ic = iolab_cmd(args, target, "uring", qd, size)
+        fc = fio_cmd(args, target, "io_uring", qd, size, extra=["--lat_percentiles=1"])
+        out += agreement_block(args, ctx, f"agreement QD{qd}",
+                               f"agreement QD {qd}: 4 KiB random read, 1 worker, O_DIRECT, iolab uring vs fio io_uring",
+                               target, ic, fc)
+    return out
+
+
+def scenario_psync(args, ctx):
+    target = ctx.io_target()
+    size = size_arg(args, target)
+    ic = iolab_cmd(args, target, "psync", 1, size)
+    fc = fio_cmd(args, target, "psync", 1, size, extra=["--lat_percentiles=1"])
+    return agreement_block(args, ctx, "psync QD1",
+                           "psync: 4 KiB random read, QD 1 (one thread), O_DIRECT, iolab psync vs fio psync",
+                           target, ic, fc)
+
+
+SCENARIOS = {
+    "null": scenario_null,
+    "randread-file": scenario_randread_file,
+    "agreement": scenario_agreement,
+    "psync": scenario_psync,
+}
+DEFAULT_SCENARIOS = ["null", "randread-file", "agreement"]
+
+
+class Context:
+    """Creates targets lazily (a null-only run lays nothing out) and cleans up what it made."""
+
+    def __init__(self, args):
+        self.args = args
+        self.cwd = SCRATCH_DIR
+        self._io = None
+        self._null = None
+
+    def io_target(self):
+        if self._io is None:
+            self._io = prepare_target(self.args, self.args.fio)
+        return self._io
+
+    def null_target(self):
+        if self._null is None:
+            self._null = prepare_null_file(self.args)
+        return self._null
+
+    def cleanup(self):
+        for t in (self._io, self._null):
+            if t is not None and t.created and not t.is_device:
+                if self.args.keep:
+                    say(f"kept {t.path} (--keep)")
+                else:
+                    t.path.unlink(missing_ok=True)
+                    say(f"removed {t.path}")
+
+
+def tool_version(cmd):
+    try:
+        return subprocess.run(cmd, capture_output=True, text=True, check=False).stdout.strip().splitlines()[0]
+    except (OSError, IndexError):
+        return "?"
+
+
+args_global = None
+
+
+def main():
+    global args_global
+    p = argparse.ArgumentParser(
+        description="Run iolab and fio side by side on the same target and print the ratios.",
+        epilog="Scenarios: null, randread-file, agreement (default: all three); psync (extra). See bench/README.md.",
+    )
+    p.add_argument("scenarios", nargs="*", metavar="SCENARIO",
+                   help=f"one or more of: {', '.join(SCENARIOS)}, all (default: {' '.join(DEFAULT_SCENARIOS)})")
+    p.add_argument("--runtime", type=int, default=10, help="measured seconds per run, both tools (default 10)")
+    p.add_argument("--repeat", type=int, default=3, help="pairs per scenario, alternating order (default 3)")
+    p.add_argument("--target", help=f"file or block device to read (default {DEFAULT_TARGET}, laid out once); "
+                                    "a block device is only ever read; /dev/vda* is refused")
+    p.add_argument("--size", default="1g", help="size of the tested region (default 1g)")
+    p.add_argument("--keep", action="store_true", help="keep the files this script created")
+    p.add_argument("--pause", type=float, default=1.0, help="seconds of rest between runs (default 1)")
+    p.add_argument("--iolab", default=str(DEFAULT_IOLAB), help=f"iolab binary (default {DEFAULT_IOLAB})")
+    p.add_argument("--fio", default=shutil.which("fio") or "/usr/bin/fio", help="fio binary")
+    p.add_argument("--save-raw", metavar="DIR", help="write every tool's JSON output to DIR")
+    args = p.parse_args()
+    args_global = args
+
+    names = args.scenarios or DEFAULT_SCENARIOS
+    if "all" in names:
+        names = list(SCENARIOS)
+    unknown = [n for n in names if n not in SCENARIOS]
+    if unknown:
+        p.error(f"unknown scenario(s) {', '.join(unknown)}; choose from {', '.join(SCENARIOS)}, all")
+    if args.repeat < 1 or args.runtime < 1:
+        p.error("--repeat and --runtime must be at least 1")
+    if not os.access(args.iolab, os.X_OK):
+        sys.exit(f"vs_fio: no iolab binary at {args.iolab}; build it with `cargo build --release`")
+    if not os.access(args.fio, os.X_OK):
+        sys.exit(f"vs_fio: no fio binary at {args.fio}")
+    SCRATCH_DIR.mkdir(parents=True, exist_ok=True)
+
+    say(f"vs_fio: {' '.join(names)} | runtime {args.runtime} s, repeat {args.repeat}, size {args.size}")
+    say(f"host: {platform.node()}, kernel {platform.release()}, {os.cpu_count()} CPUs; "
+        f"{tool_version([args.iolab, '--version'])} ({args.iolab}, built "
+        f"{time.strftime('%Y-%m-%d %H:%M', time.localtime(os.stat(args.iolab).st_mtime))}); "
+        f"{tool_version([args.fio, '--version'])}; {time.strftime('%Y-%m-%d %H:%M:%S')}")
+
+    ctx = Context(args)
+    summary = []
+    failed = False
+    try:
+        for name in names:
+            try:
+                summary += SCENARIOS[name](args, ctx)
+            except ToolFailed as e:
+                failed = True
+                say(f"\n!! scenario {name} failed: {e}")
+                summary.append((name, "FAILED", "", "", "", "", "see above"))
+    except KeyboardInterrupt:
+        say("\ninterrupted")
+        failed = True
+    finally:
+        if summary:
+            say()
+            say("=" * 100)
+            say(f"[summary] runtime {args.runtime} s, repeat {args.repeat}, medians; CPU = wait4 rusage (user+sys) of each tool")
+            for title, target, cmds in COMMANDS:
+                say(f"{title}: target {target.describe()}")
+                for tool, cmd in cmds:
+                    say(f"  {tool}: $ {shlex.join(cmd)}")
+            say(table(["scenario", "metric", "iolab", "fio", "iolab/fio", "goal", "verdict"], summary))
+        ctx.cleanup()
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
