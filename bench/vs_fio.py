@@ -561,9 +561,13 @@ def agreement_block(args, ctx, label, title, target, ic, fc):
             verdict = "noise unknown (--repeat >= 2)"
         else:
             verdict = "within noise" if abs(d) <= noise else "DIFFERS beyond noise"
-        lines.append([name, f(med["iolab"][attr]), f(med["fio"][attr]), fmt_pct(d), fmt_spread(s_i), fmt_spread(s_f), verdict])
+        pair_d = [rel_diff(getattr(a, attr), getattr(b, attr)) for a, b in pairs]
+        pair_d = [x for x in pair_d if x is not None]
+        per_pair = f"{fmt_pct(min(pair_d))}..{fmt_pct(max(pair_d))}" if len(pair_d) > 1 else "-"
+        lines.append([name, f(med["iolab"][attr]), f(med["fio"][attr]), fmt_pct(d), per_pair, fmt_spread(s_i),
+                      fmt_spread(s_f), verdict])
         summary.append((label, name, f(med["iolab"][attr]), f(med["fio"][attr]), fmt_pct(d), "agree within noise", verdict))
-    say(table(["metric (medians)", "iolab", "fio", "iolab vs fio", "iolab spread", "fio spread", "verdict"], lines))
+    say(table(["metric (medians)", "iolab", "fio", "iolab vs fio", "per pair", "iolab spread", "fio spread", "verdict"], lines))
     return summary
 
 
@@ -683,6 +687,8 @@ def main():
     summary = []
     failed = False
     try:
+        if any(n != "null" for n in names):
+            ctx.io_target()  # check (or lay out) the target before the first measured run
         for name in names:
             try:
                 summary += SCENARIOS[name](args, ctx)

@@ -27,7 +27,11 @@ fn bad_values() {
     let dir = dir_with_target();
     let d = dir.path();
     rejected(d, &["run", "--target", "t", "--qd", "0"], "--qd must be 1 or more");
-    rejected(d, &["run", "--target", "t", "--read-pct", "150"], "--read-pct must be between 0 and 100 (got 150)");
+    rejected(
+        d,
+        &["run", "--target", "t", "--read-pct", "150"],
+        "--read-pct must be between 0 and 100 (got 150)",
+    );
     rejected(d, &["run", "--target", "t", "--workers", "0"], "--workers must be 1 or more");
     rejected(d, &["run", "--target", "t", "--bs", "4q"], "write e.g. 4096, 4k");
     rejected(d, &["run", "--target", "t", "--rw", "sideways"], "use read, write, randread");
@@ -73,10 +77,18 @@ fn no_permission_is_explained() {
     }
     let dir = dir_with_target();
     let target = dir.path().join("t");
-    std::fs::set_permissions(dir.path(), std::os::unix::fs::PermissionsExt::from_mode(0o755)).expect("chmod dir");
+    std::fs::set_permissions(dir.path(), std::os::unix::fs::PermissionsExt::from_mode(0o755))
+        .expect("chmod dir");
     std::fs::set_permissions(&target, std::os::unix::fs::PermissionsExt::from_mode(0o600)).expect("chmod");
     let out = std::process::Command::new("setpriv")
-        .args(["--reuid=65534", "--regid=65534", "--clear-groups", env!("CARGO_BIN_EXE_iolab"), "run", "--target"])
+        .args([
+            "--reuid=65534",
+            "--regid=65534",
+            "--clear-groups",
+            env!("CARGO_BIN_EXE_iolab"),
+            "run",
+            "--target",
+        ])
         .arg(&target)
         .args(["--runtime", "100ms", "--ramp", "0s"])
         .current_dir("/")

@@ -11,7 +11,19 @@ fn sigint_stops_within_a_second_and_keeps_the_results() {
     let dir = tempfile::tempdir().expect("dir");
     std::fs::write(dir.path().join("t"), vec![1u8; 1 << 20]).expect("target");
     let child = iolab()
-        .args(["run", "--engine", "null", "--target", "t", "--runtime", "60s", "--ramp", "0s", "--json", "-q"])
+        .args([
+            "run",
+            "--engine",
+            "null",
+            "--target",
+            "t",
+            "--runtime",
+            "60s",
+            "--ramp",
+            "0s",
+            "--json",
+            "-q",
+        ])
         .current_dir(dir.path())
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
@@ -43,7 +55,20 @@ fn short_reads_stop_the_run_with_a_distinct_exit_code() {
     let path = dir.path().join("shrinks");
     std::fs::write(&path, vec![3u8; 8 << 20]).expect("target");
     let child = iolab()
-        .args(["run", "--target", "shrinks", "--buffered", "--qd", "4", "--runtime", "20s", "--ramp", "0s", "--json", "-q"])
+        .args([
+            "run",
+            "--target",
+            "shrinks",
+            "--buffered",
+            "--qd",
+            "4",
+            "--runtime",
+            "20s",
+            "--ramp",
+            "0s",
+            "--json",
+            "-q",
+        ])
         .current_dir(dir.path())
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
@@ -61,7 +86,10 @@ fn short_reads_stop_the_run_with_a_distinct_exit_code() {
     assert_eq!(first["op"], "read");
     assert_eq!(first["len"], 4096);
     assert_eq!(first["errno"], 0);
-    assert!(first["message"].as_str().expect("message").starts_with("short read: 0 of 4096 bytes"), "{first}");
+    assert!(
+        first["message"].as_str().expect("message").starts_with("short read: 0 of 4096 bytes"),
+        "{first}"
+    );
     assert!(first["offset"].as_u64().expect("offset") % 4096 == 0);
     assert!(stderr(&out).contains("I/O errors"), "{}", stderr(&out));
 }
@@ -72,7 +100,18 @@ fn continue_on_error_keeps_going_and_counts() {
     let path = dir.path().join("shrinks");
     std::fs::write(&path, vec![3u8; 8 << 20]).expect("target");
     let child = iolab()
-        .args(["run", "--target", "shrinks", "--buffered", "--qd", "2", "--runtime", "1500ms", "--ramp", "0s"])
+        .args([
+            "run",
+            "--target",
+            "shrinks",
+            "--buffered",
+            "--qd",
+            "2",
+            "--runtime",
+            "1500ms",
+            "--ramp",
+            "0s",
+        ])
         .args(["--continue-on-error", "--json", "-q"])
         .current_dir(dir.path())
         .stdout(std::process::Stdio::piped())

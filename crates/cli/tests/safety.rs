@@ -21,7 +21,10 @@ fn writes_to_a_loop_device_holding_ext4_are_refused_and_nothing_changes() {
     let dir = tempfile::tempdir().expect("dir");
 
     for rw in ["randwrite", "randrw", "write"] {
-        let out = run_in(dir.path(), &["run", "--target", lo.path(), "--rw", rw, "--runtime", "300ms", "--ramp", "0s"]);
+        let out = run_in(
+            dir.path(),
+            &["run", "--target", lo.path(), "--rw", rw, "--runtime", "300ms", "--ramp", "0s"],
+        );
         let err = stderr(&out);
         assert_eq!(out.status.code(), Some(2), "{rw}: {err}");
         assert!(err.contains("refusing to write to") && err.contains("ext4 filesystem"), "{err}");
@@ -30,13 +33,28 @@ fn writes_to_a_loop_device_holding_ext4_are_refused_and_nothing_changes() {
     }
     assert_eq!(digest(lo.path()), before, "the device is unchanged");
 
-    let out = run_in(dir.path(), &["run", "--target", lo.path(), "--rw", "randread", "--runtime", "300ms", "--ramp", "0s", "-q"]);
+    let out = run_in(
+        dir.path(),
+        &["run", "--target", lo.path(), "--rw", "randread", "--runtime", "300ms", "--ramp", "0s", "-q"],
+    );
     assert!(out.status.success(), "reads are allowed: {}", stderr(&out));
     assert_eq!(digest(lo.path()), before, "reading changed nothing");
 
     let out = run_in(
         dir.path(),
-        &["run", "--target", lo.path(), "--rw", "randwrite", "--allow-destroy", "--runtime", "300ms", "--ramp", "0s", "-q"],
+        &[
+            "run",
+            "--target",
+            lo.path(),
+            "--rw",
+            "randwrite",
+            "--allow-destroy",
+            "--runtime",
+            "300ms",
+            "--ramp",
+            "0s",
+            "-q",
+        ],
     );
     assert!(out.status.success(), "--allow-destroy lets the write run: {}", stderr(&out));
     assert_ne!(digest(lo.path()), before, "and it did write");
@@ -50,7 +68,22 @@ fn writes_to_a_blank_loop_device_run() {
     }
     let lo = LoopDevice::new("blank", 32);
     let dir = tempfile::tempdir().expect("dir");
-    let out = run_in(dir.path(), &["run", "--target", lo.path(), "--rw", "randwrite", "--runtime", "300ms", "--ramp", "0s", "--json", "-q"]);
+    let out = run_in(
+        dir.path(),
+        &[
+            "run",
+            "--target",
+            lo.path(),
+            "--rw",
+            "randwrite",
+            "--runtime",
+            "300ms",
+            "--ramp",
+            "0s",
+            "--json",
+            "-q",
+        ],
+    );
     assert!(out.status.success(), "{}", stderr(&out));
     let report = common::json(&out);
     assert!(report["jobs"][0]["write"]["ios"].as_u64().expect("ios") > 0);

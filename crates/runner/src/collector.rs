@@ -178,6 +178,12 @@ impl<'a> Collector<'a> {
                 }
                 self.shared.request_stop(StopReason::StuckIo, now);
                 self.out.abandoned.push(lane);
+                // The lane waits in the kernel without holding its interval: take what it
+                // completed so far.
+                let partial = beat.current.try_lock().ok().and_then(|mut current| current.take());
+                if let Some(partial) = partial {
+                    self.handle(LaneEvent::Interval { lane, index: partial.index, stats: partial.stats });
+                }
                 self.positions[lane] = i64::MAX;
             }
         }

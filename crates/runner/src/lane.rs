@@ -9,6 +9,7 @@
 use std::os::fd::RawFd;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering::Relaxed};
 use std::sync::mpsc::Sender;
+use std::sync::Mutex;
 
 use iolab_engine::{open_engine, Completion, Engine, EngineConfig, EngineError, IoRequest, Op, Queued};
 use iolab_spec::{Burst, EngineKind};
@@ -29,11 +30,15 @@ pub enum LaneEvent {
     Finished { lane: usize, error: Option<String> },
 }
 
-/// Published by a lane once per batch so the watchdog can tell a stuck request.
+/// Published by a lane once per batch so the watchdog can tell a stuck request, and the
+/// statistics of the lane's current interval, which the collector takes from a lane stuck in
+/// the kernel so that the I/Os it completed before are not lost.
 #[derive(Default)]
 pub struct Heartbeat {
     pub last_progress_ns: AtomicU64,
     pub in_flight: AtomicU32,
+    /// Locked by the lane once per batch while it records; free while the lane waits.
+    pub current: Mutex<Option<Interval>>,
 }
 
 pub struct LanePlan {
@@ -60,10 +65,10 @@ pub fn open(plan: &LanePlan) -> Result<Box<dyn Engine>, EngineError> {
     open_engine(plan.engine, EngineConfig { files: vec![plan.fd], depth: plan.depth, max_len: plan.max_len })
 }
 
-struct Interval {
-    index: i64,
+pub struct Interval {
+    pub index: i64,
     next_boundary_ns: u64,
-    stats: Box<IntervalStats>,
+    pub stats: Box<IntervalStats>,
 }
 
 impl Interval {
@@ -102,7 +107,7 @@ fn drive(
     let mut free: Vec<u32> = (0..plan.depth).rev().collect();
     let mut done: Vec<Completion> = Vec::with_capacity(depth);
     let mut now = shared.now_ns();
-    let mut interval = Interval::at(now, shared.measure_start_ns);
+    *lock(&heartbeat.current) = Some(Interval::at(now, shared.measure_start_ns));
     let mut burst_left = plan.burst.map_or(u32::MAX, |b| b.ios);
 
     loop {
@@ -145,8 +150,10 @@ fn drive(
         now = shared.now_ns();
         heartbeat.last_progress_ns.store(now, Relaxed);
 
+        let mut current = lock(&heartbeat.current);
+        let Some(interval) = current.as_mut() else { break };
         if now >= interval.next_boundary_ns {
-            let finished = std::mem::replace(&mut interval, Interval::at(now, shared.measure_start_ns));
+            let finished = std::mem::replace(interval, Interval::at(now, shared.measure_start_ns));
             let _ = events.send(LaneEvent::Interval {
                 lane: plan.lane,
                 index: finished.index,
@@ -186,13 +193,20 @@ fn drive(
                 batch_bytes += u64::from(info.len);
             }
         }
+        drop(current);
         if batch_ios > 0 {
             shared.count_measured(batch_ios, batch_bytes, now);
         }
     }
-    let _ =
-        events.send(LaneEvent::Interval { lane: plan.lane, index: interval.index, stats: interval.stats });
+    if let Some(last) = lock(&heartbeat.current).take() {
+        let _ = events.send(LaneEvent::Interval { lane: plan.lane, index: last.index, stats: last.stats });
+    }
     Ok(())
+}
+
+/// A poisoned lock only means another thread panicked while recording; the counts are intact.
+pub fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 /// Sleeps between bursts in short steps, so a stop request is seen within 100 ms.

@@ -109,7 +109,11 @@ fn prepare(
         (Ok(false), Some(size)) | (Err(_), Some(size)) => {
             let layout = target::lay_out_file(&path, offset + size.0)?;
             if layout.written > 0 && spec.path.is_some() {
-                observer.note(&format!("wrote {} of data to lay out {}", Bytes(layout.written), path.display()));
+                observer.note(&format!(
+                    "wrote {} of data to lay out {}",
+                    Bytes(layout.written),
+                    path.display()
+                ));
             }
         }
         (Err(_), None) => return Err(target::TargetError::NotFound(path).into()),

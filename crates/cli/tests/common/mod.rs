@@ -2,6 +2,8 @@
 //! machine cannot do, and cleaning up devices the tests create.
 #![allow(dead_code)]
 
+pub mod faulty_fs;
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
