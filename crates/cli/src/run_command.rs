@@ -41,7 +41,13 @@ pub fn run(args: RunArgs) -> ExitCode {
     let report = match iolab_runner::run_plan(&plan, &interrupt, &mut progress) {
         Ok(report) => report,
         Err(e) => {
-            let code = if e.is_user_error() { exit::USAGE } else { exit::INTERNAL };
+            let code = if e.is_interruption() {
+                exit::INTERRUPTED
+            } else if e.is_user_error() {
+                exit::USAGE
+            } else {
+                exit::INTERNAL
+            };
             return exit::fail(code, &e.to_string());
         }
     };

@@ -129,3 +129,24 @@ fn continue_on_error_keeps_going_and_counts() {
     assert_eq!(job["errors"]["first"].as_array().expect("first").len(), 20, "the first 20 are kept in full");
     assert!(job["total"]["ios"].as_u64().expect("ios") > 0, "the good I/Os before the fault count");
 }
+
+#[test]
+fn sigint_while_laying_out_the_scratch_file_removes_it() {
+    let dir = tempfile::tempdir().expect("dir");
+    let child = iolab()
+        .args(["run", "--size", "4g", "-q"])
+        .current_dir(dir.path())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    std::thread::sleep(Duration::from_millis(300));
+    let sent = Instant::now();
+    // SAFETY: plain kill(2) on our own child's pid.
+    assert_eq!(unsafe { libc::kill(child.id() as i32, libc::SIGINT) }, 0);
+    let out = child.wait_with_output().expect("wait");
+    assert!(sent.elapsed() < Duration::from_secs(1), "stopped in {:?}", sent.elapsed());
+    assert_eq!(out.status.code(), Some(130), "{}", stderr(&out));
+    assert!(stderr(&out).contains("interrupted while laying out"), "{}", stderr(&out));
+    assert_eq!(std::fs::read_dir(dir.path()).expect("dir").count(), 0, "the partial scratch file is removed");
+}

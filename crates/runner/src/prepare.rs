@@ -3,6 +3,7 @@
 
 use std::fs::File;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::AtomicBool;
 
 use iolab_engine::safety;
 use iolab_engine::target::{self, TargetKind};
@@ -37,7 +38,11 @@ impl Drop for Scratch {
 }
 
 /// Creates and lays out the scratch file if any group of the plan has no target.
-pub fn scratch(plan: &RunPlan, observer: &mut dyn Observer) -> Result<Option<Scratch>, RunError> {
+pub fn scratch(
+    plan: &RunPlan,
+    cancel: &AtomicBool,
+    observer: &mut dyn Observer,
+) -> Result<Option<Scratch>, RunError> {
     let groups: Vec<&GroupSpec> =
         plan.jobs.iter().flat_map(|j| &j.groups).filter(|g| g.target.path.is_none()).collect();
     if groups.is_empty() {
@@ -55,7 +60,7 @@ pub fn scratch(plan: &RunPlan, observer: &mut dyn Observer) -> Result<Option<Scr
     observer.note(&format!("laying out a {} scratch file at {}", Bytes(size), path.display()));
     // From here on the guard removes whatever was created, even on error.
     let scratch = Scratch { path, keep };
-    target::lay_out_file(&scratch.path, size)?;
+    target::lay_out_file(&scratch.path, size, cancel)?;
     Ok(Some(scratch))
 }
 
@@ -63,6 +68,7 @@ pub fn scratch(plan: &RunPlan, observer: &mut dyn Observer) -> Result<Option<Scr
 pub fn targets(
     job: &JobSpec,
     scratch: Option<&Path>,
+    cancel: &AtomicBool,
     observer: &mut dyn Observer,
 ) -> Result<Vec<PreparedTarget>, RunError> {
     job.groups
@@ -79,7 +85,7 @@ pub fn targets(
                 }
                 other => other,
             };
-            prepare(group, path, observer).map_err(context)
+            prepare(group, path, cancel, observer).map_err(context)
         })
         .collect()
 }
@@ -87,6 +93,7 @@ pub fn targets(
 fn prepare(
     group: &GroupSpec,
     path: PathBuf,
+    cancel: &AtomicBool,
     observer: &mut dyn Observer,
 ) -> Result<PreparedTarget, RunError> {
     let spec = &group.target;
@@ -107,7 +114,7 @@ fn prepare(
     match (is_block_device, spec.size) {
         (Ok(true), _) => {}
         (Ok(false), Some(size)) | (Err(_), Some(size)) => {
-            let layout = target::lay_out_file(&path, offset + size.0)?;
+            let layout = target::lay_out_file(&path, offset + size.0, cancel)?;
             if layout.written > 0 && spec.path.is_some() {
                 observer.note(&format!(
                     "wrote {} of data to lay out {}",

@@ -22,13 +22,13 @@ pub fn run_plan(
     }
     let started_at_unix_s =
         std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs());
-    let scratch = prepare::scratch(plan, observer)?;
+    let scratch = prepare::scratch(plan, interrupt, observer)?;
     let scratch_path = scratch.as_ref().map(|s| s.path.as_path());
     // Open and check every job's targets before the first I/O, so a bad third job fails now.
     let targets = plan
         .jobs
         .iter()
-        .map(|job| prepare::targets(job, scratch_path, observer))
+        .map(|job| prepare::targets(job, scratch_path, interrupt, observer))
         .collect::<Result<Vec<_>, _>>()?;
 
     let mut jobs = Vec::new();

@@ -6,6 +6,7 @@ use std::fs::{File, OpenOptions};
 use std::io::Write;
 use std::os::fd::AsRawFd;
 use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use super::TargetError;
 
@@ -19,8 +20,9 @@ pub struct Layout {
 
 const CHUNK: usize = 1 << 20;
 
-/// Makes `path` a regular file of at least `size` bytes of non-zero data.
-pub fn lay_out_file(path: &Path, size: u64) -> Result<Layout, TargetError> {
+/// Makes `path` a regular file of at least `size` bytes of non-zero data. Stops early, with
+/// `TargetError::Interrupted`, when `cancel` is set.
+pub fn lay_out_file(path: &Path, size: u64, cancel: &AtomicBool) -> Result<Layout, TargetError> {
     let io_error = |context, source| TargetError::Io { path: path.to_path_buf(), context, source };
     let created = !path.exists();
     let mut file: File =
@@ -41,6 +43,9 @@ pub fn lay_out_file(path: &Path, size: u64) -> Result<Layout, TargetError> {
     use std::io::Seek;
     file.seek(std::io::SeekFrom::Start(at)).map_err(|e| io_error("cannot seek", e))?;
     while at < size {
+        if cancel.load(Ordering::Relaxed) {
+            return Err(TargetError::Interrupted(path.to_path_buf()));
+        }
         let n = (size - at).min(CHUNK as u64) as usize;
         // Stamp each 4 KiB block with its offset so no two blocks are equal.
         for (i, block) in chunk[..n].chunks_mut(4096).enumerate() {
@@ -82,16 +87,25 @@ mod tests {
     fn creates_with_nonzero_data_and_never_truncates() {
         let path = scratch("grow");
         let _ = std::fs::remove_file(&path);
-        let layout = lay_out_file(&path, 3 * 4096 + 100).expect("lay out");
+        let layout = lay_out_file(&path, 3 * 4096 + 100, &AtomicBool::new(false)).expect("lay out");
         assert_eq!(layout, Layout { created: true, written: 3 * 4096 + 100 });
         let data = std::fs::read(&path).expect("read back");
         assert_eq!(data.len(), 3 * 4096 + 100);
         assert!(data.chunks(4096).all(|block| block.iter().any(|&b| b != 0)));
         assert_ne!(data[..4096], data[4096..8192]);
 
-        let again = lay_out_file(&path, 4096).expect("smaller size");
+        let again = lay_out_file(&path, 4096, &AtomicBool::new(false)).expect("smaller size");
         assert_eq!(again, Layout { created: false, written: 0 });
         assert_eq!(std::fs::metadata(&path).expect("stat").len(), 3 * 4096 + 100);
+        std::fs::remove_file(&path).expect("clean up");
+    }
+
+    #[test]
+    fn stops_when_cancelled() {
+        let path = scratch("cancel");
+        let _ = std::fs::remove_file(&path);
+        let result = lay_out_file(&path, 64 << 20, &AtomicBool::new(true));
+        assert!(matches!(result, Err(TargetError::Interrupted(_))));
         std::fs::remove_file(&path).expect("clean up");
     }
 }

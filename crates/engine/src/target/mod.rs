@@ -37,6 +37,8 @@ pub enum TargetError {
     NoDirect(PathBuf),
     #[error("{path} is {what}; give a regular file or a block device")]
     Unsupported { path: PathBuf, what: &'static str },
+    #[error("interrupted while laying out {0}")]
+    Interrupted(PathBuf),
     #[error("{path}: {context}: {source}")]
     Io {
         path: PathBuf,
