@@ -9,27 +9,35 @@ use iolab_report::{latency, thousands};
 use iolab_runner::{Observer, Phase, ProgressUpdate};
 
 pub struct ProgressLine {
-    bar: Option<ProgressBar>,
+    enabled: bool,
     quiet: bool,
+    /// One bar per job, made when the job first reports.
+    bar: Option<ProgressBar>,
 }
 
 impl ProgressLine {
     pub fn new(quiet: bool) -> Self {
-        let bar = (!quiet && std::io::stderr().is_terminal()).then(|| {
+        ProgressLine { enabled: !quiet && std::io::stderr().is_terminal(), quiet, bar: None }
+    }
+
+    fn bar(&mut self) -> &ProgressBar {
+        self.bar.get_or_insert_with(|| {
             let bar = ProgressBar::with_draw_target(Some(1000), ProgressDrawTarget::stderr_with_hz(5));
-            let style = ProgressStyle::with_template("{prefix} [{bar:24}] {msg}")
+            let style = ProgressStyle::with_template("{prefix:>16} [{bar:20}] {msg}")
                 .unwrap_or_else(|_| ProgressStyle::default_bar())
                 .progress_chars("=> ");
             bar.set_style(style);
+            bar.enable_steady_tick(Duration::from_millis(200));
             bar
-        });
-        ProgressLine { bar, quiet }
+        })
     }
 }
 
 impl Observer for ProgressLine {
     fn progress(&mut self, update: &ProgressUpdate<'_>) {
-        let Some(bar) = &self.bar else { return };
+        if !self.enabled {
+            return;
+        }
         let phase = match update.phase {
             Phase::Prepare => "prepare",
             Phase::Ramp => "ramp",
@@ -37,11 +45,9 @@ impl Observer for ProgressLine {
         };
         let total = update.total.as_secs_f64().max(1e-9);
         let elapsed = update.elapsed.as_secs_f64();
-        bar.set_prefix(format!("{} {phase}", update.job));
-        bar.set_position((1000.0 * elapsed / total) as u64);
         let rate = if update.iops > 0.0 {
             format!(
-                " | {} IOPS | mean {} p99 {}",
+                "  {} IOPS  mean {}  p99 {}",
                 thousands(update.iops),
                 latency(update.mean_ns),
                 latency(update.p99_ns as f64)
@@ -49,13 +55,10 @@ impl Observer for ProgressLine {
         } else {
             String::new()
         };
-        bar.set_message(format!(
-            "{:.0}s / {:.0}s, {:.0}s left{rate}",
-            elapsed,
-            total,
-            (total - elapsed).max(0.0)
-        ));
-        bar.enable_steady_tick(Duration::from_millis(200));
+        let bar = self.bar();
+        bar.set_prefix(format!("{} {phase}", update.job));
+        bar.set_position((1000.0 * elapsed / total) as u64);
+        bar.set_message(format!("{elapsed:.0}/{total:.0}s{rate}"));
     }
 
     fn note(&mut self, message: &str) {
@@ -69,9 +72,8 @@ impl Observer for ProgressLine {
     }
 
     fn finish(&mut self) {
-        if let Some(bar) = &self.bar {
+        if let Some(bar) = self.bar.take() {
             bar.finish_and_clear();
-            bar.reset();
         }
     }
 }
