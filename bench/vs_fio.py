@@ -293,7 +293,7 @@ def check_device_allowed(path):
         except FileNotFoundError:
             continue
         root = sysfs_dir(root_dev)
-        if root.exists() and (str(root).startswith(str(mine)) or str(mine).startswith(str(root))):
+        if root.exists() and (root == mine or mine in root.parents or root in mine.parents):
             sys.exit(f"vs_fio: refusing {path}: it holds (or is part of) the filesystem at {mount_point}")
     with open("/proc/mounts") as mounts:
         for line in mounts:

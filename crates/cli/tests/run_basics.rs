@@ -280,3 +280,20 @@ fn output_file_gets_the_results() {
     let report: serde_json::Value = serde_json::from_str(&text).expect("parses");
     assert!(report["jobs"][0]["total"]["ios"].as_u64().expect("ios") > 0);
 }
+
+#[test]
+fn bursts_issue_n_ios_then_idle() {
+    let dir = tmp();
+    std::fs::write(dir.path().join("t"), vec![1u8; 1 << 20]).expect("target");
+    let out = run_in(
+        dir.path(),
+        &[
+            "run", "--engine", "null", "--target", "t", "--burst", "10", "--burst-idle", "100ms", "--qd", "4",
+            "--runtime", "1s", "--ramp", "0s", "--json", "-q",
+        ],
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    let ios = json(&out)["jobs"][0]["total"]["ios"].as_u64().expect("ios");
+    // About ten bursts of ten fit in a second of 100 ms pauses.
+    assert!((80..=110).contains(&ios), "{ios}");
+}
