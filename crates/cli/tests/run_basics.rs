@@ -288,8 +288,23 @@ fn bursts_issue_n_ios_then_idle() {
     let out = run_in(
         dir.path(),
         &[
-            "run", "--engine", "null", "--target", "t", "--burst", "10", "--burst-idle", "100ms", "--qd", "4",
-            "--runtime", "1s", "--ramp", "0s", "--json", "-q",
+            "run",
+            "--engine",
+            "null",
+            "--target",
+            "t",
+            "--burst",
+            "10",
+            "--burst-idle",
+            "100ms",
+            "--qd",
+            "4",
+            "--runtime",
+            "1s",
+            "--ramp",
+            "0s",
+            "--json",
+            "-q",
         ],
     );
     assert!(out.status.success(), "{}", stderr(&out));

@@ -46,6 +46,7 @@ pub fn run_job(
                     threads,
                 ),
                 burst: group.access.burst,
+                submit_batch: group.submit_batch,
             });
             lane_group.push(g);
         }

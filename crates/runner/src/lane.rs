@@ -50,6 +50,8 @@ pub struct LanePlan {
     pub max_len: u32,
     pub generator: AccessGenerator,
     pub burst: Option<Burst>,
+    /// Queued requests handed to the kernel at a time.
+    pub submit_batch: u32,
 }
 
 #[derive(Clone, Copy)]
@@ -114,6 +116,7 @@ fn drive(
         let window_end = shared.window_end_ns();
         let stopping = shared.stopping() || now >= window_end;
         if !stopping {
+            let mut queued = 0u32;
             while burst_left > 0 {
                 let Some(slot) = free.pop() else { break };
                 let next = plan.generator.next_io();
@@ -126,6 +129,12 @@ fn drive(
                     SlotInfo { op: next.op, len: next.len, offset: next.offset, submitted_ns: now };
                 if plan.burst.is_some() {
                     burst_left -= 1;
+                }
+                queued += 1;
+                // Hand over each batch as soon as it is ready, so the device starts on the
+                // first requests while the rest are prepared.
+                if queued % plan.submit_batch == 0 {
+                    engine.commit(0)?;
                 }
             }
         }

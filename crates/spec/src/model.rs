@@ -51,6 +51,8 @@ pub struct GroupSpec {
     pub qd: u32,
     pub workers: u32,
     pub engine: EngineKind,
+    /// Queued requests handed to the kernel per system call, at most.
+    pub submit_batch: u32,
     pub seed: u64,
 }
 

@@ -90,6 +90,11 @@ pub struct Options {
     #[arg(long, value_name = "ENGINE", help_heading = "Load")]
     pub engine: Option<EngineKind>,
 
+    /// Hand queued I/Os to the kernel in batches of at most N (default 4): smaller batches let
+    /// the device start sooner, larger ones cost fewer system calls.
+    #[arg(long, value_name = "N", help_heading = "Load")]
+    pub submit_batch: Option<u32>,
+
     /// Seed of the offset and read/write choices, for repeatable runs.
     #[arg(long, value_name = "N", help_heading = "Load")]
     pub seed: Option<u64>,
@@ -154,9 +159,41 @@ pub const JOB_KEYS: &[&str] = &["runtime", "ramp", "io_limit", "io_timeout", "sl
 /// Keys that apply to the whole run, so only at a job file's top level.
 pub const RUN_KEYS: &[&str] = &["json", "output", "quiet"];
 
-macro_rules! overlay_fields {
-    ($base:ident, $top:ident; $($field:ident),*) => {
-        $( if $top.$field.is_some() { $base.$field = $top.$field.clone(); } )*
+/// Calls `$callback!` with every option field (not `name`, `job`, `group`): the one list that
+/// overlaying and key listing share, so a new option cannot be forgotten in one of them.
+macro_rules! with_option_fields {
+    ($callback:ident) => {
+        $callback!(
+            target,
+            size,
+            offset,
+            keep,
+            allow_destroy,
+            direct,
+            buffered,
+            rw,
+            read_pct,
+            random_pct,
+            bs,
+            bs_split,
+            align,
+            burst,
+            burst_idle,
+            qd,
+            workers,
+            engine,
+            submit_batch,
+            seed,
+            runtime,
+            ramp,
+            io_limit,
+            io_timeout,
+            slo,
+            continue_on_error,
+            json,
+            output,
+            quiet
+        )
     };
 }
 
@@ -182,10 +219,13 @@ impl Options {
             base.direct = None;
             base.buffered = None;
         }
-        overlay_fields!(base, top; target, size, offset, keep, allow_destroy, direct, buffered,
-            rw, read_pct, random_pct, bs, bs_split, align, burst, burst_idle, qd, workers, engine,
-            seed, runtime, ramp, io_limit, io_timeout, slo, continue_on_error, json, output, quiet,
-            name);
+        macro_rules! take_set {
+            ($($field:ident),*) => { $( if top.$field.is_some() { base.$field = top.$field.clone(); } )* };
+        }
+        with_option_fields!(take_set);
+        if top.name.is_some() {
+            base.name = top.name.clone();
+        }
         base
     }
 
@@ -195,36 +235,7 @@ impl Options {
         macro_rules! collect {
             ($($field:ident),*) => { $( if self.$field.is_some() { keys.push(stringify!($field)); } )* };
         }
-        collect!(
-            target,
-            size,
-            offset,
-            keep,
-            allow_destroy,
-            direct,
-            buffered,
-            rw,
-            read_pct,
-            random_pct,
-            bs,
-            bs_split,
-            align,
-            burst,
-            burst_idle,
-            qd,
-            workers,
-            engine,
-            seed,
-            runtime,
-            ramp,
-            io_limit,
-            io_timeout,
-            slo,
-            continue_on_error,
-            json,
-            output,
-            quiet
-        );
+        with_option_fields!(collect);
         keys
     }
 }

@@ -13,6 +13,12 @@ use crate::values::{BsWeight, EngineKind, Rw};
 /// The default seed: runs repeat exactly unless the user asks otherwise.
 pub const DEFAULT_SEED: u64 = 0x101a_b5eed;
 
+/// Requests handed to the kernel per system call. Measured on a virtio disk at QD 32 (4 KiB
+/// random read, 5 s runs, means of 4): batches of 32 gave 94k IOPS, 8 gave 105k, 4 gave 109k
+/// (fio, one request per call: 107k); the device starts sooner on smaller batches, at no
+/// measurable CPU cost per I/O.
+pub const DEFAULT_SUBMIT_BATCH: u32 = 4;
+
 /// Thresholds every report includes, in addition to the user's `--slo`.
 pub const STANDARD_SLO: [Nanos; 2] = [Nanos(1_000_000), Nanos(2_000_000)];
 
@@ -237,6 +243,10 @@ fn resolve_group(layer: &Options, name: String, seed: u64) -> Result<GroupSpec, 
         return Err(invalid("--workers must be 1 or more (got 0)"));
     }
     let engine = layer.engine.unwrap_or(EngineKind::Uring);
+    let submit_batch = layer.submit_batch.unwrap_or(DEFAULT_SUBMIT_BATCH);
+    if submit_batch == 0 {
+        return Err(invalid("--submit-batch must be 1 or more (got 0)"));
+    }
     let threads = u64::from(workers) * u64::from(qd / engine.depth_per_thread(qd));
     if threads > 4096 {
         return Err(invalid(format!(
@@ -269,6 +279,7 @@ fn resolve_group(layer: &Options, name: String, seed: u64) -> Result<GroupSpec, 
         qd,
         workers,
         engine,
+        submit_batch,
         seed,
     })
 }
