@@ -1,5 +1,11 @@
 //! io_uring: one ring per worker, up to `depth` requests in flight, submitted and reaped in
-//! batches (one `io_uring_enter` per batch submits everything queued and waits).
+//! batches.
+//!
+//! The ring takes the cheapest setup the running kernel accepts, probed at creation and never
+//! assumed: a single-issuer ring with deferred task work (6.1+), else cooperative task work
+//! (5.19+), else a plain ring. The target is a registered file and every slot's buffer is a
+//! registered (fixed) buffer, so the kernel neither looks up the file nor pins the pages of each
+//! request; either falls back to the plain form if registration is refused.
 
 use io_uring::{opcode, squeue, types, IoUring};
 
@@ -9,35 +15,84 @@ use crate::error::EngineError;
 use crate::probe;
 
 pub struct UringEngine {
+    // Declared before `buffers`: the ring (and its buffer registration) goes first on drop.
     ring: IoUring,
     files: Vec<std::os::fd::RawFd>,
+    fixed_files: bool,
+    fixed_buffers: bool,
     /// `None` only while being dropped.
     buffers: Option<AlignedBuffers>,
     in_flight: u32,
 }
 
+/// Creates a ring with the cheapest task-work mode the kernel accepts.
+fn build_ring(entries: u32) -> std::io::Result<IoUring> {
+    let attempts: [fn(&mut io_uring::Builder); 3] = [
+        |b| {
+            b.setup_single_issuer().setup_defer_taskrun();
+        },
+        |b| {
+            b.setup_coop_taskrun();
+        },
+        |_| {},
+    ];
+    let mut last = None;
+    for configure in attempts {
+        let mut builder = IoUring::builder();
+        configure(&mut builder);
+        match builder.build(entries) {
+            Ok(ring) => return Ok(ring),
+            Err(e) if e.raw_os_error() == Some(libc::EINVAL) => last = Some(e),
+            Err(e) => return Err(e),
+        }
+    }
+    Err(last.unwrap_or_else(|| std::io::Error::from_raw_os_error(libc::EINVAL)))
+}
+
 impl UringEngine {
     pub fn new(config: EngineConfig) -> Result<Self, EngineError> {
         let entries = config.depth.max(1).next_power_of_two();
-        let ring = IoUring::new(entries).map_err(probe::uring_setup_error)?;
+        let ring = build_ring(entries).map_err(probe::uring_setup_error)?;
+        let buffers =
+            AlignedBuffers::new(config.depth, config.max_len, u64::from(config.depth) ^ 0x5bd1_e995)?;
+        let fixed_files = ring.submitter().register_files(&config.files).is_ok();
+        let iovecs: Vec<libc::iovec> = (0..config.depth)
+            .map(|slot| libc::iovec {
+                iov_base: buffers.slot_ptr(slot).cast(),
+                iov_len: config.max_len as usize,
+            })
+            .collect();
+        // SAFETY: every iovec points into `buffers`, which outlives the registration: the ring
+        // is dropped before the buffers, and the buffers are leaked if requests are in flight.
+        let fixed_buffers = config.depth <= u32::from(u16::MAX)
+            && unsafe { ring.submitter().register_buffers(&iovecs) }.is_ok();
         Ok(UringEngine {
             ring,
-            buffers: Some(AlignedBuffers::new(
-                config.depth,
-                config.max_len,
-                config.depth as u64 ^ 0x5bd1e995,
-            )?),
             files: config.files,
+            fixed_files,
+            fixed_buffers,
+            buffers: Some(buffers),
             in_flight: 0,
         })
     }
 
     fn entry(&self, request: &IoRequest) -> squeue::Entry {
-        let fd = types::Fd(self.files[request.file as usize]);
         let buf = self.buffers.as_ref().map_or(std::ptr::null_mut(), |b| b.slot_ptr(request.slot));
-        let entry = match request.op {
-            Op::Read => opcode::Read::new(fd, buf, request.len).offset(request.offset).build(),
-            Op::Write => opcode::Write::new(fd, buf, request.len).offset(request.offset).build(),
+        let (len, offset, slot) = (request.len, request.offset, request.slot as u16);
+        macro_rules! build {
+            ($fd:expr) => {
+                match (request.op, self.fixed_buffers) {
+                    (Op::Read, true) => opcode::ReadFixed::new($fd, buf, len, slot).offset(offset).build(),
+                    (Op::Write, true) => opcode::WriteFixed::new($fd, buf, len, slot).offset(offset).build(),
+                    (Op::Read, false) => opcode::Read::new($fd, buf, len).offset(offset).build(),
+                    (Op::Write, false) => opcode::Write::new($fd, buf, len).offset(offset).build(),
+                }
+            };
+        }
+        let entry = if self.fixed_files {
+            build!(types::Fixed(u32::from(request.file)))
+        } else {
+            build!(types::Fd(self.files[request.file as usize]))
         };
         entry.user_data(u64::from(request.slot))
     }
