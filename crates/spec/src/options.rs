@@ -90,8 +90,8 @@ pub struct Options {
     #[arg(long, value_name = "ENGINE", help_heading = "Load")]
     pub engine: Option<EngineKind>,
 
-    /// Hand queued I/Os to the kernel in batches of at most N (default 4): smaller batches let
-    /// the device start sooner, larger ones cost fewer system calls.
+    /// Hand queued I/Os to the kernel in batches of at most N (default 1, as fio): smaller
+    /// batches let the device start sooner, larger ones cost fewer system calls.
     #[arg(long, value_name = "N", help_heading = "Load")]
     pub submit_batch: Option<u32>,
 
