@@ -47,36 +47,29 @@ fn sigint_stops_within_a_second_and_keeps_the_results() {
     assert!(stderr(&out).contains("interrupted"), "{}", stderr(&out));
 }
 
-/// A file that shrinks under a running test makes reads come back short: each is an error with
-/// its offset, never a silent success.
-#[test]
-fn short_reads_stop_the_run_with_a_distinct_exit_code() {
+/// Runs iolab on an 8 MiB file with `args` and truncates the file to nothing after `after`, so
+/// every later read comes back short.
+fn run_while_the_target_shrinks(args: &[&str], after: Duration) -> std::process::Output {
     let dir = tempfile::tempdir().expect("dir");
     let path = dir.path().join("shrinks");
     std::fs::write(&path, vec![3u8; 8 << 20]).expect("target");
     let child = iolab()
-        .args([
-            "run",
-            "--target",
-            "shrinks",
-            "--buffered",
-            "--qd",
-            "4",
-            "--runtime",
-            "20s",
-            "--ramp",
-            "0s",
-            "--json",
-            "-q",
-        ])
+        .args(["run", "--target", "shrinks", "--buffered", "--ramp", "0s", "--json", "-q"])
+        .args(args)
         .current_dir(dir.path())
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
         .spawn()
         .expect("spawn");
-    std::thread::sleep(Duration::from_millis(700));
+    std::thread::sleep(after);
     std::fs::File::options().write(true).open(&path).expect("open").set_len(0).expect("truncate");
-    let out = child.wait_with_output().expect("wait");
+    child.wait_with_output().expect("wait")
+}
+
+/// Short reads are errors with their offsets, never a silent success.
+#[test]
+fn short_reads_stop_the_run_with_a_distinct_exit_code() {
+    let out = run_while_the_target_shrinks(&["--qd", "4", "--runtime", "20s"], Duration::from_millis(700));
     assert_eq!(out.status.code(), Some(3), "{}", stderr(&out));
     let job = &json(&out)["jobs"][0];
     assert_eq!(job["stop_reason"], "io_error");
@@ -96,31 +89,10 @@ fn short_reads_stop_the_run_with_a_distinct_exit_code() {
 
 #[test]
 fn continue_on_error_keeps_going_and_counts() {
-    let dir = tempfile::tempdir().expect("dir");
-    let path = dir.path().join("shrinks");
-    std::fs::write(&path, vec![3u8; 8 << 20]).expect("target");
-    let child = iolab()
-        .args([
-            "run",
-            "--target",
-            "shrinks",
-            "--buffered",
-            "--qd",
-            "2",
-            "--runtime",
-            "1500ms",
-            "--ramp",
-            "0s",
-        ])
-        .args(["--continue-on-error", "--json", "-q"])
-        .current_dir(dir.path())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .expect("spawn");
-    std::thread::sleep(Duration::from_millis(500));
-    std::fs::File::options().write(true).open(&path).expect("open").set_len(0).expect("truncate");
-    let out = child.wait_with_output().expect("wait");
+    let out = run_while_the_target_shrinks(
+        &["--qd", "2", "--runtime", "1500ms", "--continue-on-error"],
+        Duration::from_millis(500),
+    );
     assert_eq!(out.status.code(), Some(3), "{}", stderr(&out));
     let job = &json(&out)["jobs"][0];
     assert_eq!(job["stop_reason"], "runtime");
