@@ -46,7 +46,7 @@ pub struct Options {
     #[arg(long, num_args = 0..=1, require_equals = true, default_missing_value = "true", help_heading = "Target")]
     pub buffered: Option<bool>,
 
-    /// Access pattern shorthand: read, write, randread, randwrite, randrw, rw.
+    /// Access pattern shorthand: read, write, randread (default), randwrite, randrw, rw.
     #[arg(long, value_name = "PATTERN", help_heading = "Access")]
     pub rw: Option<Rw>,
 
@@ -58,7 +58,7 @@ pub struct Options {
     #[arg(long, value_name = "PCT", help_heading = "Access")]
     pub random_pct: Option<u32>,
 
-    /// Block size.
+    /// Block size (default 4k).
     #[arg(long, value_name = "SIZE", help_heading = "Access")]
     pub bs: Option<Bytes>,
 
@@ -78,11 +78,11 @@ pub struct Options {
     #[arg(long, value_name = "TIME", help_heading = "Access")]
     pub burst_idle: Option<Nanos>,
 
-    /// Outstanding I/Os per worker.
+    /// Outstanding I/Os per worker (default 32).
     #[arg(long, value_name = "N", help_heading = "Load")]
     pub qd: Option<u32>,
 
-    /// Worker threads, each with its own queue of --qd I/Os.
+    /// Worker threads, each with its own queue of --qd I/Os (default 1).
     #[arg(long, value_name = "N", help_heading = "Load")]
     pub workers: Option<u32>,
 
@@ -100,11 +100,11 @@ pub struct Options {
     pub seed: Option<u64>,
 
     // ---- what a job does as a whole ----
-    /// Measured time, after the ramp.
+    /// Measured time, after the ramp (default 10s).
     #[arg(long, value_name = "TIME", help_heading = "Timing")]
     pub runtime: Option<Nanos>,
 
-    /// Warm-up time before measuring; its I/Os are not counted.
+    /// Warm-up time before measuring; its I/Os are not counted (default 2s).
     #[arg(long, value_name = "TIME", help_heading = "Timing")]
     pub ramp: Option<Nanos>,
 
@@ -112,7 +112,7 @@ pub struct Options {
     #[arg(long, value_name = "LIMIT", help_heading = "Timing")]
     pub io_limit: Option<IoLimit>,
 
-    /// A request outstanding this long is reported as stuck and the run stops.
+    /// A request outstanding this long is reported as stuck and the run stops (default 60s).
     #[arg(long, value_name = "TIME", help_heading = "Timing")]
     pub io_timeout: Option<Nanos>,
 
@@ -133,7 +133,7 @@ pub struct Options {
     #[arg(long, short = 'o', value_name = "FILE", help_heading = "Results")]
     pub output: Option<PathBuf>,
 
-    /// No progress line.
+    /// No progress line and no notes on stderr.
     #[arg(long, short = 'q', num_args = 0..=1, require_equals = true, default_missing_value = "true", help_heading = "Results")]
     pub quiet: Option<bool>,
 
