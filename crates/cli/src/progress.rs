@@ -39,7 +39,6 @@ impl Observer for ProgressLine {
             return;
         }
         let phase = match update.phase {
-            Phase::Prepare => "prepare",
             Phase::Ramp => "ramp",
             Phase::Measure => "measure",
         };

@@ -38,18 +38,9 @@ pub fn run(args: RunArgs) -> ExitCode {
     }
 
     let mut progress = ProgressLine::new(plan.output.quiet);
-    let report = match iolab_runner::run_plan(&plan, &interrupt, &mut progress) {
-        Ok(report) => report,
-        Err(e) => {
-            let code = if e.is_interruption() {
-                exit::INTERRUPTED
-            } else if e.is_user_error() {
-                exit::USAGE
-            } else {
-                exit::INTERNAL
-            };
-            return exit::fail(code, &e.to_string());
-        }
+    let (report, late_error) = match iolab_runner::run_plan(&plan, &interrupt, &mut progress) {
+        Ok(outcome) => (outcome.report, outcome.error),
+        Err(e) => return exit::fail(error_code(&e), &e.to_string()),
     };
 
     let rendered = if plan.output.json { render_json(&report) } else { render_text(&report) };
@@ -62,7 +53,20 @@ pub fn run(args: RunArgs) -> ExitCode {
         return exit::fail(exit::INTERNAL, &message);
     }
     warn_about_problems(&report);
+    if let Some(e) = late_error {
+        return exit::fail(error_code(&e), &format!("a later job could not start: {e}"));
+    }
     ExitCode::from(exit_code(&report))
+}
+
+fn error_code(error: &iolab_runner::RunError) -> u8 {
+    if error.is_interruption() {
+        exit::INTERRUPTED
+    } else if error.is_user_error() {
+        exit::USAGE
+    } else {
+        exit::INTERNAL
+    }
 }
 
 /// Broken pipe (`iolab run | head`) is not an error.

@@ -98,3 +98,18 @@ fn no_permission_is_explained() {
     assert_eq!(out.status.code(), Some(2), "{err}");
     assert!(err.contains("no permission to open") && err.contains("for reading"), "{err}");
 }
+
+#[test]
+fn a_target_that_does_not_fit_is_refused_before_writing() {
+    if let Some(why) = common::needs_root_and(&["mount", "umount"]) {
+        eprintln!("skipped: {why}");
+        return;
+    }
+    let dir = tempfile::tempdir().expect("dir");
+    common::sh(&format!("mount -t tmpfs -o size=8m iolab-test {}", dir.path().display()));
+    let out = run_in(dir.path(), &["run", "--target", "big", "--size", "64m", "--runtime", "100ms"]);
+    common::sh(&format!("umount {}", dir.path().display()));
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("needs 64MiB more to reach --size") && err.contains("free"), "{err}");
+}

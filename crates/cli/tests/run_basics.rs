@@ -312,3 +312,58 @@ fn bursts_issue_n_ios_then_idle() {
     // About ten bursts of ten fit in a second of 100 ms pauses.
     assert!((80..=110).contains(&ios), "{ios}");
 }
+
+#[test]
+fn seconds_without_completions_are_zero_points_not_gaps() {
+    let dir = tmp();
+    std::fs::write(dir.path().join("t"), vec![1u8; 1 << 20]).expect("target");
+    // Bursts start at 0 s, about 2.5 s and 5 s: seconds 1 and 3 see no completion at all.
+    let out = run_in(
+        dir.path(),
+        &[
+            "run",
+            "--engine",
+            "null",
+            "--target",
+            "t",
+            "--burst",
+            "5",
+            "--burst-idle",
+            "2500ms",
+            "--qd",
+            "1",
+            "--runtime",
+            "4500ms",
+            "--ramp",
+            "0s",
+            "--json",
+            "-q",
+        ],
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    let job = &json(&out)["jobs"][0];
+    let series = job["series"].as_array().expect("series");
+    let starts: Vec<f64> = series.iter().map(|p| p["t_s"].as_f64().expect("t")).collect();
+    assert_eq!(starts, [0.0, 1.0, 2.0, 3.0, 4.0], "one point per second of the window");
+    assert_eq!(series[1]["iops"], 0.0);
+    assert_eq!(series[3]["iops"], 0.0);
+    assert!((series[4]["duration_s"].as_f64().expect("d") - 0.5).abs() < 1e-9, "the last second is partial");
+    let group_series = job["groups"][0]["series"].as_array().expect("group series");
+    assert_eq!(group_series.len(), 5);
+}
+
+#[test]
+fn sparse_targets_are_flagged_and_read_only_files_can_be_read() {
+    let dir = tmp();
+    let path = dir.path().join("sparse");
+    std::fs::File::create(&path).expect("create").set_len(8 << 20).expect("sparse");
+    std::fs::set_permissions(&path, std::os::unix::fs::PermissionsExt::from_mode(0o444)).expect("chmod");
+    let out = run_in(
+        dir.path(),
+        &["run", "--target", "sparse", "--size", "4m", "--runtime", "200ms", "--ramp", "0s", "--json"],
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(stderr(&out).contains("is sparse"), "{}", stderr(&out));
+    let notes = json(&out)["jobs"][0]["notes"].to_string();
+    assert!(notes.contains("reads of the holes never reach the device"), "{notes}");
+}

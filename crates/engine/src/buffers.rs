@@ -41,7 +41,7 @@ impl AlignedBuffers {
     }
 
     fn fill(&self, seed: u64) {
-        let mut state = seed | 1;
+        let mut state = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
         for word in 0..self.layout.size() / 8 {
             state ^= state << 13;
             state ^= state >> 7;
@@ -56,8 +56,8 @@ impl AlignedBuffers {
 
     /// The buffer of `slot`. The pointer stays valid for the life of `self`.
     pub fn slot_ptr(&self, slot: u32) -> *mut u8 {
-        debug_assert!((slot as usize + 1) * self.stride <= self.layout.size());
-        // SAFETY: slots are below the count given to `new`, so the offset is inside the allocation.
+        assert!((slot as usize + 1) * self.stride <= self.layout.size(), "slot {slot} out of range");
+        // SAFETY: the assertion keeps the offset inside the allocation.
         unsafe { self.base.add(slot as usize * self.stride) }
     }
 

@@ -59,6 +59,8 @@ pub struct EngineConfig {
     pub files: Vec<RawFd>,
     pub depth: u32,
     pub max_len: u32,
+    /// Seeds the buffers' pseudo-random content, so no two threads write the same data.
+    pub seed: u64,
 }
 
 /// Creates an engine of `kind`.

@@ -15,7 +15,7 @@ pub struct PsyncEngine {
 impl PsyncEngine {
     pub fn new(config: EngineConfig) -> Result<Self, EngineError> {
         Ok(PsyncEngine {
-            buffers: AlignedBuffers::new(1, config.max_len, config.files.len() as u64 + 0x9e37)?,
+            buffers: AlignedBuffers::new(1, config.max_len, config.seed)?,
             files: config.files,
             queued: None,
             done: None,

@@ -53,8 +53,7 @@ impl UringEngine {
     pub fn new(config: EngineConfig) -> Result<Self, EngineError> {
         let entries = config.depth.max(1).next_power_of_two();
         let ring = build_ring(entries).map_err(probe::uring_setup_error)?;
-        let buffers =
-            AlignedBuffers::new(config.depth, config.max_len, u64::from(config.depth) ^ 0x5bd1_e995)?;
+        let buffers = AlignedBuffers::new(config.depth, config.max_len, config.seed)?;
         let fixed_files = ring.submitter().register_files(&config.files).is_ok();
         let iovecs: Vec<libc::iovec> = (0..config.depth)
             .map(|slot| libc::iovec {

@@ -13,7 +13,8 @@ use iolab_stats::result::RunReport;
 
 /// The report as pretty-printed JSON (schema: docs/results-schema.md).
 pub fn render_json(report: &RunReport) -> String {
-    let mut text = serde_json::to_string_pretty(report).unwrap_or_else(|e| format!("{{\"error\": \"{e}\"}}"));
+    let mut text = serde_json::to_string_pretty(report)
+        .unwrap_or_else(|e| serde_json::json!({ "error": e.to_string() }).to_string());
     text.push('\n');
     text
 }

@@ -13,7 +13,7 @@ use iolab_stats::cpu::{MachineCpu, ProcessCpu};
 use iolab_stats::result::{SeriesPoint, StopReason};
 use iolab_stats::IntervalStats;
 
-use crate::lane::{Heartbeat, LaneEvent};
+use crate::lane::{Heartbeat, LaneEvent, KEPT_ERRORS};
 use crate::observer::{Observer, Phase, ProgressUpdate};
 use crate::shared::{Shared, INTERVAL_NS};
 
@@ -50,9 +50,6 @@ pub struct Collected {
     pub abandoned: Vec<usize>,
 }
 
-/// Keeps the first failures in full; the rest are only counted.
-const KEPT_FAILURES: usize = 20;
-
 pub struct Collector<'a> {
     shared: &'a Shared,
     heartbeats: &'a [Heartbeat],
@@ -68,6 +65,8 @@ pub struct Collector<'a> {
     job_name: &'a str,
     /// The last closed interval, ramp or measured, for the progress line.
     latest: Option<SeriesPoint>,
+    /// The measured interval the series continues with.
+    next_index: i64,
 }
 
 impl<'a> Collector<'a> {
@@ -103,6 +102,7 @@ impl<'a> Collector<'a> {
             cpu_done: false,
             job_name,
             latest: None,
+            next_index: 0,
         }
     }
 
@@ -134,6 +134,7 @@ impl<'a> Collector<'a> {
         }
         self.snapshot_cpu(self.shared.now_ns().max(self.shared.window_end_ns()));
         self.close_up_to(i64::MAX);
+        self.out.failed_count = self.heartbeats.iter().map(|beat| beat.errors.load(Relaxed)).sum();
         self.out
     }
 
@@ -201,8 +202,7 @@ impl<'a> Collector<'a> {
                 }
             }
             LaneEvent::IoError { lane, op, offset, len, result } => {
-                self.out.failed_count += 1;
-                if self.out.failed.len() < KEPT_FAILURES {
+                if self.out.failed.len() < KEPT_ERRORS {
                     self.out.failed.push(FailedIo { lane, op, offset, len, result });
                 }
             }
@@ -217,36 +217,54 @@ impl<'a> Collector<'a> {
         self.close_up_to(floor);
     }
 
-    /// Turns every interval below `limit` into series points and adds it to the totals.
+    /// Turns every interval below `limit` into series points and adds it to the totals. A second
+    /// in which no lane completed anything (a stall) is a point of zero IOPS, never a gap.
     fn close_up_to(&mut self, limit: i64) {
         while let Some(entry) = self.pending.first_entry() {
             if *entry.key() >= limit {
                 break;
             }
             let (index, per_group) = entry.remove_entry();
-            let mut job = IntervalStats::default();
-            for stats in &per_group {
-                job.merge(stats);
-            }
             if index < 0 {
                 // A ramp second: shown live, never part of the results.
+                let mut job = IntervalStats::default();
+                per_group.iter().for_each(|stats| job.merge(stats));
                 self.latest = Some(job.point(Nanos(0), Nanos(INTERVAL_NS)));
                 continue;
             }
-            let start = self.shared.measure_start_ns + index as u64 * INTERVAL_NS;
-            let end = (start + INTERVAL_NS).min(self.shared.window_end_ns());
-            if end <= start {
-                continue;
+            while self.next_index < index {
+                self.emit(self.next_index, &vec![IntervalStats::default(); self.groups]);
             }
-            let (offset, duration) = (Nanos(index as u64 * INTERVAL_NS), Nanos(end - start));
-            for (group, stats) in per_group.iter().enumerate() {
-                self.out.group_series[group].push(stats.point(offset, duration));
-                self.out.group_totals[group].merge(stats);
-            }
-            let point = job.point(offset, duration);
-            self.latest = Some(point.clone());
-            self.out.job_series.push(point);
+            self.emit(index, &per_group);
         }
+        if limit == i64::MAX {
+            // Seconds of the window after the last completion.
+            let window = self.shared.window_end_ns().saturating_sub(self.shared.measure_start_ns);
+            let last = window.div_ceil(INTERVAL_NS) as i64;
+            while self.next_index < last {
+                self.emit(self.next_index, &vec![IntervalStats::default(); self.groups]);
+            }
+        }
+    }
+
+    /// Adds measured interval `index` to the series and totals.
+    fn emit(&mut self, index: i64, per_group: &[IntervalStats]) {
+        self.next_index = self.next_index.max(index + 1);
+        let start = self.shared.measure_start_ns + index as u64 * INTERVAL_NS;
+        let end = (start + INTERVAL_NS).min(self.shared.window_end_ns());
+        if end <= start {
+            return;
+        }
+        let (offset, duration) = (Nanos(index as u64 * INTERVAL_NS), Nanos(end - start));
+        let mut job = IntervalStats::default();
+        for (group, stats) in per_group.iter().enumerate() {
+            self.out.group_series[group].push(stats.point(offset, duration));
+            self.out.group_totals[group].merge(stats);
+            job.merge(stats);
+        }
+        let point = job.point(offset, duration);
+        self.latest = Some(point.clone());
+        self.out.job_series.push(point);
     }
 
     fn progress(&self, now: u64) -> ProgressUpdate<'_> {

@@ -33,13 +33,13 @@ fn list(findings: &[Finding]) -> String {
 }
 
 impl RunError {
-    /// Whether the user can fix this by changing the command, target or environment (exit 2),
-    /// rather than it being a failure of iolab or the machine.
     /// Whether a stop signal ended the run before any job started.
     pub fn is_interruption(&self) -> bool {
         matches!(self, RunError::Target(TargetError::Interrupted(_)))
     }
 
+    /// Whether the user can fix this by changing the command, target or environment (exit 2),
+    /// rather than it being a failure of iolab or the machine.
     pub fn is_user_error(&self) -> bool {
         match self {
             RunError::Target(_) | RunError::Refused { .. } | RunError::Invalid(_) => true,

@@ -219,6 +219,7 @@ fn notes(job: &JobSpec, targets: &[PreparedTarget]) -> Vec<String> {
     let mut notes = Vec::new();
     for (group, target) in job.groups.iter().zip(targets) {
         let label = if job.groups.len() > 1 { format!("group '{}': ", group.name) } else { String::new() };
+        notes.extend(target.notes.iter().map(|note| format!("{label}{note}")));
         if group.engine == EngineKind::Psync && group.qd > 1 {
             notes.push(format!(
                 "{label}psync holds one I/O per thread, so QD {} ran as {} threads ({} per worker)",

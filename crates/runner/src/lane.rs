@@ -19,6 +19,9 @@ use iolab_stats::IntervalStats;
 use crate::access::AccessGenerator;
 use crate::shared::{Shared, INTERVAL_NS};
 
+/// Failed requests a lane reports in full; later ones are only counted.
+pub const KEPT_ERRORS: usize = 20;
+
 /// What a lane tells the collector.
 pub enum LaneEvent {
     /// Statistics of interval `index` (seconds from the start of measurement; negative during
@@ -37,6 +40,8 @@ pub enum LaneEvent {
 pub struct Heartbeat {
     pub last_progress_ns: AtomicU64,
     pub in_flight: AtomicU32,
+    /// Requests that failed or came back short.
+    pub errors: AtomicU64,
     /// Locked by the lane once per batch while it records; free while the lane waits.
     pub current: Mutex<Option<Interval>>,
 }
@@ -64,7 +69,15 @@ struct SlotInfo {
 
 /// Opens the lane's engine. Called on the lane's own thread: a ring belongs to its submitter.
 pub fn open(plan: &LanePlan) -> Result<Box<dyn Engine>, EngineError> {
-    open_engine(plan.engine, EngineConfig { files: vec![plan.fd], depth: plan.depth, max_len: plan.max_len })
+    open_engine(
+        plan.engine,
+        EngineConfig {
+            files: vec![plan.fd],
+            depth: plan.depth,
+            max_len: plan.max_len,
+            seed: plan.lane as u64 + 1,
+        },
+    )
 }
 
 pub struct Interval {
@@ -107,17 +120,24 @@ fn drive(
     let depth = plan.depth as usize;
     let mut slots = vec![SlotInfo { op: Op::Read, len: 0, offset: 0, submitted_ns: 0 }; depth];
     let mut free: Vec<u32> = (0..plan.depth).rev().collect();
+    // Queued requests not yet handed to the kernel.
+    let mut batch: Vec<u32> = Vec::with_capacity(depth);
     let mut done: Vec<Completion> = Vec::with_capacity(depth);
+    let mut errors_sent = 0;
+    let mut busy = false;
     let mut now = shared.now_ns();
     *lock(&heartbeat.current) = Some(Interval::at(now, shared.measure_start_ns));
     let mut burst_left = plan.burst.map_or(u32::MAX, |b| b.ios);
 
     loop {
-        let window_end = shared.window_end_ns();
-        let stopping = shared.stopping() || now >= window_end;
+        let stopping = shared.stopping() || now >= shared.window_end_ns();
         if !stopping {
-            let mut queued = 0u32;
             while burst_left > 0 {
+                // A full batch goes to the kernel before the next request is prepared, so the
+                // device starts on it at once.
+                if batch.len() as u32 >= plan.submit_batch {
+                    hand_over(engine, &mut batch, &mut slots, shared, 0)?;
+                }
                 let Some(slot) = free.pop() else { break };
                 let next = plan.generator.next_io();
                 let request = IoRequest { slot, op: next.op, file: 0, offset: next.offset, len: next.len };
@@ -126,21 +146,17 @@ fn drive(
                     break;
                 }
                 slots[slot as usize] =
-                    SlotInfo { op: next.op, len: next.len, offset: next.offset, submitted_ns: now };
+                    SlotInfo { op: next.op, len: next.len, offset: next.offset, submitted_ns: 0 };
+                batch.push(slot);
                 if plan.burst.is_some() {
                     burst_left -= 1;
-                }
-                queued += 1;
-                // Hand over each batch as soon as it is ready, so the device starts on the
-                // first requests while the rest are prepared.
-                if queued % plan.submit_batch == 0 {
-                    engine.commit(0)?;
                 }
             }
         }
         let in_flight = engine.in_flight();
         heartbeat.in_flight.store(in_flight, Relaxed);
         if in_flight == 0 {
+            busy = false;
             if stopping {
                 break;
             }
@@ -150,11 +166,15 @@ fn drive(
                 burst_left = burst.ios;
             }
             now = shared.now_ns();
-            heartbeat.last_progress_ns.store(now, Relaxed);
             continue;
         }
+        if !busy {
+            // The watchdog measures a wait from when the lane last had nothing outstanding.
+            busy = true;
+            heartbeat.last_progress_ns.store(shared.now_ns(), Relaxed);
+        }
 
-        engine.commit(1)?;
+        hand_over(engine, &mut batch, &mut slots, shared, 1)?;
         engine.reap(&mut done);
         now = shared.now_ns();
         heartbeat.last_progress_ns.store(now, Relaxed);
@@ -169,7 +189,8 @@ fn drive(
                 stats: finished.stats,
             });
         }
-        // Completions after the window (the drain at the end) are not results.
+        // Completions after the window (the drain at the end, or after a stop) are not results.
+        let window_end = shared.window_end_ns();
         let in_window = now < window_end;
         let measured = in_window && now >= shared.measure_start_ns;
         let (mut batch_ios, mut batch_bytes) = (0u64, 0u64);
@@ -177,13 +198,17 @@ fn drive(
             let info = slots[completion.slot as usize];
             free.push(completion.slot);
             if completion.result != info.len as i32 {
-                let _ = events.send(LaneEvent::IoError {
-                    lane: plan.lane,
-                    op: info.op,
-                    offset: info.offset,
-                    len: info.len,
-                    result: completion.result,
-                });
+                heartbeat.errors.fetch_add(1, Relaxed);
+                if errors_sent < KEPT_ERRORS {
+                    errors_sent += 1;
+                    let _ = events.send(LaneEvent::IoError {
+                        lane: plan.lane,
+                        op: info.op,
+                        offset: info.offset,
+                        len: info.len,
+                        result: completion.result,
+                    });
+                }
                 if !shared.continue_on_error {
                     shared.request_stop(StopReason::IoError, now);
                 }
@@ -213,14 +238,32 @@ fn drive(
     Ok(())
 }
 
+/// Stamps the queued requests with the time they are handed over and commits them, waiting for
+/// `wait_for` completions: latency runs from here to the reap.
+fn hand_over(
+    engine: &mut dyn Engine,
+    batch: &mut Vec<u32>,
+    slots: &mut [SlotInfo],
+    shared: &Shared,
+    wait_for: u32,
+) -> Result<(), EngineError> {
+    let now = shared.now_ns();
+    for &slot in batch.iter() {
+        slots[slot as usize].submitted_ns = now;
+    }
+    batch.clear();
+    engine.commit(wait_for)
+}
+
 /// A poisoned lock only means another thread panicked while recording; the counts are intact.
 pub fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     mutex.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
-/// Sleeps between bursts in short steps, so a stop request is seen within 100 ms.
+/// Sleeps between bursts in short steps, so a stop request is seen within 100 ms, and never
+/// past the end of the measured window.
 fn idle(shared: &Shared, ns: u64) {
-    let until = shared.now_ns() + ns;
+    let until = shared.now_ns().saturating_add(ns).min(shared.window_end_ns());
     loop {
         let now = shared.now_ns();
         if now >= until || shared.stopping() {

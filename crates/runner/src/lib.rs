@@ -14,4 +14,4 @@ mod shared;
 
 pub use error::RunError;
 pub use observer::{Observer, Phase, ProgressUpdate, Silent};
-pub use run::run_plan;
+pub use run::{run_plan, RunOutcome};

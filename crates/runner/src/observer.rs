@@ -4,7 +4,6 @@ use iolab_spec::Nanos;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Phase {
-    Prepare,
     Ramp,
     Measure,
 }
@@ -16,7 +15,7 @@ pub struct ProgressUpdate<'a> {
     pub phase: Phase,
     pub elapsed: Nanos,
     pub total: Nanos,
-    /// Of the last complete measured second.
+    /// Of the last complete second (of the ramp, until the first measured one).
     pub iops: f64,
     pub mean_ns: f64,
     pub p99_ns: u64,

@@ -19,6 +19,8 @@ pub const SCRATCH_SIZE: Bytes = Bytes(1 << 30);
 pub struct PreparedTarget {
     pub path: PathBuf,
     pub file: File,
+    /// What the user should know about this target (e.g. that it is sparse).
+    pub notes: Vec<String>,
     pub region_start: u64,
     pub region_size: u64,
 }
@@ -35,6 +37,39 @@ impl Drop for Scratch {
             let _ = std::fs::remove_file(&self.path);
         }
     }
+}
+
+/// Refuses a plan whose I/O buffers would take more than half of the memory available: the
+/// kernel would kill the run instead of it failing with a message.
+pub fn check_buffer_memory(plan: &RunPlan) -> Result<(), RunError> {
+    let Some(available) = mem_available() else { return Ok(()) };
+    for job in &plan.jobs {
+        let needed: u64 = job
+            .groups
+            .iter()
+            .map(|g| {
+                u64::from(g.threads())
+                    * u64::from(g.depth_per_thread())
+                    * g.access.max_bs().0.next_multiple_of(4096)
+            })
+            .sum();
+        if needed > available / 2 {
+            return Err(RunError::Invalid(format!(
+                "job '{}' needs {} of I/O buffers (threads x QD x largest block), more than half of the {} of memory available; lower --qd, --workers or --bs",
+                job.name,
+                Bytes(needed),
+                Bytes(available)
+            )));
+        }
+    }
+    Ok(())
+}
+
+fn mem_available() -> Option<u64> {
+    let meminfo = std::fs::read_to_string("/proc/meminfo").ok()?;
+    let line = meminfo.lines().find(|l| l.starts_with("MemAvailable:"))?;
+    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kib * 1024)
 }
 
 /// Creates and lays out the scratch file if any group of the plan has no target.
@@ -169,7 +204,22 @@ fn prepare(
     if spec.direct {
         check_direct_alignment(group, &path, info.direct_align)?;
     }
-    Ok(PreparedTarget { path, file, region_start: offset, region_size })
+    let mut notes = Vec::new();
+    if info.kind == TargetKind::File {
+        use std::os::unix::fs::MetadataExt;
+        let allocated = file.metadata().map(|m| m.blocks() * 512).unwrap_or(u64::MAX);
+        if allocated < (offset + region_size).min(info.size) {
+            let note = format!(
+                "{} is sparse: only {} of its {} are allocated, so reads of the holes never reach the device; write it in full first",
+                path.display(),
+                Bytes(allocated),
+                Bytes(info.size)
+            );
+            observer.note(&format!("warning: {note}"));
+            notes.push(note);
+        }
+    }
+    Ok(PreparedTarget { path, file, notes, region_start: offset, region_size })
 }
 
 /// O_DIRECT needs offsets and lengths that are multiples of the target's logical block size.

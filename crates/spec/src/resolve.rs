@@ -20,6 +20,12 @@ pub const DEFAULT_SEED: u64 = 0x101a_b5eed;
 /// 1.77). One per call keeps a slow device as busy as fio keeps it; raise it for fast devices.
 pub const DEFAULT_SUBMIT_BATCH: u32 = 1;
 
+/// The most entries the kernel gives one io_uring submission queue.
+pub const MAX_QD: u32 = 32_768;
+
+/// The most I/O threads one group may have.
+const MAX_THREADS: u64 = 4096;
+
 /// Thresholds every report includes, in addition to the user's `--slo`.
 pub const STANDARD_SLO: [Nanos; 2] = [Nanos(1_000_000), Nanos(2_000_000)];
 
@@ -57,7 +63,8 @@ pub fn resolve(file: Option<&Options>, flags: &Options) -> Result<RunPlan, SpecE
             }
         }
     };
-    let run_layer = base.overlay(&top).overlay(flags);
+    // Run-wide keys live at the file's top level, whether or not it has [[job]]s.
+    let run_layer = base.overlay(file.unwrap_or(&Options::default())).overlay(flags);
     let output = OutputSpec {
         json: run_layer.json.unwrap_or(false),
         path: run_layer.output.clone(),
@@ -155,7 +162,9 @@ fn resolve_job(
     let group_layers: Vec<Options> = if job.group.is_empty() {
         vec![whole.clone()]
     } else {
-        job.group.iter().map(|g| job_layer.overlay(g).overlay(flags)).collect()
+        // A group's name is its own, never inherited from the job.
+        let unnamed = Options { name: None, ..job_layer.clone() };
+        job.group.iter().map(|g| unnamed.overlay(g).overlay(flags)).collect()
     };
     let many = group_layers.len() > 1;
     let groups = group_layers
@@ -234,9 +243,9 @@ fn resolve_group(layer: &Options, name: String, seed: u64) -> Result<GroupSpec, 
     if qd == 0 {
         return Err(invalid("--qd must be 1 or more (got 0)"));
     }
-    if qd > 65_536 {
+    if qd > MAX_QD {
         return Err(invalid(format!(
-            "--qd {qd} is above the 65536 a ring can hold; use a smaller --qd or more --workers"
+            "--qd {qd} is above the {MAX_QD} requests one io_uring can hold; use a smaller --qd or more --workers"
         )));
     }
     let workers = layer.workers.unwrap_or(1);
@@ -249,10 +258,13 @@ fn resolve_group(layer: &Options, name: String, seed: u64) -> Result<GroupSpec, 
         return Err(invalid("--submit-batch must be 1 or more (got 0)"));
     }
     let threads = u64::from(workers) * u64::from(qd / engine.depth_per_thread(qd));
-    if threads > 4096 {
+    if threads > MAX_THREADS && engine == EngineKind::Psync {
         return Err(invalid(format!(
-            "{engine} would need {threads} threads ({workers} workers x QD {qd}, one thread per outstanding I/O); lower --qd or --workers, or use --engine uring"
+            "psync would need {threads} threads ({workers} workers x QD {qd}, one thread per outstanding I/O), above the {MAX_THREADS} iolab runs; lower --qd or --workers, or use --engine uring"
         )));
+    }
+    if threads > MAX_THREADS {
+        return Err(invalid(format!("--workers {workers} is above the {MAX_THREADS} threads iolab runs; use fewer workers with a deeper --qd")));
     }
 
     let size = layer.size;

@@ -123,3 +123,29 @@ fn describe_reads_like_a_spec_sheet() {
     let plan = plan(None, "bs_split = \"4k/70,64k/30\"\nread_pct = 70\nrandom_pct = 100").unwrap();
     assert_eq!(plan.jobs[0].groups[0].access.describe(), "mix 4KiB/70,64KiB/30 random 70% read");
 }
+
+#[test]
+fn run_wide_keys_count_in_a_file_without_jobs() {
+    let plan = plan(Some("json = true\nquiet = true\noutput = \"r.json\"\nqd = 4\n"), "").unwrap();
+    assert!(plan.output.json && plan.output.quiet);
+    assert_eq!(plan.output.path.as_deref(), Some(std::path::Path::new("r.json")));
+}
+
+#[test]
+fn unnamed_groups_do_not_take_the_job_name() {
+    let plan = plan(Some("[[job]]\nname = \"blender\"\n[[job.group]]\nqd = 1\n[[job.group]]\nqd = 2\n"), "")
+        .unwrap();
+    let names: Vec<&str> = plan.jobs[0].groups.iter().map(|g| g.name.as_str()).collect();
+    assert_eq!(names, ["group1", "group2"]);
+}
+
+#[test]
+fn limits_of_the_kernel_and_of_sanity() {
+    assert!(error(None, "qd = 40000").contains("32768 requests one io_uring can hold"));
+    assert!(error(None, "workers = 5000").contains("--workers 5000 is above the 4096 threads"));
+    assert!(error(None, "submit_batch = 0").contains("--submit-batch must be 1 or more"));
+    let bad_value = |text: &str| parse(text).expect_err("rejected while parsing");
+    assert!(bad_value("bs_split = \"4k/2147483648,8k/2147483648\"").contains("at most 1000000"));
+    assert!(bad_value("size = \"16384p\"").contains("is not a size"));
+    assert!(bad_value("runtime = \"1000000h\"").contains("longer than any run"));
+}

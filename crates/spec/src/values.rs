@@ -125,6 +125,9 @@ impl FromStr for BsSplit {
             let bs: Bytes = bs.parse().map_err(|e: String| bad(&e))?;
             let weight: u32 =
                 weight.trim().trim_end_matches('%').parse().map_err(|_| bad("a weight is a whole number"))?;
+            if weight > 1_000_000 {
+                return Err(bad("a weight is at most 1000000"));
+            }
             if weight > 0 {
                 parts.push(BsWeight { bs, weight });
             }

@@ -13,14 +13,11 @@ pub struct ProcessCpu {
 
 impl ProcessCpu {
     pub fn now() -> io::Result<Self> {
-        // SAFETY: an all-zero rusage is a valid value of this plain C struct.
-        let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
-        // SAFETY: `usage` is a valid, writable rusage for getrusage to fill.
-        if unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut usage) } != 0 {
-            return Err(io::Error::last_os_error());
-        }
-        let ns = |tv: libc::timeval| tv.tv_sec as u64 * 1_000_000_000 + tv.tv_usec as u64 * 1_000;
-        Ok(ProcessCpu { user_ns: ns(usage.ru_utime), system_ns: ns(usage.ru_stime) })
+        use nix::sys::resource::{getrusage, UsageWho};
+        let usage = getrusage(UsageWho::RUSAGE_SELF).map_err(io::Error::from)?;
+        let ns =
+            |tv: nix::sys::time::TimeVal| tv.tv_sec() as u64 * 1_000_000_000 + tv.tv_usec() as u64 * 1_000;
+        Ok(ProcessCpu { user_ns: ns(usage.user_time()), system_ns: ns(usage.system_time()) })
     }
 
     /// Time spent between `earlier` and `self`.

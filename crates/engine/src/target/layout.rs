@@ -24,7 +24,12 @@ const CHUNK: usize = 1 << 20;
 /// `TargetError::Interrupted`, when `cancel` is set.
 pub fn lay_out_file(path: &Path, size: u64, cancel: &AtomicBool) -> Result<Layout, TargetError> {
     let io_error = |context, source| TargetError::Io { path: path.to_path_buf(), context, source };
-    let created = !path.exists();
+    let existing = std::fs::metadata(path).ok();
+    if existing.as_ref().is_some_and(|m| m.len() >= size) {
+        // Big enough: not even opened for writing, so a read-only file stays usable.
+        return Ok(Layout { created: false, written: 0 });
+    }
+    let created = existing.is_none();
     let mut file: File =
         OpenOptions::new().write(true).create(true).truncate(false).open(path).map_err(|e| {
             match e.raw_os_error() {
@@ -37,6 +42,13 @@ pub fn lay_out_file(path: &Path, size: u64, cancel: &AtomicBool) -> Result<Layou
     let current = file.metadata().map_err(|e| io_error("cannot stat", e))?.len();
     if current >= size {
         return Ok(Layout { created, written: 0 });
+    }
+    let available = free_bytes(&file).map_err(|e| io_error("cannot read the free space", e))?;
+    if size - current > available {
+        if created {
+            let _ = std::fs::remove_file(path);
+        }
+        return Err(TargetError::NoSpace { path: path.to_path_buf(), needed: size - current, available });
     }
     let mut chunk = pseudo_random_chunk();
     let mut at = current;
@@ -61,6 +73,17 @@ pub fn lay_out_file(path: &Path, size: u64, cancel: &AtomicBool) -> Result<Layou
     // SAFETY: plain advice on an open fd; no memory is passed.
     unsafe { libc::posix_fadvise(file.as_raw_fd(), 0, 0, libc::POSIX_FADV_DONTNEED) };
     Ok(Layout { created, written: size - current })
+}
+
+/// Bytes an unprivileged writer may still use on the filesystem of `file`.
+fn free_bytes(file: &File) -> std::io::Result<u64> {
+    // SAFETY: an all-zero statvfs is a valid value of this plain C struct.
+    let mut stats: libc::statvfs = unsafe { std::mem::zeroed() };
+    // SAFETY: the fd is open and `stats` is writable.
+    if unsafe { libc::fstatvfs(file.as_raw_fd(), &mut stats) } != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(stats.f_bavail as u64 * stats.f_frsize as u64)
 }
 
 fn pseudo_random_chunk() -> Vec<u8> {

@@ -37,6 +37,8 @@ pub enum TargetError {
     NoDirect(PathBuf),
     #[error("{path} is {what}; give a regular file or a block device")]
     Unsupported { path: PathBuf, what: &'static str },
+    #[error("{path} needs {} more to reach --size, but its filesystem has {} free; use a smaller --size or another place", iolab_spec::Bytes(*needed), iolab_spec::Bytes(*available))]
+    NoSpace { path: PathBuf, needed: u64, available: u64 },
     #[error("interrupted while laying out {0}")]
     Interrupted(PathBuf),
     #[error("{path}: {context}: {source}")]
