@@ -1,10 +1,10 @@
 //! One I/O thread ("lane"): keeps its engine's queue full, times every request, and hands a
 //! second's worth of statistics to the collector at each interval boundary.
 //!
-//! This is the hot path. Per batch it reads the clock twice (before committing and after
-//! reaping: every request committed together shares a start time, every request reaped
-//! together shares an end time), and touches shared atomics once; per I/O it only generates
-//! the next request and records one histogram value.
+//! This is the hot path. It reads the clock once per hand-over to the kernel (every request
+//! handed over together shares a start time) and once per reap (every request reaped together
+//! shares an end time), and touches shared state once per reap; per I/O it only generates the
+//! next request and records one histogram value.
 
 use std::os::fd::RawFd;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering::Relaxed};
