@@ -37,6 +37,7 @@ pub enum LaneEvent {
 /// statistics of the lane's current interval, which the collector takes from a lane stuck in
 /// the kernel so that the I/Os it completed before are not lost.
 #[derive(Default)]
+#[repr(align(128))] // one per lane, written every batch: no two lanes share a cache line
 pub struct Heartbeat {
     pub last_progress_ns: AtomicU64,
     pub in_flight: AtomicU32,
