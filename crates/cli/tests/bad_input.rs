@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::{is_root, run_in, stderr};
+use common::{dir_with_target, is_root, run_in, stderr};
 
 fn rejected(dir: &std::path::Path, args: &[&str], expect: &str) {
     let out = run_in(dir, args);
@@ -14,12 +14,6 @@ fn rejected(dir: &std::path::Path, args: &[&str], expect: &str) {
     assert!(err.starts_with("iolab: error: "), "{args:?}: {err}");
     assert!(err.contains(expect), "{args:?}: expected '{expect}' in: {err}");
     assert!(!err.contains("panicked") && !err.contains("RUST_BACKTRACE"), "{err}");
-}
-
-fn dir_with_target() -> tempfile::TempDir {
-    let dir = tempfile::tempdir().expect("temp dir");
-    std::fs::write(dir.path().join("t"), vec![1u8; 1 << 20]).expect("target");
-    dir
 }
 
 #[test]

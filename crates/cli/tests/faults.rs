@@ -4,12 +4,11 @@ mod common;
 
 use std::time::{Duration, Instant};
 
-use common::{iolab, json, stderr};
+use common::{dir_with_target, iolab, json, stderr};
 
 #[test]
 fn sigint_stops_within_a_second_and_keeps_the_results() {
-    let dir = tempfile::tempdir().expect("dir");
-    std::fs::write(dir.path().join("t"), vec![1u8; 1 << 20]).expect("target");
+    let dir = dir_with_target();
     let child = iolab()
         .args([
             "run",

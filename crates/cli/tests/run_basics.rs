@@ -2,7 +2,7 @@
 
 mod common;
 
-use common::{json, run_in, stderr};
+use common::{dir_with_target, json, run_in, stderr};
 
 fn tmp() -> tempfile::TempDir {
     tempfile::tempdir().expect("temp dir")
@@ -10,8 +10,7 @@ fn tmp() -> tempfile::TempDir {
 
 #[test]
 fn null_engine_json_has_every_documented_figure() {
-    let dir = tmp();
-    std::fs::write(dir.path().join("t"), vec![1u8; 1 << 20]).expect("target");
+    let dir = dir_with_target();
     let out = run_in(
         dir.path(),
         &[
@@ -68,8 +67,7 @@ fn null_engine_json_has_every_documented_figure() {
 
 #[test]
 fn io_limit_stops_the_measured_phase() {
-    let dir = tmp();
-    std::fs::write(dir.path().join("t"), vec![1u8; 1 << 20]).expect("target");
+    let dir = dir_with_target();
     let out = run_in(
         dir.path(),
         &[
@@ -191,8 +189,7 @@ fn a_regular_file_larger_than_size_is_never_truncated() {
 
 #[test]
 fn job_file_runs_jobs_in_order_with_concurrent_groups() {
-    let dir = tmp();
-    std::fs::write(dir.path().join("t"), vec![1u8; 1 << 20]).expect("target");
+    let dir = dir_with_target();
     std::fs::write(
         dir.path().join("job.toml"),
         r#"
@@ -254,8 +251,7 @@ fn default_run_uses_and_removes_a_scratch_file() {
 
 #[test]
 fn output_file_gets_the_results() {
-    let dir = tmp();
-    std::fs::write(dir.path().join("t"), vec![1u8; 1 << 20]).expect("target");
+    let dir = dir_with_target();
     let out = run_in(
         dir.path(),
         &[
@@ -283,8 +279,7 @@ fn output_file_gets_the_results() {
 
 #[test]
 fn bursts_issue_n_ios_then_idle() {
-    let dir = tmp();
-    std::fs::write(dir.path().join("t"), vec![1u8; 1 << 20]).expect("target");
+    let dir = dir_with_target();
     let out = run_in(
         dir.path(),
         &[
@@ -315,8 +310,7 @@ fn bursts_issue_n_ios_then_idle() {
 
 #[test]
 fn seconds_without_completions_are_zero_points_not_gaps() {
-    let dir = tmp();
-    std::fs::write(dir.path().join("t"), vec![1u8; 1 << 20]).expect("target");
+    let dir = dir_with_target();
     // Bursts start at 0 s, about 2.5 s and 5 s: seconds 1 and 3 see no completion at all.
     let out = run_in(
         dir.path(),

@@ -137,7 +137,7 @@ fn drive(
                 // A full batch goes to the kernel before the next request is prepared, so the
                 // device starts on it at once.
                 if batch.len() as u32 >= plan.submit_batch {
-                    hand_over(engine, &mut batch, &mut slots, shared, 0)?;
+                    hand_over(engine, &mut batch, &mut slots, shared, heartbeat, &mut busy, 0)?;
                 }
                 let Some(slot) = free.pop() else { break };
                 let next = plan.generator.next_io();
@@ -154,9 +154,8 @@ fn drive(
                 }
             }
         }
-        let in_flight = engine.in_flight();
-        heartbeat.in_flight.store(in_flight, Relaxed);
-        if in_flight == 0 {
+        if engine.in_flight() == 0 {
+            heartbeat.in_flight.store(0, Relaxed);
             busy = false;
             if stopping {
                 break;
@@ -169,13 +168,7 @@ fn drive(
             now = shared.now_ns();
             continue;
         }
-        if !busy {
-            // The watchdog measures a wait from when the lane last had nothing outstanding.
-            busy = true;
-            heartbeat.last_progress_ns.store(shared.now_ns(), Relaxed);
-        }
-
-        hand_over(engine, &mut batch, &mut slots, shared, 1)?;
+        hand_over(engine, &mut batch, &mut slots, shared, heartbeat, &mut busy, 1)?;
         engine.reap(&mut done);
         now = shared.now_ns();
         heartbeat.last_progress_ns.store(now, Relaxed);
@@ -240,12 +233,15 @@ fn drive(
 }
 
 /// Stamps the queued requests with the time they are handed over and commits them, waiting for
-/// `wait_for` completions: latency runs from here to the reap.
+/// `wait_for` completions: latency runs from here to the reap. The heartbeat is published first,
+/// because a synchronous engine does the I/O inside the commit and a stuck device never returns.
 fn hand_over(
     engine: &mut dyn Engine,
     batch: &mut Vec<u32>,
     slots: &mut [SlotInfo],
     shared: &Shared,
+    heartbeat: &Heartbeat,
+    busy: &mut bool,
     wait_for: u32,
 ) -> Result<(), EngineError> {
     let now = shared.now_ns();
@@ -253,6 +249,12 @@ fn hand_over(
         slots[slot as usize].submitted_ns = now;
     }
     batch.clear();
+    if !*busy {
+        // The watchdog measures a wait from when the lane last had nothing outstanding.
+        *busy = true;
+        heartbeat.last_progress_ns.store(now, Relaxed);
+    }
+    heartbeat.in_flight.store(engine.in_flight(), Relaxed);
     engine.commit(wait_for)
 }
 

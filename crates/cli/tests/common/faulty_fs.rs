@@ -146,8 +146,10 @@ impl Mounted {
 impl Drop for Mounted {
     fn drop(&mut self) {
         self.abort();
+        // A lazy unmount of our own: fuser's unmount can meet EBUSY and leave the mount behind.
+        let _ = std::process::Command::new("umount").arg("-l").arg(self.dir.path()).status();
         if let Some(session) = self.session.take() {
-            let _ = session.umount_and_join();
+            let _ = session.join();
         }
     }
 }

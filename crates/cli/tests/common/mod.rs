@@ -16,6 +16,13 @@ pub fn run_in(dir: &Path, args: &[&str]) -> Output {
     iolab().args(args).current_dir(dir).output().expect("iolab runs")
 }
 
+/// A temporary directory holding `t`, a 1 MiB file of data to use as a target.
+pub fn dir_with_target() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().expect("temp dir");
+    std::fs::write(dir.path().join("t"), vec![1u8; 1 << 20]).expect("target");
+    dir
+}
+
 pub fn json(output: &Output) -> serde_json::Value {
     serde_json::from_slice(&output.stdout).unwrap_or_else(|e| {
         panic!(
