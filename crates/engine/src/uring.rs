@@ -61,10 +61,11 @@ impl UringEngine {
                 iov_len: config.max_len as usize,
             })
             .collect();
-        // SAFETY: every iovec points into `buffers`, which outlives the registration: the ring
-        // is dropped before the buffers, and the buffers are leaked if requests are in flight.
-        let fixed_buffers = config.depth <= u32::from(u16::MAX)
-            && unsafe { ring.submitter().register_buffers(&iovecs) }.is_ok();
+        // The ring (and its registration) is dropped before the buffers, which are leaked
+        // instead if requests are still in flight.
+        let indexable = config.depth <= u32::from(u16::MAX);
+        // SAFETY: every iovec points into `buffers`, which outlives the registration (above).
+        let fixed_buffers = indexable && unsafe { ring.submitter().register_buffers(&iovecs) }.is_ok();
         Ok(UringEngine {
             ring,
             files: config.files,
@@ -100,9 +101,9 @@ impl UringEngine {
 impl Engine for UringEngine {
     fn queue(&mut self, request: IoRequest) -> Queued {
         let entry = self.entry(&request);
-        // SAFETY: the entry points at the buffer of `request.slot`, which lives as long as
-        // `self` (and is leaked, not freed, if requests are still in flight at drop), and the
-        // caller does not reuse the slot before its completion is reaped.
+        // The buffer of `request.slot` lives as long as `self` (leaked, not freed, if requests
+        // are in flight at drop), and the caller reuses a slot only after reaping it.
+        // SAFETY: so the entry's buffer stays valid until the kernel is done with it.
         match unsafe { self.ring.submission().push(&entry) } {
             Ok(()) => {
                 self.in_flight += 1;
