@@ -4,6 +4,12 @@ mod common;
 
 use common::{dir_with_target, json, run_in, stderr};
 
+/// Runs the null engine on the `t` of `dir_with_target`, quietly, with JSON results.
+fn run_null(dir: &std::path::Path, args: &[&str]) -> std::process::Output {
+    let base = ["run", "--engine", "null", "--target", "t", "--json", "-q"];
+    run_in(dir, &[&base[..], args].concat())
+}
+
 fn tmp() -> tempfile::TempDir {
     tempfile::tempdir().expect("temp dir")
 }
@@ -11,24 +17,7 @@ fn tmp() -> tempfile::TempDir {
 #[test]
 fn null_engine_json_has_every_documented_figure() {
     let dir = dir_with_target();
-    let out = run_in(
-        dir.path(),
-        &[
-            "run",
-            "--engine",
-            "null",
-            "--target",
-            "t",
-            "--runtime",
-            "1s",
-            "--ramp",
-            "200ms",
-            "--slo",
-            "500us",
-            "--json",
-            "--quiet",
-        ],
-    );
+    let out = run_null(dir.path(), &["--runtime", "1s", "--ramp", "200ms", "--slo", "500us"]);
     assert!(out.status.success(), "{}", stderr(&out));
     let report = json(&out);
     assert_eq!(report["schema"], "iolab.run/1");
@@ -68,26 +57,8 @@ fn null_engine_json_has_every_documented_figure() {
 #[test]
 fn io_limit_stops_the_measured_phase() {
     let dir = dir_with_target();
-    let out = run_in(
-        dir.path(),
-        &[
-            "run",
-            "--engine",
-            "null",
-            "--target",
-            "t",
-            "--runtime",
-            "30s",
-            "--ramp",
-            "0s",
-            "--io-limit",
-            "50000ios",
-            "--qd",
-            "4",
-            "--json",
-            "-q",
-        ],
-    );
+    let out =
+        run_null(dir.path(), &["--runtime", "30s", "--ramp", "0s", "--io-limit", "50000ios", "--qd", "4"]);
     assert!(out.status.success(), "{}", stderr(&out));
     let job = &json(&out)["jobs"][0];
     assert_eq!(job["stop_reason"], "io_limit");
@@ -252,24 +223,7 @@ fn default_run_uses_and_removes_a_scratch_file() {
 #[test]
 fn output_file_gets_the_results() {
     let dir = dir_with_target();
-    let out = run_in(
-        dir.path(),
-        &[
-            "run",
-            "--engine",
-            "null",
-            "--target",
-            "t",
-            "--runtime",
-            "200ms",
-            "--ramp",
-            "0s",
-            "--json",
-            "--output",
-            "r.json",
-            "-q",
-        ],
-    );
+    let out = run_null(dir.path(), &["--runtime", "200ms", "--ramp", "0s", "--output", "r.json"]);
     assert!(out.status.success(), "{}", stderr(&out));
     assert!(out.stdout.is_empty());
     let text = std::fs::read_to_string(dir.path().join("r.json")).expect("written");
@@ -280,27 +234,9 @@ fn output_file_gets_the_results() {
 #[test]
 fn bursts_issue_n_ios_then_idle() {
     let dir = dir_with_target();
-    let out = run_in(
+    let out = run_null(
         dir.path(),
-        &[
-            "run",
-            "--engine",
-            "null",
-            "--target",
-            "t",
-            "--burst",
-            "10",
-            "--burst-idle",
-            "100ms",
-            "--qd",
-            "4",
-            "--runtime",
-            "1s",
-            "--ramp",
-            "0s",
-            "--json",
-            "-q",
-        ],
+        &["--burst", "10", "--burst-idle", "100ms", "--qd", "4", "--runtime", "1s", "--ramp", "0s"],
     );
     assert!(out.status.success(), "{}", stderr(&out));
     let ios = json(&out)["jobs"][0]["total"]["ios"].as_u64().expect("ios");
@@ -312,27 +248,9 @@ fn bursts_issue_n_ios_then_idle() {
 fn seconds_without_completions_are_zero_points_not_gaps() {
     let dir = dir_with_target();
     // Bursts start at 0 s, about 2.5 s and 5 s: seconds 1 and 3 see no completion at all.
-    let out = run_in(
+    let out = run_null(
         dir.path(),
-        &[
-            "run",
-            "--engine",
-            "null",
-            "--target",
-            "t",
-            "--burst",
-            "5",
-            "--burst-idle",
-            "2500ms",
-            "--qd",
-            "1",
-            "--runtime",
-            "4500ms",
-            "--ramp",
-            "0s",
-            "--json",
-            "-q",
-        ],
+        &["--burst", "5", "--burst-idle", "2500ms", "--qd", "1", "--runtime", "4500ms", "--ramp", "0s"],
     );
     assert!(out.status.success(), "{}", stderr(&out));
     let job = &json(&out)["jobs"][0];

@@ -120,9 +120,10 @@ impl<'a> Collector<'a> {
                 self.shared.request_stop(StopReason::Interrupted, now);
             }
             self.snapshot_cpu(now);
-            self.watchdog(now);
+            // Once per tick, not per event: the scan covers every lane.
             if now >= last_tick + TICK.as_nanos() as u64 {
                 last_tick = now;
+                self.watchdog(now);
                 observer.progress(&self.progress(now));
             }
             let wait = self.next_deadline(now).saturating_sub(now).min(TICK.as_nanos() as u64);

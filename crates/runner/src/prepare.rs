@@ -134,21 +134,10 @@ fn prepare(
     let spec = &group.target;
     let writes = group.access.writes();
     let offset = spec.offset.0;
-    let kind = std::fs::metadata(&path).map(|m| m.file_type());
-    if let Ok(kind) = kind {
-        use std::os::unix::fs::FileTypeExt;
-        if !kind.is_file() && !kind.is_block_device() {
-            let what = if kind.is_dir() { "a directory" } else { "neither a file nor a block device" };
-            return Err(target::TargetError::Unsupported { path, what }.into());
-        }
-    }
-    let is_block_device = kind.map(|k| {
-        use std::os::unix::fs::FileTypeExt;
-        k.is_block_device()
-    });
-    match (is_block_device, spec.size) {
-        (Ok(true), _) => {}
-        (Ok(false), Some(size)) | (Err(_), Some(size)) => {
+    let kind = target::kind_of(&path)?;
+    match (kind, spec.size) {
+        (Some(TargetKind::BlockDevice), _) | (Some(TargetKind::File), None) => {}
+        (_, Some(size)) => {
             let layout = target::lay_out_file(&path, offset + size.0, cancel)?;
             if layout.written > 0 && spec.path.is_some() {
                 observer.note(&format!(
@@ -158,8 +147,7 @@ fn prepare(
                 ));
             }
         }
-        (Err(_), None) => return Err(target::TargetError::NotFound(path).into()),
-        (Ok(false), None) => {}
+        (None, None) => return Err(target::TargetError::NotFound(path).into()),
     }
     let file = target::open(&path, writes, spec.direct)?;
     let info = target::inspect(&path, &file)?;

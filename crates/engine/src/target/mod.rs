@@ -74,32 +74,50 @@ pub fn open(path: &Path, write: bool, direct: bool) -> Result<File, TargetError>
     options.open(path).map_err(|e| TargetError::from_open(path, write, e))
 }
 
-/// What `path` is, without changing it.
-pub fn inspect(path: &Path, file: &File) -> Result<TargetInfo, TargetError> {
-    let io_error = |context, source| TargetError::Io { path: path.to_path_buf(), context, source };
-    let meta = file.metadata().map_err(|e| io_error("cannot stat", e))?;
-    let kind = meta.file_type();
-    if kind.is_file() {
-        return Ok(TargetInfo {
-            kind: TargetKind::File,
-            size: meta.len(),
-            direct_align: file_direct_align(file),
-        });
+/// What kind of target `file_type` is; anything but a regular file or block device is refused.
+fn classify(path: &Path, file_type: std::fs::FileType) -> Result<TargetKind, TargetError> {
+    if file_type.is_file() {
+        return Ok(TargetKind::File);
     }
-    if kind.is_block_device() {
-        let size = ioctl_u64(file, BLKGETSIZE64).map_err(|e| io_error("cannot read the device size", e))?;
-        let block = ioctl_int(file, libc::BLKSSZGET)
-            .map_err(|e| io_error("cannot read the logical block size", e))?;
-        return Ok(TargetInfo { kind: TargetKind::BlockDevice, size, direct_align: block.max(1) as u32 });
+    if file_type.is_block_device() {
+        return Ok(TargetKind::BlockDevice);
     }
-    let what = if kind.is_dir() {
+    let what = if file_type.is_dir() {
         "a directory"
-    } else if kind.is_char_device() {
+    } else if file_type.is_char_device() {
         "a character device"
     } else {
         "neither a file nor a block device"
     };
     Err(TargetError::Unsupported { path: path.to_path_buf(), what })
+}
+
+/// What is at `path` before it is opened: `None` when nothing is there yet.
+pub fn kind_of(path: &Path) -> Result<Option<TargetKind>, TargetError> {
+    match std::fs::metadata(path) {
+        Ok(meta) => classify(path, meta.file_type()).map(Some),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(TargetError::from_open(path, false, e)),
+    }
+}
+
+/// What `path` is, without changing it.
+pub fn inspect(path: &Path, file: &File) -> Result<TargetInfo, TargetError> {
+    let io_error = |context, source| TargetError::Io { path: path.to_path_buf(), context, source };
+    let meta = file.metadata().map_err(|e| io_error("cannot stat", e))?;
+    let info = match classify(path, meta.file_type())? {
+        TargetKind::File => {
+            TargetInfo { kind: TargetKind::File, size: meta.len(), direct_align: file_direct_align(file) }
+        }
+        TargetKind::BlockDevice => {
+            let size =
+                ioctl_u64(file, BLKGETSIZE64).map_err(|e| io_error("cannot read the device size", e))?;
+            let block = ioctl_int(file, libc::BLKSSZGET)
+                .map_err(|e| io_error("cannot read the logical block size", e))?;
+            TargetInfo { kind: TargetKind::BlockDevice, size, direct_align: block.max(1) as u32 }
+        }
+    };
+    Ok(info)
 }
 
 /// `_IOR(0x12, 114, size_t)`: the byte size of a block device (not in the libc crate).
