@@ -9,6 +9,7 @@ pub mod cpu;
 mod interval;
 mod op_stats;
 pub mod result;
+pub mod threads;
 
 pub use interval::IntervalStats;
 pub use op_stats::{OpStats, PERCENTILES};

@@ -1,0 +1,623 @@
+//! CPU accounting by thread class: how much of a run's CPU went to the submitting workers, the
+//! io_uring SQPOLL thread, io-wq workers and the rest of the process (main thread, collector).
+//!
+//! `cpu::ProcessCpu` gives the process total; this module splits it. Since Linux 5.12 the
+//! io_uring threads are tasks of our own thread group, so /proc/self/task/<tid>/stat lists each
+//! of them with its name and its user and system time. That matters for SQPOLL: its polling is
+//! system time of our process (fio reports it as 0% sys), and a 100%-busy SQPOLL thread is the
+//! first thing to check when an io_uring run stops scaling.
+//!
+//! Precision: stat counts in clock ticks (USER_HZ, normally 100 a second, so 10 ms). When the
+//! kernel has /proc/<tid>/schedstat (CONFIG_SCHED_INFO), its nanosecond run time gives each
+//! thread's total, and the ticks only split it into user and system.
+//!
+//! Threads that exit: /proc forgets a thread once it exits, so its CPU counts up to the last
+//! sample that saw it. Hence `update()` about once a second, and `finish()` before the workers are
+//! joined and the rings closed. io-wq workers exit only after seconds of idling, so sampling once
+//! a second loses next to nothing of theirs.
+
+use std::collections::HashMap;
+use std::fmt::Write as _;
+use std::fs::File;
+use std::io::{self, Read};
+use std::path::Path;
+
+use iolab_spec::Nanos;
+use serde::Serialize;
+
+/// Name prefix of the runner's submitting threads ("iolab-lane0", "iolab-lane1", ...).
+pub const WORKER_THREAD_PREFIX: &str = "iolab-lane";
+
+/// Who a thread of the process works for, told by its name (`comm`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+pub enum ThreadClass {
+    /// The runner's threads that submit and reap I/O.
+    #[serde(rename = "workers")]
+    Worker,
+    /// io_uring's submission-queue polling thread, "iou-sqp-<tid>".
+    #[serde(rename = "sqpoll")]
+    Sqpoll,
+    /// io_uring's async workers, "iou-wrk-<tid>": I/O that could not be issued inline.
+    #[serde(rename = "io-wq")]
+    IoWq,
+    /// Everything else: the main thread, the collector, other libraries' threads.
+    #[serde(rename = "other")]
+    Other,
+}
+
+impl ThreadClass {
+    /// Every class, in report order.
+    pub const ALL: [ThreadClass; 4] =
+        [ThreadClass::Worker, ThreadClass::Sqpoll, ThreadClass::IoWq, ThreadClass::Other];
+
+    /// The name shown to users, the same as the serialized form.
+    pub fn name(self) -> &'static str {
+        match self {
+            ThreadClass::Worker => "workers",
+            ThreadClass::Sqpoll => "sqpoll",
+            ThreadClass::IoWq => "io-wq",
+            ThreadClass::Other => "other",
+        }
+    }
+
+    /// The class of a thread named `comm` (as in /proc/<tid>/comm, at most 15 bytes).
+    pub fn of(comm: &str) -> ThreadClass {
+        if comm.starts_with(WORKER_THREAD_PREFIX) {
+            ThreadClass::Worker
+        } else if comm.starts_with("iou-sqp-") {
+            ThreadClass::Sqpoll
+        } else if comm.starts_with("iou-wrk-") {
+            ThreadClass::IoWq
+        } else {
+            ThreadClass::Other
+        }
+    }
+
+    /// io_uring's threads never run user code: all their time is system time.
+    fn kernel_only(self) -> bool {
+        matches!(self, ThreadClass::Sqpoll | ThreadClass::IoWq)
+    }
+}
+
+/// CPU of one class of threads during the measured window.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ThreadClassCpu {
+    pub class: ThreadClass,
+    /// Distinct threads of the class that used measurable CPU in the window (a thread that only
+    /// slept is not counted; an exited thread and the one that reused its tid count as two).
+    pub threads: u32,
+    pub user_s: f64,
+    pub system_s: f64,
+    /// CPU of the class's busiest thread as a share of the window's wall time, 0..100: "a worker
+    /// thread was 97% busy" means that thread, not the I/O device, is the bottleneck.
+    pub busiest_thread_pct: f64,
+}
+
+/// One thread's CPU since it started, read from /proc at one instant.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ThreadSample {
+    pub tid: u32,
+    /// Clock ticks after boot when the thread started (stat field 22): tells a reused tid from
+    /// the exited thread that had it before.
+    pub starttime: u64,
+    pub class: ThreadClass,
+    /// User and system time, with the 10 ms resolution of clock ticks.
+    pub user_ns: u64,
+    pub system_ns: u64,
+    /// Time on CPU from schedstat, to the nanosecond, when the kernel has it.
+    pub run_ns: Option<u64>,
+}
+
+// Fields of /proc/<tid>/stat, numbered from 1 as in proc(5).
+const STATE: usize = 3;
+const UTIME: usize = 14;
+const STIME: usize = 15;
+const STARTTIME: usize = 22;
+
+impl ThreadSample {
+    /// Parses the text of /proc/<tid>/stat, and of /proc/<tid>/schedstat if the kernel has it.
+    /// `None` if `stat` is not a stat line.
+    pub fn parse(stat: &str, schedstat: Option<&str>, clk_tck: u64) -> Option<ThreadSample> {
+        // The name may hold spaces and parentheses, but the kernel writes no ')' after it: like
+        // procps, take the name up to the last ')'.
+        let open = stat.find('(')?;
+        let close = stat.rfind(')')?;
+        if close < open {
+            return None;
+        }
+        let tid = stat[..open].trim().parse().ok()?;
+        let comm = &stat[open + 1..close];
+        let mut fields = stat[close + 1..].split_whitespace();
+        let utime: u64 = fields.nth(UTIME - STATE)?.parse().ok()?;
+        let stime: u64 = fields.next()?.parse().ok()?;
+        let starttime = fields.nth(STARTTIME - STIME - 1)?.parse().ok()?;
+        // A kernel without sched_info prints "0 0 0": no precise time then.
+        let run_ns =
+            schedstat.and_then(|text| text.split_whitespace().next()?.parse().ok()).filter(|&ns| ns > 0);
+        Some(ThreadSample {
+            tid,
+            starttime,
+            class: ThreadClass::of(comm),
+            user_ns: ticks_to_ns(utime, clk_tck),
+            system_ns: ticks_to_ns(stime, clk_tck),
+            run_ns,
+        })
+    }
+}
+
+fn ticks_to_ns(ticks: u64, clk_tck: u64) -> u64 {
+    ticks.saturating_mul(1_000_000_000) / clk_tck.max(1)
+}
+
+/// The accounting over a window, given samples of every thread: no /proc in here, so the
+/// maths is tested with made-up samples. `ThreadCpuTracker` feeds it from /proc.
+#[derive(Debug, Default)]
+pub struct ThreadAccounting {
+    live: HashMap<u32, LiveThread>,
+    /// Threads already retired (exited, or finished with), indexed by `ThreadClass as usize`.
+    classes: [ClassTotal; 4],
+    round: u64,
+}
+
+#[derive(Debug)]
+struct LiveThread {
+    /// Its CPU when the window started, or zero if it was born in the window.
+    base: ThreadSample,
+    last: ThreadSample,
+    /// The last `observe` round that listed it.
+    round: u64,
+}
+
+#[derive(Debug, Default, Clone, Copy)]
+struct ClassTotal {
+    threads: u32,
+    user_ns: u64,
+    system_ns: u64,
+    busiest_ns: u64,
+}
+
+impl ThreadAccounting {
+    /// Starts the window: each thread's CPU so far is its baseline, not counted.
+    pub fn new(baseline: &[ThreadSample]) -> Self {
+        let mut accounting = ThreadAccounting::default();
+        for sample in baseline {
+            accounting.live.insert(sample.tid, LiveThread { base: *sample, last: *sample, round: 0 });
+        }
+        accounting
+    }
+
+    /// Takes a listing of every thread alive now. A thread missing from it has exited: its CPU
+    /// counts up to the last listing that had it. A new tid, or a known tid with a new start time
+    /// (reused after an exit), is a thread born in the window: all its CPU counts.
+    pub fn observe(&mut self, samples: &[ThreadSample]) {
+        self.round += 1;
+        for sample in samples {
+            match self.live.get_mut(&sample.tid) {
+                Some(thread) if thread.last.starttime == sample.starttime => {
+                    thread.last = *sample;
+                    thread.round = self.round;
+                }
+                _ => {
+                    let base = ThreadSample {
+                        user_ns: 0,
+                        system_ns: 0,
+                        run_ns: sample.run_ns.map(|_| 0),
+                        ..*sample
+                    };
+                    let born = LiveThread { base, last: *sample, round: self.round };
+                    if let Some(exited) = self.live.insert(sample.tid, born) {
+                        retire(&mut self.classes, &exited);
+                    }
+                }
+            }
+        }
+        let (round, classes) = (self.round, &mut self.classes);
+        self.live.retain(|_, thread| {
+            let alive = thread.round == round;
+            if !alive {
+                retire(classes, thread);
+            }
+            alive
+        });
+    }
+
+    /// Ends the window of wall-clock length `window`: CPU per class, in `ThreadClass::ALL`
+    /// order, without the classes that had no thread using CPU.
+    pub fn finish(mut self, window: Nanos) -> Vec<ThreadClassCpu> {
+        for thread in self.live.values() {
+            retire(&mut self.classes, thread);
+        }
+        ThreadClass::ALL
+            .into_iter()
+            .filter_map(|class| {
+                let total = self.classes[class as usize];
+                (total.threads > 0).then(|| ThreadClassCpu {
+                    class,
+                    threads: total.threads,
+                    user_s: total.user_ns as f64 / 1e9,
+                    system_s: total.system_ns as f64 / 1e9,
+                    busiest_thread_pct: if window.0 == 0 {
+                        0.0
+                    } else {
+                        (100.0 * total.busiest_ns as f64 / window.0 as f64).min(100.0)
+                    },
+                })
+            })
+            .collect()
+    }
+}
+
+/// Adds a thread's CPU in the window to its class (the class of its latest name).
+fn retire(classes: &mut [ClassTotal; 4], thread: &LiveThread) {
+    let class = thread.last.class;
+    let (user_ns, system_ns) = window_cpu(class, &thread.base, &thread.last);
+    if user_ns + system_ns == 0 {
+        return;
+    }
+    let total = &mut classes[class as usize];
+    total.threads += 1;
+    total.user_ns += user_ns;
+    total.system_ns += system_ns;
+    total.busiest_ns = total.busiest_ns.max(user_ns + system_ns);
+}
+
+/// User and system time between two samples of one thread. With schedstat on both, its
+/// precise run time is the total, split in the ticks' proportion.
+fn window_cpu(class: ThreadClass, base: &ThreadSample, last: &ThreadSample) -> (u64, u64) {
+    let user = last.user_ns.saturating_sub(base.user_ns);
+    let system = last.system_ns.saturating_sub(base.system_ns);
+    let (Some(run0), Some(run1)) = (base.run_ns, last.run_ns) else {
+        return (user, system);
+    };
+    let run = run1.saturating_sub(run0);
+    // Under one tick in the window: split like the thread's whole life so far.
+    let (user, system) = if user + system > 0 { (user, system) } else { (last.user_ns, last.system_ns) };
+    if user + system == 0 {
+        // No tick at all yet; the kernel would call it user time, but io_uring's threads have none.
+        return if class.kernel_only() { (0, run) } else { (run, 0) };
+    }
+    let user_part = (u128::from(run) * u128::from(user) / u128::from(user + system)) as u64;
+    (user_part, run - user_part)
+}
+
+/// Samples the CPU of every thread of this process from /proc/self/task over a window.
+#[derive(Debug)]
+pub struct ThreadCpuTracker {
+    reader: TaskReader,
+    accounting: ThreadAccounting,
+}
+
+impl ThreadCpuTracker {
+    /// Reads every thread's CPU so far: the window starts now.
+    pub fn start() -> io::Result<Self> {
+        let mut reader = TaskReader {
+            clk_tck: clk_tck(),
+            schedstat: Path::new("/proc/thread-self/schedstat").exists(),
+            samples: Vec::new(),
+            stat: String::new(),
+            schedstat_text: String::new(),
+            path: String::new(),
+        };
+        let accounting = ThreadAccounting::new(reader.read_all()?);
+        Ok(ThreadCpuTracker { reader, accounting })
+    }
+
+    /// Takes a sample. Call it about once a second, so that threads which exit before the
+    /// window ends (idle io-wq workers do) are counted up to a recent point.
+    pub fn update(&mut self) -> io::Result<()> {
+        self.accounting.observe(self.reader.read_all()?);
+        Ok(())
+    }
+
+    /// Ends the window with a last sample; `window` is its wall-clock length. Call it before
+    /// joining the workers and closing the rings, or their last stretch is lost.
+    pub fn finish(mut self, window: Nanos) -> io::Result<Vec<ThreadClassCpu>> {
+        self.update()?;
+        Ok(self.accounting.finish(window))
+    }
+}
+
+/// Reads /proc/self/task, reusing its buffers from one sample to the next.
+#[derive(Debug)]
+struct TaskReader {
+    clk_tck: u64,
+    schedstat: bool,
+    samples: Vec<ThreadSample>,
+    stat: String,
+    schedstat_text: String,
+    path: String,
+}
+
+impl TaskReader {
+    fn read_all(&mut self) -> io::Result<&[ThreadSample]> {
+        self.samples.clear();
+        for entry in std::fs::read_dir("/proc/self/task")? {
+            let Some(tid) = entry?.file_name().to_str().and_then(|name| name.parse().ok()) else {
+                continue;
+            };
+            match self.read_one(tid) {
+                Ok(sample) => self.samples.push(sample),
+                // The thread exited after the listing: the next sample will not list it either.
+                Err(err) if vanished(&err) => {}
+                Err(err) => return Err(err),
+            }
+        }
+        Ok(&self.samples)
+    }
+
+    fn read_one(&mut self, tid: u32) -> io::Result<ThreadSample> {
+        self.path.clear();
+        let _ = write!(self.path, "/proc/self/task/{tid}/stat");
+        read_into(&self.path, &mut self.stat)?;
+        let schedstat = if self.schedstat {
+            self.path.truncate(self.path.len() - "stat".len());
+            self.path.push_str("schedstat");
+            read_into(&self.path, &mut self.schedstat_text)?;
+            Some(self.schedstat_text.as_str())
+        } else {
+            None
+        };
+        ThreadSample::parse(&self.stat, schedstat, self.clk_tck).ok_or_else(|| {
+            io::Error::new(
+                io::ErrorKind::InvalidData,
+                format!("unexpected contents of /proc/self/task/{tid}/stat: {:?}", self.stat),
+            )
+        })
+    }
+}
+
+fn read_into(path: &str, text: &mut String) -> io::Result<()> {
+    text.clear();
+    File::open(path)?.read_to_string(text)?;
+    Ok(())
+}
+
+/// Errors of a thread that exited between the listing and the read.
+fn vanished(err: &io::Error) -> bool {
+    err.kind() == io::ErrorKind::NotFound || err.raw_os_error() == Some(nix::libc::ESRCH)
+}
+
+/// Clock ticks per second of /proc's times (USER_HZ). This is the AT_CLKTCK entry of the auxiliary
+/// vector, which is where sysconf(_SC_CLK_TCK) gets it too; reading it from /proc keeps this
+/// crate free of `unsafe`.
+fn clk_tck() -> u64 {
+    const AT_CLKTCK: u64 = 17;
+    std::fs::read("/proc/self/auxv")
+        .ok()
+        .and_then(|auxv| auxv_entry(&auxv, AT_CLKTCK))
+        .filter(|&ticks| ticks > 0)
+        .unwrap_or(100)
+}
+
+/// The value of `key` in an auxiliary vector: (key, value) pairs of native words, ended by key 0.
+fn auxv_entry(auxv: &[u8], key: u64) -> Option<u64> {
+    const WORD: usize = std::mem::size_of::<usize>();
+    let word = |bytes: &[u8]| Some(usize::from_ne_bytes(bytes.try_into().ok()?) as u64);
+    auxv.chunks_exact(2 * WORD)
+        .map(|pair| Some((word(&pair[..WORD])?, word(&pair[WORD..])?)))
+        .take_while(|pair| pair.is_some_and(|(k, _)| k != 0))
+        .find_map(|pair| pair.filter(|&(k, _)| k == key).map(|(_, value)| value))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MS: u64 = 1_000_000;
+
+    /// A stat line as the kernel writes it, with the fields this module reads set.
+    fn stat_line(tid: u32, comm: &str, utime: u64, stime: u64, starttime: u64) -> String {
+        format!(
+            "{tid} ({comm}) S 1 {tid} {tid} 0 -1 4194624 12 0 0 0 {utime} {stime} 0 0 20 0 3 0 \
+             {starttime} 25165824 900 18446744073709551615 1 1 0 0 0 0 0 0 0 0 0 0 17 1 0 0 0 0 0"
+        )
+    }
+
+    fn sample(tid: u32, starttime: u64, class: ThreadClass, user_ms: u64, system_ms: u64) -> ThreadSample {
+        ThreadSample { tid, starttime, class, user_ns: user_ms * MS, system_ns: system_ms * MS, run_ns: None }
+    }
+
+    fn class_of(cpu: &[ThreadClassCpu], class: ThreadClass) -> &ThreadClassCpu {
+        cpu.iter().find(|c| c.class == class).expect("class in the report")
+    }
+
+    #[test]
+    fn parses_an_io_wq_thread() {
+        let stat = stat_line(4321, "iou-wrk-1234", 3, 250, 987654);
+        let parsed = ThreadSample::parse(&stat, None, 100).expect("a stat line");
+        assert_eq!(
+            parsed,
+            ThreadSample {
+                tid: 4321,
+                starttime: 987654,
+                class: ThreadClass::IoWq,
+                user_ns: 30 * MS,
+                system_ns: 2500 * MS,
+                run_ns: None,
+            }
+        );
+    }
+
+    #[test]
+    fn parses_a_name_with_parentheses_and_numbers_from_the_last_paren() {
+        let stat = stat_line(77, "a) (b 1 2) 3", 5, 6, 7);
+        let parsed = ThreadSample::parse(&stat, Some("123456789 2000 40\n"), 100).expect("a stat line");
+        assert_eq!((parsed.tid, parsed.class), (77, ThreadClass::Other));
+        assert_eq!((parsed.user_ns, parsed.system_ns, parsed.starttime), (50 * MS, 60 * MS, 7));
+        assert_eq!(parsed.run_ns, Some(123456789));
+    }
+
+    #[test]
+    fn rejects_what_is_not_a_stat_line_and_ignores_empty_schedstat() {
+        assert_eq!(ThreadSample::parse("", None, 100), None);
+        assert_eq!(ThreadSample::parse("12 (cut short) S 1 2 3", None, 100), None);
+        assert_eq!(ThreadSample::parse("x (name) S", None, 100), None);
+        let stat = stat_line(1, "iolab", 1, 1, 1);
+        let parsed = ThreadSample::parse(&stat, Some("0 0 0\n"), 100).expect("a stat line");
+        assert_eq!(parsed.run_ns, None);
+    }
+
+    #[test]
+    fn classifies_by_name() {
+        assert_eq!(ThreadClass::of("iolab-lane0"), ThreadClass::Worker);
+        assert_eq!(ThreadClass::of("iolab-lane12345"), ThreadClass::Worker);
+        assert_eq!(ThreadClass::of("iou-sqp-4242"), ThreadClass::Sqpoll);
+        assert_eq!(ThreadClass::of("iou-wrk-4243"), ThreadClass::IoWq);
+        assert_eq!(ThreadClass::of("iolab"), ThreadClass::Other);
+        assert_eq!(ThreadClass::of("iolab-lan"), ThreadClass::Other);
+        assert_eq!(ThreadClass::of("iou-wrk"), ThreadClass::Other);
+        let names: Vec<_> = ThreadClass::ALL.iter().map(|c| c.name()).collect();
+        assert_eq!(names, ["workers", "sqpoll", "io-wq", "other"]);
+    }
+
+    #[test]
+    fn counts_growth_births_exits_and_reused_tids() {
+        use ThreadClass::*;
+        let mut accounting = ThreadAccounting::new(&[
+            sample(1, 10, Worker, 100, 50),
+            sample(2, 10, Other, 500, 500),
+            sample(4, 10, Other, 10, 10),
+            sample(5, 10, Worker, 0, 0),
+        ]);
+        accounting.observe(&[
+            sample(1, 10, Worker, 300, 150),
+            sample(2, 10, Other, 500, 500),
+            // Born in the window: all of its time counts.
+            sample(3, 20, IoWq, 0, 120),
+            sample(4, 10, Other, 60, 10),
+            sample(5, 10, Worker, 100, 0),
+        ]);
+        accounting.observe(&[
+            sample(1, 10, Worker, 500, 250),
+            sample(2, 10, Other, 500, 500),
+            sample(3, 20, IoWq, 0, 200),
+            // 4 exited: its 50 ms up to the last sample count. 5 exited and its tid was reused.
+            sample(5, 30, IoWq, 0, 30),
+        ]);
+        let cpu = accounting.finish(Nanos(1_000 * MS));
+
+        let order: Vec<_> = cpu.iter().map(|c| c.class).collect();
+        assert_eq!(order, [Worker, IoWq, Other], "report order, no empty class");
+        assert_eq!(
+            class_of(&cpu, Worker),
+            &ThreadClassCpu {
+                class: Worker,
+                threads: 2,
+                user_s: 0.5,
+                system_s: 0.2,
+                busiest_thread_pct: 60.0,
+            }
+        );
+        assert_eq!(
+            class_of(&cpu, IoWq),
+            &ThreadClassCpu {
+                class: IoWq,
+                threads: 2,
+                user_s: 0.0,
+                system_s: 0.23,
+                busiest_thread_pct: 20.0,
+            }
+        );
+        // Thread 2 used nothing in the window and is not counted.
+        assert_eq!(
+            class_of(&cpu, Other),
+            &ThreadClassCpu {
+                class: Other,
+                threads: 1,
+                user_s: 0.05,
+                system_s: 0.0,
+                busiest_thread_pct: 5.0,
+            }
+        );
+    }
+
+    #[test]
+    fn schedstat_refines_the_total_and_keeps_the_split() {
+        let with_run = |s: ThreadSample, run_ms: u64| ThreadSample { run_ns: Some(run_ms * MS), ..s };
+        let (worker, sqpoll) = (ThreadClass::Worker, ThreadClass::Sqpoll);
+        let mut accounting = ThreadAccounting::new(&[
+            with_run(sample(1, 10, worker, 100, 100), 205),
+            with_run(sample(2, 10, sqpoll, 0, 0), 3),
+        ]);
+        // Ticks say 30 ms user + 10 ms system; schedstat says 48 ms in all.
+        // The SQPOLL thread ran 4 ms, under a tick: all of it is system time.
+        accounting.observe(&[
+            with_run(sample(1, 10, worker, 130, 110), 253),
+            with_run(sample(2, 10, sqpoll, 0, 0), 7),
+        ]);
+        let cpu = accounting.finish(Nanos(100 * MS));
+        let worker_cpu = class_of(&cpu, worker);
+        assert_eq!((worker_cpu.user_s, worker_cpu.system_s), (0.036, 0.012));
+        assert!((worker_cpu.busiest_thread_pct - 48.0).abs() < 1e-9);
+        let sqpoll_cpu = class_of(&cpu, sqpoll);
+        assert_eq!((sqpoll_cpu.user_s, sqpoll_cpu.system_s), (0.0, 0.004));
+    }
+
+    #[test]
+    fn an_empty_window_reports_nothing() {
+        let accounting = ThreadAccounting::new(&[sample(1, 10, ThreadClass::Other, 5, 5)]);
+        assert_eq!(accounting.finish(Nanos(0)), []);
+    }
+
+    #[test]
+    fn reads_clock_ticks_from_the_auxiliary_vector() {
+        let auxv: Vec<u8> =
+            [6usize, 4096, 17, 250, 0, 0, 17, 999].iter().flat_map(|word| word.to_ne_bytes()).collect();
+        assert_eq!(auxv_entry(&auxv, 17), Some(250));
+        assert_eq!(auxv_entry(&auxv, 33), None);
+        assert_eq!(auxv_entry(&auxv[..auxv.len() / 2 - 1], 17), None);
+        assert!(clk_tck() > 0);
+    }
+
+    /// CPU time of the calling thread so far, as this module reads it.
+    fn own_cpu_ns() -> u64 {
+        let stat = std::fs::read_to_string("/proc/thread-self/stat").expect("own stat");
+        let schedstat = std::fs::read_to_string("/proc/thread-self/schedstat").ok();
+        let own = ThreadSample::parse(&stat, schedstat.as_deref(), clk_tck()).expect("a stat line");
+        own.run_ns.unwrap_or(own.user_ns + own.system_ns)
+    }
+
+    /// Thread 0 of the runner spins, is sampled once while alive, and is gone by `finish`.
+    #[test]
+    fn a_spinning_worker_thread_is_counted_after_it_exits() {
+        use std::sync::mpsc;
+        use std::time::{Duration, Instant};
+
+        let started = Instant::now();
+        let mut tracker = ThreadCpuTracker::start().expect("/proc/self/task readable");
+        let (spun_tx, spun_rx) = mpsc::channel();
+        let (exit_tx, exit_rx) = mpsc::channel::<()>();
+        let worker = std::thread::Builder::new()
+            .name(format!("{WORKER_THREAD_PREFIX}0"))
+            .spawn(move || {
+                // Spin for 200 ms of CPU, not of wall time: other tests share the cores.
+                let mut x = 0u64;
+                while own_cpu_ns() < 200 * MS {
+                    let slice = Instant::now();
+                    while slice.elapsed() < Duration::from_millis(5) {
+                        x = std::hint::black_box(x.wrapping_mul(31).wrapping_add(1));
+                    }
+                }
+                spun_tx.send(()).expect("test waits");
+                let _ = exit_rx.recv();
+            })
+            .expect("spawn");
+        spun_rx.recv().expect("worker spun");
+        tracker.update().expect("sample");
+        exit_tx.send(()).expect("worker waits");
+        worker.join().expect("worker");
+
+        let window = Nanos(started.elapsed().as_nanos() as u64);
+        let cpu = tracker.finish(window).expect("sample");
+        let workers = class_of(&cpu, ThreadClass::Worker);
+        assert_eq!(workers.threads, 1);
+        let busy_s = workers.user_s + workers.system_s;
+        assert!(busy_s > 0.1, "worker used {busy_s} s: {cpu:?}");
+        let busy_pct = 100.0 * busy_s / window.as_secs_f64();
+        assert!(
+            workers.busiest_thread_pct <= 100.0 && (workers.busiest_thread_pct - busy_pct).abs() < 1e-6,
+            "busiest {}% of {window:?}: {cpu:?}",
+            workers.busiest_thread_pct
+        );
+    }
+}
