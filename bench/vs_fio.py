@@ -17,6 +17,7 @@ import os
 import platform
 import shlex
 import shutil
+import signal
 import stat
 import statistics
 import subprocess
@@ -25,16 +26,23 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from scratch_devices import ScratchDevices, Unavailable
+
 REPO = Path(__file__).resolve().parent.parent
 DEFAULT_IOLAB = REPO / "target" / "release" / "iolab"
 SCRATCH_DIR = REPO / "target" / "bench-scratch"
 DEFAULT_TARGET = SCRATCH_DIR / "bench.dat"
 NULL_FILE = SCRATCH_DIR / "null.dat"
 
-# The issue's speed goals.
+# The issues' speed goals.
 GOAL_NULL_IOS_PER_CPU = 2.0  # iolab/fio I/Os per CPU-second, null engine
-GOAL_IOPS_RATIO = 1.0  # iolab/fio IOPS, randread-file (within noise)
+GOAL_IOPS_RATIO = 1.0  # iolab/fio IOPS, randread-file, loop, virtio (within noise)
 GOAL_CPU_PER_IO_RATIO = 0.85  # iolab/fio CPU seconds per I/O, randread-file
+GOAL_LOOP_CPU_PER_IO = 0.75  # iolab/fio io_uring (best configuration), loop device over tmpfs
+GOAL_VIRTIO_CPU_PER_IO = 0.8  # iolab/fio io_uring (best configuration), O_DIRECT file on the root fs
+GOAL_ZRAM_IOS_PER_CPU = 1.1  # iolab/fio I/Os per CPU-second on zram, same engine
+GOAL_WORKERS2_IOS_PER_CPU = 1.1  # iolab --workers 2 / fio --numjobs=2, I/Os per CPU-second
+GOAL_QD1_MEAN_LATENCY = 1.0  # iolab/fio psync QD 1 mean latency on zram: no higher
 
 
 # ----------------------------------------------------------------------------------------------
@@ -155,6 +163,7 @@ class Result:
     sys_s: float
     self_cpu_s: float  # what the tool says it used, for reference only
     wall_s: float
+    other_cpu_s: float = None  # CPU the whole machine spent meanwhile outside the tool (kworkers, noise)
     raw: dict = field(repr=False, default_factory=dict)
 
     @property
@@ -170,17 +179,47 @@ class ToolFailed(RuntimeError):
     pass
 
 
+def machine_busy_s():
+    """CPU seconds the whole machine has been busy since boot, summed over its CPUs (user, nice,
+    system, irq, softirq; not idle, iowait or steal), from /proc/stat."""
+    with open("/proc/stat") as f:
+        v = [int(x) for x in f.readline().split()[1:8]]
+    return (v[0] + v[1] + v[2] + v[5] + v[6]) / os.sysconf("SC_CLK_TCK")
+
+
+RUNNING = []  # the measured child, while it runs: stopped before a scratch device is removed
+
+
+def stop_running_child():
+    """Ends a measured run left behind (SIGTERM to this script, an exception): it may hold a
+    scratch device open. Only the child this script started, by its pid."""
+    for proc in RUNNING:
+        if proc.returncode is None and proc.poll() is None:
+            proc.terminate()
+            try:
+                proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+    RUNNING.clear()
+
+
 def run_child(cmd, cwd):
-    """Runs cmd; returns (stdout, stderr, rusage, wall seconds). Raises ToolFailed on exit != 0."""
+    """Runs cmd; returns (stdout, stderr, rusage, wall seconds, CPU seconds the rest of the
+    machine used meanwhile). Raises ToolFailed on exit != 0."""
     out_path = Path(cwd) / f".vs_fio.{os.getpid()}.out"
     err_path = Path(cwd) / f".vs_fio.{os.getpid()}.err"
     try:
         with open(out_path, "wb") as out, open(err_path, "wb") as err:
+            busy0 = machine_busy_s()
             start = time.monotonic()
             proc = subprocess.Popen(cmd, stdout=out, stderr=err, stdin=subprocess.DEVNULL, cwd=cwd)
+            RUNNING.append(proc)
             _, status, rusage = os.wait4(proc.pid, 0)
             wall = time.monotonic() - start
             proc.returncode = os.waitstatus_to_exitcode(status)  # reaped: Popen must not wait again
+            RUNNING.remove(proc)
+            other = machine_busy_s() - busy0 - (rusage.ru_utime + rusage.ru_stime)
         stdout = out_path.read_text(errors="replace")
         stderr = err_path.read_text(errors="replace")
     finally:
@@ -194,7 +233,7 @@ def run_child(cmd, cwd):
             f"{cmd[0]} exited with {proc.returncode}\n  command: {shlex.join(cmd)}\n"
             f"  stderr: {stderr.strip()[-2000:]}\n  stdout: {stdout.strip()[-1000:]}"
         )
-    return stdout, stderr, rusage, wall
+    return stdout, stderr, rusage, wall, max(other, 0.0)
 
 
 def load_json(text, tool, cmd):
@@ -207,7 +246,7 @@ def load_json(text, tool, cmd):
 
 
 def run_iolab(cmd, cwd, order):
-    stdout, stderr, ru, wall = run_child(cmd, cwd)
+    stdout, stderr, ru, wall, other = run_child(cmd, cwd)
     doc = load_json(stdout, "iolab", cmd)
     job = doc["jobs"][0]
     total = job["total"]
@@ -233,12 +272,13 @@ def run_iolab(cmd, cwd, order):
         sys_s=ru.ru_stime,
         self_cpu_s=(cpu.get("user_s") or 0) + (cpu.get("system_s") or 0),
         wall_s=wall,
+        other_cpu_s=other,
         raw=doc,
     )
 
 
 def run_fio(cmd, cwd, order):
-    stdout, stderr, ru, wall = run_child(cmd, cwd)
+    stdout, stderr, ru, wall, other = run_child(cmd, cwd)
     doc = load_json(stdout, "fio", cmd)
     job = doc["jobs"][0]
     if job.get("error"):
@@ -263,6 +303,7 @@ def run_fio(cmd, cwd, order):
         sys_s=ru.ru_stime,
         self_cpu_s=(job.get("usr_cpu", 0) + job.get("sys_cpu", 0)) / 100 * runtime_s,
         wall_s=wall,
+        other_cpu_s=other,
         raw=doc,
     )
 

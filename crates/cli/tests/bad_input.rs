@@ -29,11 +29,52 @@ fn bad_values() {
     rejected(d, &["run", "--target", "t", "--workers", "0"], "--workers must be 1 or more");
     rejected(d, &["run", "--target", "t", "--bs", "4q"], "write e.g. 4096, 4k");
     rejected(d, &["run", "--target", "t", "--rw", "sideways"], "use read, write, randread");
-    rejected(d, &["run", "--target", "t", "--engine", "spdk"], "use uring, psync or null");
+    rejected(d, &["run", "--target", "t", "--engine", "spdk"], "use uring, aio, psync or null");
     rejected(d, &["run", "--target", "t", "--runtime", "soon"], "write e.g. 10s");
     rejected(d, &["run", "--target", "t", "--qd", "abc"], "--qd");
     rejected(d, &["run", "--target", "t", "--no-such-flag"], "--no-such-flag");
     rejected(d, &["run", "--target", "t", "--size", "2k", "--bs", "4k"], "smaller than the block size");
+}
+
+#[test]
+fn bad_engine_tuning() {
+    let dir = dir_with_target();
+    let d = dir.path();
+    rejected(d, &["run", "--target", "t", "--engine", "psync", "--sqpoll"], "--sqpoll tunes io_uring");
+    rejected(d, &["run", "--target", "t", "--ring-setup", "fast"], "use auto, defer-taskrun");
+    rejected(
+        d,
+        &["run", "--target", "t", "--sqpoll", "--ring-setup", "defer-taskrun"],
+        "cannot be combined with --sqpoll",
+    );
+    rejected(d, &["run", "--target", "t", "--fixed-files", "maybe"], "use on or off");
+    rejected(d, &["run", "--target", "t", "--hipri", "--buffered"], "cannot be used with --buffered");
+    rejected(d, &["run", "--target", "t", "--hipri", "--runtime", "1s"], "has no poll queues");
+    rejected(d, &["run", "--target", "t", "--cpus", "1-0"], "is not a CPU list");
+    rejected(
+        d,
+        &["run", "--target", "t", "--cpus", "4000", "--runtime", "1s"],
+        "cannot pin a thread to CPU 4000",
+    );
+    rejected(d, &["run", "--target", "t", "--complete-batch", "0"], "--complete-batch must be 1 or more");
+}
+
+#[test]
+fn bad_target_lists() {
+    let dir = dir_with_target();
+    let d = dir.path();
+    rejected(d, &["run", "--target", "t", "--stripe", "128k"], "--stripe needs two or more --target");
+    rejected(d, &["run", "--target", "t", "--target", "t"], "is given twice");
+    rejected(
+        d,
+        &["run", "--target", "t", "--target", "u", "--size", "1m", "--stripe", "2k", "--bs", "4k"],
+        "smaller than the largest block size",
+    );
+    rejected(
+        d,
+        &["run", "-q", "--target", "t", "--target", "u", "--size", "64k", "--stripe", "128k"],
+        "smaller than one --stripe chunk",
+    );
 }
 
 #[test]

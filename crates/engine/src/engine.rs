@@ -2,7 +2,7 @@
 
 use std::os::fd::RawFd;
 
-use iolab_spec::EngineKind;
+use iolab_spec::{EngineKind, UringSpec};
 
 use crate::error::EngineError;
 
@@ -52,6 +52,12 @@ pub trait Engine: Send {
 
     /// Requests handed over and not yet reaped.
     fn in_flight(&self) -> u32;
+
+    /// The features this instance runs with, as the kernel granted them (e.g. "defer_taskrun",
+    /// "fixed_buffers"), for the report: a result must say how it was obtained.
+    fn setup(&self) -> Vec<&'static str> {
+        Vec::new()
+    }
 }
 
 /// What an engine instance needs: its files, how many requests it may hold, the largest request.
@@ -61,6 +67,8 @@ pub struct EngineConfig {
     pub max_len: u32,
     /// Seeds the buffers' pseudo-random content, so no two threads write the same data.
     pub seed: u64,
+    /// io_uring's tuning; other engines ignore it.
+    pub uring: UringSpec,
 }
 
 /// Creates an engine of `kind`.
@@ -68,6 +76,7 @@ pub fn open_engine(kind: EngineKind, config: EngineConfig) -> Result<Box<dyn Eng
     Ok(match kind {
         EngineKind::Uring => Box::new(crate::uring::UringEngine::new(config)?),
         EngineKind::Psync => Box::new(crate::psync::PsyncEngine::new(config)?),
+        EngineKind::Aio => Box::new(crate::aio::AioEngine::new(config)?),
         EngineKind::Null => Box::new(crate::null::NullEngine::new(config)),
     })
 }

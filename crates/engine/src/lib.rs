@@ -4,6 +4,7 @@
 //! the kernel and wait for some to finish, `reap` what finished. An engine never knows about
 //! phases or sweeps; it moves bytes. Every `unsafe` of the project lives in this crate.
 
+mod aio;
 mod buffers;
 mod engine;
 mod error;

@@ -1,11 +1,14 @@
 //! io_uring: one ring per worker, up to `depth` requests in flight, submitted and reaped in
 //! batches.
 //!
-//! The ring takes the cheapest setup the running kernel accepts, probed at creation and never
-//! assumed: a single-issuer ring with deferred task work (6.1+), else cooperative task work
-//! (5.19+), else a plain ring. The target is a registered file and every slot's buffer is a
-//! registered (fixed) buffer, so the kernel neither looks up the file nor pins the pages of each
-//! request; either falls back to the plain form if registration is refused.
+//! By default the ring takes the cheapest setup the running kernel accepts, probed at creation
+//! and never assumed: a single-issuer ring with deferred task work (6.1+), else cooperative task
+//! work (5.19+), else a plain ring; `--ring-setup` insists on one mode instead. The targets are
+//! registered files and every slot's buffer is a registered (fixed) buffer, so the kernel
+//! neither looks up the file nor pins the pages of each request; either falls back to the plain
+//! form if registration is refused, and either can be switched off. SQPOLL (a kernel thread
+//! that polls the submission queue) and IOPOLL (polled completions) are opt-in. `setup()` says
+//! what the kernel granted.
 
 use io_uring::{opcode, squeue, types, IoUring};
 
@@ -13,6 +16,7 @@ use crate::buffers::AlignedBuffers;
 use crate::engine::{Completion, Engine, EngineConfig, IoRequest, Op, Queued};
 use crate::error::EngineError;
 use crate::probe;
+use iolab_spec::{RingSetup, UringSpec};
 
 pub struct UringEngine {
     // Declared before `buffers`: the ring (and its buffer registration) goes first on drop.
@@ -20,41 +24,111 @@ pub struct UringEngine {
     files: Vec<std::os::fd::RawFd>,
     fixed_files: bool,
     fixed_buffers: bool,
+    /// The setup flags the kernel accepted, for the report.
+    granted: Vec<&'static str>,
     /// `None` only while being dropped.
     buffers: Option<AlignedBuffers>,
     in_flight: u32,
 }
 
-/// Creates a ring with the cheapest task-work mode the kernel accepts.
-fn build_ring(entries: u32) -> std::io::Result<IoUring> {
-    let attempts: [fn(&mut io_uring::Builder); 3] = [
-        |b| {
-            b.setup_single_issuer().setup_defer_taskrun();
-        },
-        |b| {
-            b.setup_coop_taskrun();
-        },
-        |_| {},
-    ];
+/// How long an idle SQPOLL thread spins before it sleeps (and the next submit must wake it).
+const SQPOLL_IDLE_MS: u32 = 1000;
+
+/// One way to set up a ring: its flags and their names in the report.
+struct RingMode {
+    names: &'static [&'static str],
+    apply: fn(&mut io_uring::Builder),
+}
+
+const DEFER_TASKRUN: RingMode = RingMode {
+    names: &["single_issuer", "defer_taskrun"],
+    apply: |b| {
+        b.setup_single_issuer().setup_defer_taskrun();
+    },
+};
+const COOP_TASKRUN: RingMode = RingMode {
+    names: &["coop_taskrun"],
+    apply: |b| {
+        b.setup_coop_taskrun();
+    },
+};
+const SINGLE_ISSUER: RingMode = RingMode {
+    names: &["single_issuer"],
+    apply: |b| {
+        b.setup_single_issuer();
+    },
+};
+const PLAIN: RingMode = RingMode { names: &[], apply: |_| {} };
+
+/// The modes to try, cheapest first. A polled submission queue refuses the task-work flags.
+fn candidate_modes(spec: &UringSpec) -> Vec<RingMode> {
+    match (spec.ring_setup, spec.sqpoll) {
+        (RingSetup::Auto, false) => vec![DEFER_TASKRUN, COOP_TASKRUN, PLAIN],
+        (RingSetup::Auto, true) => vec![SINGLE_ISSUER, PLAIN],
+        (RingSetup::DeferTaskrun, _) => vec![DEFER_TASKRUN],
+        (RingSetup::CoopTaskrun, _) => vec![COOP_TASKRUN],
+        (RingSetup::Plain, _) => vec![PLAIN],
+    }
+}
+
+/// Creates a ring in the cheapest mode of `spec` that the kernel accepts; returns it with the
+/// names of the setup flags in effect.
+fn build_ring(entries: u32, spec: &UringSpec) -> Result<(IoUring, Vec<&'static str>), EngineError> {
+    let modes = candidate_modes(spec);
     let mut last = None;
-    for configure in attempts {
+    for mode in &modes {
         let mut builder = IoUring::builder();
-        configure(&mut builder);
+        (mode.apply)(&mut builder);
+        let mut granted = mode.names.to_vec();
+        if spec.sqpoll {
+            builder.setup_sqpoll(SQPOLL_IDLE_MS);
+            granted.push("sqpoll");
+            if let Some(cpu) = spec.sqpoll_cpu {
+                builder.setup_sqpoll_cpu(cpu);
+            }
+        }
+        if spec.hipri {
+            builder.setup_iopoll();
+            granted.push("iopoll");
+        }
         match builder.build(entries) {
-            Ok(ring) => return Ok(ring),
+            Ok(ring) => return Ok((ring, granted)),
             Err(e) if e.raw_os_error() == Some(libc::EINVAL) => last = Some(e),
-            Err(e) => return Err(e),
+            Err(e) => return Err(probe::uring_setup_error(e)),
         }
     }
-    Err(last.unwrap_or_else(|| std::io::Error::from_raw_os_error(libc::EINVAL)))
+    let error = last.unwrap_or_else(|| std::io::Error::from_raw_os_error(libc::EINVAL));
+    if spec.ring_setup != RingSetup::Auto || spec.sqpoll || spec.hipri {
+        return Err(EngineError::Unavailable(format!(
+            "this kernel refused the requested io_uring setup ({}): {error}; try --ring-setup auto{}",
+            describe_request(spec),
+            if spec.sqpoll || spec.hipri { " without --sqpoll/--hipri" } else { "" }
+        )));
+    }
+    Err(probe::uring_setup_error(error))
+}
+
+fn describe_request(spec: &UringSpec) -> String {
+    let mut parts = vec![format!("ring setup {}", spec.ring_setup.name())];
+    if spec.sqpoll {
+        parts.push(match spec.sqpoll_cpu {
+            Some(cpu) => format!("SQPOLL on CPU {cpu}"),
+            None => "SQPOLL".into(),
+        });
+    }
+    if spec.hipri {
+        parts.push("IOPOLL".into());
+    }
+    parts.join(", ")
 }
 
 impl UringEngine {
     pub fn new(config: EngineConfig) -> Result<Self, EngineError> {
+        let spec = config.uring;
         let entries = config.depth.max(1).next_power_of_two();
-        let ring = build_ring(entries).map_err(probe::uring_setup_error)?;
+        let (ring, mut granted) = build_ring(entries, &spec)?;
         let buffers = AlignedBuffers::new(config.depth, config.max_len, config.seed)?;
-        let fixed_files = ring.submitter().register_files(&config.files).is_ok();
+        let fixed_files = spec.fixed_files && ring.submitter().register_files(&config.files).is_ok();
         let iovecs: Vec<libc::iovec> = (0..config.depth)
             .map(|slot| libc::iovec {
                 iov_base: buffers.slot_ptr(slot).cast(),
@@ -64,13 +138,22 @@ impl UringEngine {
         // The ring (and its registration) is dropped before the buffers, which are leaked
         // instead if requests are still in flight.
         let indexable = config.depth <= u32::from(u16::MAX);
-        // SAFETY: every iovec points into `buffers`, which outlives the registration (above).
-        let fixed_buffers = indexable && unsafe { ring.submitter().register_buffers(&iovecs) }.is_ok();
+        let fixed_buffers = spec.fixed_buffers
+            && indexable
+            // SAFETY: every iovec points into `buffers`, which outlives the registration (above).
+            && unsafe { ring.submitter().register_buffers(&iovecs) }.is_ok();
+        if fixed_files {
+            granted.push("fixed_files");
+        }
+        if fixed_buffers {
+            granted.push("fixed_buffers");
+        }
         Ok(UringEngine {
             ring,
             files: config.files,
             fixed_files,
             fixed_buffers,
+            granted,
             buffers: Some(buffers),
             in_flight: 0,
         })
@@ -139,6 +222,10 @@ impl Engine for UringEngine {
 
     fn in_flight(&self) -> u32 {
         self.in_flight
+    }
+
+    fn setup(&self) -> Vec<&'static str> {
+        self.granted.clone()
     }
 }
 

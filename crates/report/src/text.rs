@@ -43,24 +43,46 @@ fn job_text(out: &mut String, job: &JobResult) {
         let direct = if spec.target.direct { "O_DIRECT" } else { "buffered" };
         let workers =
             if group.workers == 1 { "1 worker".to_string() } else { format!("{} workers", group.workers) };
+        let engine = if group.engine_setup.is_empty() {
+            group.engine.clone()
+        } else {
+            format!("{} ({})", group.engine, group.engine_setup.join("+"))
+        };
+        let pinned = if group.cpus.is_empty() {
+            String::new()
+        } else {
+            format!(
+                ", pinned to CPUs {}",
+                group.cpus.iter().map(u32::to_string).collect::<Vec<_>>().join(",")
+            )
+        };
+        let paths: Vec<&str> = group.targets.iter().map(|t| t.path.as_str()).collect();
+        let layout = match group.stripe_bytes {
+            Some(stripe) => format!(" striped in {} chunks", iolab_spec::Bytes(stripe)),
+            None if paths.len() > 1 => " in turn".to_string(),
+            None => String::new(),
+        };
         let _ = writeln!(
             out,
-            "  {}{}, QD {} x {}, {}, {} -> {}",
+            "  {}{}, QD {} x {}, {engine}{pinned}, {direct} -> {}{layout}",
             if many { format!("group '{}': ", group.name) } else { String::new() },
             group.access,
             group.qd,
             workers,
-            group.engine,
-            direct,
-            group.target
+            paths.join(" + "),
         );
     }
     out.push('\n');
-    if many {
-        for group in &job.groups {
+    for group in &job.groups {
+        if many {
             let _ = writeln!(out, "group '{}'", group.name);
             tables(out, &group.read, &group.write, &group.total);
         }
+        if group.targets.len() > 1 {
+            per_target(out, group);
+        }
+    }
+    if many {
         let _ = writeln!(out, "all groups");
     }
     tables(out, &job.read, &job.write, &job.total);
@@ -134,6 +156,28 @@ fn tables(out: &mut String, read: &OpSummary, write: &OpSummary, total: &OpSumma
             .map(|w| format!("{}: {:.4}%", iolab_spec::Nanos(w.threshold_ns), w.pct))
             .collect();
         let _ = writeln!(out, "  {:<6}within {}", name, shares.join("  "));
+    }
+    out.push('\n');
+}
+
+/// One line per target of a group with several.
+fn per_target(out: &mut String, group: &iolab_stats::result::GroupResult) {
+    let _ = writeln!(out, "  {:<24}{:>14}{:>11}{:>9}{:>9}", "target", "IOPS", "MB/s", "mean", "p99");
+    for target in &group.targets {
+        let t = &target.total;
+        let (mean, p99) = t.latency.as_ref().map_or((0.0, 0.0), |l| {
+            let p99 = l.percentiles.iter().find(|p| p.p == 99.0).map_or(0, |p| p.ns);
+            (l.mean_ns, p99 as f64)
+        });
+        let _ = writeln!(
+            out,
+            "  {:<24}{:>14}{:>11.2}{:>9}{:>9}",
+            target.path,
+            thousands(t.iops),
+            t.mb_s,
+            latency(mean),
+            latency(p99)
+        );
     }
     out.push('\n');
 }

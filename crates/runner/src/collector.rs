@@ -22,6 +22,7 @@ const TICK: Duration = Duration::from_millis(200);
 /// A failed request, as a lane reported it.
 pub struct FailedIo {
     pub lane: usize,
+    pub target: u16,
     pub op: iolab_engine::Op,
     pub offset: u64,
     pub len: u32,
@@ -38,6 +39,8 @@ pub struct StuckLane {
 /// What the collector gathered over a job.
 pub struct Collected {
     pub group_totals: Vec<IntervalStats>,
+    /// Per group, per target.
+    pub target_totals: Vec<Vec<IntervalStats>>,
     pub group_series: Vec<Vec<SeriesPoint>>,
     pub job_series: Vec<SeriesPoint>,
     pub failed: Vec<FailedIo>,
@@ -54,11 +57,13 @@ pub struct Collector<'a> {
     shared: &'a Shared,
     heartbeats: &'a [Heartbeat],
     lane_group: Vec<usize>,
-    groups: usize,
+    /// Targets of each group.
+    group_targets: Vec<usize>,
     io_timeout_ns: u64,
     /// Last interval index each lane reported; `i64::MAX` once it finished.
     positions: Vec<i64>,
-    pending: BTreeMap<i64, Vec<IntervalStats>>,
+    /// Per interval index: per group, per target.
+    pending: BTreeMap<i64, Vec<Vec<IntervalStats>>>,
     out: Collected,
     cpu_start: Option<(ProcessCpu, MachineCpu)>,
     cpu_done: bool,
@@ -74,20 +79,21 @@ impl<'a> Collector<'a> {
         shared: &'a Shared,
         heartbeats: &'a [Heartbeat],
         lane_group: Vec<usize>,
+        group_targets: Vec<usize>,
         io_timeout: Nanos,
         job_name: &'a str,
     ) -> Self {
-        let groups = lane_group.iter().max().map_or(0, |g| g + 1);
+        let groups = group_targets.len();
         Collector {
             shared,
             heartbeats,
             positions: vec![i64::MIN; lane_group.len()],
             lane_group,
-            groups,
             io_timeout_ns: io_timeout.0,
             pending: BTreeMap::new(),
             out: Collected {
                 group_totals: vec![IntervalStats::default(); groups],
+                target_totals: group_targets.iter().map(|&n| vec![IntervalStats::default(); n]).collect(),
                 group_series: vec![Vec::new(); groups],
                 job_series: Vec::new(),
                 failed: Vec::new(),
@@ -98,6 +104,7 @@ impl<'a> Collector<'a> {
                 machine_busy_pct: Vec::new(),
                 abandoned: Vec::new(),
             },
+            group_targets,
             cpu_start: None,
             cpu_done: false,
             job_name,
@@ -195,16 +202,17 @@ impl<'a> Collector<'a> {
         match event {
             LaneEvent::Interval { lane, index, stats } => {
                 let group = self.lane_group[lane];
-                let slot =
-                    self.pending.entry(index).or_insert_with(|| vec![IntervalStats::default(); self.groups]);
-                slot[group].merge(&stats);
+                let slot = self.pending.entry(index).or_insert_with(|| empty(&self.group_targets));
+                for (sum, part) in slot[group].iter_mut().zip(&stats) {
+                    sum.merge(part);
+                }
                 if self.positions[lane] != i64::MAX {
                     self.positions[lane] = index;
                 }
             }
-            LaneEvent::IoError { lane, op, offset, len, result } => {
+            LaneEvent::IoError { lane, target, op, offset, len, result } => {
                 if self.out.failed.len() < KEPT_ERRORS {
-                    self.out.failed.push(FailedIo { lane, op, offset, len, result });
+                    self.out.failed.push(FailedIo { lane, target, op, offset, len, result });
                 }
             }
             LaneEvent::Finished { lane, error } => {
@@ -229,12 +237,12 @@ impl<'a> Collector<'a> {
             if index < 0 {
                 // A ramp second: shown live, never part of the results.
                 let mut job = IntervalStats::default();
-                per_group.iter().for_each(|stats| job.merge(stats));
+                per_group.iter().flatten().for_each(|stats| job.merge(stats));
                 self.latest = Some(job.point(Nanos(0), Nanos(INTERVAL_NS)));
                 continue;
             }
             while self.next_index < index {
-                self.emit(self.next_index, &vec![IntervalStats::default(); self.groups]);
+                self.emit(self.next_index, &empty(&self.group_targets));
             }
             self.emit(index, &per_group);
         }
@@ -243,13 +251,13 @@ impl<'a> Collector<'a> {
             let window = self.shared.window_end_ns().saturating_sub(self.shared.measure_start_ns);
             let last = window.div_ceil(INTERVAL_NS) as i64;
             while self.next_index < last {
-                self.emit(self.next_index, &vec![IntervalStats::default(); self.groups]);
+                self.emit(self.next_index, &empty(&self.group_targets));
             }
         }
     }
 
     /// Adds measured interval `index` to the series and totals.
-    fn emit(&mut self, index: i64, per_group: &[IntervalStats]) {
+    fn emit(&mut self, index: i64, per_group: &[Vec<IntervalStats>]) {
         self.next_index = self.next_index.max(index + 1);
         let start = self.shared.measure_start_ns + index as u64 * INTERVAL_NS;
         let end = (start + INTERVAL_NS).min(self.shared.window_end_ns());
@@ -258,10 +266,15 @@ impl<'a> Collector<'a> {
         }
         let (offset, duration) = (Nanos(index as u64 * INTERVAL_NS), Nanos(end - start));
         let mut job = IntervalStats::default();
-        for (group, stats) in per_group.iter().enumerate() {
+        for (group, per_target) in per_group.iter().enumerate() {
+            let mut stats = IntervalStats::default();
+            for (target, part) in per_target.iter().enumerate() {
+                self.out.target_totals[group][target].merge(part);
+                stats.merge(part);
+            }
             self.out.group_series[group].push(stats.point(offset, duration));
-            self.out.group_totals[group].merge(stats);
-            job.merge(stats);
+            self.out.group_totals[group].merge(&stats);
+            job.merge(&stats);
         }
         let point = job.point(offset, duration);
         self.latest = Some(point.clone());
@@ -287,4 +300,9 @@ impl<'a> Collector<'a> {
             p99_ns: last.map_or(0, |p| p.p99_ns),
         }
     }
+}
+
+/// An interval with nothing in it: per group, per target.
+fn empty(group_targets: &[usize]) -> Vec<Vec<IntervalStats>> {
+    group_targets.iter().map(|&n| vec![IntervalStats::default(); n]).collect()
 }

@@ -8,45 +8,52 @@ use std::time::Instant;
 
 use iolab_engine::Op;
 use iolab_spec::{EngineKind, JobSpec};
-use iolab_stats::result::{CpuReport, ErrorReport, GroupResult, IoErrorRecord, JobResult, StuckIo};
+use iolab_stats::result::{
+    CpuReport, ErrorReport, GroupResult, IoErrorRecord, JobResult, StuckIo, TargetResult,
+};
 use iolab_stats::IntervalStats;
 
-use crate::access::AccessGenerator;
 use crate::collector::{Collected, Collector};
 use crate::error::RunError;
 use crate::lane::{self, Heartbeat, LanePlan};
 use crate::observer::Observer;
 use crate::prepare::PreparedTarget;
+use crate::routing::{Region, Router};
 use crate::shared::Shared;
 
-/// Runs `job` on its prepared targets (one per group).
+/// Runs `job` on its prepared targets (per group, its targets).
 pub fn run_job(
     job: &JobSpec,
-    targets: &[PreparedTarget],
+    targets: &[Vec<PreparedTarget>],
     interrupt: &AtomicBool,
     observer: &mut dyn Observer,
 ) -> Result<JobResult, RunError> {
     let mut plans = Vec::new();
     let mut lane_group = Vec::new();
-    for (g, (group, target)) in job.groups.iter().zip(targets).enumerate() {
+    for (g, (group, group_targets)) in job.groups.iter().zip(targets).enumerate() {
         let threads = group.threads();
+        let regions: Vec<Region> =
+            group_targets.iter().map(|t| Region { start: t.region_start, size: t.region_size }).collect();
         for index in 0..threads {
             plans.push(LanePlan {
                 lane: plans.len(),
                 engine: group.engine,
+                uring: group.uring,
                 depth: group.depth_per_thread(),
-                fd: target.file.as_raw_fd(),
+                files: group_targets.iter().map(|t| t.file.as_raw_fd()).collect(),
                 max_len: group.access.max_bs().0 as u32,
-                generator: AccessGenerator::new(
+                router: Router::new(
                     &group.access,
-                    target.region_start,
-                    target.region_size,
+                    &regions,
+                    group.target.stripe.map(|s| s.0),
                     group.seed,
                     index,
                     threads,
                 ),
                 burst: group.access.burst,
                 submit_batch: group.submit_batch,
+                complete_batch: group.complete_batch,
+                cpu: (!group.cpus.is_empty()).then(|| group.cpus[index as usize % group.cpus.len()]),
             });
             lane_group.push(g);
         }
@@ -54,7 +61,7 @@ pub fn run_job(
 
     let heartbeats: Arc<[Heartbeat]> = (0..plans.len()).map(|_| Heartbeat::default()).collect();
     let (event_tx, event_rx) = mpsc::channel();
-    let (ready_tx, ready_rx) = mpsc::channel::<Result<(), RunError>>();
+    let (ready_tx, ready_rx) = mpsc::channel::<(usize, Result<Vec<&'static str>, RunError>)>();
     let mut starts = Vec::new();
     let mut handles = Vec::new();
     for plan in plans {
@@ -64,13 +71,13 @@ pub fn run_job(
         let handle = std::thread::Builder::new()
             .name(format!("iolab-lane{}", plan.lane))
             .spawn(move || {
-                let engine = match lane::open(&plan) {
+                let engine = match pin(plan.cpu).and_then(|()| Ok(lane::open(&plan)?)) {
                     Ok(engine) => {
-                        let _ = ready.send(Ok(()));
+                        let _ = ready.send((plan.lane, Ok(engine.setup())));
                         engine
                     }
                     Err(e) => {
-                        let _ = ready.send(Err(e.into()));
+                        let _ = ready.send((plan.lane, Err(e)));
                         return;
                     }
                 };
@@ -86,10 +93,11 @@ pub fn run_job(
 
     // Every engine must open before any I/O starts, so a failure costs nothing.
     let mut failure = None;
+    let mut setups = vec![Vec::new(); handles.len()];
     for _ in 0..handles.len() {
         match ready_rx.recv() {
-            Ok(Ok(())) => {}
-            Ok(Err(e)) => failure = failure.or(Some(e)),
+            Ok((lane, Ok(setup))) => setups[lane] = setup,
+            Ok((_, Err(e))) => failure = failure.or(Some(e)),
             Err(_) => break,
         }
     }
@@ -104,22 +112,39 @@ pub fn run_job(
     for start in &starts {
         let _ = start.send(Some(shared.clone()));
     }
-    let collected = Collector::new(&shared, &heartbeats, lane_group.clone(), job.io_timeout, &job.name)
-        .run(event_rx, interrupt, observer);
+    let group_targets = targets.iter().map(Vec::len).collect();
+    let collected =
+        Collector::new(&shared, &heartbeats, lane_group.clone(), group_targets, job.io_timeout, &job.name)
+            .run(event_rx, interrupt, observer);
     observer.finish();
     for (lane, handle) in handles.into_iter().enumerate() {
         if !collected.abandoned.contains(&lane) {
             let _ = handle.join();
         }
     }
-    Ok(assemble(job, targets, &shared, &lane_group, collected))
+    Ok(assemble(job, targets, &shared, &lane_group, &setups, collected))
+}
+
+/// Pins the calling thread to `cpu`.
+fn pin(cpu: Option<u32>) -> Result<(), RunError> {
+    let Some(cpu) = cpu else { return Ok(()) };
+    let mut set = nix::sched::CpuSet::new();
+    set.set(cpu as usize)
+        .and_then(|()| nix::sched::sched_setaffinity(nix::unistd::Pid::from_raw(0), &set))
+        .map_err(|e| {
+            RunError::Invalid(format!(
+                "--cpus: cannot pin a thread to CPU {cpu} ({e}); this machine has CPUs 0-{}",
+                std::thread::available_parallelism().map_or(0, |n| n.get() - 1)
+            ))
+        })
 }
 
 fn assemble(
     job: &JobSpec,
-    targets: &[PreparedTarget],
+    targets: &[Vec<PreparedTarget>],
     shared: &Shared,
     lane_group: &[usize],
+    setups: &[Vec<&'static str>],
     collected: Collected,
 ) -> JobResult {
     let measured_s = shared.window_end_ns().saturating_sub(shared.measure_start_ns) as f64 / 1e9;
@@ -128,18 +153,33 @@ fn assemble(
     let groups: Vec<GroupResult> = job
         .groups
         .iter()
-        .zip(targets)
+        .enumerate()
         .zip(collected.group_totals.iter().zip(collected.group_series))
-        .map(|((group, target), (totals, series))| {
+        .map(|((g, group), (totals, series))| {
             all.merge(totals);
+            let first_lane = lane_group.iter().position(|&lg| lg == g).unwrap_or(0);
             GroupResult {
                 name: group.name.clone(),
-                target: target.path.display().to_string(),
+                targets: targets[g]
+                    .iter()
+                    .zip(&collected.target_totals[g])
+                    .map(|(target, stats)| TargetResult {
+                        path: target.path.display().to_string(),
+                        read: stats.read.summary(measured_s, slo),
+                        write: stats.write.summary(measured_s, slo),
+                        total: stats.combined().summary(measured_s, slo),
+                    })
+                    .collect(),
+                stripe_bytes: group.target.stripe.map(|s| s.0),
                 access: group.access.describe(),
                 engine: group.engine.to_string(),
+                engine_setup: setups
+                    .get(first_lane)
+                    .map_or_else(Vec::new, |s| s.iter().map(|name| name.to_string()).collect()),
                 qd: group.qd,
                 workers: group.workers,
                 threads: group.threads(),
+                cpus: group.cpus.clone(),
                 read: totals.read.summary(measured_s, slo),
                 write: totals.write.summary(measured_s, slo),
                 total: totals.combined().summary(measured_s, slo),
@@ -160,9 +200,15 @@ fn assemble(
         machine_busy_pct: collected.machine_busy_pct,
     });
 
-    let where_ = |lane: usize| {
+    let group_paths = |g: usize| targets[g].iter().map(|t| t.path.display().to_string()).collect::<Vec<_>>();
+    let where_ = |lane: usize, target: Option<u16>| {
         let g = lane_group[lane];
-        (job.groups[g].name.clone(), targets[g].path.display().to_string())
+        let paths = group_paths(g);
+        let path = match target {
+            Some(t) => paths.get(t as usize).cloned().unwrap_or_default(),
+            None => paths.join(", "),
+        };
+        (job.groups[g].name.clone(), path)
     };
     let errors = ErrorReport {
         count: collected.failed_count,
@@ -170,7 +216,7 @@ fn assemble(
             .failed
             .iter()
             .map(|f| {
-                let (group, target) = where_(f.lane);
+                let (group, target) = where_(f.lane, Some(f.target));
                 let op = match f.op {
                     Op::Read => "read",
                     Op::Write => "write",
@@ -184,7 +230,7 @@ fn assemble(
             })
             .collect(),
         stuck: collected.stuck.map(|s| {
-            let (group, target) = where_(s.lane);
+            let (group, target) = where_(s.lane, None);
             let first_lane = lane_group.iter().position(|&g| g == lane_group[s.lane]).unwrap_or(0);
             StuckIo {
                 group,
@@ -210,16 +256,36 @@ fn assemble(
         series: collected.job_series,
         cpu,
         errors,
-        notes: notes(job, targets),
+        notes: notes(job, targets, lane_group, setups),
     }
 }
 
 /// How the run was done, where it differs from what the user may assume.
-fn notes(job: &JobSpec, targets: &[PreparedTarget]) -> Vec<String> {
+fn notes(
+    job: &JobSpec,
+    targets: &[Vec<PreparedTarget>],
+    lane_group: &[usize],
+    setups: &[Vec<&'static str>],
+) -> Vec<String> {
     let mut notes = Vec::new();
-    for (group, target) in job.groups.iter().zip(targets) {
+    for (g, (group, group_targets)) in job.groups.iter().zip(targets).enumerate() {
         let label = if job.groups.len() > 1 { format!("group '{}': ", group.name) } else { String::new() };
-        notes.extend(target.notes.iter().map(|note| format!("{label}{note}")));
+        for target in group_targets {
+            notes.extend(target.notes.iter().map(|note| format!("{label}{note}")));
+        }
+        let lanes: Vec<&Vec<&str>> =
+            lane_group.iter().zip(setups).filter(|(&lg, _)| lg == g).map(|(_, s)| s).collect();
+        if lanes.windows(2).any(|pair| pair[0] != pair[1]) {
+            notes.push(format!(
+                "{label}the kernel did not grant every thread the same engine setup (e.g. registration refused under RLIMIT_MEMLOCK): {}",
+                lanes.iter().map(|s| s.join("+")).collect::<Vec<_>>().join(" / ")
+            ));
+        }
+        if group.engine == EngineKind::Aio && !group.target.direct {
+            notes.push(format!(
+                "{label}Linux AIO without O_DIRECT submits synchronously: each io_submit waits for its I/O"
+            ));
+        }
         if group.engine == EngineKind::Psync && group.qd > 1 {
             notes.push(format!(
                 "{label}psync holds one I/O per thread, so QD {} ran as {} threads ({} per worker)",
@@ -229,10 +295,9 @@ fn notes(job: &JobSpec, targets: &[PreparedTarget]) -> Vec<String> {
             ));
         }
         if !group.target.direct {
-            notes.push(format!(
-                "{label}buffered I/O: results include the page cache of {}",
-                target.path.display()
-            ));
+            let paths: Vec<String> = group_targets.iter().map(|t| t.path.display().to_string()).collect();
+            notes
+                .push(format!("{label}buffered I/O: results include the page cache of {}", paths.join(", ")));
         }
         if group.engine == EngineKind::Null {
             notes.push(format!("{label}null engine: no I/O was done; figures are iolab's own overhead"));

@@ -12,11 +12,11 @@ use std::sync::mpsc::Sender;
 use std::sync::Mutex;
 
 use iolab_engine::{open_engine, Completion, Engine, EngineConfig, EngineError, IoRequest, Op, Queued};
-use iolab_spec::{Burst, EngineKind};
+use iolab_spec::{Burst, EngineKind, UringSpec};
 use iolab_stats::result::StopReason;
 use iolab_stats::IntervalStats;
 
-use crate::access::AccessGenerator;
+use crate::routing::{RoutedIo, Router};
 use crate::shared::{Shared, INTERVAL_NS};
 
 /// Failed requests a lane reports in full; later ones are only counted.
@@ -25,10 +25,11 @@ pub const KEPT_ERRORS: usize = 20;
 /// What a lane tells the collector.
 pub enum LaneEvent {
     /// Statistics of interval `index` (seconds from the start of measurement; negative during
-    /// the ramp). Completions after the end of the measured window are not in it.
-    Interval { lane: usize, index: i64, stats: Box<IntervalStats> },
+    /// the ramp), one entry per target of the lane's group. Completions after the end of the
+    /// measured window are not in it.
+    Interval { lane: usize, index: i64, stats: Vec<IntervalStats> },
     /// A request failed or transferred fewer bytes than asked.
-    IoError { lane: usize, op: Op, offset: u64, len: u32, result: i32 },
+    IoError { lane: usize, target: u16, op: Op, offset: u64, len: u32, result: i32 },
     /// The lane has stopped; `error` when its engine failed.
     Finished { lane: usize, error: Option<String> },
 }
@@ -51,17 +52,24 @@ pub struct LanePlan {
     /// Index of this lane among all the job's lanes.
     pub lane: usize,
     pub engine: EngineKind,
+    pub uring: UringSpec,
     pub depth: u32,
-    pub fd: RawFd,
+    /// The group's targets, in the order the router numbers them.
+    pub files: Vec<RawFd>,
     pub max_len: u32,
-    pub generator: AccessGenerator,
+    pub router: Router,
     pub burst: Option<Burst>,
     /// Queued requests handed to the kernel at a time.
     pub submit_batch: u32,
+    /// Completions waited for per commit, at most.
+    pub complete_batch: u32,
+    /// The CPU this lane's thread is pinned to.
+    pub cpu: Option<u32>,
 }
 
 #[derive(Clone, Copy)]
 struct SlotInfo {
+    target: u16,
     op: Op,
     len: u32,
     offset: u64,
@@ -73,10 +81,11 @@ pub fn open(plan: &LanePlan) -> Result<Box<dyn Engine>, EngineError> {
     open_engine(
         plan.engine,
         EngineConfig {
-            files: vec![plan.fd],
+            files: plan.files.clone(),
             depth: plan.depth,
             max_len: plan.max_len,
             seed: plan.lane as u64 + 1,
+            uring: plan.uring,
         },
     )
 }
@@ -84,14 +93,15 @@ pub fn open(plan: &LanePlan) -> Result<Box<dyn Engine>, EngineError> {
 pub struct Interval {
     pub index: i64,
     next_boundary_ns: u64,
-    pub stats: Box<IntervalStats>,
+    /// One per target of the lane's group.
+    pub stats: Vec<IntervalStats>,
 }
 
 impl Interval {
-    fn at(now_ns: u64, measure_start_ns: u64) -> Self {
+    fn at(now_ns: u64, measure_start_ns: u64, targets: usize) -> Self {
         let index = (now_ns as i64 - measure_start_ns as i64).div_euclid(INTERVAL_NS as i64);
         let next_boundary_ns = (measure_start_ns as i64 + (index + 1) * INTERVAL_NS as i64).max(0) as u64;
-        Interval { index, next_boundary_ns, stats: Box::default() }
+        Interval { index, next_boundary_ns, stats: vec![IntervalStats::default(); targets] }
     }
 }
 
@@ -119,7 +129,8 @@ fn drive(
     events: &Sender<LaneEvent>,
 ) -> Result<(), EngineError> {
     let depth = plan.depth as usize;
-    let mut slots = vec![SlotInfo { op: Op::Read, len: 0, offset: 0, submitted_ns: 0 }; depth];
+    let targets = plan.files.len();
+    let mut slots = vec![SlotInfo { target: 0, op: Op::Read, len: 0, offset: 0, submitted_ns: 0 }; depth];
     let mut free: Vec<u32> = (0..plan.depth).rev().collect();
     // Queued requests not yet handed to the kernel.
     let mut batch: Vec<u32> = Vec::with_capacity(depth);
@@ -127,7 +138,7 @@ fn drive(
     let mut errors_sent = 0;
     let mut busy = false;
     let mut now = shared.now_ns();
-    *lock(&heartbeat.current) = Some(Interval::at(now, shared.measure_start_ns));
+    *lock(&heartbeat.current) = Some(Interval::at(now, shared.measure_start_ns, targets));
     let mut burst_left = plan.burst.map_or(u32::MAX, |b| b.ios);
 
     loop {
@@ -140,14 +151,15 @@ fn drive(
                     hand_over(engine, &mut batch, &mut slots, shared, heartbeat, &mut busy, 0)?;
                 }
                 let Some(slot) = free.pop() else { break };
-                let next = plan.generator.next_io();
-                let request = IoRequest { slot, op: next.op, file: 0, offset: next.offset, len: next.len };
+                let RoutedIo { target, io: next } = plan.router.next_io();
+                let request =
+                    IoRequest { slot, op: next.op, file: target, offset: next.offset, len: next.len };
                 if engine.queue(request) == Queued::Busy {
                     free.push(slot);
                     break;
                 }
                 slots[slot as usize] =
-                    SlotInfo { op: next.op, len: next.len, offset: next.offset, submitted_ns: 0 };
+                    SlotInfo { target, op: next.op, len: next.len, offset: next.offset, submitted_ns: 0 };
                 batch.push(slot);
                 if plan.burst.is_some() {
                     burst_left -= 1;
@@ -168,7 +180,8 @@ fn drive(
             now = shared.now_ns();
             continue;
         }
-        hand_over(engine, &mut batch, &mut slots, shared, heartbeat, &mut busy, 1)?;
+        let wait_for = plan.complete_batch.min(engine.in_flight());
+        hand_over(engine, &mut batch, &mut slots, shared, heartbeat, &mut busy, wait_for)?;
         engine.reap(&mut done);
         now = shared.now_ns();
         heartbeat.last_progress_ns.store(now, Relaxed);
@@ -176,7 +189,7 @@ fn drive(
         let mut current = lock(&heartbeat.current);
         let Some(interval) = current.as_mut() else { break };
         if now >= interval.next_boundary_ns {
-            let finished = std::mem::replace(interval, Interval::at(now, shared.measure_start_ns));
+            let finished = std::mem::replace(interval, Interval::at(now, shared.measure_start_ns, targets));
             let _ = events.send(LaneEvent::Interval {
                 lane: plan.lane,
                 index: finished.index,
@@ -197,6 +210,7 @@ fn drive(
                     errors_sent += 1;
                     let _ = events.send(LaneEvent::IoError {
                         lane: plan.lane,
+                        target: info.target,
                         op: info.op,
                         offset: info.offset,
                         len: info.len,
@@ -212,9 +226,10 @@ fn drive(
                 continue;
             }
             let latency = now.saturating_sub(info.submitted_ns);
+            let stats = &mut interval.stats[info.target as usize];
             match info.op {
-                Op::Read => interval.stats.read.record(latency, u64::from(info.len)),
-                Op::Write => interval.stats.write.record(latency, u64::from(info.len)),
+                Op::Read => stats.read.record(latency, u64::from(info.len)),
+                Op::Write => stats.write.record(latency, u64::from(info.len)),
             }
             if measured {
                 batch_ios += 1;

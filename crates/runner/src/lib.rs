@@ -9,6 +9,7 @@ mod job;
 mod lane;
 mod observer;
 mod prepare;
+mod routing;
 mod run;
 mod shared;
 

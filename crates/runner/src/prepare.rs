@@ -79,7 +79,7 @@ pub fn scratch(
     observer: &mut dyn Observer,
 ) -> Result<Option<Scratch>, RunError> {
     let groups: Vec<&GroupSpec> =
-        plan.jobs.iter().flat_map(|j| &j.groups).filter(|g| g.target.path.is_none()).collect();
+        plan.jobs.iter().flat_map(|j| &j.groups).filter(|g| g.target.paths.is_empty()).collect();
     if groups.is_empty() {
         return Ok(None);
     }
@@ -99,20 +99,20 @@ pub fn scratch(
     Ok(Some(scratch))
 }
 
-/// Opens and checks the target of every group of `job`.
+/// Opens and checks the targets of every group of `job`: per group, its targets in order.
 pub fn targets(
     job: &JobSpec,
     scratch: Option<&Path>,
     cancel: &AtomicBool,
     observer: &mut dyn Observer,
-) -> Result<Vec<PreparedTarget>, RunError> {
+) -> Result<Vec<Vec<PreparedTarget>>, RunError> {
     job.groups
         .iter()
         .map(|group| {
-            let path = match (&group.target.path, scratch) {
-                (Some(path), _) => path.clone(),
-                (None, Some(scratch)) => scratch.to_path_buf(),
-                (None, None) => return Err(RunError::Invalid("no target and no scratch file".into())),
+            let paths = match (group.target.paths.as_slice(), scratch) {
+                ([], Some(scratch)) => vec![scratch.to_path_buf()],
+                ([], None) => return Err(RunError::Invalid("no target and no scratch file".into())),
+                (paths, _) => paths.to_vec(),
             };
             let context = |e: RunError| match e {
                 RunError::Invalid(m) if job.groups.len() > 1 => {
@@ -120,9 +120,28 @@ pub fn targets(
                 }
                 other => other,
             };
-            prepare(group, path, cancel, observer).map_err(context)
+            let prepared = paths
+                .into_iter()
+                .map(|path| prepare(group, path, cancel, observer))
+                .collect::<Result<Vec<_>, _>>()
+                .map_err(context)?;
+            check_stripe(group, &prepared).map_err(context)?;
+            Ok(prepared)
         })
         .collect()
+}
+
+/// Every target must hold at least one whole chunk of the stripe.
+fn check_stripe(group: &GroupSpec, targets: &[PreparedTarget]) -> Result<(), RunError> {
+    let Some(stripe) = group.target.stripe else { return Ok(()) };
+    match targets.iter().find(|t| t.region_size < stripe.0) {
+        Some(small) => Err(RunError::Invalid(format!(
+            "the region of {} ({}) is smaller than one --stripe chunk ({stripe}); use a smaller --stripe or a larger --size",
+            small.path.display(),
+            Bytes(small.region_size)
+        ))),
+        None => Ok(()),
+    }
 }
 
 fn prepare(
@@ -139,7 +158,7 @@ fn prepare(
         (Some(TargetKind::BlockDevice), _) | (Some(TargetKind::File), None) => {}
         (_, Some(size)) => {
             let layout = target::lay_out_file(&path, offset + size.0, cancel)?;
-            if layout.written > 0 && spec.path.is_some() {
+            if layout.written > 0 && !spec.paths.is_empty() {
                 observer.note(&format!(
                     "wrote {} of data to lay out {}",
                     Bytes(layout.written),
@@ -191,6 +210,12 @@ fn prepare(
     }
     if spec.direct {
         check_direct_alignment(group, &path, info.direct_align)?;
+    }
+    if group.uring.hipri && !info.has_poll_queues() {
+        return Err(RunError::Invalid(format!(
+            "--hipri polls for completions, but the device behind {} has no poll queues (its queue/io_poll is not 1); NVMe gets them with the nvme module's poll_queues=N; drop --hipri",
+            path.display()
+        )));
     }
     let mut notes = Vec::new();
     if info.kind == TargetKind::File {

@@ -13,11 +13,11 @@ mod units;
 mod values;
 
 pub use error::SpecError;
-pub use model::{AccessSpec, Burst, GroupSpec, JobSpec, OutputSpec, RunPlan, TargetSpec};
+pub use model::{AccessSpec, Burst, GroupSpec, JobSpec, OutputSpec, RunPlan, TargetSpec, UringSpec};
 pub use options::{Options, JOB_KEYS, RUN_KEYS};
 pub use resolve::{defaults, resolve, DEFAULT_SEED, STANDARD_SLO};
 pub use units::{Bytes, Nanos};
-pub use values::{BsSplit, BsWeight, EngineKind, IoLimit, NanosList, Rw};
+pub use values::{BsSplit, BsWeight, CpuList, EngineKind, IoLimit, NanosList, RingSetup, Rw};
 
 #[cfg(test)]
 mod tests;

@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use serde::Serialize;
 
 use crate::units::{Bytes, Nanos};
-use crate::values::{BsWeight, EngineKind, IoLimit};
+use crate::values::{BsWeight, EngineKind, IoLimit, RingSetup};
 
 /// Everything one `iolab run` does: jobs one after another, and where results go.
 #[derive(Debug, Clone, Serialize)]
@@ -53,7 +53,33 @@ pub struct GroupSpec {
     pub engine: EngineKind,
     /// Queued requests handed to the kernel per system call, at most.
     pub submit_batch: u32,
+    /// Completions waited for per system call, at most (capped at the I/Os in flight).
+    pub complete_batch: u32,
+    /// CPUs the group's threads are pinned to, in turn; empty: not pinned.
+    pub cpus: Vec<u32>,
+    pub uring: UringSpec,
     pub seed: u64,
+}
+
+/// io_uring tuning of a group. Defaults: the cheapest ring setup the kernel accepts, registered
+/// files and buffers (each falling back to the plain form where the kernel refuses), no SQPOLL,
+/// no IOPOLL. The report records what the kernel actually granted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Default)]
+pub struct UringSpec {
+    pub ring_setup: RingSetup,
+    pub fixed_files: bool,
+    pub fixed_buffers: bool,
+    pub sqpoll: bool,
+    pub sqpoll_cpu: Option<u32>,
+    /// IORING_SETUP_IOPOLL: poll the device for completions.
+    pub hipri: bool,
+}
+
+impl UringSpec {
+    /// The tuned default: the kernel's cheapest ring, registered files and buffers.
+    pub fn tuned() -> Self {
+        UringSpec { fixed_files: true, fixed_buffers: true, ..UringSpec::default() }
+    }
 }
 
 impl GroupSpec {
@@ -70,8 +96,11 @@ impl GroupSpec {
 
 #[derive(Debug, Clone, Serialize)]
 pub struct TargetSpec {
-    /// `None`: a scratch file that iolab creates in the current directory.
-    pub path: Option<PathBuf>,
+    /// Empty: a scratch file that iolab creates in the current directory.
+    pub paths: Vec<PathBuf>,
+    /// With several paths: RAID-0 chunk size. `None`: each I/O goes to the next path in turn.
+    #[serde(rename = "stripe_bytes")]
+    pub stripe: Option<Bytes>,
     /// Region size; `None` means the whole device or file (1 GiB for a scratch file).
     #[serde(rename = "size_bytes")]
     pub size: Option<Bytes>,

@@ -10,17 +10,24 @@ use clap::Args;
 use serde::Deserialize;
 
 use crate::units::{Bytes, Nanos};
-use crate::values::{BsSplit, EngineKind, IoLimit, NanosList, Rw};
+use crate::values::{BsSplit, CpuList, EngineKind, IoLimit, NanosList, RingSetup, Rw};
 
 /// Options of a run. In job files the same names are used with `_` (`read_pct = 70`).
 #[derive(Debug, Clone, Default, Args, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Options {
     // ---- what a group of workers does ----
-    /// Target: a regular file (created or extended to --size) or a block device.
-    /// Default: a 1 GiB scratch file in the current directory, removed afterwards.
-    #[arg(long, value_name = "PATH", help_heading = "Target")]
-    pub target: Option<PathBuf>,
+    /// Target: a regular file (created or extended to --size) or a block device. Repeat it to
+    /// spread I/O over several targets (see --stripe). Default: a 1 GiB scratch file in the
+    /// current directory, removed afterwards.
+    #[arg(long, value_name = "PATH", help_heading = "Target", action = clap::ArgAction::Append)]
+    #[serde(default, deserialize_with = "crate::values::one_or_many_paths")]
+    pub target: Option<Vec<PathBuf>>,
+
+    /// With several targets: stripe them RAID-0 style in chunks of SIZE (e.g. 128k) into one
+    /// volume. Without it, each I/O goes to the next target in turn, at an offset of its own.
+    #[arg(long, value_name = "SIZE", help_heading = "Target")]
+    pub stripe: Option<Bytes>,
 
     /// Size of the region to test (default: the whole device or file; 1 GiB for scratch).
     #[arg(long, value_name = "SIZE", help_heading = "Target")]
@@ -95,6 +102,41 @@ pub struct Options {
     #[arg(long, value_name = "N", help_heading = "Load")]
     pub submit_batch: Option<u32>,
 
+    /// Wait for N completions per system call before reaping (default 1): fewer calls, later
+    /// reaps. Capped at the I/Os in flight.
+    #[arg(long, value_name = "N", help_heading = "Load")]
+    pub complete_batch: Option<u32>,
+
+    /// Pin the I/O threads to these CPUs, in turn (e.g. 0,1 or 0-3).
+    #[arg(long, value_name = "LIST", help_heading = "Load")]
+    pub cpus: Option<CpuList>,
+
+    /// io_uring ring setup: auto (probe the kernel for the cheapest: defer-taskrun, then
+    /// coop-taskrun, then plain), or insist on defer-taskrun, coop-taskrun or plain.
+    #[arg(long, value_name = "MODE", help_heading = "io_uring")]
+    pub ring_setup: Option<RingSetup>,
+
+    /// Register the target files with the ring (default on; off = look the file up per I/O).
+    #[arg(long, value_name = "on|off", help_heading = "io_uring", value_parser = parse_switch)]
+    pub fixed_files: Option<bool>,
+
+    /// Register the I/O buffers with the ring (default on; off = pin pages per I/O).
+    #[arg(long, value_name = "on|off", help_heading = "io_uring", value_parser = parse_switch)]
+    pub fixed_buffers: Option<bool>,
+
+    /// A kernel thread polls the submission queue, so submitting costs no system call.
+    #[arg(long, num_args = 0..=1, require_equals = true, default_missing_value = "true", help_heading = "io_uring")]
+    pub sqpoll: Option<bool>,
+
+    /// Pin the SQPOLL thread to this CPU (implies --sqpoll).
+    #[arg(long, value_name = "CPU", help_heading = "io_uring")]
+    pub sqpoll_cpu: Option<u32>,
+
+    /// Poll for completions (IORING_SETUP_IOPOLL) instead of waiting for interrupts; needs
+    /// O_DIRECT and a device with poll queues (NVMe with poll_queues set).
+    #[arg(long, num_args = 0..=1, require_equals = true, default_missing_value = "true", help_heading = "io_uring")]
+    pub hipri: Option<bool>,
+
     /// Seed of the offset and read/write choices, for repeatable runs.
     #[arg(long, value_name = "N", help_heading = "Load")]
     pub seed: Option<u64>,
@@ -165,6 +207,7 @@ macro_rules! with_option_fields {
     ($callback:ident) => {
         $callback!(
             target,
+            stripe,
             size,
             offset,
             keep,
@@ -183,6 +226,14 @@ macro_rules! with_option_fields {
             workers,
             engine,
             submit_batch,
+            complete_batch,
+            cpus,
+            ring_setup,
+            fixed_files,
+            fixed_buffers,
+            sqpoll,
+            sqpoll_cpu,
+            hipri,
             seed,
             runtime,
             ramp,
@@ -195,6 +246,15 @@ macro_rules! with_option_fields {
             quiet
         )
     };
+}
+
+/// `on`/`off` (also true/false, yes/no, 1/0).
+fn parse_switch(text: &str) -> Result<bool, String> {
+    match text.to_ascii_lowercase().as_str() {
+        "on" | "true" | "yes" | "1" => Ok(true),
+        "off" | "false" | "no" | "0" => Ok(false),
+        _ => Err(format!("'{text}' is not a switch; use on or off")),
+    }
 }
 
 impl Options {

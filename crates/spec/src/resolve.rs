@@ -5,10 +5,10 @@
 //! runner when it opens the target.
 
 use crate::error::{invalid, SpecError};
-use crate::model::{AccessSpec, Burst, GroupSpec, JobSpec, OutputSpec, RunPlan, TargetSpec};
+use crate::model::{AccessSpec, Burst, GroupSpec, JobSpec, OutputSpec, RunPlan, TargetSpec, UringSpec};
 use crate::options::{Options, JOB_KEYS, RUN_KEYS};
 use crate::units::{Bytes, Nanos};
-use crate::values::{BsWeight, EngineKind, Rw};
+use crate::values::{BsWeight, EngineKind, RingSetup, Rw};
 
 /// The default seed: runs repeat exactly unless the user asks otherwise.
 pub const DEFAULT_SEED: u64 = 0x101a_b5eed;
@@ -257,6 +257,30 @@ fn resolve_group(layer: &Options, name: String, seed: u64) -> Result<GroupSpec, 
     if submit_batch == 0 {
         return Err(invalid("--submit-batch must be 1 or more (got 0)"));
     }
+    let complete_batch = layer.complete_batch.unwrap_or(1);
+    if complete_batch == 0 {
+        return Err(invalid("--complete-batch must be 1 or more (got 0)"));
+    }
+    let uring = resolve_uring(layer, engine)?;
+    let paths = layer.target.clone().unwrap_or_default();
+    let stripe = match (layer.stripe, paths.len()) {
+        (None, _) => None,
+        (Some(_), 0 | 1) => {
+            return Err(invalid("--stripe needs two or more --target paths to stripe over"));
+        }
+        (Some(stripe), _) if stripe < bs_split.iter().map(|w| w.bs).max().unwrap_or(stripe) => {
+            return Err(invalid(format!(
+                "--stripe {stripe} is smaller than the largest block size; a stripe must hold a whole I/O"
+            )));
+        }
+        (Some(stripe), _) if stripe.0 % align.0 != 0 => {
+            return Err(invalid(format!("--stripe {stripe} is not a multiple of --align {align}")));
+        }
+        (Some(stripe), _) => Some(stripe),
+    };
+    if let Some(path) = paths.iter().enumerate().find_map(|(i, p)| paths[..i].contains(p).then_some(p)) {
+        return Err(invalid(format!("--target {} is given twice; name each target once", path.display())));
+    }
     let threads = u64::from(workers) * u64::from(qd / engine.depth_per_thread(qd));
     if threads > MAX_THREADS && engine == EngineKind::Psync {
         return Err(invalid(format!(
@@ -281,7 +305,8 @@ fn resolve_group(layer: &Options, name: String, seed: u64) -> Result<GroupSpec, 
     Ok(GroupSpec {
         name,
         target: TargetSpec {
-            path: layer.target.clone(),
+            paths,
+            stripe,
             size,
             offset: layer.offset.unwrap_or_default(),
             direct: layer.direct.unwrap_or(true) && !layer.buffered.unwrap_or(false),
@@ -293,6 +318,54 @@ fn resolve_group(layer: &Options, name: String, seed: u64) -> Result<GroupSpec, 
         workers,
         engine,
         submit_batch,
+        complete_batch,
+        cpus: layer.cpus.clone().unwrap_or_default().0,
+        uring,
         seed,
+    })
+}
+
+/// The io_uring options, which only the uring engine takes.
+fn resolve_uring(layer: &Options, engine: EngineKind) -> Result<UringSpec, SpecError> {
+    let set: Vec<&str> = [
+        ("--ring-setup", layer.ring_setup.is_some()),
+        ("--fixed-files", layer.fixed_files.is_some()),
+        ("--fixed-buffers", layer.fixed_buffers.is_some()),
+        ("--sqpoll", layer.sqpoll.is_some()),
+        ("--sqpoll-cpu", layer.sqpoll_cpu.is_some()),
+        ("--hipri", layer.hipri.is_some()),
+    ]
+    .into_iter()
+    .filter_map(|(flag, given)| given.then_some(flag))
+    .collect();
+    if engine != EngineKind::Uring {
+        if let Some(flag) = set.first() {
+            return Err(invalid(format!("{flag} tunes io_uring; it needs --engine uring (not {engine})")));
+        }
+        return Ok(UringSpec::default());
+    }
+    let sqpoll = layer.sqpoll.unwrap_or(false) || layer.sqpoll_cpu.is_some();
+    if layer.sqpoll == Some(false) && layer.sqpoll_cpu.is_some() {
+        return Err(invalid("--sqpoll-cpu needs --sqpoll; drop --sqpoll=false"));
+    }
+    let hipri = layer.hipri.unwrap_or(false);
+    if hipri && (layer.buffered == Some(true) || layer.direct == Some(false)) {
+        return Err(invalid("--hipri polls for O_DIRECT completions; it cannot be used with --buffered"));
+    }
+    if let (true, Some(mode @ (RingSetup::DeferTaskrun | RingSetup::CoopTaskrun))) =
+        (sqpoll, layer.ring_setup)
+    {
+        return Err(invalid(format!(
+            "--ring-setup {} cannot be combined with --sqpoll: the kernel refuses task-work flags on a polled ring",
+            mode.name()
+        )));
+    }
+    Ok(UringSpec {
+        ring_setup: layer.ring_setup.unwrap_or_default(),
+        fixed_files: layer.fixed_files.unwrap_or(true),
+        fixed_buffers: layer.fixed_buffers.unwrap_or(true),
+        sqpoll,
+        sqpoll_cpu: layer.sqpoll_cpu,
+        hipri,
     })
 }

@@ -27,7 +27,7 @@ fn defaults_are_4k_random_read_qd32_one_worker() {
     assert_eq!((group.access.read_pct, group.access.random_pct), (100, 100));
     assert_eq!(group.access.bs_split, vec![BsWeight { bs: Bytes(4096), weight: 1 }]);
     assert_eq!((group.qd, group.workers, group.engine), (32, 1, EngineKind::Uring));
-    assert!(group.target.direct && group.target.path.is_none());
+    assert!(group.target.direct && group.target.paths.is_empty());
     assert_eq!(group.threads(), 1);
 }
 

@@ -61,6 +61,8 @@ pub enum EngineKind {
     Uring,
     /// pread/pwrite: one thread per outstanding I/O.
     Psync,
+    /// Linux native AIO (io_setup/io_submit/io_getevents): asynchronous only with O_DIRECT.
+    Aio,
     /// No I/O at all: measures iolab's own per-I/O cost.
     Null,
 }
@@ -70,6 +72,7 @@ impl EngineKind {
         match self {
             EngineKind::Uring => "uring",
             EngineKind::Psync => "psync",
+            EngineKind::Aio => "aio",
             EngineKind::Null => "null",
         }
     }
@@ -79,7 +82,7 @@ impl EngineKind {
     pub fn depth_per_thread(self, qd: u32) -> u32 {
         match self {
             EngineKind::Psync => 1,
-            EngineKind::Uring | EngineKind::Null => qd,
+            EngineKind::Uring | EngineKind::Aio | EngineKind::Null => qd,
         }
     }
 }
@@ -97,8 +100,9 @@ impl FromStr for EngineKind {
         Ok(match text.to_ascii_lowercase().as_str() {
             "uring" | "io_uring" => EngineKind::Uring,
             "psync" => EngineKind::Psync,
+            "aio" | "libaio" => EngineKind::Aio,
             "null" => EngineKind::Null,
-            _ => return Err(format!("'{text}' is not an engine; use uring, psync or null")),
+            _ => return Err(format!("'{text}' is not an engine; use uring, aio, psync or null")),
         })
     }
 }
@@ -189,6 +193,97 @@ impl FromStr for NanosList {
     }
 }
 
+/// How an io_uring is set up. `Auto` probes the kernel for the cheapest mode it accepts; the
+/// others insist on one mode and fail clearly where the kernel refuses it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum RingSetup {
+    /// Single issuer with deferred task work (6.1+), else cooperative task work (5.19+), else plain.
+    #[default]
+    Auto,
+    /// IORING_SETUP_SINGLE_ISSUER | IORING_SETUP_DEFER_TASKRUN: completions run only when the
+    /// worker asks for them.
+    DeferTaskrun,
+    /// IORING_SETUP_COOP_TASKRUN: no inter-processor interrupt to run completions.
+    CoopTaskrun,
+    /// No setup flags, as an older kernel or a default fio ring.
+    Plain,
+}
+
+impl RingSetup {
+    pub fn name(self) -> &'static str {
+        match self {
+            RingSetup::Auto => "auto",
+            RingSetup::DeferTaskrun => "defer-taskrun",
+            RingSetup::CoopTaskrun => "coop-taskrun",
+            RingSetup::Plain => "plain",
+        }
+    }
+}
+
+impl FromStr for RingSetup {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<Self, Self::Err> {
+        Ok(match text.to_ascii_lowercase().replace('_', "-").as_str() {
+            "auto" => RingSetup::Auto,
+            "defer-taskrun" | "defer" => RingSetup::DeferTaskrun,
+            "coop-taskrun" | "coop" => RingSetup::CoopTaskrun,
+            "plain" | "none" => RingSetup::Plain,
+            _ => {
+                return Err(format!(
+                    "'{text}' is not a ring setup; use auto, defer-taskrun, coop-taskrun or plain"
+                ))
+            }
+        })
+    }
+}
+
+/// CPUs to pin worker threads to, such as `0,1` or `0-3,8`.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize)]
+pub struct CpuList(pub Vec<u32>);
+
+impl FromStr for CpuList {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<Self, Self::Err> {
+        let bad = || format!("'{text}' is not a CPU list; write e.g. 0,1 or 0-3,8");
+        let mut cpus = Vec::new();
+        for item in text.split(',').map(str::trim).filter(|s| !s.is_empty()) {
+            let (first, last) = match item.split_once('-') {
+                Some((a, b)) => (a.trim().parse::<u32>(), b.trim().parse::<u32>()),
+                None => (item.parse::<u32>(), item.parse::<u32>()),
+            };
+            let (first, last) = (first.map_err(|_| bad())?, last.map_err(|_| bad())?);
+            if first > last || last >= 4096 {
+                return Err(bad());
+            }
+            cpus.extend(first..=last);
+        }
+        if cpus.is_empty() {
+            return Err(bad());
+        }
+        cpus.dedup();
+        Ok(CpuList(cpus))
+    }
+}
+
+/// One path or a list of paths: `target = "a"` or `target = ["a", "b"]` in job files.
+pub(crate) fn one_or_many_paths<'de, D: Deserializer<'de>>(
+    d: D,
+) -> Result<Option<Vec<std::path::PathBuf>>, D::Error> {
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum Raw {
+        One(std::path::PathBuf),
+        Many(Vec<std::path::PathBuf>),
+    }
+    Ok(Some(match Raw::deserialize(d)? {
+        Raw::One(path) => vec![path],
+        Raw::Many(paths) => paths,
+    }))
+}
+
 /// Job files may write these values as strings (or, for lists, as arrays of strings).
 macro_rules! deserialize_from_str {
     ($ty:ty) => {
@@ -204,6 +299,8 @@ macro_rules! deserialize_from_str {
 deserialize_from_str!(Rw);
 deserialize_from_str!(EngineKind);
 deserialize_from_str!(BsSplit);
+deserialize_from_str!(RingSetup);
+deserialize_from_str!(CpuList);
 
 impl<'de> Deserialize<'de> for IoLimit {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
@@ -256,6 +353,22 @@ mod tests {
         assert!("4k".parse::<BsSplit>().is_err());
         assert!("4k/0".parse::<BsSplit>().is_err());
         assert!("4q/10".parse::<BsSplit>().is_err());
+    }
+
+    #[test]
+    fn cpu_list() {
+        assert_eq!("0,1".parse(), Ok(CpuList(vec![0, 1])));
+        assert_eq!("0-3, 8".parse(), Ok(CpuList(vec![0, 1, 2, 3, 8])));
+        assert!("3-1".parse::<CpuList>().is_err());
+        assert!("a".parse::<CpuList>().is_err());
+        assert!("".parse::<CpuList>().is_err());
+    }
+
+    #[test]
+    fn ring_setup() {
+        assert_eq!("defer_taskrun".parse(), Ok(RingSetup::DeferTaskrun));
+        assert_eq!("COOP".parse(), Ok(RingSetup::CoopTaskrun));
+        assert!("fast".parse::<RingSetup>().unwrap_err().contains("plain"));
     }
 
     #[test]

@@ -5,7 +5,7 @@ use iolab_spec::JobSpec;
 use serde::Serialize;
 
 /// Name and version of the JSON schema of `RunReport`.
-pub const SCHEMA: &str = "iolab.run/1";
+pub const SCHEMA: &str = "iolab.run/2";
 
 #[derive(Debug, Clone, Serialize)]
 pub struct RunReport {
@@ -60,17 +60,34 @@ pub struct JobResult {
 #[derive(Debug, Clone, Serialize)]
 pub struct GroupResult {
     pub name: String,
-    pub target: String,
+    /// Each target's own share of the group's I/O, in the order given.
+    pub targets: Vec<TargetResult>,
+    /// RAID-0 chunk size when the targets were striped into one volume.
+    pub stripe_bytes: Option<u64>,
     pub access: String,
     pub engine: String,
+    /// What the kernel granted the engine, e.g. ["single_issuer", "defer_taskrun",
+    /// "fixed_files", "fixed_buffers"] for a tuned io_uring; empty for psync and null.
+    pub engine_setup: Vec<String>,
     pub qd: u32,
     pub workers: u32,
     /// Threads that issued I/O (workers x QD for a synchronous engine).
     pub threads: u32,
+    /// CPUs the threads were pinned to (in turn); empty when not pinned.
+    pub cpus: Vec<u32>,
     pub read: OpSummary,
     pub write: OpSummary,
     pub total: OpSummary,
     pub series: Vec<SeriesPoint>,
+}
+
+/// One target of a group.
+#[derive(Debug, Clone, Serialize)]
+pub struct TargetResult {
+    pub path: String,
+    pub read: OpSummary,
+    pub write: OpSummary,
+    pub total: OpSummary,
 }
 
 #[derive(Debug, Clone, Serialize, PartialEq)]
