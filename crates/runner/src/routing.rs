@@ -138,7 +138,7 @@ mod tests {
             let r = router.next_io();
             let region = regions[r.target as usize];
             let end = r.io.offset + u64::from(r.io.len);
-            assert!(r.io.offset >= region.start && end <= region.start + 4 << 20, "{r:?}");
+            assert!(r.io.offset >= region.start && end <= region.start + (4 << 20), "{r:?}");
             let rel = r.io.offset - region.start;
             assert_eq!(rel / stripe, (end - 1 - region.start) / stripe, "crosses a chunk: {r:?}");
             assert_eq!(r.io.op, Op::Read);
