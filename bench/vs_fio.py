@@ -176,7 +176,7 @@ class Result:
 
 
 class ToolFailed(RuntimeError):
-    pass
+    tool = None  # "iolab" or "fio" once known
 
 
 def machine_busy_s():
@@ -246,7 +246,11 @@ def load_json(text, tool, cmd):
 
 
 def run_iolab(cmd, cwd, order):
-    stdout, stderr, ru, wall, other = run_child(cmd, cwd)
+    try:
+        stdout, stderr, ru, wall, other = run_child(cmd, cwd)
+    except ToolFailed as e:
+        e.tool = "iolab"
+        raise
     doc = load_json(stdout, "iolab", cmd)
     job = doc["jobs"][0]
     total = job["total"]
@@ -319,9 +323,12 @@ class Target:
     size: int  # bytes tested (the region both tools use)
     created: bool  # by this script: removed at the end unless --keep
     layout_cmd: list = None
+    kind: str = None  # what the device stands for, e.g. "loop device, direct I/O over tmpfs"
+    setup_cmds: list = field(default_factory=list)  # how this script made it (a scratch device)
+    notes: list = field(default_factory=list)
 
     def describe(self):
-        kind = "block device (read-only workloads)" if self.is_device else "regular file"
+        kind = self.kind or ("block device (read-only workloads)" if self.is_device else "regular file")
         return f"{self.path}  [{kind}, {human_size(self.size)} tested]"
 
 
@@ -402,17 +409,18 @@ def prepare_null_file(args):
 # Command lines
 
 
-def iolab_cmd(args, target, engine, qd, size):
+def iolab_cmd(args, target, engine, qd, size, workers=1):
+    # --iolab-extra (experiments only) goes to every iolab run; the measured default has none.
     return [args.iolab, "run", "--target", str(target.path), "--size", str(size), "--rw", "randread",
-            "--bs", "4k", "--qd", str(qd), "--workers", "1", "--engine", engine,
-            "--runtime", f"{args.runtime}s", "--ramp", "0s", "--json", "--quiet"]
+            "--bs", "4k", "--qd", str(qd), "--workers", str(workers), "--engine", engine,
+            "--runtime", f"{args.runtime}s", "--ramp", "0s", "--json", "--quiet"] + shlex.split(args.iolab_extra)
 
 
-def fio_cmd(args, target, engine, qd, size, extra=()):
+def fio_cmd(args, target, engine, qd, size, extra=(), numjobs=1):
     cmd = [args.fio, "--name=x"]
     if target is not None:
         cmd.append(f"--filename={target.path}")
-    cmd += [f"--size={size}", "--rw=randread", "--bs=4k", f"--iodepth={qd}", "--numjobs=1",
+    cmd += [f"--size={size}", "--rw=randread", "--bs=4k", f"--iodepth={qd}", f"--numjobs={numjobs}",
             f"--ioengine={engine}"]
     if engine != "null":
         cmd.append("--direct=1")
@@ -425,26 +433,46 @@ def size_arg(args, target):
     return args.size if target.size == parse_size(args.size) else str(target.size)
 
 
+def wait_for_quiet(args):
+    """Rests --pause seconds, then, if the machine was busy during the rest (another user's build
+    or tests on a 2-CPU VM), waits for a quiet second, up to --quiet-wait seconds."""
+    limit = args.busy_limit * os.cpu_count()
+    busy0 = machine_busy_s()
+    time.sleep(args.pause)
+    busy = (machine_busy_s() - busy0) / args.pause if args.pause else 0.0
+    waited = 0
+    while busy > limit and waited < args.quiet_wait:
+        busy0 = machine_busy_s()
+        time.sleep(1)
+        waited += 1
+        busy = machine_busy_s() - busy0
+    if waited:
+        state = "quiet" if busy <= limit else f"still busy ({busy:.2f} CPUs)"
+        say(f"  (machine busy before this run: waited {waited} s; now {state})")
+
+
+def run_pair(args, label, i, iolab_c, fio_c, cwd):
+    """Pair number i (from 0): iolab first when i is even."""
+    order = ["iolab", "fio"] if i % 2 == 0 else ["fio", "iolab"]
+    got = {}
+    for n, tool in enumerate(order, 1):
+        if args.pause:
+            wait_for_quiet(args)
+        if tool == "iolab":
+            got[tool] = run_iolab(iolab_c, cwd, n)
+        else:
+            got[tool] = run_fio(fio_c, cwd, n)
+        if args.save_raw:
+            raw_dir = Path(args.save_raw)
+            raw_dir.mkdir(parents=True, exist_ok=True)
+            (raw_dir / f"{label}.{i + 1}.{tool}.json").write_text(json.dumps(got[tool].raw, indent=1))
+    return got["iolab"], got["fio"]
+
+
 def run_pairs(args, label, iolab_c, fio_c, cwd):
     """Runs the pair --repeat times, alternating which tool goes first. Returns a list of
     (iolab Result, fio Result)."""
-    pairs = []
-    for i in range(args.repeat):
-        order = ["iolab", "fio"] if i % 2 == 0 else ["fio", "iolab"]
-        got = {}
-        for n, tool in enumerate(order, 1):
-            if args.pause and (i or n > 1):
-                time.sleep(args.pause)
-            if tool == "iolab":
-                got[tool] = run_iolab(iolab_c, cwd, n)
-            else:
-                got[tool] = run_fio(fio_c, cwd, n)
-            if args.save_raw:
-                raw_dir = Path(args.save_raw)
-                raw_dir.mkdir(parents=True, exist_ok=True)
-                (raw_dir / f"{label}.{i + 1}.{tool}.json").write_text(json.dumps(got[tool].raw, indent=1))
-        pairs.append((got["iolab"], got["fio"]))
-    return pairs
+    return [run_pair(args, label, i, iolab_c, fio_c, cwd) for i in range(args.repeat)]
 
 
 COMMANDS = []  # (block title, target, [(tool, command)]) for the summary
@@ -458,6 +486,10 @@ def print_header(title, target, cmds):
     say(f"target: {target.describe()}")
     if target.layout_cmd:
         say(f"  layout (once, before): $ {shlex.join(target.layout_cmd)}")
+    for cmd in target.setup_cmds:
+        say(f"  made by this script (once, before): $ {shlex.join(cmd)}")
+    for note in target.notes:
+        say(f"  {note}")
     for name, cmd in cmds:
         say(f"  {name}: $ {shlex.join(cmd)}")
     say(f"  repeats: {args_global.repeat}, alternating order (run 1: iolab first); CPU = wait4 rusage of the child")
@@ -547,20 +579,7 @@ def scenario_randread_file(args, ctx):
     cpu_r = ratio(med["iolab"]["cpm"], med["fio"]["cpm"])
     noise = max([s for s in (med["iolab"]["iops_spread"], med["fio"]["iops_spread"]) if s is not None], default=None)
     pair_iops = [ratio(a.iops, b.iops) for a, b in pairs]
-    if iops_r is None:
-        iops_verdict = "-"
-    elif iops_r >= GOAL_IOPS_RATIO:
-        iops_verdict = "MET"
-    elif noise is None:
-        iops_verdict = "NOT MET (noise unknown: --repeat >= 2)"
-    elif len(pairs) >= 3 and all(r is not None and r < GOAL_IOPS_RATIO for r in pair_iops):
-        # Run-to-run spread can be large on a shared disk, but a shortfall in every pair,
-        # whichever tool ran first, is a systematic difference, not noise.
-        iops_verdict = f"NOT MET (below fio in all {len(pairs)} pairs)"
-    elif iops_r >= GOAL_IOPS_RATIO - noise:
-        iops_verdict = f"MET within noise ({noise * 100:.1f}%)"
-    else:
-        iops_verdict = f"NOT MET (noise {noise * 100:.1f}%)"
+    iops_verdict = noise_verdict(iops_r, GOAL_IOPS_RATIO, True, noise, pair_iops)
     cpu_verdict = "MET" if cpu_r is not None and cpu_r <= GOAL_CPU_PER_IO_RATIO else "NOT MET"
     say()
     say(f"  IOPS ratio iolab/fio = {fmt_ratio(iops_r)} (per-pair {range_text([ratio(a.iops, b.iops) for a, b in pairs])}, "
@@ -583,6 +602,24 @@ def scenario_randread_file(args, ctx):
 
 def fmt_spread(s):
     return "n/a" if s is None else f"{s * 100:.1f}%"
+
+
+def noise_verdict(r, limit, higher_is_better, noise, pair_ratios):
+    """A goal on a ratio that may be met "within noise": when it misses the limit by no more than
+    the larger run-to-run spread of the two tools, unless it misses in every pair (3 or more),
+    whichever tool ran first: that is a systematic difference, not noise."""
+    if r is None:
+        return "-"
+    if (r >= limit) if higher_is_better else (r <= limit):
+        return "MET"
+    if noise is None:
+        return "NOT MET (noise unknown: --repeat >= 2)"
+    pair_ratios = [x for x in pair_ratios if x is not None]
+    if len(pair_ratios) >= 3 and all((x < limit) if higher_is_better else (x > limit) for x in pair_ratios):
+        return f"NOT MET ({'below' if higher_is_better else 'above'} fio in all {len(pair_ratios)} pairs)"
+    if (r >= limit - noise) if higher_is_better else (r <= limit + noise):
+        return f"MET within noise ({noise * 100:.1f}%)"
+    return f"NOT MET (noise {noise * 100:.1f}%)"
 
 
 def agreement_block(args, ctx, label, title, target, ic, fc):
@@ -655,13 +692,286 @@ def scenario_psync(args, ctx):
                            target, ic, fc)
 
 
+# ----------------------------------------------------------------------------------------------
+# Speed goals of issue 3: CPU per I/O against fio's best io_uring configuration, I/Os per
+# CPU-second engine by engine on zram, QD 1 latency, two workers. One block shape for all.
+
+
+@dataclass
+class Goal:
+    metric: str  # a key of METRICS
+    limit: float  # on the ratio iolab/fio
+    iops_too: bool = False  # "... at equal or higher IOPS": IOPS ratio >= 1.0 (within noise) as well
+
+
+# metric -> (name, figure of a Result, higher is better, format)
+METRICS = {
+    "cpu_per_io": ("CPU s per M I/O", lambda r: r.cpu_s_per_mio, False, fmt_f),
+    "ios_per_cpu": ("I/Os per CPU-s", lambda r: r.ios_per_cpu_s, True, fmt_num),
+    "mean_latency": ("mean latency us", lambda r: r.mean_ns, False, fmt_us),
+    "iops": ("IOPS", lambda r: r.iops, True, fmt_num),
+}
+
+
+def goal_text(g):
+    name, _, higher, _ = METRICS[g.metric]
+    return f"{'>=' if higher else '<='} {g.limit:.2f}x"
+
+
+def noisy_reason(args, pairs, goals):
+    """Why the goal figures of these pairs are not settled yet, or None: a goal's per-pair ratios
+    fall on both sides of its limit, or either tool's figure varies by more than --noisy."""
+    if len(pairs) < 2:
+        return None
+    for g in goals:
+        name, fig, _, _ = METRICS[g.metric]
+        pr = [ratio(fig(a), fig(b)) for a, b in pairs]
+        pr = [x for x in pr if x is not None]
+        _, _, higher, _ = METRICS[g.metric]
+        met = [(x >= g.limit) if higher else (x <= g.limit) for x in pr]
+        if any(met) and not all(met):
+            return f"{name} ratio per pair {range_text(pr)} on both sides of {g.limit:.2f}x"
+        for idx, tool in ((0, "iolab"), (1, "fio")):
+            s = spread([fig(p[idx]) for p in pairs])
+            if s is not None and s > args.noisy:
+                return f"{tool} {name} varies {s * 100:.1f}% run to run (> {args.noisy * 100:.0f}%)"
+    return None
+
+
+def speed_block(args, ctx, label, title, target, ic, fc, goals, remarks=()):
+    """Runs --repeat pairs, more (up to --max-repeat) while the goal figures are noisy, prints
+    every run and the medians, and returns the summary rows."""
+    print_header(title, target, [("iolab", ic), ("fio", fc)])
+    for line in remarks:
+        say(f"  ({line})")
+    pairs = run_pairs(args, label, ic, fc, ctx.cwd)
+    while len(pairs) < args.max_repeat:
+        reason = noisy_reason(args, pairs, goals)
+        if reason is None:
+            break
+        say(f"  noisy: {reason}; pair {len(pairs) + 1} of at most {args.max_repeat}")
+        pairs.append(run_pair(args, label, len(pairs), ic, fc, ctx.cwd))
+    cols = ["iops", "mean_latency", "cpu_per_io", "ios_per_cpu"]
+    rows = []
+    for k, (a, b) in enumerate(pairs):
+        for r in (a, b):
+            rows.append([run_label(k, r), r.tool, fmt_num(r.iops), fmt_us(r.mean_ns), fmt_us(r.p99_ns),
+                         f"{r.cpu_s:.2f}", f"{r.user_s:.2f}/{r.sys_s:.2f}", f"{r.self_cpu_s:.2f}",
+                         fmt_f(r.other_cpu_s), fmt_f(r.cpu_s_per_mio), fmt_num(r.ios_per_cpu_s)])
+        rr = {m: fmt_ratio(ratio(METRICS[m][1](a), METRICS[m][1](b))) for m in cols}
+        rows.append(["", "ratio", rr["iops"], rr["mean_latency"], "", "", "", "", "", rr["cpu_per_io"], rr["ios_per_cpu"]])
+    med = {}
+    for idx, tool in ((0, "iolab"), (1, "fio")):
+        rs = [p[idx] for p in pairs]
+        m = {key: median([METRICS[key][1](r) for r in rs]) for key in METRICS}
+        m.update(p99=median([r.p99_ns for r in rs]), cpu=median([r.cpu_s for r in rs]),
+                 user=median([r.user_s for r in rs]), sys=median([r.sys_s for r in rs]),
+                 self=median([r.self_cpu_s for r in rs]), other=median([r.other_cpu_s for r in rs]))
+        med[tool] = m
+        rows.append(["median", tool, fmt_num(m["iops"]), fmt_us(m["mean_latency"]), fmt_us(m["p99"]), fmt_f(m["cpu"]),
+                     f"{m['user']:.2f}/{m['sys']:.2f}", fmt_f(m["self"]), fmt_f(m["other"]),
+                     fmt_f(m["cpu_per_io"]), fmt_num(m["ios_per_cpu"])])
+    say()
+    say(table(["run", "tool", "IOPS", "mean us", "p99 us", "CPU s", "usr/sys s", "self-rep CPU s", "other CPU s",
+               "CPU s per M I/O", "I/Os per CPU-s"], rows))
+    say("  (CPU s = wait4 rusage of the tool; self-rep = the tool's own figure; other = the rest of the machine")
+    say("   meanwhile: kernel workers serving the device (loop), interrupts, and anything else running)")
+    say()
+    out = []
+
+    def judged(metric, limit):
+        name, fig, higher, f = METRICS[metric]
+        r = ratio(med["iolab"][metric], med["fio"][metric])
+        pr = [ratio(fig(a), fig(b)) for a, b in pairs]
+        s_i, s_f = spread([fig(a) for a, _ in pairs]), spread([fig(b) for _, b in pairs])
+        noise = max([x for x in (s_i, s_f) if x is not None], default=None)
+        if metric in ("iops", "mean_latency"):  # the two tools may be equal: met within noise
+            verdict = noise_verdict(r, limit, higher, noise, pr)
+        else:
+            verdict = "-" if r is None else "MET" if ((r >= limit) if higher else (r <= limit)) else "NOT MET"
+        say(f"  {name}: iolab {f(med['iolab'][metric])}, fio {f(med['fio'][metric])}; ratio iolab/fio {fmt_ratio(r)} "
+            f"(per pair {range_text(pr)}; spread iolab {fmt_spread(s_i)}, fio {fmt_spread(s_f)}); "
+            f"goal {'>=' if higher else '<='} {limit:.2f}x: {verdict}")
+        return (label, name, f(med["iolab"][metric]), f(med["fio"][metric]), fmt_ratio(r),
+                f"{'>=' if higher else '<='} {limit:.2f}x", verdict)
+
+    for g in goals:
+        row = judged(g.metric, g.limit)
+        if g.iops_too:
+            iops_row = judged("iops", GOAL_IOPS_RATIO)
+            both = row[-1].startswith("MET") and iops_row[-1].startswith("MET")
+            say(f"  goal ({METRICS[g.metric][0]} {goal_text(g)} at equal or higher IOPS): {'MET' if both else 'NOT MET'}")
+            iops_row = iops_row[:5] + (">= 1.00x (noise)", iops_row[6])
+            row = row[:6] + (f"{row[6]}; with IOPS: {'MET' if both else 'NOT MET'}",)
+            out += [iops_row, row]
+        else:
+            out.append(row)
+    out.append((label, f"other CPU s (machine, outside the tool)", fmt_f(med["iolab"]["other"]),
+                fmt_f(med["fio"]["other"]), "", "", f"{len(pairs)} pairs"))
+    return out
+
+
+# fio's io_uring options that the issue names, then batching variants; the one with the lowest
+# CPU per I/O in one run each is fio's "best configuration". Options that switch off latency
+# measurement (gtod_reduce, disable_lat) are not candidates: iolab times every I/O.
+FIO_URING_BASE = ["--registerfiles", "--fixedbufs", "--hipri=0", "--sqthread_poll=0"]
+
+
+def fio_batch(qd, n):
+    return [f"--iodepth_batch_submit={n}", f"--iodepth_batch_complete_min={n}", f"--iodepth_batch_complete_max={qd}"]
+
+
+def fio_best_uring(args, ctx, target, size, qd, label):
+    """fio io_uring options with the lowest CPU per I/O on this target: given with
+    --fio-uring-opts, or measured once here (one run per variant) and reused for the target."""
+    if args.fio_uring_opts is not None:
+        opts = shlex.split(args.fio_uring_opts)
+        return opts, f"given with --fio-uring-opts: {shlex.join(opts)}"
+    key = (str(target.path), qd)
+    if key in ctx.fio_best:
+        return ctx.fio_best[key]
+    variants = [("plain", [])]
+    variants.append(("registered files + fixed buffers", FIO_URING_BASE))
+    for n in (8, 16, qd):
+        variants.append((f"... + batches of {n}", FIO_URING_BASE + fio_batch(qd, n)))
+    say()
+    say("=" * 100)
+    say(f"[{label}: fio io_uring variants, one run each, on {target.path}; lowest CPU per I/O is used]")
+    results = []
+
+    def measure(name, opts):
+        cmd = fio_cmd(args, target, "io_uring", qd, size, extra=opts)
+        if args.pause:
+            wait_for_quiet(args)
+        r = run_fio(cmd, ctx.cwd, 1)
+        results.append((name, opts, r))
+        say(f"  {name:40s} {fmt_num(r.iops):>7s} IOPS  {r.cpu_s_per_mio:6.2f} CPU s per M I/O  "
+            f"(usr/sys {r.user_s:.2f}/{r.sys_s:.2f}, other {fmt_f(r.other_cpu_s)})  $ {shlex.join(opts) or '(none)'}")
+
+    for name, opts in variants:
+        measure(name, opts)
+    best = min(results, key=lambda x: x[2].cpu_s_per_mio)
+    # fio's random map (no block read twice per pass) costs CPU; iolab has none: try without it.
+    measure(f"{best[0]} + --norandommap", best[1] + ["--norandommap"])
+    best = min(results, key=lambda x: x[2].cpu_s_per_mio)
+    desc = f"fio best configuration here: {best[0]} ({shlex.join(best[1]) or 'no extra options'})"
+    say(f"  -> {desc}")
+    ctx.fio_best[key] = (best[1], desc)
+    ctx.probes.append((label, target, [(n, r.cpu_s_per_mio, r.iops) for n, _, r in results], desc))
+    return ctx.fio_best[key]
+
+
+def scenario_loop(args, ctx):
+    target = ctx.device_target("loop")
+    size = size_arg(args, target)
+    best, desc = fio_best_uring(args, ctx, target, size, 32, "loop")
+    ic = iolab_cmd(args, target, "uring", 32, size)
+    fc = fio_cmd(args, target, "io_uring", 32, size, extra=best)
+    return speed_block(args, ctx, "loop", "loop: 4 KiB random read, QD 32, 1 worker, loop device with direct I/O "
+                       "over tmpfs, iolab uring (defaults) vs fio io_uring (best configuration)", target, ic, fc,
+                       [Goal("cpu_per_io", GOAL_LOOP_CPU_PER_IO, iops_too=True)],
+                       [desc, "t/io_uring reaches 0.68x of fio's CPU per I/O on such a device (issue 3)"])
+
+
+def fs_device_note(path):
+    """Which block device and driver hold path's filesystem, e.g. 'vda (virtio_blk)'."""
+    try:
+        dev = sysfs_dir(os.stat(path).st_dev)
+        disk = dev if (dev / "device").exists() else dev.parent
+        driver = (disk / "device" / "driver").resolve().name
+        return f"filesystem on /dev/{dev.name} ({disk.name}: {driver})"
+    except OSError:
+        return "filesystem device unknown"
+
+
+def scenario_virtio(args, ctx):
+    target = ctx.io_target()
+    size = size_arg(args, target)
+    best, desc = fio_best_uring(args, ctx, target, size, 32, "virtio")
+    ic = iolab_cmd(args, target, "uring", 32, size)
+    fc = fio_cmd(args, target, "io_uring", 32, size, extra=best)
+    where = "the target is a block device, not a file on the root filesystem" if target.is_device \
+        else fs_device_note(target.path)
+    return speed_block(args, ctx, "virtio", "virtio: 4 KiB random read, QD 32, 1 worker, O_DIRECT file on the root "
+                       "filesystem, iolab uring (defaults) vs fio io_uring (best configuration)", target, ic, fc,
+                       [Goal("cpu_per_io", GOAL_VIRTIO_CPU_PER_IO, iops_too=True)], [desc, where])
+
+
+ZRAM_ENGINES = (("uring", "io_uring", 32), ("aio", "libaio", 32), ("psync", "psync", 1))
+
+
+def scenario_zram(args, ctx):
+    target = ctx.device_target("zram")
+    size = size_arg(args, target)
+    out = []
+    for engine, fio_engine, qd in ZRAM_ENGINES:
+        label = f"zram {engine}"
+        ic = iolab_cmd(args, target, engine, qd, size)
+        fc = fio_cmd(args, target, fio_engine, qd, size)
+        remarks = ["fio with the engine's defaults, as the issue compares 'with the same engine'"]
+        if engine == "uring":
+            remarks.append("zram cannot take a request without blocking: io_uring hands every one to io-wq "
+                           "threads, which belong to the process and are in its rusage")
+        if engine == "psync":
+            remarks.append("one thread each: iolab --qd 1 (psync runs one thread per outstanding I/O), fio --iodepth=1")
+        try:
+            out += speed_block(args, ctx, label, f"{label}: 4 KiB random read, QD {qd}, 1 worker, zram filled with "
+                               f"random data, iolab {engine} vs fio {fio_engine}", target, ic, fc,
+                               [Goal("ios_per_cpu", GOAL_ZRAM_IOS_PER_CPU)], remarks)
+        except ToolFailed as e:
+            if e.tool != "iolab" or engine != "aio":
+                raise
+            first = next((ln.strip() for ln in str(e).splitlines() if "stderr:" in ln), str(e).splitlines()[0])
+            say(f"\n  iolab aio unavailable: {first}")
+            out.append((label, "I/Os per CPU-s", "-", "-", "-", f">= {GOAL_ZRAM_IOS_PER_CPU:.2f}x",
+                        "iolab aio unavailable"))
+    return out
+
+
+def scenario_zram_qd1_latency(args, ctx):
+    target = ctx.device_target("zram")
+    size = size_arg(args, target)
+    ic = iolab_cmd(args, target, "psync", 1, size)
+    fc = fio_cmd(args, target, "psync", 1, size, extra=["--lat_percentiles=1", "--norandommap"])
+    return speed_block(args, ctx, "zram-qd1-latency", "zram-qd1-latency: 4 KiB random read, QD 1, psync, zram "
+                       "filled with random data, iolab psync vs fio psync", target, ic, fc,
+                       [Goal("mean_latency", GOAL_QD1_MEAN_LATENCY)],
+                       ["mean latency = submission to completion for both: fio's lat_ns (--lat_percentiles=1); "
+                        "fio --norandommap draws offsets as iolab does"])
+
+
+def scenario_workers2(args, ctx):
+    # On the loop device, not zram: the loop driver copies the data in its own kernel workers,
+    # outside both processes, so the rusage is the tools' own per-I/O work. On zram io_uring's
+    # io-wq threads would do the copy inside each process, the same for both tools, and the
+    # ratio would say more about io-wq than about iolab (zram uring covers that).
+    target = ctx.device_target("loop")
+    size = size_arg(args, target)
+    ic = iolab_cmd(args, target, "uring", 32, size, workers=2)
+    fc = fio_cmd(args, target, "io_uring", 32, size, numjobs=2)
+    return speed_block(args, ctx, "workers2", "workers2: 4 KiB random read, QD 32 per worker, 2 workers, loop device "
+                       "with direct I/O over tmpfs, iolab --workers 2 uring vs fio --numjobs=2 io_uring",
+                       target, ic, fc, [Goal("ios_per_cpu", GOAL_WORKERS2_IOS_PER_CPU)],
+                       ["fio with the engine's defaults and --group_reporting (one result for both jobs)",
+                        "loop device rather than zram: the loop driver copies in its own kernel workers, outside "
+                        "both processes, so the rusage is each tool's own work"])
+
+
 SCENARIOS = {
     "null": scenario_null,
     "randread-file": scenario_randread_file,
     "agreement": scenario_agreement,
     "psync": scenario_psync,
+    "loop": scenario_loop,
+    "virtio": scenario_virtio,
+    "zram": scenario_zram,
+    "zram-qd1-latency": scenario_zram_qd1_latency,
+    "workers2": scenario_workers2,
 }
 DEFAULT_SCENARIOS = ["null", "randread-file", "agreement"]
+# Issue 3's speed goals, `speed`; loop and zram devices are made (root only) and removed here.
+SPEED_SCENARIOS = ["null", "loop", "virtio", "zram", "zram-qd1-latency", "workers2"]
+FILE_SCENARIOS = {"randread-file", "agreement", "psync", "virtio"}  # read the file target
 
 
 class Context:
@@ -672,6 +982,32 @@ class Context:
         self.cwd = SCRATCH_DIR
         self._io = None
         self._null = None
+        self._devices = {}  # "loop" | "zram" -> Target, or the Unavailable that stopped it
+        self.scratch = ScratchDevices(say, stop_children=stop_running_child)
+        self.fio_best = {}  # (target path, QD) -> (fio options, description)
+        self.probes = []  # fio variant measurements, for the summary
+
+    def device_target(self, kind):
+        """The loop device (over tmpfs) or the zram device, made on first use, filled with random
+        data, and removed at the end whatever happens. Raises Unavailable without root."""
+        if kind not in self._devices:
+            size = parse_size(self.args.size)
+            say()
+            try:
+                make = self.scratch.loop if kind == "loop" else self.scratch.zram
+                path, cmds, notes = make(size)
+            except Unavailable as e:
+                self._devices[kind] = e
+                raise
+            dev_size = check_device_allowed(path)
+            label = ("loop device, direct I/O over a tmpfs file of random data" if kind == "loop"
+                     else "zram device filled with random data")
+            self._devices[kind] = Target(path=path, is_device=True, size=min(size, dev_size), created=True,
+                                         kind=label + ", made and removed by this script", setup_cmds=cmds, notes=notes)
+        got = self._devices[kind]
+        if isinstance(got, Unavailable):
+            raise got
+        return got
 
     def io_target(self):
         if self._io is None:
@@ -684,6 +1020,7 @@ class Context:
         return self._null
 
     def cleanup(self):
+        self.scratch.remove_all()  # scratch devices go even with --keep: they hold RAM
         for t in (self._io, self._null):
             if t is not None and t.created and not t.is_device:
                 if self.args.keep:
@@ -719,10 +1056,12 @@ def main():
     global args_global
     p = argparse.ArgumentParser(
         description="Run iolab and fio side by side on the same target and print the ratios.",
-        epilog="Scenarios: null, randread-file, agreement (default: all three); psync (extra). See bench/README.md.",
+        epilog="Scenarios: null, randread-file, agreement (default: all three); psync (extra); issue 3's "
+               "speed goals: loop, virtio, zram, zram-qd1-latency, workers2 (`speed` = these and null; loop and "
+               "zram need root). See bench/README.md.",
     )
     p.add_argument("scenarios", nargs="*", metavar="SCENARIO",
-                   help=f"one or more of: {', '.join(SCENARIOS)}, all (default: {' '.join(DEFAULT_SCENARIOS)})")
+                   help=f"one or more of: {', '.join(SCENARIOS)}, speed, all (default: {' '.join(DEFAULT_SCENARIOS)})")
     p.add_argument("--runtime", type=int, default=10, help="measured seconds per run, both tools (default 10)")
     p.add_argument("--repeat", type=int, default=3, help="pairs per scenario, alternating order (default 3)")
     p.add_argument("--target", help=f"file or block device to read (default {DEFAULT_TARGET}, laid out once); "
@@ -733,24 +1072,42 @@ def main():
     p.add_argument("--iolab", default=str(DEFAULT_IOLAB), help=f"iolab binary (default {DEFAULT_IOLAB})")
     p.add_argument("--fio", default=shutil.which("fio") or "/usr/bin/fio", help="fio binary")
     p.add_argument("--save-raw", metavar="DIR", help="write every tool's JSON output to DIR")
+    p.add_argument("--max-repeat", type=int, help="in the speed scenarios, run more pairs, up to this many in "
+                   "all, while a goal's figures are noisy (default --repeat + 2)")
+    p.add_argument("--noisy", type=float, default=0.05, help="run-to-run spread of a goal figure that counts as "
+                   "noisy (default 0.05 = 5%%)")
+    p.add_argument("--busy-limit", type=float, default=0.1, help="before each run, wait while the machine is busier "
+                   "than this share of all its CPUs (default 0.1)")
+    p.add_argument("--quiet-wait", type=int, default=60, help="wait at most this many seconds for a quiet "
+                   "machine before a run (default 60)")
+    p.add_argument("--fio-uring-opts", metavar="OPTS", help="fio io_uring options for loop and virtio, instead "
+                   "of measuring variants, e.g. \"--registerfiles --fixedbufs --iodepth_batch_submit=32\"")
+    p.add_argument("--iolab-extra", default="", metavar="ARGS", help="extra flags for every iolab run "
+                   "(experiments; the goals are about iolab's defaults)")
     args = p.parse_args()
     args_global = args
 
     names = args.scenarios or DEFAULT_SCENARIOS
     if "all" in names:
         names = list(SCENARIOS)
+    names = [m for n in names for m in (SPEED_SCENARIOS if n == "speed" else [n])]
+    names = list(dict.fromkeys(names))  # each once, in the order given
     unknown = [n for n in names if n not in SCENARIOS]
     if unknown:
-        p.error(f"unknown scenario(s) {', '.join(unknown)}; choose from {', '.join(SCENARIOS)}, all")
+        p.error(f"unknown scenario(s) {', '.join(unknown)}; choose from {', '.join(SCENARIOS)}, speed, all")
     if args.repeat < 1 or args.runtime < 1:
         p.error("--repeat and --runtime must be at least 1")
+    if args.max_repeat is None:
+        args.max_repeat = args.repeat + 2
+    args.max_repeat = max(args.max_repeat, args.repeat)
     if not os.access(args.iolab, os.X_OK):
         sys.exit(f"vs_fio: no iolab binary at {args.iolab}; build it with `cargo build --release`")
     if not os.access(args.fio, os.X_OK):
         sys.exit(f"vs_fio: no fio binary at {args.fio}")
     SCRATCH_DIR.mkdir(parents=True, exist_ok=True)
 
-    say(f"vs_fio: {' '.join(names)} | runtime {args.runtime} s, repeat {args.repeat}, size {args.size}")
+    say(f"vs_fio: {' '.join(names)} | runtime {args.runtime} s, repeat {args.repeat} (speed scenarios: up to "
+        f"{args.max_repeat} when noisy), size {args.size}" + (f", iolab extra: {args.iolab_extra}" if args.iolab_extra else ""))
     say(f"source: {git_describe()}")
     say(f"host: {platform.node()}, kernel {platform.release()}, {os.cpu_count()} CPUs; "
         f"{tool_version([args.iolab, '--version'])} ({args.iolab}, built "
@@ -761,7 +1118,7 @@ def main():
     summary = []
     failed = False
     try:
-        if any(n != "null" for n in names):
+        if any(n in FILE_SCENARIOS for n in names):
             ctx.io_target()  # check (or lay out) the target before the first measured run
         for name in names:
             try:
@@ -770,6 +1127,9 @@ def main():
                 failed = True
                 say(f"\n!! scenario {name} failed: {e}")
                 summary.append((name, "FAILED", "", "", "", "", "see above"))
+            except Unavailable as e:
+                say(f"\n!! scenario {name} skipped: {e}")
+                summary.append((name, "SKIPPED", "", "", "", "", str(e)))
     except (KeyboardInterrupt, OutputClosed) as e:
         if isinstance(e, KeyboardInterrupt):
             say("\ninterrupted")
@@ -783,6 +1143,10 @@ def main():
                 say(f"{title}: target {target.describe()}")
                 for tool, cmd in cmds:
                     say(f"  {tool}: $ {shlex.join(cmd)}")
+            for label, target, measured, desc in ctx.probes:
+                say(f"{label}: fio io_uring variants on {target.path}, one run each (CPU s per M I/O, IOPS): "
+                    + "; ".join(f"{n} {c:.2f} @ {fmt_num(i)}" for n, c, i in measured))
+                say(f"  -> {desc}")
             say(table(["scenario", "metric", "iolab", "fio", "iolab/fio", "goal", "verdict"], summary))
         ctx.cleanup()
     return 1 if failed else 0

@@ -193,6 +193,29 @@ fn cpu_text(out: &mut String, job: &JobResult) {
         cpu.us_per_io,
         if cores.is_empty() { "n/a".to_string() } else { cores.join(" ") }
     );
+    if cpu.threads.is_empty() {
+        return;
+    }
+    let classes: Vec<String> = cpu
+        .threads
+        .iter()
+        .map(|t| {
+            let plural = if t.threads == 1 { "" } else { "s" };
+            format!(
+                "{} {:.2} s ({} thread{plural}, busiest {:.0}%)",
+                t.class.name(),
+                t.user_s + t.system_s,
+                t.threads,
+                t.busiest_thread_pct
+            )
+        })
+        .collect();
+    let unattributed = if cpu.unattributed_s >= 0.01 {
+        format!("; {:.2} s in threads that exited", cpu.unattributed_s)
+    } else {
+        String::new()
+    };
+    let _ = writeln!(out, "  cpu by thread: {}{unattributed}", classes.join(", "));
 }
 
 fn problems_text(out: &mut String, job: &JobResult) {

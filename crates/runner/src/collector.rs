@@ -11,6 +11,7 @@ use std::time::Duration;
 use iolab_spec::Nanos;
 use iolab_stats::cpu::{MachineCpu, ProcessCpu};
 use iolab_stats::result::{SeriesPoint, StopReason};
+use iolab_stats::threads::{ThreadClassCpu, ThreadCpuTracker};
 use iolab_stats::IntervalStats;
 
 use crate::lane::{Heartbeat, LaneEvent, KEPT_ERRORS};
@@ -49,6 +50,8 @@ pub struct Collected {
     pub engine_error: Option<String>,
     pub cpu: Option<ProcessCpu>,
     pub machine_busy_pct: Vec<f64>,
+    /// The process's CPU by thread class over the measured window.
+    pub threads: Vec<ThreadClassCpu>,
     /// Lanes that never finished (stuck in the kernel); their threads must not be joined.
     pub abandoned: Vec<usize>,
 }
@@ -67,6 +70,9 @@ pub struct Collector<'a> {
     out: Collected,
     cpu_start: Option<(ProcessCpu, MachineCpu)>,
     cpu_done: bool,
+    /// Per-thread CPU over the measured window, sampled once per interval so that threads
+    /// that exit mid-window (idle io-wq workers) are still counted.
+    thread_cpu: Option<ThreadCpuTracker>,
     job_name: &'a str,
     /// The last closed interval, ramp or measured, for the progress line.
     latest: Option<SeriesPoint>,
@@ -102,11 +108,13 @@ impl<'a> Collector<'a> {
                 engine_error: None,
                 cpu: None,
                 machine_busy_pct: Vec::new(),
+                threads: Vec::new(),
                 abandoned: Vec::new(),
             },
             group_targets,
             cpu_start: None,
             cpu_done: false,
+            thread_cpu: None,
             job_name,
             latest: None,
             next_index: 0,
@@ -120,7 +128,7 @@ impl<'a> Collector<'a> {
         interrupt: &AtomicBool,
         observer: &mut dyn Observer,
     ) -> Collected {
-        let mut last_tick = 0;
+        let (mut last_tick, mut last_thread_sample) = (0, 0);
         while self.positions.iter().any(|&p| p != i64::MAX) {
             let now = self.shared.now_ns();
             if interrupt.load(Relaxed) && !self.shared.stopping() {
@@ -132,6 +140,12 @@ impl<'a> Collector<'a> {
                 last_tick = now;
                 self.watchdog(now);
                 observer.progress(&self.progress(now));
+            }
+            if now >= last_thread_sample + INTERVAL_NS {
+                last_thread_sample = now;
+                if let Some(tracker) = self.thread_cpu.as_mut() {
+                    let _ = tracker.update();
+                }
             }
             let wait = self.next_deadline(now).saturating_sub(now).min(TICK.as_nanos() as u64);
             match events.recv_timeout(Duration::from_nanos(wait.max(1_000_000))) {
@@ -161,15 +175,21 @@ impl<'a> Collector<'a> {
         let window_end = self.shared.window_end_ns();
         if self.cpu_start.is_none() && now >= self.shared.measure_start_ns && now < window_end {
             self.cpu_start = ProcessCpu::now().ok().zip(MachineCpu::now().ok());
+            self.thread_cpu = ThreadCpuTracker::start().ok();
         }
         if !self.cpu_done && now >= window_end {
             self.cpu_done = true;
+            if let Some(tracker) = self.thread_cpu.take() {
+                let window = Nanos(window_end.saturating_sub(self.shared.measure_start_ns));
+                self.out.threads = tracker.finish(window).unwrap_or_default();
+            }
             if let (Some((process, machine)), Ok(process_end), Ok(machine_end)) =
                 (&self.cpu_start, ProcessCpu::now(), MachineCpu::now())
             {
                 self.out.cpu = Some(process_end.since(process));
                 self.out.machine_busy_pct = machine_end.busy_pct_since(machine);
             }
+            self.shared.mark_cpu_snapshot();
         }
     }
 

@@ -11,6 +11,7 @@ use iolab_spec::{EngineKind, JobSpec};
 use iolab_stats::result::{
     CpuReport, ErrorReport, GroupResult, IoErrorRecord, JobResult, StuckIo, TargetResult,
 };
+use iolab_stats::threads::WORKER_THREAD_PREFIX;
 use iolab_stats::IntervalStats;
 
 use crate::collector::{Collected, Collector};
@@ -69,7 +70,7 @@ pub fn run_job(
         starts.push(start_tx);
         let (events, ready, beats) = (event_tx.clone(), ready_tx.clone(), heartbeats.clone());
         let handle = std::thread::Builder::new()
-            .name(format!("iolab-lane{}", plan.lane))
+            .name(format!("{WORKER_THREAD_PREFIX}{}", plan.lane))
             .spawn(move || {
                 let engine = match pin(plan.cpu).and_then(|()| Ok(lane::open(&plan)?)) {
                     Ok(engine) => {
@@ -198,6 +199,10 @@ fn assemble(
             0.0
         },
         machine_busy_pct: collected.machine_busy_pct,
+        unattributed_s: ((cpu.user_ns + cpu.system_ns) as f64 / 1e9
+            - collected.threads.iter().map(|t| t.user_s + t.system_s).sum::<f64>())
+        .max(0.0),
+        threads: collected.threads,
     });
 
     let group_paths = |g: usize| targets[g].iter().map(|t| t.path.display().to_string()).collect::<Vec<_>>();

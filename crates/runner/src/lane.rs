@@ -118,6 +118,7 @@ pub fn run(
         shared.request_stop(StopReason::EngineError, shared.now_ns());
     }
     heartbeat.in_flight.store(engine.in_flight(), Relaxed);
+    shared.await_cpu_snapshot();
     let _ = events.send(LaneEvent::Finished { lane: plan.lane, error: error.map(|e| e.to_string()) });
 }
 

@@ -21,7 +21,12 @@ pub struct Shared {
     measured_ios: AtomicU64,
     measured_bytes: AtomicU64,
     pub continue_on_error: bool,
+    /// Set once the collector has taken the CPU snapshots at the end of the window.
+    cpu_snapshot_taken: AtomicBool,
 }
+
+/// The longest a finished lane waits for the end-of-window CPU snapshot.
+const SNAPSHOT_WAIT: std::time::Duration = std::time::Duration::from_secs(1);
 
 const REASONS: [StopReason; 6] = [
     StopReason::Runtime,
@@ -50,6 +55,22 @@ impl Shared {
             measured_ios: AtomicU64::new(0),
             measured_bytes: AtomicU64::new(0),
             continue_on_error,
+            cpu_snapshot_taken: AtomicBool::new(false),
+        }
+    }
+
+    /// The collector has read the CPU of every thread at the end of the window.
+    pub fn mark_cpu_snapshot(&self) {
+        self.cpu_snapshot_taken.store(true, Relaxed);
+    }
+
+    /// Called by a lane that has finished, before its thread (and its ring's SQPOLL thread)
+    /// exits: /proc forgets an exited thread's CPU, so the per-thread figures of the window
+    /// need every thread alive when they are read. Bounded, in case the collector is held up.
+    pub fn await_cpu_snapshot(&self) {
+        let deadline = std::time::Instant::now() + SNAPSHOT_WAIT;
+        while !self.cpu_snapshot_taken.load(Relaxed) && std::time::Instant::now() < deadline {
+            std::thread::sleep(std::time::Duration::from_millis(1));
         }
     }
 

@@ -4,6 +4,8 @@
 use iolab_spec::JobSpec;
 use serde::Serialize;
 
+use crate::threads::ThreadClassCpu;
+
 /// Name and version of the JSON schema of `RunReport`.
 pub const SCHEMA: &str = "iolab.run/2";
 
@@ -149,6 +151,11 @@ pub struct CpuReport {
     pub us_per_io: f64,
     /// Busy share of each core of the machine during the measured phase, 0..100.
     pub machine_busy_pct: Vec<f64>,
+    /// The process's CPU by thread class: submitting workers, the SQPOLL thread, io-wq
+    /// workers (requests io_uring punted to kernel threads), other (collector, main).
+    pub threads: Vec<ThreadClassCpu>,
+    /// Process CPU seconds no thread sample accounts for: threads that exited between samples.
+    pub unattributed_s: f64,
 }
 
 #[derive(Debug, Clone, Serialize, Default)]
