@@ -12,12 +12,13 @@ I/Os the tool reports (plus its start-up and tear-down, which is the same kind o
 """
 
 import argparse
+import atexit
+import hashlib
 import json
 import os
 import platform
 import shlex
 import shutil
-import signal
 import stat
 import statistics
 import subprocess
@@ -85,7 +86,8 @@ def fmt_f(x, digits=2):
 
 
 def fmt_us(ns):
-    return "-" if ns is None else f"{ns / 1000:.1f}"
+    # QD 1 on a RAM disk is 1-2 us: two decimals there, one above 10 us.
+    return "-" if ns is None else f"{ns / 1000:.2f}" if ns < 10_000 else f"{ns / 1000:.1f}"
 
 
 def fmt_ratio(r):
@@ -806,8 +808,8 @@ def speed_block(args, ctx, label, title, target, ic, fc, goals, remarks=()):
             out += [iops_row, row]
         else:
             out.append(row)
-    out.append((label, f"other CPU s (machine, outside the tool)", fmt_f(med["iolab"]["other"]),
-                fmt_f(med["fio"]["other"]), "", "", f"{len(pairs)} pairs"))
+    if len(pairs) > args.repeat:  # noisy: more pairs than asked for; the summary says so
+        out = [row[:6] + (f"{row[6]} [{len(pairs)} pairs]",) for row in out]
     return out
 
 
@@ -1082,6 +1084,8 @@ def main():
                    "machine before a run (default 60)")
     p.add_argument("--fio-uring-opts", metavar="OPTS", help="fio io_uring options for loop and virtio, instead "
                    "of measuring variants, e.g. \"--registerfiles --fixedbufs --iodepth_batch_submit=32\"")
+    p.add_argument("--no-snapshot", action="store_true", help="run --iolab in place instead of a copy taken "
+                   "at the start (a rebuild during the run would then change the binary between runs)")
     p.add_argument("--iolab-extra", default="", metavar="ARGS", help="extra flags for every iolab run "
                    "(experiments; the goals are about iolab's defaults)")
     args = p.parse_args()
@@ -1105,14 +1109,25 @@ def main():
     if not os.access(args.fio, os.X_OK):
         sys.exit(f"vs_fio: no fio binary at {args.fio}")
     SCRATCH_DIR.mkdir(parents=True, exist_ok=True)
+    built = time.strftime('%Y-%m-%d %H:%M', time.localtime(os.stat(args.iolab).st_mtime))
+    snapshot = None
+    if not args.no_snapshot:
+        # Every run measures the same binary even if someone rebuilds target/release meanwhile.
+        snapshot = SCRATCH_DIR / f"iolab.{os.getpid()}"
+        shutil.copy2(args.iolab, snapshot)
+        atexit.register(snapshot.unlink, missing_ok=True)
+        original, args.iolab = args.iolab, str(snapshot)
 
     say(f"vs_fio: {' '.join(names)} | runtime {args.runtime} s, repeat {args.repeat} (speed scenarios: up to "
         f"{args.max_repeat} when noisy), size {args.size}" + (f", iolab extra: {args.iolab_extra}" if args.iolab_extra else ""))
     say(f"source: {git_describe()}")
     say(f"host: {platform.node()}, kernel {platform.release()}, {os.cpu_count()} CPUs; "
-        f"{tool_version([args.iolab, '--version'])} ({args.iolab}, built "
-        f"{time.strftime('%Y-%m-%d %H:%M', time.localtime(os.stat(args.iolab).st_mtime))}); "
+        f"{tool_version([args.iolab, '--version'])} ({args.iolab}, built {built}); "
         f"{tool_version([args.fio, '--version'])}; {time.strftime('%Y-%m-%d %H:%M:%S')}")
+    if snapshot:
+        digest = hashlib.sha256(snapshot.read_bytes()).hexdigest()[:12]
+        say(f"iolab binary: copy of {original} (sha256 {digest}), so a rebuild during the run changes nothing; "
+            "removed at the end")
 
     ctx = Context(args)
     summary = []
@@ -1149,6 +1164,8 @@ def main():
                 say(f"  -> {desc}")
             say(table(["scenario", "metric", "iolab", "fio", "iolab/fio", "goal", "verdict"], summary))
         ctx.cleanup()
+        if snapshot:
+            snapshot.unlink(missing_ok=True)
     return 1 if failed else 0
 
 

@@ -6,9 +6,11 @@
 
 mod error;
 pub mod jobfile;
+pub mod ladder;
 mod model;
 mod options;
 mod resolve;
+pub mod scale;
 mod units;
 mod values;
 

@@ -1,0 +1,121 @@
+//! What a scaling run found: the aggregate against the sum of the singles (the scaling
+//! efficiency) and, when it falls short, what stopped it, with the evidence.
+
+use iolab_stats::result::JobResult;
+use iolab_stats::threads::ThreadClass;
+use serde::Serialize;
+
+use crate::cpu;
+
+/// At or above this efficiency, the targets scale.
+pub const SCALES_PCT: f64 = 90.0;
+
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct ScaleRow {
+    pub target: String,
+    pub alone_iops: f64,
+    pub together_iops: f64,
+    /// Together as a share of alone, 0..100+.
+    pub kept_pct: f64,
+    pub alone_cpu_us_per_io: f64,
+}
+
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct ScaleSummary {
+    pub rows: Vec<ScaleRow>,
+    pub sum_of_singles_iops: f64,
+    pub together_iops: f64,
+    /// Aggregate as a share of the sum of singles, 0..100+.
+    pub efficiency_pct: f64,
+    pub together_cpu_us_per_io: f64,
+    pub verdict: Vec<String>,
+}
+
+/// `singles[i]` ran target i alone; `together` ran them all, group i on target i.
+pub fn summarize(singles: &[&JobResult], together: &JobResult) -> ScaleSummary {
+    let rows: Vec<ScaleRow> = singles
+        .iter()
+        .zip(&together.groups)
+        .map(|(alone, group)| {
+            let target = group.targets.first().map(|t| t.path.clone()).unwrap_or_default();
+            ScaleRow {
+                target,
+                alone_iops: alone.total.iops,
+                together_iops: group.total.iops,
+                kept_pct: pct(group.total.iops, alone.total.iops),
+                alone_cpu_us_per_io: alone.cpu.us_per_io,
+            }
+        })
+        .collect();
+    let sum: f64 = rows.iter().map(|r| r.alone_iops).sum();
+    let efficiency = pct(together.total.iops, sum);
+    let verdict = verdict(&rows, singles, together, efficiency);
+    ScaleSummary {
+        rows,
+        sum_of_singles_iops: sum,
+        together_iops: together.total.iops,
+        efficiency_pct: efficiency,
+        together_cpu_us_per_io: together.cpu.us_per_io,
+        verdict,
+    }
+}
+
+fn pct(part: f64, whole: f64) -> f64 {
+    if whole > 0.0 {
+        part / whole * 100.0
+    } else {
+        0.0
+    }
+}
+
+fn verdict(rows: &[ScaleRow], singles: &[&JobResult], together: &JobResult, efficiency: f64) -> Vec<String> {
+    let mut words = vec![format!(
+        "{} targets together gave {:.0} IOPS, {efficiency:.0}% of the sum of their singles ({:.0} IOPS)",
+        rows.len(),
+        together.total.iops,
+        rows.iter().map(|r| r.alone_iops).sum::<f64>()
+    )];
+    if efficiency >= SCALES_PCT {
+        words.push("the targets scale: running them together costs little or nothing".to_string());
+        return words;
+    }
+    match cpu::saturation(together) {
+        Some(what) => words.push(format!("scaling stopped at the CPU: {what}")),
+        None => {
+            let alone_saturated: Vec<String> = singles.iter().filter_map(|j| cpu::saturation(j)).collect();
+            if let Some(first) = alone_saturated.first() {
+                words.push(format!("even alone a target was CPU-bound ({first})"));
+            }
+        }
+    }
+    let (io_wq_s, io_wq_threads) = cpu::class_s(together, ThreadClass::IoWq);
+    let process_s = cpu::process_s(together);
+    if io_wq_threads > 0 && process_s > 0.0 && io_wq_s / process_s >= 0.1 {
+        words.push(format!(
+            "{io_wq_threads} io-wq kernel threads did {:.0}% of the work together: io_uring punts every request on these targets, so each I/O costs a thread hand-off",
+            io_wq_s / process_s * 100.0
+        ));
+    }
+    let alone_us: f64 = rows.iter().map(|r| r.alone_cpu_us_per_io).sum::<f64>() / rows.len().max(1) as f64;
+    if alone_us > 0.0 && together.cpu.us_per_io > alone_us * 1.15 {
+        words.push(format!(
+            "CPU per I/O rose from {alone_us:.2} us alone to {:.2} us together: the targets contend for a shared kernel path or lock",
+            together.cpu.us_per_io
+        ));
+    }
+    let kept: Vec<f64> = rows.iter().map(|r| r.kept_pct).collect();
+    let (low, high) = kept.iter().fold((f64::MAX, f64::MIN), |(lo, hi), &k| (lo.min(k), hi.max(k)));
+    if high - low > 20.0 {
+        if let Some(worst) = rows.iter().min_by(|a, b| a.kept_pct.total_cmp(&b.kept_pct)) {
+            words.push(format!(
+                "{} lost the most: it kept {:.0}% of its IOPS alone, the others up to {high:.0}%",
+                worst.target, worst.kept_pct
+            ));
+        }
+    } else if words.len() == 1 {
+        words.push(format!(
+            "every target lost about the same share (each kept {low:.0}-{high:.0}%) and no CPU was saturated: a resource they share is the limit (the same backing device, bus or host path)"
+        ));
+    }
+    words
+}

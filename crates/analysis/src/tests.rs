@@ -1,0 +1,1 @@
+//! Tests of the ladder and scale verdicts on synthetic results.
