@@ -21,6 +21,35 @@ pub enum Command {
     /// Run a workload (default: 4 KiB random read, QD 32, 1 worker, 2 s ramp + 10 s, on a
     /// 1 GiB scratch file in the current directory).
     Run(RunArgs),
+    /// Climb the API ladder on one target: the same workload through psync, aio, io_uring,
+    /// io_uring with ring flags, with registered files and buffers, with SQPOLL and with IOPOLL
+    /// (where the device has poll queues); a table of IOPS, latency and CPU per I/O by thread,
+    /// and which interface is cheapest here (default 5 s + 1 s ramp per step).
+    Ladder(LadderArgs),
+    /// Run the workload on each target alone, then on all at once, and report the scaling
+    /// efficiency (together vs the sum of singles) and what stopped it (default 5 s + 1 s ramp
+    /// per step).
+    Scale(ScaleArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct LadderArgs {
+    /// The target (default: a 1 GiB scratch file in the current directory).
+    #[arg(id = "target_path", value_name = "TARGET")]
+    pub target: Option<PathBuf>,
+
+    #[command(flatten)]
+    pub options: Options,
+}
+
+#[derive(Debug, Args)]
+pub struct ScaleArgs {
+    /// Two or more targets: files or block devices.
+    #[arg(value_name = "TARGET", num_args = 2.., required = true)]
+    pub targets: Vec<PathBuf>,
+
+    #[command(flatten)]
+    pub options: Options,
 }
 
 #[derive(Debug, Args)]

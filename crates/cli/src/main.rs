@@ -2,8 +2,12 @@
 
 mod args;
 mod exit;
+mod ladder_command;
 mod progress;
 mod run_command;
+mod scale_command;
+mod session;
+mod study;
 
 use std::process::ExitCode;
 
@@ -16,5 +20,7 @@ fn main() -> ExitCode {
     };
     match cli.command {
         args::Command::Run(run) => run_command::run(run),
+        args::Command::Ladder(ladder) => ladder_command::run(ladder),
+        args::Command::Scale(scale) => scale_command::run(scale),
     }
 }

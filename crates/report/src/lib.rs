@@ -4,9 +4,11 @@
 //! belong on stderr, so JSON output always parses.
 
 mod format;
+mod studies;
 mod text;
 
 pub use format::{latency, thousands};
+pub use studies::{ladder_json, ladder_text, scale_json, scale_text, LADDER_SCHEMA, SCALE_SCHEMA};
 pub use text::render_text;
 
 use iolab_stats::result::RunReport;

@@ -15,4 +15,4 @@ mod shared;
 
 pub use error::RunError;
 pub use observer::{Observer, Phase, ProgressUpdate, Silent};
-pub use run::{run_plan, RunOutcome};
+pub use run::{run_plan, OnFailedStart, RunOutcome};

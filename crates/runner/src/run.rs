@@ -11,21 +11,33 @@ use crate::job::run_job;
 use crate::observer::Observer;
 use crate::prepare;
 
-/// What a run produced: the report of every job that ran, and the error that kept a later job
-/// from starting, if one did (the jobs before it keep their results).
+/// What a run produced: the report of every job that ran, and the jobs that could not start
+/// (by index in the plan), with why (the jobs before them keep their results).
 pub struct RunOutcome {
     pub report: RunReport,
-    pub error: Option<RunError>,
+    pub failed: Vec<(usize, RunError)>,
+}
+
+/// What to do when a job cannot start (its engine or target refuses), after an earlier job ran.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OnFailedStart {
+    /// Keep the results so far and stop (a job file: later jobs may depend on it).
+    Stop,
+    /// Record it and go on with the next job (a ladder: each rung stands alone).
+    Skip,
 }
 
 /// Runs every job of `plan`; stops after the current job when `interrupt` is set. Fails
 /// outright only when nothing could run.
 pub fn run_plan(
     plan: &RunPlan,
+    on_failed_start: OnFailedStart,
     interrupt: &AtomicBool,
     observer: &mut dyn Observer,
 ) -> Result<RunOutcome, RunError> {
-    if plan.jobs.iter().flat_map(|j| &j.groups).any(|g| g.engine == EngineKind::Uring) {
+    if on_failed_start == OnFailedStart::Stop
+        && plan.jobs.iter().flat_map(|j| &j.groups).any(|g| g.engine == EngineKind::Uring)
+    {
         probe::uring_available()?;
     }
     let started_at_unix_s =
@@ -41,16 +53,21 @@ pub fn run_plan(
         .collect::<Result<Vec<_>, _>>()?;
 
     let mut jobs = Vec::new();
-    let mut error = None;
-    for (job, targets) in plan.jobs.iter().zip(&targets) {
+    let mut failed = Vec::new();
+    for (index, (job, targets)) in plan.jobs.iter().zip(&targets).enumerate() {
         if interrupt.load(Relaxed) {
             break;
         }
         let result = match run_job(job, targets, interrupt, observer) {
             Ok(result) => result,
+            Err(e) if e.is_interruption() => return Err(e),
+            Err(e) if on_failed_start == OnFailedStart::Skip => {
+                failed.push((index, e));
+                continue;
+            }
             Err(e) if jobs.is_empty() => return Err(e),
             Err(e) => {
-                error = Some(e);
+                failed.push((index, e));
                 break;
             }
         };
@@ -68,7 +85,7 @@ pub fn run_plan(
         interrupted: interrupt.load(Relaxed),
         jobs,
     };
-    Ok(RunOutcome { report, error })
+    Ok(RunOutcome { report, failed })
 }
 
 fn host_info() -> HostInfo {

@@ -72,7 +72,9 @@ impl Rung {
         let (engine, uring) = match self {
             Rung::Psync => (EngineKind::Psync, UringSpec::default()),
             Rung::Aio => (EngineKind::Aio, UringSpec::default()),
-            Rung::Uring => (EngineKind::Uring, UringSpec { ring_setup: RingSetup::Plain, ..UringSpec::default() }),
+            Rung::Uring => {
+                (EngineKind::Uring, UringSpec { ring_setup: RingSetup::Plain, ..UringSpec::default() })
+            }
             Rung::UringFlags => (EngineKind::Uring, UringSpec::default()),
             Rung::UringRegistered => (EngineKind::Uring, UringSpec::tuned()),
             Rung::UringSqpoll => (EngineKind::Uring, UringSpec { sqpoll: true, ..UringSpec::tuned() }),

@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 use thiserror::Error;
 
 pub use layout::{lay_out_file, Layout};
-pub use queue::{queue_attribute, DeviceNumber};
+pub use queue::{has_poll_queues_behind, queue_attribute, DeviceNumber};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum TargetKind {

@@ -32,3 +32,17 @@ pub fn queue_attribute(device: DeviceNumber, name: &str) -> Option<String> {
         .find_map(|path| std::fs::read_to_string(path).ok())
         .map(|text| text.trim().to_string())
 }
+
+/// Whether the block device that would serve I/O to `path` has poll queues (IOPOLL needs
+/// them): the device itself, the one under a file's filesystem, or, for a path not created
+/// yet, the one under its directory.
+pub fn has_poll_queues_behind(path: &std::path::Path) -> bool {
+    use std::os::unix::fs::{FileTypeExt, MetadataExt};
+    let meta = std::fs::metadata(path).or_else(|_| {
+        let parent = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(std::path::Path::new("."));
+        std::fs::metadata(parent)
+    });
+    let Ok(meta) = meta else { return false };
+    let dev = if meta.file_type().is_block_device() { meta.rdev() } else { meta.dev() };
+    DeviceNumber::of_block(dev).and_then(|d| queue_attribute(d, "io_poll")).is_some_and(|v| v == "1")
+}

@@ -1,0 +1,111 @@
+//! What every measuring command shares: stop signals, running a plan with a progress line,
+//! writing the output where the user asked, warnings on stderr, and the exit code.
+
+use std::process::ExitCode;
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
+
+use iolab_runner::{run_plan, OnFailedStart, RunError, RunOutcome};
+use iolab_spec::{OutputSpec, RunPlan};
+use iolab_stats::result::{RunReport, StopReason};
+
+use crate::exit;
+use crate::progress::ProgressLine;
+
+/// Installs SIGINT/SIGTERM: the first asks the run to stop and keep its results, a second ends
+/// the process at once, for a run that does not stop by itself.
+pub fn install_signals() -> Result<Arc<AtomicBool>, ExitCode> {
+    let interrupt = Arc::new(AtomicBool::new(false));
+    for signal in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+        let installed = signal_hook::flag::register_conditional_shutdown(
+            signal,
+            exit::INTERRUPTED.into(),
+            interrupt.clone(),
+        )
+        .and_then(|_| signal_hook::flag::register(signal, interrupt.clone()));
+        if let Err(e) = installed {
+            return Err(exit::fail(exit::INTERNAL, &format!("cannot install the signal handler: {e}")));
+        }
+    }
+    Ok(interrupt)
+}
+
+/// Runs `plan` with signals and a progress line; an error that kept anything from running
+/// becomes the exit code.
+pub fn execute(plan: &RunPlan, on_failed_start: OnFailedStart) -> Result<RunOutcome, ExitCode> {
+    let interrupt = install_signals()?;
+    let mut progress = ProgressLine::new(plan.output.quiet);
+    run_plan(plan, on_failed_start, &interrupt, &mut progress)
+        .map_err(|e| exit::fail(error_code(&e), &e.to_string()))
+}
+
+pub fn error_code(error: &RunError) -> u8 {
+    if error.is_interruption() {
+        exit::INTERRUPTED
+    } else if error.is_user_error() {
+        exit::USAGE
+    } else {
+        exit::INTERNAL
+    }
+}
+
+/// Writes `text` to the output file, or stdout. Broken pipe (`iolab run | head`) is not an
+/// error.
+pub fn write_output(output: &OutputSpec, text: &str) -> Result<(), ExitCode> {
+    use std::io::Write;
+    let written = match &output.path {
+        Some(path) => std::fs::write(path, text)
+            .map_err(|e| format!("cannot write the results to {}: {e}", path.display())),
+        None => match std::io::stdout().lock().write_all(text.as_bytes()) {
+            Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => {
+                Err(format!("cannot write the results: {e}"))
+            }
+            _ => Ok(()),
+        },
+    };
+    written.map_err(|message| exit::fail(exit::INTERNAL, &message))
+}
+
+/// Problems are also said on stderr, so they are seen even when stdout is JSON or a file.
+pub fn warn_about_problems(report: &RunReport) {
+    for job in &report.jobs {
+        if job.errors.count > 0 {
+            let first = job.errors.first.first().map_or(String::new(), |e| {
+                format!(
+                    "; first: {} {} at offset {} ({} bytes): {}",
+                    e.target, e.op, e.offset, e.len, e.message
+                )
+            });
+            eprintln!("iolab: warning: job '{}': {} I/O errors{first}", job.name, job.errors.count);
+        }
+        if let Some(stuck) = &job.errors.stuck {
+            eprintln!(
+                "iolab: error: job '{}': a request to {} has not completed after {} ms; the device or kernel is stuck",
+                job.name, stuck.target, stuck.outstanding_ms
+            );
+        }
+        if let Some(engine) = &job.errors.engine {
+            eprintln!("iolab: error: job '{}': {engine}", job.name);
+        }
+    }
+    if report.interrupted {
+        eprintln!("iolab: interrupted; the results gathered so far were written");
+    }
+}
+
+/// The exit code a finished run earns (README: exit codes).
+pub fn exit_code(report: &RunReport) -> u8 {
+    if report.interrupted {
+        return exit::INTERRUPTED;
+    }
+    let reasons: Vec<StopReason> = report.jobs.iter().map(|j| j.stop_reason).collect();
+    if reasons.contains(&StopReason::StuckIo) {
+        exit::STUCK
+    } else if reasons.contains(&StopReason::EngineError) {
+        exit::INTERNAL
+    } else if report.jobs.iter().any(|j| j.errors.count > 0) {
+        exit::IO_ERRORS
+    } else {
+        exit::OK
+    }
+}

@@ -1,0 +1,130 @@
+//! Reports of the multi-job studies: the API ladder and target scaling. Each is a table of
+//! its jobs, then the verdict in plain words; the JSON form carries the full run report too.
+
+use std::fmt::Write;
+
+use iolab_analysis::ladder::LadderSummary;
+use iolab_analysis::scale::ScaleSummary;
+use iolab_stats::result::RunReport;
+use serde::Serialize;
+
+use crate::format::{latency, thousands};
+
+/// Name and version of the JSON schema of a ladder report.
+pub const LADDER_SCHEMA: &str = "iolab.ladder/1";
+/// Name and version of the JSON schema of a scale report.
+pub const SCALE_SCHEMA: &str = "iolab.scale/1";
+
+#[derive(Serialize)]
+struct Study<'a, T: Serialize> {
+    schema: &'static str,
+    summary: &'a T,
+    /// Every job of the study in full (schema iolab.run/2).
+    run: &'a RunReport,
+}
+
+fn to_json<T: Serialize>(schema: &'static str, summary: &T, run: &RunReport) -> String {
+    let mut text = serde_json::to_string_pretty(&Study { schema, summary, run })
+        .unwrap_or_else(|e| serde_json::json!({ "error": e.to_string() }).to_string());
+    text.push('\n');
+    text
+}
+
+pub fn ladder_json(summary: &LadderSummary, run: &RunReport) -> String {
+    to_json(LADDER_SCHEMA, summary, run)
+}
+
+pub fn scale_json(summary: &ScaleSummary, run: &RunReport) -> String {
+    to_json(SCALE_SCHEMA, summary, run)
+}
+
+/// The workload as the first job ran it: "4KiB random read, QD 32 x 1 worker, 5 s after 1 s ramp".
+fn workload(run: &RunReport) -> String {
+    let Some(job) = run.jobs.first() else { return "nothing ran".to_string() };
+    let Some(group) = job.groups.first() else { return String::new() };
+    let direct =
+        if job.spec.groups.first().is_some_and(|g| g.target.direct) { "O_DIRECT" } else { "buffered" };
+    format!(
+        "{}, QD {} x {} worker(s), {direct}, {:.1} s measured after {:.1} s ramp per step",
+        group.access, group.qd, group.workers, job.measured_s, job.ramp_s
+    )
+}
+
+fn verdict(out: &mut String, words: &[String]) {
+    let _ = writeln!(out, "\nverdict:");
+    for line in words {
+        let _ = writeln!(out, "  - {line}");
+    }
+}
+
+pub fn ladder_text(summary: &LadderSummary, run: &RunReport) -> String {
+    let mut out = String::new();
+    let target = run
+        .jobs
+        .first()
+        .and_then(|j| j.groups.first())
+        .map(|g| g.targets.iter().map(|t| t.path.as_str()).collect::<Vec<_>>().join(" + "))
+        .unwrap_or_default();
+    let _ = writeln!(out, "API ladder on {target}: {}\n", workload(run));
+    let _ = writeln!(
+        out,
+        "  {:<17}{:<34}{:>11}{:>9}{:>9}{:>10}{:>9}{:>9}{:>9}",
+        "step", "what", "IOPS", "p50", "p99", "CPU/I/O", "workers", "io-wq", "sqpoll"
+    );
+    for row in &summary.rows {
+        if let Some(why) = &row.skipped {
+            let _ = writeln!(out, "  {:<17}{:<34}  not run: {why}", row.name, row.what);
+            continue;
+        }
+        let us = |v: f64| format!("{v:.2}us");
+        let _ = writeln!(
+            out,
+            "  {:<17}{:<34}{:>11}{:>9}{:>9}{:>10}{:>9}{:>9}{:>9}",
+            row.name,
+            row.what,
+            thousands(row.iops),
+            latency(row.p50_ns as f64),
+            latency(row.p99_ns as f64),
+            us(row.cpu_us_per_io),
+            us(row.worker_us_per_io),
+            us(row.io_wq_us_per_io),
+            us(row.sqpoll_us_per_io)
+        );
+    }
+    let _ =
+        writeln!(out, "  (CPU/I/O is the whole process; workers, io-wq and sqpoll are its parts by thread)");
+    verdict(&mut out, &summary.verdict);
+    out
+}
+
+pub fn scale_text(summary: &ScaleSummary, run: &RunReport) -> String {
+    let mut out = String::new();
+    let _ = writeln!(out, "scaling over {} targets: {}\n", summary.rows.len(), workload(run));
+    let _ = writeln!(
+        out,
+        "  {:<28}{:>14}{:>14}{:>8}{:>12}",
+        "target", "alone IOPS", "together", "kept", "CPU/I/O"
+    );
+    for row in &summary.rows {
+        let _ = writeln!(
+            out,
+            "  {:<28}{:>14}{:>14}{:>7.0}%{:>10.2}us",
+            row.target,
+            thousands(row.alone_iops),
+            thousands(row.together_iops),
+            row.kept_pct,
+            row.alone_cpu_us_per_io
+        );
+    }
+    let _ = writeln!(
+        out,
+        "  {:<28}{:>14}{:>14}{:>7.0}%{:>10.2}us",
+        "all",
+        thousands(summary.sum_of_singles_iops),
+        thousands(summary.together_iops),
+        summary.efficiency_pct,
+        summary.together_cpu_us_per_io
+    );
+    verdict(&mut out, &summary.verdict);
+    out
+}
