@@ -13,11 +13,7 @@ pub fn process_s(job: &JobResult) -> f64 {
 
 /// CPU seconds of one thread class, and how many of its threads used CPU.
 pub fn class_s(job: &JobResult, class: ThreadClass) -> (f64, u32) {
-    job.cpu
-        .threads
-        .iter()
-        .find(|t| t.class == class)
-        .map_or((0.0, 0), |t| (t.user_s + t.system_s, t.threads))
+    job.cpu.threads.iter().find(|t| t.class == class).map_or((0.0, 0), |t| (t.user_s + t.system_s, t.threads))
 }
 
 /// The busiest thread of a class, as a share of the window (0..100).

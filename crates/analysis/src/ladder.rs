@@ -152,12 +152,19 @@ fn verdict(rows: &[LadderRow]) -> Vec<String> {
             .filter(|f| matches!(f.as_str(), "single_issuer" | "defer_taskrun" | "coop_taskrun"))
             .cloned()
             .collect::<Vec<_>>();
-        words.push(format!(
-            "ring setup flags ({}): {}, {}",
-            if granted.is_empty() { "none offered by this kernel".to_string() } else { granted.join("+") },
-            describe_change("CPU per I/O", plain.cpu_us_per_io, flags.cpu_us_per_io, true),
-            describe_change("IOPS", plain.iops, flags.iops, false)
-        ));
+        if granted.is_empty() {
+            // Both rungs ran the same plain ring: a gap between them is not the flags' doing.
+            words.push(
+                "ring setup flags: none offered by this kernel, so uring+flags ran the same plain ring as uring; any difference between the two is run-to-run variation".into(),
+            );
+        } else {
+            words.push(format!(
+                "ring setup flags ({}): {}, {}",
+                granted.join("+"),
+                describe_change("CPU per I/O", plain.cpu_us_per_io, flags.cpu_us_per_io, true),
+                describe_change("IOPS", plain.iops, flags.iops, false)
+            ));
+        }
     }
     if let (Some(flags), Some(registered)) = (find(Rung::UringFlags), find(Rung::UringRegistered)) {
         words.push(format!(
@@ -188,16 +195,15 @@ fn punting(ran: &[&LadderRow]) -> Option<String> {
     let punted: Vec<&&LadderRow> = ran
         .iter()
         .filter(|r| r.rung.is_uring() && r.io_wq_us_per_io >= r.cpu_us_per_io * PUNT_SHARE_PCT / 100.0)
-        .filter(|r| r.io_wq_threads > 0)
+        // Without process CPU there is no share to judge (and none to divide by).
+        .filter(|r| r.io_wq_threads > 0 && r.cpu_us_per_io > 0.0)
         .collect();
     let worst = punted.iter().max_by(|a, b| a.io_wq_us_per_io.total_cmp(&b.io_wq_us_per_io))?;
-    let best_other = ran
-        .iter()
-        .filter(|r| !r.rung.is_uring())
-        .min_by(|a, b| a.cpu_us_per_io.total_cmp(&b.cpu_us_per_io));
+    let best_other =
+        ran.iter().filter(|r| !r.rung.is_uring()).min_by(|a, b| a.cpu_us_per_io.total_cmp(&b.cpu_us_per_io));
     let share = worst.io_wq_us_per_io / worst.cpu_us_per_io * 100.0;
     let mut text = format!(
-        "io_uring punted requests to io-wq kernel worker threads in {} of {} io_uring rungs: in {} they ran {} io-wq threads costing {:.2} of its {:.2} us of CPU per I/O ({share:.0}%), and p50 latency was {:.1} us",
+        "io_uring punted requests to io-wq kernel worker threads in {} of {} io_uring rungs: in {} they ran {} io-wq thread(s) costing {:.2} of its {:.2} us of CPU per I/O ({share:.0}%), and p50 latency was {:.1} us",
         punted.len(),
         ran.iter().filter(|r| r.rung.is_uring()).count(),
         worst.name,

@@ -6,6 +6,7 @@ use iolab_stats::threads::ThreadClass;
 use serde::Serialize;
 
 use crate::cpu;
+use crate::ladder::PUNT_SHARE_PCT;
 
 /// At or above this efficiency, the targets scale.
 pub const SCALES_PCT: f64 = 90.0;
@@ -75,6 +76,13 @@ fn verdict(rows: &[ScaleRow], singles: &[&JobResult], together: &JobResult, effi
         together.total.iops,
         rows.iter().map(|r| r.alone_iops).sum::<f64>()
     )];
+    if !rows.iter().any(|r| r.alone_iops > 0.0) {
+        // No yardstick: every share below would be 0% and blame something that was not measured.
+        words.push(
+            "the targets alone completed no I/O, so there is nothing to compare the together run with".into(),
+        );
+        return words;
+    }
     if efficiency >= SCALES_PCT {
         words.push("the targets scale: running them together costs little or nothing".to_string());
         return words;
@@ -90,25 +98,36 @@ fn verdict(rows: &[ScaleRow], singles: &[&JobResult], together: &JobResult, effi
     }
     let (io_wq_s, io_wq_threads) = cpu::class_s(together, ThreadClass::IoWq);
     let process_s = cpu::process_s(together);
-    if io_wq_threads > 0 && process_s > 0.0 && io_wq_s / process_s >= 0.1 {
+    if io_wq_threads > 0 && process_s > 0.0 && io_wq_s / process_s * 100.0 >= PUNT_SHARE_PCT {
         words.push(format!(
-            "{io_wq_threads} io-wq kernel threads did {:.0}% of the work together: io_uring punts every request on these targets, so each I/O costs a thread hand-off",
+            "{io_wq_threads} io-wq kernel threads used {:.0}% of the process's CPU together: io_uring punted requests on these targets to kernel worker threads, and each punted I/O costs a thread hand-off",
             io_wq_s / process_s * 100.0
         ));
     }
-    let alone_us: f64 = rows.iter().map(|r| r.alone_cpu_us_per_io).sum::<f64>() / rows.len().max(1) as f64;
+    // The singles' cost weighted by their IOPS: what the together run would cost per I/O if
+    // nothing contended (a plain mean overstates it when a cheap target is also the slow one).
+    let alone_ios: f64 = rows.iter().map(|r| r.alone_iops).sum();
+    let alone_us = rows.iter().map(|r| r.alone_cpu_us_per_io * r.alone_iops).sum::<f64>() / alone_ios;
     if alone_us > 0.0 && together.cpu.us_per_io > alone_us * 1.15 {
         words.push(format!(
             "CPU per I/O rose from {alone_us:.2} us alone to {:.2} us together: the targets contend for a shared kernel path or lock",
             together.cpu.us_per_io
         ));
     }
-    let kept: Vec<f64> = rows.iter().map(|r| r.kept_pct).collect();
-    let (low, high) = kept.iter().fold((f64::MAX, f64::MIN), |(lo, hi), &k| (lo.min(k), hi.max(k)));
+    // A target that did no I/O alone kept "0%" of nothing: say so rather than rank it.
+    for row in rows.iter().filter(|r| r.alone_iops <= 0.0) {
+        words.push(format!(
+            "{} completed no I/O alone, so what it kept together cannot be judged",
+            row.target
+        ));
+    }
+    let measured: Vec<&ScaleRow> = rows.iter().filter(|r| r.alone_iops > 0.0).collect();
+    let (low, high) =
+        measured.iter().fold((f64::MAX, f64::MIN), |(lo, hi), r| (lo.min(r.kept_pct), hi.max(r.kept_pct)));
     if high - low > 20.0 {
-        if let Some(worst) = rows.iter().min_by(|a, b| a.kept_pct.total_cmp(&b.kept_pct)) {
+        if let Some(worst) = measured.iter().min_by(|a, b| a.kept_pct.total_cmp(&b.kept_pct)) {
             words.push(format!(
-                "{} lost the most: it kept {:.0}% of its IOPS alone, the others up to {high:.0}%",
+                "{} lost the most: it kept {:.0}% of the IOPS it gave alone, the others up to {high:.0}%",
                 worst.target, worst.kept_pct
             ));
         }

@@ -1,1 +1,847 @@
 //! Tests of the ladder and scale verdicts on synthetic results.
+//!
+//! `Synth` builds a `JobResult` from the few figures the analysis reads (IOPS, CPU per I/O and
+//! its split by thread class, latency percentiles, core load, groups and what the kernel
+//! granted), so each test states the situation it judges in a handful of numbers.
+
+use iolab_spec::ladder::Rung;
+use iolab_stats::result::{
+    CpuReport, ErrorReport, GroupResult, JobResult, LatencySummary, OpSummary, Percentile, StopReason,
+    TargetResult,
+};
+use iolab_stats::threads::{ThreadClass, ThreadClassCpu};
+
+use crate::ladder::{self, LadderRow, LadderSummary, RungOutcome};
+use crate::scale::{self, ScaleSummary};
+use crate::{cpu, ladder::NOISE_PCT};
+
+/// Every synthetic job measured for this long.
+const MEASURED_S: f64 = 10.0;
+const BLOCK: u64 = 4096;
+
+/// A synthetic job result, built from what the analysis reads.
+struct Synth {
+    iops: f64,
+    /// Process CPU per I/O; the thread classes below are parts of it.
+    cpu_us_per_io: f64,
+    /// Process CPU seconds, overriding `cpu_us_per_io` (for jobs that did no I/O but used CPU).
+    process_s: Option<f64>,
+    p50_ns: u64,
+    p99_ns: u64,
+    classes: Vec<ThreadClassCpu>,
+    machine_busy_pct: Vec<f64>,
+    /// One group per target, with that target's IOPS; `None` gives one group with the job's.
+    groups: Option<Vec<(String, f64)>>,
+    engine_setup: Vec<String>,
+}
+
+impl Synth {
+    fn new(iops: f64, cpu_us_per_io: f64) -> Self {
+        Synth {
+            iops,
+            cpu_us_per_io,
+            process_s: None,
+            p50_ns: 20_000,
+            p99_ns: 80_000,
+            classes: Vec::new(),
+            machine_busy_pct: vec![30.0, 25.0, 20.0, 25.0],
+            groups: None,
+            engine_setup: Vec::new(),
+        }
+    }
+
+    /// All targets at once: one group per target, the job's IOPS their sum.
+    fn together(targets: &[(&str, f64)], cpu_us_per_io: f64) -> Self {
+        let mut synth = Synth::new(targets.iter().map(|t| t.1).sum(), cpu_us_per_io);
+        synth.groups = Some(targets.iter().map(|&(path, iops)| (path.to_string(), iops)).collect());
+        synth
+    }
+
+    /// One target alone.
+    fn alone(path: &str, iops: f64, cpu_us_per_io: f64) -> Self {
+        Synth::together(&[(path, iops)], cpu_us_per_io)
+    }
+
+    fn latency_us(mut self, p50_us: f64, p99_us: f64) -> Self {
+        self.p50_ns = (p50_us * 1e3).round() as u64;
+        self.p99_ns = (p99_us * 1e3).round() as u64;
+        self
+    }
+
+    fn process_s(mut self, seconds: f64) -> Self {
+        self.process_s = Some(seconds);
+        self
+    }
+
+    /// `threads` threads of `class` spending `us_per_io` of CPU per I/O of the job, the busiest
+    /// of them `busiest_pct` busy.
+    fn class(mut self, class: ThreadClass, threads: u32, us_per_io: f64, busiest_pct: f64) -> Self {
+        let seconds = us_per_io * self.ios() as f64 / 1e6;
+        // Workers run user code too; io_uring's kernel threads only system time.
+        let user_s = if class == ThreadClass::Worker { seconds * 0.25 } else { 0.0 };
+        self.classes.push(ThreadClassCpu {
+            class,
+            threads,
+            user_s,
+            system_s: seconds - user_s,
+            busiest_thread_pct: busiest_pct,
+        });
+        self
+    }
+
+    fn machine(mut self, cores_busy_pct: &[f64]) -> Self {
+        self.machine_busy_pct = cores_busy_pct.to_vec();
+        self
+    }
+
+    fn setup(mut self, granted: &[&str]) -> Self {
+        self.engine_setup = granted.iter().map(|s| s.to_string()).collect();
+        self
+    }
+
+    fn ios(&self) -> u64 {
+        (self.iops * MEASURED_S).round() as u64
+    }
+
+    fn build(self) -> JobResult {
+        let ios = self.ios();
+        let process_s = self.process_s.unwrap_or(self.cpu_us_per_io * ios as f64 / 1e6);
+        let total = op_summary(self.iops, self.p50_ns, self.p99_ns);
+        let groups = match &self.groups {
+            None => vec![group("g1", &[("/dev/target0".to_string(), self.iops)], &self)],
+            Some(targets) => targets
+                .iter()
+                .enumerate()
+                .map(|(i, target)| group(&format!("t{}", i + 1), std::slice::from_ref(target), &self))
+                .collect(),
+        };
+        JobResult {
+            name: "synthetic".into(),
+            spec: spec(),
+            stop_reason: StopReason::Runtime,
+            measured_s: MEASURED_S,
+            ramp_s: 2.0,
+            groups,
+            read: total.clone(),
+            write: op_summary(0.0, 0, 0),
+            total,
+            series: Vec::new(),
+            cpu: CpuReport {
+                user_s: process_s * 0.2,
+                system_s: process_s * 0.8,
+                us_per_io: if ios > 0 { process_s * 1e6 / ios as f64 } else { 0.0 },
+                machine_busy_pct: self.machine_busy_pct,
+                threads: self.classes,
+                unattributed_s: 0.0,
+            },
+            errors: ErrorReport::default(),
+            notes: Vec::new(),
+        }
+    }
+}
+
+fn spec() -> iolab_spec::JobSpec {
+    iolab_spec::resolve(None, &iolab_spec::defaults()).expect("the defaults resolve").jobs.remove(0)
+}
+
+/// Random reads of `BLOCK` bytes at `iops` for `MEASURED_S`; no latency when no I/O.
+fn op_summary(iops: f64, p50_ns: u64, p99_ns: u64) -> OpSummary {
+    let ios = (iops * MEASURED_S).round() as u64;
+    let mb_s = iops * BLOCK as f64 / 1e6;
+    OpSummary {
+        ios,
+        bytes: ios * BLOCK,
+        iops,
+        mb_s,
+        mib_s: iops * BLOCK as f64 / (1u64 << 20) as f64,
+        latency: (ios > 0).then(|| LatencySummary {
+            min_ns: p50_ns / 4,
+            mean_ns: p50_ns as f64 * 1.1,
+            stdev_ns: p50_ns as f64 / 3.0,
+            max_ns: p99_ns * 10,
+            percentiles: vec![
+                Percentile { p: 50.0, ns: p50_ns },
+                Percentile { p: 90.0, ns: (p50_ns + p99_ns) / 2 },
+                Percentile { p: 99.0, ns: p99_ns },
+            ],
+            within: Vec::new(),
+        }),
+    }
+}
+
+fn group(name: &str, targets: &[(String, f64)], synth: &Synth) -> GroupResult {
+    let iops = targets.iter().map(|t| t.1).sum();
+    let total = op_summary(iops, synth.p50_ns, synth.p99_ns);
+    GroupResult {
+        name: name.into(),
+        targets: targets
+            .iter()
+            .map(|(path, iops)| {
+                let total = op_summary(*iops, synth.p50_ns, synth.p99_ns);
+                TargetResult { path: path.clone(), read: total.clone(), write: op_summary(0.0, 0, 0), total }
+            })
+            .collect(),
+        stripe_bytes: None,
+        access: "randread".into(),
+        engine: "uring".into(),
+        engine_setup: synth.engine_setup.clone(),
+        qd: 32,
+        workers: 1,
+        threads: 1,
+        cpus: Vec::new(),
+        read: total.clone(),
+        write: op_summary(0.0, 0, 0),
+        total,
+        series: Vec::new(),
+    }
+}
+
+fn ran(rung: Rung, job: &JobResult) -> RungOutcome<'_> {
+    RungOutcome { rung, result: Ok(job) }
+}
+
+fn skipped(rung: Rung, why: &str) -> RungOutcome<'static> {
+    RungOutcome { rung, result: Err(why.to_string()) }
+}
+
+fn close(actual: f64, expected: f64) -> bool {
+    (actual - expected).abs() <= 1e-9 * expected.abs().max(1.0)
+}
+
+/// The finding that starts with `prefix`, or a failure listing every finding.
+fn finding<'a>(verdict: &'a [String], prefix: &str) -> &'a str {
+    verdict
+        .iter()
+        .find(|w| w.starts_with(prefix))
+        .unwrap_or_else(|| panic!("no finding starting with {prefix:?} in {verdict:#?}"))
+}
+
+fn mentions(verdict: &[String], needle: &str) -> bool {
+    verdict.iter().any(|w| w.contains(needle))
+}
+
+/// No figure of a summary may be NaN or infinite, nor print as one.
+fn assert_ladder_finite(summary: &LadderSummary) {
+    for row in &summary.rows {
+        let LadderRow { iops, cpu_us_per_io, worker_us_per_io, io_wq_us_per_io, sqpoll_us_per_io, .. } = row;
+        for (what, value) in [
+            ("iops", iops),
+            ("cpu_us_per_io", cpu_us_per_io),
+            ("worker_us_per_io", worker_us_per_io),
+            ("io_wq_us_per_io", io_wq_us_per_io),
+            ("sqpoll_us_per_io", sqpoll_us_per_io),
+        ] {
+            assert!(value.is_finite(), "{} {what} = {value}", row.name);
+        }
+    }
+    assert_words_finite(&summary.verdict);
+}
+
+fn assert_scale_finite(summary: &ScaleSummary) {
+    for row in &summary.rows {
+        for (what, value) in [
+            ("alone_iops", row.alone_iops),
+            ("together_iops", row.together_iops),
+            ("kept_pct", row.kept_pct),
+            ("alone_cpu_us_per_io", row.alone_cpu_us_per_io),
+        ] {
+            assert!(value.is_finite(), "{} {what} = {value}", row.target);
+        }
+    }
+    for (what, value) in [
+        ("sum_of_singles_iops", summary.sum_of_singles_iops),
+        ("together_iops", summary.together_iops),
+        ("efficiency_pct", summary.efficiency_pct),
+        ("together_cpu_us_per_io", summary.together_cpu_us_per_io),
+    ] {
+        assert!(value.is_finite(), "{what} = {value}");
+    }
+    assert_words_finite(&summary.verdict);
+}
+
+fn assert_words_finite(verdict: &[String]) {
+    for words in verdict {
+        let lower = words.to_lowercase();
+        assert!(!lower.contains("nan") && !lower.contains("inf%") && !lower.contains("inf "), "{words}");
+        // f64::MAX and friends print as hundreds of digits.
+        assert!(!words.contains("0000000000"), "{words}");
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// The ladder
+// ---------------------------------------------------------------------------------------------
+
+#[test]
+fn ladder_names_the_cheapest_and_the_fastest_rung_with_their_figures() {
+    let psync =
+        Synth::new(90_000.0, 1.5).class(ThreadClass::Worker, 32, 1.4, 60.0).latency_us(11.0, 30.0).build();
+    let aio = Synth::new(160_000.0, 1.8).class(ThreadClass::Worker, 1, 1.7, 88.0).build();
+    let uring = Synth::new(150_000.0, 2.1).class(ThreadClass::Worker, 1, 2.0, 90.0).build();
+    let summary =
+        ladder::summarize(&[ran(Rung::Psync, &psync), ran(Rung::Aio, &aio), ran(Rung::Uring, &uring)]);
+
+    assert_eq!(
+        summary.verdict[0],
+        "cheapest on this target: psync at 1.50 us of CPU per I/O (90000 IOPS); fastest: aio at 160000 IOPS (1.80 us per I/O)"
+    );
+    let row = &summary.rows[0];
+    assert_eq!((row.rung, row.name, row.what), (Rung::Psync, "psync", Rung::Psync.describe()));
+    assert_eq!(row.skipped, None);
+    assert_eq!((row.p50_ns, row.p99_ns), (11_000, 30_000));
+    assert!(close(row.iops, 90_000.0), "{row:?}");
+    assert!(close(row.cpu_us_per_io, 1.5), "{row:?}");
+    assert!(close(row.worker_us_per_io, 1.4), "{row:?}");
+    assert_eq!((row.io_wq_us_per_io, row.sqpoll_us_per_io, row.io_wq_threads), (0.0, 0.0, 0));
+    assert_eq!(summary.rows.iter().map(|r| r.name).collect::<Vec<_>>(), ["psync", "aio", "uring"]);
+    // No io-wq anywhere: no punting finding; no uring+flags: no flags finding.
+    assert_eq!(summary.verdict.len(), 1, "{:#?}", summary.verdict);
+    assert_ladder_finite(&summary);
+}
+
+#[test]
+fn ladder_reports_io_uring_punting_against_the_cheapest_inline_interface() {
+    // zram: psync and aio complete inline; every io_uring request goes to an io-wq thread.
+    let psync =
+        Synth::new(400_000.0, 1.5).class(ThreadClass::Worker, 32, 1.5, 70.0).latency_us(2.0, 6.0).build();
+    let aio =
+        Synth::new(380_000.0, 1.8).class(ThreadClass::Worker, 1, 1.8, 85.0).latency_us(2.5, 8.0).build();
+    let uring = Synth::new(300_000.0, 4.0)
+        .class(ThreadClass::Worker, 1, 1.0, 40.0)
+        .class(ThreadClass::IoWq, 4, 3.0, 70.0)
+        .latency_us(45.0, 120.0)
+        .build();
+    let flags = Synth::new(310_000.0, 3.6)
+        .class(ThreadClass::Worker, 1, 0.9, 40.0)
+        .class(ThreadClass::IoWq, 4, 2.7, 70.0)
+        .latency_us(44.0, 110.0)
+        .setup(&["single_issuer", "defer_taskrun"])
+        .build();
+    let summary = ladder::summarize(&[
+        ran(Rung::Psync, &psync),
+        ran(Rung::Aio, &aio),
+        ran(Rung::Uring, &uring),
+        ran(Rung::UringFlags, &flags),
+    ]);
+
+    let row = &summary.rows[2];
+    assert!(close(row.io_wq_us_per_io, 3.0) && close(row.cpu_us_per_io, 4.0), "{row:?}");
+    assert_eq!(row.io_wq_threads, 4);
+    assert_eq!(
+        finding(&summary.verdict, "io_uring punted"),
+        "io_uring punted requests to io-wq kernel worker threads in 2 of 2 io_uring rungs: \
+         in uring they ran 4 io-wq thread(s) costing 3.00 of its 4.00 us of CPU per I/O (75%), \
+         and p50 latency was 45.0 us; psync completes inline here at 1.50 us per I/O and p50 2.0 us \
+         (the target cannot take io_uring's inline async path, e.g. zram or buffered I/O that misses the page cache)"
+    );
+    // Punting comes right after the cheapest/fastest line: it is the most important finding.
+    assert!(summary.verdict[1].starts_with("io_uring punted"), "{:#?}", summary.verdict);
+    assert!(summary.verdict[0].starts_with("cheapest on this target: psync at 1.50 us"));
+    assert_ladder_finite(&summary);
+}
+
+#[test]
+fn ladder_punting_without_an_inline_rung_still_gives_the_cost() {
+    let uring =
+        Synth::new(100_000.0, 5.0).class(ThreadClass::IoWq, 2, 2.0, 50.0).latency_us(30.0, 90.0).build();
+    let summary = ladder::summarize(&[skipped(Rung::Psync, "not asked for"), ran(Rung::Uring, &uring)]);
+    let words = finding(&summary.verdict, "io_uring punted");
+    assert!(words.contains(
+        "in 1 of 1 io_uring rungs: in uring they ran 2 io-wq thread(s) costing 2.00 of its 5.00 us"
+    ));
+    assert!(words.contains("(40%), and p50 latency was 30.0 us (the target"), "{words}");
+    assert!(!words.contains("completes inline"), "{words}");
+}
+
+#[test]
+fn ladder_says_nothing_of_punting_when_io_wq_is_tiny_or_absent() {
+    // A loop device: io_uring's inline path works; io-wq threads barely show, or not at all.
+    let psync = Synth::new(200_000.0, 2.0).class(ThreadClass::Worker, 32, 2.0, 50.0).build();
+    let uring = Synth::new(260_000.0, 2.0)
+        .class(ThreadClass::Worker, 1, 1.9, 80.0)
+        .class(ThreadClass::IoWq, 1, 0.1, 1.0) // 5% of the rung's CPU
+        .build();
+    let flags =
+        Synth::new(270_000.0, 1.9).class(ThreadClass::Worker, 1, 1.9, 80.0).setup(&["coop_taskrun"]).build();
+    // io-wq time but no thread counted: not a punt either.
+    let registered = Synth::new(280_000.0, 1.8).class(ThreadClass::IoWq, 0, 0.5, 0.0).build();
+    let summary = ladder::summarize(&[
+        ran(Rung::Psync, &psync),
+        ran(Rung::Uring, &uring),
+        ran(Rung::UringFlags, &flags),
+        ran(Rung::UringRegistered, &registered),
+    ]);
+    assert!(!mentions(&summary.verdict, "punted"), "{:#?}", summary.verdict);
+    assert!(!mentions(&summary.verdict, "io-wq"), "{:#?}", summary.verdict);
+    assert_eq!(summary.rows[1].io_wq_threads, 1);
+    assert!(close(summary.rows[1].io_wq_us_per_io, 0.1));
+}
+
+#[test]
+fn ladder_punting_share_is_finite_when_process_cpu_is_missing() {
+    // io-wq threads sampled but the process CPU read as zero: no "inf%" in the verdict.
+    let uring = Synth::new(100_000.0, 0.0).class(ThreadClass::IoWq, 2, 2.0, 50.0).build();
+    let summary = ladder::summarize(&[ran(Rung::Uring, &uring)]);
+    assert_ladder_finite(&summary);
+}
+
+#[test]
+fn ring_flags_change_is_reported_with_sign_and_direction() {
+    let plain = Synth::new(100_000.0, 2.0).build();
+    let better = Synth::new(112_000.0, 1.7).setup(&["single_issuer", "defer_taskrun"]).build();
+    let summary = ladder::summarize(&[ran(Rung::Uring, &plain), ran(Rung::UringFlags, &better)]);
+    assert_eq!(
+        finding(&summary.verdict, "ring setup flags"),
+        "ring setup flags (single_issuer+defer_taskrun): CPU per I/O -15% (better), IOPS +12% (better)"
+    );
+
+    let worse = Synth::new(90_000.0, 2.3).setup(&["coop_taskrun"]).build();
+    let summary = ladder::summarize(&[ran(Rung::Uring, &plain), ran(Rung::UringFlags, &worse)]);
+    assert_eq!(
+        finding(&summary.verdict, "ring setup flags"),
+        "ring setup flags (coop_taskrun): CPU per I/O +15% (worse), IOPS -10% (worse)"
+    );
+
+    // Mixed: cheaper but slower.
+    let mixed = Synth::new(80_000.0, 1.5).setup(&["coop_taskrun"]).build();
+    let summary = ladder::summarize(&[ran(Rung::Uring, &plain), ran(Rung::UringFlags, &mixed)]);
+    assert_eq!(
+        finding(&summary.verdict, "ring setup flags"),
+        "ring setup flags (coop_taskrun): CPU per I/O -25% (better), IOPS -20% (worse)"
+    );
+}
+
+#[test]
+fn ring_flags_within_noise_are_no_measurable_difference() {
+    assert_eq!(NOISE_PCT, 3.0, "the figures below sit either side of 3%");
+    let plain = Synth::new(100_000.0, 2.0).build();
+    let flags = Synth::new(97_500.0, 2.04).setup(&["single_issuer", "defer_taskrun", "sqpoll"]).build();
+    let summary = ladder::summarize(&[ran(Rung::Uring, &plain), ran(Rung::UringFlags, &flags)]);
+    assert_eq!(
+        finding(&summary.verdict, "ring setup flags"),
+        "ring setup flags (single_issuer+defer_taskrun): no measurable difference in CPU per I/O, \
+         no measurable difference in IOPS"
+    );
+
+    // Just over the noise line is a difference.
+    let flags = Synth::new(104_000.0, 2.0).setup(&["coop_taskrun"]).build();
+    let summary = ladder::summarize(&[ran(Rung::Uring, &plain), ran(Rung::UringFlags, &flags)]);
+    assert!(
+        finding(&summary.verdict, "ring setup flags").ends_with("IOPS +4% (better)"),
+        "{:#?}",
+        summary.verdict
+    );
+}
+
+#[test]
+fn ring_flags_the_kernel_did_not_grant_are_not_credited_with_a_change() {
+    // Without any flag granted, uring+flags ran the same plain ring as uring: a 10% gap between
+    // the two runs is run-to-run variation, not the flags' doing.
+    let plain = Synth::new(100_000.0, 2.0).build();
+    let flags = Synth::new(110_000.0, 1.8).build();
+    let summary = ladder::summarize(&[ran(Rung::Uring, &plain), ran(Rung::UringFlags, &flags)]);
+    let words = finding(&summary.verdict, "ring setup flags");
+    assert_eq!(
+        words,
+        "ring setup flags: none offered by this kernel, so uring+flags ran the same plain ring as uring; \
+         any difference between the two is run-to-run variation"
+    );
+    assert!(!words.contains("better") && !words.contains("worse"), "{words}");
+}
+
+#[test]
+fn registered_and_sqpoll_steps_are_described() {
+    let flags = Synth::new(200_000.0, 2.0).setup(&["single_issuer", "defer_taskrun"]).build();
+    let registered = Synth::new(220_000.0, 1.8)
+        .setup(&["single_issuer", "defer_taskrun", "fixed_files", "fixed_buffers"])
+        .build();
+    let sqpoll = Synth::new(240_000.0, 2.6)
+        .class(ThreadClass::Worker, 1, 1.0, 60.0)
+        .class(ThreadClass::Sqpoll, 1, 1.6, 100.0)
+        .setup(&["single_issuer", "sqpoll", "fixed_files", "fixed_buffers"])
+        .build();
+    let summary = ladder::summarize(&[
+        ran(Rung::UringFlags, &flags),
+        ran(Rung::UringRegistered, &registered),
+        ran(Rung::UringSqpoll, &sqpoll),
+    ]);
+    assert_eq!(
+        finding(&summary.verdict, "registered files"),
+        "registered files and buffers: CPU per I/O -10% (better), IOPS +10% (better)"
+    );
+    assert_eq!(
+        finding(&summary.verdict, "SQPOLL"),
+        "SQPOLL: the polling thread spends 1.60 us per I/O (it spins for a whole core while busy); \
+         total CPU per I/O +44% (worse), IOPS +9% (better)"
+    );
+    assert!(close(summary.rows[2].sqpoll_us_per_io, 1.6));
+    assert_eq!(summary.rows[2].engine_setup, ["single_issuer", "sqpoll", "fixed_files", "fixed_buffers"]);
+    // An SQPOLL thread at 100% is by design, not a punt and not a finding of its own.
+    assert!(!mentions(&summary.verdict, "punted"));
+}
+
+#[test]
+fn skipped_rung_is_a_row_and_a_finding() {
+    let why = "no poll queues on /dev/nvme0n1 (load nvme with poll_queues=N)";
+    let registered = Synth::new(500_000.0, 1.2).build();
+    let summary =
+        ladder::summarize(&[ran(Rung::UringRegistered, &registered), skipped(Rung::UringIopoll, why)]);
+    let row = &summary.rows[1];
+    assert_eq!((row.rung, row.name), (Rung::UringIopoll, "uring+iopoll"));
+    assert_eq!(row.skipped.as_deref(), Some(why));
+    assert_eq!((row.iops, row.cpu_us_per_io, row.p50_ns, row.p99_ns), (0.0, 0.0, 0, 0));
+    assert!(row.engine_setup.is_empty());
+    assert_eq!(
+        summary.verdict.last().map(String::as_str),
+        Some(format!("uring+iopoll not measured: {why}").as_str())
+    );
+    // The skipped rung is neither cheapest (0 us) nor compared.
+    assert!(summary.verdict[0].starts_with("cheapest on this target: uring+registered at 1.20 us"));
+    assert_ladder_finite(&summary);
+}
+
+#[test]
+fn ladder_with_nothing_run_has_a_single_finding() {
+    let idle = Synth::new(0.0, 0.0).process_s(0.3).build();
+    let summary = ladder::summarize(&[
+        skipped(Rung::Psync, "not asked for"),
+        ran(Rung::Uring, &idle),
+        skipped(Rung::UringIopoll, "no poll queues"),
+    ]);
+    assert_eq!(summary.verdict, ["no rung completed any I/O; nothing to compare"]);
+    assert_eq!(summary.rows.len(), 3);
+    assert_eq!(summary.rows[1].cpu_us_per_io, 0.0, "no I/O, no CPU per I/O");
+    assert_eq!((summary.rows[1].p50_ns, summary.rows[1].p99_ns), (0, 0), "no I/O, no latency");
+    assert_ladder_finite(&summary);
+
+    let empty = ladder::summarize(&[]);
+    assert!(empty.rows.is_empty());
+    assert_eq!(empty.verdict, ["no rung completed any I/O; nothing to compare"]);
+}
+
+#[test]
+fn rung_without_io_is_neither_cheapest_nor_fastest() {
+    // uring+sqpoll ran but completed nothing (its CPU per I/O is 0, which would otherwise win).
+    let psync = Synth::new(50_000.0, 1.5).build();
+    let aio = Synth::new(60_000.0, 1.7).build();
+    let stalled = Synth::new(0.0, 0.0).process_s(10.0).class(ThreadClass::Sqpoll, 1, 0.0, 100.0).build();
+    let summary = ladder::summarize(&[
+        ran(Rung::Psync, &psync),
+        ran(Rung::Aio, &aio),
+        ran(Rung::UringSqpoll, &stalled),
+    ]);
+    assert_eq!(
+        summary.verdict[0],
+        "cheapest on this target: psync at 1.50 us of CPU per I/O (50000 IOPS); fastest: aio at 60000 IOPS (1.70 us per I/O)"
+    );
+    assert!(!mentions(&summary.verdict, "uring+sqpoll"), "{:#?}", summary.verdict);
+    assert_ladder_finite(&summary);
+}
+
+#[test]
+fn ladder_summary_serializes_to_json() {
+    let psync = Synth::new(90_000.0, 1.5).build();
+    let uring = Synth::new(100_000.0, 4.0).class(ThreadClass::IoWq, 3, 3.0, 60.0).setup(&[]).build();
+    let summary = ladder::summarize(&[
+        ran(Rung::Psync, &psync),
+        ran(Rung::Uring, &uring),
+        skipped(Rung::UringIopoll, "no poll queues"),
+    ]);
+    let json = serde_json::to_value(&summary).expect("serializes");
+    let rows = json["rows"].as_array().expect("rows");
+    assert_eq!(rows.len(), 3);
+    assert_eq!(rows[0]["rung"], "psync");
+    assert_eq!(rows[0]["name"], "psync");
+    assert_eq!(rows[0]["skipped"], serde_json::Value::Null);
+    assert_eq!(rows[1]["io_wq_threads"], 3);
+    assert!(rows[1]["io_wq_us_per_io"].as_f64().is_some_and(|v| close(v, 3.0)));
+    assert_eq!(rows[2]["rung"], "uring_iopoll");
+    assert_eq!(rows[2]["skipped"], "no poll queues");
+    // Every figure is a number (serde_json writes NaN and infinities as null).
+    for row in rows {
+        for key in ["iops", "p50_ns", "p99_ns", "cpu_us_per_io", "worker_us_per_io", "io_wq_us_per_io"] {
+            assert!(row[key].is_number(), "{key} of {row}");
+        }
+    }
+    let verdict: Vec<String> = serde_json::from_value(json["verdict"].clone()).expect("verdict is strings");
+    assert_eq!(verdict, summary.verdict);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Scaling
+// ---------------------------------------------------------------------------------------------
+
+const A: &str = "/dev/zram0";
+const B: &str = "/dev/zram1";
+const C: &str = "/dev/zram2";
+
+#[test]
+fn scale_efficiency_is_together_over_the_sum_of_singles() {
+    let a = Synth::alone(A, 100_000.0, 2.0).build();
+    let b = Synth::alone(B, 100_000.0, 2.0).build();
+    let together = Synth::together(&[(A, 95_000.0), (B, 93_000.0)], 2.05).build();
+    let summary = scale::summarize(&[&a, &b], &together);
+
+    assert!(close(summary.sum_of_singles_iops, 200_000.0));
+    assert!(close(summary.together_iops, 188_000.0));
+    assert!(close(summary.efficiency_pct, 94.0), "{}", summary.efficiency_pct);
+    assert!(close(summary.together_cpu_us_per_io, 2.05));
+    let targets: Vec<&str> = summary.rows.iter().map(|r| r.target.as_str()).collect();
+    assert_eq!(targets, [A, B]);
+    assert!(close(summary.rows[0].kept_pct, 95.0) && close(summary.rows[1].kept_pct, 93.0));
+    assert!(close(summary.rows[1].alone_cpu_us_per_io, 2.0));
+    assert_eq!(
+        summary.verdict,
+        [
+            "2 targets together gave 188000 IOPS, 94% of the sum of their singles (200000 IOPS)",
+            "the targets scale: running them together costs little or nothing",
+        ]
+    );
+    assert_scale_finite(&summary);
+}
+
+#[test]
+fn scale_at_exactly_the_line_scales_and_just_below_does_not() {
+    let a = Synth::alone(A, 100_000.0, 2.0).build();
+    let b = Synth::alone(B, 100_000.0, 2.0).build();
+    let at = Synth::together(&[(A, 90_000.0), (B, 90_000.0)], 2.0).build();
+    assert!(mentions(&scale::summarize(&[&a, &b], &at).verdict, "the targets scale"));
+    let below = Synth::together(&[(A, 89_000.0), (B, 89_000.0)], 2.0).build();
+    let summary = scale::summarize(&[&a, &b], &below);
+    assert!(!mentions(&summary.verdict, "the targets scale"), "{:#?}", summary.verdict);
+    assert!(summary.verdict[0].contains("89% of the sum"), "{:#?}", summary.verdict);
+}
+
+#[test]
+fn scale_stopped_at_the_cpu_when_every_core_is_busy() {
+    let a = Synth::alone(A, 100_000.0, 2.0).build();
+    let b = Synth::alone(B, 100_000.0, 2.0).build();
+    let together = Synth::together(&[(A, 61_000.0), (B, 59_000.0)], 2.0).machine(&[99.0, 98.0]).build();
+    let summary = scale::summarize(&[&a, &b], &together);
+    assert_eq!(
+        summary.verdict[0],
+        "2 targets together gave 120000 IOPS, 60% of the sum of their singles (200000 IOPS)"
+    );
+    let busy = format!("{:.0}", (99.0 + 98.0) / 2.0);
+    assert_eq!(
+        finding(&summary.verdict, "scaling stopped"),
+        format!("scaling stopped at the CPU: the machine's CPU: its 2 cores were {busy}% busy on average")
+    );
+    // With the CPU named as the limit, no "shared resource" guess.
+    assert!(!mentions(&summary.verdict, "a resource they share"), "{:#?}", summary.verdict);
+    assert_scale_finite(&summary);
+}
+
+#[test]
+fn scale_names_a_saturated_submitting_thread() {
+    let a = Synth::alone(A, 100_000.0, 2.0).class(ThreadClass::Worker, 1, 1.8, 60.0).build();
+    let b = Synth::alone(B, 100_000.0, 2.0).class(ThreadClass::Worker, 1, 1.8, 60.0).build();
+    let together = Synth::together(&[(A, 70_000.0), (B, 70_000.0)], 2.0)
+        .class(ThreadClass::Worker, 2, 1.8, 97.0)
+        .class(ThreadClass::Sqpoll, 1, 0.0, 100.0)
+        .machine(&[50.0, 45.0, 10.0, 5.0])
+        .build();
+    let summary = scale::summarize(&[&a, &b], &together);
+    assert_eq!(
+        finding(&summary.verdict, "scaling stopped"),
+        "scaling stopped at the CPU: a submitting thread: the busiest worker was 97% busy, a whole core"
+    );
+    assert_scale_finite(&summary);
+}
+
+#[test]
+fn scale_says_when_a_target_was_cpu_bound_even_alone() {
+    let a = Synth::alone(A, 100_000.0, 2.0).class(ThreadClass::Worker, 1, 1.8, 99.0).build();
+    let b = Synth::alone(B, 100_000.0, 2.0).build();
+    let together = Synth::together(&[(A, 60_000.0), (B, 60_000.0)], 2.0).build();
+    let summary = scale::summarize(&[&a, &b], &together);
+    assert!(!mentions(&summary.verdict, "scaling stopped"), "{:#?}", summary.verdict);
+    let words = finding(&summary.verdict, "even alone");
+    assert!(words.contains("the busiest worker was 99% busy"), "{words}");
+}
+
+#[test]
+fn scale_names_the_target_that_lost_much_more_than_the_others() {
+    let singles: Vec<JobResult> =
+        [A, B, C].iter().map(|path| Synth::alone(path, 100_000.0, 2.0).build()).collect();
+    let together = Synth::together(&[(A, 95_000.0), (B, 40_000.0), (C, 92_000.0)], 2.0).build();
+    let summary = scale::summarize(&singles.iter().collect::<Vec<_>>(), &together);
+    assert_eq!(
+        summary.verdict[0],
+        "3 targets together gave 227000 IOPS, 76% of the sum of their singles (300000 IOPS)"
+    );
+    assert_eq!(
+        finding(&summary.verdict, B),
+        "/dev/zram1 lost the most: it kept 40% of the IOPS it gave alone, the others up to 95%"
+    );
+    assert!(!mentions(&summary.verdict, "a resource they share"));
+    assert_scale_finite(&summary);
+}
+
+#[test]
+fn scale_even_losses_with_idle_cpu_point_at_a_shared_resource() {
+    let a = Synth::alone(A, 100_000.0, 2.0).build();
+    let b = Synth::alone(B, 100_000.0, 2.0).build();
+    let together = Synth::together(&[(A, 60_000.0), (B, 58_000.0)], 2.0).machine(&[30.0, 25.0]).build();
+    let summary = scale::summarize(&[&a, &b], &together);
+    assert_eq!(
+        summary.verdict,
+        [
+            "2 targets together gave 118000 IOPS, 59% of the sum of their singles (200000 IOPS)",
+            "every target lost about the same share (each kept 58-60%) and no CPU was saturated: \
+             a resource they share is the limit (the same backing device, bus or host path)",
+        ]
+    );
+}
+
+#[test]
+fn scale_explains_a_together_run_heavy_in_io_wq() {
+    let a = Synth::alone(A, 100_000.0, 4.0).build();
+    let b = Synth::alone(B, 100_000.0, 4.0).build();
+    let together = Synth::together(&[(A, 60_000.0), (B, 60_000.0)], 4.0)
+        .class(ThreadClass::Worker, 2, 1.0, 50.0)
+        .class(ThreadClass::IoWq, 8, 3.0, 60.0)
+        .build();
+    let summary = scale::summarize(&[&a, &b], &together);
+    assert_eq!(
+        finding(&summary.verdict, "8 io-wq kernel threads"),
+        "8 io-wq kernel threads used 75% of the process's CPU together: io_uring punted requests on these \
+         targets to kernel worker threads, and each punted I/O costs a thread hand-off"
+    );
+
+    // A trickle of io-wq time is not worth a sentence.
+    let light =
+        Synth::together(&[(A, 60_000.0), (B, 60_000.0)], 4.0).class(ThreadClass::IoWq, 1, 0.2, 2.0).build();
+    assert!(!mentions(&scale::summarize(&[&a, &b], &light).verdict, "io-wq"));
+}
+
+#[test]
+fn scale_cpu_per_io_rising_together_means_contention() {
+    let a = Synth::alone(A, 100_000.0, 2.0).build();
+    let b = Synth::alone(B, 100_000.0, 2.0).build();
+    let together = Synth::together(&[(A, 60_000.0), (B, 60_000.0)], 2.6).build();
+    let summary = scale::summarize(&[&a, &b], &together);
+    assert_eq!(
+        finding(&summary.verdict, "CPU per I/O rose"),
+        "CPU per I/O rose from 2.00 us alone to 2.60 us together: the targets contend for a shared kernel path or lock"
+    );
+
+    // A rise under 15% is not called contention.
+    let together = Synth::together(&[(A, 60_000.0), (B, 60_000.0)], 2.2).build();
+    assert!(!mentions(&scale::summarize(&[&a, &b], &together).verdict, "contend"));
+}
+
+#[test]
+fn scale_contention_compares_with_the_alone_cost_weighted_by_iops() {
+    // A cheap slow target and a costly fast one: together, with no contention at all, the
+    // cost per I/O is dominated by the fast one. An unweighted mean of the singles (3.00 us)
+    // would call that a 55% rise.
+    let a = Synth::alone(A, 10_000.0, 1.0).build();
+    let b = Synth::alone(B, 100_000.0, 5.0).build();
+    let unchanged = (6_000.0 * 1.0 + 60_000.0 * 5.0) / 66_000.0;
+    let together = Synth::together(&[(A, 6_000.0), (B, 60_000.0)], unchanged).build();
+    let summary = scale::summarize(&[&a, &b], &together);
+    assert!(!mentions(&summary.verdict, "contend"), "{:#?}", summary.verdict);
+
+    // A real rise is still seen, measured from the weighted cost (4.64 us).
+    let together = Synth::together(&[(A, 6_000.0), (B, 60_000.0)], 6.0).build();
+    let summary = scale::summarize(&[&a, &b], &together);
+    assert_eq!(
+        finding(&summary.verdict, "CPU per I/O rose"),
+        "CPU per I/O rose from 4.64 us alone to 6.00 us together: the targets contend for a shared kernel path or lock"
+    );
+}
+
+#[test]
+fn scale_with_zero_iops_singles_does_not_panic_or_print_nonsense() {
+    let a = Synth::alone(A, 0.0, 0.0).process_s(0.5).build();
+    let b = Synth::alone(B, 0.0, 0.0).build();
+    let together = Synth::together(&[(A, 0.0), (B, 0.0)], 0.0).build();
+    let summary = scale::summarize(&[&a, &b], &together);
+    assert_scale_finite(&summary);
+    assert_eq!(summary.efficiency_pct, 0.0);
+    assert!(summary.rows.iter().all(|r| r.kept_pct == 0.0));
+    // Nothing was measured, so nothing is blamed.
+    assert_eq!(
+        summary.verdict,
+        [
+            "2 targets together gave 0 IOPS, 0% of the sum of their singles (0 IOPS)",
+            "the targets alone completed no I/O, so there is nothing to compare the together run with",
+        ]
+    );
+
+    // Singles with no I/O but a together run that did some.
+    let together = Synth::together(&[(A, 50_000.0), (B, 50_000.0)], 2.0).build();
+    let summary = scale::summarize(&[&a, &b], &together);
+    assert_scale_finite(&summary);
+    assert!(mentions(&summary.verdict, "nothing to compare"), "{:#?}", summary.verdict);
+
+    // One single did no I/O: the other target is still judged, without a 0% "loss".
+    let c = Synth::alone(C, 100_000.0, 2.0).build();
+    let together = Synth::together(&[(A, 0.0), (C, 60_000.0)], 2.0).build();
+    let summary = scale::summarize(&[&a, &c], &together);
+    assert_scale_finite(&summary);
+    assert!(!mentions(&summary.verdict, "lost the most"), "{:#?}", summary.verdict);
+    assert!(!mentions(&summary.verdict, "a resource they share"), "{:#?}", summary.verdict);
+    assert_eq!(
+        finding(&summary.verdict, A),
+        "/dev/zram0 completed no I/O alone, so what it kept together cannot be judged"
+    );
+    assert!(close(summary.efficiency_pct, 60.0));
+
+    let empty = scale::summarize(&[], &Synth::together(&[], 0.0).build());
+    assert!(empty.rows.is_empty());
+    assert_scale_finite(&empty);
+}
+
+#[test]
+fn scale_summary_serializes_to_json() {
+    let a = Synth::alone(A, 100_000.0, 2.0).build();
+    let b = Synth::alone(B, 80_000.0, 2.5).build();
+    let together = Synth::together(&[(A, 70_000.0), (B, 50_000.0)], 2.4).build();
+    let summary = scale::summarize(&[&a, &b], &together);
+    let json = serde_json::to_value(&summary).expect("serializes");
+    assert!(json["sum_of_singles_iops"].as_f64().is_some_and(|v| close(v, 180_000.0)));
+    assert!(json["efficiency_pct"].as_f64().is_some_and(|v| close(v, 120_000.0 / 180_000.0 * 100.0)));
+    assert!(json["together_cpu_us_per_io"].as_f64().is_some_and(|v| close(v, 2.4)));
+    assert_eq!(json["rows"][1]["target"], B);
+    assert!(json["rows"][1]["kept_pct"].as_f64().is_some_and(|v| close(v, 62.5)));
+    assert!(json["rows"][1]["alone_cpu_us_per_io"].as_f64().is_some_and(|v| close(v, 2.5)));
+    let verdict: Vec<String> = serde_json::from_value(json["verdict"].clone()).expect("verdict is strings");
+    assert_eq!(verdict, summary.verdict);
+    assert_eq!(
+        verdict[0],
+        "2 targets together gave 120000 IOPS, 67% of the sum of their singles (180000 IOPS)"
+    );
+}
+
+// ---------------------------------------------------------------------------------------------
+// Reading CPU figures
+// ---------------------------------------------------------------------------------------------
+
+#[test]
+fn cpu_saturation_thresholds_and_what_does_not_count() {
+    let job = |machine: &[f64], worker_pct: f64| {
+        Synth::new(1000.0, 2.0).class(ThreadClass::Worker, 1, 1.0, worker_pct).machine(machine).build()
+    };
+    assert_eq!(cpu::saturation(&job(&[], 10.0)), None);
+    assert_eq!(cpu::machine_busy_pct(&job(&[], 10.0)), 0.0);
+    assert_eq!(cpu::saturation(&job(&[89.0, 89.0], 10.0)), None);
+    assert_eq!(
+        cpu::saturation(&job(&[90.0, 92.0], 10.0)).as_deref(),
+        Some("the machine's CPU: its 2 cores were 91% busy on average")
+    );
+    assert_eq!(cpu::saturation(&job(&[20.0], 94.9)), None);
+    assert_eq!(
+        cpu::saturation(&job(&[20.0], 95.0)).as_deref(),
+        Some("a submitting thread: the busiest worker was 95% busy, a whole core")
+    );
+    // A spinning SQPOLL thread says nothing about saturation.
+    let sqpoll = Synth::new(1000.0, 2.0).class(ThreadClass::Sqpoll, 1, 1.0, 100.0).machine(&[30.0]).build();
+    assert_eq!(cpu::saturation(&sqpoll), None);
+    assert_eq!(cpu::busiest_pct(&sqpoll, ThreadClass::Worker), 0.0);
+    assert_eq!(cpu::class_s(&sqpoll, ThreadClass::IoWq), (0.0, 0));
+    let (seconds, threads) = cpu::class_s(&sqpoll, ThreadClass::Sqpoll);
+    assert!(close(seconds, 1.0 * 10_000.0 / 1e6) && threads == 1);
+    assert!(close(cpu::process_s(&sqpoll), 2.0 * 10_000.0 / 1e6));
+}
