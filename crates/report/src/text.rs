@@ -12,6 +12,9 @@ pub fn render_text(report: &RunReport) -> String {
     for job in &report.jobs {
         job_text(&mut out, job);
     }
+    if report.peak_rss_bytes > 0 {
+        let _ = writeln!(out, "iolab's peak resident memory: {}", iolab_spec::Bytes(report.peak_rss_bytes));
+    }
     if report.interrupted {
         out.push_str("INTERRUPTED: these are the results gathered before the stop.\n");
     }

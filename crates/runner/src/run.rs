@@ -83,6 +83,7 @@ pub fn run_plan(
         host: host_info(),
         started_at_unix_s,
         interrupted: interrupt.load(Relaxed),
+        peak_rss_bytes: iolab_stats::cpu::peak_rss_bytes().unwrap_or(0),
         jobs,
     };
     Ok(RunOutcome { report, failed })

@@ -29,6 +29,14 @@ impl ProcessCpu {
     }
 }
 
+/// The most resident memory the process has held so far (getrusage's ru_maxrss), in bytes.
+pub fn peak_rss_bytes() -> io::Result<u64> {
+    use nix::sys::resource::{getrusage, UsageWho};
+    let usage = getrusage(UsageWho::RUSAGE_SELF).map_err(io::Error::from)?;
+    // Linux reports kibibytes.
+    Ok(usage.max_rss().max(0) as u64 * 1024)
+}
+
 /// Busy and total ticks of each core.
 #[derive(Debug, Clone, Default)]
 pub struct MachineCpu {
@@ -87,6 +95,13 @@ mod tests {
             "cpu  9 9 9 9 9 0 0 0\ncpu0 40 0 20 130 10 0 0 0 0 0\ncpu1 0 0 0 200 0 0 0 0\n",
         );
         assert_eq!(after.busy_pct_since(&before), vec![40.0, 0.0]);
+    }
+
+    #[test]
+    fn peak_rss_covers_memory_touched() {
+        let block = vec![1u8; 32 << 20];
+        std::hint::black_box(&block);
+        assert!(peak_rss_bytes().expect("getrusage") >= 32 << 20);
     }
 
     #[test]

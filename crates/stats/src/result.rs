@@ -17,6 +17,8 @@ pub struct RunReport {
     /// Seconds since the Unix epoch when the run started.
     pub started_at_unix_s: u64,
     pub interrupted: bool,
+    /// The most resident memory iolab held at any point of the run (ru_maxrss).
+    pub peak_rss_bytes: u64,
     pub jobs: Vec<JobResult>,
 }
 
