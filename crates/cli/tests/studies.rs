@@ -108,3 +108,27 @@ fn scale_runs_singles_then_together() {
     let one = run_in(dir.path(), &["scale", "a"]);
     assert_eq!(one.status.code(), Some(2), "{}", stderr(&one));
 }
+
+#[test]
+fn scale_over_zram_devices_reports_efficiency_and_a_cause() {
+    if let Some(why) = needs_root_and(&["dd"]) {
+        eprintln!("skipped: {why}");
+        return;
+    }
+    let (Some(first), Some(second)) = (ZramDevice::new(128), ZramDevice::new(128)) else {
+        eprintln!("skipped: no zram on this kernel");
+        return;
+    };
+    let dir = tempfile::tempdir().expect("dir");
+    let args = [&["scale", first.path(), second.path(), "--json", "-q", "--qd", "8"][..], &QUICK].concat();
+    let out = run_in(dir.path(), &args);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let summary = &json(&out)["summary"];
+    let efficiency = summary["efficiency_pct"].as_f64().expect("efficiency");
+    assert!(efficiency > 0.0, "{summary}");
+    let verdict: Vec<&str> =
+        summary["verdict"].as_array().expect("verdict").iter().map(|v| v.as_str().expect("s")).collect();
+    assert!(verdict.len() >= 2, "the efficiency and what it means: {verdict:?}");
+    let rows = summary["rows"].as_array().expect("rows");
+    assert!(rows.iter().all(|r| r["together_iops"].as_f64().expect("together") > 0.0), "{rows:?}");
+}
