@@ -58,6 +58,7 @@ def watch(cmd, sample_s):
 def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--runtime", type=int, default=600, help="seconds per tool (default 600)")
+    p.add_argument("--fio-runtime", type=int, help="seconds for fio (default: --runtime); its peak comes early")
     p.add_argument("--workers", type=int, default=16)
     p.add_argument("--qd", type=int, default=512)
     p.add_argument("--sample", type=float, default=2.0, help="seconds between RSS samples")
@@ -81,9 +82,10 @@ def main():
                  "--runtime", f"{args.runtime}s", "--ramp", "0s", "--json", "-q", "--output", "/dev/null"]
         fio = [args.fio, "--name=memory", f"--filename={target}", "--rw=randread", "--bs=4k", "--direct=1",
                "--ioengine=io_uring", f"--iodepth={args.qd}", f"--numjobs={args.workers}", "--thread",
-               "--group_reporting", "--time_based", f"--runtime={args.runtime}", "--output-format=json",
+               "--group_reporting", "--time_based", f"--runtime={args.fio_runtime or args.runtime}", "--output-format=json",
                "--output=/dev/null"]
-        print(f"target: {target}; {args.workers} workers x QD {args.qd}, 4 KiB random read, {args.runtime} s each")
+        print(f"target: {target}; {args.workers} workers x QD {args.qd}, 4 KiB random read, "
+              f"iolab {args.runtime} s, fio {args.fio_runtime or args.runtime} s")
         rows = []
         for name, cmd in (("iolab", iolab), ("fio", fio)):
             print(f"$ {' '.join(cmd)}", flush=True)

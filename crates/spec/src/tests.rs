@@ -149,3 +149,21 @@ fn limits_of_the_kernel_and_of_sanity() {
     assert!(bad_value("size = \"16384p\"").contains("is not a size"));
     assert!(bad_value("runtime = \"1000000h\"").contains("longer than any run"));
 }
+
+#[test]
+fn job_files_take_target_lists_and_engine_tuning() {
+    let text = "target = [\"/dev/zram0\", \"/dev/zram1\"]\nstripe = \"128k\"\nsqpoll_cpu = 1\n\
+                fixed_buffers = false\ncpus = \"0-1\"\ncomplete_batch = 4\n";
+    let plan = plan(Some(text), "").unwrap();
+    let group = &plan.jobs[0].groups[0];
+    assert_eq!(group.target.paths.len(), 2);
+    assert_eq!(group.target.stripe, Some(Bytes(128 << 10)));
+    assert!(group.uring.sqpoll && group.uring.sqpoll_cpu == Some(1), "--sqpoll-cpu implies SQPOLL");
+    assert!(!group.uring.fixed_buffers && group.uring.fixed_files);
+    assert_eq!((group.cpus.as_slice(), group.complete_batch), (&[0, 1][..], 4));
+    let one = plan(Some("target = \"/dev/zram0\"\n"), "").unwrap();
+    assert_eq!(one.jobs[0].groups[0].target.paths, [std::path::PathBuf::from("/dev/zram0")]);
+    assert!(error(Some("engine = \"aio\"\nhipri = true\n"), "").contains("--hipri tunes io_uring"));
+    assert!(error(Some("ring_setup = \"coop\"\nsqpoll = true\n"), "")
+        .contains("cannot be combined with --sqpoll"));
+}
