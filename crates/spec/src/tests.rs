@@ -154,8 +154,8 @@ fn limits_of_the_kernel_and_of_sanity() {
 fn job_files_take_target_lists_and_engine_tuning() {
     let text = "target = [\"/dev/zram0\", \"/dev/zram1\"]\nstripe = \"128k\"\nsqpoll_cpu = 1\n\
                 fixed_buffers = false\ncpus = \"0-1\"\ncomplete_batch = 4\n";
-    let plan = plan(Some(text), "").unwrap();
-    let group = &plan.jobs[0].groups[0];
+    let tuned = plan(Some(text), "").unwrap();
+    let group = &tuned.jobs[0].groups[0];
     assert_eq!(group.target.paths.len(), 2);
     assert_eq!(group.target.stripe, Some(Bytes(128 << 10)));
     assert!(group.uring.sqpoll && group.uring.sqpoll_cpu == Some(1), "--sqpoll-cpu implies SQPOLL");
