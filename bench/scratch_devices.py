@@ -57,7 +57,7 @@ class ScratchDevices:
     @staticmethod
     def check_root(what):
         if os.geteuid() != 0:
-            raise Unavailable(f"{what} needs root (losetup, zram-control); run with sudo")
+            raise Unavailable(f"making {what} needs root; run with sudo")
 
     def _run(self, cmd):
         self._say(f"  $ {' '.join(cmd)}")

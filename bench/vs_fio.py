@@ -27,7 +27,8 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from scratch_devices import ScratchDevices, Unavailable
+sys.dont_write_bytecode = True  # no __pycache__ in bench/ from importing the helper module below
+from scratch_devices import ScratchDevices, Unavailable  # noqa: E402
 
 REPO = Path(__file__).resolve().parent.parent
 DEFAULT_IOLAB = REPO / "target" / "release" / "iolab"
@@ -478,6 +479,11 @@ def run_pairs(args, label, iolab_c, fio_c, cwd):
 
 
 COMMANDS = []  # (block title, target, [(tool, command)]) for the summary
+SHOWN_AS = {}  # the iolab snapshot -> the binary it copies, so printed commands can be rerun
+
+
+def shown(cmd):
+    return shlex.join([SHOWN_AS.get(cmd[0], cmd[0])] + list(cmd[1:]))
 
 
 def print_header(title, target, cmds):
@@ -493,7 +499,7 @@ def print_header(title, target, cmds):
     for note in target.notes:
         say(f"  {note}")
     for name, cmd in cmds:
-        say(f"  {name}: $ {shlex.join(cmd)}")
+        say(f"  {name}: $ {shown(cmd)}")
     say(f"  repeats: {args_global.repeat}, alternating order (run 1: iolab first); CPU = wait4 rusage of the child")
 
 
@@ -720,11 +726,30 @@ def goal_text(g):
     return f"{'>=' if higher else '<='} {g.limit:.2f}x"
 
 
+def disturbed_runs(args, pairs):
+    """Runs during which the rest of the machine used clearly more CPU than in the block's other
+    runs (by a tenth of the machine over the run): another user's job, most likely. Returns
+    {(pair index, tool): (other CPU s, median other CPU s)}."""
+    others = [r.other_cpu_s for p in pairs for r in p if r.other_cpu_s is not None]
+    if len(others) < 3:
+        return {}
+    typical = median(others)
+    margin = 0.1 * args.runtime * os.cpu_count()
+    return {(k, r.tool): (r.other_cpu_s, typical) for k, p in enumerate(pairs) for r in p
+            if r.other_cpu_s is not None and r.other_cpu_s > typical + margin}
+
+
 def noisy_reason(args, pairs, goals):
-    """Why the goal figures of these pairs are not settled yet, or None: a goal's per-pair ratios
-    fall on both sides of its limit, or either tool's figure varies by more than --noisy."""
+    """Why the goal figures of these pairs are not settled yet, or None: a run was disturbed by
+    other work on the machine, a goal's per-pair ratios fall on both sides of its limit, or
+    either tool's figure varies by more than --noisy."""
     if len(pairs) < 2:
         return None
+    bad = disturbed_runs(args, pairs)
+    if bad:
+        (k, tool), (other, typical) = next(iter(bad.items()))
+        return (f"{len(bad)} run(s) disturbed, e.g. pair {k + 1} {tool}: the rest of the machine used "
+                f"{other:.2f} CPU s (typical here {typical:.2f})")
     for g in goals:
         name, fig, _, _ = METRICS[g.metric]
         pr = [ratio(fig(a), fig(b)) for a, b in pairs]
@@ -754,12 +779,14 @@ def speed_block(args, ctx, label, title, target, ic, fc, goals, remarks=()):
         say(f"  noisy: {reason}; pair {len(pairs) + 1} of at most {args.max_repeat}")
         pairs.append(run_pair(args, label, len(pairs), ic, fc, ctx.cwd))
     cols = ["iops", "mean_latency", "cpu_per_io", "ios_per_cpu"]
+    bad = disturbed_runs(args, pairs)
     rows = []
     for k, (a, b) in enumerate(pairs):
         for r in (a, b):
             rows.append([run_label(k, r), r.tool, fmt_num(r.iops), fmt_us(r.mean_ns), fmt_us(r.p99_ns),
                          f"{r.cpu_s:.2f}", f"{r.user_s:.2f}/{r.sys_s:.2f}", f"{r.self_cpu_s:.2f}",
-                         fmt_f(r.other_cpu_s), fmt_f(r.cpu_s_per_mio), fmt_num(r.ios_per_cpu_s)])
+                         fmt_f(r.other_cpu_s) + ("*" if (k, r.tool) in bad else ""),
+                         fmt_f(r.cpu_s_per_mio), fmt_num(r.ios_per_cpu_s)])
         rr = {m: fmt_ratio(ratio(METRICS[m][1](a), METRICS[m][1](b))) for m in cols}
         rows.append(["", "ratio", rr["iops"], rr["mean_latency"], "", "", "", "", "", rr["cpu_per_io"], rr["ios_per_cpu"]])
     med = {}
@@ -778,6 +805,9 @@ def speed_block(args, ctx, label, title, target, ic, fc, goals, remarks=()):
                "CPU s per M I/O", "I/Os per CPU-s"], rows))
     say("  (CPU s = wait4 rusage of the tool; self-rep = the tool's own figure; other = the rest of the machine")
     say("   meanwhile: kernel workers serving the device (loop), interrupts, and anything else running)")
+    if bad:
+        say(f"  (* = disturbed: the rest of the machine used more than {0.1 * args.runtime * os.cpu_count():.1f} CPU s "
+            "above this block's median; kept in the medians, which more pairs make robust)")
     say()
     out = []
 
@@ -1117,6 +1147,7 @@ def main():
         shutil.copy2(args.iolab, snapshot)
         atexit.register(snapshot.unlink, missing_ok=True)
         original, args.iolab = args.iolab, str(snapshot)
+        SHOWN_AS[args.iolab] = original
 
     say(f"vs_fio: {' '.join(names)} | runtime {args.runtime} s, repeat {args.repeat} (speed scenarios: up to "
         f"{args.max_repeat} when noisy), size {args.size}" + (f", iolab extra: {args.iolab_extra}" if args.iolab_extra else ""))
@@ -1126,8 +1157,8 @@ def main():
         f"{tool_version([args.fio, '--version'])}; {time.strftime('%Y-%m-%d %H:%M:%S')}")
     if snapshot:
         digest = hashlib.sha256(snapshot.read_bytes()).hexdigest()[:12]
-        say(f"iolab binary: copy of {original} (sha256 {digest}), so a rebuild during the run changes nothing; "
-            "removed at the end")
+        say(f"iolab binary: {snapshot}, a copy of {original} (sha256 {digest}) so that a rebuild during the run "
+            "changes nothing; commands below show the original path; the copy is removed at the end")
 
     ctx = Context(args)
     summary = []
@@ -1157,7 +1188,7 @@ def main():
             for title, target, cmds in COMMANDS:
                 say(f"{title}: target {target.describe()}")
                 for tool, cmd in cmds:
-                    say(f"  {tool}: $ {shlex.join(cmd)}")
+                    say(f"  {tool}: $ {shown(cmd)}")
             for label, target, measured, desc in ctx.probes:
                 say(f"{label}: fio io_uring variants on {target.path}, one run each (CPU s per M I/O, IOPS): "
                     + "; ".join(f"{n} {c:.2f} @ {fmt_num(i)}" for n, c, i in measured))

@@ -183,8 +183,9 @@ fn drive(
         }
         let wait_for = plan.complete_batch.min(engine.in_flight());
         hand_over(engine, &mut batch, &mut slots, shared, heartbeat, &mut busy, wait_for)?;
-        engine.reap(&mut done);
+        // The wait has returned: that is when the completions are known, before reaping them.
         now = shared.now_ns();
+        engine.reap(&mut done);
         heartbeat.last_progress_ns.store(now, Relaxed);
 
         let mut current = lock(&heartbeat.current);
