@@ -8,16 +8,17 @@ use iolab_engine::target::has_poll_queues_behind;
 use iolab_report::{ladder_json, ladder_text};
 use iolab_runner::OnFailedStart;
 use iolab_spec::ladder::Rung;
-use iolab_spec::{JobSpec, RunPlan};
+use iolab_spec::{flag_name, JobSpec, RunPlan, URING_KEYS};
 
 use crate::args::LadderArgs;
 use crate::{exit, session, study};
 
 pub fn run(args: LadderArgs) -> ExitCode {
-    if let Some(flag) = engine_flag(&args.options) {
+    let engine_key = args.options.keys_set().into_iter().find(|k| *k == "engine" || URING_KEYS.contains(k));
+    if let Some(key) = engine_key {
         return exit::fail(
             exit::USAGE,
-            &format!("the ladder chooses the engine of each step itself; drop {flag}"),
+            &format!("the ladder chooses the engine of each step itself; drop {}", flag_name(key)),
         );
     }
     let base = match study::base_plan(&args.options, args.target.into_iter().collect()) {
@@ -83,18 +84,4 @@ fn step(rung: Rung, base: &JobSpec) -> Result<JobSpec, String> {
         }
     }
     Ok(rung.apply(base))
-}
-
-/// An option that picks or tunes the engine, which the ladder varies itself.
-fn engine_flag(options: &iolab_spec::Options) -> Option<&'static str> {
-    [
-        ("--engine", options.engine.is_some()),
-        ("--ring-setup", options.ring_setup.is_some()),
-        ("--fixed-files", options.fixed_files.is_some()),
-        ("--fixed-buffers", options.fixed_buffers.is_some()),
-        ("--sqpoll", options.sqpoll.is_some() || options.sqpoll_cpu.is_some()),
-        ("--hipri", options.hipri.is_some()),
-    ]
-    .into_iter()
-    .find_map(|(flag, set)| set.then_some(flag))
 }

@@ -39,8 +39,7 @@ pub struct StuckLane {
 
 /// What the collector gathered over a job.
 pub struct Collected {
-    pub group_totals: Vec<IntervalStats>,
-    /// Per group, per target.
+    /// Per group, per target (a group's totals are the merge of its targets').
     pub target_totals: Vec<Vec<IntervalStats>>,
     pub group_series: Vec<Vec<SeriesPoint>>,
     pub job_series: Vec<SeriesPoint>,
@@ -98,7 +97,6 @@ impl<'a> Collector<'a> {
             io_timeout_ns: io_timeout.0,
             pending: BTreeMap::new(),
             out: Collected {
-                group_totals: vec![IntervalStats::default(); groups],
                 target_totals: group_targets.iter().map(|&n| vec![IntervalStats::default(); n]).collect(),
                 group_series: vec![Vec::new(); groups],
                 job_series: Vec::new(),
@@ -293,7 +291,6 @@ impl<'a> Collector<'a> {
                 stats.merge(part);
             }
             self.out.group_series[group].push(stats.point(offset, duration));
-            self.out.group_totals[group].merge(&stats);
             job.merge(&stats);
         }
         let point = job.point(offset, duration);

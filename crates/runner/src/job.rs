@@ -155,9 +155,11 @@ fn assemble(
         .groups
         .iter()
         .enumerate()
-        .zip(collected.group_totals.iter().zip(collected.group_series))
-        .map(|((g, group), (totals, series))| {
-            all.merge(totals);
+        .zip(collected.group_series)
+        .map(|((g, group), series)| {
+            let mut totals = IntervalStats::default();
+            collected.target_totals[g].iter().for_each(|t| totals.merge(t));
+            all.merge(&totals);
             let first_lane = lane_group.iter().position(|&lg| lg == g).unwrap_or(0);
             GroupResult {
                 name: group.name.clone(),

@@ -211,7 +211,7 @@ fn prepare(
     if spec.direct {
         check_direct_alignment(group, &path, info.direct_align)?;
     }
-    if group.uring.hipri && !info.has_poll_queues() {
+    if group.uring.hipri && !target::has_poll_queues_behind(&path) {
         return Err(RunError::Invalid(format!(
             "--hipri polls for completions, but the device behind {} has no poll queues (its queue/io_poll is not 1); NVMe gets them with the nvme module's poll_queues=N; drop --hipri",
             path.display()

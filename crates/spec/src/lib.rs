@@ -16,7 +16,7 @@ mod values;
 
 pub use error::SpecError;
 pub use model::{AccessSpec, Burst, GroupSpec, JobSpec, OutputSpec, RunPlan, TargetSpec, UringSpec};
-pub use options::{Options, JOB_KEYS, RUN_KEYS};
+pub use options::{flag_name, Options, JOB_KEYS, RUN_KEYS, URING_KEYS};
 pub use resolve::{defaults, resolve, DEFAULT_SEED, STANDARD_SLO};
 pub use units::{Bytes, Nanos};
 pub use values::{BsSplit, BsWeight, CpuList, EngineKind, IoLimit, NanosList, RingSetup, Rw};

@@ -198,6 +198,15 @@ pub struct Options {
 /// Keys that apply to a job as a whole, not to one of its groups.
 pub const JOB_KEYS: &[&str] = &["runtime", "ramp", "io_limit", "io_timeout", "slo", "continue_on_error"];
 
+/// Keys that tune io_uring, which only `engine = "uring"` takes.
+pub const URING_KEYS: &[&str] =
+    &["ring_setup", "fixed_files", "fixed_buffers", "sqpoll", "sqpoll_cpu", "hipri"];
+
+/// The flag spelling of a job-file key: `sqpoll_cpu` is `--sqpoll-cpu`.
+pub fn flag_name(key: &str) -> String {
+    format!("--{}", key.replace('_', "-"))
+}
+
 /// Keys that apply to the whole run, so only at a job file's top level.
 pub const RUN_KEYS: &[&str] = &["json", "output", "quiet"];
 

@@ -6,7 +6,7 @@
 
 use crate::error::{invalid, SpecError};
 use crate::model::{AccessSpec, Burst, GroupSpec, JobSpec, OutputSpec, RunPlan, TargetSpec, UringSpec};
-use crate::options::{Options, JOB_KEYS, RUN_KEYS};
+use crate::options::{flag_name, Options, JOB_KEYS, RUN_KEYS, URING_KEYS};
 use crate::units::{Bytes, Nanos};
 use crate::values::{BsWeight, EngineKind, RingSetup, Rw};
 
@@ -327,20 +327,12 @@ fn resolve_group(layer: &Options, name: String, seed: u64) -> Result<GroupSpec, 
 
 /// The io_uring options, which only the uring engine takes.
 fn resolve_uring(layer: &Options, engine: EngineKind) -> Result<UringSpec, SpecError> {
-    let set: Vec<&str> = [
-        ("--ring-setup", layer.ring_setup.is_some()),
-        ("--fixed-files", layer.fixed_files.is_some()),
-        ("--fixed-buffers", layer.fixed_buffers.is_some()),
-        ("--sqpoll", layer.sqpoll.is_some()),
-        ("--sqpoll-cpu", layer.sqpoll_cpu.is_some()),
-        ("--hipri", layer.hipri.is_some()),
-    ]
-    .into_iter()
-    .filter_map(|(flag, given)| given.then_some(flag))
-    .collect();
     if engine != EngineKind::Uring {
-        if let Some(flag) = set.first() {
-            return Err(invalid(format!("{flag} tunes io_uring; it needs --engine uring (not {engine})")));
+        if let Some(key) = layer.keys_set().into_iter().find(|k| URING_KEYS.contains(k)) {
+            return Err(invalid(format!(
+                "{} tunes io_uring; it needs --engine uring (not {engine})",
+                flag_name(key)
+            )));
         }
         return Ok(UringSpec::default());
     }

@@ -6,13 +6,13 @@ mod queue;
 
 use std::fs::{File, OpenOptions};
 use std::io;
-use std::os::unix::fs::{FileTypeExt, MetadataExt, OpenOptionsExt};
+use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 
 use thiserror::Error;
 
 pub use layout::{lay_out_file, Layout};
-pub use queue::{has_poll_queues_behind, queue_attribute, DeviceNumber};
+pub use queue::has_poll_queues_behind;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum TargetKind {
@@ -27,16 +27,6 @@ pub struct TargetInfo {
     pub size: u64,
     /// The offset and length granularity O_DIRECT requires.
     pub direct_align: u32,
-    /// The block device that serves the I/O: the device itself, or the one under the file's
-    /// filesystem (`None` for a filesystem without one, such as tmpfs).
-    pub device: Option<DeviceNumber>,
-}
-
-impl TargetInfo {
-    /// Whether the serving device has poll queues, which IOPOLL (`--hipri`) needs.
-    pub fn has_poll_queues(&self) -> bool {
-        self.device.and_then(|d| queue_attribute(d, "io_poll")).is_some_and(|v| v == "1")
-    }
 }
 
 #[derive(Debug, Error)]
@@ -118,23 +108,15 @@ pub fn inspect(path: &Path, file: &File) -> Result<TargetInfo, TargetError> {
     let io_error = |context, source| TargetError::Io { path: path.to_path_buf(), context, source };
     let meta = file.metadata().map_err(|e| io_error("cannot stat", e))?;
     let info = match classify(path, meta.file_type())? {
-        TargetKind::File => TargetInfo {
-            kind: TargetKind::File,
-            size: meta.len(),
-            direct_align: file_direct_align(file),
-            device: DeviceNumber::of_block(meta.dev()),
-        },
+        TargetKind::File => {
+            TargetInfo { kind: TargetKind::File, size: meta.len(), direct_align: file_direct_align(file) }
+        }
         TargetKind::BlockDevice => {
             let size =
                 ioctl_u64(file, BLKGETSIZE64).map_err(|e| io_error("cannot read the device size", e))?;
             let block = ioctl_int(file, libc::BLKSSZGET)
                 .map_err(|e| io_error("cannot read the logical block size", e))?;
-            TargetInfo {
-                kind: TargetKind::BlockDevice,
-                size,
-                direct_align: block.max(1) as u32,
-                device: DeviceNumber::of_block(meta.rdev()),
-            }
+            TargetInfo { kind: TargetKind::BlockDevice, size, direct_align: block.max(1) as u32 }
         }
     };
     Ok(info)

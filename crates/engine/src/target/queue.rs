@@ -5,15 +5,15 @@ use std::path::PathBuf;
 
 /// A block device's major and minor numbers.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct DeviceNumber {
-    pub major: u32,
-    pub minor: u32,
+struct DeviceNumber {
+    major: u32,
+    minor: u32,
 }
 
 impl DeviceNumber {
     /// The device of a `dev_t`, if it is a block device sysfs knows (tmpfs and other
     /// filesystems without a device have anonymous numbers that sysfs does not list).
-    pub fn of_block(dev: u64) -> Option<Self> {
+    fn of_block(dev: u64) -> Option<Self> {
         let number = DeviceNumber { major: libc::major(dev), minor: libc::minor(dev) };
         number.sysfs_dir().exists().then_some(number)
     }
@@ -25,7 +25,7 @@ impl DeviceNumber {
 
 /// A queue attribute such as `nr_requests`, `scheduler` or `io_poll`, trimmed; a partition
 /// answers with its disk's.
-pub fn queue_attribute(device: DeviceNumber, name: &str) -> Option<String> {
+fn queue_attribute(device: DeviceNumber, name: &str) -> Option<String> {
     let dir = device.sysfs_dir();
     [dir.join("queue").join(name), dir.join("..").join("queue").join(name)]
         .iter()
