@@ -30,6 +30,28 @@ pub enum Command {
     /// efficiency (together vs the sum of singles) and what stopped it (default 5 s + 1 s ramp
     /// per step).
     Scale(ScaleArgs),
+    /// Put a device in a known state, the SNIA way: optionally discard it (--trim), then write
+    /// the whole region sequentially in 128 KiB blocks, --passes times (default 2), with a
+    /// progress bar and ETA.
+    Precondition(PreconditionArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct PreconditionArgs {
+    /// The target (default: a 1 GiB scratch file in the current directory).
+    #[arg(id = "target_path", value_name = "TARGET")]
+    pub target: Option<PathBuf>,
+
+    /// Times the whole region is written.
+    #[arg(long, value_name = "N", default_value_t = 2)]
+    pub passes: u32,
+
+    /// Discard (trim) the region before writing: BLKDISCARD on a device, a punched hole in a file.
+    #[arg(long)]
+    pub trim: bool,
+
+    #[command(flatten)]
+    pub options: Options,
 }
 
 #[derive(Debug, Args)]

@@ -3,6 +3,7 @@
 mod args;
 mod exit;
 mod ladder_command;
+mod precondition_command;
 mod progress;
 mod run_command;
 mod scale_command;
@@ -22,5 +23,6 @@ fn main() -> ExitCode {
         args::Command::Run(run) => run_command::run(run),
         args::Command::Ladder(ladder) => ladder_command::run(ladder),
         args::Command::Scale(scale) => scale_command::run(scale),
+        args::Command::Precondition(args) => precondition_command::run(args),
     }
 }

@@ -8,6 +8,16 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use iolab_report::{latency, thousands};
 use iolab_runner::{Observer, Phase, ProgressUpdate};
 
+/// "42s", "3m05s", "1h02m".
+pub fn duration(seconds: f64) -> String {
+    let s = seconds.max(0.0).round() as u64;
+    match s {
+        0..60 => format!("{s}s"),
+        60..3600 => format!("{}m{:02}s", s / 60, s % 60),
+        _ => format!("{}h{:02}m", s / 3600, s % 3600 / 60),
+    }
+}
+
 pub struct ProgressLine {
     enabled: bool,
     quiet: bool,
@@ -54,10 +64,22 @@ impl Observer for ProgressLine {
         } else {
             String::new()
         };
+        let (done, clock) = match update.limit_done {
+            // An I/O-limited job ends when the I/O is done: show that share and when it will be.
+            Some(done) if update.phase == Phase::Measure => {
+                let eta = if done > 0.0 {
+                    format!(", ETA {}", duration(elapsed * (1.0 - done) / done))
+                } else {
+                    String::new()
+                };
+                (done, format!("{:.0}% done in {}{eta}", 100.0 * done, duration(elapsed)))
+            }
+            _ => (elapsed / total, format!("{elapsed:.0}/{total:.0}s")),
+        };
         let bar = self.bar();
         bar.set_prefix(format!("{} {phase}", update.job));
-        bar.set_position((1000.0 * elapsed / total) as u64);
-        bar.set_message(format!("{elapsed:.0}/{total:.0}s{rate}"));
+        bar.set_position((1000.0 * done) as u64);
+        bar.set_message(format!("{clock}{rate}"));
     }
 
     fn note(&mut self, message: &str) {

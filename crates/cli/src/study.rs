@@ -1,9 +1,9 @@
-//! The plan a study (ladder, scale) starts from: the user's options over the study's shorter
-//! default timing, since a study runs its workload several times.
+//! The plan a study (ladder, scale, sweep, ...) starts from: the user's options over the
+//! study's own defaults, since a study runs its workload several times.
 
 use std::path::PathBuf;
 
-use iolab_spec::{resolve, Nanos, Options, RunPlan};
+use iolab_spec::{flag_name, resolve, Nanos, Options, RunPlan};
 
 /// Measured time per step unless the user gives --runtime.
 const STEP_RUNTIME: Nanos = Nanos(5_000_000_000);
@@ -11,8 +11,15 @@ const STEP_RUNTIME: Nanos = Nanos(5_000_000_000);
 const STEP_RAMP: Nanos = Nanos(1_000_000_000);
 
 /// Resolves `options` with `targets` (from the command's positional arguments) into the
-/// one-job plan every step of the study varies.
+/// one-job plan every step of the study varies, with 5 s + 1 s ramp per step by default.
 pub fn base_plan(options: &Options, targets: Vec<PathBuf>) -> Result<RunPlan, String> {
+    let study_defaults = Options { runtime: Some(STEP_RUNTIME), ramp: Some(STEP_RAMP), ..Options::default() };
+    plan_over(&study_defaults, options, targets)
+}
+
+/// Resolves `options` with `targets` over the command's own `defaults` (which lie over the
+/// built-in ones).
+pub fn plan_over(defaults: &Options, options: &Options, targets: Vec<PathBuf>) -> Result<RunPlan, String> {
     let mut flags = options.clone();
     if !targets.is_empty() {
         if flags.target.is_some() {
@@ -20,6 +27,13 @@ pub fn base_plan(options: &Options, targets: Vec<PathBuf>) -> Result<RunPlan, St
         }
         flags.target = Some(targets);
     }
-    let study_defaults = Options { runtime: Some(STEP_RUNTIME), ramp: Some(STEP_RAMP), ..Options::default() };
-    resolve(Some(&study_defaults), &flags).map_err(|e| e.to_string())
+    resolve(Some(defaults), &flags).map_err(|e| e.to_string())
+}
+
+/// Refuses the options a command sets itself: "`iolab precondition` sets --rw itself; drop it".
+pub fn refuse(options: &Options, keys: &[&str], command: &str, why: &str) -> Result<(), String> {
+    match options.keys_set().into_iter().find(|k| keys.contains(k)) {
+        Some(key) => Err(format!("`iolab {command}` {why}; drop {}", flag_name(key))),
+        None => Ok(()),
+    }
 }

@@ -4,10 +4,12 @@
 //! belong on stderr, so JSON output always parses.
 
 mod format;
+mod precondition;
 mod studies;
 mod text;
 
 pub use format::{latency, thousands};
+pub use precondition::{precondition_json, precondition_text, Preconditioning, PRECONDITION_SCHEMA};
 pub use studies::{ladder_json, ladder_text, scale_json, scale_text, LADDER_SCHEMA, SCALE_SCHEMA};
 pub use text::render_text;
 

@@ -23,7 +23,7 @@ struct Study<'a, T: Serialize> {
     run: &'a RunReport,
 }
 
-fn to_json<T: Serialize>(schema: &'static str, summary: &T, run: &RunReport) -> String {
+pub(crate) fn to_json<T: Serialize>(schema: &'static str, summary: &T, run: &RunReport) -> String {
     let mut text = serde_json::to_string_pretty(&Study { schema, summary, run })
         .unwrap_or_else(|e| serde_json::json!({ "error": e.to_string() }).to_string());
     text.push('\n');

@@ -1,11 +1,12 @@
 //! Runs workloads: prepares targets, drives worker threads through ramp and measurement,
 //! enforces stop conditions (runtime, I/O limit, errors, Ctrl-C, the stuck-request watchdog),
-//! and assembles results. It knows jobs, not sweeps: a sweep is many plans.
+//! and assembles results. It knows jobs, not sweeps: a sweep is many jobs, run in one `Lab`.
 
 mod access;
 mod collector;
 mod error;
 mod job;
+mod lab;
 mod lane;
 mod observer;
 mod prepare;
@@ -14,5 +15,7 @@ mod run;
 mod shared;
 
 pub use error::RunError;
+pub use lab::Lab;
 pub use observer::{Observer, Phase, ProgressUpdate, Silent};
+pub use prepare::PreparedTarget;
 pub use run::{run_plan, OnFailedStart, RunOutcome};

@@ -19,6 +19,8 @@ pub struct ProgressUpdate<'a> {
     pub iops: f64,
     pub mean_ns: f64,
     pub p99_ns: u64,
+    /// With an I/O limit: the share of it done, 0..1 (the job ends at 1, whatever the time).
+    pub limit_done: Option<f64>,
 }
 
 pub trait Observer {

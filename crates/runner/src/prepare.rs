@@ -25,6 +25,15 @@ pub struct PreparedTarget {
     pub region_size: u64,
 }
 
+impl PreparedTarget {
+    /// Discards (trims) the target's region: a block device forgets its data, a file's
+    /// blocks are freed. Refused by devices that cannot discard; the caller decides.
+    pub fn discard(&self) -> Result<(), RunError> {
+        let kind = target::kind_of(&self.path)?.unwrap_or(TargetKind::File);
+        Ok(target::discard(&self.path, &self.file, kind, self.region_start, self.region_size)?)
+    }
+}
+
 /// The scratch file of a run; removed when dropped unless the user asked to keep it.
 pub struct Scratch {
     pub path: PathBuf,

@@ -105,6 +105,15 @@ impl Shared {
         }
     }
 
+    /// The share of the I/O limit done, 0..1, when the job has one.
+    pub fn limit_done(&self) -> Option<f64> {
+        let done = match self.io_limit? {
+            IoLimit::Ios(n) => self.measured_ios.load(Relaxed) as f64 / n as f64,
+            IoLimit::Bytes(b) => self.measured_bytes.load(Relaxed) as f64 / b.0 as f64,
+        };
+        Some(done.min(1.0))
+    }
+
     /// Counts a batch of measured I/Os and stops the job when the I/O limit is reached.
     #[inline]
     pub fn count_measured(&self, ios: u64, bytes: u64, now_ns: u64) {

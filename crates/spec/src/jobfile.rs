@@ -48,7 +48,7 @@ mod tests {
     fn values_take_units_as_strings_or_numbers() {
         let options =
             parse("bs = \"64k\"\nsize = 1048576\nruntime = \"5s\"\nslo = [\"500us\", \"1ms\"]\n").unwrap();
-        assert_eq!(options.bs, Some(crate::Bytes(65536)));
+        assert_eq!(options.bs, Some(crate::Axis::one(crate::Bytes(65536))));
         assert_eq!(options.size, Some(crate::Bytes(1 << 20)));
         assert_eq!(options.runtime, Some(crate::Nanos::from_secs(5)));
         assert_eq!(options.slo.unwrap().0.len(), 2);

@@ -97,7 +97,7 @@ mod tests {
 
     #[test]
     fn rungs_set_engine_and_tuning_and_keep_the_workload() {
-        let flags = crate::Options { qd: Some(8), ..defaults() };
+        let flags = crate::Options { qd: Some(crate::Axis::one(8)), ..defaults() };
         let base = resolve(None, &flags).expect("plan").jobs.remove(0);
         let psync = Rung::Psync.apply(&base);
         assert_eq!((psync.name.as_str(), psync.groups[0].engine), ("psync", EngineKind::Psync));

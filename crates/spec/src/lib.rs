@@ -4,6 +4,7 @@
 //! (defaults < file < job < group < flags) and validates them into a `RunPlan`. Nothing here
 //! touches a file or device: checks that need the target live in the runner.
 
+pub mod axis;
 mod error;
 pub mod jobfile;
 pub mod ladder;
@@ -11,9 +12,11 @@ mod model;
 mod options;
 mod resolve;
 pub mod scale;
+pub mod sweep;
 mod units;
 mod values;
 
+pub use axis::Axis;
 pub use error::SpecError;
 pub use model::{AccessSpec, Burst, GroupSpec, JobSpec, OutputSpec, RunPlan, TargetSpec, UringSpec};
 pub use options::{flag_name, Options, JOB_KEYS, RUN_KEYS, URING_KEYS};

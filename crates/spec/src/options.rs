@@ -9,6 +9,7 @@ use std::path::PathBuf;
 use clap::Args;
 use serde::Deserialize;
 
+use crate::axis::Axis;
 use crate::units::{Bytes, Nanos};
 use crate::values::{BsSplit, CpuList, EngineKind, IoLimit, NanosList, RingSetup, Rw};
 
@@ -57,17 +58,19 @@ pub struct Options {
     #[arg(long, value_name = "PATTERN", help_heading = "Access")]
     pub rw: Option<Rw>,
 
-    /// Share of I/Os that are reads, 0..100 (overrides the one implied by --rw).
+    /// Share of I/Os that are reads, 0..100 (overrides the one implied by --rw). Sweeps take a
+    /// list: 100,70,0 or 0..100/10.
     #[arg(long, value_name = "PCT", help_heading = "Access")]
-    pub read_pct: Option<u32>,
+    pub read_pct: Option<Axis<u32>>,
 
-    /// Share of I/Os at a random offset, 0..100; the rest continue sequentially.
+    /// Share of I/Os at a random offset, 0..100; the rest continue sequentially. Sweeps take a
+    /// list.
     #[arg(long, value_name = "PCT", help_heading = "Access")]
-    pub random_pct: Option<u32>,
+    pub random_pct: Option<Axis<u32>>,
 
-    /// Block size (default 4k).
+    /// Block size (default 4k). Sweeps take a list: 4k,16k,128k or 4k..1m (doubling).
     #[arg(long, value_name = "SIZE", help_heading = "Access")]
-    pub bs: Option<Bytes>,
+    pub bs: Option<Axis<Bytes>>,
 
     /// Block-size mix with relative weights, e.g. 4k/70,64k/30.
     #[arg(long, value_name = "MIX", help_heading = "Access")]
@@ -85,13 +88,13 @@ pub struct Options {
     #[arg(long, value_name = "TIME", help_heading = "Access")]
     pub burst_idle: Option<Nanos>,
 
-    /// Outstanding I/Os per worker (default 32).
+    /// Outstanding I/Os per worker (default 32). Sweeps take a list: 1,4,16 or 1..512 (doubling).
     #[arg(long, value_name = "N", help_heading = "Load")]
-    pub qd: Option<u32>,
+    pub qd: Option<Axis<u32>>,
 
-    /// Worker threads, each with its own queue of --qd I/Os (default 1).
+    /// Worker threads, each with its own queue of --qd I/Os (default 1). Sweeps take a list.
     #[arg(long, value_name = "N", help_heading = "Load")]
-    pub workers: Option<u32>,
+    pub workers: Option<Axis<u32>>,
 
     /// I/O engine: uring (default), psync (one thread per outstanding I/O) or null (no I/O).
     #[arg(long, value_name = "ENGINE", help_heading = "Load")]

@@ -4,6 +4,7 @@
 //! the target (block-size multiples under O_DIRECT, device size, safety) is checked by the
 //! runner when it opens the target.
 
+use crate::axis::Axis;
 use crate::error::{invalid, SpecError};
 use crate::model::{AccessSpec, Burst, GroupSpec, JobSpec, OutputSpec, RunPlan, TargetSpec, UringSpec};
 use crate::options::{flag_name, Options, JOB_KEYS, RUN_KEYS, URING_KEYS};
@@ -34,9 +35,9 @@ pub const STANDARD_SLO: [Nanos; 2] = [Nanos(1_000_000), Nanos(2_000_000)];
 pub fn defaults() -> Options {
     Options {
         rw: Some(Rw::RandRead),
-        bs: Some(Bytes(4096)),
-        qd: Some(32),
-        workers: Some(1),
+        bs: Some(Axis::one(Bytes(4096))),
+        qd: Some(Axis::one(32)),
+        workers: Some(Axis::one(1)),
         engine: Some(EngineKind::Uring),
         runtime: Some(Nanos::from_secs(10)),
         ramp: Some(Nanos::from_secs(2)),
@@ -200,6 +201,20 @@ fn resolve_job(
     })
 }
 
+/// The one value of an option that sweeps vary; a list is for `iolab sweep`.
+fn single<T: Copy + std::fmt::Display>(axis: &Option<Axis<T>>, flag: &str) -> Result<Option<T>, SpecError> {
+    match axis {
+        None => Ok(None),
+        Some(axis) => axis.single().map(Some).ok_or_else(|| {
+            let values: Vec<String> = axis.0.iter().map(ToString::to_string).collect();
+            invalid(format!(
+                "--{flag} {} is a list; `iolab sweep` runs lists, other commands take one value",
+                values.join(",")
+            ))
+        }),
+    }
+}
+
 fn percent(value: Option<u32>, flag: &str) -> Result<Option<u32>, SpecError> {
     match value {
         Some(v) if v > 100 => Err(invalid(format!("--{flag} must be between 0 and 100 (got {v})"))),
@@ -209,10 +224,10 @@ fn percent(value: Option<u32>, flag: &str) -> Result<Option<u32>, SpecError> {
 
 fn resolve_group(layer: &Options, name: String, seed: u64) -> Result<GroupSpec, SpecError> {
     let (rw_read, rw_random) = layer.rw.unwrap_or(Rw::RandRead).shares();
-    let read_pct = percent(layer.read_pct, "read-pct")?.unwrap_or(rw_read);
-    let random_pct = percent(layer.random_pct, "random-pct")?.unwrap_or(rw_random);
+    let read_pct = percent(single(&layer.read_pct, "read-pct")?, "read-pct")?.unwrap_or(rw_read);
+    let random_pct = percent(single(&layer.random_pct, "random-pct")?, "random-pct")?.unwrap_or(rw_random);
 
-    let bs_split = match (&layer.bs_split, layer.bs) {
+    let bs_split = match (&layer.bs_split, single(&layer.bs, "bs")?) {
         (Some(split), _) => split.0.clone(),
         (None, Some(bs)) => vec![BsWeight { bs, weight: 1 }],
         (None, None) => vec![BsWeight { bs: Bytes(4096), weight: 1 }],
@@ -239,7 +254,7 @@ fn resolve_group(layer: &Options, name: String, seed: u64) -> Result<GroupSpec, 
         (Some(ios), idle) => Some(Burst { ios, idle: idle.unwrap_or_default() }),
     };
 
-    let qd = layer.qd.unwrap_or(32);
+    let qd = single(&layer.qd, "qd")?.unwrap_or(32);
     if qd == 0 {
         return Err(invalid("--qd must be 1 or more (got 0)"));
     }
@@ -248,7 +263,7 @@ fn resolve_group(layer: &Options, name: String, seed: u64) -> Result<GroupSpec, 
             "--qd {qd} is above the {MAX_QD} requests one io_uring can hold; use a smaller --qd or more --workers"
         )));
     }
-    let workers = layer.workers.unwrap_or(1);
+    let workers = single(&layer.workers, "workers")?.unwrap_or(1);
     if workers == 0 {
         return Err(invalid("--workers must be 1 or more (got 0)"));
     }

@@ -49,7 +49,7 @@ mod tests {
     fn singles_then_all_together_with_the_same_load_per_target() {
         let flags = Options {
             target: Some(vec!["a".into(), "b".into(), "c".into()]),
-            workers: Some(2),
+            workers: Some(crate::Axis::one(2)),
             ..defaults()
         };
         let base = resolve(None, &flags).expect("plan").jobs.remove(0);

@@ -41,6 +41,13 @@ pub enum StopReason {
     EngineError,
 }
 
+impl StopReason {
+    /// A job that ended this way ends the run: the target or the engine is in trouble.
+    pub fn ends_the_run(self) -> bool {
+        matches!(self, StopReason::IoError | StopReason::StuckIo | StopReason::EngineError)
+    }
+}
+
 #[derive(Debug, Clone, Serialize)]
 pub struct JobResult {
     pub name: String,

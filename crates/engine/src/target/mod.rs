@@ -1,6 +1,7 @@
 //! Targets: what a path is (file or block device), how big, which alignment O_DIRECT needs,
 //! and opening it with errors that tell the user what to do.
 
+mod discard;
 mod layout;
 mod queue;
 
@@ -11,6 +12,7 @@ use std::path::{Path, PathBuf};
 
 use thiserror::Error;
 
+pub use discard::discard;
 pub use layout::{lay_out_file, Layout};
 pub use queue::has_poll_queues_behind;
 

@@ -1,0 +1,107 @@
+//! A measuring session: what every job of a command shares (the io_uring check, the scratch
+//! file, the start time) and the results so far. A fixed plan runs through `run_plan`; a study
+//! that decides its next job from the last result (a ramp, steady-state rounds) runs jobs here
+//! one at a time, in the same process and on the same scratch file.
+
+use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
+
+use iolab_engine::probe;
+use iolab_spec::{EngineKind, JobSpec, RunPlan};
+use iolab_stats::result::{HostInfo, JobResult, RunReport, SCHEMA};
+
+use crate::error::RunError;
+use crate::job::run_job;
+use crate::observer::Observer;
+use crate::prepare::{self, PreparedTarget, Scratch};
+use crate::run::OnFailedStart;
+
+pub struct Lab<'a> {
+    interrupt: &'a AtomicBool,
+    scratch: Option<Scratch>,
+    started_at_unix_s: u64,
+    jobs: Vec<JobResult>,
+}
+
+impl<'a> Lab<'a> {
+    /// Checks what `plan` needs before any I/O (io_uring, unless steps that cannot start are
+    /// to be skipped; buffer memory) and lays out the scratch file if a job has no target. The
+    /// plan holds every job known in advance, or a representative one for a study that makes
+    /// its jobs as it goes.
+    pub fn open(
+        plan: &RunPlan,
+        on_failed_start: OnFailedStart,
+        interrupt: &'a AtomicBool,
+        observer: &mut dyn Observer,
+    ) -> Result<Self, RunError> {
+        if on_failed_start == OnFailedStart::Stop
+            && plan.jobs.iter().flat_map(|j| &j.groups).any(|g| g.engine == EngineKind::Uring)
+        {
+            probe::uring_available()?;
+        }
+        prepare::check_buffer_memory(plan)?;
+        let started_at_unix_s =
+            std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs());
+        let scratch = prepare::scratch(plan, interrupt, observer)?;
+        Ok(Lab { interrupt, scratch, started_at_unix_s, jobs: Vec::new() })
+    }
+
+    pub fn interrupted(&self) -> bool {
+        self.interrupt.load(Relaxed)
+    }
+
+    /// Opens and checks the targets of `job` (on the scratch file where it names none).
+    pub fn prepare(
+        &self,
+        job: &JobSpec,
+        observer: &mut dyn Observer,
+    ) -> Result<Vec<Vec<PreparedTarget>>, RunError> {
+        let scratch = self.scratch.as_ref().map(|s| s.path.as_path());
+        prepare::targets(job, scratch, self.interrupt, observer)
+    }
+
+    /// Runs `job` on targets from `prepare` and keeps its result.
+    pub fn run_prepared(
+        &mut self,
+        job: &JobSpec,
+        targets: &[Vec<PreparedTarget>],
+        observer: &mut dyn Observer,
+    ) -> Result<&JobResult, RunError> {
+        prepare::check_buffer_memory(&RunPlan { jobs: vec![job.clone()], output: Default::default() })?;
+        let result = run_job(job, targets, self.interrupt, observer)?;
+        self.jobs.push(result);
+        Ok(self.jobs.last().expect("just pushed"))
+    }
+
+    /// Prepares and runs one job.
+    pub fn run(&mut self, job: &JobSpec, observer: &mut dyn Observer) -> Result<&JobResult, RunError> {
+        let targets = self.prepare(job, observer)?;
+        self.run_prepared(job, &targets, observer)
+    }
+
+    /// The results of every job run so far.
+    pub fn jobs(&self) -> &[JobResult] {
+        &self.jobs
+    }
+
+    /// The report of the session; the scratch file goes with the lab.
+    pub fn into_report(self) -> RunReport {
+        RunReport {
+            schema: SCHEMA,
+            iolab_version: env!("CARGO_PKG_VERSION"),
+            host: host_info(),
+            started_at_unix_s: self.started_at_unix_s,
+            interrupted: self.interrupt.load(Relaxed),
+            peak_rss_bytes: iolab_stats::cpu::peak_rss_bytes().unwrap_or(0),
+            jobs: self.jobs,
+        }
+    }
+}
+
+fn host_info() -> HostInfo {
+    let read = |path: &str| std::fs::read_to_string(path).map(|s| s.trim().to_string()).unwrap_or_default();
+    HostInfo {
+        hostname: read("/proc/sys/kernel/hostname"),
+        kernel: read("/proc/sys/kernel/osrelease"),
+        cpus: std::thread::available_parallelism().map_or(1, |n| n.get()),
+    }
+}
