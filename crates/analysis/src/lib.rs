@@ -3,9 +3,14 @@
 //! costs) and target scaling (how much of the sum of singles a set of targets delivers together,
 //! and what stopped it). Pure functions over `JobResult`s: no I/O, tested on synthetic results.
 
+pub mod cliff;
 pub mod cpu;
+pub mod knee;
 pub mod ladder;
+pub mod rounds;
 pub mod scale;
+pub mod steady;
+pub mod sweep;
 
 #[cfg(test)]
 mod tests;

@@ -3,7 +3,9 @@
 use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand};
-use iolab_spec::Options;
+use iolab_analysis::rounds::Tracked;
+use iolab_analysis::steady::SteadyRule;
+use iolab_spec::{Bytes, Options};
 
 #[derive(Debug, Parser)]
 #[command(
@@ -34,6 +36,109 @@ pub enum Command {
     /// the whole region sequentially in 128 KiB blocks, --passes times (default 2), with a
     /// progress bar and ETA.
     Precondition(PreconditionArgs),
+    /// Run every combination of the lists given to --qd, --workers, --bs, --read-pct and
+    /// --random-pct (e.g. --qd 1..512 for 1,2,4,...,512), one after another in one process
+    /// (default 5 s + 1 s ramp per point); a table per load curve with IOPS, MB/s, latency and
+    /// CPU per I/O, and the sweet spot: the most IOPS before latency grows faster than IOPS.
+    Sweep(SweepArgs),
+    /// Measure rounds of a workload (--runtime each, default 60 s) until steady state, the SNIA
+    /// way: the last --window rounds (5) within --max-range-pct (20%) of their average and a
+    /// least-squares slope excursion within --max-slope-pct (10%); give up after --max-rounds (25).
+    Steady(SteadyArgs),
+    /// Write the whole target (or --bytes) sequentially, logging throughput against bytes
+    /// written every 100 ms (--interval), and find each cliff where throughput drops by more
+    /// than --drop-pct and stays down: the size of a write cache or fast tier, with the rates
+    /// before and after.
+    Cliff(CliffArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct CliffArgs {
+    /// The target (default: a 1 GiB scratch file in the current directory).
+    #[arg(id = "target_path", value_name = "TARGET")]
+    pub target: Option<PathBuf>,
+
+    /// Bytes to write (default: the whole region once).
+    #[arg(long, value_name = "SIZE")]
+    pub bytes: Option<Bytes>,
+
+    /// A cliff is a drop of more than this share of the throughput before it.
+    #[arg(long, value_name = "PCT", default_value_t = 30.0)]
+    pub drop_pct: f64,
+
+    /// ... that lasts at least this many samples.
+    #[arg(long, value_name = "N", default_value_t = 5)]
+    pub hold: usize,
+
+    #[command(flatten)]
+    pub options: Options,
+}
+
+/// The steady-state detector's settings (SNIA PTS defaults).
+#[derive(Debug, Clone, Args)]
+pub struct SteadyFlags {
+    /// What is compared between rounds: iops, mb-s or mean-latency.
+    #[arg(long, value_name = "WHAT", default_value = "iops", help_heading = "Steady state")]
+    pub track: Tracked,
+
+    /// Rounds in the measurement window.
+    #[arg(long, value_name = "N", default_value_t = 5, help_heading = "Steady state")]
+    pub window: usize,
+
+    /// Largest range (max - min) of the window, in % of its average.
+    #[arg(long, value_name = "PCT", default_value_t = 20.0, help_heading = "Steady state")]
+    pub max_range_pct: f64,
+
+    /// Largest change of the window's least-squares line across it, in % of its average.
+    #[arg(long, value_name = "PCT", default_value_t = 10.0, help_heading = "Steady state")]
+    pub max_slope_pct: f64,
+
+    /// Rounds after which the test gives up.
+    #[arg(long, value_name = "N", default_value_t = 25, help_heading = "Steady state")]
+    pub max_rounds: usize,
+}
+
+impl SteadyFlags {
+    pub fn rule(&self) -> Result<SteadyRule, String> {
+        let rule = SteadyRule {
+            window: self.window,
+            max_range_pct: self.max_range_pct,
+            max_slope_pct: self.max_slope_pct,
+            max_rounds: self.max_rounds,
+        };
+        rule.validate().map(|()| rule)
+    }
+}
+
+#[derive(Debug, Args)]
+pub struct SteadyArgs {
+    /// The target (default: a 1 GiB scratch file in the current directory).
+    #[arg(id = "target_path", value_name = "TARGET")]
+    pub target: Option<PathBuf>,
+
+    #[command(flatten)]
+    pub steady: SteadyFlags,
+
+    #[command(flatten)]
+    pub options: Options,
+}
+
+#[derive(Debug, Args)]
+pub struct SweepArgs {
+    /// The target (default: a 1 GiB scratch file in the current directory).
+    #[arg(id = "target_path", value_name = "TARGET")]
+    pub target: Option<PathBuf>,
+
+    /// Run each point in rounds until it reaches steady state (the settings of `iolab steady`);
+    /// the point's result is its last round.
+    #[arg(long, help_heading = "Steady state")]
+    pub until_steady: bool,
+
+    #[command(flatten)]
+    pub steady: SteadyFlags,
+
+    #[command(flatten)]
+    pub options: Options,
 }
 
 #[derive(Debug, Args)]

@@ -1,6 +1,7 @@
 //! The `iolab` binary: argument parsing, wiring, exit codes. Nothing else lives here.
 
 mod args;
+mod cliff_command;
 mod exit;
 mod ladder_command;
 mod precondition_command;
@@ -8,7 +9,10 @@ mod progress;
 mod run_command;
 mod scale_command;
 mod session;
+mod steady_command;
 mod study;
+mod sweep_command;
+mod until_steady;
 
 use std::process::ExitCode;
 
@@ -24,5 +28,8 @@ fn main() -> ExitCode {
         args::Command::Ladder(ladder) => ladder_command::run(ladder),
         args::Command::Scale(scale) => scale_command::run(scale),
         args::Command::Precondition(args) => precondition_command::run(args),
+        args::Command::Sweep(args) => sweep_command::run(args),
+        args::Command::Steady(args) => steady_command::run(args),
+        args::Command::Cliff(args) => cliff_command::run(args),
     }
 }

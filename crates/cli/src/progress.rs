@@ -4,7 +4,7 @@
 use std::io::IsTerminal;
 use std::time::Duration;
 
-use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
 use iolab_report::{latency, thousands};
 use iolab_runner::{Observer, Phase, ProgressUpdate};
 
@@ -21,18 +21,103 @@ pub fn duration(seconds: f64) -> String {
 pub struct ProgressLine {
     enabled: bool,
     quiet: bool,
+    /// Draws the bars together on stderr.
+    bars: MultiProgress,
     /// One bar per job, made when the job first reports.
     bar: Option<ProgressBar>,
+    /// Over a whole suite: its bar and the planned time.
+    overall: Option<Overall>,
+}
+
+/// Progress over many jobs, by their planned time (ramp + runtime each).
+struct Overall {
+    bar: ProgressBar,
+    started: std::time::Instant,
+    /// Planned time of the jobs not finished yet, the current one included.
+    remaining_s: f64,
+    /// The current job: its ramp, its planned length, and how far it is.
+    ramp_s: f64,
+    planned_s: f64,
+    done_s: f64,
+}
+
+impl Overall {
+    fn update(&mut self, update: &ProgressUpdate<'_>) {
+        let (elapsed, total) = (update.elapsed.as_secs_f64(), update.total.as_secs_f64());
+        match update.phase {
+            Phase::Ramp => {
+                self.ramp_s = total;
+                self.done_s = elapsed;
+            }
+            Phase::Measure => {
+                self.done_s = self.ramp_s + elapsed;
+                // An I/O-limited job's length is what its pace says, not its time limit.
+                let measure_s = match update.limit_done {
+                    Some(done) if done > 0.0 => elapsed / done,
+                    Some(_) => elapsed,
+                    None => total,
+                };
+                self.planned_s = self.ramp_s + measure_s;
+            }
+        }
+        let eta = (self.remaining_s - self.done_s).max(0.0);
+        let spent = self.started.elapsed().as_secs_f64();
+        self.bar.set_position((1000.0 * spent / (spent + eta).max(1e-9)) as u64);
+        self.bar.set_message(format!("{} so far, ETA {}", duration(spent), duration(eta)));
+    }
+
+    fn job_ended(&mut self) {
+        self.remaining_s = (self.remaining_s - self.planned_s.max(self.done_s)).max(0.0);
+        (self.ramp_s, self.planned_s, self.done_s) = (0.0, 0.0, 0.0);
+    }
 }
 
 impl ProgressLine {
     pub fn new(quiet: bool) -> Self {
-        ProgressLine { enabled: !quiet && std::io::stderr().is_terminal(), quiet, bar: None }
+        ProgressLine {
+            enabled: !quiet && std::io::stderr().is_terminal(),
+            quiet,
+            bars: MultiProgress::with_draw_target(ProgressDrawTarget::stderr_with_hz(5)),
+            bar: None,
+            overall: None,
+        }
+    }
+
+    /// A line with a bar over everything planned (`planned_s` seconds of jobs) and its ETA,
+    /// above the line of the current job.
+    pub fn with_plan(quiet: bool, label: &str, planned_s: f64) -> Self {
+        let mut line = ProgressLine::new(quiet);
+        let bar = line.bars.add(ProgressBar::new(1000));
+        let style = ProgressStyle::with_template("{prefix:>16} [{bar:20}] {msg}")
+            .unwrap_or_else(|_| ProgressStyle::default_bar())
+            .progress_chars("=> ");
+        bar.set_style(style);
+        bar.set_prefix(label.to_string());
+        if !line.enabled {
+            bar.set_draw_target(ProgressDrawTarget::hidden());
+        }
+        line.overall = Some(Overall {
+            bar,
+            started: std::time::Instant::now(),
+            remaining_s: planned_s,
+            ramp_s: 0.0,
+            planned_s: 0.0,
+            done_s: 0.0,
+        });
+        line
+    }
+
+    /// Adds jobs that were not known when the plan was made (e.g. more steady-state rounds).
+    pub fn plan_more(&mut self, seconds: f64) {
+        if let Some(overall) = &mut self.overall {
+            overall.remaining_s += seconds;
+        }
     }
 
     fn bar(&mut self) -> &ProgressBar {
+        let bars = &self.bars;
         self.bar.get_or_insert_with(|| {
-            let bar = ProgressBar::with_draw_target(Some(1000), ProgressDrawTarget::stderr_with_hz(5));
+            let bar = bars.add(ProgressBar::new(1000));
             let style = ProgressStyle::with_template("{prefix:>16} [{bar:20}] {msg}")
                 .unwrap_or_else(|_| ProgressStyle::default_bar())
                 .progress_chars("=> ");
@@ -76,6 +161,9 @@ impl Observer for ProgressLine {
             }
             _ => (elapsed / total, format!("{elapsed:.0}/{total:.0}s")),
         };
+        if let Some(overall) = &mut self.overall {
+            overall.update(update);
+        }
         let bar = self.bar();
         bar.set_prefix(format!("{} {phase}", update.job));
         bar.set_position((1000.0 * done) as u64);
@@ -86,15 +174,20 @@ impl Observer for ProgressLine {
         if self.quiet {
             return;
         }
-        match &self.bar {
-            Some(bar) => bar.println(format!("iolab: {message}")),
-            None => eprintln!("iolab: {message}"),
+        if self.enabled && (self.bar.is_some() || self.overall.is_some()) {
+            let _ = self.bars.println(format!("iolab: {message}"));
+        } else {
+            eprintln!("iolab: {message}");
         }
     }
 
     fn finish(&mut self) {
         if let Some(bar) = self.bar.take() {
             bar.finish_and_clear();
+            self.bars.remove(&bar);
+        }
+        if let Some(overall) = &mut self.overall {
+            overall.job_ended();
         }
     }
 }

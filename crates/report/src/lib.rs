@@ -3,14 +3,22 @@
 //! JSON goes to its own writer and nothing else is ever written there: warnings and errors
 //! belong on stderr, so JSON output always parses.
 
+mod cliff;
 mod format;
 mod precondition;
+mod steady;
 mod studies;
+mod suite;
+mod sweep;
 mod text;
 
+pub use cliff::{cliff_json, cliff_text, CLIFF_SCHEMA};
 pub use format::{latency, thousands};
 pub use precondition::{precondition_json, precondition_text, Preconditioning, PRECONDITION_SCHEMA};
+pub use steady::{steady_json, steady_text, STEADY_SCHEMA};
 pub use studies::{ladder_json, ladder_text, scale_json, scale_text, LADDER_SCHEMA, SCALE_SCHEMA};
+pub use suite::{suite_json, suite_text, SuiteSection, SUITE_SCHEMA};
+pub use sweep::{sweep_json, sweep_text, SWEEP_SCHEMA};
 pub use text::render_text;
 
 use iolab_stats::result::RunReport;

@@ -39,7 +39,7 @@ pub fn scale_json(summary: &ScaleSummary, run: &RunReport) -> String {
 }
 
 /// The workload as the first job ran it: "4KiB random read, QD 32 x 1 worker, 5 s after 1 s ramp".
-fn workload(run: &RunReport) -> String {
+pub(crate) fn workload(run: &RunReport) -> String {
     let Some(job) = run.jobs.first() else { return "nothing ran".to_string() };
     let Some(group) = job.groups.first() else { return String::new() };
     let direct =
@@ -50,7 +50,7 @@ fn workload(run: &RunReport) -> String {
     )
 }
 
-fn verdict(out: &mut String, words: &[String]) {
+pub(crate) fn verdict(out: &mut String, words: &[String]) {
     let _ = writeln!(out, "\nverdict:");
     for line in words {
         let _ = writeln!(out, "  - {line}");

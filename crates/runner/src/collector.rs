@@ -16,7 +16,7 @@ use iolab_stats::IntervalStats;
 
 use crate::lane::{Heartbeat, LaneEvent, KEPT_ERRORS};
 use crate::observer::{Observer, Phase, ProgressUpdate};
-use crate::shared::{Shared, INTERVAL_NS};
+use crate::shared::{Shared, CPU_SAMPLE_NS};
 
 const TICK: Duration = Duration::from_millis(200);
 
@@ -139,7 +139,7 @@ impl<'a> Collector<'a> {
                 self.watchdog(now);
                 observer.progress(&self.progress(now));
             }
-            if now >= last_thread_sample + INTERVAL_NS {
+            if now >= last_thread_sample + CPU_SAMPLE_NS {
                 last_thread_sample = now;
                 if let Some(tracker) = self.thread_cpu.as_mut() {
                     let _ = tracker.update();
@@ -256,7 +256,7 @@ impl<'a> Collector<'a> {
                 // A ramp second: shown live, never part of the results.
                 let mut job = IntervalStats::default();
                 per_group.iter().flatten().for_each(|stats| job.merge(stats));
-                self.latest = Some(job.point(Nanos(0), Nanos(INTERVAL_NS)));
+                self.latest = Some(job.point(Nanos(0), Nanos(self.shared.interval_ns)));
                 continue;
             }
             while self.next_index < index {
@@ -267,7 +267,7 @@ impl<'a> Collector<'a> {
         if limit == i64::MAX {
             // Seconds of the window after the last completion.
             let window = self.shared.window_end_ns().saturating_sub(self.shared.measure_start_ns);
-            let last = window.div_ceil(INTERVAL_NS) as i64;
+            let last = window.div_ceil(self.shared.interval_ns) as i64;
             while self.next_index < last {
                 self.emit(self.next_index, &empty(&self.group_targets));
             }
@@ -277,12 +277,12 @@ impl<'a> Collector<'a> {
     /// Adds measured interval `index` to the series and totals.
     fn emit(&mut self, index: i64, per_group: &[Vec<IntervalStats>]) {
         self.next_index = self.next_index.max(index + 1);
-        let start = self.shared.measure_start_ns + index as u64 * INTERVAL_NS;
-        let end = (start + INTERVAL_NS).min(self.shared.window_end_ns());
+        let start = self.shared.measure_start_ns + index as u64 * self.shared.interval_ns;
+        let end = (start + self.shared.interval_ns).min(self.shared.window_end_ns());
         if end <= start {
             return;
         }
-        let (offset, duration) = (Nanos(index as u64 * INTERVAL_NS), Nanos(end - start));
+        let (offset, duration) = (Nanos(index as u64 * self.shared.interval_ns), Nanos(end - start));
         let mut job = IntervalStats::default();
         for (group, per_target) in per_group.iter().enumerate() {
             let mut stats = IntervalStats::default();

@@ -108,8 +108,14 @@ pub fn run_job(
         return Err(error);
     }
 
-    let shared =
-        Arc::new(Shared::new(Instant::now(), job.ramp.0, job.runtime.0, job.io_limit, job.continue_on_error));
+    let shared = Arc::new(Shared::new(
+        Instant::now(),
+        job.ramp.0,
+        job.runtime.0,
+        job.interval.0,
+        job.io_limit,
+        job.continue_on_error,
+    ));
     for start in &starts {
         let _ = start.send(Some(shared.clone()));
     }

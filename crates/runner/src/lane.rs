@@ -17,7 +17,7 @@ use iolab_stats::result::StopReason;
 use iolab_stats::IntervalStats;
 
 use crate::routing::{RoutedIo, Router};
-use crate::shared::{Shared, INTERVAL_NS};
+use crate::shared::Shared;
 
 /// Failed requests a lane reports in full; later ones are only counted.
 pub const KEPT_ERRORS: usize = 20;
@@ -98,9 +98,10 @@ pub struct Interval {
 }
 
 impl Interval {
-    fn at(now_ns: u64, measure_start_ns: u64, targets: usize) -> Self {
-        let index = (now_ns as i64 - measure_start_ns as i64).div_euclid(INTERVAL_NS as i64);
-        let next_boundary_ns = (measure_start_ns as i64 + (index + 1) * INTERVAL_NS as i64).max(0) as u64;
+    fn at(now_ns: u64, shared: &Shared, targets: usize) -> Self {
+        let (start, length) = (shared.measure_start_ns as i64, shared.interval_ns as i64);
+        let index = (now_ns as i64 - start).div_euclid(length);
+        let next_boundary_ns = (start + (index + 1) * length).max(0) as u64;
         Interval { index, next_boundary_ns, stats: vec![IntervalStats::default(); targets] }
     }
 }
@@ -139,7 +140,7 @@ fn drive(
     let mut errors_sent = 0;
     let mut busy = false;
     let mut now = shared.now_ns();
-    *lock(&heartbeat.current) = Some(Interval::at(now, shared.measure_start_ns, targets));
+    *lock(&heartbeat.current) = Some(Interval::at(now, shared, targets));
     let mut burst_left = plan.burst.map_or(u32::MAX, |b| b.ios);
 
     loop {
@@ -191,7 +192,7 @@ fn drive(
         let mut current = lock(&heartbeat.current);
         let Some(interval) = current.as_mut() else { break };
         if now >= interval.next_boundary_ns {
-            let finished = std::mem::replace(interval, Interval::at(now, shared.measure_start_ns, targets));
+            let finished = std::mem::replace(interval, Interval::at(now, shared, targets));
             let _ = events.send(LaneEvent::Interval {
                 lane: plan.lane,
                 index: finished.index,

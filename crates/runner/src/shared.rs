@@ -7,12 +7,15 @@ use std::time::Instant;
 use iolab_spec::IoLimit;
 use iolab_stats::result::StopReason;
 
-pub const INTERVAL_NS: u64 = 1_000_000_000;
+/// How often the collector reads per-thread CPU.
+pub const CPU_SAMPLE_NS: u64 = 1_000_000_000;
 
 pub struct Shared {
     base: Instant,
     /// Nanoseconds after `base` when the measured phase starts (the ramp ends).
     pub measure_start_ns: u64,
+    /// Length of one interval of the series (normally one second).
+    pub interval_ns: u64,
     /// End of the measured window: the planned end, or earlier when the job is stopped.
     window_end_ns: AtomicU64,
     stop: AtomicBool,
@@ -42,12 +45,14 @@ impl Shared {
         base: Instant,
         ramp_ns: u64,
         runtime_ns: u64,
+        interval_ns: u64,
         io_limit: Option<IoLimit>,
         continue_on_error: bool,
     ) -> Self {
         Shared {
             base,
             measure_start_ns: ramp_ns,
+            interval_ns,
             window_end_ns: AtomicU64::new(ramp_ns + runtime_ns),
             stop: AtomicBool::new(false),
             reason: AtomicU8::new(0),

@@ -12,6 +12,7 @@ mod model;
 mod options;
 mod resolve;
 pub mod scale;
+pub mod suite;
 pub mod sweep;
 mod units;
 mod values;

@@ -31,6 +31,9 @@ pub struct JobSpec {
     pub runtime: Nanos,
     #[serde(rename = "ramp_ns")]
     pub ramp: Nanos,
+    /// Length of one point of the per-interval series.
+    #[serde(rename = "interval_ns")]
+    pub interval: Nanos,
     pub io_limit: Option<IoLimit>,
     #[serde(rename = "io_timeout_ns")]
     pub io_timeout: Nanos,

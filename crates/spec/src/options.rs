@@ -153,6 +153,11 @@ pub struct Options {
     #[arg(long, value_name = "TIME", help_heading = "Timing")]
     pub ramp: Option<Nanos>,
 
+    /// Length of one point of the per-interval series (default 1s; 50ms or more): shorter
+    /// intervals show faster changes, such as a write cache filling up.
+    #[arg(long, value_name = "TIME", help_heading = "Results")]
+    pub interval: Option<Nanos>,
+
     /// Stop the measured phase after this many bytes (10g) or I/Os (100000ios).
     #[arg(long, value_name = "LIMIT", help_heading = "Timing")]
     pub io_limit: Option<IoLimit>,
@@ -199,7 +204,8 @@ pub struct Options {
 }
 
 /// Keys that apply to a job as a whole, not to one of its groups.
-pub const JOB_KEYS: &[&str] = &["runtime", "ramp", "io_limit", "io_timeout", "slo", "continue_on_error"];
+pub const JOB_KEYS: &[&str] =
+    &["runtime", "ramp", "interval", "io_limit", "io_timeout", "slo", "continue_on_error"];
 
 /// Keys that tune io_uring, which only `engine = "uring"` takes.
 pub const URING_KEYS: &[&str] =
@@ -249,6 +255,7 @@ macro_rules! with_option_fields {
             seed,
             runtime,
             ramp,
+            interval,
             io_limit,
             io_timeout,
             slo,

@@ -27,6 +27,9 @@ pub const MAX_QD: u32 = 32_768;
 /// The most I/O threads one group may have.
 const MAX_THREADS: u64 = 4096;
 
+/// The shortest interval of the series: each one costs every I/O thread a hand-over.
+pub const MIN_INTERVAL: Nanos = Nanos(50_000_000);
+
 /// Thresholds every report includes, in addition to the user's `--slo`.
 pub const STANDARD_SLO: [Nanos; 2] = [Nanos(1_000_000), Nanos(2_000_000)];
 
@@ -143,6 +146,10 @@ fn resolve_job(
     if runtime.0 == 0 {
         return Err(invalid("--runtime must be above 0 (e.g. --runtime 30s)"));
     }
+    let interval = whole.interval.unwrap_or(Nanos::from_secs(1));
+    if interval < MIN_INTERVAL {
+        return Err(invalid(format!("--interval {interval} is too short; use {MIN_INTERVAL} or more")));
+    }
     let io_timeout = whole.io_timeout.unwrap_or_default();
     if io_timeout < Nanos::from_millis(100) {
         return Err(invalid(format!(
@@ -193,6 +200,7 @@ fn resolve_job(
         name,
         runtime,
         ramp: whole.ramp.unwrap_or_default(),
+        interval,
         io_limit: whole.io_limit,
         io_timeout,
         slo,

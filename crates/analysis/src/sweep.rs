@@ -1,0 +1,173 @@
+//! What a sweep found: one row per point, each load curve's sweet spot (the knee, see
+//! docs/characterization.md), and whether the curve shows the device saturated: latency rising
+//! with the load while IOPS stays flat.
+
+use iolab_spec::sweep::LoadAxis;
+use iolab_stats::result::{JobResult, OpSummary};
+use serde::Serialize;
+
+use crate::knee::{sweet_spot, LoadPoint, SweetSpot};
+
+/// Past the knee, IOPS growing less than this while latency grows is "flat".
+pub const FLAT_IOPS_PCT: f64 = 10.0;
+/// ... and latency growing by more than this factor is "rising".
+pub const RISING_LATENCY: f64 = 1.5;
+
+/// One point of a sweep as it ran.
+pub struct PointOutcome<'a> {
+    pub name: &'a str,
+    pub curve: usize,
+    pub curve_name: &'a str,
+    pub result: &'a JobResult,
+}
+
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct SweepRow {
+    pub name: String,
+    pub curve: usize,
+    pub access: String,
+    pub qd: u32,
+    pub workers: u32,
+    /// QD x workers: the I/Os the point kept outstanding.
+    pub outstanding: u32,
+    pub iops: f64,
+    pub mb_s: f64,
+    pub mean_ns: f64,
+    pub p99_ns: u64,
+    pub p9999_ns: u64,
+    pub cpu_us_per_io: f64,
+}
+
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct CurveSummary {
+    /// What the curve's points share ("bs 16KiB, read 70%"); empty for a single curve.
+    pub name: String,
+    /// Indices into `SweepSummary::rows`, in the order run.
+    pub rows: Vec<usize>,
+    /// Index into `SweepSummary::rows` of the sweet spot, with why.
+    pub sweet_spot: Option<SweetSpotRow>,
+    /// Past the sweet spot: "IOPS +2% while mean latency x3.9 from 32 to 128 outstanding".
+    pub saturation: Option<String>,
+}
+
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct SweetSpotRow {
+    pub row: usize,
+    pub knee_found: bool,
+    pub reason: String,
+}
+
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct SweepSummary {
+    pub load_axis: LoadAxis,
+    pub rows: Vec<SweepRow>,
+    pub curves: Vec<CurveSummary>,
+    pub verdict: Vec<String>,
+}
+
+pub fn summarize(load_axis: LoadAxis, points: &[PointOutcome<'_>]) -> SweepSummary {
+    let rows: Vec<SweepRow> = points.iter().map(row).collect();
+    let curve_count = points.iter().map(|p| p.curve + 1).max().unwrap_or(0);
+    let curves: Vec<CurveSummary> = (0..curve_count)
+        .map(|curve| {
+            let members: Vec<usize> = (0..points.len()).filter(|&i| points[i].curve == curve).collect();
+            let name = members.first().map_or(String::new(), |&i| points[i].curve_name.to_string());
+            curve_summary(load_axis, name, members, &rows)
+        })
+        .collect();
+    let verdict = verdict(load_axis, &rows, &curves);
+    SweepSummary { load_axis, rows, curves, verdict }
+}
+
+fn row(point: &PointOutcome<'_>) -> SweepRow {
+    let job = point.result;
+    let group = job.groups.first();
+    let (qd, workers) = group.map_or((0, 0), |g| (g.qd, g.workers));
+    SweepRow {
+        name: point.name.to_string(),
+        curve: point.curve,
+        access: group.map_or(String::new(), |g| g.access.clone()),
+        qd,
+        workers,
+        outstanding: qd * workers,
+        iops: job.total.iops,
+        mb_s: job.total.mb_s,
+        mean_ns: job.total.latency.as_ref().map_or(0.0, |l| l.mean_ns),
+        p99_ns: percentile(&job.total, 99.0),
+        p9999_ns: percentile(&job.total, 99.99),
+        cpu_us_per_io: job.cpu.us_per_io,
+    }
+}
+
+fn percentile(op: &OpSummary, p: f64) -> u64 {
+    op.latency
+        .as_ref()
+        .and_then(|l| l.percentiles.iter().find(|x| (x.p - p).abs() < 1e-9))
+        .map_or(0, |x| x.ns)
+}
+
+fn curve_summary(load_axis: LoadAxis, name: String, members: Vec<usize>, rows: &[SweepRow]) -> CurveSummary {
+    if load_axis == LoadAxis::None {
+        return CurveSummary { name, rows: members, sweet_spot: None, saturation: None };
+    }
+    let load: Vec<LoadPoint> = members
+        .iter()
+        .map(|&i| LoadPoint {
+            outstanding: f64::from(rows[i].outstanding),
+            iops: rows[i].iops,
+            mean_latency_ns: rows[i].mean_ns,
+        })
+        .collect();
+    let spot = sweet_spot(&load).map(|SweetSpot { index, knee_found, reason }| SweetSpotRow {
+        row: members[index],
+        knee_found,
+        reason,
+    });
+    let saturation = spot.as_ref().filter(|s| s.knee_found).and_then(|s| saturation(&rows[s.row], &members, rows));
+    CurveSummary { name, rows: members, sweet_spot: spot, saturation }
+}
+
+/// From the sweet spot to the heaviest point of the curve: flat IOPS and rising latency mean
+/// the extra I/Os only queued.
+fn saturation(spot: &SweepRow, members: &[usize], rows: &[SweepRow]) -> Option<String> {
+    let heaviest = members.iter().map(|&i| &rows[i]).filter(|r| r.iops > 0.0).max_by_key(|r| r.outstanding)?;
+    if heaviest.outstanding <= spot.outstanding || spot.iops <= 0.0 || spot.mean_ns <= 0.0 {
+        return None;
+    }
+    let iops_gain_pct = 100.0 * (heaviest.iops / spot.iops - 1.0);
+    let latency_growth = heaviest.mean_ns / spot.mean_ns;
+    (iops_gain_pct < FLAT_IOPS_PCT && latency_growth > RISING_LATENCY).then(|| {
+        format!(
+            "from {} to {} outstanding I/Os, IOPS changed {:+.0}% while mean latency grew {:.1}x: the extra I/Os only queued; the device (or the path to it) is saturated at about {:.0} IOPS",
+            spot.outstanding, heaviest.outstanding, iops_gain_pct, latency_growth, spot.iops
+        )
+    })
+}
+
+fn verdict(load_axis: LoadAxis, rows: &[SweepRow], curves: &[CurveSummary]) -> Vec<String> {
+    let mut words = Vec::new();
+    if load_axis == LoadAxis::None {
+        words.push("neither --qd nor --workers was swept, so the points are not a load curve and have no sweet spot".into());
+    }
+    for curve in curves {
+        let label = if curve.name.is_empty() { String::new() } else { format!("{}: ", curve.name) };
+        if let Some(spot) = &curve.sweet_spot {
+            let r = &rows[spot.row];
+            let what = if spot.knee_found { "sweet spot" } else { "best point (no knee in range)" };
+            words.push(format!(
+                "{label}{what} at {} (QD {} x {} worker(s)): {:.0} IOPS, mean {:.0} us, p99 {:.0} us; {}",
+                r.name,
+                r.qd,
+                r.workers,
+                r.iops,
+                r.mean_ns / 1e3,
+                r.p99_ns as f64 / 1e3,
+                spot.reason
+            ));
+        }
+        if let Some(saturated) = &curve.saturation {
+            words.push(format!("{label}{saturated}"));
+        }
+    }
+    words
+}

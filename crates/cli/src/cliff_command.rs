@@ -1,0 +1,103 @@
+//! `iolab cliff`: write the whole target (or --bytes) sequentially and log throughput against
+//! bytes written at a fine interval, then find each cliff: where throughput drops by more than
+//! --drop-pct and stays down (a write cache or a fast tier filling up).
+
+use std::process::ExitCode;
+
+use iolab_analysis::cliff::{find_cliffs, CliffRule, ThroughputSample};
+use iolab_report::{cliff_json, cliff_text};
+use iolab_runner::{Lab, OnFailedStart};
+use iolab_spec::{Axis, Bytes, IoLimit, Nanos, Options, Rw};
+use iolab_stats::result::JobResult;
+
+use crate::args::CliffArgs;
+use crate::progress::ProgressLine;
+use crate::{exit, session, study};
+
+/// Long enough never to end the fill early: the I/O limit ends the job.
+const UNBOUNDED: Nanos = Nanos(100 * 365 * 24 * 3600 * 1_000_000_000);
+/// Fine enough to place a cliff within a few hundred MB at several GB/s.
+const SAMPLE: Nanos = Nanos(100_000_000);
+
+pub fn run(args: CliffArgs) -> ExitCode {
+    let refused = study::refuse(
+        &args.options,
+        &["rw", "read_pct", "random_pct", "runtime", "io_limit", "rate_iops", "burst"],
+        "cliff",
+        "writes the region once, sequentially (give its length with --bytes)",
+    );
+    if let Err(message) = refused {
+        return exit::fail(exit::USAGE, &message);
+    }
+    let rule = CliffRule { drop_pct: args.drop_pct, min_hold_samples: args.hold };
+    if let Err(message) = rule.validate() {
+        return exit::fail(exit::USAGE, &message);
+    }
+    let defaults = Options {
+        rw: Some(Rw::Write),
+        bs: Some(Axis::one(Bytes(128 << 10))),
+        qd: Some(Axis::one(32)),
+        runtime: Some(UNBOUNDED),
+        ramp: Some(Nanos(0)),
+        interval: Some(SAMPLE),
+        ..Options::default()
+    };
+    let plan = match study::plan_over(&defaults, &args.options, args.target.into_iter().collect()) {
+        Ok(plan) => plan,
+        Err(message) => return exit::fail(exit::USAGE, &message),
+    };
+    let Some(mut job) = plan.jobs.first().cloned() else {
+        return exit::fail(exit::USAGE, "nothing to run");
+    };
+    if plan.jobs.len() > 1 || job.groups.len() > 1 {
+        return exit::fail(
+            exit::USAGE,
+            "cliff takes one target or one striped set, not a job file of several jobs or groups",
+        );
+    }
+    let interrupt = match session::install_signals() {
+        Ok(interrupt) => interrupt,
+        Err(code) => return code,
+    };
+    let mut progress = ProgressLine::new(plan.output.quiet);
+    let ran = Lab::open(&plan, OnFailedStart::Stop, &interrupt, &mut progress).and_then(|mut lab| {
+        let targets = lab.prepare(&job, &mut progress)?;
+        let region: u64 = targets.iter().flatten().map(|t| t.region_size).sum();
+        let bytes = args.bytes.map_or(region, |b| b.0);
+        job.io_limit = Some(IoLimit::Bytes(Bytes(bytes)));
+        job.name = format!("cliff: {} of sequential writes", Bytes(bytes));
+        lab.run_prepared(&job, &targets, &mut progress)?;
+        Ok(lab.into_report())
+    });
+    let report = match ran {
+        Ok(report) => report,
+        Err(e) => return exit::fail(session::error_code(&e), &e.to_string()),
+    };
+    let samples = report.jobs.first().map(samples).unwrap_or_default();
+    let found = find_cliffs(&samples, &rule);
+    let rendered = if plan.output.json {
+        cliff_json(&found, &samples, &report)
+    } else {
+        cliff_text(&found, &samples, &report)
+    };
+    if let Err(code) = session::write_output(&plan.output, &rendered) {
+        return code;
+    }
+    session::warn_about_problems(&report);
+    ExitCode::from(session::exit_code(&report))
+}
+
+/// Throughput against bytes written, one sample per interval of the series. The last interval
+/// is cut short by the end of the fill; shorter than half an interval, it says too little.
+fn samples(job: &JobResult) -> Vec<ThroughputSample> {
+    let full = job.series.iter().map(|p| p.duration_s).fold(0.0, f64::max);
+    let mut done = 0.0;
+    job.series
+        .iter()
+        .filter(|p| p.duration_s >= full / 2.0)
+        .map(|p| {
+            done += p.mb_s * 1e6 * p.duration_s;
+            ThroughputSample { bytes_done: done as u64, mb_s: p.mb_s }
+        })
+        .collect()
+}

@@ -1,0 +1,135 @@
+//! The report of a suite: one section per step (a table of jobs, a load curve with its sweet
+//! spot, preconditioning, steady-state rounds, a matrix of IOPS), in the order they ran.
+
+use std::fmt::Write;
+
+use iolab_analysis::rounds::SteadyRounds;
+use iolab_analysis::sweep::SweepSummary;
+use iolab_spec::Bytes;
+use iolab_stats::result::{JobResult, RunReport};
+use serde::Serialize;
+
+use crate::format::{latency, thousands};
+use crate::precondition::Preconditioning;
+use crate::steady::rounds_table;
+use crate::studies::to_json;
+
+/// Name and version of the JSON schema of a suite report.
+pub const SUITE_SCHEMA: &str = "iolab.suite/1";
+
+/// One step of a suite as it ran; `jobs` are indices into the run report's jobs.
+#[derive(Debug, Clone, Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum SuiteSection {
+    Table { title: String, jobs: Vec<usize> },
+    Curve { title: String, jobs: Vec<usize>, summary: SweepSummary },
+    Precondition { job: Option<usize>, done: Preconditioning },
+    Steady { title: String, jobs: Vec<usize>, rounds: SteadyRounds },
+    Matrix { title: String, rows: Vec<String>, columns: Vec<String>, jobs: Vec<usize> },
+}
+
+#[derive(Serialize)]
+struct Suite<'a> {
+    suite: &'a str,
+    sections: &'a [SuiteSection],
+}
+
+pub fn suite_json(suite: &str, sections: &[SuiteSection], run: &RunReport) -> String {
+    to_json(SUITE_SCHEMA, &Suite { suite, sections }, run)
+}
+
+pub fn suite_text(suite: &str, sections: &[SuiteSection], run: &RunReport) -> String {
+    let mut out = String::new();
+    let target = run
+        .jobs
+        .first()
+        .and_then(|j| j.groups.first())
+        .map(|g| g.targets.iter().map(|t| t.path.as_str()).collect::<Vec<_>>().join(" + "))
+        .unwrap_or_default();
+    let _ = writeln!(out, "suite {suite} on {target}");
+    let job = |index: &usize| run.jobs.get(*index);
+    for section in sections {
+        match section {
+            SuiteSection::Table { title, jobs } => {
+                let _ = writeln!(out, "\n{title}");
+                job_table(&mut out, jobs.iter().filter_map(job));
+            }
+            SuiteSection::Curve { title, jobs, summary } => {
+                let _ = writeln!(out, "\n{title}");
+                job_table(&mut out, jobs.iter().filter_map(job));
+                for line in &summary.verdict {
+                    let _ = writeln!(out, "  - {line}");
+                }
+            }
+            SuiteSection::Precondition { job: ran, done } => {
+                let written = ran.as_ref().and_then(job).map_or(0, |j| j.write.bytes);
+                let seconds = ran.as_ref().and_then(job).map_or(0.0, |j| j.measured_s);
+                let _ = writeln!(
+                    out,
+                    "\npreconditioning: {} pass(es) over {}, {} written in {:.1} s{}",
+                    done.passes,
+                    Bytes(done.region_bytes),
+                    Bytes(written),
+                    seconds,
+                    if done.trimmed { ", discarded first" } else { "" }
+                );
+            }
+            SuiteSection::Steady { title, jobs, rounds } => {
+                let _ = writeln!(out, "\n{title}");
+                let ran: Vec<JobResult> = jobs.iter().filter_map(job).cloned().collect();
+                rounds_table(&mut out, rounds, &ran);
+                let _ = writeln!(out, "  - {}", rounds.sentence());
+            }
+            SuiteSection::Matrix { title, rows, columns, jobs } => {
+                let _ = writeln!(out, "\n{title}");
+                let _ = write!(out, "  {:>8}", "");
+                for column in columns {
+                    let _ = write!(out, "{column:>12}");
+                }
+                out.push('\n');
+                for (r, row) in rows.iter().enumerate() {
+                    let _ = write!(out, "  {row:>8}");
+                    for c in 0..columns.len() {
+                        let cell = jobs.get(r * columns.len() + c).and_then(job);
+                        let _ =
+                            write!(out, "{:>12}", cell.map_or("-".to_string(), |j| thousands(j.total.iops)));
+                    }
+                    out.push('\n');
+                }
+            }
+        }
+    }
+    if run.interrupted {
+        out.push_str("\nINTERRUPTED: the sections above hold the jobs that finished.\n");
+    }
+    out
+}
+
+/// One row per job: IOPS, MB/s, mean, p99, p99.99 and CPU per I/O, reads and writes together.
+fn job_table<'a>(out: &mut String, jobs: impl Iterator<Item = &'a JobResult>) {
+    let _ = writeln!(
+        out,
+        "  {:<22}{:>12}{:>10}{:>10}{:>10}{:>10}{:>10}",
+        "test", "IOPS", "MB/s", "mean", "p99", "p99.99", "CPU/I/O"
+    );
+    for job in jobs {
+        let pct = |p: f64| {
+            job.total
+                .latency
+                .as_ref()
+                .and_then(|l| l.percentiles.iter().find(|x| x.p == p))
+                .map_or(0, |x| x.ns) as f64
+        };
+        let _ = writeln!(
+            out,
+            "  {:<22}{:>12}{:>10.1}{:>10}{:>10}{:>10}{:>8.2}us",
+            job.name,
+            thousands(job.total.iops),
+            job.total.mb_s,
+            latency(job.total.latency.as_ref().map_or(0.0, |l| l.mean_ns)),
+            latency(pct(99.0)),
+            latency(pct(99.99)),
+            job.cpu.us_per_io
+        );
+    }
+}
