@@ -9,10 +9,13 @@ pub mod cpu;
 pub mod knee;
 pub mod ladder;
 pub mod scale;
+pub mod steady;
 
 #[cfg(test)]
 mod knee_tests;
 #[cfg(test)]
 mod pseudo_noise;
+#[cfg(test)]
+mod steady_tests;
 #[cfg(test)]
 mod tests;
