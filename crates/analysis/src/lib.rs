@@ -5,12 +5,15 @@
 //! spot of a load curve, SNIA steady state, and cache cliffs in a write log. Pure functions: no
 //! I/O, tested on synthetic results and series.
 
+pub mod cliff;
 pub mod cpu;
 pub mod knee;
 pub mod ladder;
 pub mod scale;
 pub mod steady;
 
+#[cfg(test)]
+mod cliff_tests;
 #[cfg(test)]
 mod knee_tests;
 #[cfg(test)]
