@@ -1,7 +1,9 @@
 //! What a set of results means, in plain words and with its evidence: the API ladder (which
 //! I/O interface is cheapest and fastest on a target, and what io_uring's punting to io-wq
-//! costs) and target scaling (how much of the sum of singles a set of targets delivers together,
-//! and what stopped it). Pure functions over `JobResult`s: no I/O, tested on synthetic results.
+//! costs), target scaling (how much of the sum of singles a set of targets delivers together,
+//! and what stopped it), and the characterization rules of docs/characterization.md: the sweet
+//! spot of a load curve, SNIA steady state, and cache cliffs in a write log. Pure functions: no
+//! I/O, tested on synthetic results and series.
 
 pub mod cliff;
 pub mod cpu;
@@ -12,5 +14,13 @@ pub mod scale;
 pub mod steady;
 pub mod sweep;
 
+#[cfg(test)]
+mod cliff_tests;
+#[cfg(test)]
+mod knee_tests;
+#[cfg(test)]
+mod pseudo_noise;
+#[cfg(test)]
+mod steady_tests;
 #[cfg(test)]
 mod tests;
