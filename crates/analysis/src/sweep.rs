@@ -7,6 +7,8 @@ use iolab_stats::result::{JobResult, OpSummary};
 use serde::Serialize;
 
 use crate::knee::{sweet_spot, LoadPoint, SweetSpot};
+use crate::rounds::SteadyRounds;
+use crate::steady::SteadyState;
 
 /// Past the knee, IOPS growing less than this while latency grows is "flat".
 pub const FLAT_IOPS_PCT: f64 = 10.0;
@@ -60,9 +62,25 @@ pub struct SweetSpotRow {
 #[derive(Debug, Clone, Serialize, PartialEq)]
 pub struct SweepSummary {
     pub load_axis: LoadAxis,
+    /// With --until-steady: each point's rounds and whether they settled, in point order
+    /// (the point's row is its last round).
+    pub steady: Vec<SteadyRounds>,
     pub rows: Vec<SweepRow>,
     pub curves: Vec<CurveSummary>,
     pub verdict: Vec<String>,
+}
+
+/// Adds each point's steady-state rounds (in point order) and says which points never settled.
+pub fn with_steady_rounds(mut summary: SweepSummary, rounds: Vec<SteadyRounds>) -> SweepSummary {
+    for (row, point) in summary.rows.iter().zip(&rounds) {
+        if !matches!(point.state, SteadyState::Reached { .. }) {
+            summary.verdict.push(format!("{}: {}; its row is its last round", row.name, point.sentence()));
+        }
+    }
+    let settled = rounds.iter().filter(|r| matches!(r.state, SteadyState::Reached { .. })).count();
+    summary.verdict.push(format!("{settled} of {} points reached steady state", rounds.len()));
+    summary.steady = rounds;
+    summary
 }
 
 pub fn summarize(load_axis: LoadAxis, points: &[PointOutcome<'_>]) -> SweepSummary {
@@ -76,7 +94,7 @@ pub fn summarize(load_axis: LoadAxis, points: &[PointOutcome<'_>]) -> SweepSumma
         })
         .collect();
     let verdict = verdict(load_axis, &rows, &curves);
-    SweepSummary { load_axis, rows, curves, verdict }
+    SweepSummary { load_axis, steady: Vec::new(), rows, curves, verdict }
 }
 
 fn row(point: &PointOutcome<'_>) -> SweepRow {
@@ -123,14 +141,16 @@ fn curve_summary(load_axis: LoadAxis, name: String, members: Vec<usize>, rows: &
         knee_found,
         reason,
     });
-    let saturation = spot.as_ref().filter(|s| s.knee_found).and_then(|s| saturation(&rows[s.row], &members, rows));
+    let saturation =
+        spot.as_ref().filter(|s| s.knee_found).and_then(|s| saturation(&rows[s.row], &members, rows));
     CurveSummary { name, rows: members, sweet_spot: spot, saturation }
 }
 
 /// From the sweet spot to the heaviest point of the curve: flat IOPS and rising latency mean
 /// the extra I/Os only queued.
 fn saturation(spot: &SweepRow, members: &[usize], rows: &[SweepRow]) -> Option<String> {
-    let heaviest = members.iter().map(|&i| &rows[i]).filter(|r| r.iops > 0.0).max_by_key(|r| r.outstanding)?;
+    let heaviest =
+        members.iter().map(|&i| &rows[i]).filter(|r| r.iops > 0.0).max_by_key(|r| r.outstanding)?;
     if heaviest.outstanding <= spot.outstanding || spot.iops <= 0.0 || spot.mean_ns <= 0.0 {
         return None;
     }
@@ -147,7 +167,10 @@ fn saturation(spot: &SweepRow, members: &[usize], rows: &[SweepRow]) -> Option<S
 fn verdict(load_axis: LoadAxis, rows: &[SweepRow], curves: &[CurveSummary]) -> Vec<String> {
     let mut words = Vec::new();
     if load_axis == LoadAxis::None {
-        words.push("neither --qd nor --workers was swept, so the points are not a load curve and have no sweet spot".into());
+        words.push(
+            "neither --qd nor --workers was swept, so the points are not a load curve and have no sweet spot"
+                .into(),
+        );
     }
     for curve in curves {
         let label = if curve.name.is_empty() { String::new() } else { format!("{}: ", curve.name) };

@@ -5,6 +5,7 @@ use std::path::PathBuf;
 use clap::{Args, Parser, Subcommand};
 use iolab_analysis::rounds::Tracked;
 use iolab_analysis::steady::SteadyRule;
+use iolab_spec::suite::Suite;
 use iolab_spec::{Bytes, Options};
 
 #[derive(Debug, Parser)]
@@ -50,6 +51,31 @@ pub enum Command {
     /// than --drop-pct and stays down: the size of a write cache or fast tier, with the rates
     /// before and after.
     Cliff(CliffArgs),
+    /// Run a suite on the target (default: a 1 GiB scratch file), 5 s + 1 s ramp per test unless
+    /// --runtime/--ramp say otherwise. quick: the four classic desktop tests (sequential 1 MiB
+    /// Q8T1 and Q1T1, random 4 KiB Q32T16 and Q1T1), read and write. enterprise: QD 1 latency,
+    /// random read, write and 70/30 load curves to 512 outstanding I/Os (at most 16 workers)
+    /// with their sweet spots, sequential read and write. pts: precondition (2 passes), 4 KiB
+    /// random write rounds until steady state, then an IOPS matrix of block size by mix.
+    Suite(SuiteArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct SuiteArgs {
+    /// quick, enterprise or pts.
+    #[arg(value_name = "SUITE", value_parser = parse_suite)]
+    pub suite: Suite,
+
+    /// The target (default: a 1 GiB scratch file in the current directory).
+    #[arg(id = "target_path", value_name = "TARGET")]
+    pub target: Option<PathBuf>,
+
+    #[command(flatten)]
+    pub options: Options,
+}
+
+fn parse_suite(text: &str) -> Result<Suite, String> {
+    text.parse()
 }
 
 #[derive(Debug, Args)]

@@ -11,6 +11,7 @@ mod scale_command;
 mod session;
 mod steady_command;
 mod study;
+mod suite_command;
 mod sweep_command;
 mod until_steady;
 
@@ -31,5 +32,6 @@ fn main() -> ExitCode {
         args::Command::Sweep(args) => sweep_command::run(args),
         args::Command::Steady(args) => steady_command::run(args),
         args::Command::Cliff(args) => cliff_command::run(args),
+        args::Command::Suite(args) => suite_command::run(args),
     }
 }

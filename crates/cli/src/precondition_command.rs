@@ -5,7 +5,7 @@ use std::process::ExitCode;
 
 use iolab_report::{precondition_json, precondition_text, Preconditioning};
 use iolab_runner::{Lab, Observer, OnFailedStart};
-use iolab_spec::{Axis, Bytes, IoLimit, Nanos, Options, Rw};
+use iolab_spec::{Axis, Bytes, IoLimit, JobSpec, Nanos, Options, Rw};
 
 use crate::args::PreconditionArgs;
 use crate::progress::ProgressLine;
@@ -27,19 +27,11 @@ pub fn run(args: PreconditionArgs) -> ExitCode {
     if args.passes == 0 {
         return exit::fail(exit::USAGE, "--passes must be 1 or more");
     }
-    let defaults = Options {
-        rw: Some(Rw::Write),
-        bs: Some(Axis::one(Bytes(128 << 10))),
-        qd: Some(Axis::one(32)),
-        runtime: Some(UNBOUNDED),
-        ramp: Some(Nanos(0)),
-        ..Options::default()
-    };
-    let plan = match study::plan_over(&defaults, &args.options, args.target.into_iter().collect()) {
+    let plan = match study::plan_over(&defaults(), &args.options, args.target.into_iter().collect()) {
         Ok(plan) => plan,
         Err(message) => return exit::fail(exit::USAGE, &message),
     };
-    let Some(mut job) = plan.jobs.first().cloned() else {
+    let Some(job) = plan.jobs.first().cloned() else {
         return exit::fail(exit::USAGE, "nothing to run");
     };
     if plan.jobs.len() > 1 || job.groups.len() > 1 {
@@ -70,8 +62,7 @@ pub fn run(args: PreconditionArgs) -> ExitCode {
             }
         }
     }
-    job.io_limit = Some(IoLimit::Bytes(Bytes(region * u64::from(args.passes))));
-    job.name = format!("precondition: {} pass(es) of sequential writes", args.passes);
+    let job = fill(&job, args.passes, region);
     if let Err(e) = lab.run_prepared(&job, &targets, &mut progress) {
         return exit::fail(session::error_code(&e), &e.to_string());
     }
@@ -89,4 +80,26 @@ pub fn run(args: PreconditionArgs) -> ExitCode {
     }
     session::warn_about_problems(&report);
     ExitCode::from(session::exit_code(&report))
+}
+
+/// The preconditioning workload: sequential 128 KiB writes at QD 32, no ramp, ended by the
+/// I/O limit that `fill` sets. The user's flags lie over it.
+pub fn defaults() -> Options {
+    Options {
+        rw: Some(Rw::Write),
+        bs: Some(Axis::one(Bytes(128 << 10))),
+        qd: Some(Axis::one(32)),
+        runtime: Some(UNBOUNDED),
+        ramp: Some(Nanos(0)),
+        ..Options::default()
+    }
+}
+
+/// `job` (from `defaults`) writing a region of `region` bytes `passes` times.
+pub fn fill(job: &JobSpec, passes: u32, region: u64) -> JobSpec {
+    JobSpec {
+        name: format!("precondition: {passes} pass(es) of sequential writes"),
+        io_limit: Some(IoLimit::Bytes(Bytes(region * u64::from(passes)))),
+        ..job.clone()
+    }
 }

@@ -107,13 +107,6 @@ impl ProgressLine {
         line
     }
 
-    /// Adds jobs that were not known when the plan was made (e.g. more steady-state rounds).
-    pub fn plan_more(&mut self, seconds: f64) {
-        if let Some(overall) = &mut self.overall {
-            overall.remaining_s += seconds;
-        }
-    }
-
     fn bar(&mut self) -> &ProgressBar {
         let bars = &self.bars;
         self.bar.get_or_insert_with(|| {

@@ -13,8 +13,12 @@ const STEP_RAMP: Nanos = Nanos(1_000_000_000);
 /// Resolves `options` with `targets` (from the command's positional arguments) into the
 /// one-job plan every step of the study varies, with 5 s + 1 s ramp per step by default.
 pub fn base_plan(options: &Options, targets: Vec<PathBuf>) -> Result<RunPlan, String> {
-    let study_defaults = Options { runtime: Some(STEP_RUNTIME), ramp: Some(STEP_RAMP), ..Options::default() };
-    plan_over(&study_defaults, options, targets)
+    plan_over(&step_defaults(), options, targets)
+}
+
+/// A study step's timing: 5 s measured after 1 s of ramp.
+pub fn step_defaults() -> Options {
+    Options { runtime: Some(STEP_RUNTIME), ramp: Some(STEP_RAMP), ..Options::default() }
 }
 
 /// Resolves `options` with `targets` over the command's own `defaults` (which lie over the

@@ -17,6 +17,16 @@ pub enum Suite {
     Pts,
 }
 
+impl Suite {
+    pub fn name(self) -> &'static str {
+        match self {
+            Suite::Quick => "quick",
+            Suite::Enterprise => "enterprise",
+            Suite::Pts => "pts",
+        }
+    }
+}
+
 impl std::str::FromStr for Suite {
     type Err = String;
 
