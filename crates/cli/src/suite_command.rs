@@ -55,7 +55,7 @@ pub fn run(args: SuiteArgs) -> ExitCode {
         .map(|step| match step {
             Resolved::Steady { job, .. } => seconds(job) * rule.max_rounds as f64,
             Resolved::Precondition { .. } => 0.0,
-            other => known_jobs(other).iter().map(|j| seconds(j)).sum(),
+            other => known_jobs(other).iter().map(seconds).sum(),
         })
         .sum();
     let interrupt = match session::install_signals() {
@@ -93,9 +93,9 @@ pub fn run(args: SuiteArgs) -> ExitCode {
         eprintln!("iolab: a step of the suite could not run: {e}; the steps before it are reported");
     }
     let rendered = if plan.output.json {
-        suite_json(&args.suite.name(), &sections, &report)
+        suite_json(args.suite.name(), &sections, &report)
     } else {
-        suite_text(&args.suite.name(), &sections, &report)
+        suite_text(args.suite.name(), &sections, &report)
     };
     if let Err(code) = session::write_output(&plan.output, &rendered) {
         return code;

@@ -56,7 +56,7 @@ pub enum SuiteStep {
     /// Sequential writes over the whole region, `passes` times.
     Precondition { passes: u32 },
     /// Rounds of one job until steady state.
-    Steady { title: String, job: SuiteJob },
+    Steady { title: String, job: Box<SuiteJob> },
     /// Jobs laid out as a grid: `rows` x `columns` labels, `jobs` row by row.
     Matrix { title: String, rows: Vec<String>, columns: Vec<String>, jobs: Vec<SuiteJob> },
 }
@@ -186,7 +186,7 @@ fn pts() -> Vec<SuiteStep> {
         SuiteStep::Precondition { passes: 2 },
         SuiteStep::Steady {
             title: "4KiB random write until steady".into(),
-            job: job("steady 4KiB randwrite", Rw::RandWrite, None, 4 * KIB, 32, 1),
+            job: Box::new(job("steady 4KiB randwrite", Rw::RandWrite, None, 4 * KIB, 32, 1)),
         },
         SuiteStep::Matrix {
             title: "IOPS by block size (rows) and read/write mix (columns), QD 32".into(),
