@@ -9,6 +9,7 @@ pub mod cliff;
 pub mod cpu;
 pub mod knee;
 pub mod ladder;
+pub mod ramp;
 pub mod rounds;
 pub mod scale;
 pub mod steady;

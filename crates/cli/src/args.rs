@@ -6,7 +6,8 @@ use clap::{Args, Parser, Subcommand};
 use iolab_analysis::rounds::Tracked;
 use iolab_analysis::steady::SteadyRule;
 use iolab_spec::suite::Suite;
-use iolab_spec::{Bytes, Options};
+use iolab_analysis::ramp::LatencyLimit;
+use iolab_spec::{Axis, Bytes, Options};
 
 #[derive(Debug, Parser)]
 #[command(
@@ -58,6 +59,36 @@ pub enum Command {
     /// with their sweet spots, sequential read and write. pts: precondition (2 passes), 4 KiB
     /// random write rounds until steady state, then an IOPS matrix of block size by mix.
     Suite(SuiteArgs),
+    /// The latency-vs-IOPS curve: find the workload's maximum IOPS (closed loop), then run it
+    /// open-loop at --levels shares of that maximum (default 10%, 20% ... 100%), stopping early
+    /// at --max-latency (e.g. p99=2ms, on response time) or --max-cpu (machine busy %).
+    Ramp(RampArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct RampArgs {
+    /// The target (default: a 1 GiB scratch file in the current directory).
+    #[arg(id = "target_path", value_name = "TARGET")]
+    pub target: Option<PathBuf>,
+
+    /// Levels in % of the maximum: a list (25,50,90,100) or a range (10..100/10).
+    #[arg(long, value_name = "PCTS", default_value = "10..100/10")]
+    pub levels: Axis<u32>,
+
+    /// Stop after the first level whose response time crosses this: p99=2ms, p99.9=5ms, mean=1ms.
+    #[arg(long, value_name = "WHAT=TIME")]
+    pub max_latency: Option<LatencyLimit>,
+
+    /// Stop after the first level where the machine's cores were busier than this, in %.
+    #[arg(long, value_name = "PCT", value_parser = parse_pct)]
+    pub max_cpu: Option<f64>,
+
+    #[command(flatten)]
+    pub options: Options,
+}
+
+fn parse_pct(text: &str) -> Result<f64, String> {
+    text.trim().trim_end_matches('%').parse().map_err(|_| format!("'{text}' is not a percentage; write e.g. 80 or 80%"))
 }
 
 #[derive(Debug, Args)]

@@ -6,6 +6,7 @@ mod exit;
 mod ladder_command;
 mod precondition_command;
 mod progress;
+mod ramp_command;
 mod run_command;
 mod scale_command;
 mod session;
@@ -33,5 +34,6 @@ fn main() -> ExitCode {
         args::Command::Steady(args) => steady_command::run(args),
         args::Command::Cliff(args) => cliff_command::run(args),
         args::Command::Suite(args) => suite_command::run(args),
+        args::Command::Ramp(args) => ramp_command::run(args),
     }
 }

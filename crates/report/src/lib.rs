@@ -6,6 +6,7 @@
 mod cliff;
 mod format;
 mod precondition;
+mod ramp;
 mod steady;
 mod studies;
 mod suite;
@@ -16,6 +17,7 @@ pub use cliff::{cliff_json, cliff_text, CLIFF_SCHEMA};
 pub use format::{latency, thousands};
 pub use precondition::{precondition_json, precondition_text, Preconditioning, PRECONDITION_SCHEMA};
 pub use steady::{steady_json, steady_text, STEADY_SCHEMA};
+pub use ramp::{ramp_json, ramp_text, RAMP_SCHEMA};
 pub use studies::{ladder_json, ladder_text, scale_json, scale_text, LADDER_SCHEMA, SCALE_SCHEMA};
 pub use suite::{suite_json, suite_text, SuiteSection, SUITE_SCHEMA};
 pub use sweep::{sweep_json, sweep_text, SWEEP_SCHEMA};

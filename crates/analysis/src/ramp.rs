@@ -1,0 +1,201 @@
+//! What a ramp found: the latency-vs-IOPS curve (open-loop levels as shares of the measured
+//! maximum), where the limits were crossed, and the most IOPS the target sustains within them.
+
+use std::fmt;
+use std::str::FromStr;
+
+use iolab_spec::Nanos;
+use iolab_stats::result::{JobResult, LatencySummary};
+use iolab_stats::PERCENTILES;
+use serde::Serialize;
+
+/// A latency ceiling such as `p99=2ms` or `mean=500us`, on response time (from the scheduled
+/// time, so queueing behind a late start counts).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct LatencyLimit {
+    /// The percentile, or `None` for the mean.
+    pub percentile: Option<f64>,
+    #[serde(rename = "limit_ns")]
+    pub limit: Nanos,
+}
+
+impl LatencyLimit {
+    /// The measured value this limit is about, in ns.
+    pub fn measure(&self, latency: &LatencySummary) -> Option<f64> {
+        match self.percentile {
+            None => Some(latency.mean_ns),
+            Some(p) => latency.percentiles.iter().find(|x| (x.p - p).abs() < 1e-9).map(|x| x.ns as f64),
+        }
+    }
+}
+
+
+impl FromStr for LatencyLimit {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<Self, Self::Err> {
+        let bad = |why: &str| format!("bad latency limit '{text}': {why}; write e.g. p99=2ms or mean=500us");
+        let (what, limit) = text.split_once('=').ok_or_else(|| bad("it needs WHAT=TIME"))?;
+        let limit: Nanos = limit.trim().parse().map_err(|e: String| bad(&e))?;
+        if limit.0 == 0 {
+            return Err(bad("the limit must be above 0"));
+        }
+        let what = what.trim().to_ascii_lowercase();
+        let percentile = match what.as_str() {
+            "mean" | "avg" => None,
+            p => {
+                let value: f64 = p.strip_prefix('p').and_then(|v| v.parse().ok()).ok_or_else(|| bad("name p50, p99, p99.9 ... or mean"))?;
+                if !PERCENTILES.iter().any(|r| (r - value).abs() < 1e-9) {
+                    return Err(bad("the percentile must be one the report has: p50, p90, p99, p99.9, p99.99, p99.999, p99.9999"));
+                }
+                Some(value)
+            }
+        };
+        Ok(LatencyLimit { percentile, limit })
+    }
+}
+
+impl fmt::Display for LatencyLimit {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.percentile {
+            None => write!(f, "mean={}", self.limit),
+            Some(p) => write!(f, "p{p}={}", self.limit),
+        }
+    }
+}
+
+/// The limits a ramp stops at.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Default)]
+pub struct RampLimits {
+    pub latency: Option<LatencyLimit>,
+    /// Mean busy share of the machine's cores, 0..100.
+    pub max_cpu_pct: Option<f64>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct RampRow {
+    /// Share of the measured maximum asked for, 0..100.
+    pub level_pct: u32,
+    pub target_iops: f64,
+    pub achieved_iops: f64,
+    pub sustained: bool,
+    pub response_mean_ns: f64,
+    pub response_p99_ns: u64,
+    pub service_p99_ns: u64,
+    /// Mean busy share of the machine's cores during the level.
+    pub machine_cpu_pct: f64,
+    /// iolab's own CPU, in % of one core.
+    pub process_cpu_pct: f64,
+    pub cpu_us_per_io: f64,
+    /// The limit this level crossed, in words.
+    pub crossed: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct RampSummary {
+    /// Closed-loop IOPS at the workload's QD: 100% of the ramp.
+    pub max_iops: f64,
+    pub limits: RampLimits,
+    pub rows: Vec<RampRow>,
+    pub verdict: Vec<String>,
+}
+
+fn p99(latency: Option<&LatencySummary>) -> u64 {
+    latency.and_then(|l| l.percentiles.iter().find(|x| x.p == 99.0)).map_or(0, |x| x.ns)
+}
+
+/// One level's row, with the limit it crossed if any.
+pub fn row(level_pct: u32, job: &JobResult, limits: &RampLimits) -> RampRow {
+    let rate = job.groups.iter().find_map(|g| g.rate.as_ref());
+    let response = rate.and_then(|r| r.response.as_ref()).or(job.total.latency.as_ref());
+    let machine_cpu_pct = if job.cpu.machine_busy_pct.is_empty() {
+        0.0
+    } else {
+        job.cpu.machine_busy_pct.iter().sum::<f64>() / job.cpu.machine_busy_pct.len() as f64
+    };
+    let process_cpu_pct =
+        if job.measured_s > 0.0 { 100.0 * (job.cpu.user_s + job.cpu.system_s) / job.measured_s } else { 0.0 };
+    let latency_crossed = limits.latency.and_then(|limit| {
+        let value = response.and_then(|l| limit.measure(l))?;
+        (value > limit.limit.0 as f64).then(|| format!("response {} {} > {}", limit_name(&limit), Nanos(value as u64), limit.limit))
+    });
+    let cpu_crossed = limits
+        .max_cpu_pct
+        .filter(|&max| machine_cpu_pct > max)
+        .map(|max| format!("machine CPU {machine_cpu_pct:.0}% > {max:.0}%"));
+    RampRow {
+        level_pct,
+        target_iops: rate.map_or(0.0, |r| r.target_iops),
+        achieved_iops: job.total.iops,
+        sustained: rate.is_none_or(|r| r.sustained),
+        response_mean_ns: response.map_or(0.0, |l| l.mean_ns),
+        response_p99_ns: p99(response),
+        service_p99_ns: p99(job.total.latency.as_ref()),
+        machine_cpu_pct,
+        process_cpu_pct,
+        cpu_us_per_io: job.cpu.us_per_io,
+        crossed: latency_crossed.or(cpu_crossed),
+    }
+}
+
+fn limit_name(limit: &LatencyLimit) -> String {
+    limit.percentile.map_or("mean".to_string(), |p| format!("p{p}"))
+}
+
+pub fn summarize(max_iops: f64, limits: RampLimits, rows: Vec<RampRow>) -> RampSummary {
+    let mut verdict = Vec::new();
+    let within = |r: &&RampRow| r.sustained && r.crossed.is_none();
+    match rows.iter().filter(within).max_by(|a, b| a.achieved_iops.total_cmp(&b.achieved_iops)) {
+        Some(best) => verdict.push(format!(
+            "the target sustains {:.0} IOPS ({}% of the {:.0} IOPS closed-loop maximum) with response p99 {:.0} us{}",
+            best.achieved_iops,
+            best.level_pct,
+            max_iops,
+            best.response_p99_ns as f64 / 1e3,
+            if limits.latency.is_some() || limits.max_cpu_pct.is_some() { " within the limits" } else { "" }
+        )),
+        None => verdict.push("no level was sustained within the limits".into()),
+    }
+    if let Some(first) = rows.iter().find(|r| r.crossed.is_some()) {
+        verdict.push(format!(
+            "stopped at {}% ({:.0} IOPS asked): {}",
+            first.level_pct,
+            first.target_iops,
+            first.crossed.as_deref().unwrap_or_default()
+        ));
+    }
+    if let Some(short) = rows.iter().find(|r| !r.sustained) {
+        verdict.push(format!(
+            "from {}% ({:.0} IOPS asked) the schedule was not sustained: {:.0} IOPS achieved; open-loop response time includes the backlog",
+            short.level_pct, short.target_iops, short.achieved_iops
+        ));
+    }
+    if let (Some(low), Some(high)) = (rows.first(), rows.iter().rev().find(|r| r.sustained)) {
+        if low.response_p99_ns > 0 && high.level_pct > low.level_pct {
+            verdict.push(format!(
+                "response p99 went from {:.0} us at {}% to {:.0} us at {}%",
+                low.response_p99_ns as f64 / 1e3,
+                low.level_pct,
+                high.response_p99_ns as f64 / 1e3,
+                high.level_pct
+            ));
+        }
+    }
+    RampSummary { max_iops, limits, rows, verdict }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn latency_limits_parse_and_refuse() {
+        let limit: LatencyLimit = "p99=2ms".parse().expect("p99");
+        assert_eq!((limit.percentile, limit.limit), (Some(99.0), Nanos(2_000_000)));
+        let mean: LatencyLimit = "mean=500us".parse().expect("mean");
+        assert_eq!(mean.percentile, None);
+        for bad in ["p98=1ms", "p99", "p99=0", "x=1ms", "p99=fast"] {
+            assert!(bad.parse::<LatencyLimit>().is_err(), "{bad}");
+        }
+    }
+}

@@ -1,0 +1,90 @@
+//! `iolab ramp`: the latency-vs-IOPS curve. The workload first runs closed-loop to find its
+//! maximum IOPS, then open-loop (--rate-iops) at each --levels share of it, stopping early at
+//! --max-latency or --max-cpu.
+
+use std::process::ExitCode;
+
+use iolab_analysis::ramp::{row, summarize, RampLimits};
+use iolab_report::{ramp_json, ramp_text};
+use iolab_runner::{Lab, OnFailedStart, RunError};
+use iolab_spec::{JobSpec, Options};
+
+use crate::args::RampArgs;
+use crate::progress::ProgressLine;
+use crate::{exit, session, study};
+
+pub fn run(args: RampArgs) -> ExitCode {
+    if let Err(message) = study::refuse(&args.options, &["rate_iops", "burst"], "ramp", "sets the rate of each level itself") {
+        return exit::fail(exit::USAGE, &message);
+    }
+    let levels = args.levels.0.clone();
+    if let Some(bad) = levels.iter().find(|&&l| l == 0 || l > 100) {
+        return exit::fail(exit::USAGE, &format!("--levels are shares of the maximum, 1..100 (got {bad})"));
+    }
+    if let Some(bad) = args.max_cpu.filter(|c| !(*c > 0.0 && *c <= 100.0)) {
+        return exit::fail(exit::USAGE, &format!("--max-cpu is a share of the machine's CPU, above 0 and at most 100 (got {bad})"));
+    }
+    let limits = RampLimits { latency: args.max_latency, max_cpu_pct: args.max_cpu };
+    let base = match study::base_plan(&args.options, args.target.clone().into_iter().collect()) {
+        Ok(plan) => plan,
+        Err(message) => return exit::fail(exit::USAGE, &message),
+    };
+    let [closed] = base.jobs.as_slice() else {
+        return exit::fail(exit::USAGE, "ramp takes one workload, not a job file of several jobs");
+    };
+    // Each level is the same workload with a rate: resolved now, so a bad flag fails before I/O.
+    let level_job = |iops: u64, level: u32| -> Result<JobSpec, String> {
+        let flags = Options { rate_iops: Some(iops.max(1)), ..args.options.clone() };
+        let plan = study::base_plan(&flags, args.target.clone().into_iter().collect())?;
+        let job = plan.jobs.into_iter().next().ok_or("nothing to run")?;
+        Ok(JobSpec { name: format!("{level}% of the maximum"), ..job })
+    };
+    if let Err(message) = level_job(1, 100) {
+        return exit::fail(exit::USAGE, &message);
+    }
+    let interrupt = match session::install_signals() {
+        Ok(interrupt) => interrupt,
+        Err(code) => return code,
+    };
+    let planned_s = (closed.ramp.0 + closed.runtime.0) as f64 / 1e9 * (levels.len() + 1) as f64;
+    let mut progress = ProgressLine::with_plan(base.output.quiet, "ramp", planned_s);
+    let mut rows = Vec::new();
+    let mut max_iops = 0.0;
+    let ran = Lab::open(&base, OnFailedStart::Stop, &interrupt, &mut progress).and_then(|mut lab| {
+        let targets = lab.prepare(closed, &mut progress)?;
+        let max = JobSpec { name: "maximum (closed loop)".into(), ..closed.clone() };
+        max_iops = lab.run_prepared(&max, &targets, &mut progress)?.total.iops;
+        if max_iops < 1.0 {
+            return Ok(lab.into_report());
+        }
+        for &level in &levels {
+            if lab.interrupted() || lab.jobs().iter().any(|j| j.stop_reason.ends_the_run()) {
+                break;
+            }
+            let job = level_job((max_iops * f64::from(level) / 100.0).round() as u64, level)
+                .map_err(RunError::Invalid)?;
+            let result = lab.run_prepared(&job, &targets, &mut progress)?;
+            let level_row = row(level, result, &limits);
+            let crossed = level_row.crossed.is_some();
+            rows.push(level_row);
+            if crossed {
+                break;
+            }
+        }
+        Ok(lab.into_report())
+    });
+    let report = match ran {
+        Ok(report) => report,
+        Err(e) => return exit::fail(session::error_code(&e), &e.to_string()),
+    };
+    if max_iops < 1.0 && !report.interrupted {
+        return exit::fail(exit::INTERNAL, "the closed-loop run completed no I/O, so there is no maximum to ramp to");
+    }
+    let summary = summarize(max_iops, limits, rows);
+    let rendered = if base.output.json { ramp_json(&summary, &report) } else { ramp_text(&summary, &report) };
+    if let Err(code) = session::write_output(&base.output, &rendered) {
+        return code;
+    }
+    session::warn_about_problems(&report);
+    ExitCode::from(session::exit_code(&report))
+}

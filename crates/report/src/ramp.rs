@@ -1,0 +1,54 @@
+//! The report of `iolab ramp`: the latency-vs-IOPS curve, with CPU against IOPS, and where it
+//! stopped.
+
+use std::fmt::Write;
+
+use iolab_analysis::ramp::RampSummary;
+use iolab_stats::result::RunReport;
+
+use crate::format::{latency, thousands};
+use crate::studies::{to_json, verdict, workload};
+
+/// Name and version of the JSON schema of a ramp report.
+pub const RAMP_SCHEMA: &str = "iolab.ramp/1";
+
+pub fn ramp_json(summary: &RampSummary, run: &RunReport) -> String {
+    to_json(RAMP_SCHEMA, summary, run)
+}
+
+pub fn ramp_text(summary: &RampSummary, run: &RunReport) -> String {
+    let mut out = String::new();
+    let _ = writeln!(out, "ramp: {}", workload(run).replace("per step", "per level"));
+    let _ = writeln!(out, "maximum (closed loop): {} IOPS\n", thousands(summary.max_iops));
+    let _ = writeln!(
+        out,
+        "  {:>6}{:>12}{:>12}{:>10}{:>11}{:>11}{:>11}{:>9}{:>9}{:>10}",
+        "level", "asked", "achieved", "kept up", "resp mean", "resp p99", "serv p99", "machine", "iolab", "CPU/I/O"
+    );
+    for r in &summary.rows {
+        let _ = writeln!(
+            out,
+            "  {:>5}%{:>12}{:>12}{:>10}{:>11}{:>11}{:>11}{:>8.0}%{:>8.0}%{:>8.2}us{}",
+            r.level_pct,
+            thousands(r.target_iops),
+            thousands(r.achieved_iops),
+            if r.sustained { "yes" } else { "NO" },
+            latency(r.response_mean_ns),
+            latency(r.response_p99_ns as f64),
+            latency(r.service_p99_ns as f64),
+            r.machine_cpu_pct,
+            r.process_cpu_pct,
+            r.cpu_us_per_io,
+            r.crossed.as_ref().map_or(String::new(), |c| format!("  <- {c}"))
+        );
+    }
+    let _ = writeln!(
+        out,
+        "  (resp: from each I/O's scheduled time; serv: from its submission; machine: all cores' busy share; iolab: its CPU in % of one core)"
+    );
+    verdict(&mut out, &summary.verdict);
+    if run.interrupted {
+        out.push_str("INTERRUPTED: the levels above are those that finished.\n");
+    }
+    out
+}
