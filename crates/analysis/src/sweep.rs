@@ -123,14 +123,16 @@ fn curve_summary(load_axis: LoadAxis, name: String, members: Vec<usize>, rows: &
         knee_found,
         reason,
     });
-    let saturation = spot.as_ref().filter(|s| s.knee_found).and_then(|s| saturation(&rows[s.row], &members, rows));
+    let saturation =
+        spot.as_ref().filter(|s| s.knee_found).and_then(|s| saturation(&rows[s.row], &members, rows));
     CurveSummary { name, rows: members, sweet_spot: spot, saturation }
 }
 
 /// From the sweet spot to the heaviest point of the curve: flat IOPS and rising latency mean
 /// the extra I/Os only queued.
 fn saturation(spot: &SweepRow, members: &[usize], rows: &[SweepRow]) -> Option<String> {
-    let heaviest = members.iter().map(|&i| &rows[i]).filter(|r| r.iops > 0.0).max_by_key(|r| r.outstanding)?;
+    let heaviest =
+        members.iter().map(|&i| &rows[i]).filter(|r| r.iops > 0.0).max_by_key(|r| r.outstanding)?;
     if heaviest.outstanding <= spot.outstanding || spot.iops <= 0.0 || spot.mean_ns <= 0.0 {
         return None;
     }
@@ -147,7 +149,10 @@ fn saturation(spot: &SweepRow, members: &[usize], rows: &[SweepRow]) -> Option<S
 fn verdict(load_axis: LoadAxis, rows: &[SweepRow], curves: &[CurveSummary]) -> Vec<String> {
     let mut words = Vec::new();
     if load_axis == LoadAxis::None {
-        words.push("neither --qd nor --workers was swept, so the points are not a load curve and have no sweet spot".into());
+        words.push(
+            "neither --qd nor --workers was swept, so the points are not a load curve and have no sweet spot"
+                .into(),
+        );
     }
     for curve in curves {
         let label = if curve.name.is_empty() { String::new() } else { format!("{}: ", curve.name) };

@@ -85,6 +85,7 @@ impl ProgressLine {
 
     /// A line with a bar over everything planned (`planned_s` seconds of jobs) and its ETA,
     /// above the line of the current job.
+    #[allow(dead_code)] // for `iolab suite`, not wired yet
     pub fn with_plan(quiet: bool, label: &str, planned_s: f64) -> Self {
         let mut line = ProgressLine::new(quiet);
         let bar = line.bars.add(ProgressBar::new(1000));
@@ -108,6 +109,7 @@ impl ProgressLine {
     }
 
     /// Adds jobs that were not known when the plan was made (e.g. more steady-state rounds).
+    #[allow(dead_code)] // for `iolab suite`, not wired yet
     pub fn plan_more(&mut self, seconds: f64) {
         if let Some(overall) = &mut self.overall {
             overall.remaining_s += seconds;

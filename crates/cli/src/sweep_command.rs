@@ -9,11 +9,20 @@ use iolab_report::{sweep_json, sweep_text};
 use iolab_runner::OnFailedStart;
 use iolab_spec::sweep::expand;
 use iolab_spec::RunPlan;
+use iolab_stats::result::StopReason;
 
 use crate::args::SweepArgs;
 use crate::{exit, session, study};
 
 pub fn run(args: SweepArgs) -> ExitCode {
+    if args.until_steady {
+        // Accepted by the parser but not wired to the rounds loop yet: refuse rather than run
+        // single measurements the user did not ask for.
+        return exit::fail(
+            exit::USAGE,
+            "sweep --until-steady is not available yet; run `iolab steady` at the point of interest",
+        );
+    }
     let (load, points) = match expand(&args.options) {
         Ok(sweep) => sweep,
         Err(e) => return exit::fail(exit::USAGE, &e.to_string()),
@@ -43,9 +52,12 @@ pub fn run(args: SweepArgs) -> ExitCode {
             points[*index].name
         );
     }
+    // A point cut short by Ctrl-C measured less than the others and is no point of the curve;
+    // its partial result stays in the run report.
     let outcomes: Vec<PointOutcome<'_>> = points
         .iter()
         .zip(&report.jobs)
+        .filter(|(_, result)| result.stop_reason != StopReason::Interrupted)
         .map(|(point, result)| PointOutcome {
             name: &point.name,
             curve: point.curve,

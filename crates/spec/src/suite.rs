@@ -37,6 +37,8 @@ pub struct SuiteJob {
     pub flags: Options,
 }
 
+// A suite has a handful of steps, built once: their size does not matter.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Clone)]
 pub enum SuiteStep {
     /// Jobs reported together in one table.
