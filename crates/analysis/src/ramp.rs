@@ -29,7 +29,6 @@ impl LatencyLimit {
     }
 }
 
-
 impl FromStr for LatencyLimit {
     type Err = String;
 
@@ -44,7 +43,10 @@ impl FromStr for LatencyLimit {
         let percentile = match what.as_str() {
             "mean" | "avg" => None,
             p => {
-                let value: f64 = p.strip_prefix('p').and_then(|v| v.parse().ok()).ok_or_else(|| bad("name p50, p99, p99.9 ... or mean"))?;
+                let value: f64 = p
+                    .strip_prefix('p')
+                    .and_then(|v| v.parse().ok())
+                    .ok_or_else(|| bad("name p50, p99, p99.9 ... or mean"))?;
                 if !PERCENTILES.iter().any(|r| (r - value).abs() < 1e-9) {
                     return Err(bad("the percentile must be one the report has: p50, p90, p99, p99.9, p99.99, p99.999, p99.9999"));
                 }
@@ -117,7 +119,8 @@ pub fn row(level_pct: u32, job: &JobResult, limits: &RampLimits) -> RampRow {
         if job.measured_s > 0.0 { 100.0 * (job.cpu.user_s + job.cpu.system_s) / job.measured_s } else { 0.0 };
     let latency_crossed = limits.latency.and_then(|limit| {
         let value = response.and_then(|l| limit.measure(l))?;
-        (value > limit.limit.0 as f64).then(|| format!("response {} {} > {}", limit_name(&limit), Nanos(value as u64), limit.limit))
+        (value > limit.limit.0 as f64)
+            .then(|| format!("response {} {} > {}", limit_name(&limit), Nanos(value as u64), limit.limit))
     });
     let cpu_crossed = limits
         .max_cpu_pct

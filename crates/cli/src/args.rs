@@ -3,10 +3,10 @@
 use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand};
+use iolab_analysis::ramp::LatencyLimit;
 use iolab_analysis::rounds::Tracked;
 use iolab_analysis::steady::SteadyRule;
 use iolab_spec::suite::Suite;
-use iolab_analysis::ramp::LatencyLimit;
 use iolab_spec::{Axis, Bytes, Options};
 
 #[derive(Debug, Parser)]
@@ -88,7 +88,10 @@ pub struct RampArgs {
 }
 
 fn parse_pct(text: &str) -> Result<f64, String> {
-    text.trim().trim_end_matches('%').parse().map_err(|_| format!("'{text}' is not a percentage; write e.g. 80 or 80%"))
+    text.trim()
+        .trim_end_matches('%')
+        .parse()
+        .map_err(|_| format!("'{text}' is not a percentage; write e.g. 80 or 80%"))
 }
 
 #[derive(Debug, Args)]

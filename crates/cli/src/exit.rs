@@ -40,5 +40,10 @@ pub fn clap_error(error: clap::Error) -> ExitCode {
     let rendered = error.render().to_string();
     let first = rendered.lines().find(|l| !l.trim().is_empty()).unwrap_or("invalid arguments");
     let message = first.trim().trim_start_matches("error: ");
-    fail(USAGE, &format!("{message} (see `iolab run --help`)"))
+    // The help of the command the flag belongs to, when the first argument names one.
+    let command = std::env::args()
+        .nth(1)
+        .filter(|word| <crate::args::Cli as clap::CommandFactory>::command().find_subcommand(word).is_some())
+        .map_or_else(|| "iolab".to_string(), |sub| format!("iolab {sub}"));
+    fail(USAGE, &format!("{message} (see `{command} --help`)"))
 }

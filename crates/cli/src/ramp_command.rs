@@ -14,7 +14,9 @@ use crate::progress::ProgressLine;
 use crate::{exit, session, study};
 
 pub fn run(args: RampArgs) -> ExitCode {
-    if let Err(message) = study::refuse(&args.options, &["rate_iops", "burst"], "ramp", "sets the rate of each level itself") {
+    if let Err(message) =
+        study::refuse(&args.options, &["rate_iops", "burst"], "ramp", "sets the rate of each level itself")
+    {
         return exit::fail(exit::USAGE, &message);
     }
     let levels = args.levels.0.clone();
@@ -22,7 +24,10 @@ pub fn run(args: RampArgs) -> ExitCode {
         return exit::fail(exit::USAGE, &format!("--levels are shares of the maximum, 1..100 (got {bad})"));
     }
     if let Some(bad) = args.max_cpu.filter(|c| !(*c > 0.0 && *c <= 100.0)) {
-        return exit::fail(exit::USAGE, &format!("--max-cpu is a share of the machine's CPU, above 0 and at most 100 (got {bad})"));
+        return exit::fail(
+            exit::USAGE,
+            &format!("--max-cpu is a share of the machine's CPU, above 0 and at most 100 (got {bad})"),
+        );
     }
     let limits = RampLimits { latency: args.max_latency, max_cpu_pct: args.max_cpu };
     let base = match study::base_plan(&args.options, args.target.clone().into_iter().collect()) {
@@ -78,7 +83,10 @@ pub fn run(args: RampArgs) -> ExitCode {
         Err(e) => return exit::fail(session::error_code(&e), &e.to_string()),
     };
     if max_iops < 1.0 && !report.interrupted {
-        return exit::fail(exit::INTERNAL, "the closed-loop run completed no I/O, so there is no maximum to ramp to");
+        return exit::fail(
+            exit::INTERNAL,
+            "the closed-loop run completed no I/O, so there is no maximum to ramp to",
+        );
     }
     let summary = summarize(max_iops, limits, rows);
     let rendered = if base.output.json { ramp_json(&summary, &report) } else { ramp_text(&summary, &report) };

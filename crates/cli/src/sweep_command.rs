@@ -10,8 +10,7 @@ use iolab_report::{sweep_json, sweep_text};
 use iolab_runner::{Lab, OnFailedStart, RunError};
 use iolab_spec::sweep::expand;
 use iolab_spec::RunPlan;
-
-use iolab_stats::result::{JobResult, RunReport};
+use iolab_stats::result::{JobResult, RunReport, StopReason};
 
 use crate::args::SweepArgs;
 use crate::progress::ProgressLine;
@@ -72,9 +71,12 @@ pub fn run(args: SweepArgs) -> ExitCode {
             })
             .collect()
     };
+    // A point cut short by Ctrl-C measured less than the others and is no point of the curve;
+    // its partial result stays in the run report.
     let outcomes: Vec<PointOutcome<'_>> = points
         .iter()
         .zip(results)
+        .filter(|(_, result)| result.stop_reason != StopReason::Interrupted)
         .map(|(point, result)| PointOutcome {
             name: &point.name,
             curve: point.curve,

@@ -37,6 +37,39 @@ fn bad_values() {
 }
 
 #[test]
+fn bad_study_flags() {
+    let dir = dir_with_target();
+    let d = dir.path();
+    rejected(
+        d,
+        &["run", "--target", "t", "--interval", "1ms"],
+        "--interval 1ms is too short; use 50ms or more",
+    );
+    rejected(d, &["sweep", "t", "--qd", "1,2", "--interval", "10ms"], "use 50ms or more");
+    rejected(d, &["run", "--target", "t", "--qd", "1,2"], "`iolab sweep` runs lists");
+    rejected(d, &["sweep", "t", "--qd", "8..1"], "it runs downwards");
+    rejected(d, &["sweep", "t", "--qd", "8..1"], "(see `iolab sweep --help`)");
+    rejected(d, &["sweep", "t", "--read-pct", "0..100/0"], "the step must be above 0");
+    rejected(d, &["sweep", "t"], "a sweep needs a list");
+    rejected(
+        d,
+        &["sweep", "t", "--bs", "4k,8k", "--bs-split", "4k/70,64k/30"],
+        "cannot be combined with --bs-split",
+    );
+    rejected(d, &["precondition", "t", "--passes", "0"], "--passes must be 1 or more");
+    rejected(d, &["precondition", "t", "--rw", "randread"], "drop --rw");
+    rejected(d, &["cliff", "t", "--drop-pct", "0"], "give a percentage above 0 and below 100");
+    rejected(d, &["cliff", "t", "--drop-pct", "100"], "give a percentage above 0 and below 100");
+    rejected(d, &["cliff", "t", "--hold", "0"], "give at least 1");
+    rejected(d, &["cliff", "t", "--io-limit", "1m"], "drop --io-limit");
+    rejected(d, &["steady", "t", "--window", "1"], "a trend needs at least 2");
+    rejected(d, &["steady", "t", "--window", "5", "--max-rounds", "3"], "is below the window (5)");
+    rejected(d, &["steady", "t", "--max-range-pct", "0"], "give a percentage above 0");
+    rejected(d, &["steady", "t", "--max-slope-pct=-1"], "give a percentage above 0");
+    rejected(d, &["steady", "t", "--track", "wattage"], "use iops, mb-s or mean-latency");
+}
+
+#[test]
 fn bad_engine_tuning() {
     let dir = dir_with_target();
     let d = dir.path();

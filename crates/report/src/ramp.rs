@@ -23,7 +23,16 @@ pub fn ramp_text(summary: &RampSummary, run: &RunReport) -> String {
     let _ = writeln!(
         out,
         "  {:>6}{:>12}{:>12}{:>10}{:>11}{:>11}{:>11}{:>9}{:>9}{:>10}",
-        "level", "asked", "achieved", "kept up", "resp mean", "resp p99", "serv p99", "machine", "iolab", "CPU/I/O"
+        "level",
+        "asked",
+        "achieved",
+        "kept up",
+        "resp mean",
+        "resp p99",
+        "serv p99",
+        "machine",
+        "iolab",
+        "CPU/I/O"
     );
     for r in &summary.rows {
         let _ = writeln!(

@@ -47,6 +47,7 @@ pub struct SuiteJob {
     pub flags: Options,
 }
 
+// A suite has a handful of steps, built once: their size does not matter.
 #[derive(Debug, Clone)]
 pub enum SuiteStep {
     /// Jobs reported together in one table.

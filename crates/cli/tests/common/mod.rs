@@ -135,7 +135,19 @@ impl ZramDevice {
 }
 
 impl Drop for ZramDevice {
+    /// Right after an io_uring run the kernel may still hold the device (the ring is torn down
+    /// after the process exits) and hot_remove says EBUSY: retry for a while rather than leak it.
     fn drop(&mut self) {
-        let _ = std::fs::write("/sys/class/zram-control/hot_remove", &self.index);
+        for _ in 0..100 {
+            if std::fs::write("/sys/class/zram-control/hot_remove", &self.index).is_ok() {
+                return;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        eprintln!(
+            "warning: could not remove {}; remove it with: echo {} > /sys/class/zram-control/hot_remove",
+            self.device.display(),
+            self.index
+        );
     }
 }
