@@ -4,7 +4,6 @@
 //! belong on stderr, so JSON output always parses.
 
 mod cliff;
-mod format;
 mod precondition;
 mod ramp;
 mod steady;
@@ -14,7 +13,7 @@ mod sweep;
 mod text;
 
 pub use cliff::{cliff_json, cliff_text, CLIFF_SCHEMA};
-pub use format::{latency, thousands};
+pub use iolab_stats::format::{latency, thousands};
 pub use precondition::{precondition_json, precondition_text, Preconditioning, PRECONDITION_SCHEMA};
 pub use ramp::{ramp_json, ramp_text, RAMP_SCHEMA};
 pub use steady::{steady_json, steady_text, STEADY_SCHEMA};

@@ -6,7 +6,7 @@ use std::fmt::Write;
 use iolab_analysis::ramp::RampSummary;
 use iolab_stats::result::RunReport;
 
-use crate::format::{latency, thousands};
+use iolab_stats::format::{latency, thousands};
 use crate::studies::{to_json, verdict, workload};
 
 /// Name and version of the JSON schema of a ramp report.

@@ -7,7 +7,7 @@ use iolab_analysis::rounds::SteadyRounds;
 use iolab_analysis::steady::SteadyState;
 use iolab_stats::result::{JobResult, RunReport};
 
-use crate::format::{latency, thousands};
+use iolab_stats::format::{latency, thousands};
 use crate::studies::{to_json, verdict, workload};
 
 /// Name and version of the JSON schema of a steady-state report.

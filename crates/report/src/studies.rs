@@ -8,7 +8,7 @@ use iolab_analysis::scale::ScaleSummary;
 use iolab_stats::result::RunReport;
 use serde::Serialize;
 
-use crate::format::{latency, thousands};
+use iolab_stats::format::{latency, thousands};
 
 /// Name and version of the JSON schema of a ladder report.
 pub const LADDER_SCHEMA: &str = "iolab.ladder/1";

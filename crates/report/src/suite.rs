@@ -9,7 +9,7 @@ use iolab_spec::Bytes;
 use iolab_stats::result::{JobResult, RunReport};
 use serde::Serialize;
 
-use crate::format::{latency, thousands};
+use iolab_stats::format::{latency, thousands};
 use crate::precondition::Preconditioning;
 use crate::steady::rounds_table;
 use crate::studies::to_json;

@@ -5,7 +5,7 @@ use std::fmt::Write;
 
 use iolab_stats::result::{JobResult, OpSummary, RunReport, StopReason};
 
-use crate::format::{latency, thousands};
+use iolab_stats::format::{latency, thousands};
 
 pub fn render_text(report: &RunReport) -> String {
     let mut out = String::new();

@@ -5,7 +5,8 @@
 //! the merge. Values are recorded in nanoseconds with 3 significant digits (hdrhistogram), so a
 //! reported percentile is within 0.1% of the true latency of that rank.
 
-pub mod cpu;
+mod cpu;
+pub mod format;
 mod interval;
 mod op_stats;
 pub mod result;

@@ -1,4 +1,4 @@
-//! Number formatting for tables: latencies in the unit that reads best, counts with separators.
+//! Number formatting for tables and verdicts: latencies in the unit that reads best, counts with separators.
 
 /// "850ns", "12.3us", "1.23ms", "2.50s": three significant figures.
 pub fn latency(ns: f64) -> String {
