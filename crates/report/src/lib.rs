@@ -9,7 +9,7 @@ mod text;
 
 pub use format::{latency, thousands};
 pub use studies::{ladder_json, ladder_text, scale_json, scale_text, LADDER_SCHEMA, SCALE_SCHEMA};
-pub use text::render_text;
+pub use text::{rate_summary, render_text};
 
 use iolab_stats::result::RunReport;
 

@@ -8,8 +8,10 @@
 pub mod cpu;
 mod interval;
 mod op_stats;
+mod rate;
 pub mod result;
 pub mod threads;
 
 pub use interval::IntervalStats;
 pub use op_stats::{OpStats, PERCENTILES};
+pub use rate::{SUSTAINED_MAX_LAG_NS, SUSTAINED_MIN_COMPLETED_PCT};
