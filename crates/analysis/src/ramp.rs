@@ -5,6 +5,7 @@ use std::fmt;
 use std::str::FromStr;
 
 use iolab_spec::Nanos;
+use iolab_stats::format::{latency, thousands};
 use iolab_stats::result::{JobResult, LatencySummary};
 use iolab_stats::PERCENTILES;
 use serde::Serialize;
@@ -150,36 +151,38 @@ pub fn summarize(max_iops: f64, limits: RampLimits, rows: Vec<RampRow>) -> RampS
     let within = |r: &&RampRow| r.sustained && r.crossed.is_none();
     match rows.iter().filter(within).max_by(|a, b| a.achieved_iops.total_cmp(&b.achieved_iops)) {
         Some(best) => verdict.push(format!(
-            "the target sustains {:.0} IOPS ({}% of the {:.0} IOPS closed-loop maximum) with response p99 {:.0} us{}",
-            best.achieved_iops,
+            "the target sustains {} IOPS ({}% of the {} IOPS closed-loop maximum) with response p99 {}{}",
+            thousands(best.achieved_iops),
             best.level_pct,
-            max_iops,
-            best.response_p99_ns as f64 / 1e3,
+            thousands(max_iops),
+            latency(best.response_p99_ns as f64),
             if limits.latency.is_some() || limits.max_cpu_pct.is_some() { " within the limits" } else { "" }
         )),
         None => verdict.push("no level was sustained within the limits".into()),
     }
     if let Some(first) = rows.iter().find(|r| r.crossed.is_some()) {
         verdict.push(format!(
-            "stopped at {}% ({:.0} IOPS asked): {}",
+            "stopped at {}% ({} IOPS asked): {}",
             first.level_pct,
-            first.target_iops,
+            thousands(first.target_iops),
             first.crossed.as_deref().unwrap_or_default()
         ));
     }
     if let Some(short) = rows.iter().find(|r| !r.sustained) {
         verdict.push(format!(
-            "from {}% ({:.0} IOPS asked) the schedule was not sustained: {:.0} IOPS achieved; open-loop response time includes the backlog",
-            short.level_pct, short.target_iops, short.achieved_iops
+            "from {}% ({} IOPS asked) the schedule was not sustained: {} IOPS achieved; open-loop response time includes the backlog",
+            short.level_pct,
+            thousands(short.target_iops),
+            thousands(short.achieved_iops)
         ));
     }
     if let (Some(low), Some(high)) = (rows.first(), rows.iter().rev().find(|r| r.sustained)) {
         if low.response_p99_ns > 0 && high.level_pct > low.level_pct {
             verdict.push(format!(
-                "response p99 went from {:.0} us at {}% to {:.0} us at {}%",
-                low.response_p99_ns as f64 / 1e3,
+                "response p99 went from {} at {}% to {} at {}%",
+                latency(low.response_p99_ns as f64),
                 low.level_pct,
-                high.response_p99_ns as f64 / 1e3,
+                latency(high.response_p99_ns as f64),
                 high.level_pct
             ));
         }

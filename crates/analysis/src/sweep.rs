@@ -3,6 +3,7 @@
 //! with the load while IOPS stays flat.
 
 use iolab_spec::sweep::LoadAxis;
+use iolab_stats::format::{latency, thousands};
 use iolab_stats::result::{JobResult, OpSummary};
 use serde::Serialize;
 
@@ -158,8 +159,12 @@ fn saturation(spot: &SweepRow, members: &[usize], rows: &[SweepRow]) -> Option<S
     let latency_growth = heaviest.mean_ns / spot.mean_ns;
     (iops_gain_pct < FLAT_IOPS_PCT && latency_growth > RISING_LATENCY).then(|| {
         format!(
-            "from {} to {} outstanding I/Os, IOPS changed {:+.0}% while mean latency grew {:.1}x: the extra I/Os only queued; the device (or the path to it) is saturated at about {:.0} IOPS",
-            spot.outstanding, heaviest.outstanding, iops_gain_pct, latency_growth, spot.iops
+            "from {} to {} outstanding I/Os, IOPS changed {:+.0}% while mean latency grew {:.1}x: the extra I/Os only queued; the device (or the path to it) is saturated at about {} IOPS",
+            spot.outstanding,
+            heaviest.outstanding,
+            iops_gain_pct,
+            latency_growth,
+            thousands(spot.iops)
         )
     })
 }
@@ -178,13 +183,13 @@ fn verdict(load_axis: LoadAxis, rows: &[SweepRow], curves: &[CurveSummary]) -> V
             let r = &rows[spot.row];
             let what = if spot.knee_found { "sweet spot" } else { "best point (no knee in range)" };
             words.push(format!(
-                "{label}{what} at {} (QD {} x {} worker(s)): {:.0} IOPS, mean {:.0} us, p99 {:.0} us; {}",
+                "{label}{what} at {} (QD {} x {} worker(s)): {} IOPS, mean {}, p99 {}; {}",
                 r.name,
                 r.qd,
                 r.workers,
-                r.iops,
-                r.mean_ns / 1e3,
-                r.p99_ns as f64 / 1e3,
+                thousands(r.iops),
+                latency(r.mean_ns),
+                latency(r.p99_ns as f64),
                 spot.reason
             ));
         }

@@ -193,6 +193,7 @@ fn group(name: &str, targets: &[(String, f64)], synth: &Synth) -> GroupResult {
         write: op_summary(0.0, 0, 0),
         total,
         series: Vec::new(),
+        rate: None,
     }
 }
 

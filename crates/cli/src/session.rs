@@ -87,6 +87,16 @@ pub fn warn_about_problems(report: &RunReport) {
         if let Some(engine) = &job.errors.engine {
             eprintln!("iolab: error: job '{}': {engine}", job.name);
         }
+        for group in &job.groups {
+            if let Some(rate) = group.rate.as_ref().filter(|rate| !rate.sustained) {
+                eprintln!(
+                    "iolab: warning: job '{}', group '{}': {}",
+                    job.name,
+                    group.name,
+                    iolab_report::rate_summary(rate)
+                );
+            }
+        }
     }
     if report.interrupted {
         eprintln!("iolab: interrupted; the results gathered so far were written");

@@ -70,6 +70,20 @@ fn bad_study_flags() {
 }
 
 #[test]
+fn bad_rates() {
+    let dir = dir_with_target();
+    let d = dir.path();
+    rejected(d, &["run", "--target", "t", "--rate-iops", "0"], "--rate-iops must be above 0");
+    rejected(d, &["run", "--target", "t", "--arrival", "poisson"], "add --rate-iops N");
+    rejected(d, &["run", "--target", "t", "--rate-iops", "100", "--burst", "4"], "--rate-iops and --burst");
+    rejected(
+        d,
+        &["run", "--target", "t", "--rate-iops", "100", "--arrival", "bursty"],
+        "use uniform or poisson",
+    );
+}
+
+#[test]
 fn bad_engine_tuning() {
     let dir = dir_with_target();
     let d = dir.path();

@@ -51,6 +51,7 @@ fn null_engine_json_has_every_documented_figure() {
     assert!(job["cpu"]["us_per_io"].as_f64().expect("us_per_io") > 0.0);
     assert!(!job["cpu"]["machine_busy_pct"].as_array().expect("busy").is_empty());
     assert!(job["notes"][0].as_str().expect("note").contains("null engine"));
+    assert!(job["groups"][0]["rate"].is_null(), "closed loop has no schedule to report");
     assert!(stderr(&out).is_empty(), "quiet JSON run prints nothing on stderr: {}", stderr(&out));
 }
 

@@ -47,6 +47,12 @@ pub trait Engine: Send {
     /// (queued now or earlier) have completed.
     fn commit(&mut self, wait_for: u32) -> Result<(), EngineError>;
 
+    /// As `commit`, but the wait ends after `timeout_ns` even if fewer than `wait_for` requests
+    /// have completed (returning then is not an error; `reap` may find nothing). An open-loop
+    /// lane waits this way for a completion or its next scheduled I/O, whichever comes first.
+    /// An engine that finishes every request inside the commit never waits, so never times out.
+    fn commit_until(&mut self, wait_for: u32, timeout_ns: u64) -> Result<(), EngineError>;
+
     /// Moves finished requests into `out` without blocking.
     fn reap(&mut self, out: &mut Vec<Completion>);
 

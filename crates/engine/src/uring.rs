@@ -9,6 +9,12 @@
 //! form if registration is refused, and either can be switched off. SQPOLL (a kernel thread
 //! that polls the submission queue) and IOPOLL (polled completions) are opt-in. `setup()` says
 //! what the kernel granted.
+//!
+//! A wait with a deadline (`commit_until`, for open-loop lanes) passes the timeout to
+//! io_uring_enter itself (IORING_ENTER_EXT_ARG, 5.11+). Older kernels get liburing's fallback: a
+//! timer request (IORING_OP_TIMEOUT) joins the submission, and its completion, which ends the
+//! wait, is never reported as an I/O. An IOPOLL ring polls until a request completes, so there
+//! the deadline is only as good as the device's next completion.
 
 use io_uring::{opcode, squeue, types, IoUring};
 
@@ -29,7 +35,17 @@ pub struct UringEngine {
     /// `None` only while being dropped.
     buffers: Option<AlignedBuffers>,
     in_flight: u32,
+    /// The kernel takes a timeout with the wait (IORING_FEAT_EXT_ARG).
+    ext_arg: bool,
+    /// The fallback's timer requests whose completions have not been reaped yet.
+    timers_pending: u32,
+    /// The fallback timer's duration, where the kernel reads it when the timer is submitted;
+    /// boxed so its address holds while the engine moves, and dropped after the ring.
+    timer: Box<types::Timespec>,
 }
+
+/// `user_data` of the fallback's timer requests: no slot has this number.
+const TIMER: u64 = u64::MAX;
 
 /// How long an idle SQPOLL thread spins before it sleeps (and the next submit must wake it).
 const SQPOLL_IDLE_MS: u32 = 1000;
@@ -148,15 +164,55 @@ impl UringEngine {
         if fixed_buffers {
             granted.push("fixed_buffers");
         }
+        let ext_arg = ring.params().is_feature_ext_arg();
         Ok(UringEngine {
             ring,
             files: config.files,
             fixed_files,
             fixed_buffers,
             granted,
+            ext_arg,
             buffers: Some(buffers),
             in_flight: 0,
+            timers_pending: 0,
+            timer: Box::new(types::Timespec::new()),
         })
+    }
+
+    /// Waits with the timeout in the enter call itself (EXT_ARG).
+    fn wait_with_timeout(&mut self, want: usize, timeout: &types::Timespec) -> Result<(), EngineError> {
+        let args = types::SubmitArgs::new().timespec(timeout);
+        match self.ring.submitter().submit_with_args(want, &args) {
+            Ok(_) => Ok(()),
+            Err(e) => match e.raw_os_error() {
+                // The deadline passed (ETIME), a signal came (the caller loops and waits again),
+                // or the completion queue is full (the caller reaps first).
+                Some(libc::ETIME | libc::EINTR | libc::EBUSY | libc::EAGAIN) => Ok(()),
+                _ => Err(EngineError::Syscall { call: "io_uring_enter", source: e }),
+            },
+        }
+    }
+
+    /// Waits for one completion, a timer request's included (kernels without EXT_ARG).
+    fn wait_with_timer(&mut self, timeout: types::Timespec) -> Result<(), EngineError> {
+        *self.timer = timeout;
+        let timer = opcode::Timeout::new(&*self.timer).build().user_data(TIMER);
+        // The kernel reads the timespec when it takes the request (the box lives as long as
+        // the ring), and the request uses no buffer.
+        // SAFETY: so the entry stays valid for as long as the kernel needs it.
+        let mut pushed = unsafe { self.ring.submission().push(&timer) }.is_ok();
+        if !pushed {
+            // The submission queue is full of queued I/O: hand that over first.
+            self.commit(0)?;
+            // SAFETY: as above.
+            pushed = unsafe { self.ring.submission().push(&timer) }.is_ok();
+        }
+        if !pushed {
+            return self.commit(1);
+        }
+        self.timers_pending += 1;
+        // The timer or an I/O, whichever completes first, ends the wait.
+        self.commit(1)
     }
 
     fn entry(&self, request: &IoRequest) -> squeue::Entry {
@@ -210,13 +266,36 @@ impl Engine for UringEngine {
         }
     }
 
+    fn commit_until(&mut self, wait_for: u32, timeout_ns: u64) -> Result<(), EngineError> {
+        let want = wait_for.min(self.in_flight);
+        if want == 0 || timeout_ns == 0 {
+            return self.commit(0);
+        }
+        let timeout =
+            types::Timespec::new().sec(timeout_ns / 1_000_000_000).nsec((timeout_ns % 1_000_000_000) as u32);
+        if self.ext_arg {
+            self.wait_with_timeout(want as usize, &timeout)
+        } else {
+            self.wait_with_timer(timeout)
+        }
+    }
+
     fn reap(&mut self, out: &mut Vec<Completion>) {
         let before = out.len();
-        out.extend(
-            self.ring
-                .completion()
-                .map(|cqe| Completion { slot: cqe.user_data() as u32, result: cqe.result() }),
-        );
+        let completions = self.ring.completion();
+        if self.timers_pending == 0 {
+            out.extend(
+                completions.map(|cqe| Completion { slot: cqe.user_data() as u32, result: cqe.result() }),
+            );
+        } else {
+            for cqe in completions {
+                if cqe.user_data() == TIMER {
+                    self.timers_pending -= 1;
+                } else {
+                    out.push(Completion { slot: cqe.user_data() as u32, result: cqe.result() });
+                }
+            }
+        }
         self.in_flight -= (out.len() - before) as u32;
     }
 
@@ -237,6 +316,68 @@ impl Drop for UringEngine {
             if let Some(buffers) = self.buffers.take() {
                 buffers.leak();
             }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::io::Write;
+    use std::os::fd::AsRawFd;
+    use std::os::unix::net::UnixStream;
+    use std::time::{Duration, Instant};
+
+    use super::*;
+
+    /// A read of a socket stays in flight until the other end writes: the wait must end at the
+    /// deadline with nothing reaped, then at the completion, both with the timeout in the enter
+    /// call (EXT_ARG) and with the timer request older kernels get.
+    #[test]
+    fn commit_until_ends_at_the_deadline_or_at_a_completion() {
+        for ext_arg in [true, false] {
+            let (socket, mut peer) = UnixStream::pair().expect("socket pair");
+            let config = EngineConfig {
+                files: vec![socket.as_raw_fd()],
+                depth: 2,
+                max_len: 4096,
+                seed: 1,
+                uring: UringSpec::tuned(),
+            };
+            let mut engine = match UringEngine::new(config) {
+                Ok(engine) => engine,
+                Err(e) => {
+                    eprintln!("skipped: no io_uring here ({e})");
+                    return;
+                }
+            };
+            engine.ext_arg &= ext_arg;
+            let read = IoRequest { slot: 0, op: Op::Read, file: 0, offset: 0, len: 8 };
+            assert_eq!(engine.queue(read), Queued::Accepted);
+            let start = Instant::now();
+            engine.commit_until(1, 50_000_000).expect("wait");
+            let waited = start.elapsed();
+            assert!(waited >= Duration::from_millis(40), "ext_arg {ext_arg}: returned early, {waited:?}");
+            assert!(
+                waited < Duration::from_secs(2),
+                "ext_arg {ext_arg}: the deadline was missed, {waited:?}"
+            );
+            let mut out = Vec::new();
+            engine.reap(&mut out);
+            assert!(out.is_empty(), "ext_arg {ext_arg}: a timer is not an I/O: {out:?}");
+            assert_eq!(engine.in_flight(), 1);
+
+            peer.write_all(b"12345678").expect("write");
+            let start = Instant::now();
+            while out.is_empty() && start.elapsed() < Duration::from_secs(5) {
+                engine.commit_until(1, 10_000_000_000).expect("wait");
+                engine.reap(&mut out);
+            }
+            assert!(
+                start.elapsed() < Duration::from_secs(4),
+                "ext_arg {ext_arg}: the completion ends the wait"
+            );
+            assert_eq!((out.len(), out[0].slot, out[0].result), (1, 0, 8));
+            assert_eq!(engine.in_flight(), 0);
         }
     }
 }

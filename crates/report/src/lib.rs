@@ -20,7 +20,7 @@ pub use steady::{steady_json, steady_text, STEADY_SCHEMA};
 pub use studies::{ladder_json, ladder_text, scale_json, scale_text, LADDER_SCHEMA, SCALE_SCHEMA};
 pub use suite::{suite_json, suite_text, SuiteSection, SUITE_SCHEMA};
 pub use sweep::{sweep_json, sweep_text, SWEEP_SCHEMA};
-pub use text::render_text;
+pub use text::{rate_summary, render_text};
 
 use iolab_stats::result::RunReport;
 

@@ -6,8 +6,8 @@ use std::fmt::Write;
 use iolab_analysis::ramp::RampSummary;
 use iolab_stats::result::RunReport;
 
-use iolab_stats::format::{latency, thousands};
 use crate::studies::{to_json, verdict, workload};
+use iolab_stats::format::{latency, thousands};
 
 /// Name and version of the JSON schema of a ramp report.
 pub const RAMP_SCHEMA: &str = "iolab.ramp/1";

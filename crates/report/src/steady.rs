@@ -7,8 +7,8 @@ use iolab_analysis::rounds::SteadyRounds;
 use iolab_analysis::steady::SteadyState;
 use iolab_stats::result::{JobResult, RunReport};
 
-use iolab_stats::format::{latency, thousands};
 use crate::studies::{to_json, verdict, workload};
+use iolab_stats::format::{latency, thousands};
 
 /// Name and version of the JSON schema of a steady-state report.
 pub const STEADY_SCHEMA: &str = "iolab.steady/1";

@@ -9,10 +9,10 @@ use iolab_spec::Bytes;
 use iolab_stats::result::{JobResult, RunReport};
 use serde::Serialize;
 
-use iolab_stats::format::{latency, thousands};
 use crate::precondition::Preconditioning;
 use crate::steady::rounds_table;
 use crate::studies::to_json;
+use iolab_stats::format::{latency, thousands};
 
 /// Name and version of the JSON schema of a suite report.
 pub const SUITE_SCHEMA: &str = "iolab.suite/1";

@@ -6,8 +6,8 @@ use std::fmt::Write;
 use iolab_analysis::sweep::SweepSummary;
 use iolab_stats::result::RunReport;
 
-use iolab_stats::format::{latency, thousands};
 use crate::studies::{to_json, verdict};
+use iolab_stats::format::{latency, thousands};
 
 /// Name and version of the JSON schema of a sweep report.
 pub const SWEEP_SCHEMA: &str = "iolab.sweep/1";

@@ -3,7 +3,9 @@
 
 use std::fmt::Write;
 
-use iolab_stats::result::{JobResult, OpSummary, RunReport, StopReason};
+use iolab_stats::result::{
+    GroupResult, JobResult, LatencySummary, OpSummary, RateReport, RunReport, StopReason,
+};
 
 use iolab_stats::format::{latency, thousands};
 
@@ -79,7 +81,8 @@ fn job_text(out: &mut String, job: &JobResult) {
     for group in &job.groups {
         if many {
             let _ = writeln!(out, "group '{}'", group.name);
-            tables(out, &group.read, &group.write, &group.total);
+            tables(out, &group.read, &group.write, &group.total, response(group));
+            rate_line(out, group);
         }
         if group.targets.len() > 1 {
             per_target(out, group);
@@ -88,7 +91,12 @@ fn job_text(out: &mut String, job: &JobResult) {
     if many {
         let _ = writeln!(out, "all groups");
     }
-    tables(out, &job.read, &job.write, &job.total);
+    // One group: the job's figures are the group's, its response time included.
+    let single = job.groups.first().filter(|_| !many);
+    tables(out, &job.read, &job.write, &job.total, single.and_then(response));
+    if let Some(group) = single {
+        rate_line(out, group);
+    }
     cpu_text(out, job);
     problems_text(out, job);
     for note in &job.notes {
@@ -115,7 +123,51 @@ fn rows<'a>(
     rows
 }
 
-fn tables(out: &mut String, read: &OpSummary, write: &OpSummary, total: &OpSummary) {
+/// The response-time summary of an open-loop group.
+fn response(group: &GroupResult) -> Option<&LatencySummary> {
+    group.rate.as_ref().and_then(|rate| rate.response.as_ref())
+}
+
+/// "target 2,000 IOPS uniform: achieved 1,999 IOPS (1,999 of 2,000 scheduled I/Os), sustained;
+/// I/Os started at most 85.0us late", or "... NOT sustained: 38% short, I/Os started up to
+/// 850ms late".
+pub fn rate_summary(rate: &RateReport) -> String {
+    let head = format!(
+        "target {} IOPS {}: achieved {} IOPS ({} of {} scheduled I/Os)",
+        thousands(rate.target_iops),
+        rate.arrival,
+        thousands(rate.achieved_iops),
+        thousands(rate.completed_ios as f64),
+        thousands(rate.scheduled_ios as f64),
+    );
+    let lag = latency(rate.max_lag_ns as f64);
+    if rate.sustained {
+        format!("{head}, sustained; I/Os started at most {lag} late")
+    } else {
+        // Whole percents, except where that would read as 0% or 100%.
+        let short = if (10.0..99.5).contains(&rate.shortfall_pct) {
+            format!("{:.0}", rate.shortfall_pct)
+        } else {
+            format!("{:.1}", rate.shortfall_pct)
+        };
+        format!("{head}, NOT sustained: {short}% short, I/Os started up to {lag} late")
+    }
+}
+
+fn rate_line(out: &mut String, group: &GroupResult) {
+    if let Some(rate) = &group.rate {
+        let _ = writeln!(out, "  rate  {}", rate_summary(rate));
+        out.push('\n');
+    }
+}
+
+fn tables(
+    out: &mut String,
+    read: &OpSummary,
+    write: &OpSummary,
+    total: &OpSummary,
+    response: Option<&LatencySummary>,
+) {
     let rows = rows(read, write, total);
     let _ = writeln!(out, "  {:<6}{:>14}{:>11}{:>11}{:>15}", "", "IOPS", "MB/s", "MiB/s", "I/Os");
     for (name, s) in &rows {
@@ -130,7 +182,10 @@ fn tables(out: &mut String, read: &OpSummary, write: &OpSummary, total: &OpSumma
         );
     }
     out.push('\n');
-    let with_latency: Vec<_> = rows.iter().filter_map(|(n, s)| s.latency.as_ref().map(|l| (*n, l))).collect();
+    let mut with_latency: Vec<_> =
+        rows.iter().filter_map(|(n, s)| s.latency.as_ref().map(|l| (*n, l))).collect();
+    // Open loop: response time (from the scheduled time) under the service times.
+    with_latency.extend(response.map(|l| ("resp", l)));
     let Some((_, first)) = with_latency.first() else { return };
     let _ = write!(out, "  {:<6}{:>9}{:>9}{:>9}{:>9}", "lat", "min", "mean", "stdev", "max");
     for p in &first.percentiles {
@@ -159,6 +214,12 @@ fn tables(out: &mut String, read: &OpSummary, write: &OpSummary, total: &OpSumma
             .map(|w| format!("{}: {:.4}%", iolab_spec::Nanos(w.threshold_ns), w.pct))
             .collect();
         let _ = writeln!(out, "  {:<6}within {}", name, shares.join("  "));
+    }
+    if response.is_some() {
+        let _ = writeln!(
+            out,
+            "  (read/write/total: service time, from submission; resp: response time, from the scheduled time)"
+        );
     }
     out.push('\n');
 }

@@ -14,7 +14,7 @@ use iolab_stats::result::{SeriesPoint, StopReason};
 use iolab_stats::threads::{ThreadClassCpu, ThreadCpuTracker};
 use iolab_stats::IntervalStats;
 
-use crate::lane::{Heartbeat, LaneEvent, KEPT_ERRORS};
+use crate::lane::{Heartbeat, LaneEvent, LaneRate, KEPT_ERRORS};
 use crate::observer::{Observer, Phase, ProgressUpdate};
 use crate::shared::{Shared, CPU_SAMPLE_NS};
 
@@ -53,6 +53,9 @@ pub struct Collected {
     pub threads: Vec<ThreadClassCpu>,
     /// Lanes that never finished (stuck in the kernel); their threads must not be joined.
     pub abandoned: Vec<usize>,
+    /// Per lane, how an open-loop lane kept to its schedule; `None` in closed loop, or when the
+    /// lane never finished.
+    pub lane_rates: Vec<Option<LaneRate>>,
 }
 
 pub struct Collector<'a> {
@@ -89,6 +92,7 @@ impl<'a> Collector<'a> {
         job_name: &'a str,
     ) -> Self {
         let groups = group_targets.len();
+        let lanes = lane_group.len();
         Collector {
             shared,
             heartbeats,
@@ -108,6 +112,7 @@ impl<'a> Collector<'a> {
                 machine_busy_pct: Vec::new(),
                 threads: Vec::new(),
                 abandoned: Vec::new(),
+                lane_rates: (0..lanes).map(|_| None).collect(),
             },
             group_targets,
             cpu_start: None,
@@ -233,8 +238,9 @@ impl<'a> Collector<'a> {
                     self.out.failed.push(FailedIo { lane, target, op, offset, len, result });
                 }
             }
-            LaneEvent::Finished { lane, error } => {
+            LaneEvent::Finished { lane, error, rate } => {
                 self.positions[lane] = i64::MAX;
+                self.out.lane_rates[lane] = rate;
                 if error.is_some() && self.out.engine_error.is_none() {
                     self.out.engine_error = error;
                 }

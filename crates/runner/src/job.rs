@@ -7,19 +7,20 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use iolab_engine::Op;
-use iolab_spec::{EngineKind, JobSpec};
+use iolab_spec::{EngineKind, JobSpec, RateSpec};
 use iolab_stats::result::{
-    CpuReport, ErrorReport, GroupResult, IoErrorRecord, JobResult, StuckIo, TargetResult,
+    CpuReport, ErrorReport, GroupResult, IoErrorRecord, JobResult, RateReport, StuckIo, TargetResult,
 };
 use iolab_stats::threads::WORKER_THREAD_PREFIX;
 use iolab_stats::IntervalStats;
 
 use crate::collector::{Collected, Collector};
 use crate::error::RunError;
-use crate::lane::{self, Heartbeat, LanePlan};
+use crate::lane::{self, Heartbeat, LanePlan, LaneRate};
 use crate::observer::Observer;
 use crate::prepare::PreparedTarget;
 use crate::routing::{Region, Router};
+use crate::schedule::Schedule;
 use crate::shared::Shared;
 
 /// Runs `job` on its prepared targets (per group, its targets).
@@ -55,6 +56,7 @@ pub fn run_job(
                 submit_batch: group.submit_batch,
                 complete_batch: group.complete_batch,
                 cpu: (!group.cpus.is_empty()).then(|| group.cpus[index as usize % group.cpus.len()]),
+                schedule: group.rate.map(|rate| Schedule::new(&rate, threads, index, group.seed, job.ramp.0)),
             });
             lane_group.push(g);
         }
@@ -152,10 +154,11 @@ fn assemble(
     shared: &Shared,
     lane_group: &[usize],
     setups: &[Vec<&'static str>],
-    collected: Collected,
+    mut collected: Collected,
 ) -> JobResult {
     let measured_s = shared.window_end_ns().saturating_sub(shared.measure_start_ns) as f64 / 1e9;
     let slo = &job.slo;
+    let mut lane_rates = std::mem::take(&mut collected.lane_rates);
     let mut all = IntervalStats::default();
     let groups: Vec<GroupResult> = job
         .groups
@@ -193,6 +196,14 @@ fn assemble(
                 write: totals.write.summary(measured_s, slo),
                 total: totals.combined().summary(measured_s, slo),
                 series,
+                rate: group.rate.map(|rate| {
+                    let lanes = lane_group.iter().zip(lane_rates.iter_mut()).filter(|(&lg, _)| lg == g);
+                    let window = (shared.measure_start_ns, shared.window_end_ns());
+                    let (scheduled, max_lag_ns) =
+                        schedule_kept(&rate, group.threads(), lanes.map(|l| l.1), window);
+                    let response = totals.response.as_ref().and_then(|r| r.latency_summary(slo));
+                    RateReport::new(&rate, scheduled, totals.ios(), measured_s, max_lag_ns, response)
+                }),
             }
         })
         .collect();
@@ -271,6 +282,31 @@ fn assemble(
         errors,
         notes: notes(job, targets, lane_group, setups),
     }
+}
+
+/// The I/Os a group's lanes had due in the measured `window` (start, end) and the most any of
+/// them started late. A lane given up on (stuck in the kernel) never reported its schedule: it
+/// counts for its share of the rate.
+fn schedule_kept<'a>(
+    rate: &RateSpec,
+    threads: u32,
+    lanes: impl Iterator<Item = &'a mut Option<LaneRate>>,
+    (start, end): (u64, u64),
+) -> (u64, u64) {
+    let (mut scheduled, mut max_lag_ns) = (0, 0);
+    for lane in lanes {
+        match lane {
+            Some(lane) => {
+                scheduled += lane.schedule.due_between(start, end);
+                max_lag_ns = max_lag_ns.max(lane.max_lag_ns);
+            }
+            None => {
+                let share = rate.iops as f64 / f64::from(threads.max(1));
+                scheduled += (share * end.saturating_sub(start) as f64 / 1e9).round() as u64;
+            }
+        }
+    }
+    (scheduled, max_lag_ns)
 }
 
 /// How the run was done, where it differs from what the user may assume.

@@ -5,6 +5,14 @@
 //! handed over together shares a start time) and once per reap (every request reaped together
 //! shares an end time), and touches shared state once per reap; per I/O it only generates the
 //! next request and records one histogram value.
+//!
+//! A lane runs closed loop (each completion makes room for the next I/O) or open loop
+//! (`--rate-iops`: each I/O is due at a time of its schedule). The loop is one generic function
+//! compiled once per `Pacing`: the closed-loop one carries no schedule, no due times and no
+//! deadlines, so without a rate the hot path is what it always was. Open loop issues every I/O
+//! that is due while a slot is free; a due I/O that finds none waits in the lane and keeps its
+//! scheduled time, so the wait counts in its response time (no coordinated omission). With
+//! nothing due the lane waits for a completion or the next due time, whichever comes first.
 
 use std::os::fd::RawFd;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering::Relaxed};
@@ -14,9 +22,10 @@ use std::sync::Mutex;
 use iolab_engine::{open_engine, Completion, Engine, EngineConfig, EngineError, IoRequest, Op, Queued};
 use iolab_spec::{Burst, EngineKind, UringSpec};
 use iolab_stats::result::StopReason;
-use iolab_stats::IntervalStats;
+use iolab_stats::{IntervalStats, OpStats};
 
 use crate::routing::{RoutedIo, Router};
+use crate::schedule::Schedule;
 use crate::shared::Shared;
 
 /// Failed requests a lane reports in full; later ones are only counted.
@@ -30,8 +39,16 @@ pub enum LaneEvent {
     Interval { lane: usize, index: i64, stats: Vec<IntervalStats> },
     /// A request failed or transferred fewer bytes than asked.
     IoError { lane: usize, target: u16, op: Op, offset: u64, len: u32, result: i32 },
-    /// The lane has stopped; `error` when its engine failed.
-    Finished { lane: usize, error: Option<String> },
+    /// The lane has stopped; `error` when its engine failed, `rate` when it ran open loop.
+    Finished { lane: usize, error: Option<String>, rate: Option<LaneRate> },
+}
+
+/// How an open-loop lane kept to its schedule.
+pub struct LaneRate {
+    /// The schedule as the lane left it, to count what was due in the final measured window.
+    pub schedule: Schedule,
+    /// The most an I/O issued in the measured window started behind its due time.
+    pub max_lag_ns: u64,
 }
 
 /// Published by a lane once per batch so the watchdog can tell a stuck request, and the
@@ -65,15 +82,95 @@ pub struct LanePlan {
     pub complete_batch: u32,
     /// The CPU this lane's thread is pinned to.
     pub cpu: Option<u32>,
+    /// Open loop: the lane's share of the group's schedule. `None`: closed loop.
+    pub schedule: Option<Schedule>,
 }
 
 #[derive(Clone, Copy)]
-struct SlotInfo {
+struct SlotInfo<D> {
     target: u16,
     op: Op,
     len: u32,
     offset: u64,
     submitted_ns: u64,
+    /// When the I/O was due (open loop); nothing in closed loop.
+    due: D,
+}
+
+/// When a lane issues its I/Os.
+trait Pacing {
+    /// What a slot remembers of its I/O's schedule.
+    type Due: Copy + Default;
+
+    /// Whether the next I/O may be issued at `now`.
+    fn is_due(&self, now: u64) -> bool;
+
+    /// Takes the next I/O off the schedule as it is queued at `now`.
+    fn take(&mut self, now: u64) -> Self::Due;
+
+    /// When the next I/O is due, if it has a time.
+    fn next_due(&self) -> Option<u64>;
+
+    /// Records what the schedule adds to a completion's statistics.
+    fn record(stats: &mut IntervalStats, due: Self::Due, now: u64, len: u32);
+}
+
+/// As fast as the queue allows: always due, nothing to remember or record.
+struct ClosedLoop;
+
+impl Pacing for ClosedLoop {
+    type Due = ();
+
+    #[inline(always)]
+    fn is_due(&self, _now: u64) -> bool {
+        true
+    }
+
+    #[inline(always)]
+    fn take(&mut self, _now: u64) {}
+
+    #[inline(always)]
+    fn next_due(&self) -> Option<u64> {
+        None
+    }
+
+    #[inline(always)]
+    fn record(_stats: &mut IntervalStats, _due: (), _now: u64, _len: u32) {}
+}
+
+/// On a schedule: each I/O has a due time; its lag and response time are measured from it.
+struct Paced {
+    schedule: Schedule,
+    measure_start_ns: u64,
+    max_lag_ns: u64,
+}
+
+impl Pacing for Paced {
+    type Due = u64;
+
+    #[inline]
+    fn is_due(&self, now: u64) -> bool {
+        self.schedule.next_due_ns() <= now
+    }
+
+    #[inline]
+    fn take(&mut self, now: u64) -> u64 {
+        let due = self.schedule.take();
+        if now >= self.measure_start_ns {
+            self.max_lag_ns = self.max_lag_ns.max(now.saturating_sub(due));
+        }
+        due
+    }
+
+    #[inline]
+    fn next_due(&self) -> Option<u64> {
+        Some(self.schedule.next_due_ns())
+    }
+
+    #[inline]
+    fn record(stats: &mut IntervalStats, due: u64, now: u64, len: u32) {
+        stats.response.get_or_insert_with(OpStats::default).record(now.saturating_sub(due), u64::from(len));
+    }
 }
 
 /// Opens the lane's engine. Called on the lane's own thread: a ring belongs to its submitter.
@@ -114,25 +211,38 @@ pub fn run(
     heartbeat: &Heartbeat,
     events: &Sender<LaneEvent>,
 ) {
-    let error = drive(&mut plan, engine.as_mut(), shared, heartbeat, events).err();
+    let (error, rate) = match plan.schedule.take() {
+        None => (drive(&mut plan, engine.as_mut(), shared, heartbeat, events, &mut ClosedLoop).err(), None),
+        Some(schedule) => {
+            // Sleeps end at due times: without the default 50 us of timer slack the kernel may
+            // add, an I/O starts on time rather than up to 50 us late. Best effort.
+            let _ = nix::sys::prctl::set_timerslack(1);
+            let mut paced = Paced { schedule, measure_start_ns: shared.measure_start_ns, max_lag_ns: 0 };
+            let error = drive(&mut plan, engine.as_mut(), shared, heartbeat, events, &mut paced).err();
+            (error, Some(LaneRate { schedule: paced.schedule, max_lag_ns: paced.max_lag_ns }))
+        }
+    };
     if error.is_some() {
         shared.request_stop(StopReason::EngineError, shared.now_ns());
     }
     heartbeat.in_flight.store(engine.in_flight(), Relaxed);
     shared.await_cpu_snapshot();
-    let _ = events.send(LaneEvent::Finished { lane: plan.lane, error: error.map(|e| e.to_string()) });
+    let _ = events.send(LaneEvent::Finished { lane: plan.lane, error: error.map(|e| e.to_string()), rate });
 }
 
-fn drive(
+fn drive<P: Pacing>(
     plan: &mut LanePlan,
     engine: &mut dyn Engine,
     shared: &Shared,
     heartbeat: &Heartbeat,
     events: &Sender<LaneEvent>,
+    pacer: &mut P,
 ) -> Result<(), EngineError> {
     let depth = plan.depth as usize;
     let targets = plan.files.len();
-    let mut slots = vec![SlotInfo { target: 0, op: Op::Read, len: 0, offset: 0, submitted_ns: 0 }; depth];
+    let blank =
+        SlotInfo { target: 0, op: Op::Read, len: 0, offset: 0, submitted_ns: 0, due: P::Due::default() };
+    let mut slots = vec![blank; depth];
     let mut free: Vec<u32> = (0..plan.depth).rev().collect();
     // Queued requests not yet handed to the kernel.
     let mut batch: Vec<u32> = Vec::with_capacity(depth);
@@ -146,11 +256,11 @@ fn drive(
     loop {
         let stopping = shared.stopping() || now >= shared.window_end_ns();
         if !stopping {
-            while burst_left > 0 {
+            while burst_left > 0 && pacer.is_due(now) {
                 // A full batch goes to the kernel before the next request is prepared, so the
                 // device starts on it at once.
                 if batch.len() as u32 >= plan.submit_batch {
-                    hand_over(engine, &mut batch, &mut slots, shared, heartbeat, &mut busy, 0)?;
+                    hand_over(engine, &mut batch, &mut slots, shared, heartbeat, &mut busy, 0, None)?;
                 }
                 let Some(slot) = free.pop() else { break };
                 let RoutedIo { target, io: next } = plan.router.next_io();
@@ -160,8 +270,15 @@ fn drive(
                     free.push(slot);
                     break;
                 }
-                slots[slot as usize] =
-                    SlotInfo { target, op: next.op, len: next.len, offset: next.offset, submitted_ns: 0 };
+                let due = pacer.take(now);
+                slots[slot as usize] = SlotInfo {
+                    target,
+                    op: next.op,
+                    len: next.len,
+                    offset: next.offset,
+                    submitted_ns: 0,
+                    due,
+                };
                 batch.push(slot);
                 if plan.burst.is_some() {
                     burst_left -= 1;
@@ -176,14 +293,20 @@ fn drive(
             }
             // A burst is complete: idle, then start the next one.
             if let Some(burst) = plan.burst {
-                idle(shared, burst.idle.0);
+                idle_until(shared, shared.now_ns().saturating_add(burst.idle.0));
                 burst_left = burst.ios;
+            } else if let Some(due) = pacer.next_due() {
+                // Open loop with nothing in flight: sleep until the next I/O is due.
+                idle_until(shared, due);
             }
             now = shared.now_ns();
             continue;
         }
         let wait_for = plan.complete_batch.min(engine.in_flight());
-        hand_over(engine, &mut batch, &mut slots, shared, heartbeat, &mut busy, wait_for)?;
+        // Open loop with the next I/O not due yet: its due time ends the wait if no completion
+        // does first. A due I/O that found no free slot waits for a completion, as closed loop.
+        let deadline = pacer.next_due().filter(|&due| due > now && !stopping);
+        hand_over(engine, &mut batch, &mut slots, shared, heartbeat, &mut busy, wait_for, deadline)?;
         // The wait has returned: that is when the completions are known, before reaping them.
         now = shared.now_ns();
         engine.reap(&mut done);
@@ -234,6 +357,7 @@ fn drive(
                 Op::Read => stats.read.record(latency, u64::from(info.len)),
                 Op::Write => stats.write.record(latency, u64::from(info.len)),
             }
+            P::record(stats, info.due, now, info.len);
             if measured {
                 batch_ios += 1;
                 batch_bytes += u64::from(info.len);
@@ -251,16 +375,20 @@ fn drive(
 }
 
 /// Stamps the queued requests with the time they are handed over and commits them, waiting for
-/// `wait_for` completions: latency runs from here to the reap. The heartbeat is published first,
-/// because a synchronous engine does the I/O inside the commit and a stuck device never returns.
-fn hand_over(
+/// `wait_for` completions, or until `deadline` if one is given: latency runs from here to the
+/// reap. The heartbeat is published first, because a synchronous engine does the I/O inside the
+/// commit and a stuck device never returns.
+#[allow(clippy::too_many_arguments)] // the lane's own state, lent for one call
+#[inline]
+fn hand_over<D>(
     engine: &mut dyn Engine,
     batch: &mut Vec<u32>,
-    slots: &mut [SlotInfo],
+    slots: &mut [SlotInfo<D>],
     shared: &Shared,
     heartbeat: &Heartbeat,
     busy: &mut bool,
     wait_for: u32,
+    deadline: Option<u64>,
 ) -> Result<(), EngineError> {
     let now = shared.now_ns();
     for &slot in batch.iter() {
@@ -273,7 +401,10 @@ fn hand_over(
         heartbeat.last_progress_ns.store(now, Relaxed);
     }
     heartbeat.in_flight.store(engine.in_flight(), Relaxed);
-    engine.commit(wait_for)
+    match deadline {
+        None => engine.commit(wait_for),
+        Some(deadline) => engine.commit_until(wait_for, deadline.saturating_sub(now)),
+    }
 }
 
 /// A poisoned lock only means another thread panicked while recording; the counts are intact.
@@ -281,10 +412,11 @@ pub fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     mutex.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
-/// Sleeps between bursts in short steps, so a stop request is seen within 100 ms, and never
-/// past the end of the measured window.
-fn idle(shared: &Shared, ns: u64) {
-    let until = shared.now_ns().saturating_add(ns).min(shared.window_end_ns());
+/// Sleeps until `until` (between bursts, or until an open-loop lane's next I/O is due) in
+/// short steps, so a stop request is seen within 100 ms, and never past the end of the measured
+/// window.
+fn idle_until(shared: &Shared, until: u64) {
+    let until = until.min(shared.window_end_ns());
     loop {
         let now = shared.now_ns();
         if now >= until || shared.stopping() {

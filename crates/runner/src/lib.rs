@@ -12,6 +12,7 @@ mod observer;
 mod prepare;
 mod routing;
 mod run;
+mod schedule;
 mod shared;
 
 pub use error::RunError;

@@ -19,11 +19,13 @@ mod values;
 
 pub use axis::Axis;
 pub use error::SpecError;
-pub use model::{AccessSpec, Burst, GroupSpec, JobSpec, OutputSpec, RunPlan, TargetSpec, UringSpec};
+pub use model::{
+    AccessSpec, Burst, GroupSpec, JobSpec, OutputSpec, RateSpec, RunPlan, TargetSpec, UringSpec,
+};
 pub use options::{flag_name, Options, JOB_KEYS, RUN_KEYS, URING_KEYS};
-pub use resolve::{defaults, resolve, DEFAULT_SEED, STANDARD_SLO};
+pub use resolve::{defaults, resolve, DEFAULT_SEED, MAX_RATE_IOPS, STANDARD_SLO};
 pub use units::{Bytes, Nanos};
-pub use values::{BsSplit, BsWeight, CpuList, EngineKind, IoLimit, NanosList, RingSetup, Rw};
+pub use values::{Arrival, BsSplit, BsWeight, CpuList, EngineKind, IoLimit, NanosList, RingSetup, Rw};
 
 #[cfg(test)]
 mod tests;

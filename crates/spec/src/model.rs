@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use serde::Serialize;
 
 use crate::units::{Bytes, Nanos};
-use crate::values::{BsWeight, EngineKind, IoLimit, RingSetup};
+use crate::values::{Arrival, BsWeight, EngineKind, IoLimit, RingSetup};
 
 /// Everything one `iolab run` does: jobs one after another, and where results go.
 #[derive(Debug, Clone, Serialize)]
@@ -61,7 +61,17 @@ pub struct GroupSpec {
     /// CPUs the group's threads are pinned to, in turn; empty: not pinned.
     pub cpus: Vec<u32>,
     pub uring: UringSpec,
+    /// Open loop: I/Os issued on a schedule. `None`: closed loop, each thread keeps its queue full.
+    pub rate: Option<RateSpec>,
     pub seed: u64,
+}
+
+/// The schedule of a rate-limited group.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct RateSpec {
+    /// I/Os per second for the whole group, shared evenly by its threads.
+    pub iops: u64,
+    pub arrival: Arrival,
 }
 
 /// io_uring tuning of a group. Defaults: the cheapest ring setup the kernel accepts, registered

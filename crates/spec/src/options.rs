@@ -11,7 +11,7 @@ use serde::Deserialize;
 
 use crate::axis::Axis;
 use crate::units::{Bytes, Nanos};
-use crate::values::{BsSplit, CpuList, EngineKind, IoLimit, NanosList, RingSetup, Rw};
+use crate::values::{Arrival, BsSplit, CpuList, EngineKind, IoLimit, NanosList, RingSetup, Rw};
 
 /// Options of a run. In job files the same names are used with `_` (`read_pct = 70`).
 #[derive(Debug, Clone, Default, Args, Deserialize)]
@@ -87,6 +87,17 @@ pub struct Options {
     /// Idle time between bursts (Iometer's transfer delay).
     #[arg(long, value_name = "TIME", help_heading = "Access")]
     pub burst_idle: Option<Nanos>,
+
+    /// Open loop: issue the group's I/Os on a schedule at N per second in total (shared by its
+    /// threads) instead of as fast as the queue allows. Latency is then also reported from each
+    /// I/O's scheduled time (response time), and the result says whether the rate was sustained.
+    #[arg(long, value_name = "N", help_heading = "Load")]
+    pub rate_iops: Option<u64>,
+
+    /// Spacing of the --rate-iops schedule: uniform (evenly spaced, the default) or poisson
+    /// (exponential gaps, as independent clients arrive).
+    #[arg(long, value_name = "PROCESS", help_heading = "Load")]
+    pub arrival: Option<Arrival>,
 
     /// Outstanding I/Os per worker (default 32). Sweeps take a list: 1,4,16 or 1..512 (doubling).
     #[arg(long, value_name = "N", help_heading = "Load")]
@@ -240,6 +251,8 @@ macro_rules! with_option_fields {
             align,
             burst,
             burst_idle,
+            rate_iops,
+            arrival,
             qd,
             workers,
             engine,

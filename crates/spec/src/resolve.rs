@@ -6,7 +6,9 @@
 
 use crate::axis::Axis;
 use crate::error::{invalid, SpecError};
-use crate::model::{AccessSpec, Burst, GroupSpec, JobSpec, OutputSpec, RunPlan, TargetSpec, UringSpec};
+use crate::model::{
+    AccessSpec, Burst, GroupSpec, JobSpec, OutputSpec, RateSpec, RunPlan, TargetSpec, UringSpec,
+};
 use crate::options::{flag_name, Options, JOB_KEYS, RUN_KEYS, URING_KEYS};
 use crate::units::{Bytes, Nanos};
 use crate::values::{BsWeight, EngineKind, RingSetup, Rw};
@@ -29,6 +31,10 @@ const MAX_THREADS: u64 = 4096;
 
 /// The shortest interval of the series: each one costs every I/O thread a hand-over.
 pub const MIN_INTERVAL: Nanos = Nanos(50_000_000);
+
+/// The highest `--rate-iops`: a billion I/Os per second is beyond any device, and keeps the
+/// schedule's arithmetic (nanoseconds) meaningful.
+pub const MAX_RATE_IOPS: u64 = 1_000_000_000;
 
 /// Thresholds every report includes, in addition to the user's `--slo`.
 pub const STANDARD_SLO: [Nanos; 2] = [Nanos(1_000_000), Nanos(2_000_000)];
@@ -262,6 +268,8 @@ fn resolve_group(layer: &Options, name: String, seed: u64) -> Result<GroupSpec, 
         (Some(ios), idle) => Some(Burst { ios, idle: idle.unwrap_or_default() }),
     };
 
+    let rate = resolve_rate(layer, burst.is_some())?;
+
     let qd = single(&layer.qd, "qd")?.unwrap_or(32);
     if qd == 0 {
         return Err(invalid("--qd must be 1 or more (got 0)"));
@@ -344,8 +352,37 @@ fn resolve_group(layer: &Options, name: String, seed: u64) -> Result<GroupSpec, 
         complete_batch,
         cpus: layer.cpus.clone().unwrap_or_default().0,
         uring,
+        rate,
         seed,
     })
+}
+
+/// The open-loop schedule: `--rate-iops` and `--arrival`.
+fn resolve_rate(layer: &Options, burst: bool) -> Result<Option<RateSpec>, SpecError> {
+    let Some(iops) = layer.rate_iops else {
+        if let Some(arrival) = layer.arrival {
+            return Err(invalid(format!(
+                "--arrival {arrival} spaces a schedule, and there is none: add --rate-iops N (the group's I/Os per second)"
+            )));
+        }
+        return Ok(None);
+    };
+    if iops == 0 {
+        return Err(invalid(
+            "--rate-iops must be above 0 (e.g. --rate-iops 10000); leave it out to run as fast as the queue allows",
+        ));
+    }
+    if iops > MAX_RATE_IOPS {
+        return Err(invalid(format!(
+            "--rate-iops {iops} is above the {MAX_RATE_IOPS} I/Os per second iolab schedules; leave it out to run as fast as the queue allows"
+        )));
+    }
+    if burst {
+        return Err(invalid(
+            "--rate-iops and --burst both set when I/Os are issued; use one (a schedule, or bursts with --burst-idle)",
+        ));
+    }
+    Ok(Some(RateSpec { iops, arrival: layer.arrival.unwrap_or_default() }))
 }
 
 /// The io_uring options, which only the uring engine takes.

@@ -167,3 +167,29 @@ fn job_files_take_target_lists_and_engine_tuning() {
     assert!(error(Some("ring_setup = \"coop\"\nsqpoll = true\n"), "")
         .contains("cannot be combined with --sqpoll"));
 }
+
+#[test]
+fn rate_is_a_flag_and_a_job_file_key() {
+    let closed = plan(None, "").unwrap();
+    assert_eq!(closed.jobs[0].groups[0].rate, None, "closed loop unless a rate is given");
+    let uniform = plan(None, "rate_iops = 2000").unwrap();
+    assert_eq!(uniform.jobs[0].groups[0].rate, Some(RateSpec { iops: 2000, arrival: Arrival::Uniform }));
+    let file =
+        "rate_iops = 500\n[[job]]\n[[job.group]]\narrival = \"poisson\"\n[[job.group]]\nrate_iops = 10\n";
+    let groups = &plan(Some(file), "").unwrap().jobs[0].groups;
+    assert_eq!(groups[0].rate, Some(RateSpec { iops: 500, arrival: Arrival::Poisson }));
+    assert_eq!(groups[1].rate, Some(RateSpec { iops: 10, arrival: Arrival::Uniform }));
+    let overridden = plan(Some("rate_iops = 500\n"), "rate_iops = 7\narrival = \"poisson\"").unwrap();
+    assert_eq!(overridden.jobs[0].groups[0].rate, Some(RateSpec { iops: 7, arrival: Arrival::Poisson }));
+}
+
+#[test]
+fn bad_rates_are_rejected_with_the_fix() {
+    assert!(error(None, "rate_iops = 0").contains("--rate-iops must be above 0"));
+    assert!(error(None, "rate_iops = 2000000000").contains("above the 1000000000 I/Os per second"));
+    let err = error(None, "arrival = \"poisson\"");
+    assert!(err.contains("--arrival poisson") && err.contains("add --rate-iops N"), "{err}");
+    let err = error(None, "rate_iops = 100\nburst = 4");
+    assert!(err.contains("--rate-iops and --burst") && err.contains("use one"), "{err}");
+    assert!(parse("arrival = \"bursty\"").unwrap_err().contains("use uniform or poisson"));
+}

@@ -107,6 +107,44 @@ impl FromStr for EngineKind {
     }
 }
 
+/// How the I/Os of a rate-limited group (`--rate-iops`) are spread in time.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum Arrival {
+    /// Evenly spaced: the group's n-th I/O is due n / rate after the start.
+    #[default]
+    Uniform,
+    /// A Poisson process: exponential gaps of mean 1 / rate, as independent clients arrive.
+    Poisson,
+}
+
+impl Arrival {
+    pub fn name(self) -> &'static str {
+        match self {
+            Arrival::Uniform => "uniform",
+            Arrival::Poisson => "poisson",
+        }
+    }
+}
+
+impl fmt::Display for Arrival {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl FromStr for Arrival {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<Self, Self::Err> {
+        Ok(match text.to_ascii_lowercase().as_str() {
+            "uniform" => Arrival::Uniform,
+            "poisson" => Arrival::Poisson,
+            _ => return Err(format!("'{text}' is not an arrival process; use uniform or poisson")),
+        })
+    }
+}
+
 /// One block size of a mix and its weight.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 pub struct BsWeight {
@@ -301,6 +339,7 @@ deserialize_from_str!(EngineKind);
 deserialize_from_str!(BsSplit);
 deserialize_from_str!(RingSetup);
 deserialize_from_str!(CpuList);
+deserialize_from_str!(Arrival);
 
 impl<'de> Deserialize<'de> for IoLimit {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
@@ -369,6 +408,13 @@ mod tests {
         assert_eq!("defer_taskrun".parse(), Ok(RingSetup::DeferTaskrun));
         assert_eq!("COOP".parse(), Ok(RingSetup::CoopTaskrun));
         assert!("fast".parse::<RingSetup>().unwrap_err().contains("plain"));
+    }
+
+    #[test]
+    fn arrival() {
+        assert_eq!("Poisson".parse(), Ok(Arrival::Poisson));
+        assert_eq!(Arrival::default(), Arrival::Uniform);
+        assert!("bursty".parse::<Arrival>().unwrap_err().contains("uniform or poisson"));
     }
 
     #[test]

@@ -7,14 +7,24 @@ use crate::result::SeriesPoint;
 
 #[derive(Clone, Debug, Default)]
 pub struct IntervalStats {
+    /// Service time of reads: from the hand-over to the kernel to the completion.
     pub read: OpStats,
     pub write: OpStats,
+    /// Open loop only: response time of reads and writes together, from each I/O's scheduled
+    /// time to its completion (the wait for a free slot included). One histogram, not one per
+    /// operation: the schedule does not tell reads from writes, and what it answers (did the
+    /// I/Os keep to the rate, and what did a late start cost) concerns them all. `None` in
+    /// closed loop, which has no schedule and pays for no histogram.
+    pub response: Option<OpStats>,
 }
 
 impl IntervalStats {
     pub fn merge(&mut self, other: &IntervalStats) {
         self.read.merge(&other.read);
         self.write.merge(&other.write);
+        if let Some(response) = &other.response {
+            self.response.get_or_insert_with(OpStats::default).merge(response);
+        }
     }
 
     pub fn ios(&self) -> u64 {

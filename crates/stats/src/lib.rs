@@ -5,12 +5,14 @@
 //! the merge. Values are recorded in nanoseconds with 3 significant digits (hdrhistogram), so a
 //! reported percentile is within 0.1% of the true latency of that rank.
 
-mod cpu;
+pub mod cpu;
 pub mod format;
 mod interval;
 mod op_stats;
+mod rate;
 pub mod result;
 pub mod threads;
 
 pub use interval::IntervalStats;
 pub use op_stats::{OpStats, PERCENTILES};
+pub use rate::{SUSTAINED_MAX_LAG_NS, SUSTAINED_MIN_COMPLETED_PCT};

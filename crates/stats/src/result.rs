@@ -1,7 +1,7 @@
 //! The results of a run, as printed, exported and (later) stored. The JSON form of these types
 //! is the documented schema (docs/results-schema.md); bump `SCHEMA` on any breaking change.
 
-use iolab_spec::JobSpec;
+use iolab_spec::{Arrival, JobSpec};
 use serde::Serialize;
 
 use crate::threads::ThreadClassCpu;
@@ -86,10 +86,39 @@ pub struct GroupResult {
     pub threads: u32,
     /// CPUs the threads were pinned to (in turn); empty when not pinned.
     pub cpus: Vec<u32>,
+    /// Service time (from the hand-over to the kernel) and throughput, as in closed loop.
     pub read: OpSummary,
     pub write: OpSummary,
     pub total: OpSummary,
     pub series: Vec<SeriesPoint>,
+    /// Open loop (`--rate-iops`): how the group kept to its schedule. `None` in closed loop.
+    pub rate: Option<RateReport>,
+}
+
+/// How a rate-limited group kept to its schedule (built by `RateReport::new`, which holds the
+/// definition of "sustained").
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct RateReport {
+    /// The group's scheduled I/Os per second (`--rate-iops`).
+    pub target_iops: f64,
+    pub arrival: Arrival,
+    /// I/Os whose scheduled time fell inside the measured window.
+    pub scheduled_ios: u64,
+    /// I/Os that completed inside the measured window (the group's `total.ios`).
+    pub completed_ios: u64,
+    /// `completed_ios` per second of the window.
+    pub achieved_iops: f64,
+    /// How far completions fell short of the schedule: (scheduled - completed) / scheduled x 100,
+    /// 0 when they did not.
+    pub shortfall_pct: f64,
+    /// At least 99% of the scheduled I/Os completed and none started more than 100 ms late.
+    pub sustained: bool,
+    /// The most any I/O issued in the window started behind its scheduled time: waiting for a
+    /// free slot (the QD was all in flight) or for the thread to wake.
+    pub max_lag_ns: u64,
+    /// Response time, reads and writes together: from each I/O's scheduled time to its
+    /// completion, so a late start counts against it (no coordinated omission).
+    pub response: Option<LatencySummary>,
 }
 
 /// One target of a group.

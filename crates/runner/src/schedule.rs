@@ -1,0 +1,299 @@
+//! The open-loop schedule of one lane: when each of its I/Os is due.
+//!
+//! A group's rate is shared by its lanes (threads). Uniform: the group's k-th I/O is due at
+//! k / rate after the job starts, and lane i of T takes k = n T + i, so the group as a whole is
+//! evenly spaced instead of issuing T I/Os at once every T / rate. Poisson: each lane draws
+//! exponential gaps of mean T / rate from a generator seeded by the group's seed and the lane's
+//! index (a run repeats with its --seed); T independent Poisson processes of rate / T add up to
+//! one of the group's rate.
+//!
+//! Times are nanoseconds on the job's clock (`Shared::now_ns`), from when the lanes were told to
+//! start: the ramp is scheduled too, so the measured window opens on a schedule in progress.
+//! Due times are computed from the index (uniform) or summed in `f64` (Poisson), never by adding
+//! rounded gaps, so they do not drift.
+
+use iolab_spec::{Arrival, RateSpec};
+
+const NS_PER_SEC: u128 = 1_000_000_000;
+
+/// The most arrivals `due_between` draws one by one for a lane that fell behind; past that it
+/// counts the rest of the window at the mean rate (its expected value).
+const MAX_DRAWN: u64 = 1_000_000;
+
+pub struct Schedule {
+    kind: Kind,
+    /// Index of the lane's next I/O (0 for its first) and when it is due.
+    index: u64,
+    next_due_ns: u64,
+    measure_start_ns: u64,
+    /// Index of the lane's first I/O due at or after `measure_start_ns`, once drawn.
+    first_measured: Option<u64>,
+}
+
+enum Kind {
+    /// Lane `lane` of `threads` sharing `group_iops`. The next due time is (n T + lane) 10^9 /
+    /// rate, kept as quotient `due_ns` and remainder `rest`, and advanced by the quotient and
+    /// remainder of T 10^9 / rate: exact, and no division per I/O.
+    Uniform {
+        group_iops: u64,
+        threads: u64,
+        lane: u64,
+        due_ns: u64,
+        rest: u64,
+        step_ns: u64,
+        step_rest: u64,
+    },
+    Poisson {
+        rng: fastrand::Rng,
+        mean_gap_ns: f64,
+        due_ns: f64,
+    },
+}
+
+impl Schedule {
+    /// The schedule of lane `lane` (0-based) of the `threads` lanes of a group run at `rate`,
+    /// whose measured window opens at `measure_start_ns`.
+    pub fn new(rate: &RateSpec, threads: u32, lane: u32, seed: u64, measure_start_ns: u64) -> Self {
+        let threads = u64::from(threads.max(1));
+        let lane = u64::from(lane);
+        let iops = rate.iops.max(1);
+        let kind = match rate.arrival {
+            Arrival::Uniform => {
+                let (first, step) = (u128::from(lane) * NS_PER_SEC, u128::from(threads) * NS_PER_SEC);
+                let iops128 = u128::from(iops);
+                Kind::Uniform {
+                    group_iops: iops,
+                    threads,
+                    lane,
+                    due_ns: (first / iops128) as u64,
+                    rest: (first % iops128) as u64,
+                    step_ns: (step / iops128) as u64,
+                    step_rest: (step % iops128) as u64,
+                }
+            }
+            Arrival::Poisson => Kind::Poisson {
+                // Not the access generator's stream: a schedule of its own.
+                rng: fastrand::Rng::with_seed(
+                    seed.rotate_left(29) ^ 0x5c4e_d01e ^ (lane + 1).wrapping_mul(0xa076_1d64_78bd_642f),
+                ),
+                mean_gap_ns: threads as f64 * 1e9 / iops as f64,
+                due_ns: 0.0,
+            },
+        };
+        let mut schedule =
+            Schedule { kind, index: 0, next_due_ns: 0, measure_start_ns, first_measured: None };
+        schedule.next_due_ns = match &schedule.kind {
+            Kind::Uniform { due_ns, .. } => *due_ns,
+            Kind::Poisson { .. } => schedule.draw(),
+        };
+        schedule.note_measured();
+        schedule
+    }
+
+    /// When the lane's next I/O is due.
+    #[inline]
+    pub fn next_due_ns(&self) -> u64 {
+        self.next_due_ns
+    }
+
+    /// Takes the next I/O off the schedule; returns when it was due.
+    #[inline]
+    pub fn take(&mut self) -> u64 {
+        let due = self.next_due_ns;
+        self.index += 1;
+        self.next_due_ns = self.draw();
+        self.note_measured();
+        due
+    }
+
+    /// The due time of the I/O after the last drawn.
+    #[inline]
+    fn draw(&mut self) -> u64 {
+        match &mut self.kind {
+            Kind::Uniform { group_iops, due_ns, rest, step_ns, step_rest, .. } => {
+                *due_ns += *step_ns;
+                *rest += *step_rest;
+                if *rest >= *group_iops {
+                    *rest -= *group_iops;
+                    *due_ns += 1;
+                }
+                *due_ns
+            }
+            Kind::Poisson { rng, mean_gap_ns, due_ns } => {
+                // 1 - u is in (0, 1]: the logarithm is finite.
+                *due_ns += -(1.0 - rng.f64()).ln() * *mean_gap_ns;
+                *due_ns as u64
+            }
+        }
+    }
+
+    #[inline]
+    fn note_measured(&mut self) {
+        if self.first_measured.is_none() && self.next_due_ns >= self.measure_start_ns {
+            self.first_measured = Some(self.index);
+        }
+    }
+
+    /// How many of the lane's I/Os are due in `start..end` (the measured window), whether the
+    /// lane issued them or not. Exact for a uniform schedule. A Poisson schedule is drawn on to
+    /// `end` where the lane did not get that far, and beyond `MAX_DRAWN` more arrivals the rest
+    /// is counted at the mean rate. Meant for the end of the run: it advances the schedule.
+    pub fn due_between(&mut self, start: u64, end: u64) -> u64 {
+        if end <= start {
+            return 0;
+        }
+        if let Kind::Uniform { group_iops, threads, lane, .. } = self.kind {
+            let first =
+                |t: u64| uniform_first_at(t, u128::from(group_iops), u128::from(threads), u128::from(lane));
+            return first(end) - first(start);
+        }
+        debug_assert_eq!(start, self.measure_start_ns, "the window opens where the schedule was told");
+        let mut drawn = 0;
+        while self.next_due_ns < end {
+            if drawn == MAX_DRAWN {
+                let Kind::Poisson { mean_gap_ns, .. } = self.kind else { break };
+                let expected =
+                    |from: u64, to: u64| (to.saturating_sub(from) as f64 / mean_gap_ns).round() as u64;
+                if self.first_measured.is_none() {
+                    self.first_measured = Some(self.index + expected(self.next_due_ns, start));
+                }
+                self.index += expected(self.next_due_ns, end);
+                break;
+            }
+            self.take();
+            drawn += 1;
+        }
+        self.index - self.first_measured.unwrap_or(self.index)
+    }
+}
+
+/// The smallest n whose due time floor((n T + lane) 10^9 / rate) is at or after `t`: floor(x) >= t exactly when x >= t,
+/// so n T + lane >= t rate / 10^9, n >= (t rate - lane 10^9) / (T 10^9).
+fn uniform_first_at(t: u64, group_iops: u128, threads: u128, lane: u128) -> u64 {
+    let need = u128::from(t) * group_iops;
+    let have = lane * NS_PER_SEC;
+    if need <= have {
+        return 0;
+    }
+    (need - have).div_ceil(threads * NS_PER_SEC) as u64
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rate(iops: u64, arrival: Arrival) -> RateSpec {
+        RateSpec { iops, arrival }
+    }
+
+    fn take(schedule: &mut Schedule, n: usize) -> Vec<u64> {
+        (0..n).map(|_| schedule.take()).collect()
+    }
+
+    /// Due time of the group's I/O `k`, by the definition.
+    fn by_definition(k: u64, iops: u64) -> u64 {
+        (u128::from(k) * NS_PER_SEC / u128::from(iops)) as u64
+    }
+
+    #[test]
+    fn uniform_spacing_is_exact() {
+        let mut schedule = Schedule::new(&rate(2000, Arrival::Uniform), 1, 0, 1, 0);
+        let due = take(&mut schedule, 4001);
+        assert!(due.iter().enumerate().all(|(n, &t)| t == n as u64 * 500_000), "{:?}", &due[..4]);
+        // A period that is not a whole number of nanoseconds (1/3 us) never drifts.
+        let mut third = Schedule::new(&rate(3_000_000, Arrival::Uniform), 1, 0, 1, 0);
+        let due = take(&mut third, 3_000_001);
+        assert_eq!((due[1], due[2], due[3]), (333, 666, 1000));
+        assert_eq!(due[3_000_000], 1_000_000_000, "the 3,000,000th I/O is due at exactly 1 s");
+        assert!(due.iter().enumerate().all(|(n, &t)| t == by_definition(n as u64, 3_000_000)));
+        let mut lane = Schedule::new(&rate(7, Arrival::Uniform), 3, 2, 1, 0);
+        let due = take(&mut lane, 1000);
+        assert!(due.iter().enumerate().all(|(n, &t)| t == by_definition(n as u64 * 3 + 2, 7)));
+    }
+
+    #[test]
+    fn uniform_lanes_interleave_into_one_even_schedule() {
+        let mut lanes: Vec<Schedule> =
+            (0..4).map(|lane| Schedule::new(&rate(1000, Arrival::Uniform), 4, lane, 1, 0)).collect();
+        let mut all: Vec<u64> = lanes.iter_mut().flat_map(|s| take(s, 250)).collect();
+        all.sort_unstable();
+        assert!(all.iter().enumerate().all(|(k, &t)| t == k as u64 * 1_000_000), "{:?}", &all[..8]);
+    }
+
+    #[test]
+    fn uniform_counts_the_window_exactly() {
+        for (threads, iops) in [(1, 2000), (3, 1000), (4, 7), (2, 3_000_000)] {
+            for lane in 0..threads {
+                let (start, end) = (250_000_000, 1_250_000_000);
+                let mut schedule = Schedule::new(&rate(iops, Arrival::Uniform), threads, lane, 1, start);
+                let mut brute = Schedule::new(&rate(iops, Arrival::Uniform), threads, lane, 1, start);
+                let mut count = 0;
+                loop {
+                    let due = brute.take();
+                    if due >= end {
+                        break;
+                    }
+                    count += u64::from(due >= start);
+                }
+                assert_eq!(schedule.due_between(start, end), count, "{threads} lanes at {iops}, lane {lane}");
+            }
+        }
+        let mut group = 0;
+        for lane in 0..3 {
+            group +=
+                Schedule::new(&rate(1000, Arrival::Uniform), 3, lane, 1, 0).due_between(0, 1_000_000_000);
+        }
+        assert_eq!(group, 1000, "a group's lanes share its rate");
+    }
+
+    #[test]
+    fn poisson_gaps_average_one_over_the_rate_and_repeat_with_the_seed() {
+        let samples = 100_000;
+        let mut schedule = Schedule::new(&rate(2000, Arrival::Poisson), 1, 0, 42, 0);
+        let due = take(&mut schedule, samples + 1);
+        let gaps: Vec<f64> = due.windows(2).map(|w| (w[1] - w[0]) as f64).collect();
+        let mean = gaps.iter().sum::<f64>() / samples as f64;
+        assert!((mean - 500_000.0).abs() / 500_000.0 < 0.02, "mean gap {mean} ns, not 500 us");
+        // Exponential: the standard deviation equals the mean, and about 1/e of gaps exceed it.
+        let sd = (gaps.iter().map(|g| (g - mean).powi(2)).sum::<f64>() / samples as f64).sqrt();
+        assert!((sd - mean).abs() / mean < 0.03, "sd {sd} vs mean {mean}");
+        let above = gaps.iter().filter(|&&g| g > mean).count() as f64 / samples as f64;
+        assert!((above - (-1f64).exp()).abs() < 0.01, "{above}");
+
+        let mut again = Schedule::new(&rate(2000, Arrival::Poisson), 1, 0, 42, 0);
+        assert_eq!(take(&mut again, samples + 1), due, "the same seed gives the same schedule");
+        let mut other = Schedule::new(&rate(2000, Arrival::Poisson), 1, 0, 43, 0);
+        assert_ne!(take(&mut other, 100), due[..100], "another seed, another schedule");
+        let mut lane1 = Schedule::new(&rate(2000, Arrival::Poisson), 2, 1, 42, 0);
+        assert_ne!(take(&mut lane1, 100), due[..100], "lanes of a group draw their own gaps");
+    }
+
+    #[test]
+    fn poisson_window_counts_what_was_due_in_it() {
+        let (start, end) = (200_000_000, 1_200_000_000);
+        let mut issued = Schedule::new(&rate(50_000, Arrival::Poisson), 1, 0, 9, start);
+        let mut brute = Schedule::new(&rate(50_000, Arrival::Poisson), 1, 0, 9, start);
+        // The lane issued part of the window, then fell behind; the count is the same.
+        while issued.next_due_ns() < 700_000_000 {
+            issued.take();
+        }
+        let mut count = 0;
+        loop {
+            let due = brute.take();
+            if due >= end {
+                break;
+            }
+            count += u64::from(due >= start);
+        }
+        assert_eq!(issued.due_between(start, end), count);
+        assert!((count as f64 - 50_000.0).abs() < 5.0 * 50_000f64.sqrt(), "{count}");
+    }
+
+    #[test]
+    fn a_lane_far_behind_counts_the_rest_at_the_mean_rate() {
+        // 10 s at 1 G IOPS per lane: far past what is drawn one by one.
+        let mut schedule = Schedule::new(&rate(1_000_000_000, Arrival::Poisson), 1, 0, 3, 0);
+        let count = schedule.due_between(0, 10_000_000_000);
+        assert!((count as f64 - 1e10).abs() / 1e10 < 0.001, "{count}");
+    }
+}
