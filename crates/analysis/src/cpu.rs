@@ -6,6 +6,10 @@ use iolab_stats::threads::ThreadClass;
 /// A thread or core at this share of its time or more counts as saturated.
 pub const SATURATED_PCT: f64 = 95.0;
 
+/// The machine's cores, taken together, at this share or more count as saturated: lower than
+/// one thread's, because the mean over cores stays below 100% while one of them idles briefly.
+pub const MACHINE_SATURATED_PCT: f64 = SATURATED_PCT - 5.0;
+
 /// Process CPU seconds of the measured window.
 pub fn process_s(job: &JobResult) -> f64 {
     job.cpu.user_s + job.cpu.system_s
@@ -35,7 +39,7 @@ pub fn machine_busy_pct(job: &JobResult) -> f64 {
 /// submitting thread. (An SQPOLL thread spins by design, so its 100% says nothing.)
 pub fn saturation(job: &JobResult) -> Option<String> {
     let machine = machine_busy_pct(job);
-    if machine >= SATURATED_PCT - 5.0 {
+    if machine >= MACHINE_SATURATED_PCT {
         let cores = job.cpu.machine_busy_pct.len();
         return Some(format!("the machine's CPU: its {cores} cores were {machine:.0}% busy on average"));
     }

@@ -1,9 +1,10 @@
 //! What a set of results means, in plain words and with its evidence: the API ladder (which
 //! I/O interface is cheapest and fastest on a target, and what io_uring's punting to io-wq
 //! costs), target scaling (how much of the sum of singles a set of targets delivers together,
-//! and what stopped it), and the characterization rules of docs/characterization.md: the sweet
-//! spot of a load curve, SNIA steady state, and cache cliffs in a write log. Pure functions: no
-//! I/O, tested on synthetic results and series.
+//! and what stopped it), each job's bottleneck verdict (what limited it), and the
+//! characterization rules of docs/characterization.md: the sweet spot of a load curve, SNIA
+//! steady state, and cache cliffs in a write log. Pure functions: no I/O, tested on synthetic
+//! results and series.
 
 pub mod cliff;
 pub mod cpu;
@@ -14,6 +15,7 @@ pub mod rounds;
 pub mod scale;
 pub mod steady;
 pub mod sweep;
+pub mod verdict;
 
 #[cfg(test)]
 mod cliff_tests;
@@ -25,3 +27,5 @@ mod pseudo_noise;
 mod steady_tests;
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod verdict_tests;

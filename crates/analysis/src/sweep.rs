@@ -4,7 +4,7 @@
 
 use iolab_spec::sweep::LoadAxis;
 use iolab_stats::format::{latency, thousands};
-use iolab_stats::result::{JobResult, OpSummary};
+use iolab_stats::result::{Bottleneck, JobResult, OpSummary};
 use serde::Serialize;
 
 use crate::knee::{sweet_spot, LoadPoint, SweetSpot};
@@ -39,6 +39,8 @@ pub struct SweepRow {
     pub p99_ns: u64,
     pub p9999_ns: u64,
     pub cpu_us_per_io: f64,
+    /// The point's own bottleneck verdict (its summary and evidence are in the run report).
+    pub bottleneck: Bottleneck,
 }
 
 #[derive(Debug, Clone, Serialize, PartialEq)]
@@ -115,6 +117,7 @@ fn row(point: &PointOutcome<'_>) -> SweepRow {
         p99_ns: percentile(&job.total, 99.0),
         p9999_ns: percentile(&job.total, 99.99),
         cpu_us_per_io: job.cpu.us_per_io,
+        bottleneck: job.verdict.cause,
     }
 }
 
@@ -157,9 +160,14 @@ fn saturation(spot: &SweepRow, members: &[usize], rows: &[SweepRow]) -> Option<S
     }
     let iops_gain_pct = 100.0 * (heaviest.iops / spot.iops - 1.0);
     let latency_growth = heaviest.mean_ns / spot.mean_ns;
+    let agrees = if heaviest.bottleneck == Bottleneck::Device {
+        "; the device counters agree (the heaviest point's verdict: device)".to_string()
+    } else {
+        format!("; the heaviest point's own verdict: {}", heaviest.bottleneck.name())
+    };
     (iops_gain_pct < FLAT_IOPS_PCT && latency_growth > RISING_LATENCY).then(|| {
         format!(
-            "from {} to {} outstanding I/Os, IOPS changed {:+.0}% while mean latency grew {:.1}x: the extra I/Os only queued; the device (or the path to it) is saturated at about {} IOPS",
+            "from {} to {} outstanding I/Os, IOPS changed {:+.0}% while mean latency grew {:.1}x: the extra I/Os only queued; the device (or the path to it) is saturated at about {} IOPS{agrees}",
             spot.outstanding,
             heaviest.outstanding,
             iops_gain_pct,

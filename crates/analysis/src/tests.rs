@@ -6,8 +6,8 @@
 
 use iolab_spec::ladder::Rung;
 use iolab_stats::result::{
-    CpuReport, ErrorReport, GroupResult, JobResult, LatencySummary, OpSummary, Percentile, StopReason,
-    TargetResult,
+    Bottleneck, CpuReport, ErrorReport, GroupResult, JobResult, LatencySummary, OpSummary, Percentile,
+    StopReason, TargetResult, Verdict,
 };
 use iolab_stats::threads::{ThreadClass, ThreadClassCpu};
 
@@ -136,6 +136,12 @@ impl Synth {
             },
             errors: ErrorReport::default(),
             notes: Vec::new(),
+            devices: Vec::new(),
+            verdict: Verdict {
+                cause: Bottleneck::Undetermined,
+                summary: String::new(),
+                evidence: Vec::new(),
+            },
         }
     }
 }
@@ -178,7 +184,14 @@ fn group(name: &str, targets: &[(String, f64)], synth: &Synth) -> GroupResult {
             .iter()
             .map(|(path, iops)| {
                 let total = op_summary(*iops, synth.p50_ns, synth.p99_ns);
-                TargetResult { path: path.clone(), read: total.clone(), write: op_summary(0.0, 0, 0), total }
+                TargetResult {
+                    path: path.clone(),
+                    device: None,
+                    in_memory: false,
+                    read: total.clone(),
+                    write: op_summary(0.0, 0, 0),
+                    total,
+                }
             })
             .collect(),
         stripe_bytes: None,

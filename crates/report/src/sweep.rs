@@ -27,15 +27,25 @@ pub fn sweep_text(summary: &SweepSummary, run: &RunReport) -> String {
         }
         let _ = writeln!(
             out,
-            "  {:<24}{:>6}{:>8}{:>12}{:>12}{:>10}{:>10}{:>10}{:>10}{:>10}",
-            "point", "QD", "workers", "outstanding", "IOPS", "MB/s", "mean", "p99", "p99.99", "CPU/I/O"
+            "  {:<24}{:>6}{:>8}{:>12}{:>12}{:>10}{:>10}{:>10}{:>10}{:>10}  {}",
+            "point",
+            "QD",
+            "workers",
+            "outstanding",
+            "IOPS",
+            "MB/s",
+            "mean",
+            "p99",
+            "p99.99",
+            "CPU/I/O",
+            "limited by"
         );
         for &index in &curve.rows {
             let r = &summary.rows[index];
             let mark = if curve.sweet_spot.as_ref().is_some_and(|s| s.row == index) { "*" } else { " " };
             let _ = writeln!(
                 out,
-                "{mark} {:<24}{:>6}{:>8}{:>12}{:>12}{:>10.1}{:>10}{:>10}{:>10}{:>8.2}us",
+                "{mark} {:<24}{:>6}{:>8}{:>12}{:>12}{:>10.1}{:>10}{:>10}{:>10}{:>8.2}us  {}",
                 r.name,
                 r.qd,
                 r.workers,
@@ -45,7 +55,8 @@ pub fn sweep_text(summary: &SweepSummary, run: &RunReport) -> String {
                 latency(r.mean_ns),
                 latency(r.p99_ns as f64),
                 latency(r.p9999_ns as f64),
-                r.cpu_us_per_io
+                r.cpu_us_per_io,
+                r.bottleneck.name()
             );
         }
     }

@@ -1,10 +1,11 @@
-//! The terminal report: what ran, throughput, the latency distribution, CPU, and anything that
-//! went wrong, in that order.
+//! The terminal report: what ran, throughput, the latency distribution, CPU, the devices behind
+//! the targets, anything that went wrong, and what limited the job, in that order.
 
 use std::fmt::Write;
 
 use iolab_stats::result::{
-    GroupResult, JobResult, LatencySummary, OpSummary, RateReport, RunReport, StopReason,
+    DeviceActivity, GroupResult, JobResult, LatencySummary, OpSummary, RateReport, RunReport, StopReason,
+    Verdict,
 };
 
 use iolab_stats::format::{latency, thousands};
@@ -98,11 +99,63 @@ fn job_text(out: &mut String, job: &JobResult) {
         rate_line(out, group);
     }
     cpu_text(out, job);
+    for device in &job.devices {
+        device_text(out, device);
+    }
     problems_text(out, job);
     for note in &job.notes {
         let _ = writeln!(out, "note: {note}");
     }
+    verdict_text(out, &job.verdict);
     out.push('\n');
+}
+
+/// "  device vda: 97% busy, avg queue 31.6, 12,345 IOPS (12,300 read, 45 write), await read
+/// 2.51ms write 880us; mq-deadline, nr_requests 256, hw queue depth 128, rotational".
+fn device_text(out: &mut String, d: &DeviceActivity) {
+    let await_words: Vec<String> = [("read", d.read_await_us), ("write", d.write_await_us)]
+        .iter()
+        .filter_map(|(what, us)| us.map(|us| format!("{what} {}", latency(us * 1e3))))
+        .collect();
+    let mut queue = Vec::new();
+    if let Some(scheduler) = &d.scheduler {
+        queue.push(scheduler.clone());
+    }
+    if let Some(nr) = d.nr_requests {
+        queue.push(format!("nr_requests {nr}"));
+    }
+    if let Some(depth) = d.hw_queue_depth {
+        let queues = d.hw_queues.filter(|&n| n > 1).map_or(String::new(), |n| format!(" x {n} queues"));
+        queue.push(format!("hw queue depth {depth}{queues}"));
+    }
+    match d.rotational {
+        Some(true) => queue.push("rotational".into()),
+        Some(false) => queue.push("non-rotational".into()),
+        None => {}
+    }
+    let _ = writeln!(
+        out,
+        "  device {}: {:.0}% busy, avg queue {:.1}, {} IOPS ({} read, {} write){}{}",
+        d.device,
+        d.util_pct,
+        d.avg_queue,
+        thousands(d.iops),
+        thousands(d.reads as f64),
+        thousands(d.writes as f64),
+        if await_words.is_empty() { String::new() } else { format!(", await {}", await_words.join(" ")) },
+        if queue.is_empty() { String::new() } else { format!("; {}", queue.join(", ")) },
+    );
+}
+
+/// "Bottleneck: device — vda was busy 97% ..." and the evidence, indented.
+fn verdict_text(out: &mut String, verdict: &Verdict) {
+    if verdict.summary.is_empty() {
+        return;
+    }
+    let _ = writeln!(out, "Bottleneck: {} — {}", verdict.cause.name(), verdict.summary);
+    for line in &verdict.evidence {
+        let _ = writeln!(out, "    {line}");
+    }
 }
 
 fn rows<'a>(
@@ -303,5 +356,74 @@ fn problems_text(out: &mut String, job: &JobResult) {
     }
     if let Some(engine) = &errors.engine {
         let _ = writeln!(out, "  ENGINE FAILURE: {engine}");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use iolab_stats::result::Bottleneck;
+
+    use super::*;
+
+    fn vda() -> DeviceActivity {
+        DeviceActivity {
+            device: "vda".into(),
+            reads: 123_000,
+            writes: 45,
+            read_bytes: 123_000 * 4096,
+            write_bytes: 45 * 65536,
+            iops: 12_304.5,
+            util_pct: 97.2,
+            avg_queue: 31.64,
+            read_await_us: Some(2_512.0),
+            write_await_us: Some(880.0),
+            nr_requests: Some(256),
+            hw_queue_depth: Some(128),
+            hw_queues: Some(1),
+            scheduler: Some("mq-deadline".into()),
+            rotational: Some(true),
+        }
+    }
+
+    #[test]
+    fn a_device_line_gives_load_queue_and_latency() {
+        let mut out = String::new();
+        device_text(&mut out, &vda());
+        assert_eq!(
+            out,
+            "  device vda: 97% busy, avg queue 31.6, 12,304 IOPS (123,000 read, 45 write), await read 2.51ms write 880us; mq-deadline, nr_requests 256, hw queue depth 128, rotational\n"
+        );
+        let zram = DeviceActivity {
+            device: "zram5".into(),
+            writes: 0,
+            write_await_us: None,
+            nr_requests: None,
+            hw_queue_depth: None,
+            hw_queues: None,
+            scheduler: None,
+            rotational: Some(false),
+            ..vda()
+        };
+        let mut out = String::new();
+        device_text(&mut out, &zram);
+        assert_eq!(
+            out,
+            "  device zram5: 97% busy, avg queue 31.6, 12,304 IOPS (123,000 read, 0 write), await read 2.51ms; non-rotational\n"
+        );
+    }
+
+    #[test]
+    fn the_verdict_names_the_cause_and_indents_its_evidence() {
+        let verdict = Verdict {
+            cause: Bottleneck::Device,
+            summary: "vda was busy 97% of the window.".into(),
+            evidence: vec!["vda: busy 97%".into(), "cores busy 20% 10%".into()],
+        };
+        let mut out = String::new();
+        verdict_text(&mut out, &verdict);
+        assert_eq!(
+            out,
+            "Bottleneck: device — vda was busy 97% of the window.\n    vda: busy 97%\n    cores busy 20% 10%\n"
+        );
     }
 }

@@ -1,7 +1,7 @@
 //! The collector: runs on the job's main thread while lanes do I/O. It merges the lanes'
-//! per-second statistics into exact per-group and per-job series and totals, takes the CPU
-//! snapshots at the edges of the measured window, watches for stuck requests and for Ctrl-C,
-//! and feeds the progress line.
+//! per-second statistics into exact per-group and per-job series and totals, takes the CPU and
+//! block-device snapshots at the edges of the measured window, watches for stuck requests and
+//! for Ctrl-C, and feeds the progress line.
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
@@ -10,10 +10,11 @@ use std::time::Duration;
 
 use iolab_spec::Nanos;
 use iolab_stats::cpu::{MachineCpu, ProcessCpu};
-use iolab_stats::result::{SeriesPoint, StopReason};
+use iolab_stats::result::{DeviceActivity, SeriesPoint, StopReason};
 use iolab_stats::threads::{ThreadClassCpu, ThreadCpuTracker};
 use iolab_stats::IntervalStats;
 
+use crate::devices::{DeviceSnapshot, JobDevices};
 use crate::lane::{Heartbeat, LaneEvent, LaneRate, KEPT_ERRORS};
 use crate::observer::{Observer, Phase, ProgressUpdate};
 use crate::shared::{Shared, CPU_SAMPLE_NS};
@@ -51,6 +52,8 @@ pub struct Collected {
     pub machine_busy_pct: Vec<f64>,
     /// The process's CPU by thread class over the measured window.
     pub threads: Vec<ThreadClassCpu>,
+    /// The devices behind the targets over the measured window.
+    pub devices: Vec<DeviceActivity>,
     /// Lanes that never finished (stuck in the kernel); their threads must not be joined.
     pub abandoned: Vec<usize>,
     /// Per lane, how an open-loop lane kept to its schedule; `None` in closed loop, or when the
@@ -75,6 +78,8 @@ pub struct Collector<'a> {
     /// Per-thread CPU over the measured window, sampled once per interval so that threads
     /// that exit mid-window (idle io-wq workers) are still counted.
     thread_cpu: Option<ThreadCpuTracker>,
+    devices: &'a JobDevices,
+    device_start: Option<DeviceSnapshot>,
     job_name: &'a str,
     /// The last closed interval, ramp or measured, for the progress line.
     latest: Option<SeriesPoint>,
@@ -89,6 +94,7 @@ impl<'a> Collector<'a> {
         lane_group: Vec<usize>,
         group_targets: Vec<usize>,
         io_timeout: Nanos,
+        devices: &'a JobDevices,
         job_name: &'a str,
     ) -> Self {
         let groups = group_targets.len();
@@ -111,6 +117,7 @@ impl<'a> Collector<'a> {
                 cpu: None,
                 machine_busy_pct: Vec::new(),
                 threads: Vec::new(),
+                devices: Vec::new(),
                 abandoned: Vec::new(),
                 lane_rates: (0..lanes).map(|_| None).collect(),
             },
@@ -118,6 +125,8 @@ impl<'a> Collector<'a> {
             cpu_start: None,
             cpu_done: false,
             thread_cpu: None,
+            devices,
+            device_start: None,
             job_name,
             latest: None,
             next_index: 0,
@@ -173,15 +182,21 @@ impl<'a> Collector<'a> {
         }
     }
 
-    /// Takes the CPU snapshots when the measured window opens and closes.
+    /// Takes the CPU and device snapshots when the measured window opens and closes.
     fn snapshot_cpu(&mut self, now: u64) {
         let window_end = self.shared.window_end_ns();
         if self.cpu_start.is_none() && now >= self.shared.measure_start_ns && now < window_end {
             self.cpu_start = ProcessCpu::now().ok().zip(MachineCpu::now().ok());
             self.thread_cpu = ThreadCpuTracker::start().ok();
+            if !self.devices.is_empty() {
+                self.device_start = Some(self.devices.snapshot(self.shared.now_ns()));
+            }
         }
         if !self.cpu_done && now >= window_end {
             self.cpu_done = true;
+            if let Some(start) = &self.device_start {
+                self.out.devices = self.devices.activity(start, &self.devices.snapshot(self.shared.now_ns()));
+            }
             if let Some(tracker) = self.thread_cpu.take() {
                 let window = Nanos(window_end.saturating_sub(self.shared.measure_start_ns));
                 self.out.threads = tracker.finish(window).unwrap_or_default();

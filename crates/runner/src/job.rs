@@ -9,12 +9,14 @@ use std::time::Instant;
 use iolab_engine::Op;
 use iolab_spec::{EngineKind, JobSpec, RateSpec};
 use iolab_stats::result::{
-    CpuReport, ErrorReport, GroupResult, IoErrorRecord, JobResult, RateReport, StuckIo, TargetResult,
+    Bottleneck, CpuReport, ErrorReport, GroupResult, IoErrorRecord, JobResult, RateReport, StuckIo,
+    TargetResult, Verdict,
 };
 use iolab_stats::threads::WORKER_THREAD_PREFIX;
 use iolab_stats::IntervalStats;
 
 use crate::collector::{Collected, Collector};
+use crate::devices::{Behind, JobDevices};
 use crate::error::RunError;
 use crate::lane::{self, Heartbeat, LanePlan, LaneRate};
 use crate::observer::Observer;
@@ -30,6 +32,8 @@ pub fn run_job(
     interrupt: &AtomicBool,
     observer: &mut dyn Observer,
 ) -> Result<JobResult, RunError> {
+    // sysfs is read here and by the collector, never by the lanes.
+    let devices = JobDevices::find(targets);
     let mut plans = Vec::new();
     let mut lane_group = Vec::new();
     for (g, (group, group_targets)) in job.groups.iter().zip(targets).enumerate() {
@@ -122,16 +126,25 @@ pub fn run_job(
         let _ = start.send(Some(shared.clone()));
     }
     let group_targets = targets.iter().map(Vec::len).collect();
-    let collected =
-        Collector::new(&shared, &heartbeats, lane_group.clone(), group_targets, job.io_timeout, &job.name)
-            .run(event_rx, interrupt, observer);
+    let collected = Collector::new(
+        &shared,
+        &heartbeats,
+        lane_group.clone(),
+        group_targets,
+        job.io_timeout,
+        &devices,
+        &job.name,
+    )
+    .run(event_rx, interrupt, observer);
     observer.finish();
     for (lane, handle) in handles.into_iter().enumerate() {
         if !collected.abandoned.contains(&lane) {
             let _ = handle.join();
         }
     }
-    Ok(assemble(job, targets, &shared, &lane_group, &setups, collected))
+    let mut result = assemble(job, targets, &devices, &shared, &lane_group, &setups, collected);
+    result.verdict = iolab_analysis::verdict::judge(&result);
+    Ok(result)
 }
 
 /// Pins the calling thread to `cpu`.
@@ -148,9 +161,11 @@ fn pin(cpu: Option<u32>) -> Result<(), RunError> {
         })
 }
 
+/// The job's results; its verdict is judged from them afterwards.
 fn assemble(
     job: &JobSpec,
     targets: &[Vec<PreparedTarget>],
+    devices: &JobDevices,
     shared: &Shared,
     lane_group: &[usize],
     setups: &[Vec<&'static str>],
@@ -175,8 +190,14 @@ fn assemble(
                 targets: targets[g]
                     .iter()
                     .zip(&collected.target_totals[g])
-                    .map(|(target, stats)| TargetResult {
+                    .enumerate()
+                    .map(|(t, (target, stats))| TargetResult {
                         path: target.path.display().to_string(),
+                        device: match devices.behind(g, t) {
+                            Behind::Device(index) => devices.name(index).map(str::to_string),
+                            Behind::Memory | Behind::Unknown => None,
+                        },
+                        in_memory: devices.behind(g, t) == Behind::Memory,
                         read: stats.read.summary(measured_s, slo),
                         write: stats.write.summary(measured_s, slo),
                         total: stats.combined().summary(measured_s, slo),
@@ -281,6 +302,8 @@ fn assemble(
         cpu,
         errors,
         notes: notes(job, targets, lane_group, setups),
+        devices: collected.devices,
+        verdict: Verdict { cause: Bottleneck::Undetermined, summary: String::new(), evidence: Vec::new() },
     }
 }
 

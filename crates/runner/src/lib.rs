@@ -4,6 +4,7 @@
 
 mod access;
 mod collector;
+mod devices;
 mod error;
 mod job;
 mod lab;

@@ -66,6 +66,11 @@ pub struct JobResult {
     pub errors: ErrorReport,
     /// Things the user should know about how the run was done (e.g. psync threads).
     pub notes: Vec<String>,
+    /// The block devices behind the job's targets, one per distinct device, over the measured
+    /// window; empty when no target has one (tmpfs) or the window never opened.
+    pub devices: Vec<DeviceActivity>,
+    /// What limited the job, with the figures that show it.
+    pub verdict: Verdict,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -125,6 +130,11 @@ pub struct RateReport {
 #[derive(Debug, Clone, Serialize)]
 pub struct TargetResult {
     pub path: String,
+    /// The block device that served the target's I/O (named as in `JobResult.devices`): the
+    /// target itself, or the device under its filesystem; `None` when sysfs lists none.
+    pub device: Option<String>,
+    /// The target lives in memory (tmpfs, ramfs): no device ever saw its I/O.
+    pub in_memory: bool,
     pub read: OpSummary,
     pub write: OpSummary,
     pub total: OpSummary,
@@ -228,4 +238,86 @@ pub struct StuckIo {
     pub thread: u32,
     pub outstanding_ms: u64,
     pub in_flight: u32,
+}
+
+/// What one block device did over the measured window, from its sysfs `stat` counters, and its
+/// request queue. The counters are the device's own: they include I/O of other processes (and
+/// the filesystem's metadata and writeback) on the same device.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct DeviceActivity {
+    /// The kernel's name: "vda", "nvme0n1p2", "dm-0", "loop0".
+    pub device: String,
+    /// Requests the device completed (after merging), and the bytes they moved.
+    pub reads: u64,
+    pub writes: u64,
+    pub read_bytes: u64,
+    pub write_bytes: u64,
+    /// (reads + writes) per second of the window.
+    pub iops: f64,
+    /// Share of the window with at least one request in the device (io_ticks), 0..100. A device
+    /// that serves requests in parallel (SSD, NVMe) can be 100% busy and still take more.
+    pub util_pct: f64,
+    /// Mean requests in the device over the window (time_in_queue growth / window).
+    pub avg_queue: f64,
+    /// Mean time from issue to completion of a read, in the device; `None` without reads.
+    pub read_await_us: Option<f64>,
+    pub write_await_us: Option<f64>,
+    /// `queue/nr_requests`: requests the block layer holds per hardware queue.
+    pub nr_requests: Option<u32>,
+    /// Commands the device takes at once per hardware queue (`device/queue_depth` for SCSI,
+    /// else blk-mq's `mq/0/nr_tags`).
+    pub hw_queue_depth: Option<u32>,
+    /// Hardware queues (`mq/*`): several on NVMe, one on most others.
+    pub hw_queues: Option<u32>,
+    /// The active I/O scheduler ("none", "mq-deadline", ...); `None` for bio-based devices.
+    pub scheduler: Option<String>,
+    pub rotational: Option<bool>,
+}
+
+/// What limited a job.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Bottleneck {
+    /// A thread that submits and reaps I/O (or the cores, mostly busy with those threads).
+    SubmittingCpu,
+    /// Kernel work outside the submitting threads: io-wq workers, the SQPOLL thread.
+    KernelCpu,
+    /// The device: busy all the time with every request the job kept outstanding.
+    Device,
+    /// The device's request queue holds fewer requests than the job kept outstanding.
+    Queue,
+    /// The page cache (or a memory filesystem) served the I/O; the device was not measured.
+    PageCache,
+    /// The job ran at the rate it was asked for (open loop).
+    RateLimit,
+    /// Nothing was saturated: the job's own outstanding I/Os (QD x workers) limited it.
+    Concurrency,
+    /// No evidence either way.
+    Undetermined,
+}
+
+impl Bottleneck {
+    /// How the report names it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Bottleneck::SubmittingCpu => "submitting CPU",
+            Bottleneck::KernelCpu => "kernel CPU",
+            Bottleneck::Device => "device",
+            Bottleneck::Queue => "device queue",
+            Bottleneck::PageCache => "page cache",
+            Bottleneck::RateLimit => "rate limit",
+            Bottleneck::Concurrency => "concurrency",
+            Bottleneck::Undetermined => "undetermined",
+        }
+    }
+}
+
+/// What limited a job, in plain words, with the figures that support it.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct Verdict {
+    pub cause: Bottleneck,
+    /// One plain sentence.
+    pub summary: String,
+    /// The figures behind it, one per line.
+    pub evidence: Vec<String>,
 }

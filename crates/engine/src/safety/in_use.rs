@@ -10,13 +10,14 @@ use std::io;
 use std::os::unix::fs::{FileTypeExt, MetadataExt};
 use std::path::Path;
 
-use super::sysfs::{self, BlockNode, DevId};
+use super::sysfs::{self, BlockNode};
 use super::{with_context, Finding};
+use crate::target::DeviceNumber;
 
 /// One line of mountinfo, the fields this check needs.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Mount {
-    pub(crate) dev: Option<DevId>,
+    pub(crate) dev: Option<DeviceNumber>,
     pub(crate) mount_point: String,
     pub(crate) source: String,
 }
@@ -80,14 +81,14 @@ pub(crate) fn holders(nodes: &[BlockNode]) -> io::Result<Vec<Finding>> {
 }
 
 /// The device number of `path` if it is a block device node; anything else is no match.
-fn block_dev_of(path: &str) -> Option<DevId> {
+fn block_dev_of(path: &str) -> Option<DeviceNumber> {
     // Only device nodes can be a block device's mount source; statting anything else (a network
     // share's path, a FUSE source) could block or mean nothing.
     if !path.starts_with("/dev/") {
         return None;
     }
     let meta = fs::metadata(path).ok()?;
-    meta.file_type().is_block_device().then(|| DevId::from_rdev(meta.rdev()))
+    meta.file_type().is_block_device().then(|| DeviceNumber::from_dev(meta.rdev()))
 }
 
 /// mountinfo lines: `ID PARENT MAJ:MIN ROOT MOUNT_POINT OPTIONS [OPTIONAL...] - FSTYPE SOURCE
@@ -106,7 +107,7 @@ pub(crate) fn parse_mountinfo(text: &str) -> Vec<Mount> {
             .and_then(|dash| fields.get(6 + dash + 2))
             .map(|s| unescape(s))
             .unwrap_or_default();
-        mounts.push(Mount { dev: DevId::parse(dev), mount_point: unescape(mount_point), source });
+        mounts.push(Mount { dev: DeviceNumber::parse(dev), mount_point: unescape(mount_point), source });
     }
     mounts
 }
@@ -159,13 +160,13 @@ mod tests {
         assert_eq!(
             mounts[1],
             Mount {
-                dev: Some(DevId { major: 7, minor: 3 }),
+                dev: Some(DeviceNumber { major: 7, minor: 3 }),
                 mount_point: "/mnt/with space".into(),
                 source: "/dev/loop3".into(),
             }
         );
         assert_eq!(mounts[2].source, "/dev/loop3p1");
-        assert_eq!(mounts[3].dev, Some(DevId { major: 0, minor: 45 }));
+        assert_eq!(mounts[3].dev, Some(DeviceNumber { major: 0, minor: 45 }));
         assert_eq!(mounts[3].source, "/dev/loop3p2");
     }
 

@@ -69,7 +69,7 @@ pub fn inspect_block_device(device: &Path) -> io::Result<Vec<Finding>> {
     }
     let disk = sysfs::device_node(
         Path::new(SYS),
-        sysfs::DevId::from_rdev(meta.rdev()),
+        crate::target::DeviceNumber::from_dev(meta.rdev()),
         device.display().to_string(),
     )?;
     let partitions = sysfs::partitions(&disk)?;

@@ -11,32 +11,7 @@ use std::io;
 use std::path::{Path, PathBuf};
 
 use super::with_context;
-
-/// A block device number, written `major:minor` by sysfs and mountinfo.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct DevId {
-    pub(crate) major: u32,
-    pub(crate) minor: u32,
-}
-
-impl DevId {
-    /// From `st_rdev` of a device node.
-    pub(crate) fn from_rdev(rdev: u64) -> Self {
-        DevId { major: libc::major(rdev), minor: libc::minor(rdev) }
-    }
-
-    /// From the `MAJ:MIN` text of sysfs `dev` files and mountinfo's third field.
-    pub(crate) fn parse(text: &str) -> Option<Self> {
-        let (major, minor) = text.trim().split_once(':')?;
-        Some(DevId { major: major.parse().ok()?, minor: minor.parse().ok()? })
-    }
-}
-
-impl fmt::Display for DevId {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}:{}", self.major, self.minor)
-    }
-}
+use crate::target::DeviceNumber;
 
 /// Where a partition lies on its disk, in bytes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -52,7 +27,7 @@ pub(crate) struct BlockNode {
     pub(crate) name: String,
     /// How findings name it: the path the user gave for the device, `/dev/NAME` for a partition.
     pub(crate) display: String,
-    pub(crate) dev: DevId,
+    pub(crate) dev: DeviceNumber,
     /// Its canonical sysfs directory.
     pub(crate) sysdir: PathBuf,
     /// `None` for the device itself.
@@ -78,7 +53,7 @@ impl fmt::Display for Holder {
 }
 
 /// The device numbered `dev`, with its sysfs directory resolved under `sys_root`.
-pub(crate) fn device_node(sys_root: &Path, dev: DevId, display: String) -> io::Result<BlockNode> {
+pub(crate) fn device_node(sys_root: &Path, dev: DeviceNumber, display: String) -> io::Result<BlockNode> {
     let link = sys_root.join("dev/block").join(dev.to_string());
     let sysdir = fs::canonicalize(&link).map_err(with_context(format!(
         "cannot find block device {dev} ({display}) in sysfs at {}",
@@ -103,7 +78,7 @@ pub(crate) fn partitions(disk: &BlockNode) -> io::Result<Vec<BlockNode>> {
         let number = read_u64(&number_file)?;
         let name = dir.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
         let dev_file = dir.join("dev");
-        let dev = DevId::parse(&read_text(&dev_file)?).ok_or_else(|| {
+        let dev = DeviceNumber::parse(&read_text(&dev_file)?).ok_or_else(|| {
             io::Error::new(
                 io::ErrorKind::InvalidData,
                 format!("{} does not hold MAJ:MIN", dev_file.display()),
@@ -216,17 +191,17 @@ mod tests {
 
     #[test]
     fn dev_id_parses_and_prints() {
-        let dev = DevId::parse("259:3\n").expect("parses");
+        let dev = DeviceNumber::parse("259:3\n").expect("parses");
         assert_eq!((dev.major, dev.minor), (259, 3));
         assert_eq!(dev.to_string(), "259:3");
-        assert_eq!(DevId::parse("259"), None);
-        assert_eq!(DevId::parse("a:b"), None);
+        assert_eq!(DeviceNumber::parse("259"), None);
+        assert_eq!(DeviceNumber::parse("a:b"), None);
     }
 
     #[test]
     fn finds_the_device_and_its_partitions_in_number_order() {
         let sys = fake_disk("parts");
-        let disk = device_node(&sys.0, DevId { major: 7, minor: 7 }, "/dev/disk/by-id/x".into())
+        let disk = device_node(&sys.0, DeviceNumber { major: 7, minor: 7 }, "/dev/disk/by-id/x".into())
             .expect("device node");
         assert_eq!(disk.name, "loop7");
         assert_eq!(disk.display, "/dev/disk/by-id/x");
@@ -234,15 +209,15 @@ mod tests {
         let names: Vec<_> = parts.iter().map(|p| p.name.as_str()).collect();
         assert_eq!(names, ["loop7p1", "loop7p2", "loop7p10"]);
         assert_eq!(parts[0].display, "/dev/loop7p1");
-        assert_eq!(parts[0].dev, DevId { major: 259, minor: 257 });
+        assert_eq!(parts[0].dev, DeviceNumber { major: 259, minor: 257 });
         assert_eq!(parts[0].extent, Some(Extent { start: 2048 * 512, len: 2048 * 512 }));
     }
 
     #[test]
     fn names_holders_with_their_dm_name() {
         let sys = fake_disk("holders");
-        let disk =
-            device_node(&sys.0, DevId { major: 7, minor: 7 }, "/dev/loop7".into()).expect("device node");
+        let disk = device_node(&sys.0, DeviceNumber { major: 7, minor: 7 }, "/dev/loop7".into())
+            .expect("device node");
         assert_eq!(holders(&disk).expect("holders"), vec![]);
         sys.write("devices/virtual/block/loop7/holders/dm-0/dm/name", "vg0-data\n");
         sys.mkdir("devices/virtual/block/loop7/holders/md127");
@@ -254,8 +229,8 @@ mod tests {
     #[test]
     fn unknown_device_number_is_an_error_naming_it() {
         let sys = fake_disk("missing");
-        let err =
-            device_node(&sys.0, DevId { major: 8, minor: 0 }, "/dev/sdz".into()).expect_err("no such device");
+        let err = device_node(&sys.0, DeviceNumber { major: 8, minor: 0 }, "/dev/sdz".into())
+            .expect_err("no such device");
         assert!(err.to_string().contains("8:0 (/dev/sdz)"), "{err}");
     }
 }

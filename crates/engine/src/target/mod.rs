@@ -1,9 +1,9 @@
 //! Targets: what a path is (file or block device), how big, which alignment O_DIRECT needs,
 //! and opening it with errors that tell the user what to do.
 
+mod device;
 mod discard;
 mod layout;
-mod queue;
 
 use std::fs::{File, OpenOptions};
 use std::io;
@@ -12,9 +12,11 @@ use std::path::{Path, PathBuf};
 
 use thiserror::Error;
 
+pub use device::{
+    backing, has_poll_queues_behind, Backing, BlockDevice, DeviceNumber, DeviceStat, QueueInfo,
+};
 pub use discard::discard;
 pub use layout::{lay_out_file, Layout};
-pub use queue::has_poll_queues_behind;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum TargetKind {
