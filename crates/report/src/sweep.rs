@@ -27,18 +27,8 @@ pub fn sweep_text(summary: &SweepSummary, run: &RunReport) -> String {
         }
         let _ = writeln!(
             out,
-            "  {:<24}{:>6}{:>8}{:>12}{:>12}{:>10}{:>10}{:>10}{:>10}{:>10}  {}",
-            "point",
-            "QD",
-            "workers",
-            "outstanding",
-            "IOPS",
-            "MB/s",
-            "mean",
-            "p99",
-            "p99.99",
-            "CPU/I/O",
-            "limited by"
+            "  {:<24}{:>6}{:>8}{:>12}{:>12}{:>10}{:>10}{:>10}{:>10}{:>10}  limited by",
+            "point", "QD", "workers", "outstanding", "IOPS", "MB/s", "mean", "p99", "p99.99", "CPU/I/O"
         );
         for &index in &curve.rows {
             let r = &summary.rows[index];
