@@ -7,22 +7,21 @@ use std::process::ExitCode;
 use iolab_analysis::cliff::{find_cliffs, CliffRule, ThroughputSample};
 use iolab_report::{cliff_json, cliff_text};
 use iolab_runner::{Lab, OnFailedStart};
-use iolab_spec::{Axis, Bytes, IoLimit, Nanos, Options, Rw};
+use iolab_spec::{Bytes, Nanos, Options};
 use iolab_stats::result::JobResult;
 
 use crate::args::CliffArgs;
+use crate::fill::{self, FILL_KEYS};
 use crate::progress::ProgressLine;
 use crate::{exit, session, study};
 
-/// Long enough never to end the fill early: the I/O limit ends the job.
-const UNBOUNDED: Nanos = Nanos(100 * 365 * 24 * 3600 * 1_000_000_000);
 /// Fine enough to place a cliff within a few hundred MB at several GB/s.
 const SAMPLE: Nanos = Nanos(100_000_000);
 
 pub fn run(args: CliffArgs) -> ExitCode {
     let refused = study::refuse(
         &args.options,
-        &["rw", "read_pct", "random_pct", "runtime", "io_limit", "rate_iops", "burst"],
+        FILL_KEYS,
         "cliff",
         "writes the region once, sequentially (give its length with --bytes)",
     );
@@ -33,28 +32,11 @@ pub fn run(args: CliffArgs) -> ExitCode {
     if let Err(message) = rule.validate() {
         return exit::fail(exit::USAGE, &message);
     }
-    let defaults = Options {
-        rw: Some(Rw::Write),
-        bs: Some(Axis::one(Bytes(128 << 10))),
-        qd: Some(Axis::one(32)),
-        runtime: Some(UNBOUNDED),
-        ramp: Some(Nanos(0)),
-        interval: Some(SAMPLE),
-        ..Options::default()
-    };
-    let plan = match study::plan_over(&defaults, &args.options, args.target.into_iter().collect()) {
-        Ok(plan) => plan,
+    let defaults = Options { interval: Some(SAMPLE), ..fill::defaults() };
+    let (plan, job) = match study::one_workload(&defaults, &args.options, args.target, "cliff") {
+        Ok(both) => both,
         Err(message) => return exit::fail(exit::USAGE, &message),
     };
-    let Some(mut job) = plan.jobs.first().cloned() else {
-        return exit::fail(exit::USAGE, "nothing to run");
-    };
-    if plan.jobs.len() > 1 || job.groups.len() > 1 {
-        return exit::fail(
-            exit::USAGE,
-            "cliff takes one target or one striped set, not a job file of several jobs or groups",
-        );
-    }
     let interrupt = match session::install_signals() {
         Ok(interrupt) => interrupt,
         Err(code) => return code,
@@ -64,8 +46,7 @@ pub fn run(args: CliffArgs) -> ExitCode {
         let targets = lab.prepare(&job, &mut progress)?;
         let region: u64 = targets.iter().flatten().map(|t| t.region_size).sum();
         let bytes = args.bytes.map_or(region, |b| b.0);
-        job.io_limit = Some(IoLimit::Bytes(Bytes(bytes)));
-        job.name = format!("cliff: {} of sequential writes", Bytes(bytes));
+        let job = fill::limited_to(&job, format!("cliff: {} of sequential writes", Bytes(bytes)), bytes);
         lab.run_prepared(&job, &targets, &mut progress)?;
         Ok(lab.into_report())
     });
@@ -80,11 +61,7 @@ pub fn run(args: CliffArgs) -> ExitCode {
     } else {
         cliff_text(&found, &samples, &report)
     };
-    if let Err(code) = session::write_output(&plan.output, &rendered) {
-        return code;
-    }
-    session::warn_about_problems(&report);
-    ExitCode::from(session::exit_code(&report))
+    session::deliver(&plan.output, &rendered, &report)
 }
 
 /// Throughput against bytes written, one sample per interval of the series. The last interval

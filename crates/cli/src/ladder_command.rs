@@ -59,11 +59,7 @@ pub fn run(args: LadderArgs) -> ExitCode {
     let summary = summarize(&outcomes);
     let rendered =
         if plan.output.json { ladder_json(&summary, report) } else { ladder_text(&summary, report) };
-    if let Err(code) = session::write_output(&plan.output, &rendered) {
-        return code;
-    }
-    session::warn_about_problems(report);
-    ExitCode::from(session::exit_code(report))
+    session::deliver(&plan.output, &rendered, report)
 }
 
 /// The job of `rung`, or why the rung cannot run on this target.

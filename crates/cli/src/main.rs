@@ -3,6 +3,7 @@
 mod args;
 mod cliff_command;
 mod exit;
+mod fill;
 mod ladder_command;
 mod precondition_command;
 mod progress;

@@ -5,19 +5,17 @@ use std::process::ExitCode;
 
 use iolab_report::{precondition_json, precondition_text, Preconditioning};
 use iolab_runner::{Lab, Observer, OnFailedStart};
-use iolab_spec::{Axis, Bytes, IoLimit, JobSpec, Nanos, Options, Rw};
+use iolab_spec::{Bytes, JobSpec};
 
 use crate::args::PreconditionArgs;
+use crate::fill::{self, FILL_KEYS};
 use crate::progress::ProgressLine;
 use crate::{exit, session, study};
-
-/// Long enough never to end a pass early: the I/O limit ends the job.
-const UNBOUNDED: Nanos = Nanos(100 * 365 * 24 * 3600 * 1_000_000_000);
 
 pub fn run(args: PreconditionArgs) -> ExitCode {
     let refused = study::refuse(
         &args.options,
-        &["rw", "read_pct", "random_pct", "runtime", "io_limit", "bs_split", "rate_iops", "burst"],
+        FILL_KEYS,
         "precondition",
         "writes the whole region sequentially, --passes times",
     );
@@ -27,19 +25,11 @@ pub fn run(args: PreconditionArgs) -> ExitCode {
     if args.passes == 0 {
         return exit::fail(exit::USAGE, "--passes must be 1 or more");
     }
-    let plan = match study::plan_over(&defaults(), &args.options, args.target.into_iter().collect()) {
-        Ok(plan) => plan,
+    let (plan, job) = match study::one_workload(&fill::defaults(), &args.options, args.target, "precondition")
+    {
+        Ok(both) => both,
         Err(message) => return exit::fail(exit::USAGE, &message),
     };
-    let Some(job) = plan.jobs.first().cloned() else {
-        return exit::fail(exit::USAGE, "nothing to run");
-    };
-    if plan.jobs.len() > 1 || job.groups.len() > 1 {
-        return exit::fail(
-            exit::USAGE,
-            "precondition takes one target or one striped set, not a job file of several jobs or groups",
-        );
-    }
 
     let interrupt = match session::install_signals() {
         Ok(interrupt) => interrupt,
@@ -62,7 +52,7 @@ pub fn run(args: PreconditionArgs) -> ExitCode {
             }
         }
     }
-    let job = fill(&job, args.passes, region);
+    let job = passes(&job, args.passes, region);
     if let Err(e) = lab.run_prepared(&job, &targets, &mut progress) {
         return exit::fail(session::error_code(&e), &e.to_string());
     }
@@ -75,31 +65,14 @@ pub fn run(args: PreconditionArgs) -> ExitCode {
     };
     let rendered =
         if plan.output.json { precondition_json(&done, &report) } else { precondition_text(&done, &report) };
-    if let Err(code) = session::write_output(&plan.output, &rendered) {
-        return code;
-    }
-    session::warn_about_problems(&report);
-    ExitCode::from(session::exit_code(&report))
+    session::deliver(&plan.output, &rendered, &report)
 }
 
-/// The preconditioning workload: sequential 128 KiB writes at QD 32, no ramp, ended by the
-/// I/O limit that `fill` sets. The user's flags lie over it.
-pub fn defaults() -> Options {
-    Options {
-        rw: Some(Rw::Write),
-        bs: Some(Axis::one(Bytes(128 << 10))),
-        qd: Some(Axis::one(32)),
-        runtime: Some(UNBOUNDED),
-        ramp: Some(Nanos(0)),
-        ..Options::default()
-    }
-}
-
-/// `job` (from `defaults`) writing a region of `region` bytes `passes` times.
-pub fn fill(job: &JobSpec, passes: u32, region: u64) -> JobSpec {
-    JobSpec {
-        name: format!("precondition: {passes} pass(es) of sequential writes"),
-        io_limit: Some(IoLimit::Bytes(Bytes(region * u64::from(passes)))),
-        ..job.clone()
-    }
+/// The fill `job` writing a region of `region` bytes `passes` times.
+pub fn passes(job: &JobSpec, passes: u32, region: u64) -> JobSpec {
+    fill::limited_to(
+        job,
+        format!("precondition: {passes} pass(es) of sequential writes"),
+        region * u64::from(passes),
+    )
 }

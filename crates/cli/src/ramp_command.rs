@@ -30,13 +30,11 @@ pub fn run(args: RampArgs) -> ExitCode {
         );
     }
     let limits = RampLimits { latency: args.max_latency, max_cpu_pct: args.max_cpu };
-    let base = match study::base_plan(&args.options, args.target.clone().into_iter().collect()) {
-        Ok(plan) => plan,
-        Err(message) => return exit::fail(exit::USAGE, &message),
-    };
-    let [closed] = base.jobs.as_slice() else {
-        return exit::fail(exit::USAGE, "ramp takes one workload, not a job file of several jobs");
-    };
+    let (base, closed) =
+        match study::one_workload(&study::step_defaults(), &args.options, args.target.clone(), "ramp") {
+            Ok(both) => both,
+            Err(message) => return exit::fail(exit::USAGE, &message),
+        };
     // Each level is the same workload with a rate: resolved now, so a bad flag fails before I/O.
     let level_job = |iops: u64, level: u32| -> Result<JobSpec, String> {
         let flags = Options { rate_iops: Some(iops.max(1)), ..args.options.clone() };
@@ -56,7 +54,7 @@ pub fn run(args: RampArgs) -> ExitCode {
     let mut rows = Vec::new();
     let mut max_iops = 0.0;
     let ran = Lab::open(&base, OnFailedStart::Stop, &interrupt, &mut progress).and_then(|mut lab| {
-        let targets = lab.prepare(closed, &mut progress)?;
+        let targets = lab.prepare(&closed, &mut progress)?;
         let max = JobSpec { name: "maximum (closed loop)".into(), ..closed.clone() };
         max_iops = lab.run_prepared(&max, &targets, &mut progress)?.total.iops;
         if max_iops < 1.0 {
@@ -90,9 +88,5 @@ pub fn run(args: RampArgs) -> ExitCode {
     }
     let summary = summarize(max_iops, limits, rows);
     let rendered = if base.output.json { ramp_json(&summary, &report) } else { ramp_text(&summary, &report) };
-    if let Err(code) = session::write_output(&base.output, &rendered) {
-        return code;
-    }
-    session::warn_about_problems(&report);
-    ExitCode::from(session::exit_code(&report))
+    session::deliver(&base.output, &rendered, &report)
 }

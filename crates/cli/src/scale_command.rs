@@ -48,9 +48,5 @@ pub fn run(args: ScaleArgs) -> ExitCode {
         _ if plan.output.json => iolab_report::render_json(report),
         _ => iolab_report::render_text(report),
     };
-    if let Err(code) = session::write_output(&plan.output, &rendered) {
-        return code;
-    }
-    session::warn_about_problems(report);
-    ExitCode::from(session::exit_code(report))
+    session::deliver(&plan.output, &rendered, report)
 }

@@ -66,6 +66,16 @@ pub fn write_output(output: &OutputSpec, text: &str) -> Result<(), ExitCode> {
     written.map_err(|message| exit::fail(exit::INTERNAL, &message))
 }
 
+/// Writes a finished command's `rendered` report where the user asked, says its problems on
+/// stderr, and gives the exit code the run earned.
+pub fn deliver(output: &OutputSpec, rendered: &str, report: &RunReport) -> ExitCode {
+    if let Err(code) = write_output(output, rendered) {
+        return code;
+    }
+    warn_about_problems(report);
+    ExitCode::from(exit_code(report))
+}
+
 /// Problems are also said on stderr, so they are seen even when stdout is JSON or a file.
 pub fn warn_about_problems(report: &RunReport) {
     for job in &report.jobs {

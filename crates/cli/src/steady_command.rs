@@ -21,12 +21,9 @@ pub fn run(args: SteadyArgs) -> ExitCode {
         Err(message) => return exit::fail(exit::USAGE, &message),
     };
     let defaults = Options { runtime: Some(ROUND), ramp: Some(Nanos(0)), ..Options::default() };
-    let plan = match study::plan_over(&defaults, &args.options, args.target.into_iter().collect()) {
-        Ok(plan) => plan,
+    let (plan, job) = match study::one_workload(&defaults, &args.options, args.target, "steady") {
+        Ok(both) => both,
         Err(message) => return exit::fail(exit::USAGE, &message),
-    };
-    let [job] = plan.jobs.as_slice() else {
-        return exit::fail(exit::USAGE, "steady takes one workload, not a job file of several jobs");
     };
     let interrupt = match session::install_signals() {
         Ok(interrupt) => interrupt,
@@ -34,9 +31,9 @@ pub fn run(args: SteadyArgs) -> ExitCode {
     };
     let mut progress = ProgressLine::new(plan.output.quiet);
     let ran = Lab::open(&plan, OnFailedStart::Stop, &interrupt, &mut progress).and_then(|mut lab| {
-        let targets = lab.prepare(job, &mut progress)?;
+        let targets = lab.prepare(&job, &mut progress)?;
         let rounds = SteadyRounds::new(args.steady.track, rule);
-        let rounds = run_rounds(&mut lab, job, &targets, rounds, &mut progress)?;
+        let rounds = run_rounds(&mut lab, &job, &targets, rounds, &mut progress)?;
         Ok((rounds, lab.into_report()))
     });
     let (rounds, report) = match ran {
@@ -45,9 +42,5 @@ pub fn run(args: SteadyArgs) -> ExitCode {
     };
     let rendered =
         if plan.output.json { steady_json(&rounds, &report) } else { steady_text(&rounds, &report) };
-    if let Err(code) = session::write_output(&plan.output, &rendered) {
-        return code;
-    }
-    session::warn_about_problems(&report);
-    ExitCode::from(session::exit_code(&report))
+    session::deliver(&plan.output, &rendered, &report)
 }

@@ -3,7 +3,7 @@
 
 use std::path::PathBuf;
 
-use iolab_spec::{flag_name, resolve, Nanos, Options, RunPlan};
+use iolab_spec::{flag_name, resolve, JobSpec, Nanos, Options, RunPlan};
 
 /// Measured time per step unless the user gives --runtime.
 const STEP_RUNTIME: Nanos = Nanos(5_000_000_000);
@@ -39,5 +39,23 @@ pub fn refuse(options: &Options, keys: &[&str], command: &str, why: &str) -> Res
     match options.keys_set().into_iter().find(|k| keys.contains(k)) {
         Some(key) => Err(format!("`iolab {command}` {why}; drop {}", flag_name(key))),
         None => Ok(()),
+    }
+}
+
+/// The one job of a command that measures one workload: `options` (with `target`) over
+/// `defaults`.
+pub fn one_workload(
+    defaults: &Options,
+    options: &Options,
+    target: Option<PathBuf>,
+    command: &str,
+) -> Result<(RunPlan, JobSpec), String> {
+    let plan = plan_over(defaults, options, target.into_iter().collect())?;
+    match plan.jobs.as_slice() {
+        [job] if job.groups.len() == 1 => {
+            let job = job.clone();
+            Ok((plan, job))
+        }
+        _ => Err(format!("`iolab {command}` measures one workload on one target or striped set")),
     }
 }

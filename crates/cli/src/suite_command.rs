@@ -16,7 +16,7 @@ use iolab_spec::{JobSpec, Options, RunPlan};
 use crate::args::SuiteArgs;
 use crate::progress::ProgressLine;
 use crate::until_steady::run_rounds;
-use crate::{exit, precondition_command, session, study};
+use crate::{exit, fill, precondition_command, session, study};
 
 /// A step resolved against the user's options: its jobs, ready to run.
 enum Resolved {
@@ -144,7 +144,7 @@ fn resolve(step: &SuiteStep, options: &Options, targets: &[PathBuf]) -> Result<R
         }
         SuiteStep::Precondition { passes } => Resolved::Precondition {
             passes: *passes,
-            fill: one("precondition", &Options::default(), &precondition_command::defaults())?,
+            fill: one("precondition", &Options::default(), &fill::defaults())?,
         },
     })
 }
@@ -197,7 +197,7 @@ fn run_step(
         Resolved::Precondition { passes, fill } => {
             let targets = lab.prepare(fill, progress)?;
             let region: u64 = targets.iter().flatten().map(|t| t.region_size).sum();
-            lab.run_prepared(&precondition_command::fill(fill, *passes, region), &targets, progress)?;
+            lab.run_prepared(&precondition_command::passes(fill, *passes, region), &targets, progress)?;
             SuiteSection::Precondition {
                 job: Some(first),
                 done: Preconditioning {

@@ -88,11 +88,7 @@ pub fn run(args: SweepArgs) -> ExitCode {
     let summary = summarize(load, &outcomes);
     let summary = if steady.is_empty() { summary } else { with_steady_rounds(summary, steady) };
     let rendered = if plan.output.json { sweep_json(&summary, report) } else { sweep_text(&summary, report) };
-    if let Err(code) = session::write_output(&plan.output, &rendered) {
-        return code;
-    }
-    session::warn_about_problems(report);
-    ExitCode::from(session::exit_code(report))
+    session::deliver(&plan.output, &rendered, report)
 }
 
 /// Runs each point of `plan` in rounds until steady (or given up); the report holds every

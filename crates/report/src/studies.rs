@@ -50,6 +50,14 @@ pub(crate) fn workload(run: &RunReport) -> String {
     )
 }
 
+/// The first job's targets: "/dev/zram1 + /dev/zram2".
+pub(crate) fn target_names(run: &RunReport) -> String {
+    let group = run.jobs.first().and_then(|j| j.groups.first());
+    group
+        .map(|g| g.targets.iter().map(|t| t.path.as_str()).collect::<Vec<_>>().join(" + "))
+        .unwrap_or_default()
+}
+
 pub(crate) fn verdict(out: &mut String, words: &[String]) {
     let _ = writeln!(out, "\nverdict:");
     for line in words {
@@ -59,12 +67,7 @@ pub(crate) fn verdict(out: &mut String, words: &[String]) {
 
 pub fn ladder_text(summary: &LadderSummary, run: &RunReport) -> String {
     let mut out = String::new();
-    let target = run
-        .jobs
-        .first()
-        .and_then(|j| j.groups.first())
-        .map(|g| g.targets.iter().map(|t| t.path.as_str()).collect::<Vec<_>>().join(" + "))
-        .unwrap_or_default();
+    let target = target_names(run);
     let _ = writeln!(out, "API ladder on {target}: {}\n", workload(run));
     let _ = writeln!(
         out,

@@ -11,7 +11,7 @@ use serde::Serialize;
 
 use crate::precondition::Preconditioning;
 use crate::steady::rounds_table;
-use crate::studies::to_json;
+use crate::studies::{target_names, to_json};
 use iolab_stats::format::{latency, thousands};
 
 /// Name and version of the JSON schema of a suite report.
@@ -40,12 +40,7 @@ pub fn suite_json(suite: &str, sections: &[SuiteSection], run: &RunReport) -> St
 
 pub fn suite_text(suite: &str, sections: &[SuiteSection], run: &RunReport) -> String {
     let mut out = String::new();
-    let target = run
-        .jobs
-        .first()
-        .and_then(|j| j.groups.first())
-        .map(|g| g.targets.iter().map(|t| t.path.as_str()).collect::<Vec<_>>().join(" + "))
-        .unwrap_or_default();
+    let target = target_names(run);
     let _ = writeln!(out, "suite {suite} on {target}");
     let job = |index: &usize| run.jobs.get(*index);
     for section in sections {

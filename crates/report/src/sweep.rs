@@ -6,7 +6,7 @@ use std::fmt::Write;
 use iolab_analysis::sweep::SweepSummary;
 use iolab_stats::result::RunReport;
 
-use crate::studies::{to_json, verdict};
+use crate::studies::{target_names, to_json, verdict};
 use iolab_stats::format::{latency, thousands};
 
 /// Name and version of the JSON schema of a sweep report.
@@ -65,13 +65,12 @@ pub fn sweep_text(summary: &SweepSummary, run: &RunReport) -> String {
 fn setting(run: &RunReport) -> String {
     let Some(job) = run.jobs.first() else { return "nothing ran".to_string() };
     let Some(group) = job.groups.first() else { return String::new() };
-    let targets: Vec<&str> = group.targets.iter().map(|t| t.path.as_str()).collect();
     let direct =
         if job.spec.groups.first().is_some_and(|g| g.target.direct) { "O_DIRECT" } else { "buffered" };
     format!(
         "{} on {}, {}, {direct}, {:.1} s after {:.1} s ramp per point",
         group.access,
-        targets.join(" + "),
+        target_names(run),
         group.engine,
         job.measured_s,
         job.ramp_s
