@@ -47,27 +47,40 @@ pub fn sweet_spot(points: &[LoadPoint]) -> Option<SweetSpot> {
             p.outstanding, p.iops
         );
         (first.0, false, words)
-    } else if let Some(knee) = curve.windows(2).position(|step| past_knee(&step[0].1, &step[1].1)) {
-        let (a, b) = (curve[knee].1, curve[knee + 1].1);
-        let best = most_iops(&curve[..=knee]);
-        let words = format!(
-            "from {} to {} outstanding I/Os, IOPS grew {:.2}x while mean latency grew {:.2}x; up to {} outstanding the most IOPS ({:.0}) came at {}",
-            a.outstanding,
-            b.outstanding,
-            b.iops / a.iops,
-            b.mean_latency_ns / a.mean_latency_ns,
-            a.outstanding,
-            best.1.iops,
-            best.1.outstanding
-        );
-        (best.0, true, words)
     } else {
-        let best = most_iops(&curve);
-        let words = format!(
-            "from {} to {} outstanding I/Os, mean latency never grew more than {KNEE_TOLERANCE_PCT}% faster than IOPS; the most IOPS ({:.0}) came at {}, and the target may scale past {}",
-            first.1.outstanding, last.1.outstanding, best.1.iops, best.1.outstanding, last.1.outstanding
-        );
-        (best.0, false, words)
+        // Walk up the load keeping the best point: a heavier point takes its place when it has
+        // more IOPS and its latency grew no faster than its IOPS since the best (within the
+        // tolerance). A point whose latency grew faster is past the knee; later points may still
+        // take over (a curve can stall and pick up again, as io-wq does on zram).
+        let mut best = first;
+        let mut past: Option<(LoadPoint, LoadPoint)> = None;
+        for &point in &curve[1..] {
+            if point.1.iops > best.1.iops && !past_knee(&best.1, &point.1) {
+                best = point;
+                past = None;
+            } else if past.is_none() && past_knee(&best.1, &point.1) {
+                past = Some((best.1, point.1));
+            }
+        }
+        match past {
+            Some((a, b)) => {
+                let words = format!(
+                    "from {} to {} outstanding I/Os, IOPS grew {:.2}x while mean latency grew {:.2}x, and no heavier point bought IOPS at a lower latency cost",
+                    a.outstanding,
+                    b.outstanding,
+                    b.iops / a.iops,
+                    b.mean_latency_ns / a.mean_latency_ns
+                );
+                (best.0, true, words)
+            }
+            None => {
+                let words = format!(
+                    "from {} to {} outstanding I/Os, mean latency never grew more than {KNEE_TOLERANCE_PCT}% faster than IOPS; the most IOPS ({:.0}) came at {}, and the target may scale past {}",
+                    first.1.outstanding, last.1.outstanding, best.1.iops, best.1.outstanding, last.1.outstanding
+                );
+                (best.0, false, words)
+            }
+        }
     };
     let reason = match skipped {
         0 => words,
@@ -97,9 +110,4 @@ fn past_knee(a: &LoadPoint, b: &LoadPoint) -> bool {
     let iops_growth = b.iops / a.iops;
     let latency_growth = b.mean_latency_ns / a.mean_latency_ns;
     latency_growth > iops_growth * (1.0 + KNEE_TOLERANCE_PCT / 100.0)
-}
-
-/// The point with the most IOPS; of equal ones the lowest load, which has the lower latency.
-fn most_iops(curve: &[(usize, LoadPoint)]) -> (usize, LoadPoint) {
-    curve.iter().copied().fold(curve[0], |best, p| if p.1.iops > best.1.iops { p } else { best })
 }
