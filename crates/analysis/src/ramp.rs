@@ -121,7 +121,7 @@ pub fn row(level_pct: u32, job: &JobResult, limits: &RampLimits) -> RampRow {
     let latency_crossed = limits.latency.and_then(|limit| {
         let value = response.and_then(|l| limit.measure(l))?;
         (value > limit.limit.0 as f64)
-            .then(|| format!("response {} {} > {}", limit_name(&limit), Nanos(value as u64), limit.limit))
+            .then(|| format!("response {} {} > {}", limit_name(&limit), latency(value), limit.limit))
     });
     let cpu_crossed = limits
         .max_cpu_pct

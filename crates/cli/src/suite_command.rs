@@ -142,10 +142,13 @@ fn resolve(step: &SuiteStep, options: &Options, targets: &[PathBuf]) -> Result<R
         SuiteStep::Steady { title, job } => {
             Resolved::Steady { title: title.clone(), job: one(&job.name, &job.flags, &study_defaults)? }
         }
-        SuiteStep::Precondition { passes } => Resolved::Precondition {
-            passes: *passes,
-            fill: one("precondition", &Options::default(), &fill::defaults())?,
-        },
+        SuiteStep::Precondition { passes } => {
+            // --runtime and --ramp time the tests, not preconditioning: its I/O limit ends it,
+            // as in `iolab precondition` (a 100 ms runtime would cut the passes short).
+            let defaults = fill::defaults();
+            let untimed = Options { runtime: defaults.runtime, ramp: defaults.ramp, ..Options::default() };
+            Resolved::Precondition { passes: *passes, fill: one("precondition", &untimed, &defaults)? }
+        }
     })
 }
 

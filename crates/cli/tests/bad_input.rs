@@ -84,6 +84,29 @@ fn bad_rates() {
 }
 
 #[test]
+fn bad_ramps_and_suites() {
+    let dir = dir_with_target();
+    let d = dir.path();
+    rejected(d, &["ramp", "t", "--levels", "0"], "--levels are shares of the maximum, 1..100 (got 0)");
+    rejected(d, &["ramp", "t", "--levels", "50,150"], "--levels are shares of the maximum, 1..100 (got 150)");
+    rejected(
+        d,
+        &["ramp", "t", "--max-latency", "p98=1ms"],
+        "the percentile must be one the report has: p50, p90, p99",
+    );
+    rejected(d, &["ramp", "t", "--max-latency", "p99"], "write e.g. p99=2ms or mean=500us");
+    rejected(d, &["ramp", "t", "--max-cpu", "0"], "above 0 and at most 100 (got 0)");
+    rejected(d, &["ramp", "t", "--max-cpu", "lots"], "write e.g. 80 or 80%");
+    rejected(
+        d,
+        &["ramp", "t", "--rate-iops", "5"],
+        "`iolab ramp` sets the rate of each level itself; drop --rate-iops",
+    );
+    rejected(d, &["suite", "quick", "t", "--qd", "4"], "sets the workload of each test itself; drop --qd");
+    rejected(d, &["suite", "fastest", "t"], "'fastest' is not a suite; use quick, enterprise or pts");
+}
+
+#[test]
 fn bad_engine_tuning() {
     let dir = dir_with_target();
     let d = dir.path();
