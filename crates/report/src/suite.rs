@@ -21,11 +21,32 @@ pub const SUITE_SCHEMA: &str = "iolab.suite/1";
 #[derive(Debug, Clone, Serialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum SuiteSection {
-    Table { title: String, jobs: Vec<usize> },
-    Curve { title: String, jobs: Vec<usize>, summary: SweepSummary },
-    Precondition { job: Option<usize>, done: Preconditioning },
-    Steady { title: String, jobs: Vec<usize>, rounds: SteadyRounds },
-    Matrix { title: String, rows: Vec<String>, columns: Vec<String>, jobs: Vec<usize> },
+    Table {
+        title: String,
+        jobs: Vec<usize>,
+    },
+    Curve {
+        title: String,
+        jobs: Vec<usize>,
+        summary: SweepSummary,
+    },
+    Precondition {
+        job: Option<usize>,
+        done: Preconditioning,
+    },
+    Steady {
+        title: String,
+        jobs: Vec<usize>,
+        rounds: SteadyRounds,
+    },
+    /// `jobs` row by row; `null` for a cell the target refused, said in `skipped`.
+    Matrix {
+        title: String,
+        rows: Vec<String>,
+        columns: Vec<String>,
+        jobs: Vec<Option<usize>>,
+        skipped: Vec<String>,
+    },
 }
 
 #[derive(Serialize)]
@@ -75,7 +96,7 @@ pub fn suite_text(suite: &str, sections: &[SuiteSection], run: &RunReport) -> St
                 rounds_table(&mut out, rounds, &ran);
                 let _ = writeln!(out, "  - {}", rounds.sentence());
             }
-            SuiteSection::Matrix { title, rows, columns, jobs } => {
+            SuiteSection::Matrix { title, rows, columns, jobs, skipped } => {
                 let _ = writeln!(out, "\n{title}");
                 let _ = write!(out, "  {:>8}", "");
                 for column in columns {
@@ -85,11 +106,15 @@ pub fn suite_text(suite: &str, sections: &[SuiteSection], run: &RunReport) -> St
                 for (r, row) in rows.iter().enumerate() {
                     let _ = write!(out, "  {row:>8}");
                     for c in 0..columns.len() {
-                        let cell = jobs.get(r * columns.len() + c).and_then(job);
+                        let cell =
+                            jobs.get(r * columns.len() + c).copied().flatten().and_then(|i| run.jobs.get(i));
                         let _ =
                             write!(out, "{:>12}", cell.map_or("-".to_string(), |j| thousands(j.total.iops)));
                     }
                     out.push('\n');
+                }
+                for why in skipped {
+                    let _ = writeln!(out, "  - not run: {why}");
                 }
             }
         }
