@@ -160,10 +160,11 @@ fn saturation(spot: &SweepRow, members: &[usize], rows: &[SweepRow]) -> Option<S
     }
     let iops_gain_pct = 100.0 * (heaviest.iops / spot.iops - 1.0);
     let latency_growth = heaviest.mean_ns / spot.mean_ns;
-    let agrees = if heaviest.bottleneck == Bottleneck::Device {
-        "; the device counters agree (the heaviest point's verdict: device)".to_string()
-    } else {
-        format!("; the heaviest point's own verdict: {}", heaviest.bottleneck.name())
+    let agrees = match heaviest.bottleneck {
+        Bottleneck::Device => "; the device counters agree (the heaviest point's verdict: device)".to_string(),
+        // One point cannot see what the curve shows: more outstanding I/Os did not help.
+        Bottleneck::Concurrency => "; the heaviest point's own verdict (concurrency: raise the load) is overruled by the curve, which raised it".to_string(),
+        other => format!("; the heaviest point's own verdict: {}", other.name()),
     };
     (iops_gain_pct < FLAT_IOPS_PCT && latency_growth > RISING_LATENCY).then(|| {
         format!(

@@ -859,3 +859,162 @@ fn cpu_saturation_thresholds_and_what_does_not_count() {
     assert!(close(seconds, 1.0 * 10_000.0 / 1e6) && threads == 1);
     assert!(close(cpu::process_s(&sqpoll), 2.0 * 10_000.0 / 1e6));
 }
+
+// ---- sweeps ----
+
+/// A device with 8 parallel channels and a 100 us service time at QD `qd`: IOPS grow with QD up
+/// to 8, then latency does (Little's law).
+fn channel_point(qd: u32, verdict: Bottleneck) -> JobResult {
+    let service_us = 100.0;
+    let iops = f64::from(qd.min(8)) / (service_us / 1e6);
+    let mean_us = if qd <= 8 { service_us } else { f64::from(qd) * service_us / 8.0 };
+    let mut job = Synth::new(iops, 2.0).latency_us(mean_us / 1.1, mean_us * 2.0).build();
+    job.groups[0].qd = qd;
+    job.verdict.cause = verdict;
+    job
+}
+
+fn sweep_of(jobs: &[JobResult], names: &[String]) -> crate::sweep::SweepSummary {
+    let points: Vec<crate::sweep::PointOutcome<'_>> = jobs
+        .iter()
+        .zip(names)
+        .map(|(result, name)| crate::sweep::PointOutcome { name, curve: 0, curve_name: "", result })
+        .collect();
+    crate::sweep::summarize(iolab_spec::sweep::LoadAxis::Qd, &points)
+}
+
+#[test]
+fn a_sweep_marks_the_knee_of_each_curve_and_the_saturation_past_it() {
+    let qds = [1, 2, 4, 8, 16, 32, 64];
+    let jobs: Vec<JobResult> = qds.iter().map(|&q| channel_point(q, Bottleneck::Device)).collect();
+    let names: Vec<String> = qds.iter().map(|q| format!("qd {q}")).collect();
+    let summary = sweep_of(&jobs, &names);
+    let curve = &summary.curves[0];
+    let spot = curve.sweet_spot.as_ref().expect("a sweet spot");
+    assert!(spot.knee_found);
+    assert_eq!(summary.rows[spot.row].qd, 8);
+    assert_eq!(summary.rows[spot.row].outstanding, 8);
+    let saturation = curve.saturation.as_deref().expect("saturated past the knee");
+    assert!(saturation.contains("from 8 to 64 outstanding"), "{saturation}");
+    assert!(saturation.contains("the device counters agree"), "{saturation}");
+    assert!(finding(&summary.verdict, "sweet spot at qd 8").contains("80,000 IOPS"), "{:?}", summary.verdict);
+    assert_words_finite(&summary.verdict);
+}
+
+#[test]
+fn the_curve_overrules_a_point_that_asks_for_more_load() {
+    let qds = [4, 8, 16, 32];
+    let jobs: Vec<JobResult> = qds.iter().map(|&q| channel_point(q, Bottleneck::Concurrency)).collect();
+    let names: Vec<String> = qds.iter().map(|q| format!("qd {q}")).collect();
+    let saturation = sweep_of(&jobs, &names).curves[0].saturation.clone().expect("saturated");
+    assert!(saturation.contains("overruled by the curve"), "{saturation}");
+}
+
+#[test]
+fn a_curve_still_climbing_has_no_saturation_and_no_knee() {
+    let qds = [1, 2, 4, 8];
+    let jobs: Vec<JobResult> = qds.iter().map(|&q| channel_point(q, Bottleneck::Concurrency)).collect();
+    let names: Vec<String> = qds.iter().map(|q| format!("qd {q}")).collect();
+    let summary = sweep_of(&jobs, &names);
+    let spot = summary.curves[0].sweet_spot.as_ref().expect("best point");
+    assert!(!spot.knee_found);
+    assert_eq!(summary.rows[spot.row].qd, 8);
+    assert!(summary.curves[0].saturation.is_none());
+    assert!(mentions(&summary.verdict, "no knee in range"), "{:?}", summary.verdict);
+}
+
+#[test]
+fn a_sweep_without_a_load_axis_names_no_sweet_spot() {
+    let jobs = [channel_point(32, Bottleneck::Device), channel_point(32, Bottleneck::Device)];
+    let names = ["read 100%".to_string(), "read 0%".to_string()];
+    let points: Vec<crate::sweep::PointOutcome<'_>> = jobs
+        .iter()
+        .zip(&names)
+        .map(|(result, name)| crate::sweep::PointOutcome { name, curve: 0, curve_name: "", result })
+        .collect();
+    let summary = crate::sweep::summarize(iolab_spec::sweep::LoadAxis::None, &points);
+    assert!(summary.curves.iter().all(|c| c.sweet_spot.is_none()));
+    assert!(mentions(&summary.verdict, "not a load curve"), "{:?}", summary.verdict);
+}
+
+#[test]
+fn points_that_never_settled_are_named() {
+    use crate::rounds::{SteadyRounds, Tracked};
+    use crate::steady::SteadyRule;
+    let jobs = [channel_point(1, Bottleneck::Device), channel_point(2, Bottleneck::Device)];
+    let names = ["qd 1".to_string(), "qd 2".to_string()];
+    let rule = SteadyRule { window: 2, max_range_pct: 5.0, max_slope_pct: 5.0, max_rounds: 3 };
+    let mut settled = SteadyRounds::new(Tracked::Iops, rule);
+    for _ in 0..2 {
+        settled.add(&jobs[0]);
+    }
+    let mut restless = SteadyRounds::new(Tracked::Iops, rule);
+    for job in [&jobs[0], &jobs[1], &jobs[0]] {
+        restless.add(job);
+    }
+    let summary = crate::sweep::with_steady_rounds(sweep_of(&jobs, &names), vec![settled, restless]);
+    assert!(
+        mentions(&summary.verdict, "qd 2: steady state NOT reached after 3 rounds"),
+        "{:?}",
+        summary.verdict
+    );
+    assert!(mentions(&summary.verdict, "1 of 2 points reached steady state"), "{:?}", summary.verdict);
+    assert!(!mentions(&summary.verdict, "qd 1: steady"), "{:?}", summary.verdict);
+}
+
+// ---- ramps ----
+
+/// A level of a ramp: open loop at `asked` IOPS, `achieved`, response p99 `p99_us`.
+fn level(asked: f64, achieved: f64, p99_us: f64, sustained: bool, machine_pct: f64) -> JobResult {
+    let mut job =
+        Synth::new(achieved, 3.0).latency_us(p99_us / 4.0, p99_us / 2.0).machine(&[machine_pct; 2]).build();
+    job.groups[0].rate = Some(iolab_stats::result::RateReport {
+        target_iops: asked,
+        arrival: iolab_spec::Arrival::Uniform,
+        scheduled_ios: (asked * MEASURED_S) as u64,
+        completed_ios: (achieved * MEASURED_S) as u64,
+        achieved_iops: achieved,
+        shortfall_pct: 100.0 * (1.0 - achieved / asked).max(0.0),
+        sustained,
+        max_lag_ns: 10_000,
+        response: op_summary(achieved, (p99_us * 250.0) as u64, (p99_us * 1e3) as u64).latency,
+    });
+    job
+}
+
+#[test]
+fn a_ramp_row_crosses_on_response_time_and_machine_cpu() {
+    use crate::ramp::{row, RampLimits};
+    let limits = RampLimits { latency: Some("p99=2ms".parse().expect("limit")), max_cpu_pct: Some(80.0) };
+    let calm = row(50, &level(50_000.0, 50_000.0, 400.0, true, 40.0), &limits);
+    assert_eq!((calm.crossed.as_deref(), calm.response_p99_ns), (None, 400_000));
+    let slow = row(90, &level(90_000.0, 90_000.0, 3_000.0, true, 40.0), &limits);
+    assert!(slow.crossed.as_deref().is_some_and(|c| c.contains("3.00ms > 2ms")), "{slow:?}");
+    let busy = row(90, &level(90_000.0, 90_000.0, 400.0, true, 95.0), &limits);
+    assert!(busy.crossed.as_deref().is_some_and(|c| c.contains("machine CPU 95% > 80%")), "{busy:?}");
+}
+
+#[test]
+fn a_ramp_names_the_most_iops_sustained_within_the_limits() {
+    use crate::ramp::{row, summarize, RampLimits};
+    let limits = RampLimits { latency: Some("p99=2ms".parse().expect("limit")), max_cpu_pct: None };
+    let rows = vec![
+        row(25, &level(25_000.0, 25_000.0, 300.0, true, 30.0), &limits),
+        row(50, &level(50_000.0, 50_000.0, 900.0, true, 50.0), &limits),
+        row(75, &level(75_000.0, 61_000.0, 1_500.0, false, 90.0), &limits),
+        row(100, &level(100_000.0, 62_000.0, 9_000.0, false, 95.0), &limits),
+    ];
+    let summary = summarize(100_000.0, limits, rows);
+    assert!(
+        finding(&summary.verdict, "the target sustains").contains("50,000 IOPS (50%"),
+        "{:?}",
+        summary.verdict
+    );
+    assert!(mentions(&summary.verdict, "stopped at 100%"), "{:?}", summary.verdict);
+    assert!(
+        mentions(&summary.verdict, "from 75% (75,000 IOPS asked) the schedule was not sustained"),
+        "{:?}",
+        summary.verdict
+    );
+    assert_words_finite(&summary.verdict);
+}
