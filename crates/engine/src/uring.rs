@@ -14,7 +14,10 @@
 //! io_uring_enter itself (IORING_ENTER_EXT_ARG, 5.11+). Older kernels get liburing's fallback: a
 //! timer request (IORING_OP_TIMEOUT) joins the submission, and its completion, which ends the
 //! wait, is never reported as an I/O. An IOPOLL ring polls until a request completes, so there
-//! the deadline is only as good as the device's next completion.
+//! the deadline is only as good as the device's next completion. A wait of `SPIN_NS` or less
+//! arms no timer at all: it watches the completion queue and the clock from user space (not with
+//! SQPOLL or IOPOLL). The ring asks the kernel to flag completions whose task work is pending
+//! (IORING_SETUP_TASKRUN_FLAG), so the spin enters the kernel only when there is one to post.
 
 use io_uring::{opcode, squeue, types, IoUring};
 
@@ -39,10 +42,18 @@ pub struct UringEngine {
     ext_arg: bool,
     /// The fallback's timer requests whose completions have not been reaped yet.
     timers_pending: u32,
+    /// Short waits spin on the clock instead of arming a kernel timer (not with SQPOLL or IOPOLL).
+    spin: bool,
     /// The fallback timer's duration, where the kernel reads it when the timer is submitted;
     /// boxed so its address holds while the engine moves, and dropped after the ring.
     timer: Box<types::Timespec>,
 }
+
+/// Waits up to this long spin instead of sleeping. Arming a timer, sleeping and waking cost
+/// several microseconds of CPU (measured in a VM on a loop device over tmpfs: about 5 us for
+/// the timer alone; 10 us spins cut CPU per I/O by 9% at 28.7k IOPS, 20 us or more raise it):
+/// a shorter wait costs less on the clock, and ends on time rather than a wake-up late.
+const SPIN_NS: u64 = 10_000;
 
 /// `user_data` of the fallback's timer requests: no slot has this number.
 const TIMER: u64 = u64::MAX;
@@ -59,13 +70,13 @@ struct RingMode {
 const DEFER_TASKRUN: RingMode = RingMode {
     names: &["single_issuer", "defer_taskrun"],
     apply: |b| {
-        b.setup_single_issuer().setup_defer_taskrun();
+        b.setup_single_issuer().setup_defer_taskrun().setup_taskrun_flag();
     },
 };
 const COOP_TASKRUN: RingMode = RingMode {
     names: &["coop_taskrun"],
     apply: |b| {
-        b.setup_coop_taskrun();
+        b.setup_coop_taskrun().setup_taskrun_flag();
     },
 };
 const SINGLE_ISSUER: RingMode = RingMode {
@@ -165,6 +176,7 @@ impl UringEngine {
             granted.push("fixed_buffers");
         }
         let ext_arg = ring.params().is_feature_ext_arg();
+        let spin = !spec.sqpoll && !spec.hipri;
         Ok(UringEngine {
             ring,
             files: config.files,
@@ -172,11 +184,34 @@ impl UringEngine {
             fixed_buffers,
             granted,
             ext_arg,
+            spin,
             buffers: Some(buffers),
             in_flight: 0,
             timers_pending: 0,
             timer: Box::new(types::Timespec::new()),
         })
+    }
+
+    /// Hands over the queued requests, then watches the completion queue until `want` entries
+    /// are in it or `timeout_ns` has passed, entering the kernel again only when it flags
+    /// completions whose task work has yet to run (IORING_SQ_TASKRUN: deferred or cooperative
+    /// task work; a plain ring posts them unasked).
+    fn spin_until(&mut self, want: usize, timeout_ns: u64) -> Result<(), EngineError> {
+        let start = std::time::Instant::now();
+        self.commit(0)?;
+        loop {
+            if self.ring.completion().len() >= want {
+                return Ok(());
+            }
+            if start.elapsed().as_nanos() >= u128::from(timeout_ns) {
+                return Ok(());
+            }
+            if self.ring.submission().taskrun() {
+                self.commit(0)?;
+            } else {
+                std::hint::spin_loop();
+            }
+        }
     }
 
     /// Waits with the timeout in the enter call itself (EXT_ARG).
@@ -270,6 +305,9 @@ impl Engine for UringEngine {
         let want = wait_for.min(self.in_flight);
         if want == 0 || timeout_ns == 0 {
             return self.commit(0);
+        }
+        if self.spin && timeout_ns <= SPIN_NS {
+            return self.spin_until(want as usize, timeout_ns);
         }
         let timeout =
             types::Timespec::new().sec(timeout_ns / 1_000_000_000).nsec((timeout_ns % 1_000_000_000) as u32);
@@ -379,5 +417,44 @@ mod tests {
             assert_eq!((out.len(), out[0].slot, out[0].result), (1, 0, 8));
             assert_eq!(engine.in_flight(), 0);
         }
+    }
+
+    /// A wait short enough to spin ends no earlier than its deadline with nothing reaped, and
+    /// sees a completion whose task work the kernel deferred (it has to be run by an enter call).
+    #[test]
+    fn a_short_wait_spins_to_the_deadline_or_to_a_completion() {
+        let (socket, mut peer) = UnixStream::pair().expect("socket pair");
+        let config = EngineConfig {
+            files: vec![socket.as_raw_fd()],
+            depth: 2,
+            max_len: 4096,
+            seed: 1,
+            uring: UringSpec::tuned(),
+        };
+        let mut engine = match UringEngine::new(config) {
+            Ok(engine) => engine,
+            Err(e) => {
+                eprintln!("skipped: no io_uring here ({e})");
+                return;
+            }
+        };
+        let read = IoRequest { slot: 0, op: Op::Read, file: 0, offset: 0, len: 8 };
+        assert_eq!(engine.queue(read), Queued::Accepted);
+        let mut out = Vec::new();
+        for _ in 0..100 {
+            let start = Instant::now();
+            engine.commit_until(1, SPIN_NS).expect("wait");
+            assert!(start.elapsed() >= Duration::from_nanos(SPIN_NS), "returned early");
+            engine.reap(&mut out);
+            assert!(out.is_empty(), "nothing has completed: {out:?}");
+        }
+        peer.write_all(b"12345678").expect("write");
+        let start = Instant::now();
+        while out.is_empty() && start.elapsed() < Duration::from_secs(5) {
+            engine.commit_until(1, SPIN_NS).expect("wait");
+            engine.reap(&mut out);
+        }
+        assert_eq!((out.len(), out[0].slot, out[0].result), (1, 0, 8));
+        assert_eq!(engine.in_flight(), 0);
     }
 }
