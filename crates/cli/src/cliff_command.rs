@@ -6,7 +6,6 @@ use std::process::ExitCode;
 
 use iolab_analysis::cliff::{find_cliffs, CliffRule, ThroughputSample};
 use iolab_report::{cliff_json, cliff_text};
-use iolab_runner::{Lab, OnFailedStart};
 use iolab_spec::{Bytes, Nanos, Options};
 use iolab_stats::result::JobResult;
 
@@ -37,22 +36,16 @@ pub fn run(args: CliffArgs) -> ExitCode {
         Ok(both) => both,
         Err(message) => return exit::fail(exit::USAGE, &message),
     };
-    let interrupt = match session::install_signals() {
-        Ok(interrupt) => interrupt,
-        Err(code) => return code,
-    };
-    let mut progress = ProgressLine::new(plan.output.quiet);
-    let ran = Lab::open(&plan, OnFailedStart::Stop, &interrupt, &mut progress).and_then(|mut lab| {
-        let targets = lab.prepare(&job, &mut progress)?;
+    let progress = ProgressLine::new(plan.output.quiet);
+    let ran = session::in_lab(&plan, &job, progress, |lab, targets, progress| {
         let region: u64 = targets.iter().flatten().map(|t| t.region_size).sum();
         let bytes = args.bytes.map_or(region, |b| b.0);
         let job = fill::limited_to(&job, format!("cliff: {} of sequential writes", Bytes(bytes)), bytes);
-        lab.run_prepared(&job, &targets, &mut progress)?;
-        Ok(lab.into_report())
+        lab.run_prepared(&job, targets, progress).map(|_| ())
     });
     let report = match ran {
-        Ok(report) => report,
-        Err(e) => return exit::fail(session::error_code(&e), &e.to_string()),
+        Ok(((), report)) => report,
+        Err(code) => return code,
     };
     let samples = report.jobs.first().map(samples).unwrap_or_default();
     let found = find_cliffs(&samples, &rule);

@@ -4,7 +4,7 @@
 use std::process::ExitCode;
 
 use iolab_report::{precondition_json, precondition_text, Preconditioning};
-use iolab_runner::{Lab, Observer, OnFailedStart};
+use iolab_runner::Observer;
 use iolab_spec::{Bytes, JobSpec};
 
 use crate::args::PreconditionArgs;
@@ -31,37 +31,33 @@ pub fn run(args: PreconditionArgs) -> ExitCode {
         Err(message) => return exit::fail(exit::USAGE, &message),
     };
 
-    let interrupt = match session::install_signals() {
-        Ok(interrupt) => interrupt,
-        Err(code) => return code,
-    };
-    let mut progress = ProgressLine::new(plan.output.quiet);
-    let prepared = Lab::open(&plan, OnFailedStart::Stop, &interrupt, &mut progress)
-        .and_then(|lab| lab.prepare(&job, &mut progress).map(|targets| (lab, targets)));
-    let (mut lab, targets) = match prepared {
-        Ok(both) => both,
-        Err(e) => return exit::fail(session::error_code(&e), &e.to_string()),
-    };
-    let region: u64 = targets.iter().flatten().map(|t| t.region_size).sum();
-    let mut discard_notes = Vec::new();
-    if args.trim {
-        for target in targets.iter().flatten() {
-            progress.note(&format!("discarding {} of {}", Bytes(target.region_size), target.path.display()));
-            if let Err(e) = target.discard() {
-                discard_notes.push(format!("{e}; preconditioning went on without it"));
+    let progress = ProgressLine::new(plan.output.quiet);
+    let ran = session::in_lab(&plan, &job, progress, |lab, targets, progress| {
+        let region: u64 = targets.iter().flatten().map(|t| t.region_size).sum();
+        let mut discard_notes = Vec::new();
+        if args.trim {
+            for target in targets.iter().flatten() {
+                progress.note(&format!(
+                    "discarding {} of {}",
+                    Bytes(target.region_size),
+                    target.path.display()
+                ));
+                if let Err(e) = target.discard() {
+                    discard_notes.push(format!("{e}; preconditioning went on without it"));
+                }
             }
         }
-    }
-    let job = passes(&job, args.passes, region);
-    if let Err(e) = lab.run_prepared(&job, &targets, &mut progress) {
-        return exit::fail(session::error_code(&e), &e.to_string());
-    }
-    let report = lab.into_report();
-    let done = Preconditioning {
-        passes: args.passes,
-        region_bytes: region,
-        trimmed: args.trim && discard_notes.is_empty(),
-        notes: discard_notes,
+        lab.run_prepared(&passes(&job, args.passes, region), targets, progress)?;
+        Ok(Preconditioning {
+            passes: args.passes,
+            region_bytes: region,
+            trimmed: args.trim && discard_notes.is_empty(),
+            notes: discard_notes,
+        })
+    });
+    let (done, report) = match ran {
+        Ok(both) => both,
+        Err(code) => return code,
     };
     let rendered =
         if plan.output.json { precondition_json(&done, &report) } else { precondition_text(&done, &report) };

@@ -6,7 +6,7 @@ use std::process::ExitCode;
 
 use iolab_analysis::ramp::{row, summarize, RampLimits};
 use iolab_report::{ramp_json, ramp_text};
-use iolab_runner::{Lab, OnFailedStart, RunError};
+use iolab_runner::RunError;
 use iolab_spec::{JobSpec, Options};
 
 use crate::args::RampArgs;
@@ -45,40 +45,30 @@ pub fn run(args: RampArgs) -> ExitCode {
     if let Err(message) = level_job(1, 100) {
         return exit::fail(exit::USAGE, &message);
     }
-    let interrupt = match session::install_signals() {
-        Ok(interrupt) => interrupt,
-        Err(code) => return code,
-    };
     let planned_s = (closed.ramp.0 + closed.runtime.0) as f64 / 1e9 * (levels.len() + 1) as f64;
-    let mut progress = ProgressLine::with_plan(base.output.quiet, "ramp", planned_s);
-    let mut rows = Vec::new();
-    let mut max_iops = 0.0;
-    let ran = Lab::open(&base, OnFailedStart::Stop, &interrupt, &mut progress).and_then(|mut lab| {
-        let targets = lab.prepare(&closed, &mut progress)?;
+    let progress = ProgressLine::with_plan(base.output.quiet, "ramp", planned_s);
+    let ran = session::in_lab(&base, &closed, progress, |lab, targets, progress| {
         let max = JobSpec { name: "maximum (closed loop)".into(), ..closed.clone() };
-        max_iops = lab.run_prepared(&max, &targets, &mut progress)?.total.iops;
-        if max_iops < 1.0 {
-            return Ok(lab.into_report());
-        }
-        for &level in &levels {
+        let max_iops = lab.run_prepared(&max, targets, progress)?.total.iops;
+        let mut rows = Vec::new();
+        for &level in levels.iter().filter(|_| max_iops >= 1.0) {
             if lab.interrupted() || lab.jobs().iter().any(|j| j.stop_reason.ends_the_run()) {
                 break;
             }
             let job = level_job((max_iops * f64::from(level) / 100.0).round() as u64, level)
                 .map_err(RunError::Invalid)?;
-            let result = lab.run_prepared(&job, &targets, &mut progress)?;
-            let level_row = row(level, result, &limits);
+            let level_row = row(level, lab.run_prepared(&job, targets, progress)?, &limits);
             let crossed = level_row.crossed.is_some();
             rows.push(level_row);
             if crossed {
                 break;
             }
         }
-        Ok(lab.into_report())
+        Ok((max_iops, rows))
     });
-    let report = match ran {
-        Ok(report) => report,
-        Err(e) => return exit::fail(session::error_code(&e), &e.to_string()),
+    let ((max_iops, rows), report) = match ran {
+        Ok(found) => found,
+        Err(code) => return code,
     };
     if max_iops < 1.0 && !report.interrupted {
         return exit::fail(

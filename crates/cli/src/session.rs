@@ -5,8 +5,8 @@ use std::process::ExitCode;
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 
-use iolab_runner::{run_plan, OnFailedStart, RunError, RunOutcome};
-use iolab_spec::{OutputSpec, RunPlan};
+use iolab_runner::{run_plan, Lab, OnFailedStart, PreparedTarget, RunError, RunOutcome};
+use iolab_spec::{JobSpec, OutputSpec, RunPlan};
 use iolab_stats::result::{RunReport, StopReason};
 
 use crate::exit;
@@ -37,6 +37,24 @@ pub fn execute(plan: &RunPlan, on_failed_start: OnFailedStart) -> Result<RunOutc
     let mut progress = ProgressLine::new(plan.output.quiet);
     run_plan(plan, on_failed_start, &interrupt, &mut progress)
         .map_err(|e| exit::fail(error_code(&e), &e.to_string()))
+}
+
+/// Runs a study of one workload in a lab: installs the signals, opens the lab on `plan`,
+/// prepares `job`'s targets and hands them to `study`, which runs its jobs; returns what the
+/// study found and the lab's report, or the exit code of what kept it from running.
+pub fn in_lab<T>(
+    plan: &RunPlan,
+    job: &JobSpec,
+    mut progress: ProgressLine,
+    study: impl FnOnce(&mut Lab<'_>, &[Vec<PreparedTarget>], &mut ProgressLine) -> Result<T, RunError>,
+) -> Result<(T, RunReport), ExitCode> {
+    let interrupt = install_signals()?;
+    let ran = Lab::open(plan, OnFailedStart::Stop, &interrupt, &mut progress).and_then(|mut lab| {
+        let targets = lab.prepare(job, &mut progress)?;
+        let found = study(&mut lab, &targets, &mut progress)?;
+        Ok((found, lab.into_report()))
+    });
+    ran.map_err(|e| exit::fail(error_code(&e), &e.to_string()))
 }
 
 pub fn error_code(error: &RunError) -> u8 {

@@ -4,7 +4,6 @@ use std::process::ExitCode;
 
 use iolab_analysis::rounds::SteadyRounds;
 use iolab_report::{steady_json, steady_text};
-use iolab_runner::{Lab, OnFailedStart};
 use iolab_spec::{Nanos, Options};
 
 use crate::args::SteadyArgs;
@@ -25,20 +24,14 @@ pub fn run(args: SteadyArgs) -> ExitCode {
         Ok(both) => both,
         Err(message) => return exit::fail(exit::USAGE, &message),
     };
-    let interrupt = match session::install_signals() {
-        Ok(interrupt) => interrupt,
-        Err(code) => return code,
-    };
-    let mut progress = ProgressLine::new(plan.output.quiet);
-    let ran = Lab::open(&plan, OnFailedStart::Stop, &interrupt, &mut progress).and_then(|mut lab| {
-        let targets = lab.prepare(&job, &mut progress)?;
-        let rounds = SteadyRounds::new(args.steady.track, rule);
-        let rounds = run_rounds(&mut lab, &job, &targets, rounds, &mut progress)?;
-        Ok((rounds, lab.into_report()))
+    let progress = ProgressLine::new(plan.output.quiet);
+    let fresh = SteadyRounds::new(args.steady.track, rule);
+    let ran = session::in_lab(&plan, &job, progress, |lab, targets, progress| {
+        run_rounds(lab, &job, targets, fresh, progress)
     });
     let (rounds, report) = match ran {
         Ok(both) => both,
-        Err(e) => return exit::fail(session::error_code(&e), &e.to_string()),
+        Err(code) => return code,
     };
     let rendered =
         if plan.output.json { steady_json(&rounds, &report) } else { steady_text(&rounds, &report) };
