@@ -367,27 +367,33 @@ mod tests {
 
     use super::*;
 
+    /// A tuned ring over one end of a socket pair (whose reads stay in flight until the other
+    /// end writes), with both ends; `None` (said on stderr) where io_uring is not available.
+    fn socket_engine() -> Option<(UringEngine, UnixStream, UnixStream)> {
+        let (socket, peer) = UnixStream::pair().expect("socket pair");
+        let config = EngineConfig {
+            files: vec![socket.as_raw_fd()],
+            depth: 2,
+            max_len: 4096,
+            seed: 1,
+            uring: UringSpec::tuned(),
+        };
+        match UringEngine::new(config) {
+            Ok(engine) => Some((engine, socket, peer)),
+            Err(e) => {
+                eprintln!("skipped: no io_uring here ({e})");
+                None
+            }
+        }
+    }
+
     /// A read of a socket stays in flight until the other end writes: the wait must end at the
     /// deadline with nothing reaped, then at the completion, both with the timeout in the enter
     /// call (EXT_ARG) and with the timer request older kernels get.
     #[test]
     fn commit_until_ends_at_the_deadline_or_at_a_completion() {
         for ext_arg in [true, false] {
-            let (socket, mut peer) = UnixStream::pair().expect("socket pair");
-            let config = EngineConfig {
-                files: vec![socket.as_raw_fd()],
-                depth: 2,
-                max_len: 4096,
-                seed: 1,
-                uring: UringSpec::tuned(),
-            };
-            let mut engine = match UringEngine::new(config) {
-                Ok(engine) => engine,
-                Err(e) => {
-                    eprintln!("skipped: no io_uring here ({e})");
-                    return;
-                }
-            };
+            let Some((mut engine, _socket, mut peer)) = socket_engine() else { return };
             engine.ext_arg &= ext_arg;
             let read = IoRequest { slot: 0, op: Op::Read, file: 0, offset: 0, len: 8 };
             assert_eq!(engine.queue(read), Queued::Accepted);
@@ -423,21 +429,7 @@ mod tests {
     /// sees a completion whose task work the kernel deferred (it has to be run by an enter call).
     #[test]
     fn a_short_wait_spins_to_the_deadline_or_to_a_completion() {
-        let (socket, mut peer) = UnixStream::pair().expect("socket pair");
-        let config = EngineConfig {
-            files: vec![socket.as_raw_fd()],
-            depth: 2,
-            max_len: 4096,
-            seed: 1,
-            uring: UringSpec::tuned(),
-        };
-        let mut engine = match UringEngine::new(config) {
-            Ok(engine) => engine,
-            Err(e) => {
-                eprintln!("skipped: no io_uring here ({e})");
-                return;
-            }
-        };
+        let Some((mut engine, _socket, mut peer)) = socket_engine() else { return };
         let read = IoRequest { slot: 0, op: Op::Read, file: 0, offset: 0, len: 8 };
         assert_eq!(engine.queue(read), Queued::Accepted);
         let mut out = Vec::new();
