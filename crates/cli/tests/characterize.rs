@@ -331,7 +331,10 @@ fn precondition_and_cliff_on_a_zram_device() {
     assert!(out.status.success(), "{}", stderr(&out));
     let report = json(&out);
     checked_samples(&report["summary"]);
-    assert_eq!(report["run"]["jobs"][0]["write"]["bytes"], 64u64 << 20, "the whole device once");
+    // The whole device once; the batch that reaches the I/O limit may complete a few more
+    // requests (at most the QD of 32 x 128 KiB), which wrap to the start of the device.
+    let written = report["run"]["jobs"][0]["write"]["bytes"].as_u64().expect("bytes");
+    assert!((64u64 << 20..(64u64 << 20) + 32 * (128 << 10)).contains(&written), "{written} bytes written");
 }
 
 fn spawn(dir: &Path, args: &[&str]) -> std::process::Child {
