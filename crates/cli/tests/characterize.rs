@@ -8,7 +8,7 @@ use std::path::Path;
 use std::process::{Output, Stdio};
 use std::time::Duration;
 
-use common::{iolab, json, needs_root_and, run_in, stderr, ZramDevice};
+use common::{iolab, json, run_in, stderr, ZramDevice};
 use serde_json::Value;
 
 /// Short points on a 64 MiB file `t`, laid out by the first command that uses it.
@@ -312,14 +312,7 @@ fn cliff_logs_throughput_against_bytes_written() {
 
 #[test]
 fn precondition_and_cliff_on_a_zram_device() {
-    if let Some(why) = needs_root_and(&["dd"]) {
-        eprintln!("skipped: {why}");
-        return;
-    }
-    let Some(zram) = ZramDevice::new(64) else {
-        eprintln!("skipped: no zram on this kernel");
-        return;
-    };
+    let Some(zram) = ZramDevice::for_test(64) else { return };
     let dir = dir();
     let out = run_in(dir.path(), &["precondition", zram.path(), "--trim", "--passes", "1", "--json", "-q"]);
     assert!(out.status.success(), "{}", stderr(&out));

@@ -5,7 +5,7 @@ mod common;
 
 use std::path::Path;
 
-use common::{json, needs_root_and, run_in, stderr, ZramDevice};
+use common::{json, run_in, stderr, ZramDevice};
 
 const QUICK: [&str; 4] = ["--runtime", "1s", "--ramp", "300ms"];
 const CAUSES: [&str; 8] = [
@@ -126,14 +126,7 @@ fn the_null_engine_is_judged_cpu_bound_by_construction() {
 
 #[test]
 fn a_zram_device_shows_its_activity_and_a_verdict() {
-    if let Some(why) = needs_root_and(&["dd"]) {
-        eprintln!("skipped: {why}");
-        return;
-    }
-    let Some(zram) = ZramDevice::new(64) else {
-        eprintln!("skipped: no zram on this kernel");
-        return;
-    };
+    let Some(zram) = ZramDevice::for_test(64) else { return };
     let name = format!("zram{}", zram.index);
     let dir = tempfile::tempdir().expect("dir");
     let out = run_in(dir.path(), &[&["run", "--target", zram.path(), "--json", "-q"][..], &QUICK].concat());

@@ -56,14 +56,7 @@ fn ladder_text_has_the_table_and_refuses_engine_flags() {
 
 #[test]
 fn ladder_on_zram_says_io_uring_punts_to_io_wq() {
-    if let Some(why) = needs_root_and(&["dd"]) {
-        eprintln!("skipped: {why}");
-        return;
-    }
-    let Some(zram) = ZramDevice::new(256) else {
-        eprintln!("skipped: no zram on this kernel");
-        return;
-    };
+    let Some(zram) = ZramDevice::for_test(256) else { return };
     let out = iolab_ladder(&zram);
     let report = json(&out);
     let rows = report["summary"]["rows"].as_array().expect("rows");

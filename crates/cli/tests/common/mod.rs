@@ -118,6 +118,20 @@ pub struct ZramDevice {
 }
 
 impl ZramDevice {
+    /// A zram device of `size_mib` filled with random data, for a test that needs root; `None`
+    /// (with the reason on stderr, so the test skips) where it cannot be made.
+    pub fn for_test(size_mib: u64) -> Option<Self> {
+        if let Some(why) = needs_root_and(&["dd"]) {
+            eprintln!("skipped: {why}");
+            return None;
+        }
+        let zram = ZramDevice::new(size_mib);
+        if zram.is_none() {
+            eprintln!("skipped: no zram on this kernel");
+        }
+        zram
+    }
+
     pub fn new(size_mib: u64) -> Option<Self> {
         let index = std::fs::read_to_string("/sys/class/zram-control/hot_add").ok()?.trim().to_string();
         let zram = ZramDevice { device: PathBuf::from(format!("/dev/zram{index}")), index };
