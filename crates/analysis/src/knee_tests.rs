@@ -31,6 +31,11 @@ fn littles(outstanding: f64, iops: f64) -> LoadPoint {
     LoadPoint { outstanding, iops, mean_latency_ns: outstanding / iops * 1e9 }
 }
 
+/// A measured point: latency in microseconds.
+fn point(outstanding: f64, iops: f64, latency_us: f64) -> LoadPoint {
+    LoadPoint { outstanding, iops, mean_latency_ns: latency_us * 1e3 }
+}
+
 fn spot(points: &[LoadPoint]) -> SweetSpot {
     sweet_spot(points).expect("usable points give a sweet spot")
 }
@@ -145,11 +150,6 @@ fn more_iops_bought_with_far_more_latency_past_the_knee_do_not_move_the_sweet_sp
 fn the_best_point_before_the_knee_wins_even_if_it_is_not_the_last_one() {
     // QD 4 loses 5% of the IOPS and 5% of the latency (measured latency need not follow Little's
     // law exactly, e.g. with think time): not a knee, but not the best point either.
-    let point = |outstanding, iops, latency_us: f64| LoadPoint {
-        outstanding,
-        iops,
-        mean_latency_ns: latency_us * 1e3,
-    };
     let points = [
         point(1.0, 10_000.0, 100.0),
         point(2.0, 20_000.0, 100.0),
@@ -256,11 +256,6 @@ fn a_curve_that_stalls_and_picks_up_again_is_judged_past_the_stall() {
     // Measured on zram (io-wq punting): QD 2 bought nothing over QD 1, then QD 4 doubled the
     // IOPS at the same latency as QD 2, and QD 8 gained 1.38x IOPS for 1.45x latency (within the
     // tolerance); QD 16 paid 1.61x latency for 1.24x IOPS. The first step alone would stop at 1.
-    let point = |outstanding, iops, latency_us: f64| LoadPoint {
-        outstanding,
-        iops,
-        mean_latency_ns: latency_us * 1e3,
-    };
     let points = [
         point(1.0, 86_669.0, 11.4),
         point(2.0, 90_554.0, 22.0),

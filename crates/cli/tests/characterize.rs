@@ -5,10 +5,10 @@
 mod common;
 
 use std::path::Path;
-use std::process::{Output, Stdio};
+use std::process::Output;
 use std::time::Duration;
 
-use common::{iolab, json, run_in, stderr, ZramDevice};
+use common::{json, run_in, spawn_in, stderr, ZramDevice};
 use serde_json::Value;
 
 /// Short points on a 64 MiB file `t`, laid out by the first command that uses it.
@@ -330,10 +330,6 @@ fn precondition_and_cliff_on_a_zram_device() {
     assert!((64u64 << 20..(64u64 << 20) + 32 * (128 << 10)).contains(&written), "{written} bytes written");
 }
 
-fn spawn(dir: &Path, args: &[&str]) -> std::process::Child {
-    iolab().args(args).current_dir(dir).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().expect("spawn")
-}
-
 fn interrupt(child: &std::process::Child) {
     // SAFETY: plain kill(2) on our own child's pid.
     assert_eq!(unsafe { libc::kill(child.id() as i32, libc::SIGINT) }, 0);
@@ -344,8 +340,8 @@ fn interrupt(child: &std::process::Child) {
 fn sigint_during_a_sweep_keeps_the_finished_points() {
     let (json_dir, text_dir) = (common::dir_with_target(), common::dir_with_target());
     let sweep = ["sweep", "t", "--engine", "null", "--qd", "1..8", "--runtime", "1s", "--ramp", "0", "-q"];
-    let as_json = spawn(json_dir.path(), &[&sweep[..], &["--json"]].concat());
-    let as_text = spawn(text_dir.path(), &sweep);
+    let as_json = spawn_in(json_dir.path(), &[&sweep[..], &["--json"]].concat());
+    let as_text = spawn_in(text_dir.path(), &sweep);
     std::thread::sleep(Duration::from_millis(2500));
     interrupt(&as_json);
     interrupt(&as_text);
@@ -391,7 +387,7 @@ fn sigint_during_steady_does_not_judge_the_cut_round() {
         "--json",
         "-q",
     ];
-    let child = spawn(dir.path(), &args);
+    let child = spawn_in(dir.path(), &args);
     std::thread::sleep(Duration::from_millis(1500));
     interrupt(&child);
     let out = child.wait_with_output().expect("wait");

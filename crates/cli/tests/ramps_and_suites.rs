@@ -5,10 +5,10 @@
 mod common;
 
 use std::path::Path;
-use std::process::{Child, Output, Stdio};
+use std::process::{Child, Output};
 use std::sync::{PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
-use common::{iolab, json, run_in, stderr};
+use common::{json, run_in, spawn_in, stderr};
 use serde_json::Value;
 
 /// A test that judges CPU or response time takes the machine alone (a null-engine job next to
@@ -436,14 +436,8 @@ fn sweep_until_steady_says_which_points_never_settled() {
 }
 
 fn start(dir: &Path, args: &[&str]) -> Child {
-    iolab()
-        .args(["run", "--target", "t", "--size", "4m", "--runtime", "1s", "--ramp", "0", "--json", "-q"])
-        .args(args)
-        .current_dir(dir)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("iolab starts")
+    let run = ["run", "--target", "t", "--size", "4m", "--runtime", "1s", "--ramp", "0", "--json", "-q"];
+    spawn_in(dir, &[&run[..], args].concat())
 }
 
 fn finish(child: Child) -> Output {

@@ -4,9 +4,9 @@
 
 mod common;
 
-use std::process::{Child, Output, Stdio};
+use std::process::{Child, Output};
 
-use common::{iolab, json, stderr};
+use common::{json, spawn_in, stderr};
 use serde_json::Value;
 
 /// A directory on the root filesystem (O_DIRECT works there, not on tmpfs) holding `t`, 4 MiB.
@@ -18,14 +18,7 @@ fn dir_with_file() -> tempfile::TempDir {
 
 /// Starts `iolab run` on `t` for 1 s without a ramp; runs started together share the second.
 fn start(dir: &std::path::Path, args: &[&str]) -> Child {
-    iolab()
-        .args(["run", "--target", "t", "--runtime", "1s", "--ramp", "0s", "-q"])
-        .args(args)
-        .current_dir(dir)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("iolab starts")
+    spawn_in(dir, &[&["run", "--target", "t", "--runtime", "1s", "--ramp", "0s", "-q"][..], args].concat())
 }
 
 fn finish(child: Child) -> Output {

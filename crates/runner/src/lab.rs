@@ -38,7 +38,7 @@ impl<'a> Lab<'a> {
         {
             probe::uring_available()?;
         }
-        prepare::check_buffer_memory(plan)?;
+        prepare::check_buffer_memory(&plan.jobs)?;
         let started_at_unix_s =
             std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs());
         let scratch = prepare::scratch(plan, interrupt, observer)?;
@@ -66,7 +66,7 @@ impl<'a> Lab<'a> {
         targets: &[Vec<PreparedTarget>],
         observer: &mut dyn Observer,
     ) -> Result<&JobResult, RunError> {
-        prepare::check_buffer_memory(&RunPlan { jobs: vec![job.clone()], output: Default::default() })?;
+        prepare::check_buffer_memory(std::slice::from_ref(job))?;
         let result = run_job(job, targets, self.interrupt, observer)?;
         self.jobs.push(result);
         Ok(self.jobs.last().expect("just pushed"))

@@ -50,9 +50,9 @@ impl Drop for Scratch {
 
 /// Refuses a plan whose I/O buffers would take more than half of the memory available: the
 /// kernel would kill the run instead of it failing with a message.
-pub fn check_buffer_memory(plan: &RunPlan) -> Result<(), RunError> {
+pub fn check_buffer_memory(jobs: &[JobSpec]) -> Result<(), RunError> {
     let Some(available) = mem_available() else { return Ok(()) };
-    for job in &plan.jobs {
+    for job in jobs {
         let needed: u64 = job
             .groups
             .iter()

@@ -16,6 +16,19 @@ pub fn run_in(dir: &Path, args: &[&str]) -> Output {
     iolab().args(args).current_dir(dir).output().expect("iolab runs")
 }
 
+/// Starts iolab with `args` in `dir`, its output captured, for a test that signals it or runs
+/// several at once.
+pub fn spawn_in(dir: &Path, args: &[&str]) -> std::process::Child {
+    use std::process::Stdio;
+    iolab()
+        .args(args)
+        .current_dir(dir)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("iolab starts")
+}
+
 /// A temporary directory holding `t`, a 1 MiB file of data to use as a target.
 pub fn dir_with_target() -> tempfile::TempDir {
     let dir = tempfile::tempdir().expect("temp dir");
