@@ -152,6 +152,8 @@ impl Observer for ProgressLine {
                 };
                 (done, format!("{:.0}% done in {}{eta}", 100.0 * done, duration(elapsed)))
             }
+            // Short jobs (suite steps in tests, sweeps with --runtime 500ms) need the tenths.
+            _ if total < 10.0 => (elapsed / total, format!("{elapsed:.1}/{total:.1}s")),
             _ => (elapsed / total, format!("{elapsed:.0}/{total:.0}s")),
         };
         if let Some(overall) = &mut self.overall {
