@@ -142,6 +142,7 @@ impl Synth {
                 summary: String::new(),
                 evidence: Vec::new(),
             },
+            histograms: Default::default(),
         }
     }
 }

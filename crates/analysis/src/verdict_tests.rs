@@ -116,6 +116,7 @@ fn base() -> JobResult {
         notes: Vec::new(),
         devices: vec![device("vdb", 50.0, 8.0)],
         verdict: Verdict { cause: Bottleneck::Undetermined, summary: String::new(), evidence: Vec::new() },
+        histograms: Default::default(),
     }
 }
 

@@ -304,6 +304,7 @@ fn assemble(
         notes: notes(job, targets, lane_group, setups),
         devices: collected.devices,
         verdict: Verdict { cause: Bottleneck::Undetermined, summary: String::new(), evidence: Vec::new() },
+        histograms: all,
     }
 }
 

@@ -6,6 +6,7 @@
 //! reported percentile is within 0.1% of the true latency of that rank.
 
 pub mod cpu;
+pub mod encoded;
 pub mod format;
 mod interval;
 mod op_stats;
@@ -14,5 +15,5 @@ pub mod result;
 pub mod threads;
 
 pub use interval::IntervalStats;
-pub use op_stats::{OpStats, PERCENTILES};
+pub use op_stats::{Moments, OpStats, PERCENTILES};
 pub use rate::{SUSTAINED_MAX_LAG_NS, SUSTAINED_MIN_COMPLETED_PCT};

@@ -12,6 +12,17 @@ pub const PERCENTILES: [f64; 7] = [50.0, 90.0, 99.0, 99.9, 99.99, 99.999, 99.999
 /// Significant decimal digits kept by the histogram: values within 0.1%.
 const SIGNIFICANT_DIGITS: u8 = 3;
 
+/// The exact figures an `OpStats` keeps beside its histogram.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub struct Moments {
+    pub ios: u64,
+    pub bytes: u64,
+    pub sum_ns: u128,
+    pub sum_sq_ns: u128,
+    pub min_ns: u64,
+    pub max_ns: u64,
+}
+
 #[derive(Clone, Debug)]
 pub struct OpStats {
     histogram: Histogram<u64>,
@@ -68,6 +79,34 @@ impl OpStats {
         self.sum_sq_ns += other.sum_sq_ns;
         self.min_ns = self.min_ns.min(other.min_ns);
         self.max_ns = self.max_ns.max(other.max_ns);
+    }
+
+    /// Statistics from their parts, as stored or imported: `histogram` holds the `ios`
+    /// latencies (in ns); the sums are of the latencies and of their squares.
+    pub fn from_parts(histogram: Histogram<u64>, moments: Moments) -> OpStats {
+        let mut histogram = histogram;
+        histogram.auto(true);
+        OpStats {
+            histogram,
+            ios: moments.ios,
+            bytes: moments.bytes,
+            sum_ns: moments.sum_ns,
+            sum_sq_ns: moments.sum_sq_ns,
+            min_ns: if moments.ios == 0 { u64::MAX } else { moments.min_ns },
+            max_ns: moments.max_ns,
+        }
+    }
+
+    /// Everything but the histogram.
+    pub fn moments(&self) -> Moments {
+        Moments {
+            ios: self.ios,
+            bytes: self.bytes,
+            sum_ns: self.sum_ns,
+            sum_sq_ns: self.sum_sq_ns,
+            min_ns: if self.ios == 0 { 0 } else { self.min_ns },
+            max_ns: self.max_ns,
+        }
     }
 
     pub fn ios(&self) -> u64 {

@@ -2,8 +2,9 @@
 //! is the documented schema (docs/results-schema.md); bump `SCHEMA` on any breaking change.
 
 use iolab_spec::{Arrival, JobSpec};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
+use crate::interval::IntervalStats;
 use crate::threads::ThreadClassCpu;
 
 /// Name and version of the JSON schema of `RunReport`.
@@ -71,6 +72,10 @@ pub struct JobResult {
     pub devices: Vec<DeviceActivity>,
     /// What limited the job, with the figures that show it.
     pub verdict: Verdict,
+    /// The merged latency histograms of the whole job (all groups): what the store keeps so a
+    /// result can be merged again later. Not part of the run schema (the summaries are).
+    #[serde(skip)]
+    pub histograms: IntervalStats,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -140,7 +145,7 @@ pub struct TargetResult {
     pub total: OpSummary,
 }
 
-#[derive(Debug, Clone, Serialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct OpSummary {
     pub ios: u64,
     pub bytes: u64,
@@ -153,7 +158,7 @@ pub struct OpSummary {
     pub latency: Option<LatencySummary>,
 }
 
-#[derive(Debug, Clone, Serialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct LatencySummary {
     pub min_ns: u64,
     pub mean_ns: f64,
@@ -164,20 +169,20 @@ pub struct LatencySummary {
     pub within: Vec<Within>,
 }
 
-#[derive(Debug, Clone, Copy, Serialize, PartialEq)]
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq)]
 pub struct Percentile {
     pub p: f64,
     pub ns: u64,
 }
 
-#[derive(Debug, Clone, Copy, Serialize, PartialEq)]
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq)]
 pub struct Within {
     pub threshold_ns: u64,
     pub pct: f64,
 }
 
 /// One interval (normally one second) of the measured phase.
-#[derive(Debug, Clone, Serialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct SeriesPoint {
     /// Start of the interval, in seconds after the measurement started.
     pub t_s: f64,
@@ -275,7 +280,7 @@ pub struct DeviceActivity {
 }
 
 /// What limited a job.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Bottleneck {
     /// A thread that submits and reaps I/O (or the cores, mostly busy with those threads).
@@ -313,7 +318,7 @@ impl Bottleneck {
 }
 
 /// What limited a job, in plain words, with the figures that support it.
-#[derive(Debug, Clone, Serialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct Verdict {
     pub cause: Bottleneck,
     /// One plain sentence.

@@ -1,0 +1,21 @@
+use std::path::PathBuf;
+
+use crate::model::RunId;
+
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    #[error("{path} is not an iolab results database ({what}); iolab leaves it as it is: give another --db")]
+    Foreign { path: PathBuf, what: String },
+    #[error("the results database {path} is damaged ({detail}); iolab leaves it as it is: `sqlite3 {path} .recover` may save its data, or give another --db")]
+    Damaged { path: PathBuf, detail: String },
+    #[error("the results database was made by a newer iolab (schema {version}; this one knows up to {known})")]
+    Newer { version: i32, known: i32 },
+    #[error("cannot open the results database {path}: {detail}")]
+    Open { path: PathBuf, detail: String },
+    #[error("no run {0} in the results database")]
+    NoRun(RunId),
+    #[error("results database: {0}")]
+    Sqlite(#[from] rusqlite::Error),
+    #[error("results database: a stored {what} does not parse: {detail}")]
+    Stored { what: &'static str, detail: String },
+}

@@ -1,0 +1,95 @@
+//! Opening a results database without ever harming a file that is not one: the file's header,
+//! its application id and its tables are checked before anything is written.
+
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use rusqlite::{Connection, OpenFlags};
+
+use crate::error::StoreError;
+use crate::schema::{self, APPLICATION_ID};
+
+/// How long a writer waits for another process's transaction before giving up.
+pub const BUSY_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// The database the results commands use when given no `--db` and no `IOLAB_DB`:
+/// `$XDG_DATA_HOME/iolab/results.db`, else `~/.local/share/iolab/results.db`.
+pub fn default_path() -> Option<PathBuf> {
+    let from_env = |name: &str| std::env::var_os(name).filter(|v| !v.is_empty()).map(PathBuf::from);
+    let data = from_env("XDG_DATA_HOME").or_else(|| from_env("HOME").map(|home| home.join(".local/share")))?;
+    Some(data.join("iolab").join("results.db"))
+}
+
+/// Opens (creating when absent) the database at `path`, migrated to this iolab's schema, in
+/// WAL mode so several iolab processes can write to it at once.
+pub fn open(path: &Path) -> Result<Connection, StoreError> {
+    let fail = |detail: String| StoreError::Open { path: path.to_path_buf(), detail };
+    let exists = path.exists();
+    if exists {
+        check_header(path)?;
+    } else if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
+        std::fs::create_dir_all(parent).map_err(|e| fail(format!("cannot create {}: {e}", parent.display())))?;
+    }
+    let flags = OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_CREATE | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+    let mut conn = Connection::open_with_flags(path, flags).map_err(|e| fail(e.to_string()))?;
+    conn.busy_timeout(BUSY_TIMEOUT).map_err(|e| fail(e.to_string()))?;
+    let damaged = |e: rusqlite::Error| classify(path, e);
+    if exists {
+        check_ours(&conn, path).map_err(|e| match e {
+            StoreError::Sqlite(e) => classify(path, e),
+            other => other,
+        })?;
+    }
+    // WAL lets readers and a writer work at once; FULL syncs the log at every commit, so a
+    // point, once committed, survives a killed process and a power loss.
+    conn.pragma_update(None, "journal_mode", "WAL").map_err(damaged)?;
+    conn.pragma_update(None, "synchronous", "FULL").map_err(damaged)?;
+    conn.pragma_update(None, "foreign_keys", "ON").map_err(damaged)?;
+    schema::migrate(&mut conn).map_err(|e| match e {
+        StoreError::Sqlite(e) => classify(path, e),
+        other => other,
+    })?;
+    Ok(conn)
+}
+
+/// An SQLite error, named for what it means to the user: a damaged or foreign file.
+pub fn classify(path: &Path, error: rusqlite::Error) -> StoreError {
+    use rusqlite::ErrorCode::{DatabaseCorrupt, NotADatabase};
+    match error.sqlite_error_code() {
+        Some(DatabaseCorrupt) => StoreError::Damaged { path: path.to_path_buf(), detail: error.to_string() },
+        Some(NotADatabase) => StoreError::Foreign { path: path.to_path_buf(), what: "not an SQLite file".into() },
+        _ => StoreError::Sqlite(error),
+    }
+}
+
+/// A non-empty file must start as every SQLite database does.
+fn check_header(path: &Path) -> Result<(), StoreError> {
+    let mut header = [0u8; 16];
+    let read = std::fs::File::open(path)
+        .and_then(|mut f| f.read(&mut header))
+        .map_err(|e| StoreError::Open { path: path.to_path_buf(), detail: e.to_string() })?;
+    match read {
+        0 => Ok(()),
+        16 if &header == b"SQLite format 3\0" => Ok(()),
+        _ => Err(StoreError::Foreign { path: path.to_path_buf(), what: "not an SQLite file".into() }),
+    }
+}
+
+/// An existing SQLite file is ours when it carries our application id, or is still empty.
+fn check_ours(conn: &Connection, path: &Path) -> Result<(), StoreError> {
+    let id: i32 = conn.query_row("PRAGMA application_id", [], |row| row.get(0))?;
+    if id == APPLICATION_ID {
+        return Ok(());
+    }
+    let tables: i64 = conn.query_row("SELECT count(*) FROM sqlite_master", [], |row| row.get(0))?;
+    if id == 0 && tables == 0 {
+        return Ok(());
+    }
+    let what = if id == 0 {
+        format!("an SQLite database of another program, with {tables} tables and indexes")
+    } else {
+        format!("an SQLite database of another program (application id {id:#x})")
+    };
+    Err(StoreError::Foreign { path: path.to_path_buf(), what })
+}
