@@ -21,7 +21,34 @@ pub struct PointOutcome<'a> {
     pub name: &'a str,
     pub curve: usize,
     pub curve_name: &'a str,
-    pub result: &'a JobResult,
+    pub figures: PointFigures,
+}
+
+/// What a sweep row needs of a point's result: from a job just run, or from a point kept in
+/// the results database (a resumed sweep).
+#[derive(Debug, Clone, PartialEq)]
+pub struct PointFigures {
+    pub access: String,
+    pub qd: u32,
+    pub workers: u32,
+    pub total: OpSummary,
+    pub cpu_us_per_io: f64,
+    pub bottleneck: Bottleneck,
+}
+
+impl PointFigures {
+    /// The figures of a job's first group (a sweep point has one).
+    pub fn of(job: &JobResult) -> PointFigures {
+        let group = job.groups.first();
+        PointFigures {
+            access: group.map_or(String::new(), |g| g.access.clone()),
+            qd: group.map_or(0, |g| g.qd),
+            workers: group.map_or(0, |g| g.workers),
+            total: job.total.clone(),
+            cpu_us_per_io: job.cpu.us_per_io,
+            bottleneck: job.verdict.cause,
+        }
+    }
 }
 
 #[derive(Debug, Clone, Serialize, PartialEq)]
@@ -101,23 +128,21 @@ pub fn summarize(load_axis: LoadAxis, points: &[PointOutcome<'_>]) -> SweepSumma
 }
 
 fn row(point: &PointOutcome<'_>) -> SweepRow {
-    let job = point.result;
-    let group = job.groups.first();
-    let (qd, workers) = group.map_or((0, 0), |g| (g.qd, g.workers));
+    let figures = &point.figures;
     SweepRow {
         name: point.name.to_string(),
         curve: point.curve,
-        access: group.map_or(String::new(), |g| g.access.clone()),
-        qd,
-        workers,
-        outstanding: qd * workers,
-        iops: job.total.iops,
-        mb_s: job.total.mb_s,
-        mean_ns: job.total.latency.as_ref().map_or(0.0, |l| l.mean_ns),
-        p99_ns: percentile(&job.total, 99.0),
-        p9999_ns: percentile(&job.total, 99.99),
-        cpu_us_per_io: job.cpu.us_per_io,
-        bottleneck: job.verdict.cause,
+        access: figures.access.clone(),
+        qd: figures.qd,
+        workers: figures.workers,
+        outstanding: figures.qd * figures.workers,
+        iops: figures.total.iops,
+        mb_s: figures.total.mb_s,
+        mean_ns: figures.total.latency.as_ref().map_or(0.0, |l| l.mean_ns),
+        p99_ns: percentile(&figures.total, 99.0),
+        p9999_ns: percentile(&figures.total, 99.99),
+        cpu_us_per_io: figures.cpu_us_per_io,
+        bottleneck: figures.bottleneck,
     }
 }
 

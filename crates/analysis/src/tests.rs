@@ -879,7 +879,12 @@ fn sweep_of(jobs: &[JobResult], names: &[String]) -> crate::sweep::SweepSummary 
     let points: Vec<crate::sweep::PointOutcome<'_>> = jobs
         .iter()
         .zip(names)
-        .map(|(result, name)| crate::sweep::PointOutcome { name, curve: 0, curve_name: "", result })
+        .map(|(result, name)| crate::sweep::PointOutcome {
+            name,
+            curve: 0,
+            curve_name: "",
+            figures: crate::sweep::PointFigures::of(result),
+        })
         .collect();
     crate::sweep::summarize(iolab_spec::sweep::LoadAxis::Qd, &points)
 }
@@ -931,7 +936,12 @@ fn a_sweep_without_a_load_axis_names_no_sweet_spot() {
     let points: Vec<crate::sweep::PointOutcome<'_>> = jobs
         .iter()
         .zip(&names)
-        .map(|(result, name)| crate::sweep::PointOutcome { name, curve: 0, curve_name: "", result })
+        .map(|(result, name)| crate::sweep::PointOutcome {
+            name,
+            curve: 0,
+            curve_name: "",
+            figures: crate::sweep::PointFigures::of(result),
+        })
         .collect();
     let summary = crate::sweep::summarize(iolab_spec::sweep::LoadAxis::None, &points);
     assert!(summary.curves.iter().all(|c| c.sweet_spot.is_none()));

@@ -9,6 +9,9 @@ use iolab_analysis::steady::SteadyRule;
 use iolab_spec::suite::Suite;
 use iolab_spec::{Axis, Bytes, Options};
 
+use crate::recording::StoreArgs;
+use crate::results_command::ResultsAction;
+
 #[derive(Debug, Parser)]
 #[command(
     name = "iolab",
@@ -18,6 +21,9 @@ use iolab_spec::{Axis, Bytes, Options};
 pub struct Cli {
     #[command(subcommand)]
     pub command: Command,
+
+    #[command(flatten)]
+    pub store: StoreArgs,
 }
 
 #[derive(Debug, Subcommand)]
@@ -63,6 +69,12 @@ pub enum Command {
     /// open-loop at --levels shares of that maximum (default 10%, 20% ... 100%), stopping early
     /// at --max-latency (e.g. p99=2ms, on response time) or --max-cpu (machine busy %).
     Ramp(RampArgs),
+    /// The results database (every run is kept there as it runs): list, show, export (JSON or
+    /// CSV) or delete runs.
+    Results {
+        #[command(subcommand)]
+        action: ResultsAction,
+    },
 }
 
 #[derive(Debug, Args)]
@@ -197,6 +209,16 @@ pub struct SweepArgs {
     #[command(flatten)]
     pub steady: SteadyFlags,
 
+    /// Measure each point N times in a row (default 1): comparisons then tell a difference
+    /// from run-to-run noise. The table shows the repeat with the median IOPS.
+    #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=100))]
+    pub repeat: u32,
+
+    /// Continue the newest unfinished sweep of exactly these points in the results database
+    /// (interrupted or killed): the points it finished are kept, the rest are run.
+    #[arg(long)]
+    pub resume: bool,
+
     #[command(flatten)]
     pub options: Options,
 }
@@ -244,6 +266,11 @@ pub struct RunArgs {
     /// A TOML job file (docs/job-file.md); flags override its values.
     #[arg(value_name = "JOB_FILE")]
     pub job_file: Option<PathBuf>,
+
+    /// Run each job N times in a row (default 1): comparisons then tell a difference from
+    /// run-to-run noise.
+    #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=100))]
+    pub repeat: u32,
 
     #[command(flatten)]
     pub options: Options,

@@ -12,12 +12,13 @@ use iolab_stats::result::JobResult;
 use crate::args::CliffArgs;
 use crate::fill::{self, FILL_KEYS};
 use crate::progress::ProgressLine;
+use crate::recording::{Recording, StoreArgs};
 use crate::{exit, session, study};
 
 /// Fine enough to place a cliff within a few hundred MB at several GB/s.
 const SAMPLE: Nanos = Nanos(100_000_000);
 
-pub fn run(args: CliffArgs) -> ExitCode {
+pub fn run(args: CliffArgs, store: &StoreArgs) -> ExitCode {
     let refused = study::refuse(
         &args.options,
         FILL_KEYS,
@@ -36,8 +37,12 @@ pub fn run(args: CliffArgs) -> ExitCode {
         Ok(both) => both,
         Err(message) => return exit::fail(exit::USAGE, &message),
     };
+    let mut recording = match Recording::start(store, "cliff", &plan) {
+        Ok(recording) => recording,
+        Err(code) => return code,
+    };
     let progress = ProgressLine::new(plan.output.quiet);
-    let ran = session::in_lab(&plan, &job, progress, |lab, targets, progress| {
+    let ran = session::in_lab(&plan, &job, progress, &mut recording, |lab, targets, progress| {
         let region: u64 = targets.iter().flatten().map(|t| t.region_size).sum();
         let bytes = args.bytes.map_or(region, |b| b.0);
         let job = fill::limited_to(&job, format!("cliff: {} of sequential writes", Bytes(bytes)), bytes);
@@ -49,12 +54,9 @@ pub fn run(args: CliffArgs) -> ExitCode {
     };
     let samples = report.jobs.first().map(samples).unwrap_or_default();
     let found = find_cliffs(&samples, &rule);
-    let rendered = if plan.output.json {
-        cliff_json(&found, &samples, &report)
-    } else {
-        cliff_text(&found, &samples, &report)
-    };
-    session::deliver(&plan.output, &rendered, &report)
+    let json = cliff_json(&found, &samples, &report);
+    let rendered = if plan.output.json { json.clone() } else { cliff_text(&found, &samples, &report) };
+    session::deliver(&plan.output, &rendered, &report, recording, Some(&json))
 }
 
 /// Throughput against bytes written, one sample per interval of the series. The last interval

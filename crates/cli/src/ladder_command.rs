@@ -11,9 +11,10 @@ use iolab_spec::ladder::Rung;
 use iolab_spec::{flag_name, JobSpec, RunPlan, URING_KEYS};
 
 use crate::args::LadderArgs;
+use crate::recording::{Recording, StoreArgs};
 use crate::{exit, session, study};
 
-pub fn run(args: LadderArgs) -> ExitCode {
+pub fn run(args: LadderArgs, store: &StoreArgs) -> ExitCode {
     let engine_key = args.options.keys_set().into_iter().find(|k| *k == "engine" || URING_KEYS.contains(k));
     if let Some(key) = engine_key {
         return exit::fail(
@@ -34,7 +35,11 @@ pub fn run(args: LadderArgs) -> ExitCode {
         jobs: steps.iter().filter_map(|(_, job)| job.as_ref().ok().cloned()).collect(),
         output: base.output.clone(),
     };
-    let outcome = match session::execute(&plan, OnFailedStart::Skip) {
+    let mut recording = match Recording::start(store, "ladder", &plan) {
+        Ok(recording) => recording,
+        Err(code) => return code,
+    };
+    let outcome = match session::execute(&plan, OnFailedStart::Skip, &mut recording) {
         Ok(outcome) => outcome,
         Err(code) => return code,
     };
@@ -57,9 +62,9 @@ pub fn run(args: LadderArgs) -> ExitCode {
         })
         .collect();
     let summary = summarize(&outcomes);
-    let rendered =
-        if plan.output.json { ladder_json(&summary, report) } else { ladder_text(&summary, report) };
-    session::deliver(&plan.output, &rendered, report)
+    let json = ladder_json(&summary, report);
+    let rendered = if plan.output.json { json.clone() } else { ladder_text(&summary, report) };
+    session::deliver(&plan.output, &rendered, report, recording, Some(&json))
 }
 
 /// The job of `rung`, or why the rung cannot run on this target.

@@ -8,6 +8,8 @@ mod ladder_command;
 mod precondition_command;
 mod progress;
 mod ramp_command;
+mod recording;
+mod results_command;
 mod run_command;
 mod scale_command;
 mod session;
@@ -27,14 +29,15 @@ fn main() -> ExitCode {
         Err(error) => return exit::clap_error(error),
     };
     match cli.command {
-        args::Command::Run(run) => run_command::run(run),
-        args::Command::Ladder(ladder) => ladder_command::run(ladder),
-        args::Command::Scale(scale) => scale_command::run(scale),
-        args::Command::Precondition(args) => precondition_command::run(args),
-        args::Command::Sweep(args) => sweep_command::run(args),
-        args::Command::Steady(args) => steady_command::run(args),
-        args::Command::Cliff(args) => cliff_command::run(args),
-        args::Command::Suite(args) => suite_command::run(args),
-        args::Command::Ramp(args) => ramp_command::run(args),
+        args::Command::Run(run) => run_command::run(run, &cli.store),
+        args::Command::Ladder(ladder) => ladder_command::run(ladder, &cli.store),
+        args::Command::Scale(scale) => scale_command::run(scale, &cli.store),
+        args::Command::Precondition(args) => precondition_command::run(args, &cli.store),
+        args::Command::Sweep(args) => sweep_command::run(args, &cli.store),
+        args::Command::Steady(args) => steady_command::run(args, &cli.store),
+        args::Command::Cliff(args) => cliff_command::run(args, &cli.store),
+        args::Command::Suite(args) => suite_command::run(args, &cli.store),
+        args::Command::Ramp(args) => ramp_command::run(args, &cli.store),
+        args::Command::Results { action } => results_command::run(action, &cli.store),
     }
 }

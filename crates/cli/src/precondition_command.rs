@@ -10,9 +10,10 @@ use iolab_spec::{Bytes, JobSpec};
 use crate::args::PreconditionArgs;
 use crate::fill::{self, FILL_KEYS};
 use crate::progress::ProgressLine;
+use crate::recording::{Recording, StoreArgs};
 use crate::{exit, session, study};
 
-pub fn run(args: PreconditionArgs) -> ExitCode {
+pub fn run(args: PreconditionArgs, store: &StoreArgs) -> ExitCode {
     let refused = study::refuse(
         &args.options,
         FILL_KEYS,
@@ -31,8 +32,12 @@ pub fn run(args: PreconditionArgs) -> ExitCode {
         Err(message) => return exit::fail(exit::USAGE, &message),
     };
 
+    let mut recording = match Recording::start(store, "precondition", &plan) {
+        Ok(recording) => recording,
+        Err(code) => return code,
+    };
     let progress = ProgressLine::new(plan.output.quiet);
-    let ran = session::in_lab(&plan, &job, progress, |lab, targets, progress| {
+    let ran = session::in_lab(&plan, &job, progress, &mut recording, |lab, targets, progress| {
         let region: u64 = targets.iter().flatten().map(|t| t.region_size).sum();
         let mut discard_notes = Vec::new();
         if args.trim {
@@ -59,9 +64,9 @@ pub fn run(args: PreconditionArgs) -> ExitCode {
         Ok(both) => both,
         Err(code) => return code,
     };
-    let rendered =
-        if plan.output.json { precondition_json(&done, &report) } else { precondition_text(&done, &report) };
-    session::deliver(&plan.output, &rendered, &report)
+    let json = precondition_json(&done, &report);
+    let rendered = if plan.output.json { json.clone() } else { precondition_text(&done, &report) };
+    session::deliver(&plan.output, &rendered, &report, recording, Some(&json))
 }
 
 /// The fill `job` writing a region of `region` bytes `passes` times.

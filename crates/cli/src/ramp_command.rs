@@ -11,9 +11,10 @@ use iolab_spec::{JobSpec, Options};
 
 use crate::args::RampArgs;
 use crate::progress::ProgressLine;
+use crate::recording::{Recording, StoreArgs};
 use crate::{exit, session, study};
 
-pub fn run(args: RampArgs) -> ExitCode {
+pub fn run(args: RampArgs, store: &StoreArgs) -> ExitCode {
     if let Err(message) =
         study::refuse(&args.options, &["rate_iops", "burst"], "ramp", "sets the rate of each level itself")
     {
@@ -47,7 +48,11 @@ pub fn run(args: RampArgs) -> ExitCode {
     }
     let planned_s = (closed.ramp.0 + closed.runtime.0) as f64 / 1e9 * (levels.len() + 1) as f64;
     let progress = ProgressLine::with_plan(base.output.quiet, "ramp", planned_s);
-    let ran = session::in_lab(&base, &closed, progress, |lab, targets, progress| {
+    let mut recording = match Recording::start(store, "ramp", &base) {
+        Ok(recording) => recording,
+        Err(code) => return code,
+    };
+    let ran = session::in_lab(&base, &closed, progress, &mut recording, |lab, targets, progress| {
         let max = JobSpec { name: "maximum (closed loop)".into(), ..closed.clone() };
         let max_iops = lab.run_prepared(&max, targets, progress)?.total.iops;
         let mut rows = Vec::new();
@@ -77,6 +82,7 @@ pub fn run(args: RampArgs) -> ExitCode {
         );
     }
     let summary = summarize(max_iops, limits, rows);
-    let rendered = if base.output.json { ramp_json(&summary, &report) } else { ramp_text(&summary, &report) };
-    session::deliver(&base.output, &rendered, &report)
+    let json = ramp_json(&summary, &report);
+    let rendered = if base.output.json { json.clone() } else { ramp_text(&summary, &report) };
+    session::deliver(&base.output, &rendered, &report, recording, Some(&json))
 }

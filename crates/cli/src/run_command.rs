@@ -7,30 +7,33 @@ use iolab_runner::OnFailedStart;
 use iolab_spec::{jobfile, resolve};
 
 use crate::args::RunArgs;
-use crate::exit;
+use crate::recording::{Recording, StoreArgs};
 use crate::session;
+use crate::{exit, study};
 
-pub fn run(args: RunArgs) -> ExitCode {
+pub fn run(args: RunArgs, store: &StoreArgs) -> ExitCode {
     let file = match args.job_file.as_deref().map(jobfile::load).transpose() {
         Ok(file) => file,
         Err(e) => return exit::fail(exit::USAGE, &e.to_string()),
     };
     let plan = match resolve(file.as_ref(), &args.options) {
-        Ok(plan) => plan,
+        Ok(plan) => study::repeated(plan, args.repeat),
         Err(e) => return exit::fail(exit::USAGE, &e.to_string()),
     };
-    let outcome = match session::execute(&plan, OnFailedStart::Stop) {
+    let mut recording = match Recording::start(store, "run", &plan) {
+        Ok(recording) => recording,
+        Err(code) => return code,
+    };
+    let outcome = match session::execute(&plan, OnFailedStart::Stop, &mut recording) {
         Ok(outcome) => outcome,
         Err(code) => return code,
     };
     let report = outcome.report;
     let rendered = if plan.output.json { render_json(&report) } else { render_text(&report) };
-    if let Err(code) = session::write_output(&plan.output, &rendered) {
-        return code;
-    }
-    session::warn_about_problems(&report);
+    // The jobs are the run's points; no report of its own is stored.
+    let code = session::deliver(&plan.output, &rendered, &report, recording, None);
     if let Some((_, e)) = outcome.failed.first() {
         return exit::fail(session::error_code(e), &format!("a later job could not start: {e}"));
     }
-    ExitCode::from(session::exit_code(&report))
+    code
 }

@@ -9,9 +9,10 @@ use iolab_runner::OnFailedStart;
 use iolab_spec::{scale, RunPlan};
 
 use crate::args::ScaleArgs;
+use crate::recording::{Recording, StoreArgs};
 use crate::{exit, session, study};
 
-pub fn run(args: ScaleArgs) -> ExitCode {
+pub fn run(args: ScaleArgs, store: &StoreArgs) -> ExitCode {
     let base = match study::base_plan(&args.options, args.targets) {
         Ok(plan) => plan,
         Err(message) => return exit::fail(exit::USAGE, &message),
@@ -22,7 +23,11 @@ pub fn run(args: ScaleArgs) -> ExitCode {
         None => return exit::fail(exit::USAGE, "nothing to run"),
     };
     let plan = RunPlan { jobs, output: base.output.clone() };
-    let outcome = match session::execute(&plan, OnFailedStart::Stop) {
+    let mut recording = match Recording::start(store, "scale", &plan) {
+        Ok(recording) => recording,
+        Err(code) => return code,
+    };
+    let outcome = match session::execute(&plan, OnFailedStart::Stop, &mut recording) {
         Ok(outcome) => outcome,
         Err(code) => return code,
     };
@@ -38,15 +43,14 @@ pub fn run(args: ScaleArgs) -> ExitCode {
         Some((together, singles)) if complete => {
             let singles: Vec<_> = singles.iter().collect();
             let summary = summarize(&singles, together);
-            if plan.output.json {
-                scale_json(&summary, report)
-            } else {
-                scale_text(&summary, report)
-            }
+            let json = scale_json(&summary, report);
+            let rendered = if plan.output.json { json.clone() } else { scale_text(&summary, report) };
+            (rendered, Some(json))
         }
         // Interrupted before the last step: the steps that ran, without a verdict.
-        _ if plan.output.json => iolab_report::render_json(report),
-        _ => iolab_report::render_text(report),
+        _ if plan.output.json => (iolab_report::render_json(report), None),
+        _ => (iolab_report::render_text(report), None),
     };
-    session::deliver(&plan.output, &rendered, report)
+    let (rendered, json) = rendered;
+    session::deliver(&plan.output, &rendered, report, recording, json.as_deref())
 }

@@ -11,6 +11,7 @@ use iolab_stats::result::{RunReport, StopReason};
 
 use crate::exit;
 use crate::progress::ProgressLine;
+use crate::recording::Recording;
 
 /// Installs SIGINT/SIGTERM: the first asks the run to stop and keep its results, a second ends
 /// the process at once, for a run that does not stop by itself.
@@ -32,10 +33,15 @@ pub fn install_signals() -> Result<Arc<AtomicBool>, ExitCode> {
 
 /// Runs `plan` with signals and a progress line; an error that kept anything from running
 /// becomes the exit code.
-pub fn execute(plan: &RunPlan, on_failed_start: OnFailedStart) -> Result<RunOutcome, ExitCode> {
+/// Each job's result is kept in `recording` as it ends.
+pub fn execute(
+    plan: &RunPlan,
+    on_failed_start: OnFailedStart,
+    recording: &mut Recording,
+) -> Result<RunOutcome, ExitCode> {
     let interrupt = install_signals()?;
     let mut progress = ProgressLine::new(plan.output.quiet);
-    run_plan(plan, on_failed_start, &interrupt, &mut progress)
+    run_plan(plan, on_failed_start, &interrupt, &mut progress, recording)
         .map_err(|e| exit::fail(error_code(&e), &e.to_string()))
 }
 
@@ -46,10 +52,12 @@ pub fn in_lab<T>(
     plan: &RunPlan,
     job: &JobSpec,
     mut progress: ProgressLine,
+    recording: &mut Recording,
     study: impl FnOnce(&mut Lab<'_>, &[Vec<PreparedTarget>], &mut ProgressLine) -> Result<T, RunError>,
 ) -> Result<(T, RunReport), ExitCode> {
     let interrupt = install_signals()?;
     let ran = Lab::open(plan, OnFailedStart::Stop, &interrupt, &mut progress).and_then(|mut lab| {
+        lab.keep_results_in(recording);
         let targets = lab.prepare(job, &mut progress)?;
         let found = study(&mut lab, &targets, &mut progress)?;
         Ok((found, lab.into_report()))
@@ -84,9 +92,17 @@ pub fn write_output(output: &OutputSpec, text: &str) -> Result<(), ExitCode> {
     written.map_err(|message| exit::fail(exit::INTERNAL, &message))
 }
 
-/// Writes a finished command's `rendered` report where the user asked, says its problems on
-/// stderr, and gives the exit code the run earned.
-pub fn deliver(output: &OutputSpec, rendered: &str, report: &RunReport) -> ExitCode {
+/// Writes a finished command's `rendered` report where the user asked, records its end (with
+/// its JSON report, `study_json`) in the store, says its problems on stderr, and gives the exit
+/// code the run earned.
+pub fn deliver(
+    output: &OutputSpec,
+    rendered: &str,
+    report: &RunReport,
+    recording: Recording,
+    study_json: Option<&str>,
+) -> ExitCode {
+    recording.finish(report, study_json, output.quiet);
     if let Err(code) = write_output(output, rendered) {
         return code;
     }

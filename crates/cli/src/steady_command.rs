@@ -8,13 +8,14 @@ use iolab_spec::{Nanos, Options};
 
 use crate::args::SteadyArgs;
 use crate::progress::ProgressLine;
+use crate::recording::{Recording, StoreArgs};
 use crate::until_steady::run_rounds;
 use crate::{exit, session, study};
 
 /// One round unless --runtime says otherwise: the SNIA PTS's one-minute rounds.
 const ROUND: Nanos = Nanos(60_000_000_000);
 
-pub fn run(args: SteadyArgs) -> ExitCode {
+pub fn run(args: SteadyArgs, store: &StoreArgs) -> ExitCode {
     let rule = match args.steady.rule() {
         Ok(rule) => rule,
         Err(message) => return exit::fail(exit::USAGE, &message),
@@ -24,16 +25,20 @@ pub fn run(args: SteadyArgs) -> ExitCode {
         Ok(both) => both,
         Err(message) => return exit::fail(exit::USAGE, &message),
     };
+    let mut recording = match Recording::start(store, "steady", &plan) {
+        Ok(recording) => recording,
+        Err(code) => return code,
+    };
     let progress = ProgressLine::new(plan.output.quiet);
     let fresh = SteadyRounds::new(args.steady.track, rule);
-    let ran = session::in_lab(&plan, &job, progress, |lab, targets, progress| {
+    let ran = session::in_lab(&plan, &job, progress, &mut recording, |lab, targets, progress| {
         run_rounds(lab, &job, targets, fresh, progress)
     });
     let (rounds, report) = match ran {
         Ok(both) => both,
         Err(code) => return code,
     };
-    let rendered =
-        if plan.output.json { steady_json(&rounds, &report) } else { steady_text(&rounds, &report) };
-    session::deliver(&plan.output, &rendered, &report)
+    let json = steady_json(&rounds, &report);
+    let rendered = if plan.output.json { json.clone() } else { steady_text(&rounds, &report) };
+    session::deliver(&plan.output, &rendered, &report, recording, Some(&json))
 }

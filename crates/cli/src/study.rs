@@ -59,3 +59,10 @@ pub fn one_workload(
         _ => Err(format!("`iolab {command}` measures one workload on one target or striped set")),
     }
 }
+
+/// `plan` with each job run `times` times in a row, under the same name (the store and
+/// `iolab compare` take same-named points of a run as repeats).
+pub fn repeated(plan: RunPlan, times: u32) -> RunPlan {
+    let jobs = plan.jobs.iter().flat_map(|job| std::iter::repeat_n(job, times as usize).cloned()).collect();
+    RunPlan { jobs, ..plan }
+}

@@ -6,7 +6,7 @@ use std::process::ExitCode;
 
 use iolab_analysis::rounds::{SteadyRounds, Tracked};
 use iolab_analysis::steady::SteadyRule;
-use iolab_analysis::sweep::{summarize, PointOutcome};
+use iolab_analysis::sweep::{summarize, PointFigures, PointOutcome};
 use iolab_report::{suite_json, suite_text, Preconditioning, SuiteSection};
 use iolab_runner::{Lab, OnFailedStart, RunError};
 use iolab_spec::suite::{steps, SuiteStep, SUITE_KEYS};
@@ -15,6 +15,7 @@ use iolab_spec::{JobSpec, Options, RunPlan};
 
 use crate::args::SuiteArgs;
 use crate::progress::ProgressLine;
+use crate::recording::{Recording, StoreArgs};
 use crate::until_steady::run_rounds;
 use crate::{exit, fill, precondition_command, session, study};
 
@@ -27,7 +28,7 @@ enum Resolved {
     Matrix { title: String, rows: Vec<String>, columns: Vec<String>, jobs: Vec<JobSpec> },
 }
 
-pub fn run(args: SuiteArgs) -> ExitCode {
+pub fn run(args: SuiteArgs, store: &StoreArgs) -> ExitCode {
     if let Err(message) =
         study::refuse(&args.options, SUITE_KEYS, "suite", "sets the workload of each test itself")
     {
@@ -64,10 +65,15 @@ pub fn run(args: SuiteArgs) -> ExitCode {
     };
     let label = format!("suite {}", args.suite.name());
     let mut progress = ProgressLine::with_plan(plan.output.quiet, &label, planned_s);
+    let mut recording = match Recording::start(store, "suite", &plan) {
+        Ok(recording) => recording,
+        Err(code) => return code,
+    };
     let mut lab = match Lab::open(&plan, OnFailedStart::Stop, &interrupt, &mut progress) {
         Ok(lab) => lab,
         Err(e) => return exit::fail(session::error_code(&e), &e.to_string()),
     };
+    lab.keep_results_in(&mut recording);
     let mut sections = Vec::new();
     let mut failure = None;
     for step in &resolved {
@@ -92,18 +98,13 @@ pub fn run(args: SuiteArgs) -> ExitCode {
         }
         eprintln!("iolab: a step of the suite could not run: {e}; the steps before it are reported");
     }
-    let rendered = if plan.output.json {
-        suite_json(args.suite.name(), &sections, &report)
-    } else {
-        suite_text(args.suite.name(), &sections, &report)
-    };
-    if let Err(code) = session::write_output(&plan.output, &rendered) {
-        return code;
-    }
-    session::warn_about_problems(&report);
+    let json = suite_json(args.suite.name(), &sections, &report);
+    let rendered =
+        if plan.output.json { json.clone() } else { suite_text(args.suite.name(), &sections, &report) };
+    let code = session::deliver(&plan.output, &rendered, &report, recording, Some(&json));
     match failure {
         Some(e) => ExitCode::from(session::error_code(&e)),
-        None => ExitCode::from(session::exit_code(&report)),
+        None => code,
     }
 }
 
@@ -205,7 +206,12 @@ fn run_step(
                 .iter()
                 .map(|&i| {
                     let result = &lab.jobs()[i];
-                    PointOutcome { name: &result.name, curve: 0, curve_name: "", result }
+                    PointOutcome {
+                        name: &result.name,
+                        curve: 0,
+                        curve_name: "",
+                        figures: PointFigures::of(result),
+                    }
                 })
                 .collect();
             let summary = summarize(LoadAxis::Qd, &points);

@@ -4,8 +4,10 @@
 //! belong on stderr, so JSON output always parses.
 
 mod cliff;
+mod export;
 mod precondition;
 mod ramp;
+mod results;
 mod steady;
 mod studies;
 mod suite;
@@ -13,9 +15,11 @@ mod sweep;
 mod text;
 
 pub use cliff::{cliff_json, cliff_text, CLIFF_SCHEMA};
+pub use export::{csv_header, export_csv, export_json, EXPORT_SCHEMA};
 pub use iolab_stats::format::{latency, thousands};
 pub use precondition::{precondition_json, precondition_text, Preconditioning, PRECONDITION_SCHEMA};
 pub use ramp::{ramp_json, ramp_text, RAMP_SCHEMA};
+pub use results::{percentile_ns, run_text, runs_text, utc};
 pub use steady::{steady_json, steady_text, STEADY_SCHEMA};
 pub use studies::{ladder_json, ladder_text, scale_json, scale_text, LADDER_SCHEMA, SCALE_SCHEMA};
 pub use suite::{suite_json, suite_text, SuiteSection, SUITE_SCHEMA};

@@ -11,7 +11,7 @@ use iolab_stats::result::{HostInfo, JobResult, RunReport, SCHEMA};
 
 use crate::error::RunError;
 use crate::job::run_job;
-use crate::observer::Observer;
+use crate::observer::{Observer, ResultSink};
 use crate::prepare::{self, PreparedTarget, Scratch};
 use crate::run::OnFailedStart;
 
@@ -20,6 +20,7 @@ pub struct Lab<'a> {
     scratch: Option<Scratch>,
     started_at_unix_s: u64,
     jobs: Vec<JobResult>,
+    sink: Option<&'a mut dyn ResultSink>,
 }
 
 impl<'a> Lab<'a> {
@@ -42,7 +43,12 @@ impl<'a> Lab<'a> {
         let started_at_unix_s =
             std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs());
         let scratch = prepare::scratch(plan, interrupt, observer)?;
-        Ok(Lab { interrupt, scratch, started_at_unix_s, jobs: Vec::new() })
+        Ok(Lab { interrupt, scratch, started_at_unix_s, jobs: Vec::new(), sink: None })
+    }
+
+    /// Hands every job's result to `sink` as the job ends.
+    pub fn keep_results_in(&mut self, sink: &'a mut dyn ResultSink) {
+        self.sink = Some(sink);
     }
 
     pub fn interrupted(&self) -> bool {
@@ -68,6 +74,9 @@ impl<'a> Lab<'a> {
     ) -> Result<&JobResult, RunError> {
         prepare::check_buffer_memory(std::slice::from_ref(job))?;
         let result = run_job(job, targets, self.interrupt, observer)?;
+        if let Some(sink) = self.sink.as_mut() {
+            sink.keep(job, &result);
+        }
         self.jobs.push(result);
         Ok(self.jobs.last().expect("just pushed"))
     }

@@ -18,6 +18,6 @@ mod shared;
 
 pub use error::RunError;
 pub use lab::Lab;
-pub use observer::{Observer, Phase, ProgressUpdate, Silent};
+pub use observer::{Observer, Phase, ProgressUpdate, ResultSink, Silent};
 pub use prepare::PreparedTarget;
 pub use run::{run_plan, OnFailedStart, RunOutcome};

@@ -1,6 +1,7 @@
 //! How a running job reports progress to whoever shows it (the CLI's progress line).
 
-use iolab_spec::Nanos;
+use iolab_spec::{JobSpec, Nanos};
+use iolab_stats::result::JobResult;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Phase {
@@ -37,4 +38,10 @@ pub struct Silent;
 impl Observer for Silent {
     fn progress(&mut self, _: &ProgressUpdate<'_>) {}
     fn note(&mut self, _: &str) {}
+}
+
+/// Where each job's result goes the moment the job ends (the results database), so a later
+/// crash or interruption keeps it.
+pub trait ResultSink {
+    fn keep(&mut self, job: &JobSpec, result: &JobResult);
 }

@@ -7,7 +7,7 @@ use iolab_stats::result::RunReport;
 
 use crate::error::RunError;
 use crate::lab::Lab;
-use crate::observer::Observer;
+use crate::observer::{Observer, ResultSink};
 
 /// What a run produced: the report of every job that ran, and the jobs that could not start
 /// (by index in the plan), with why (the jobs before them keep their results).
@@ -27,13 +27,16 @@ pub enum OnFailedStart {
 
 /// Runs every job of `plan`; stops after the current job when `interrupt` is set. Fails
 /// outright only when nothing could run.
-pub fn run_plan(
+/// Each job's result goes to `sink` as it ends.
+pub fn run_plan<'a>(
     plan: &RunPlan,
     on_failed_start: OnFailedStart,
-    interrupt: &AtomicBool,
+    interrupt: &'a AtomicBool,
     observer: &mut dyn Observer,
+    sink: &'a mut dyn ResultSink,
 ) -> Result<RunOutcome, RunError> {
     let mut lab = Lab::open(plan, on_failed_start, interrupt, observer)?;
+    lab.keep_results_in(sink);
     // Open and check every job's targets before the first I/O, so a bad third job fails now.
     let targets = plan.jobs.iter().map(|job| lab.prepare(job, observer)).collect::<Result<Vec<_>, _>>()?;
 

@@ -95,7 +95,11 @@ impl EncodedOpStats {
         let histogram: Histogram<u64> =
             Deserializer::new().deserialize(&mut raw.as_slice()).map_err(|e| damaged(format!("{e:?}")))?;
         if histogram.len() != self.ios {
-            return Err(damaged(format!("it counts {} I/Os where {} were recorded", histogram.len(), self.ios)));
+            return Err(damaged(format!(
+                "it counts {} I/Os where {} were recorded",
+                histogram.len(),
+                self.ios
+            )));
         }
         let sum = |text: &str, name: &str| {
             text.parse::<u128>().map_err(|_| damaged(format!("{name} '{text}' is not a whole number")))

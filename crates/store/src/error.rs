@@ -8,7 +8,9 @@ pub enum StoreError {
     Foreign { path: PathBuf, what: String },
     #[error("the results database {path} is damaged ({detail}); iolab leaves it as it is: `sqlite3 {path} .recover` may save its data, or give another --db")]
     Damaged { path: PathBuf, detail: String },
-    #[error("the results database was made by a newer iolab (schema {version}; this one knows up to {known})")]
+    #[error(
+        "the results database was made by a newer iolab (schema {version}; this one knows up to {known})"
+    )]
     Newer { version: i32, known: i32 },
     #[error("cannot open the results database {path}: {detail}")]
     Open { path: PathBuf, detail: String },

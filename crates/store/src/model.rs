@@ -153,13 +153,20 @@ impl Point {
                 access: group.map_or_else(String::new, |g| g.access.clone()),
                 qd: group.map_or(0, |g| g.qd),
                 workers: result.groups.iter().map(|g| g.workers).sum(),
-                targets: result.groups.iter().flat_map(|g| g.targets.iter().map(|t| t.path.clone())).collect(),
+                targets: result
+                    .groups
+                    .iter()
+                    .flat_map(|g| g.targets.iter().map(|t| t.path.clone()))
+                    .collect(),
                 measured_s: result.measured_s,
                 read: result.read.clone(),
                 write: result.write.clone(),
                 total: result.total.clone(),
                 cpu_us_per_io: (result.total.ios > 0).then_some(result.cpu.us_per_io),
-                stop_reason: json(serde_json::to_value(result.stop_reason)).as_str().unwrap_or_default().to_string(),
+                stop_reason: json(serde_json::to_value(result.stop_reason))
+                    .as_str()
+                    .unwrap_or_default()
+                    .to_string(),
             },
             series: result.series.clone(),
             verdict: Some(result.verdict.clone()),

@@ -17,7 +17,8 @@ pub const BUSY_TIMEOUT: Duration = Duration::from_secs(30);
 /// `$XDG_DATA_HOME/iolab/results.db`, else `~/.local/share/iolab/results.db`.
 pub fn default_path() -> Option<PathBuf> {
     let from_env = |name: &str| std::env::var_os(name).filter(|v| !v.is_empty()).map(PathBuf::from);
-    let data = from_env("XDG_DATA_HOME").or_else(|| from_env("HOME").map(|home| home.join(".local/share")))?;
+    let data =
+        from_env("XDG_DATA_HOME").or_else(|| from_env("HOME").map(|home| home.join(".local/share")))?;
     Some(data.join("iolab").join("results.db"))
 }
 
@@ -29,14 +30,16 @@ pub fn open(path: &Path) -> Result<Connection, StoreError> {
     if exists {
         check_header(path)?;
     } else if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
-        std::fs::create_dir_all(parent).map_err(|e| fail(format!("cannot create {}: {e}", parent.display())))?;
+        std::fs::create_dir_all(parent)
+            .map_err(|e| fail(format!("cannot create {}: {e}", parent.display())))?;
     }
-    let flags = OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_CREATE | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+    let flags =
+        OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_CREATE | OpenFlags::SQLITE_OPEN_NO_MUTEX;
     let mut conn = Connection::open_with_flags(path, flags).map_err(|e| fail(e.to_string()))?;
     conn.busy_timeout(BUSY_TIMEOUT).map_err(|e| fail(e.to_string()))?;
     let damaged = |e: rusqlite::Error| classify(path, e);
     if exists {
-        check_ours(&conn, path).map_err(|e| match e {
+        check_ours(&conn, path).and_then(|()| check_sound(&conn, path)).map_err(|e| match e {
             StoreError::Sqlite(e) => classify(path, e),
             other => other,
         })?;
@@ -58,7 +61,9 @@ pub fn classify(path: &Path, error: rusqlite::Error) -> StoreError {
     use rusqlite::ErrorCode::{DatabaseCorrupt, NotADatabase};
     match error.sqlite_error_code() {
         Some(DatabaseCorrupt) => StoreError::Damaged { path: path.to_path_buf(), detail: error.to_string() },
-        Some(NotADatabase) => StoreError::Foreign { path: path.to_path_buf(), what: "not an SQLite file".into() },
+        Some(NotADatabase) => {
+            StoreError::Foreign { path: path.to_path_buf(), what: "not an SQLite file".into() }
+        }
         _ => StoreError::Sqlite(error),
     }
 }
@@ -74,6 +79,16 @@ fn check_header(path: &Path) -> Result<(), StoreError> {
         16 if &header == b"SQLite format 3\0" => Ok(()),
         _ => Err(StoreError::Foreign { path: path.to_path_buf(), what: "not an SQLite file".into() }),
     }
+}
+
+/// Every page of the file is readable and consistent (`PRAGMA quick_check`: a read of the whole
+/// file, a fraction of a second for a large store), so a damaged database is never written to.
+fn check_sound(conn: &Connection, path: &Path) -> Result<(), StoreError> {
+    let verdict: String = conn.query_row("PRAGMA quick_check(1)", [], |row| row.get(0))?;
+    if verdict == "ok" {
+        return Ok(());
+    }
+    Err(StoreError::Damaged { path: path.to_path_buf(), detail: verdict })
 }
 
 /// An existing SQLite file is ours when it carries our application id, or is still empty.

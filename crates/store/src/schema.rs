@@ -72,7 +72,10 @@ pub fn migrate(conn: &mut Connection) -> Result<(), StoreError> {
             continue;
         }
         tx.execute_batch(sql)?;
-        tx.execute_batch(&format!("PRAGMA application_id = {APPLICATION_ID}; PRAGMA user_version = {}", from + 1))?;
+        tx.execute_batch(&format!(
+            "PRAGMA application_id = {APPLICATION_ID}; PRAGMA user_version = {}",
+            from + 1
+        ))?;
         tx.commit()?;
     }
     Ok(())

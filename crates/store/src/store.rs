@@ -120,7 +120,13 @@ impl Store {
         );
         let row = self.read(|conn| {
             conn.query_row(&sql, [id], |row| {
-                Ok((run_info(row)?, row.get::<_, String>(10)?, row.get::<_, String>(11)?, row.get(12)?, row.get(13)?))
+                Ok((
+                    run_info(row)?,
+                    row.get::<_, String>(10)?,
+                    row.get::<_, String>(11)?,
+                    row.get(12)?,
+                    row.get(13)?,
+                ))
             })
             .optional()
         })?;
@@ -186,6 +192,14 @@ impl Store {
         })
         .map_err(|e| classify(&path, e))
         .and_then(|changed| if changed == 0 { Err(StoreError::NoRun(run)) } else { Ok(()) })
+    }
+
+    /// Drops the points of `run` from `seq` on: a resumed run measures them again.
+    pub fn truncate_points(&mut self, run: RunId, seq: u32) -> Result<(), StoreError> {
+        let path = self.path.clone();
+        self.write(|tx| tx.execute("DELETE FROM points WHERE run_id = ?1 AND seq >= ?2", params![run, seq]))
+            .map(|_| ())
+            .map_err(|e| classify(&path, e))
     }
 
     /// Deletes a run and its points; environments no run uses any more go too.

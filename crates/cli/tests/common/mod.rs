@@ -7,8 +7,11 @@ pub mod faulty_fs;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
+/// The binary, keeping its runs in a database of the tests' own (never the user's).
 pub fn iolab() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_iolab"))
+    let mut command = Command::new(env!("CARGO_BIN_EXE_iolab"));
+    command.env("IOLAB_DB", Path::new(env!("CARGO_TARGET_TMPDIR")).join("tests-results.db"));
+    command
 }
 
 /// Runs iolab with `args` in `dir` and returns its output.

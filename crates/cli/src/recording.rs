@@ -1,0 +1,208 @@
+//! Keeping a measuring command's results in the results database: the run is recorded before
+//! the first I/O (so a database that cannot be used stops the command before it measures), each
+//! job's result is committed as the job ends, and the command's own report when it finishes.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::Args;
+use iolab_runner::ResultSink;
+use iolab_spec::{JobSpec, RunPlan};
+use iolab_stats::result::{JobResult, RunReport};
+use iolab_store::{NewRun, Point, RunEnd, RunId, RunStatus, Store, StoreError};
+
+use crate::{exit, session};
+
+#[derive(Debug, Clone, Args, Default)]
+pub struct StoreArgs {
+    /// The results database every run is kept in (default: $IOLAB_DB, else
+    /// $XDG_DATA_HOME/iolab/results.db, else ~/.local/share/iolab/results.db).
+    #[arg(long, value_name = "PATH", global = true)]
+    pub db: Option<PathBuf>,
+    /// Keep nothing of this run in the results database.
+    #[arg(long, global = true)]
+    pub no_store: bool,
+}
+
+impl StoreArgs {
+    /// The database to use: --db, $IOLAB_DB, then the user's data directory.
+    pub fn path(&self) -> Result<PathBuf, String> {
+        self.db
+            .clone()
+            .or_else(|| std::env::var_os("IOLAB_DB").filter(|v| !v.is_empty()).map(PathBuf::from))
+            .or_else(iolab_store::default_path)
+            .ok_or_else(|| {
+                "no results database: give --db PATH (neither HOME nor XDG_DATA_HOME is set)".into()
+            })
+    }
+
+    pub fn open(&self) -> Result<Store, ExitCode> {
+        let path = self.path().map_err(|message| exit::fail(exit::USAGE, &message))?;
+        Store::open(&path).map_err(|e| exit::fail(code(&e), &e.to_string()))
+    }
+
+    /// The database was named (--db, $IOLAB_DB), not taken by default.
+    fn named(&self) -> bool {
+        self.db.is_some() || std::env::var_os("IOLAB_DB").is_some_and(|v| !v.is_empty())
+    }
+}
+
+/// A run being kept in the store, or nothing with --no-store.
+pub struct Recording {
+    active: Option<Active>,
+}
+
+struct Active {
+    store: Store,
+    run: RunId,
+    next_seq: u32,
+    /// The run continues an earlier one (`--resume`).
+    resumed: bool,
+    /// A write that failed was said once; the run goes on, its results still reach the output.
+    warned: bool,
+}
+
+impl Recording {
+    /// Records the start of a `kind` run of `plan` (its jobs are what `--resume` matches).
+    /// A database that is not iolab's, damaged or newer stops the command; the default one
+    /// that cannot be opened (no writable home) only costs the keeping, with a warning.
+    pub fn start(args: &StoreArgs, kind: &str, plan: &RunPlan) -> Result<Recording, ExitCode> {
+        if args.no_store {
+            return Ok(Recording { active: None });
+        }
+        let path = args.path().map_err(|message| exit::fail(exit::USAGE, &message))?;
+        let mut store = match Store::open(&path) {
+            Ok(store) => store,
+            Err(StoreError::Open { path, detail }) if !args.named() => {
+                eprintln!(
+                    "iolab: warning: this run is not kept: cannot open {} ({detail}); give --db PATH or --no-store",
+                    path.display()
+                );
+                return Ok(Recording { active: None });
+            }
+            Err(e) => return Err(exit::fail(code(&e), &e.to_string())),
+        };
+        let run =
+            store.begin_run(&new_run(kind, &plan.jobs)).map_err(|e| exit::fail(code(&e), &e.to_string()))?;
+        Ok(Recording { active: Some(Active { store, run, next_seq: 0, resumed: false, warned: false }) })
+    }
+
+    /// Continues run `run`, which already holds `points` points.
+    pub fn resume(store: Store, run: RunId, points: u32) -> Recording {
+        Recording { active: Some(Active { store, run, next_seq: points, resumed: true, warned: false }) }
+    }
+
+    /// Records how the run ended and the command's own report (`study_json`, the JSON the
+    /// command prints with --json), and says where the run was kept.
+    pub fn finish(mut self, report: &RunReport, study_json: Option<&str>, quiet: bool) {
+        let Some(mut active) = self.active.take() else { return };
+        let status = if report.interrupted {
+            RunStatus::Interrupted
+        } else if session::exit_code(report) == exit::OK {
+            RunStatus::Complete
+        } else {
+            RunStatus::Failed
+        };
+        let end = RunEnd {
+            status,
+            finished_at_unix_s: now_unix_s(),
+            report: study_json.and_then(|json| serde_json::from_str(json).ok()),
+            environment_after: None,
+        };
+        match active.store.finish_run(active.run, &end) {
+            Ok(()) if !quiet => {
+                eprintln!("iolab: kept as run {} in {}", active.run, active.store.path().display())
+            }
+            Ok(()) => {}
+            Err(e) => eprintln!("iolab: warning: the end of run {} was not recorded: {e}", active.run),
+        }
+    }
+}
+
+/// A command that ends without `finish` stopped on an error before or between jobs: a run
+/// that measured nothing is forgotten, one that did keeps its points as failed (or, resumed,
+/// stays resumable).
+impl Drop for Recording {
+    fn drop(&mut self) {
+        let Some(mut active) = self.active.take() else { return };
+        let ended = if active.next_seq == 0 {
+            active.store.delete_run(active.run)
+        } else {
+            let status = if active.resumed { RunStatus::Interrupted } else { RunStatus::Failed };
+            let end =
+                RunEnd { status, finished_at_unix_s: now_unix_s(), report: None, environment_after: None };
+            active.store.finish_run(active.run, &end)
+        };
+        if let Err(e) = ended {
+            eprintln!("iolab: warning: the end of run {} was not recorded: {e}", active.run);
+        }
+    }
+}
+
+impl ResultSink for Recording {
+    fn keep(&mut self, _job: &JobSpec, result: &JobResult) {
+        let Some(active) = self.active.as_mut() else { return };
+        let point = Point::from_job(active.next_seq, result, now_unix_s());
+        active.next_seq += 1;
+        if let Err(e) = active.store.add_point(active.run, &point) {
+            if !active.warned {
+                eprintln!("iolab: warning: job '{}' was not kept in the results database: {e}", result.name);
+                active.warned = true;
+            }
+        }
+    }
+}
+
+/// What the store records of a run as it starts.
+fn new_run(kind: &str, jobs: &[JobSpec]) -> NewRun {
+    NewRun {
+        kind: kind.to_string(),
+        label: label(kind, jobs),
+        command: std::env::args().collect(),
+        iolab_version: env!("CARGO_PKG_VERSION").to_string(),
+        host: std::fs::read_to_string("/proc/sys/kernel/hostname")
+            .map(|h| h.trim().to_string())
+            .unwrap_or_default(),
+        started_at_unix_s: now_unix_s(),
+        plan: serde_json::to_value(jobs).unwrap_or_default(),
+        environment: fingerprint(jobs),
+    }
+}
+
+/// "sweep randread 4KiB on /dev/loop0, 8 jobs".
+fn label(kind: &str, jobs: &[JobSpec]) -> String {
+    let Some(group) = jobs.first().and_then(|j| j.groups.first()) else { return kind.to_string() };
+    let targets = target_paths(jobs);
+    let on = if targets.is_empty() { "a scratch file".to_string() } else { targets.join(", ") };
+    let count = if jobs.len() > 1 { format!(", {} jobs", jobs.len()) } else { String::new() };
+    format!("{kind} {} on {on}{count}", group.access.describe())
+}
+
+/// Each distinct target the jobs name, in order (none: the scratch file).
+fn target_paths(jobs: &[JobSpec]) -> Vec<String> {
+    let mut paths: Vec<String> = Vec::new();
+    for path in jobs.iter().flat_map(|j| &j.groups).flat_map(|g| &g.target.paths) {
+        let path = path.display().to_string();
+        if !paths.contains(&path) {
+            paths.push(path);
+        }
+    }
+    paths
+}
+
+fn fingerprint(_jobs: &[JobSpec]) -> serde_json::Value {
+    serde_json::Value::Object(Default::default())
+}
+
+/// The exit code of a database error: the user's to fix (another file, another --db) unless
+/// SQLite itself failed.
+pub fn code(error: &StoreError) -> u8 {
+    match error {
+        StoreError::Sqlite(_) => exit::INTERNAL,
+        _ => exit::USAGE,
+    }
+}
+
+fn now_unix_s() -> i64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs() as i64)
+}

@@ -1,0 +1,129 @@
+//! `iolab results list|show|export|delete`: the runs kept in the results database.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Subcommand, ValueEnum};
+use iolab_report::{export_csv, export_json, run_text, runs_text};
+use iolab_spec::OutputSpec;
+use iolab_store::{RunId, Store, StoredRun};
+
+use crate::recording::StoreArgs;
+use crate::{exit, session};
+
+#[derive(Debug, Subcommand)]
+pub enum ResultsAction {
+    /// Every kept run, newest first: id, kind, status, start, points, what was measured.
+    List {
+        /// As JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// One run: its command, environment, points and verdicts.
+    Show {
+        id: RunId,
+        /// Everything kept, as JSON (as `export`).
+        #[arg(long)]
+        json: bool,
+    },
+    /// Runs as JSON (all that is kept, histograms included, to merge again elsewhere) or CSV
+    /// (one row per point).
+    Export {
+        #[arg(required = true, value_name = "ID")]
+        ids: Vec<RunId>,
+        #[arg(long, value_enum, default_value_t = ExportFormat::Json)]
+        format: ExportFormat,
+        /// Write here instead of stdout.
+        #[arg(short, long, value_name = "FILE")]
+        output: Option<PathBuf>,
+    },
+    /// Delete runs and all their points.
+    Delete {
+        #[arg(required = true, value_name = "ID")]
+        ids: Vec<RunId>,
+    },
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub enum ExportFormat {
+    Json,
+    Csv,
+}
+
+pub fn run(action: ResultsAction, store: &StoreArgs) -> ExitCode {
+    let mut db = match open_existing(store) {
+        Ok(db) => db,
+        Err(code) => return code,
+    };
+    let fail = |e: iolab_store::StoreError| exit::fail(exit::USAGE, &e.to_string());
+    let stdout = OutputSpec::default();
+    let written = match action {
+        ResultsAction::List { json } => match db.runs() {
+            Ok(runs) if json => session::write_output(&stdout, &runs_json(&runs)),
+            Ok(runs) => session::write_output(&stdout, &runs_text(&runs)),
+            Err(e) => Err(fail(e)),
+        },
+        ResultsAction::Show { id, json } => match db.run(id) {
+            Ok(run) if json => session::write_output(&stdout, &export_json(std::slice::from_ref(&run))),
+            Ok(run) => session::write_output(&stdout, &run_text(&run, &[])),
+            Err(e) => Err(fail(e)),
+        },
+        ResultsAction::Export { ids, format, output } => {
+            let runs = match load(&db, &ids) {
+                Ok(runs) => runs,
+                Err(code) => return code,
+            };
+            let text = match format {
+                ExportFormat::Json => Ok(export_json(&runs)),
+                ExportFormat::Csv => export_csv(&runs),
+            };
+            match text {
+                Ok(text) => {
+                    session::write_output(&OutputSpec { path: output, ..OutputSpec::default() }, &text)
+                }
+                Err(message) => Err(exit::fail(exit::INTERNAL, &message)),
+            }
+        }
+        ResultsAction::Delete { ids } => {
+            // All or nothing: every id must exist before any is deleted.
+            if let Err(code) = ids.iter().try_for_each(|&id| db.run(id).map(|_| ()).map_err(fail)) {
+                return code;
+            }
+            ids.iter().try_for_each(|&id| {
+                db.delete_run(id).map_err(fail)?;
+                eprintln!("iolab: deleted run {id}");
+                Ok(())
+            })
+        }
+    };
+    match written {
+        Ok(()) => ExitCode::from(exit::OK),
+        Err(code) => code,
+    }
+}
+
+/// The database, which must exist already: reading commands never create one.
+pub fn open_existing(store: &StoreArgs) -> Result<Store, ExitCode> {
+    let path = store.path().map_err(|message| exit::fail(exit::USAGE, &message))?;
+    if !path.exists() {
+        return Err(exit::fail(
+            exit::USAGE,
+            &format!(
+                "no results database at {} yet: measuring commands create it (or give --db)",
+                path.display()
+            ),
+        ));
+    }
+    store.open()
+}
+
+/// The runs `ids`, in that order.
+pub fn load(db: &Store, ids: &[RunId]) -> Result<Vec<StoredRun>, ExitCode> {
+    ids.iter().map(|&id| db.run(id).map_err(|e| exit::fail(exit::USAGE, &e.to_string()))).collect()
+}
+
+fn runs_json(runs: &[iolab_store::RunInfo]) -> String {
+    let mut text = serde_json::to_string_pretty(runs).unwrap_or_default();
+    text.push('\n');
+    text
+}

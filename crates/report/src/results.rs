@@ -1,0 +1,124 @@
+//! What `iolab results` prints: the runs kept in the store (`list`) and one run with its points
+//! (`show`).
+
+use std::fmt::Write;
+
+use iolab_stats::format::{latency, thousands};
+use iolab_stats::result::OpSummary;
+use iolab_store::{Point, RunInfo, StoredRun};
+
+/// One line per run, newest first.
+pub fn runs_text(runs: &[RunInfo]) -> String {
+    if runs.is_empty() {
+        return "no runs kept yet: every `iolab run`, `sweep`, `suite` ... is kept here as it runs\n".into();
+    }
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "{:>5}  {:<13} {:<11} {:<17} {:>6}  what",
+        "id", "kind", "status", "started (UTC)", "points"
+    );
+    for run in runs {
+        let _ = writeln!(
+            out,
+            "{:>5}  {:<13} {:<11} {:<17} {:>6}  {}",
+            run.id,
+            run.kind,
+            run.status.name(),
+            utc(run.started_at_unix_s),
+            run.points,
+            run.label
+        );
+    }
+    out
+}
+
+/// A run's header, its environment lines (`environment`, rendered by the caller) and a table
+/// of its points with each one's verdict.
+pub fn run_text(run: &StoredRun, environment: &[String]) -> String {
+    let info = &run.info;
+    let mut out = String::new();
+    let _ = writeln!(out, "run {}: {} ({})", info.id, info.label, info.status.name());
+    let ended = info.finished_at_unix_s.map_or_else(|| "not recorded".to_string(), utc);
+    let _ = writeln!(out, "  started {} UTC, ended {}, on {}", utc(info.started_at_unix_s), ended, info.host);
+    let _ = writeln!(out, "  command: {}", info.command.join(" "));
+    let _ = writeln!(out, "  iolab {}", info.iolab_version);
+    for line in environment {
+        let _ = writeln!(out, "  {line}");
+    }
+    if run.points.is_empty() {
+        out.push_str("\nno point completed\n");
+        return out;
+    }
+    let _ = writeln!(
+        out,
+        "\n  {:>4}  {:<24}{:>7}{:>8}{:>12}{:>10}{:>10}{:>10}{:>10}{:>10}  limited by",
+        "#", "point", "QD", "workers", "IOPS", "MB/s", "mean", "p99", "p99.99", "CPU/I/O"
+    );
+    for point in &run.points {
+        let total = &point.summary.total;
+        let cpu = point.summary.cpu_us_per_io.map_or_else(|| "-".to_string(), |us| format!("{us:.2}us"));
+        let _ = writeln!(
+            out,
+            "  {:>4}  {:<24}{:>7}{:>8}{:>12}{:>10.1}{:>10}{:>10}{:>10}{:>10}  {}",
+            point.seq,
+            point.name,
+            point.summary.qd,
+            point.summary.workers,
+            thousands(total.iops),
+            total.mb_s,
+            total.latency.as_ref().map_or_else(|| "-".into(), |l| latency(l.mean_ns)),
+            percentile_text(total, 99.0),
+            percentile_text(total, 99.99),
+            cpu,
+            point.verdict.as_ref().map_or("-", |v| v.cause.name())
+        );
+    }
+    let verdicts: Vec<&Point> = run.points.iter().filter(|p| p.verdict.is_some()).collect();
+    if !verdicts.is_empty() {
+        out.push('\n');
+    }
+    for point in verdicts {
+        if let Some(verdict) = &point.verdict {
+            let _ = writeln!(out, "  {} ({}): {}", point.seq, point.name, verdict.summary);
+        }
+    }
+    out
+}
+
+/// The latency at percentile `p` of `op`, when the source gave it.
+pub fn percentile_ns(op: &OpSummary, p: f64) -> Option<u64> {
+    op.latency.as_ref()?.percentiles.iter().find(|x| (x.p - p).abs() < 1e-9).map(|x| x.ns)
+}
+
+fn percentile_text(op: &OpSummary, p: f64) -> String {
+    percentile_ns(op, p).map_or_else(|| "-".into(), |ns| latency(ns as f64))
+}
+
+/// "2026-11-22 14:03" for seconds since the Unix epoch (UTC; the civil-from-days algorithm).
+pub fn utc(unix_s: i64) -> String {
+    let days = unix_s.div_euclid(86_400);
+    let seconds = unix_s.rem_euclid(86_400);
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!("{year:04}-{month:02}-{day:02} {:02}:{:02}", seconds / 3600, seconds % 3600 / 60)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn utc_dates() {
+        assert_eq!(utc(0), "1970-01-01 00:00");
+        assert_eq!(utc(951_782_400), "2000-02-29 00:00");
+        assert_eq!(utc(1_795_357_380), "2026-11-22 14:23");
+    }
+}
