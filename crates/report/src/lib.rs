@@ -4,6 +4,7 @@
 //! belong on stderr, so JSON output always parses.
 
 mod cliff;
+mod compare;
 mod precondition;
 mod ramp;
 mod steady;
@@ -13,6 +14,11 @@ mod sweep;
 mod text;
 
 pub use cliff::{cliff_json, cliff_text, CLIFF_SCHEMA};
+pub use compare::{
+    compare, compare_json, compare_text, CompareInput, Comparison, Difference, MatchedBy, Measure, Member,
+    Metric, MetricRow, Noise, Outcome, PercentileSource, Row, Side, SideSummary, SummaryMetric, Unmatched,
+    COMPARE_SCHEMA, NOISE_RULE,
+};
 pub use iolab_stats::format::{latency, thousands};
 pub use precondition::{precondition_json, precondition_text, Preconditioning, PRECONDITION_SCHEMA};
 pub use ramp::{ramp_json, ramp_text, RAMP_SCHEMA};
