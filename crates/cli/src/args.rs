@@ -9,6 +9,7 @@ use iolab_analysis::steady::SteadyRule;
 use iolab_spec::suite::Suite;
 use iolab_spec::{Axis, Bytes, Options};
 
+use crate::compare_command::CompareArgs;
 use crate::recording::StoreArgs;
 use crate::results_command::ResultsAction;
 
@@ -69,6 +70,10 @@ pub enum Command {
     /// open-loop at --levels shares of that maximum (default 10%, 20% ... 100%), stopping early
     /// at --max-latency (e.g. p99=2ms, on response time) or --max-cpu (machine busy %).
     Ramp(RampArgs),
+    /// Compare kept runs side by side, each against the first: IOPS, MB/s, latency percentiles
+    /// and CPU per I/O, with relative differences and, for runs measured with --repeat,
+    /// whether each difference is larger than the run-to-run noise.
+    Compare(CompareArgs),
     /// The results database (every run is kept there as it runs): list, show, export (JSON or
     /// CSV) or delete runs.
     Results {

@@ -2,6 +2,7 @@
 
 mod args;
 mod cliff_command;
+mod compare_command;
 mod exit;
 mod fill;
 mod ladder_command;
@@ -38,6 +39,7 @@ fn main() -> ExitCode {
         args::Command::Cliff(args) => cliff_command::run(args, &cli.store),
         args::Command::Suite(args) => suite_command::run(args, &cli.store),
         args::Command::Ramp(args) => ramp_command::run(args, &cli.store),
+        args::Command::Compare(args) => compare_command::run(args, &cli.store),
         args::Command::Results { action } => results_command::run(action, &cli.store),
     }
 }

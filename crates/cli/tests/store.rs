@@ -230,3 +230,31 @@ fn foreign_and_damaged_files_are_refused_and_left_alone() {
         assert_eq!(std::fs::read(file).expect("read"), before, "{} untouched", file.display());
     }
 }
+
+/// `iolab compare` on repeated runs: the JSON parses, each side is there, and with repeats every
+/// difference is judged against the noise.
+#[test]
+fn compare_judges_differences_against_repeats() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let db = dir.path().join("r.db");
+    for qd in ["1", "8"] {
+        let out = with_db(
+            dir.path(),
+            &db,
+            &[&["run", "--repeat", "3", "--qd", qd, "--runtime", "100ms"], &QUICK[2..]].concat(),
+        );
+        assert!(out.status.success(), "{}", stderr(&out));
+    }
+    let out = with_db(dir.path(), &db, &["compare", "1", "2", "--json"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let comparison = json(&out);
+    assert_eq!(comparison["schema"], "iolab.compare/1");
+    assert_eq!(comparison["sides"].as_array().map(Vec::len), Some(2));
+    let text = String::from_utf8_lossy(&with_db(dir.path(), &db, &["compare", "1", "2"]).stdout).to_string();
+    assert!(text.contains("noise") && text.contains("3 repeats"), "{text}");
+    assert!(text.contains("qd 1 vs 8") || text.contains("QD 8"), "the workloads differ: {text}");
+
+    let missing = with_db(dir.path(), &db, &["compare", "1", "9"]);
+    assert_eq!(missing.status.code(), Some(2));
+    assert!(stderr(&missing).contains("no run 9"), "{}", stderr(&missing));
+}

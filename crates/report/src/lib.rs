@@ -4,6 +4,7 @@
 //! belong on stderr, so JSON output always parses.
 
 mod cliff;
+mod compare;
 mod export;
 mod precondition;
 mod ramp;
@@ -15,6 +16,9 @@ mod sweep;
 mod text;
 
 pub use cliff::{cliff_json, cliff_text, CLIFF_SCHEMA};
+pub use compare::{
+    compare, compare_json, compare_text, CompareInput, Comparison, COMPARE_SCHEMA, NOISE_RULE,
+};
 pub use export::{csv_header, export_csv, export_json, EXPORT_SCHEMA};
 pub use iolab_stats::format::{latency, thousands};
 pub use precondition::{precondition_json, precondition_text, Preconditioning, PRECONDITION_SCHEMA};

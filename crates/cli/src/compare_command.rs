@@ -1,0 +1,73 @@
+//! `iolab compare A B [C...]`: runs (or single points of them) side by side, each against the
+//! first, with whether each difference exceeds the run-to-run noise (iolab_report::compare).
+
+use std::process::ExitCode;
+
+use clap::Args;
+use iolab_report::{compare, compare_json, compare_text, CompareInput};
+use iolab_spec::OutputSpec;
+use iolab_store::{RunId, Store};
+
+use crate::recording::StoreArgs;
+use crate::results_command::open_existing;
+use crate::{exit, session};
+
+#[derive(Debug, Args)]
+pub struct CompareArgs {
+    /// Runs to compare, the first being the baseline: ID (a whole run, point by point) or
+    /// ID:POINT (one point, by name or number, with its repeats), e.g. 12 13 or "12:qd 32" 14.
+    #[arg(required = true, num_args = 2.., value_name = "ID[:POINT]")]
+    pub sides: Vec<String>,
+
+    /// As JSON (schema iolab.compare/1).
+    #[arg(long)]
+    pub json: bool,
+}
+
+pub fn run(args: CompareArgs, store: &StoreArgs) -> ExitCode {
+    let db = match open_existing(store) {
+        Ok(db) => db,
+        Err(code) => return code,
+    };
+    let inputs = match args.sides.iter().map(|side| input(&db, side)).collect::<Result<Vec<_>, _>>() {
+        Ok(inputs) => inputs,
+        Err(message) => return exit::fail(exit::USAGE, &message),
+    };
+    let comparison = compare(&inputs);
+    let text = if args.json { compare_json(&comparison) } else { compare_text(&comparison) };
+    match session::write_output(&OutputSpec::default(), &text) {
+        Ok(()) => ExitCode::from(exit::OK),
+        Err(code) => code,
+    }
+}
+
+/// One side: "12" (every point of run 12) or "12:qd 32" / "12:3" (that point and its repeats).
+fn input(db: &Store, side: &str) -> Result<CompareInput, String> {
+    let (id, point) = match side.split_once(':') {
+        Some((id, point)) => (id, Some(point)),
+        None => (side, None),
+    };
+    let id: RunId = id.trim_start_matches('#').parse().map_err(|_| {
+        format!("'{side}' is not a run: give ID or ID:POINT, as `iolab results list` shows them")
+    })?;
+    let run = db.run(id).map_err(|e| e.to_string())?;
+    let points = match point {
+        None => run.points,
+        Some(wanted) => {
+            // A number names a point by its place; its repeats share its name.
+            let name = match wanted.parse::<u32>() {
+                Ok(seq) => run.points.iter().find(|p| p.seq == seq).map(|p| p.name.clone()),
+                Err(_) => Some(wanted.to_string()),
+            };
+            let chosen: Vec<_> = run.points.into_iter().filter(|p| Some(&p.name) == name.as_ref()).collect();
+            if chosen.is_empty() {
+                return Err(format!("run {id} has no point '{wanted}' (see `iolab results show {id}`)"));
+            }
+            chosen
+        }
+    };
+    if points.is_empty() {
+        return Err(format!("run {id} holds no completed point"));
+    }
+    Ok(CompareInput { label: format!("#{}", side.trim_start_matches('#')), points })
+}
