@@ -79,7 +79,7 @@ pub enum HealthSkip {
 /// device (/dev/nvme0n1), its partition, or the controller's character device (/dev/nvme0).
 /// Anything else, or a read the kernel or drive refuses, is a [`HealthSkip`].
 pub fn read_smart_log(device: &Path) -> Result<SmartLog, HealthSkip> {
-    let name = nvme_name(device)?;
+    nvme_name(device)?;
     let file = std::fs::OpenOptions::new()
         .read(true)
         .custom_flags(libc::O_CLOEXEC)
@@ -105,10 +105,7 @@ pub fn read_smart_log(device: &Path) -> Result<SmartLog, HealthSkip> {
     if status != 0 {
         return Err(HealthSkip::Status { path: device.to_path_buf(), status });
     }
-    SmartLog::parse(&buffer.0).map_err(|short| {
-        // A fixed-size buffer cannot be short; keep the type honest anyway.
-        HealthSkip::Ioctl { path: PathBuf::from(name), source: io::Error::other(short) }
-    })
+    Ok(SmartLog::from_page(&buffer.0))
 }
 
 /// The kernel's name of `device` if it is an NVMe node ("nvme0n1", "nvme0", "ng0n1"), found

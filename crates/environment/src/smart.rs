@@ -80,12 +80,15 @@ const CRITICAL_WARNINGS: [&str; 6] = [
 pub struct ShortLog(pub usize);
 
 impl SmartLog {
-    /// Parses the 512 bytes of log page 02h. Only the length is checked: every bit pattern is
-    /// a valid page.
+    /// Parses the 512 bytes of log page 02h; a shorter slice is refused.
     pub fn parse(page: &[u8]) -> Result<Self, ShortLog> {
-        if page.len() < SMART_LOG_BYTES {
-            return Err(ShortLog(page.len()));
-        }
+        let page: &[u8; SMART_LOG_BYTES] =
+            page.get(..SMART_LOG_BYTES).and_then(|p| p.try_into().ok()).ok_or(ShortLog(page.len()))?;
+        Ok(SmartLog::from_page(page))
+    }
+
+    /// Reads the fields of a whole page: every bit pattern is a valid page.
+    pub fn from_page(page: &[u8; SMART_LOG_BYTES]) -> Self {
         let u128_at = |at: usize| {
             let mut le = [0u8; 16];
             le.copy_from_slice(&page[at..at + 16]);
@@ -95,7 +98,7 @@ impl SmartLog {
         let temperature_kelvin = u16::from_le_bytes([page[1], page[2]]);
         let data_units_read = u128_at(32);
         let data_units_written = u128_at(48);
-        Ok(SmartLog {
+        SmartLog {
             critical_warning: page[0],
             temperature_kelvin,
             temperature_celsius: celsius(temperature_kelvin),
@@ -116,7 +119,7 @@ impl SmartLog {
             error_log_entries: u128_at(176),
             warning_temperature_minutes: u32_at(192),
             critical_temperature_minutes: u32_at(196),
-        })
+        }
     }
 
     /// The names of the critical warning bits that are set.
