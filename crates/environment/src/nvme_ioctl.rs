@@ -141,6 +141,13 @@ mod tests {
     use super::*;
 
     #[test]
+    fn the_ioctl_number_is_the_kernels() {
+        // NVME_IOCTL_ADMIN_CMD as the kernel headers define it on x86-64 and arm64.
+        let code = nix::request_code_readwrite!(b'N', 0x41, std::mem::size_of::<NvmePassthruCmd>());
+        assert_eq!(code as u64, 0xC048_4E41);
+    }
+
+    #[test]
     fn nvme_names_are_recognised() {
         for name in ["nvme0", "nvme0n1", "nvme12n3p4", "nvme0c0n1", "ng0n1"] {
             assert!(is_nvme_name(name), "{name}");
