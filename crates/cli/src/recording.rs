@@ -6,6 +6,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::Args;
+use iolab_environment::{Environment, TargetUse};
 use iolab_runner::ResultSink;
 use iolab_spec::{JobSpec, RunPlan};
 use iolab_stats::result::{JobResult, RunReport};
@@ -55,6 +56,10 @@ pub struct Recording {
 struct Active {
     store: Store,
     run: RunId,
+    /// The fingerprint at the start, and the paths it covers: captured again at the end for
+    /// the NVMe health delta.
+    before: Environment,
+    paths: Vec<PathBuf>,
     next_seq: u32,
     /// The run continues an earlier one (`--resume`).
     resumed: bool,
@@ -67,6 +72,13 @@ impl Recording {
     /// A database that is not iolab's, damaged or newer stops the command; the default one
     /// that cannot be opened (no writable home) only costs the keeping, with a warning.
     pub fn start(args: &StoreArgs, kind: &str, plan: &RunPlan) -> Result<Recording, ExitCode> {
+        let paths = fingerprint_paths(&plan.jobs);
+        let before = Environment::capture(&paths);
+        if !plan.output.quiet {
+            for warning in iolab_environment::warnings(&before, &uses(&plan.jobs)) {
+                eprintln!("iolab: warning: {warning}");
+            }
+        }
         if args.no_store {
             return Ok(Recording { active: None });
         }
@@ -82,14 +94,19 @@ impl Recording {
             }
             Err(e) => return Err(exit::fail(code(&e), &e.to_string())),
         };
-        let run =
-            store.begin_run(&new_run(kind, &plan.jobs)).map_err(|e| exit::fail(code(&e), &e.to_string()))?;
-        Ok(Recording { active: Some(Active { store, run, next_seq: 0, resumed: false, warned: false }) })
+        let run = store
+            .begin_run(&new_run(kind, &plan.jobs, &before))
+            .map_err(|e| exit::fail(code(&e), &e.to_string()))?;
+        let active = Active { store, run, before, paths, next_seq: 0, resumed: false, warned: false };
+        Ok(Recording { active: Some(active) })
     }
 
-    /// Continues run `run`, which already holds `points` points.
-    pub fn resume(store: Store, run: RunId, points: u32) -> Recording {
-        Recording { active: Some(Active { store, run, next_seq: points, resumed: true, warned: false }) }
+    /// Continues run `run` of `plan`, which already holds `points` points.
+    pub fn resume(store: Store, run: RunId, plan: &RunPlan, points: u32) -> Recording {
+        let paths = fingerprint_paths(&plan.jobs);
+        let before = Environment::capture(&paths);
+        let active = Active { store, run, before, paths, next_seq: points, resumed: true, warned: false };
+        Recording { active: Some(active) }
     }
 
     /// Records how the run ended and the command's own report (`study_json`, the JSON the
@@ -103,11 +120,15 @@ impl Recording {
         } else {
             RunStatus::Failed
         };
+        let after = Environment::capture(&active.paths);
+        for delta in active.before.health_deltas(&after) {
+            eprintln!("iolab: {}: NVMe health over the run: {}", delta.path.display(), delta.delta.describe());
+        }
         let end = RunEnd {
             status,
             finished_at_unix_s: now_unix_s(),
             report: study_json.and_then(|json| serde_json::from_str(json).ok()),
-            environment_after: None,
+            environment_after: serde_json::to_value(&after).ok(),
         };
         match active.store.finish_run(active.run, &end) {
             Ok(()) if !quiet => {
@@ -154,7 +175,7 @@ impl ResultSink for Recording {
 }
 
 /// What the store records of a run as it starts.
-fn new_run(kind: &str, jobs: &[JobSpec]) -> NewRun {
+fn new_run(kind: &str, jobs: &[JobSpec], environment: &Environment) -> NewRun {
     NewRun {
         kind: kind.to_string(),
         label: label(kind, jobs),
@@ -165,7 +186,7 @@ fn new_run(kind: &str, jobs: &[JobSpec]) -> NewRun {
             .unwrap_or_default(),
         started_at_unix_s: now_unix_s(),
         plan: serde_json::to_value(jobs).unwrap_or_default(),
-        environment: fingerprint(jobs),
+        environment: serde_json::to_value(environment).unwrap_or_default(),
     }
 }
 
@@ -190,8 +211,25 @@ fn target_paths(jobs: &[JobSpec]) -> Vec<String> {
     paths
 }
 
-fn fingerprint(_jobs: &[JobSpec]) -> serde_json::Value {
-    serde_json::Value::Object(Default::default())
+/// The paths whose devices the fingerprint describes: the targets, and the current directory
+/// for a job on the scratch file.
+fn fingerprint_paths(jobs: &[JobSpec]) -> Vec<PathBuf> {
+    let mut paths: Vec<PathBuf> = target_paths(jobs).into_iter().map(PathBuf::from).collect();
+    if jobs.iter().flat_map(|j| &j.groups).any(|g| g.target.paths.is_empty()) {
+        paths.push(PathBuf::from("."));
+    }
+    paths
+}
+
+/// How the jobs use each target, for the warnings about settings that distort results.
+fn uses(jobs: &[JobSpec]) -> Vec<TargetUse> {
+    jobs.iter()
+        .flat_map(|j| &j.groups)
+        .flat_map(|g| {
+            let paths = if g.target.paths.is_empty() { vec![PathBuf::from(".")] } else { g.target.paths.clone() };
+            paths.into_iter().map(|path| TargetUse { path, direct: g.target.direct, writes: g.access.writes() })
+        })
+        .collect()
 }
 
 /// The exit code of a database error: the user's to fix (another file, another --db) unless

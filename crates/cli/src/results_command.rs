@@ -4,6 +4,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Subcommand, ValueEnum};
+use iolab_environment::Environment;
 use iolab_report::{export_csv, export_json, run_text, runs_text};
 use iolab_spec::OutputSpec;
 use iolab_store::{RunId, Store, StoredRun};
@@ -65,7 +66,7 @@ pub fn run(action: ResultsAction, store: &StoreArgs) -> ExitCode {
         },
         ResultsAction::Show { id, json } => match db.run(id) {
             Ok(run) if json => session::write_output(&stdout, &export_json(std::slice::from_ref(&run))),
-            Ok(run) => session::write_output(&stdout, &run_text(&run, &[])),
+            Ok(run) => session::write_output(&stdout, &run_text(&run, &environment_lines(&run))),
             Err(e) => Err(fail(e)),
         },
         ResultsAction::Export { ids, format, output } => {
@@ -100,6 +101,20 @@ pub fn run(action: ResultsAction, store: &StoreArgs) -> ExitCode {
         Ok(()) => ExitCode::from(exit::OK),
         Err(code) => code,
     }
+}
+
+/// The run's fingerprint as short lines, and the NVMe health delta over the run; nothing for
+/// a fingerprint this iolab cannot read (an import's).
+fn environment_lines(run: &StoredRun) -> Vec<String> {
+    let parse = |value: &serde_json::Value| serde_json::from_value::<Environment>(value.clone()).ok();
+    let Some(before) = parse(&run.environment) else { return Vec::new() };
+    let mut lines = before.describe();
+    if let Some(after) = run.environment_after.as_ref().and_then(parse) {
+        for delta in before.health_deltas(&after) {
+            lines.push(format!("{}: NVMe health over the run: {}", delta.path.display(), delta.delta.describe()));
+        }
+    }
+    lines
 }
 
 /// The database, which must exist already: reading commands never create one.

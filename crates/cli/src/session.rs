@@ -102,8 +102,9 @@ pub fn deliver(
     recording: Recording,
     study_json: Option<&str>,
 ) -> ExitCode {
+    let written = write_output(output, rendered);
     recording.finish(report, study_json, output.quiet);
-    if let Err(code) = write_output(output, rendered) {
+    if let Err(code) = written {
         return code;
     }
     warn_about_problems(report);

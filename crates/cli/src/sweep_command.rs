@@ -176,7 +176,7 @@ fn resume(store: &StoreArgs, plan: &RunPlan) -> Result<(Recording, Vec<Point>), 
             plan.jobs.len() - kept.len()
         );
     }
-    Ok((Recording::resume(db, run, kept.len() as u32), kept))
+    Ok((Recording::resume(db, run, plan, kept.len() as u32), kept))
 }
 
 /// Runs each point of `plan` in rounds until steady (or given up); the report holds every
