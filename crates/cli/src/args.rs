@@ -10,6 +10,7 @@ use iolab_spec::suite::Suite;
 use iolab_spec::{Axis, Bytes, Options};
 
 use crate::compare_command::CompareArgs;
+use crate::import_command::ImportSource;
 use crate::recording::StoreArgs;
 use crate::results_command::ResultsAction;
 
@@ -74,6 +75,11 @@ pub enum Command {
     /// and CPU per I/O, with relative differences and, for runs measured with --repeat,
     /// whether each difference is larger than the run-to-run noise.
     Compare(CompareArgs),
+    /// Bring results of another tool into the results database (`iolab import fio out.json`).
+    Import {
+        #[command(subcommand)]
+        source: ImportSource,
+    },
     /// The results database (every run is kept there as it runs): list, show, export (JSON or
     /// CSV) or delete runs.
     Results {

@@ -5,6 +5,7 @@ mod cliff_command;
 mod compare_command;
 mod exit;
 mod fill;
+mod import_command;
 mod ladder_command;
 mod precondition_command;
 mod progress;
@@ -40,6 +41,7 @@ fn main() -> ExitCode {
         args::Command::Suite(args) => suite_command::run(args, &cli.store),
         args::Command::Ramp(args) => ramp_command::run(args, &cli.store),
         args::Command::Compare(args) => compare_command::run(args, &cli.store),
+        args::Command::Import { source } => import_command::run(source, &cli.store),
         args::Command::Results { action } => results_command::run(action, &cli.store),
     }
 }

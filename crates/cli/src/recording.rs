@@ -122,7 +122,11 @@ impl Recording {
         };
         let after = Environment::capture(&active.paths);
         for delta in active.before.health_deltas(&after) {
-            eprintln!("iolab: {}: NVMe health over the run: {}", delta.path.display(), delta.delta.describe());
+            eprintln!(
+                "iolab: {}: NVMe health over the run: {}",
+                delta.path.display(),
+                delta.delta.describe()
+            );
         }
         let end = RunEnd {
             status,
@@ -226,8 +230,13 @@ fn uses(jobs: &[JobSpec]) -> Vec<TargetUse> {
     jobs.iter()
         .flat_map(|j| &j.groups)
         .flat_map(|g| {
-            let paths = if g.target.paths.is_empty() { vec![PathBuf::from(".")] } else { g.target.paths.clone() };
-            paths.into_iter().map(|path| TargetUse { path, direct: g.target.direct, writes: g.access.writes() })
+            let paths =
+                if g.target.paths.is_empty() { vec![PathBuf::from(".")] } else { g.target.paths.clone() };
+            paths.into_iter().map(|path| TargetUse {
+                path,
+                direct: g.target.direct,
+                writes: g.access.writes(),
+            })
         })
         .collect()
 }

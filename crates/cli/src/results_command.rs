@@ -111,7 +111,11 @@ fn environment_lines(run: &StoredRun) -> Vec<String> {
     let mut lines = before.describe();
     if let Some(after) = run.environment_after.as_ref().and_then(parse) {
         for delta in before.health_deltas(&after) {
-            lines.push(format!("{}: NVMe health over the run: {}", delta.path.display(), delta.delta.describe()));
+            lines.push(format!(
+                "{}: NVMe health over the run: {}",
+                delta.path.display(),
+                delta.delta.describe()
+            ));
         }
     }
     lines
