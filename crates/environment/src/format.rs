@@ -34,17 +34,9 @@ pub(crate) fn plural(count: u64, noun: &str) -> String {
     }
 }
 
-/// "1,027,083".
+/// "1,027,083": the one thousands separator of iolab's reports.
 pub(crate) fn thousands(n: u64) -> String {
-    let digits = n.to_string();
-    let mut out = String::with_capacity(digits.len() + digits.len() / 3);
-    for (i, digit) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i) % 3 == 0 {
-            out.push(',');
-        }
-        out.push(digit);
-    }
-    out
+    iolab_stats::format::thousands(n as f64)
 }
 
 /// CPU numbers as ranges: [0, 1, 2, 5] -> "0-2,5".

@@ -1,0 +1,43 @@
+//! `iolab report ID... -o report.html`: one self-contained HTML file with the charts of the
+//! kept runs, overlaid for comparison (iolab_html).
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::Args;
+use iolab_store::RunId;
+
+use crate::exit;
+use crate::recording::StoreArgs;
+use crate::results_command::{load, open_existing};
+
+#[derive(Debug, Args)]
+pub struct ReportArgs {
+    /// The runs to chart, overlaid in that order (as `iolab results list` numbers them).
+    #[arg(required = true, value_name = "ID")]
+    pub ids: Vec<RunId>,
+
+    /// The HTML file to write.
+    #[arg(short, long, value_name = "FILE", default_value = "iolab-report.html")]
+    pub output: PathBuf,
+}
+
+pub fn run(args: ReportArgs, store: &StoreArgs) -> ExitCode {
+    let db = match open_existing(store) {
+        Ok(db) => db,
+        Err(code) => return code,
+    };
+    let runs = match load(&db, &args.ids) {
+        Ok(runs) => runs,
+        Err(code) => return code,
+    };
+    let html = match iolab_html::render(&runs) {
+        Ok(html) => html,
+        Err(e) => return exit::fail(exit::INTERNAL, &format!("cannot draw the report: {e}")),
+    };
+    if let Err(e) = std::fs::write(&args.output, html) {
+        return exit::fail(exit::INTERNAL, &format!("cannot write {}: {e}", args.output.display()));
+    }
+    eprintln!("iolab: wrote {} ({} runs)", args.output.display(), runs.len());
+    ExitCode::from(exit::OK)
+}
