@@ -64,15 +64,17 @@ pub struct Axis {
     pub scale: Scale,
     /// A linear axis starts at 0 (throughput, IOPS), not at the smallest value.
     pub from_zero: bool,
+    /// A log axis ticks at powers of two (queue depths, worker counts), not 1-2-5.
+    pub binary: bool,
 }
 
 impl Axis {
     pub fn linear(label: impl Into<String>) -> Axis {
-        Axis { label: label.into(), scale: Scale::Linear, from_zero: true }
+        Axis { label: label.into(), scale: Scale::Linear, from_zero: true, binary: false }
     }
 
     pub fn log(label: impl Into<String>) -> Axis {
-        Axis { label: label.into(), scale: Scale::Log, from_zero: false }
+        Axis { label: label.into(), scale: Scale::Log, from_zero: false, binary: false }
     }
 
     /// Log when the values span more than `ratio` (max / min), else linear from 0.
@@ -83,7 +85,7 @@ impl Axis {
             .fold((f64::INFINITY, 0.0_f64), |(l, h), v| (l.min(v), h.max(v)));
         let label = label.into();
         if high > 0.0 && high / low > ratio {
-            Axis { label: format!("{label}, log scale"), scale: Scale::Log, from_zero: false }
+            Axis { label: format!("{label}, log scale"), scale: Scale::Log, from_zero: false, binary: false }
         } else {
             Axis::linear(label)
         }
@@ -148,6 +150,11 @@ impl Axis {
                     .filter(|v| (low..=high).contains(v))
                     .collect();
                 (bold, light)
+            }
+            Scale::Log if self.binary => {
+                let doublings = (low / 2f64.log10()).ceil() as i32..=(high / 2f64.log10()).floor() as i32;
+                let bold: Vec<f64> = doublings.map(|d| f64::from(d) * 2f64.log10()).collect();
+                (bold.clone(), bold)
             }
             Scale::Log => {
                 let decades = high - low;
@@ -437,28 +444,49 @@ impl Chart {
                 }
             }
         }
-        let mut placed_marks: Vec<(f64, f64)> = Vec::new();
+        // Rings first, then the labels around them, each placed where it covers no other
+        // label or ring (two sweet spots at one QD would otherwise print over each other).
+        let mut taken: Vec<[i32; 4]> = Vec::new();
+        let mut labels = Vec::new();
         for mark in &self.marks {
             let Some(at) = self.placed(mark.at) else { continue };
-            // Where the label goes: left of a point near the right edge, and stepped down
-            // below labels of marks close by, so two sweet spots never print over each other.
-            let (fx, fy) = ((at.0 - x_low) / (x_high - x_low), (at.1 - y_low) / (y_high - y_low));
-            let near =
-                placed_marks.iter().filter(|(x, y)| (x - fx).abs() < 0.3 && (y - fy).abs() < 0.12).count();
-            placed_marks.push((fx, fy));
-            let (dx, h_pos) = if fx > 0.65 { (-16, HPos::Right) } else { (16, HPos::Left) };
-            let dy = if fy > 0.8 { 14 + 20 * near as i32 } else { -30 - 20 * near as i32 };
-            let ring = BLACK.stroke_width(3);
-            let label = (FONT, TICK_FONT)
+            let ring = EmptyElement::at(at)
+                + Circle::new((0, 0), 11, BLACK.stroke_width(3))
+                + Circle::new((0, 0), 6, mark.color.filled());
+            chart.draw_series(std::iter::once(ring)).map_err(draw)?;
+            let (px, py) = chart.backend_coord(&at);
+            taken.push([px - 12, py - 12, px + 12, py + 12]);
+            labels.push((px, py, mark.label.clone()));
+        }
+        let (top, bottom) = (TITLE_ROOM as i32, PLOT_HEIGHT as i32 - 58);
+        for (px, py, text) in labels {
+            let width = text.chars().count() as i32 * 8 + 8;
+            let x0 = if px + 16 + width < WIDTH as i32 - 24 { px + 14 } else { px - 14 - width };
+            let fits = |dy: &i32| {
+                let b = [x0, py + dy, x0 + width, py + dy + 20];
+                b[1] >= top
+                    && b[3] <= bottom
+                    && !taken.iter().any(|t| b[0] < t[2] && t[0] < b[2] && b[1] < t[3] && t[1] < b[3])
+            };
+            let dy = [-34, 12, -56, 34, -78, 56, -100, 78].into_iter().find(fits).unwrap_or(-34);
+            let label_box = [x0, py + dy, x0 + width, py + dy + 20];
+            taken.push(label_box);
+            // A leader from the ring to its label, so each label plainly belongs to one ring.
+            let end_x = if x0 > px { label_box[0] } else { label_box[2] };
+            let leader =
+                PathElement::new(vec![(px, py), (end_x, py + dy + 10)], RGBColor(90, 90, 90).stroke_width(1));
+            area.draw(&leader).map_err(draw)?;
+            area.draw(&Rectangle::new(
+                [(label_box[0], label_box[1]), (label_box[2], label_box[3])],
+                WHITE.mix(0.85).filled(),
+            ))
+            .map_err(draw)?;
+            let style = (FONT, TICK_FONT)
                 .into_font()
                 .style(FontStyle::Bold)
                 .color(&BLACK)
-                .pos(Pos::new(h_pos, VPos::Top));
-            let marker = EmptyElement::at(at)
-                + Circle::new((0, 0), 11, ring)
-                + Circle::new((0, 0), 6, mark.color.filled())
-                + Text::new(mark.label.clone(), (dx, dy), label);
-            chart.draw_series(std::iter::once(marker)).map_err(draw)?;
+                .pos(Pos::new(HPos::Left, VPos::Top));
+            area.draw(&Text::new(text, (x0 + 4, py + dy + 2), style)).map_err(draw)?;
         }
         Ok(())
     }
@@ -566,8 +594,16 @@ mod tests {
     }
 
     #[test]
+    fn binary_ticks_are_powers_of_two() {
+        let axis = Axis { binary: true, ..Axis::log("outstanding I/Os") };
+        let (low, high) = axis.span(&[1.0_f64.log10(), 64.0_f64.log10()]);
+        let labels: Vec<String> = axis.ticks(low, high).0.iter().map(|&v| axis.label_at(v)).collect();
+        assert_eq!(labels, ["1", "2", "4", "8", "16", "32", "64"]);
+    }
+
+    #[test]
     fn nines_ticks_are_the_report_percentiles() {
-        let axis = Axis { label: "percentile".into(), scale: Scale::Nines, from_zero: false };
+        let axis = Axis { label: "percentile".into(), scale: Scale::Nines, from_zero: false, binary: false };
         let placed = axis.place(99.9999).expect("below 100");
         let (low, high) = axis.span(&[placed]);
         let (bold, _) = axis.ticks(low, high);

@@ -56,6 +56,9 @@ fn assert_finite_coordinates(svg: &str, kind: &str) {
 fn every_chart_kind_is_drawn_from_real_runs() {
     let runs = all_runs();
     let html = render(&runs).expect("renders");
+    if let Some(dir) = std::env::var_os("IOLAB_HTML_KEEP") {
+        std::fs::write(std::path::Path::new(&dir).join("all.html"), &html).expect("keeps the page");
+    }
     let all = figures(&html);
 
     // Which chart, the axis labels (with units) it must carry, and the runs its legend names.

@@ -33,7 +33,12 @@ pub(crate) fn percentiles(subjects: &[Subject<'_>]) -> Result<Vec<Figure>, HtmlE
     }
     let largest = wanted.iter().flat_map(|w| &w.points).map(|p| p.1).fold(0.0, f64::max);
     let (scale, unit) = latency_unit(largest);
-    let x = Axis { label: "percentile (%), spaced by nines".into(), scale: Scale::Nines, from_zero: false };
+    let x = Axis {
+        label: "percentile (%), spaced by nines".into(),
+        scale: Scale::Nines,
+        from_zero: false,
+        binary: false,
+    };
     let mut chart = Chart::new("Latency percentiles", x, Axis::log(format!("latency ({unit}), log scale")));
     for mut line in wanted {
         line.points.iter_mut().for_each(|p| p.1 /= scale);

@@ -64,7 +64,7 @@ pub(crate) fn load_curves(subjects: &[Subject<'_>]) -> Result<Vec<Figure>, HtmlE
         return Ok(Vec::new());
     }
     let loads = views.iter().flat_map(|v| v.rows.iter().map(|r| f64::from(outstanding(r))));
-    let x = Axis::auto("outstanding I/Os (QD × workers)", loads, 7.0);
+    let x = Axis { binary: true, ..Axis::auto("outstanding I/Os (QD × workers)", loads, 7.0) };
     let mut iops =
         Chart::new("IOPS against outstanding I/Os", x.clone(), Axis::linear("IOPS (I/Os per second)"));
     for v in &views {

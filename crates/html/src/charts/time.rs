@@ -147,9 +147,11 @@ pub(crate) fn steady(subjects: &[Subject<'_>]) -> Result<Vec<Figure>, HtmlError>
     let total = all.len();
     for (subject, what, rounds) in all.into_iter().take(MAX_STEADY) {
         let chart = steady_chart(named(subject, &what), subject.color(0), rounds);
+        let outcome = rounds.outcome();
         let mut caption = format!(
-            "{}. The shaded columns are the measurement window (the last {} rounds judged). Steady state needs both: every value of the window inside the band (average ± {}%, a range of at most {}% of the average), and the least-squares line changing by at most {}% of the average across the window (SNIA PTS).",
-            rounds.outcome(),
+            "{}{}. The shaded columns are the measurement window (the last {} rounds judged). Steady state needs both: every value of the window inside the band (average ± {}%, a range of at most {}% of the average), and the least-squares line changing by at most {}% of the average across the window (SNIA PTS).",
+            outcome.get(..1).unwrap_or_default().to_uppercase(),
+            outcome.get(1..).unwrap_or_default(),
             rounds.rule.window,
             number(rounds.rule.max_range_pct / 2.0),
             number(rounds.rule.max_range_pct),
@@ -198,7 +200,7 @@ fn steady_chart(name: String, color: RGBColor, rounds: &SteadyRounds) -> Chart {
         });
         chart.lines.push(Line {
             name: format!("window average {} {unit}", number(w.average)),
-            color: RGBColor(60, 60, 60),
+            color: RGBColor(130, 130, 130),
             dashed: true,
             markers: false,
             points: vec![(first - 0.5, w.average), (last + 0.5, w.average)],
@@ -211,7 +213,7 @@ fn steady_chart(name: String, color: RGBColor, rounds: &SteadyRounds) -> Chart {
                 number(rounds.rule.max_slope_pct),
                 if w.slope_ok { "met" } else { "NOT met" }
             ),
-            color: RGBColor(214, 39, 40),
+            color: RGBColor(0, 0, 0),
             dashed: true,
             markers: false,
             points: vec![(first, fit(first)), (last, fit(last))],

@@ -103,7 +103,8 @@ fn point(seq: u32, job: &Value, started: i64) -> Point {
 }
 
 /// Latencies whose distribution matches `op`'s summary: the i-th of n at quantile (i + 0.5) / n,
-/// interpolated between the reported percentiles (with min at 0% and max at 100%).
+/// interpolated geometrically between the reported percentiles (with min at 0% and max at
+/// 100%), as latencies spread: evenly on a log scale more than on a linear one.
 fn synthesize(op: &OpSummary) -> OpStats {
     let mut stats = OpStats::default();
     let Some(latency) = &op.latency else { return stats };
@@ -117,7 +118,8 @@ fn synthesize(op: &OpSummary) -> OpStats {
         let k = knots.windows(2).find(|w| q <= w[1].0).unwrap_or(&knots[knots.len() - 2..]);
         let ((p0, v0), (p1, v1)) = (k[0], k[1]);
         let share = if p1 > p0 { (q - p0) / (p1 - p0) } else { 0.0 };
-        stats.record((v0 + share * (v1 - v0)).round() as u64, bytes);
+        let (v0, v1) = (v0.max(1.0), v1.max(1.0));
+        stats.record((v0 * (v1 / v0).powf(share)).round() as u64, bytes);
     }
     stats
 }
