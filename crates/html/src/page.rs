@@ -25,6 +25,7 @@ table { border-collapse: collapse; background: #fff; margin: 6px 0 14px; font-si
 th, td { border: 1px solid #ddd; padding: 4px 8px; text-align: left; vertical-align: top; }
 td.num, th.num { text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap; }
 th { background: #f0f0f0; }
+table.points td:first-child { white-space: nowrap; }
 code { font-size: 13px; word-break: break-all; }
 .swatch { display: inline-block; width: 12px; height: 12px; border-radius: 2px; margin-right: 6px; vertical-align: -1px; }
 .verdict { background: #fff; border-left: 4px solid #888; padding: 6px 12px; margin: 6px 0; }

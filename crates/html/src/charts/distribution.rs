@@ -11,6 +11,9 @@ use crate::{HtmlError, Subject};
 /// (2^(1/4): four buckets per doubling, smooth without hiding modes).
 const BUCKET_FACTOR: f64 = 1.189_207_115;
 
+/// Histograms overlaid at most: past this the lines are a tangle; the rest are named in the caption.
+const MAX_HISTOGRAMS: usize = 6;
+
 /// Latency at each percentile of the chosen points of every run.
 pub(crate) fn percentiles(subjects: &[Subject<'_>]) -> Result<Vec<Figure>, HtmlError> {
     // Lines in ns first: the unit depends on the largest latency of them all.
@@ -54,12 +57,16 @@ pub(crate) fn percentiles(subjects: &[Subject<'_>]) -> Result<Vec<Figure>, HtmlE
 /// The latency histogram of the chosen points that kept one.
 pub(crate) fn histogram(subjects: &[Subject<'_>]) -> Result<Vec<Figure>, HtmlError> {
     let mut notes = Vec::new();
+    let mut left_out = Vec::new();
     let mut wanted: Vec<(String, plotters::style::RGBColor, OpStats)> = Vec::new();
     for subject in subjects {
         let chosen = chosen_points(subject);
         for (index, (point, what)) in chosen.iter().enumerate() {
             let Some(encoded) = &point.histograms else { continue };
             match encoded.decode() {
+                Ok(stats) if stats.ios() > 0 && wanted.len() == MAX_HISTOGRAMS => {
+                    left_out.push(named(subject, what))
+                }
                 Ok(stats) if stats.ios() > 0 => {
                     let color =
                         if chosen.len() > 1 { shade(subject.color(0), index) } else { subject.color(0) };
@@ -87,6 +94,12 @@ pub(crate) fn histogram(subjects: &[Subject<'_>]) -> Result<Vec<Figure>, HtmlErr
     );
     for note in notes {
         caption.push_str(&format!(" Not drawn: {note}"));
+    }
+    if !left_out.is_empty() {
+        caption.push_str(&format!(
+            " Left out to keep the lines apart (report fewer runs to see them): {}.",
+            left_out.join(", ")
+        ));
     }
     Ok(vec![Figure::new("histogram", &chart, caption)?])
 }
