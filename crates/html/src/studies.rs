@@ -25,7 +25,9 @@ impl Study {
     pub fn of(report: Option<&Value>) -> Study {
         let Some(report) = report else { return Study::None };
         let schema = report.get("schema").and_then(Value::as_str).unwrap_or_default();
-        let summary = report.get("summary").cloned().unwrap_or(Value::Null);
+        // `{schema, summary, run}` as the command prints it; a report stored as the summary
+        // alone (beside its schema) reads the same.
+        let summary = report.get("summary").cloned().unwrap_or_else(|| report.clone());
         let parse = |kind: &str| schema.split('/').next() == Some(kind);
         let study = if parse("iolab.sweep") {
             serde_json::from_value(summary).map(Study::Sweep)

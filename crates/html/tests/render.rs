@@ -190,3 +190,29 @@ fn points_without_histograms_are_left_out_of_the_histogram_only() {
 fn no_runs_is_an_error() {
     assert!(matches!(render(&[]), Err(HtmlError::NoRuns)));
 }
+
+/// Names come from the user (labels, paths, job names): they are text, never markup.
+#[test]
+fn names_are_escaped() {
+    let mut run = iolab_run(7, "run", "run.json");
+    run.info.label = "<script>alert(1)</script>".into();
+    run.points[0].name = "<img onerror=x>".into();
+    run.points[0].summary.targets = vec!["/tmp/<b>&".into()];
+    let html = render(&[run]).expect("renders");
+    assert!(!html.contains("<script") && !html.contains("<img") && !html.contains("<b>"));
+    assert!(html.contains("&lt;script&gt;alert(1)&lt;/script&gt;"));
+}
+
+/// Values a log axis cannot show (a latency of 0) leave a chart out rather than drawing nothing.
+#[test]
+fn a_chart_with_nothing_drawable_is_left_out() {
+    let mut run = fio_run(3, "fio.json");
+    for point in &mut run.points {
+        if let Some(latency) = point.summary.total.latency.as_mut() {
+            latency.percentiles.iter_mut().for_each(|p| p.ns = 0);
+        }
+    }
+    let html = render(&[run]).expect("renders");
+    assert!(figures(&html).is_empty());
+    assert!(html.contains("None of these runs has data to chart."));
+}

@@ -18,11 +18,13 @@ pub(crate) struct Figure {
     pub svg: String,
     /// How to read it, and what was left out; plain text.
     pub caption: String,
+    /// Nothing in it could be drawn (every value 0 on a log axis, say): left off the page.
+    empty: bool,
 }
 
 impl Figure {
     fn new(kind: &'static str, chart: &Chart, caption: impl Into<String>) -> Result<Figure, HtmlError> {
-        Ok(Figure { kind, svg: chart.svg()?, caption: caption.into() })
+        Ok(Figure { kind, svg: chart.svg()?, caption: caption.into(), empty: chart.is_empty() })
     }
 }
 
@@ -38,6 +40,7 @@ pub(crate) fn all(subjects: &[Subject<'_>]) -> Result<Vec<Figure>, HtmlError> {
     figures.extend(load::cpu_per_io(subjects)?);
     figures.extend(time::cliff(subjects)?);
     figures.extend(time::steady(subjects)?);
+    figures.retain(|f| !f.empty);
     Ok(figures)
 }
 
