@@ -8,6 +8,7 @@
 //! sweep) throughout the page. A chart is drawn only where some run has its data, so a run
 //! imported from fio (no series, CPU or histograms) renders what it has.
 
+mod axis;
 mod charts;
 mod page;
 mod plot;

@@ -3,7 +3,7 @@
 
 use iolab_stats::OpStats;
 
-use crate::charts::{chosen_points, latency_unit, named, Figure};
+use crate::charts::{chosen_points, latency_unit, named, Chosen, Figure};
 use crate::plot::{Axis, Chart, Line, Scale};
 use crate::{HtmlError, Subject};
 
@@ -19,16 +19,14 @@ pub(crate) fn percentiles(subjects: &[Subject<'_>]) -> Result<Vec<Figure>, HtmlE
     // Lines in ns first: the unit depends on the largest latency of them all.
     let mut wanted: Vec<Line> = Vec::new();
     for subject in subjects {
-        let chosen = chosen_points(subject);
-        for (index, (point, what)) in chosen.iter().enumerate() {
+        for Chosen { point, what, color } in chosen_points(subject) {
             let Some(latency) = &point.summary.total.latency else { continue };
             let points: Vec<(f64, f64)> =
                 latency.percentiles.iter().filter(|p| p.p < 100.0).map(|p| (p.p, p.ns as f64)).collect();
             if points.is_empty() {
                 continue;
             }
-            let color = if chosen.len() > 1 { shade(subject.color(0), index) } else { subject.color(0) };
-            wanted.push(Line { name: named(subject, what), color, dashed: false, markers: true, points });
+            wanted.push(Line { name: named(subject, &what), color, dashed: false, markers: true, points });
         }
     }
     if wanted.is_empty() {
@@ -60,20 +58,15 @@ pub(crate) fn histogram(subjects: &[Subject<'_>]) -> Result<Vec<Figure>, HtmlErr
     let mut left_out = Vec::new();
     let mut wanted: Vec<(String, plotters::style::RGBColor, OpStats)> = Vec::new();
     for subject in subjects {
-        let chosen = chosen_points(subject);
-        for (index, (point, what)) in chosen.iter().enumerate() {
+        for Chosen { point, what, color } in chosen_points(subject) {
             let Some(encoded) = &point.histograms else { continue };
             match encoded.decode() {
                 Ok(stats) if stats.ios() > 0 && wanted.len() == MAX_HISTOGRAMS => {
-                    left_out.push(named(subject, what))
+                    left_out.push(named(subject, &what))
                 }
-                Ok(stats) if stats.ios() > 0 => {
-                    let color =
-                        if chosen.len() > 1 { shade(subject.color(0), index) } else { subject.color(0) };
-                    wanted.push((named(subject, what), color, stats.combined()));
-                }
+                Ok(stats) if stats.ios() > 0 => wanted.push((named(subject, &what), color, stats.combined())),
                 Ok(_) => {}
-                Err(e) => notes.push(format!("{}: {e}.", named(subject, what))),
+                Err(e) => notes.push(format!("{}: {e}.", named(subject, &what))),
             }
         }
     }
@@ -118,13 +111,6 @@ fn density(stats: &OpStats, scale: f64) -> Vec<(f64, f64)> {
             (step.value_iterated_to() as f64 / scale, share)
         })
         .collect()
-}
-
-/// The `index`-th point of one run: the run's colour, darker or lighter by turns.
-fn shade(color: plotters::style::RGBColor, index: usize) -> plotters::style::RGBColor {
-    let factor = [1.0, 0.6, 1.35, 0.4, 1.6, 0.8][index % 6];
-    let channel = |c: u8| (f64::from(c) * factor).clamp(0.0, 235.0) as u8;
-    plotters::style::RGBColor(channel(color.0), channel(color.1), channel(color.2))
 }
 
 #[cfg(test)]

@@ -7,6 +7,7 @@ mod load;
 mod time;
 
 use iolab_store::Point;
+use plotters::style::RGBColor;
 
 use crate::plot::Chart;
 use crate::{HtmlError, Subject};
@@ -53,28 +54,53 @@ pub(crate) fn latency_unit(largest_ns: f64) -> (f64, &'static str) {
     }
 }
 
-/// The points whose latency distribution a run shows: each sweep curve's sweet spot, a
-/// steady test's last round, a ramp's closed-loop maximum, else every point (up to 6).
-pub(crate) fn chosen_points<'a>(subject: &'a Subject<'_>) -> Vec<(&'a Point, String)> {
+/// A point whose latency distribution a run shows, with what to call it and its colour.
+pub(crate) struct Chosen<'a> {
+    pub point: &'a Point,
+    pub what: String,
+    pub color: RGBColor,
+}
+
+/// The points whose latency distribution a run shows: each sweep curve's sweet spot (in the
+/// curve's colour, as in the load charts), a steady test's last round, a ramp's closed-loop
+/// maximum, else every point (up to 6, in shades of the run's colour).
+pub(crate) fn chosen_points<'a>(subject: &'a Subject<'_>) -> Vec<Chosen<'a>> {
     let points = &subject.run.points;
-    let kind = subject.run.info.kind.as_str();
-    let sweeps = subject.study.sweeps();
-    let spots: Vec<(&Point, String)> = sweeps
-        .iter()
-        .flat_map(|s| {
-            s.curves.iter().filter_map(|c| c.sweet_spot.as_ref().and_then(|spot| s.rows.get(spot.row)))
-        })
-        .filter_map(|row| subject.point_named(&row.name).map(|p| (p, format!("{} (sweet spot)", row.name))))
-        .collect();
+    let mut spots = Vec::new();
+    let mut curve_index = 0;
+    for sweep in subject.study.sweeps() {
+        for curve in &sweep.curves {
+            let row = curve.sweet_spot.as_ref().and_then(|spot| sweep.rows.get(spot.row));
+            if let Some((row, point)) = row.and_then(|r| Some((r, subject.point_named(&r.name)?))) {
+                let what = format!("{} (sweet spot)", row.name);
+                spots.push(Chosen { point, what, color: subject.color(curve_index) });
+            }
+            curve_index += 1;
+        }
+    }
     if !spots.is_empty() {
         return spots;
     }
-    let pick = match kind {
-        "steady" | "precondition" => points.last().into_iter().collect::<Vec<_>>(),
+    let pick: Vec<&Point> = match subject.run.info.kind.as_str() {
+        "steady" | "precondition" => points.last().into_iter().collect(),
         "ramp" => points.first().into_iter().collect(),
         _ => points.iter().take(6).collect(),
     };
-    pick.into_iter().map(|p| (p, p.name.clone())).collect()
+    let several = pick.len() > 1;
+    pick.into_iter()
+        .enumerate()
+        .map(|(i, point)| {
+            let color = if several { shade(subject.color(0), i) } else { subject.color(0) };
+            Chosen { point, what: point.name.clone(), color }
+        })
+        .collect()
+}
+
+/// The `index`-th of several points of one run: the run's colour, darker or lighter by turns.
+fn shade(color: RGBColor, index: usize) -> RGBColor {
+    let factor = [1.0, 0.6, 1.35, 0.4, 1.6, 0.8][index % 6];
+    let channel = |c: u8| (f64::from(c) * factor).clamp(0.0, 235.0) as u8;
+    RGBColor(channel(color.0), channel(color.1), channel(color.2))
 }
 
 /// "#12 sweep /dev/nvme0n1 · qd 8": a run's name with what of it a line shows.
