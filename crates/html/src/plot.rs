@@ -24,8 +24,9 @@ const TITLE_FONT: f64 = 22.3;
 const TITLE_ROOM: u32 = 44;
 const FONT: &str = "sans-serif";
 
-/// Colours that stay apart for most colour-blind readers (Tableau 10).
-pub const PALETTE: [RGBColor; 10] = [
+/// Colours that stay apart for most colour-blind readers (Tableau 10), then their lighter
+/// partners (Tableau 20) for an eleventh run and on.
+pub const PALETTE: [RGBColor; 20] = [
     RGBColor(31, 119, 180),
     RGBColor(255, 127, 14),
     RGBColor(44, 160, 44),
@@ -36,6 +37,16 @@ pub const PALETTE: [RGBColor; 10] = [
     RGBColor(127, 127, 127),
     RGBColor(188, 189, 34),
     RGBColor(23, 190, 207),
+    RGBColor(120, 165, 222),
+    RGBColor(255, 170, 95),
+    RGBColor(120, 205, 110),
+    RGBColor(250, 125, 122),
+    RGBColor(182, 155, 205),
+    RGBColor(186, 140, 130),
+    RGBColor(240, 160, 200),
+    RGBColor(175, 175, 175),
+    RGBColor(205, 205, 110),
+    RGBColor(120, 205, 220),
 ];
 
 pub fn color(index: usize) -> RGBColor {
