@@ -12,6 +12,7 @@ use iolab_spec::{Axis, Bytes, Options};
 use crate::compare_command::CompareArgs;
 use crate::import_command::ImportSource;
 use crate::recording::StoreArgs;
+use crate::report_command::ReportArgs;
 use crate::results_command::ResultsAction;
 
 #[derive(Debug, Parser)]
@@ -75,6 +76,11 @@ pub enum Command {
     /// and CPU per I/O, with relative differences and, for runs measured with --repeat,
     /// whether each difference is larger than the run-to-run noise.
     Compare(CompareArgs),
+    /// Write one self-contained HTML file (no network needed) with the charts of kept runs,
+    /// overlaid: IOPS and latency against load with the sweet spot, latency vs IOPS,
+    /// percentiles to 99.9999 and histograms, per-second series, CPU per I/O, cliffs,
+    /// steady-state rounds, and every verdict.
+    Report(ReportArgs),
     /// Bring results of another tool into the results database (`iolab import fio out.json`).
     Import {
         #[command(subcommand)]

@@ -11,6 +11,7 @@ mod precondition_command;
 mod progress;
 mod ramp_command;
 mod recording;
+mod report_command;
 mod results_command;
 mod run_command;
 mod scale_command;
@@ -41,6 +42,7 @@ fn main() -> ExitCode {
         args::Command::Suite(args) => suite_command::run(args, &cli.store),
         args::Command::Ramp(args) => ramp_command::run(args, &cli.store),
         args::Command::Compare(args) => compare_command::run(args, &cli.store),
+        args::Command::Report(args) => report_command::run(args, &cli.store),
         args::Command::Import { source } => import_command::run(source, &cli.store),
         args::Command::Results { action } => results_command::run(action, &cli.store),
     }

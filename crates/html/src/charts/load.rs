@@ -1,0 +1,291 @@
+//! Charts against load: IOPS and latency against outstanding I/Os (sweeps), latency against
+//! IOPS (sweeps and ramps), and CPU per I/O against IOPS.
+
+use crate::charts::{latency_unit, named, Figure};
+use crate::plot::{Axis, Chart, Line, Mark};
+use crate::studies::{Curve, SweepRow, SweepSummary};
+use crate::{HtmlError, Subject};
+
+/// Each sweep curve with its rows (in load order), its colour and its legend name.
+struct CurveView<'a> {
+    name: String,
+    color: plotters::style::RGBColor,
+    rows: Vec<&'a SweepRow>,
+    spot: Option<(&'a SweepRow, String)>,
+}
+
+fn curves<'a>(subjects: &'a [Subject<'a>]) -> Vec<CurveView<'a>> {
+    let mut views = Vec::new();
+    for subject in subjects {
+        let mut index = 0;
+        for sweep in subject.study.sweeps() {
+            if sweep.load_axis == "none" {
+                index += sweep.curves.len();
+                continue;
+            }
+            for curve in &sweep.curves {
+                views.push(view(subject, index, sweep, curve));
+                index += 1;
+            }
+        }
+    }
+    views.retain(|v| !v.rows.is_empty());
+    views
+}
+
+fn view<'a>(
+    subject: &'a Subject<'a>,
+    index: usize,
+    sweep: &'a SweepSummary,
+    curve: &'a Curve,
+) -> CurveView<'a> {
+    let mut rows: Vec<&SweepRow> = curve.rows.iter().filter_map(|&i| sweep.rows.get(i)).collect();
+    rows.sort_by_key(|r| outstanding(r));
+    let spot = curve.sweet_spot.as_ref().and_then(|spot| {
+        let row = sweep.rows.get(spot.row)?;
+        let word = if spot.knee_found { "sweet spot" } else { "best (no knee)" };
+        Some((row, format!("{word}: {}", row.name)))
+    });
+    CurveView { name: named(subject, &curve.name), color: subject.color(index), rows, spot }
+}
+
+fn outstanding(row: &SweepRow) -> u32 {
+    if row.outstanding > 0 {
+        row.outstanding
+    } else {
+        row.qd.max(1) * row.workers.max(1)
+    }
+}
+
+/// IOPS, then latency (mean and p99), against outstanding I/Os: one line per sweep curve.
+pub(crate) fn load_curves(subjects: &[Subject<'_>]) -> Result<Vec<Figure>, HtmlError> {
+    let views = curves(subjects);
+    if views.is_empty() {
+        return Ok(Vec::new());
+    }
+    let loads = views.iter().flat_map(|v| v.rows.iter().map(|r| f64::from(outstanding(r))));
+    let x = Axis { binary: true, ..Axis::auto("outstanding I/Os (QD × workers)", loads, 7.0) };
+    let mut iops =
+        Chart::new("IOPS against outstanding I/Os", x.clone(), Axis::linear("IOPS (I/Os per second)"));
+    for v in &views {
+        let points = v.rows.iter().map(|r| (f64::from(outstanding(r)), r.iops)).collect();
+        iops.lines.push(Line { name: v.name.clone(), color: v.color, dashed: false, markers: true, points });
+        if let Some((row, label)) = &v.spot {
+            iops.marks.push(Mark {
+                at: (f64::from(outstanding(row)), row.iops),
+                label: label.clone(),
+                color: v.color,
+            });
+        }
+    }
+    let largest = views.iter().flat_map(|v| &v.rows).map(|r| r.p99_ns.max(r.mean_ns)).fold(0.0, f64::max);
+    let (scale, unit) = latency_unit(largest);
+    let all_latencies =
+        views.iter().flat_map(|v| &v.rows).flat_map(|r| [r.mean_ns / scale, r.p99_ns / scale]);
+    let y = Axis::auto(format!("latency ({unit})"), all_latencies, 20.0);
+    let mut latency = Chart::new("Latency (mean and p99) against outstanding I/Os", x, y);
+    for v in &views {
+        let mean = v.rows.iter().map(|r| (f64::from(outstanding(r)), r.mean_ns / scale)).collect();
+        let p99 = v.rows.iter().map(|r| (f64::from(outstanding(r)), r.p99_ns / scale)).collect();
+        latency.lines.push(Line {
+            name: format!("{} · mean", v.name),
+            color: v.color,
+            dashed: false,
+            markers: true,
+            points: mean,
+        });
+        latency.lines.push(Line {
+            name: format!("{} · p99", v.name),
+            color: v.color,
+            dashed: true,
+            markers: true,
+            points: p99,
+        });
+        if let Some((row, label)) = &v.spot {
+            latency.marks.push(Mark {
+                at: (f64::from(outstanding(row)), row.mean_ns / scale),
+                label: label.clone(),
+                color: v.color,
+            });
+        }
+    }
+    Ok(vec![
+        Figure::new("qd-iops", &iops, "Each sweep curve's IOPS at each load; the ringed point is its sweet spot: the most IOPS before latency grows faster than IOPS.")?,
+        Figure::new("qd-latency", &latency, "Solid: mean latency; dashed: p99, of the same points. The ringed point is the sweet spot (on the mean).")?,
+    ])
+}
+
+/// Latency against IOPS for every sweep curve: how much latency each extra I/O per second costs.
+pub(crate) fn latency_vs_iops(subjects: &[Subject<'_>]) -> Result<Vec<Figure>, HtmlError> {
+    let views = curves(subjects);
+    if views.is_empty() {
+        return Ok(Vec::new());
+    }
+    let largest = views.iter().flat_map(|v| &v.rows).map(|r| r.p99_ns.max(r.mean_ns)).fold(0.0, f64::max);
+    let (scale, unit) = latency_unit(largest);
+    let all_latencies =
+        views.iter().flat_map(|v| &v.rows).flat_map(|r| [r.mean_ns / scale, r.p99_ns / scale]);
+    let y = Axis::auto(format!("latency ({unit})"), all_latencies, 20.0);
+    let mut chart = Chart::new("Latency against IOPS", Axis::linear("IOPS (I/Os per second)"), y);
+    for v in &views {
+        let mean = v.rows.iter().map(|r| (r.iops, r.mean_ns / scale)).collect();
+        let p99 = v.rows.iter().map(|r| (r.iops, r.p99_ns / scale)).collect();
+        chart.lines.push(Line {
+            name: format!("{} · mean", v.name),
+            color: v.color,
+            dashed: false,
+            markers: true,
+            points: mean,
+        });
+        chart.lines.push(Line {
+            name: format!("{} · p99", v.name),
+            color: v.color,
+            dashed: true,
+            markers: true,
+            points: p99,
+        });
+        if let Some((row, label)) = &v.spot {
+            chart.marks.push(Mark {
+                at: (row.iops, row.mean_ns / scale),
+                label: label.clone(),
+                color: v.color,
+            });
+        }
+    }
+    Ok(vec![Figure::new(
+        "latency-iops",
+        &chart,
+        "Each point is one load of a sweep, from light (left) to heavy; where a curve turns upward, extra load buys latency, not IOPS.",
+    )?])
+}
+
+/// A ramp's open-loop levels: response time (from each I/O's scheduled time) against achieved IOPS.
+pub(crate) fn ramp(subjects: &[Subject<'_>]) -> Result<Vec<Figure>, HtmlError> {
+    let ramps: Vec<(&Subject<'_>, &crate::studies::RampSummary)> = subjects
+        .iter()
+        .filter_map(|s| match &s.study {
+            crate::studies::Study::Ramp(r) if !r.rows.is_empty() => Some((s, r)),
+            _ => None,
+        })
+        .collect();
+    if ramps.is_empty() {
+        return Ok(Vec::new());
+    }
+    let largest = ramps.iter().flat_map(|(_, r)| &r.rows).map(|r| r.response_p99_ns).fold(0.0, f64::max);
+    let (scale, unit) = latency_unit(largest);
+    let values = ramps
+        .iter()
+        .flat_map(|(_, r)| &r.rows)
+        .flat_map(|r| [r.response_p99_ns / scale, r.response_mean_ns / scale, r.service_p99_ns / scale]);
+    let y = Axis::auto(format!("latency ({unit})"), values, 20.0);
+    let mut chart = Chart::new(
+        "Ramp: response latency against achieved IOPS",
+        Axis::linear("achieved IOPS (I/Os per second)"),
+        y,
+    );
+    let mut caption = String::from(
+        "Open-loop levels as shares of the closed-loop maximum. Response time counts from each I/O's scheduled time (a late start counts); service time from its submission.",
+    );
+    for (subject, summary) in &ramps {
+        let color = subject.color(0);
+        let series = |f: &dyn Fn(&crate::studies::RampRow) -> f64| {
+            summary.rows.iter().map(|r| (r.achieved_iops, f(r) / scale)).collect()
+        };
+        chart.lines.push(Line {
+            name: named(subject, "response p99"),
+            color,
+            dashed: false,
+            markers: true,
+            points: series(&|r| r.response_p99_ns),
+        });
+        chart.lines.push(Line {
+            name: named(subject, "response mean"),
+            color,
+            dashed: true,
+            markers: true,
+            points: series(&|r| r.response_mean_ns),
+        });
+        let lighter = plotters::style::RGBColor(color.0 / 2 + 100, color.1 / 2 + 100, color.2 / 2 + 100);
+        chart.lines.push(Line {
+            name: named(subject, "service p99"),
+            color: lighter,
+            dashed: true,
+            markers: false,
+            points: series(&|r| r.service_p99_ns),
+        });
+        for row in summary.rows.iter().filter(|r| r.crossed.is_some() || !r.sustained) {
+            let why = row.crossed.clone().unwrap_or_else(|| "not sustained".into());
+            chart.marks.push(Mark {
+                at: (row.achieved_iops, row.response_p99_ns / scale),
+                label: format!("{}%: {why}", row.level_pct),
+                color,
+            });
+        }
+        if let Some(limit) = &summary.limits.latency {
+            let what = limit.percentile.map_or("mean".to_string(), |p| format!("p{p}"));
+            let top = summary.rows.iter().map(|r| r.achieved_iops).fold(0.0, f64::max);
+            chart.lines.push(Line {
+                name: named(
+                    subject,
+                    &format!("limit {what} = {} {unit}", crate::plot::number(limit.limit_ns / scale)),
+                ),
+                color: plotters::style::RGBColor(90, 90, 90),
+                dashed: true,
+                markers: false,
+                points: vec![(0.0, limit.limit_ns / scale), (top, limit.limit_ns / scale)],
+            });
+        }
+        caption.push_str(&format!(
+            " {}: closed-loop maximum {} IOPS.",
+            subject.name,
+            crate::plot::number(summary.max_iops)
+        ));
+    }
+    Ok(vec![Figure::new("ramp", &chart, caption)?])
+}
+
+/// Process CPU per I/O against IOPS, wherever it was measured (not in a fio import).
+pub(crate) fn cpu_per_io(subjects: &[Subject<'_>]) -> Result<Vec<Figure>, HtmlError> {
+    let mut chart = Chart::new(
+        "CPU per I/O against IOPS",
+        Axis::linear("IOPS (I/Os per second)"),
+        Axis::linear("CPU per I/O (µs of iolab's CPU)"),
+    );
+    let views = curves(subjects);
+    for v in &views {
+        let points: Vec<(f64, f64)> =
+            v.rows.iter().filter_map(|r| Some((r.iops, r.cpu_us_per_io?))).collect();
+        chart.lines.push(Line { name: v.name.clone(), color: v.color, dashed: false, markers: true, points });
+    }
+    for subject in subjects.iter().filter(|s| s.study.sweeps().iter().all(|w| w.load_axis == "none")) {
+        let points: Vec<(f64, f64)> = subject
+            .run
+            .points
+            .iter()
+            .filter(|p| p.summary.total.iops > 0.0)
+            .filter_map(|p| Some((p.summary.total.iops, p.summary.cpu_us_per_io?)))
+            .collect();
+        // Points of one run that are not a load curve are not joined: a line would claim an order.
+        let mut line = Line {
+            name: subject.name.clone(),
+            color: subject.color(0),
+            dashed: false,
+            markers: true,
+            points: Vec::new(),
+        };
+        for point in points {
+            line.points.push(point);
+            line.points.push((f64::NAN, f64::NAN));
+        }
+        chart.lines.push(line);
+    }
+    chart.lines.retain(|l| l.points.iter().any(|p| p.0.is_finite()));
+    if chart.is_empty() {
+        return Ok(Vec::new());
+    }
+    Ok(vec![Figure::new(
+        "cpu-per-io",
+        &chart,
+        "Microseconds of iolab's process CPU (user + system, every thread) per completed I/O. Sweep curves are joined in load order; other runs' points stand alone.",
+    )?])
+}

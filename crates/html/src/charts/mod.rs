@@ -1,0 +1,113 @@
+//! Every chart of the report, each drawn only where some run has its data: load curves
+//! (sweeps, ramps, CPU), latency distributions (percentiles, histogram), and time (per-second
+//! series, the cliff log, steady-state rounds).
+
+mod distribution;
+mod load;
+mod time;
+
+use iolab_store::Point;
+use plotters::style::RGBColor;
+
+use crate::plot::Chart;
+use crate::{HtmlError, Subject};
+
+/// One drawn chart, as the page places it.
+pub(crate) struct Figure {
+    /// Which chart it is ("qd-iops", "steady"): the `data-chart` of its `<figure>`.
+    pub kind: &'static str,
+    pub svg: String,
+    /// How to read it, and what was left out; plain text.
+    pub caption: String,
+    /// Nothing in it could be drawn (every value 0 on a log axis, say): left off the page.
+    empty: bool,
+}
+
+impl Figure {
+    fn new(kind: &'static str, chart: &Chart, caption: impl Into<String>) -> Result<Figure, HtmlError> {
+        Ok(Figure { kind, svg: chart.svg()?, caption: caption.into(), empty: chart.is_empty() })
+    }
+}
+
+/// The comparison charts first (every run overlaid), then each steady-state series.
+pub(crate) fn all(subjects: &[Subject<'_>]) -> Result<Vec<Figure>, HtmlError> {
+    let mut figures = Vec::new();
+    figures.extend(load::load_curves(subjects)?);
+    figures.extend(load::latency_vs_iops(subjects)?);
+    figures.extend(load::ramp(subjects)?);
+    figures.extend(distribution::percentiles(subjects)?);
+    figures.extend(distribution::histogram(subjects)?);
+    figures.extend(time::series(subjects)?);
+    figures.extend(load::cpu_per_io(subjects)?);
+    figures.extend(time::cliff(subjects)?);
+    figures.extend(time::steady(subjects)?);
+    figures.retain(|f| !f.empty);
+    Ok(figures)
+}
+
+/// The unit latencies are drawn in, from the largest one shown: µs up to 2 ms, then ms.
+pub(crate) fn latency_unit(largest_ns: f64) -> (f64, &'static str) {
+    if largest_ns > 2e6 {
+        (1e6, "ms")
+    } else {
+        (1e3, "µs")
+    }
+}
+
+/// A point whose latency distribution a run shows, with what to call it and its colour.
+pub(crate) struct Chosen<'a> {
+    pub point: &'a Point,
+    pub what: String,
+    pub color: RGBColor,
+}
+
+/// The points whose latency distribution a run shows: each sweep curve's sweet spot (in the
+/// curve's colour, as in the load charts), a steady test's last round, a ramp's closed-loop
+/// maximum, else every point (up to 6, in shades of the run's colour).
+pub(crate) fn chosen_points<'a>(subject: &'a Subject<'_>) -> Vec<Chosen<'a>> {
+    let points = &subject.run.points;
+    let mut spots = Vec::new();
+    let mut curve_index = 0;
+    for sweep in subject.study.sweeps() {
+        for curve in &sweep.curves {
+            let row = curve.sweet_spot.as_ref().and_then(|spot| sweep.rows.get(spot.row));
+            if let Some((row, point)) = row.and_then(|r| Some((r, subject.point_named(&r.name)?))) {
+                let what = format!("{} (sweet spot)", row.name);
+                spots.push(Chosen { point, what, color: subject.color(curve_index) });
+            }
+            curve_index += 1;
+        }
+    }
+    if !spots.is_empty() {
+        return spots;
+    }
+    let pick: Vec<&Point> = match subject.run.info.kind.as_str() {
+        "steady" | "precondition" => points.last().into_iter().collect(),
+        "ramp" => points.first().into_iter().collect(),
+        _ => points.iter().take(6).collect(),
+    };
+    let several = pick.len() > 1;
+    pick.into_iter()
+        .enumerate()
+        .map(|(i, point)| {
+            let color = if several { shade(subject.color(0), i) } else { subject.color(0) };
+            Chosen { point, what: point.name.clone(), color }
+        })
+        .collect()
+}
+
+/// The `index`-th of several points of one run: the run's colour, darker or lighter by turns.
+fn shade(color: RGBColor, index: usize) -> RGBColor {
+    let factor = [1.0, 0.6, 1.35, 0.4, 1.6, 0.8][index % 6];
+    let channel = |c: u8| (f64::from(c) * factor).clamp(0.0, 235.0) as u8;
+    RGBColor(channel(color.0), channel(color.1), channel(color.2))
+}
+
+/// "#12 sweep /dev/nvme0n1 · qd 8": a run's name with what of it a line shows.
+pub(crate) fn named(subject: &Subject<'_>, what: &str) -> String {
+    if what.is_empty() {
+        subject.name.clone()
+    } else {
+        format!("{} · {what}", subject.name)
+    }
+}

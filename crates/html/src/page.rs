@@ -1,0 +1,330 @@
+//! The HTML around the charts: the runs compared, the charts, then each run in full (its
+//! header, environment, points and verdicts). Plain HTML and inline CSS; nothing to load.
+
+use std::fmt::Write;
+
+use iolab_store::Point;
+use serde_json::Value;
+
+use crate::charts::{latency_unit, Figure};
+use crate::plot::number;
+use crate::studies::Study;
+use crate::Subject;
+
+const STYLE: &str = r#"
+body { font-family: system-ui, -apple-system, "Segoe UI", Roboto, "DejaVu Sans", sans-serif; font-size: 15px;
+       color: #1d1d1f; background: #fafafa; margin: 0; padding: 24px; line-height: 1.45; }
+main { max-width: 1000px; margin: 0 auto; }
+h1 { font-size: 26px; margin: 0 0 4px; }
+h2 { font-size: 21px; margin: 36px 0 12px; border-bottom: 2px solid #ddd; padding-bottom: 4px; }
+h3 { font-size: 17px; margin: 22px 0 8px; }
+figure { background: #fff; border: 1px solid #ddd; border-radius: 6px; margin: 0 0 22px; padding: 10px; }
+figure svg { display: block; width: 100%; height: auto; }
+figcaption { font-size: 14px; color: #444; margin: 6px 8px 2px; }
+table { border-collapse: collapse; background: #fff; margin: 6px 0 14px; font-size: 14px; }
+th, td { border: 1px solid #ddd; padding: 4px 8px; text-align: left; vertical-align: top; }
+td.num, th.num { text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap; }
+th { background: #f0f0f0; }
+table.points td:first-child { white-space: nowrap; }
+code { font-size: 13px; word-break: break-all; }
+.swatch { display: inline-block; width: 12px; height: 12px; border-radius: 2px; margin-right: 6px; vertical-align: -1px; }
+.verdict { background: #fff; border-left: 4px solid #888; padding: 6px 12px; margin: 6px 0; }
+.verdict .cause { font-weight: bold; }
+.verdict ul { margin: 4px 0 2px; padding-left: 20px; font-size: 14px; color: #333; }
+.facts { display: flex; flex-wrap: wrap; gap: 0 28px; align-items: flex-start; }
+.facts h3 { margin-top: 0; }
+details summary { cursor: pointer; color: #555; font-size: 14px; }
+.note { color: #555; font-size: 14px; }
+.status-failed, .status-interrupted, .status-running { color: #b00020; font-weight: bold; }
+"#;
+
+/// The whole document.
+pub(crate) fn document(subjects: &[Subject<'_>], figures: &[Figure]) -> String {
+    let mut out = String::new();
+    let title = if subjects.len() == 1 {
+        format!("iolab report: {}", subjects[0].name)
+    } else {
+        format!("iolab report: {} runs", subjects.len())
+    };
+    let _ = write!(
+        out,
+        "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n<title>{}</title>\n<style>{STYLE}</style>\n</head>\n<body>\n<main>\n<h1>{}</h1>\n",
+        esc(&title),
+        esc(&title)
+    );
+    runs_table(&mut out, subjects);
+    if figures.is_empty() {
+        out.push_str("<p class=\"note\">None of these runs has data to chart.</p>\n");
+    } else {
+        out.push_str("<h2>Charts</h2>\n");
+    }
+    for figure in figures {
+        let _ = write!(
+            out,
+            "<figure class=\"chart\" data-chart=\"{}\">\n{}\n<figcaption>{}</figcaption>\n</figure>\n",
+            figure.kind,
+            figure.svg.trim(),
+            esc(&figure.caption)
+        );
+    }
+    for subject in subjects {
+        run_section(&mut out, subject);
+    }
+    out.push_str("</main>\n</body>\n</html>\n");
+    out
+}
+
+/// One line per run, with the colour it has in the charts.
+fn runs_table(out: &mut String, subjects: &[Subject<'_>]) {
+    out.push_str("<table class=\"runs\">\n<tr><th>run</th><th>what</th><th>status</th><th>started (UTC)</th><th>host</th><th class=\"num\">points</th></tr>\n");
+    for s in subjects {
+        let info = &s.run.info;
+        let c = s.color(0);
+        let _ = writeln!(
+            out,
+            "<tr><td><span class=\"swatch\" style=\"background: rgb({},{},{})\"></span><a href=\"#run-{}\">{}</a></td><td>{}</td><td class=\"status-{}\">{}</td><td>{}</td><td>{}</td><td class=\"num\">{}</td></tr>",
+            c.0,
+            c.1,
+            c.2,
+            info.id,
+            esc(&s.name),
+            esc(&info.label),
+            info.status.name(),
+            info.status.name(),
+            utc(info.started_at_unix_s),
+            esc(&info.host),
+            s.run.points.len()
+        );
+    }
+    out.push_str("</table>\n");
+}
+
+fn run_section(out: &mut String, subject: &Subject<'_>) {
+    let run = subject.run;
+    let info = &run.info;
+    let _ = writeln!(out, "<h2 id=\"run-{}\">{}</h2>", info.id, esc(&subject.name));
+    out.push_str("<div class=\"facts\">\n<div>\n<h3>Run</h3>\n<table class=\"header\">\n");
+    let finished = info.finished_at_unix_s.map_or_else(|| "not finished".to_string(), utc);
+    let command = if info.command.is_empty() { "(not recorded)".to_string() } else { info.command.join(" ") };
+    for (key, value) in [
+        ("run", info.id.to_string()),
+        ("kind", info.kind.clone()),
+        ("label", info.label.clone()),
+        ("status", info.status.name().to_string()),
+        ("started (UTC)", utc(info.started_at_unix_s)),
+        ("finished (UTC)", finished),
+        ("host", info.host.clone()),
+        ("iolab version", info.iolab_version.clone()),
+    ] {
+        let _ = writeln!(out, "<tr><th>{}</th><td>{}</td></tr>", esc(key), esc(&value));
+    }
+    let _ = writeln!(out, "<tr><th>command</th><td><code>{}</code></td></tr>", esc(&command));
+    out.push_str("</table>\n</div>\n");
+    environment(out, "Environment", &run.environment);
+    if let Some(after) = &run.environment_after {
+        environment(out, "Environment after the run", after);
+    }
+    out.push_str("</div>\n");
+    points_table(out, subject);
+    study_verdict(out, &subject.study);
+    point_verdicts(out, &run.points);
+}
+
+/// A free-form JSON object as key/value rows: nested objects flattened one level
+/// ("device.model"), lists and deeper objects shown compactly.
+fn environment(out: &mut String, title: &str, value: &Value) {
+    let Value::Object(map) = value else { return };
+    if map.is_empty() {
+        return;
+    }
+    let _ = writeln!(out, "<div>\n<h3>{}</h3>\n<table class=\"environment\">", esc(title));
+    for (key, value) in map {
+        match value {
+            Value::Object(inner) if !inner.is_empty() => {
+                for (inner_key, inner_value) in inner {
+                    let _ = writeln!(
+                        out,
+                        "<tr><th>{}.{}</th><td>{}</td></tr>",
+                        esc(key),
+                        esc(inner_key),
+                        esc(&scalar(inner_value))
+                    );
+                }
+            }
+            other => {
+                let _ = writeln!(out, "<tr><th>{}</th><td>{}</td></tr>", esc(key), esc(&scalar(other)));
+            }
+        }
+    }
+    out.push_str("</table>\n</div>\n");
+}
+
+fn scalar(value: &Value) -> String {
+    match value {
+        Value::String(text) => text.clone(),
+        Value::Null => "—".to_string(),
+        Value::Array(items) if items.is_empty() => "none".to_string(),
+        Value::Array(items) => items.iter().map(scalar).collect::<Vec<_>>().join(", "),
+        other => other.to_string(),
+    }
+}
+
+/// Each point's figures, as the text report gives them.
+fn points_table(out: &mut String, subject: &Subject<'_>) {
+    let points = &subject.run.points;
+    if points.is_empty() {
+        out.push_str("<p class=\"note\">No point of this run was stored.</p>\n");
+        return;
+    }
+    let largest = points
+        .iter()
+        .filter_map(|p| p.summary.total.latency.as_ref())
+        .map(|l| percentile(l, 99.0).unwrap_or(l.mean_ns))
+        .fold(0.0, f64::max);
+    let (scale, unit) = latency_unit(largest);
+    let _ = writeln!(
+        out,
+        "<h3>Points</h3>\n<table class=\"points\">\n<tr><th>point</th><th>access</th><th>engine</th><th class=\"num\">QD × workers</th><th class=\"num\">IOPS</th><th class=\"num\">MB/s</th><th class=\"num\">mean ({unit})</th><th class=\"num\">p99 ({unit})</th><th class=\"num\">p99.99 ({unit})</th><th class=\"num\">CPU/I/O (µs)</th><th>stop</th></tr>"
+    );
+    for point in points {
+        let s = &point.summary;
+        let latency = s.total.latency.as_ref();
+        let show = |ns: Option<f64>| ns.map_or_else(|| "—".to_string(), |v| number(v / scale));
+        let _ = writeln!(
+            out,
+            "<tr><td>{}</td><td>{}</td><td>{}</td><td class=\"num\">{} × {}</td><td class=\"num\">{}</td><td class=\"num\">{:.1}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td>{}</td></tr>",
+            esc(&point.name),
+            esc(&s.access),
+            esc(&s.engine),
+            s.qd,
+            s.workers,
+            number(s.total.iops),
+            s.total.mb_s,
+            show(latency.map(|l| l.mean_ns)),
+            show(latency.and_then(|l| percentile(l, 99.0))),
+            show(latency.and_then(|l| percentile(l, 99.99))),
+            s.cpu_us_per_io.map_or_else(|| "—".to_string(), |v| format!("{v:.2}")),
+            esc(&s.stop_reason)
+        );
+    }
+    out.push_str("</table>\n");
+}
+
+fn percentile(latency: &iolab_stats::result::LatencySummary, p: f64) -> Option<f64> {
+    latency.percentiles.iter().find(|x| (x.p - p).abs() < 1e-9).map(|x| x.ns as f64)
+}
+
+/// The study's own conclusions: the sweep's and ramp's verdict lines, the steady outcome, the cliffs.
+fn study_verdict(out: &mut String, study: &Study) {
+    let mut lines: Vec<String> = Vec::new();
+    for sweep in study.sweeps() {
+        lines.extend(sweep.verdict.iter().cloned());
+    }
+    match study {
+        Study::Ramp(ramp) => lines.extend(ramp.verdict.iter().cloned()),
+        Study::Cliff(cliff) => {
+            if let Some(note) = &cliff.note {
+                lines.push(note.clone());
+            }
+            for c in &cliff.cliffs {
+                lines.push(format!(
+                    "cliff after {} bytes written: {:.0} MB/s before, {:.0} MB/s after (-{:.0}%)",
+                    c.at_bytes, c.before_mb_s, c.after_mb_s, c.drop_pct
+                ));
+            }
+        }
+        _ => {}
+    }
+    for (what, rounds) in study.steady_rounds() {
+        let prefix = if what.is_empty() { String::new() } else { format!("{what}: ") };
+        lines.push(format!("{prefix}{}", rounds.outcome()));
+    }
+    if lines.is_empty() {
+        return;
+    }
+    out.push_str("<h3>Verdict</h3>\n<ul class=\"study-verdict\">\n");
+    for line in lines {
+        let _ = writeln!(out, "<li>{}</li>", esc(&line));
+    }
+    out.push_str("</ul>\n");
+}
+
+/// What limited each point, with the figures that show it.
+fn point_verdicts(out: &mut String, points: &[Point]) {
+    let judged: Vec<&Point> = points.iter().filter(|p| p.verdict.is_some()).collect();
+    if judged.is_empty() {
+        return;
+    }
+    out.push_str("<h3>What limited each point</h3>\n");
+    // A long sweep's evidence folds away (no script: <details> opens by itself).
+    let open = if judged.len() <= 3 { " open" } else { "" };
+    for point in judged {
+        let Some(verdict) = &point.verdict else { continue };
+        let _ = write!(
+            out,
+            "<div class=\"verdict\"><span class=\"point\">{}</span>: <span class=\"cause\">{}</span>. {}",
+            esc(&point.name),
+            esc(verdict.cause.name()),
+            esc(&verdict.summary)
+        );
+        if !verdict.evidence.is_empty() {
+            let _ =
+                write!(out, "<details{open}><summary>evidence ({})</summary><ul>", verdict.evidence.len());
+            for line in &verdict.evidence {
+                let _ = write!(out, "<li>{}</li>", esc(line));
+            }
+            out.push_str("</ul></details>");
+        }
+        out.push_str("</div>\n");
+    }
+}
+
+/// "2026-11-22 17:56:03" from seconds since the epoch (UTC, no time-zone database needed).
+fn utc(unix_s: i64) -> String {
+    let days = unix_s.div_euclid(86_400);
+    let secs = unix_s.rem_euclid(86_400);
+    // Howard Hinnant's days-to-civil algorithm.
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!("{year:04}-{month:02}-{day:02} {:02}:{:02}:{:02}", secs / 3600, secs % 3600 / 60, secs % 60)
+}
+
+/// Text for HTML content and attribute values.
+pub(crate) fn esc(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&#39;"),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn utc_dates() {
+        assert_eq!(utc(0), "1970-01-01 00:00:00");
+        assert_eq!(utc(951_782_400), "2000-02-29 00:00:00");
+        assert_eq!(utc(1_795_370_214), "2026-11-22 17:56:54");
+    }
+
+    #[test]
+    fn escapes() {
+        assert_eq!(esc("<a href=\"x\">&'"), "&lt;a href=&quot;x&quot;&gt;&amp;&#39;");
+    }
+}

@@ -1,0 +1,218 @@
+//! The report of real stored runs: every chart kind drawn where its data is, with units on the
+//! axes, a legend entry per run, the sweet spot marked, finite coordinates, nothing fetched.
+
+mod support;
+
+use iolab_html::{render, HtmlError};
+use support::{all_runs, fio_run, iolab_run};
+
+/// Each `<figure data-chart=KIND>` of the page with its inner HTML, in order.
+fn figures(html: &str) -> Vec<(String, String)> {
+    html.split("<figure class=\"chart\" data-chart=\"")
+        .skip(1)
+        .map(|rest| {
+            let (kind, body) = rest.split_once('"').expect("a quoted kind");
+            let body = body.split("</figure>").next().expect("a closed figure");
+            (kind.to_string(), body.to_string())
+        })
+        .collect()
+}
+
+fn figure<'a>(all: &'a [(String, String)], kind: &str) -> &'a str {
+    all.iter()
+        .find(|(k, _)| k == kind)
+        .map(|(_, body)| body.as_str())
+        .unwrap_or_else(|| panic!("no {kind} chart; have {:?}", all.iter().map(|f| &f.0).collect::<Vec<_>>()))
+}
+
+/// The text of every `<text>` element of `svg`, trimmed.
+fn texts(svg: &str) -> Vec<String> {
+    svg.split("<text")
+        .skip(1)
+        .filter_map(|t| Some(t.split_once('>')?.1.split("</text>").next()?.trim().to_string()))
+        .collect()
+}
+
+/// Whether some text of `svg` starts with `prefix`.
+fn has_text(svg: &str, prefix: &str) -> bool {
+    texts(svg).iter().any(|t| t.starts_with(prefix))
+}
+
+/// Every coordinate attribute of every SVG element holds only numbers.
+fn assert_finite_coordinates(svg: &str, kind: &str) {
+    for attr in ["x", "y", "cx", "cy", "r", "width", "height", "points", "x1", "x2", "y1", "y2", "d"] {
+        let needle = format!(" {attr}=\"");
+        for piece in svg.split(&needle).skip(1) {
+            let value = piece.split('"').next().unwrap_or_default();
+            let numeric = value.chars().all(|c| c.is_ascii_digit() || " ,.-eMLZ".contains(c));
+            assert!(numeric && !value.is_empty(), "{kind}: {attr}=\"{value}\"");
+        }
+    }
+    let lower = svg.to_ascii_lowercase();
+    assert!(!lower.contains("nan") && !lower.contains("inf\""), "{kind}: a NaN or infinite value");
+}
+
+#[test]
+fn every_chart_kind_is_drawn_from_real_runs() {
+    let runs = all_runs();
+    let html = render(&runs).expect("renders");
+    if let Some(dir) = std::env::var_os("IOLAB_HTML_KEEP") {
+        std::fs::write(std::path::Path::new(&dir).join("all.html"), &html).expect("keeps the page");
+    }
+    let all = figures(&html);
+
+    // Which chart, the axis labels (with units) it must carry, and the runs its legend names.
+    let expected: [(&str, &[&str], &[i64]); 11] = [
+        ("qd-iops", &["outstanding I/Os (QD × workers)", "IOPS (I/Os per second)"], &[1, 2, 3]),
+        ("qd-latency", &["outstanding I/Os (QD × workers)", "latency (µs"], &[1, 2, 3]),
+        ("latency-iops", &["IOPS (I/Os per second)", "latency ("], &[1, 2, 3]),
+        ("ramp", &["achieved IOPS (I/Os per second)", "latency ("], &[9]),
+        ("percentiles", &["percentile (%)", "latency ("], &[1, 2, 3, 4, 5, 6, 7, 8, 9, 10]),
+        ("histogram", &["share of I/Os per bucket (%)", "latency ("], &[1, 2, 3, 4, 5]),
+        ("series-iops", &["time since the measurement started (s)", "IOPS (I/Os per second)"], &[7, 8]),
+        ("series-p99", &["time since the measurement started (s)", "p99 latency ("], &[7, 8]),
+        ("cpu-per-io", &["IOPS (I/Os per second)", "CPU per I/O (µs"], &[1, 2, 3, 4, 5, 7, 8, 9]),
+        ("cliff", &["written (MiB)", "throughput (MB/s"], &[5, 6]),
+        ("steady", &["round", "IOPS"], &[3]),
+    ];
+    for (kind, axes, legend) in expected {
+        let svg = figure(&all, kind);
+        assert!(svg.trim_start_matches('>').trim_start().starts_with("<svg "), "{kind}: no svg");
+        for axis in axes {
+            assert!(has_text(svg, axis), "{kind}: no axis label '{axis}' in {:?}", texts(svg));
+        }
+        for id in legend {
+            let run = &runs[(*id - 1) as usize];
+            let name = format!("#{id} {} ", run.info.kind);
+            assert!(has_text(svg, &name), "{kind}: no legend entry for run {id}");
+        }
+    }
+    for (kind, svg) in &all {
+        assert_finite_coordinates(svg, kind);
+    }
+
+    // The sweet spots: run 1's knee at qd 8, run 2's per curve, on each load chart.
+    for kind in ["qd-iops", "qd-latency", "latency-iops"] {
+        let svg = figure(&all, kind);
+        let labels = texts(svg);
+        assert!(labels.iter().any(|t| t == "sweet spot: qd 8"), "{kind}: run 1's sweet spot in {labels:?}");
+        assert!(labels.iter().any(|t| t == "sweet spot: bs 64KiB, qd 2"), "{kind}: run 2's knee");
+        assert!(labels.iter().any(|t| t == "best (no knee): bs 4KiB, qd 8"), "{kind}: run 2's best point");
+    }
+    // Six histograms at most; the rest are named in the caption.
+    let histogram = figure(&all, "histogram");
+    assert!(!has_text(histogram, "#6 cliff "), "a seventh histogram");
+    assert!(histogram.contains("Left out to keep the lines apart") && histogram.contains("#9 ramp "));
+    // Steady state: the steady run and each point of the sweep run --until-steady.
+    let steady: Vec<&String> = all.iter().filter(|(k, _)| k == "steady").map(|(_, b)| b).collect();
+    assert_eq!(steady.len(), 3);
+    assert!(has_text(steady[2], "#4 steady "), "the steady run's own chart comes after the sweep's");
+    for svg in &steady {
+        assert!(has_text(svg, "measurement window: rounds "), "the window is named");
+        assert!(has_text(svg, "range band: average ± 10% (range "), "the range criterion");
+        assert!(
+            texts(svg).iter().any(|t| t.starts_with("least-squares line: ") && t.contains("(max 10%: ")),
+            "the slope criterion"
+        );
+    }
+    // The cliff run's cliff is marked; the flat one says why there is none.
+    let cliff = figure(&all, "cliff");
+    assert!(has_text(cliff, "cliff 1: -40% after 95.7 MiB"), "the cliff is labelled");
+    assert!(cliff.contains("#6 cliff uring iolab-scratch-21028.dat: no cliff"), "the flat log is explained");
+}
+
+#[test]
+fn the_page_is_self_contained() {
+    let html = render(&all_runs()).expect("renders");
+    let mut rest = html.as_str();
+    while let Some(at) = rest.find("http") {
+        let url = &rest[at..];
+        assert!(
+            url.starts_with("http://www.w3.org/2000/svg\""),
+            "a reference to the network: {}",
+            &url[..url.len().min(60)]
+        );
+        rest = &rest[at + 4..];
+    }
+    for banned in ["<script", "<link", " src=", "url(", "@import", "<iframe"] {
+        assert!(!html.contains(banned), "the page holds {banned}");
+    }
+}
+
+#[test]
+fn each_run_has_its_header_environment_and_verdicts() {
+    let runs = all_runs();
+    let html = render(&runs).expect("renders");
+    for run in &runs {
+        assert!(html.contains(&format!("<h2 id=\"run-{}\">", run.info.id)), "run {}", run.info.id);
+    }
+    // The free-form environment, flattened one level.
+    assert!(html.contains("<th>host.kernel</th>") && html.contains("<th>governors</th>"));
+    // Each point's verdict with its evidence, and a sweep's own verdict.
+    assert!(
+        html.contains("<span class=\"cause\">device</span>")
+            || html.contains("<span class=\"cause\">concurrency</span>")
+    );
+    assert!(html.contains("<li>sweet spot at qd 8 (QD 8 x 1 worker(s))"));
+    assert!(html.contains("steady state NOT reached: gave up after 8 rounds"));
+}
+
+#[test]
+fn a_fio_import_alone_renders_what_it_has() {
+    let html = render(&[fio_run(3, "fio.json")]).expect("renders");
+    let all = figures(&html);
+    let kinds: Vec<&str> = all.iter().map(|(k, _)| k.as_str()).collect();
+    assert_eq!(kinds, ["percentiles"], "fio JSON has percentiles only");
+    assert!(has_text(figure(&all, "percentiles"), "#3 fio "));
+    assert!(html.contains("<td>randread 4k</td>"));
+}
+
+#[test]
+fn points_without_histograms_are_left_out_of_the_histogram_only() {
+    let mut run = iolab_run(7, "run", "run.json");
+    let mut other = iolab_run(8, "run", "run_rw.json");
+    other.points.iter_mut().for_each(|p| p.histograms = None);
+    let html = render(&[run.clone(), other.clone()]).expect("renders");
+    let all = figures(&html);
+    let histogram = figure(&all, "histogram");
+    assert!(has_text(histogram, "#7 run ") && !has_text(histogram, "#8 run "));
+    assert!(has_text(figure(&all, "percentiles"), "#8 run "));
+
+    // A damaged histogram is said in the caption, not fatal.
+    if let Some(h) = run.points[0].histograms.as_mut() {
+        h.read.as_mut().expect("reads").hdr = "damaged!".into();
+    }
+    let html = render(&[run, other]).expect("renders");
+    assert!(!html.contains("data-chart=\"histogram\""));
+}
+
+#[test]
+fn no_runs_is_an_error() {
+    assert!(matches!(render(&[]), Err(HtmlError::NoRuns)));
+}
+
+/// Names come from the user (labels, paths, job names): they are text, never markup.
+#[test]
+fn names_are_escaped() {
+    let mut run = iolab_run(7, "run", "run.json");
+    run.info.label = "<script>alert(1)</script>".into();
+    run.points[0].name = "<img onerror=x>".into();
+    run.points[0].summary.targets = vec!["/tmp/<b>&".into()];
+    let html = render(&[run]).expect("renders");
+    assert!(!html.contains("<script") && !html.contains("<img") && !html.contains("<b>"));
+    assert!(html.contains("&lt;script&gt;alert(1)&lt;/script&gt;"));
+}
+
+/// Values a log axis cannot show (a latency of 0) leave a chart out rather than drawing nothing.
+#[test]
+fn a_chart_with_nothing_drawable_is_left_out() {
+    let mut run = fio_run(3, "fio.json");
+    for point in &mut run.points {
+        if let Some(latency) = point.summary.total.latency.as_mut() {
+            latency.percentiles.iter_mut().for_each(|p| p.ns = 0);
+        }
+    }
+    let html = render(&[run]).expect("renders");
+    assert!(figures(&html).is_empty());
+    assert!(html.contains("None of these runs has data to chart."));
+}
