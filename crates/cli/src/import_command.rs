@@ -44,8 +44,10 @@ pub fn run(source: ImportSource, store: &StoreArgs) -> ExitCode {
         Err(code) => return code,
     };
     for (name, imported) in imports {
+        let mut begun = None;
         let stored = (|| {
             let run = db.begin_run(&imported.run)?;
+            begun = Some(run);
             for point in &imported.points {
                 db.add_point(run, point)?;
             }
@@ -70,7 +72,13 @@ pub fn run(source: ImportSource, store: &StoreArgs) -> ExitCode {
                 }
                 eprintln!("iolab: imported {name} as run {run} ({} points)", imported.points.len());
             }
-            Err(e) => return exit::fail(code(&e), &format!("{name}: {e}")),
+            Err(e) => {
+                // A half-stored file is no result: take it out again.
+                if let Some(run) = begun {
+                    let _ = db.delete_run(run);
+                }
+                return exit::fail(code(&e), &format!("{name}: {e}"));
+            }
         }
     }
     ExitCode::from(exit::OK)

@@ -51,6 +51,8 @@ impl StoreArgs {
 /// A run being kept in the store, or nothing with --no-store.
 pub struct Recording {
     active: Option<Active>,
+    /// A job could not start: the run ends as failed, whatever its jobs say.
+    failed: bool,
 }
 
 struct Active {
@@ -80,7 +82,7 @@ impl Recording {
             }
         }
         if args.no_store {
-            return Ok(Recording { active: None });
+            return Ok(Recording { active: None, failed: false });
         }
         let path = args.path().map_err(|message| exit::fail(exit::USAGE, &message))?;
         let mut store = match Store::open(&path) {
@@ -90,7 +92,7 @@ impl Recording {
                     "iolab: warning: this run is not kept: cannot open {} ({detail}); give --db PATH or --no-store",
                     path.display()
                 );
-                return Ok(Recording { active: None });
+                return Ok(Recording { active: None, failed: false });
             }
             Err(e) => return Err(exit::fail(code(&e), &e.to_string())),
         };
@@ -98,7 +100,7 @@ impl Recording {
             .begin_run(&new_run(kind, &plan.jobs, &before))
             .map_err(|e| exit::fail(code(&e), &e.to_string()))?;
         let active = Active { store, run, before, paths, next_seq: 0, resumed: false, warned: false };
-        Ok(Recording { active: Some(active) })
+        Ok(Recording { active: Some(active), failed: false })
     }
 
     /// Continues run `run` of `plan`, which already holds `points` points.
@@ -106,7 +108,12 @@ impl Recording {
         let paths = fingerprint_paths(&plan.jobs);
         let before = Environment::capture(&paths);
         let active = Active { store, run, before, paths, next_seq: points, resumed: true, warned: false };
-        Recording { active: Some(active) }
+        Recording { active: Some(active), failed: false }
+    }
+
+    /// A job of the run could not start: the run is kept as failed.
+    pub fn mark_failed(&mut self) {
+        self.failed = true;
     }
 
     /// Records how the run ended and the command's own report (`study_json`, the JSON the
@@ -115,7 +122,7 @@ impl Recording {
         let Some(mut active) = self.active.take() else { return };
         let status = if report.interrupted {
             RunStatus::Interrupted
-        } else if session::exit_code(report) == exit::OK {
+        } else if !self.failed && session::exit_code(report) == exit::OK {
             RunStatus::Complete
         } else {
             RunStatus::Failed

@@ -9,7 +9,7 @@ use iolab_report::{export_csv, export_json, run_text, runs_text};
 use iolab_spec::OutputSpec;
 use iolab_store::{RunId, Store, StoredRun};
 
-use crate::recording::StoreArgs;
+use crate::recording::{code, StoreArgs};
 use crate::{exit, session};
 
 #[derive(Debug, Subcommand)]
@@ -56,7 +56,7 @@ pub fn run(action: ResultsAction, store: &StoreArgs) -> ExitCode {
         Ok(db) => db,
         Err(code) => return code,
     };
-    let fail = |e: iolab_store::StoreError| exit::fail(exit::USAGE, &e.to_string());
+    let fail = |e: iolab_store::StoreError| exit::fail(code(&e), &e.to_string());
     let stdout = OutputSpec::default();
     let written = match action {
         ResultsAction::List { json } => match db.runs() {
@@ -138,7 +138,7 @@ pub fn open_existing(store: &StoreArgs) -> Result<Store, ExitCode> {
 
 /// The runs `ids`, in that order.
 pub fn load(db: &Store, ids: &[RunId]) -> Result<Vec<StoredRun>, ExitCode> {
-    ids.iter().map(|&id| db.run(id).map_err(|e| exit::fail(exit::USAGE, &e.to_string()))).collect()
+    ids.iter().map(|&id| db.run(id).map_err(|e| exit::fail(code(&e), &e.to_string()))).collect()
 }
 
 fn runs_json(runs: &[iolab_store::RunInfo]) -> String {

@@ -30,6 +30,9 @@ pub fn run(args: RunArgs, store: &StoreArgs) -> ExitCode {
     };
     let report = outcome.report;
     let rendered = if plan.output.json { render_json(&report) } else { render_text(&report) };
+    if !outcome.failed.is_empty() {
+        recording.mark_failed();
+    }
     // The jobs are the run's points; no report of its own is stored.
     let code = session::deliver(&plan.output, &rendered, &report, recording, None);
     if let Some((_, e)) = outcome.failed.first() {

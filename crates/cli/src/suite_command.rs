@@ -98,6 +98,9 @@ pub fn run(args: SuiteArgs, store: &StoreArgs) -> ExitCode {
         }
         eprintln!("iolab: a step of the suite could not run: {e}; the steps before it are reported");
     }
+    if failure.is_some() {
+        recording.mark_failed();
+    }
     let json = suite_json(args.suite.name(), &sections, &report);
     let rendered =
         if plan.output.json { json.clone() } else { suite_text(args.suite.name(), &sections, &report) };

@@ -49,7 +49,9 @@ pub fn run(args: SweepArgs, store: &StoreArgs) -> ExitCode {
             Err(code) => return code,
         }
     } else {
-        match Recording::start(store, "sweep", &plan) {
+        // Rounds until steady make other points than a plain sweep: never resumed as one.
+        let kind = if args.until_steady { "sweep-until-steady" } else { "sweep" };
+        match Recording::start(store, kind, &plan) {
             Ok(recording) => (recording, Vec::new()),
             Err(code) => return code,
         }
@@ -70,6 +72,7 @@ pub fn run(args: SweepArgs, store: &StoreArgs) -> ExitCode {
             Err(code) => return code,
         };
         if let Some((index, e)) = outcome.failed.first() {
+            recording.mark_failed();
             eprintln!(
                 "iolab: sweep point {} could not start: {e}; the points before it are reported",
                 remaining.jobs[*index].name
@@ -143,7 +146,7 @@ fn stored_figures(point: &Point) -> PointFigures {
 /// Finds the newest unfinished sweep of exactly `plan`'s points and the points it completed
 /// in order (a point cut short is dropped and measured again); without one, starts a new run.
 fn resume(store: &StoreArgs, plan: &RunPlan) -> Result<(Recording, Vec<Point>), ExitCode> {
-    let fail = |e: iolab_store::StoreError| exit::fail(exit::USAGE, &e.to_string());
+    let fail = |e: iolab_store::StoreError| exit::fail(crate::recording::code(&e), &e.to_string());
     let mut db = store.open()?;
     let plan_json = serde_json::to_value(&plan.jobs).unwrap_or_default();
     let Some(run) = db.resumable("sweep", &plan_json).map_err(fail)? else {
@@ -155,17 +158,22 @@ fn resume(store: &StoreArgs, plan: &RunPlan) -> Result<(Recording, Vec<Point>), 
         return Ok((Recording::start(store, "sweep", plan)?, Vec::new()));
     };
     let stored = db.points(run).map_err(fail)?;
-    let kept: Vec<Point> = stored
-        .into_iter()
-        .zip(&plan.jobs)
-        .enumerate()
-        .take_while(|(index, (point, job))| {
-            point.seq as usize == *index
-                && point.name == job.name
-                && point.summary.stop_reason != "interrupted"
-        })
-        .map(|(_, (point, _))| point)
-        .collect();
+    // The stored points must be the plan's, in order: anything else is refused, never deleted.
+    let foreign = stored.iter().enumerate().find(|(index, point)| {
+        point.seq as usize != *index || plan.jobs.get(*index).is_none_or(|job| job.name != point.name)
+    });
+    if let Some((_, point)) = foreign {
+        return Err(exit::fail(
+            exit::USAGE,
+            &format!(
+                "run {run} holds point {} '{}', which this sweep does not plan there; not resuming it",
+                point.seq, point.name
+            ),
+        ));
+    }
+    // A point cut short is measured again, with every point after it.
+    let kept: Vec<Point> =
+        stored.into_iter().take_while(|point| point.summary.stop_reason != "interrupted").collect();
     db.truncate_points(run, kept.len() as u32).map_err(fail)?;
     db.reopen_run(run).map_err(fail)?;
     if !plan.output.quiet {

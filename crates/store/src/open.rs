@@ -44,6 +44,10 @@ pub fn open(path: &Path) -> Result<Connection, StoreError> {
             other => other,
         })?;
     }
+    let version: i32 = conn.query_row("PRAGMA user_version", [], |row| row.get(0)).map_err(damaged)?;
+    if version > schema::VERSION {
+        return Err(StoreError::Newer { version, known: schema::VERSION });
+    }
     // WAL lets readers and a writer work at once; FULL syncs the log at every commit, so a
     // point, once committed, survives a killed process and a power loss.
     conn.pragma_update(None, "journal_mode", "WAL").map_err(damaged)?;

@@ -52,6 +52,9 @@ const MIGRATIONS: &[&str] = &[
         result TEXT NOT NULL,
         UNIQUE (run_id, seq)
     );",
+    // 2: who writes a running run (process and boot), so --resume never takes over a live one.
+    "ALTER TABLE runs ADD COLUMN pid INTEGER NOT NULL DEFAULT 0;
+    ALTER TABLE runs ADD COLUMN boot_id TEXT NOT NULL DEFAULT '';",
 ];
 
 /// The schema version this iolab writes.

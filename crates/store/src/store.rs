@@ -34,8 +34,9 @@ impl Store {
         self.write(|tx| {
             let environment = environment_id(tx, &run.environment)?;
             tx.execute(
-                "INSERT INTO runs (kind, label, command, iolab_version, host, started_at, status, plan, environment_id)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+                "INSERT INTO runs (kind, label, command, iolab_version, host, started_at, status, plan, environment_id,
+                     pid, boot_id)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
                 params![
                     run.kind,
                     run.label,
@@ -45,7 +46,9 @@ impl Store {
                     run.started_at_unix_s,
                     RunStatus::Running.name(),
                     to_json(&run.plan),
-                    environment
+                    environment,
+                    std::process::id(),
+                    boot_id()
                 ],
             )?;
             Ok(tx.last_insert_rowid())
@@ -169,16 +172,26 @@ impl Store {
     }
 
     /// The newest unfinished run of `kind` that planned exactly `plan`: what `--resume` continues.
+    /// A run still `running` counts only when the process that wrote it is gone (another pid
+    /// alive on this boot is a live sweep, never taken over).
     pub fn resumable(&self, kind: &str, plan: &serde_json::Value) -> Result<Option<RunId>, StoreError> {
         let statuses = [RunStatus::Running.name(), RunStatus::Interrupted.name()];
-        self.read(|conn| {
-            conn.query_row(
-                "SELECT id FROM runs WHERE kind = ?1 AND plan = ?2 AND status IN (?3, ?4) ORDER BY id DESC LIMIT 1",
-                params![kind, to_json(plan), statuses[0], statuses[1]],
-                |row| row.get(0),
-            )
-            .optional()
-        })
+        let candidates: Vec<(RunId, String, u32, String)> = self.read(|conn| {
+            conn.prepare(
+                "SELECT id, status, pid, boot_id FROM runs WHERE kind = ?1 AND plan = ?2 AND status IN (?3, ?4)
+                 ORDER BY id DESC",
+            )?
+            .query_map(params![kind, to_json(plan), statuses[0], statuses[1]], |row| {
+                Ok((row.get(0)?, row.get(1)?, row.get(2)?, row.get(3)?))
+            })?
+            .collect()
+        })?;
+        let this_boot = boot_id();
+        let alive = |pid: u32, boot: &str| boot == this_boot && Path::new(&format!("/proc/{pid}")).exists();
+        Ok(candidates
+            .into_iter()
+            .find(|(_, status, pid, boot)| status != RunStatus::Running.name() || !alive(*pid, boot))
+            .map(|(id, ..)| id))
     }
 
     /// Marks a run being resumed as running again.
@@ -186,8 +199,8 @@ impl Store {
         let path = self.path.clone();
         self.write(|tx| {
             tx.execute(
-                "UPDATE runs SET status = ?2, finished_at = NULL, report = NULL WHERE id = ?1",
-                params![run, RunStatus::Running.name()],
+                "UPDATE runs SET status = ?2, finished_at = NULL, report = NULL, pid = ?3, boot_id = ?4 WHERE id = ?1",
+                params![run, RunStatus::Running.name(), std::process::id(), boot_id()],
             )
         })
         .map_err(|e| classify(&path, e))
@@ -238,6 +251,13 @@ impl Store {
     fn read<T>(&self, work: impl FnOnce(&Connection) -> rusqlite::Result<T>) -> Result<T, StoreError> {
         work(&self.conn).map_err(|e| classify(&self.path, e))
     }
+}
+
+/// This boot of the machine: with the pid, who writes a running run.
+fn boot_id() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/random/boot_id")
+        .map(|id| id.trim().to_string())
+        .unwrap_or_default()
 }
 
 /// The id of `fingerprint` in the environments table, added when new: runs in one environment
