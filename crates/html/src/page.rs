@@ -1,6 +1,7 @@
 //! The HTML around the charts: the runs compared, the charts, then each run in full (its
 //! header, environment, points and verdicts). Plain HTML and inline CSS; nothing to load.
 
+use iolab_stats::format::utc;
 use std::fmt::Write;
 
 use iolab_store::Point;
@@ -278,8 +279,6 @@ fn point_verdicts(out: &mut String, points: &[Point]) {
         out.push_str("</div>\n");
     }
 }
-
-use iolab_stats::format::utc;
 
 /// Text for HTML content and attribute values.
 pub(crate) fn esc(text: &str) -> String {
