@@ -9,6 +9,7 @@ mod buffers;
 mod engine;
 mod error;
 mod null;
+pub mod nvme_admin;
 pub mod probe;
 mod psync;
 pub mod safety;

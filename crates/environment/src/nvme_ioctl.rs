@@ -2,58 +2,18 @@
 //! through the kernel's passthrough ioctl (`NVME_IOCTL_ADMIN_CMD`, include/uapi/linux/nvme_ioctl.h).
 //! The device is opened read-only; the kernel still wants CAP_SYS_ADMIN for admin commands, so
 //! an unprivileged run gets a reason rather than a log.
-//!
-//! This is the crate's one `unsafe` block: the ioctl writes the page into a buffer whose address
-//! travels as a number inside the command.
+//! The ioctl itself, and its `unsafe`, is the engine's (`iolab_engine::nvme_admin`).
 
 use std::io;
 use std::os::unix::fs::{FileTypeExt, MetadataExt, OpenOptionsExt};
-use std::os::unix::io::AsRawFd;
 use std::path::{Path, PathBuf};
 
-use crate::smart::{SmartLog, SMART_LOG_BYTES};
+use iolab_engine::nvme_admin::{read_log_page, AdminError};
 
-/// `struct nvme_passthru_cmd` (alias `nvme_admin_cmd`) of the kernel's uapi, field for field.
-#[repr(C)]
-#[derive(Debug, Default)]
-struct NvmePassthruCmd {
-    opcode: u8,
-    flags: u8,
-    rsvd1: u16,
-    nsid: u32,
-    cdw2: u32,
-    cdw3: u32,
-    metadata: u64,
-    addr: u64,
-    metadata_len: u32,
-    data_len: u32,
-    cdw10: u32,
-    cdw11: u32,
-    cdw12: u32,
-    cdw13: u32,
-    cdw14: u32,
-    cdw15: u32,
-    timeout_ms: u32,
-    result: u32,
-}
+use crate::smart::SmartLog;
 
-// The ioctl number encodes the struct's size: a wrong layout would be a different ioctl.
-const _: () = assert!(std::mem::size_of::<NvmePassthruCmd>() == 72);
-
-// NVME_IOCTL_ADMIN_CMD = _IOWR('N', 0x41, struct nvme_admin_cmd)
-nix::ioctl_readwrite!(nvme_ioctl_admin_cmd, b'N', 0x41, NvmePassthruCmd);
-
-/// Get Log Page, the admin opcode.
-const GET_LOG_PAGE: u8 = 0x02;
 /// Log identifier of SMART / Health Information.
-const SMART_LOG_ID: u32 = 0x02;
-/// The controller-wide log rather than one namespace's.
-const ALL_NAMESPACES: u32 = 0xFFFF_FFFF;
-
-/// The buffer the drive writes into. Page-aligned so that no driver's DMA alignment rule can
-/// make the kernel bounce or refuse it.
-#[repr(C, align(4096))]
-struct LogBuffer([u8; SMART_LOG_BYTES]);
+const SMART_LOG_ID: u8 = 0x02;
 
 /// Why there is no health log for a device. The run goes on without one; the reason is kept
 /// so a report can say why the health line is missing.
@@ -85,27 +45,11 @@ pub fn read_smart_log(device: &Path) -> Result<SmartLog, HealthSkip> {
         .custom_flags(libc::O_CLOEXEC)
         .open(device)
         .map_err(|source| HealthSkip::Open { path: device.to_path_buf(), source })?;
-    let mut buffer = LogBuffer([0; SMART_LOG_BYTES]);
-    let dwords = (SMART_LOG_BYTES / 4) as u32;
-    let mut command = NvmePassthruCmd {
-        opcode: GET_LOG_PAGE,
-        nsid: ALL_NAMESPACES,
-        addr: buffer.0.as_mut_ptr() as u64,
-        data_len: SMART_LOG_BYTES as u32,
-        // Number of dwords minus one (lower half) in bits 31:16, the log identifier in 7:0.
-        cdw10: ((dwords - 1) << 16) | SMART_LOG_ID,
-        ..NvmePassthruCmd::default()
-    };
-    // SAFETY: `file` is an open descriptor for the duration of the call; `command` is a valid
-    // nvme_passthru_cmd whose `addr`/`data_len` describe `buffer`, which is live, writable and
-    // exactly `data_len` bytes long until the ioctl returns (it completes synchronously).
-    let status = unsafe { nvme_ioctl_admin_cmd(file.as_raw_fd(), &mut command) }
-        .map_err(|errno| HealthSkip::Ioctl { path: device.to_path_buf(), source: errno.into() })?;
-    // A positive return is the NVMe status field of a command the drive failed.
-    if status != 0 {
-        return Err(HealthSkip::Status { path: device.to_path_buf(), status });
-    }
-    Ok(SmartLog::from_page(&buffer.0))
+    let page = read_log_page(&file, SMART_LOG_ID).map_err(|e| match e {
+        AdminError::Ioctl(source) => HealthSkip::Ioctl { path: device.to_path_buf(), source },
+        AdminError::Status(status) => HealthSkip::Status { path: device.to_path_buf(), status },
+    })?;
+    Ok(SmartLog::from_page(&page))
 }
 
 /// The kernel's name of `device` if it is an NVMe node ("nvme0n1", "nvme0", "ng0n1"), found
@@ -139,13 +83,6 @@ pub(crate) fn is_nvme_name(name: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn the_ioctl_number_is_the_kernels() {
-        // NVME_IOCTL_ADMIN_CMD as the kernel headers define it on x86-64 and arm64.
-        let code = nix::request_code_readwrite!(b'N', 0x41, std::mem::size_of::<NvmePassthruCmd>());
-        assert_eq!(code as u64, 0xC048_4E41);
-    }
 
     #[test]
     fn nvme_names_are_recognised() {
