@@ -49,6 +49,42 @@ fn view<'a>(
     CurveView { name: named(subject, &curve.name), color: subject.color(index), rows, spot }
 }
 
+/// Mean (solid) and p99 (dashed) latency of every curve against `x_of` each row, the sweet
+/// spot ringed on the mean.
+fn mean_and_p99(title: &str, x: Axis, views: &[CurveView<'_>], x_of: impl Fn(&SweepRow) -> f64) -> Chart {
+    let largest = views.iter().flat_map(|v| &v.rows).map(|r| r.p99_ns.max(r.mean_ns)).fold(0.0, f64::max);
+    let (scale, unit) = latency_unit(largest);
+    let all_latencies =
+        views.iter().flat_map(|v| &v.rows).flat_map(|r| [r.mean_ns / scale, r.p99_ns / scale]);
+    let y = Axis::auto(format!("latency ({unit})"), all_latencies, 20.0);
+    let mut chart = Chart::new(title, x, y);
+    for v in views {
+        for (what, dashed, of) in
+            [("mean", false, mean_ns as fn(&SweepRow) -> f64), ("p99", true, |r: &SweepRow| r.p99_ns)]
+        {
+            chart.lines.push(Line {
+                name: format!("{} · {what}", v.name),
+                color: v.color,
+                dashed,
+                markers: true,
+                points: v.rows.iter().map(|r| (x_of(r), of(r) / scale)).collect(),
+            });
+        }
+        if let Some((row, label)) = &v.spot {
+            chart.marks.push(Mark {
+                at: (x_of(row), row.mean_ns / scale),
+                label: label.clone(),
+                color: v.color,
+            });
+        }
+    }
+    chart
+}
+
+fn mean_ns(row: &SweepRow) -> f64 {
+    row.mean_ns
+}
+
 fn outstanding(row: &SweepRow) -> u32 {
     if row.outstanding > 0 {
         row.outstanding
@@ -78,37 +114,9 @@ pub(crate) fn load_curves(subjects: &[Subject<'_>]) -> Result<Vec<Figure>, HtmlE
             });
         }
     }
-    let largest = views.iter().flat_map(|v| &v.rows).map(|r| r.p99_ns.max(r.mean_ns)).fold(0.0, f64::max);
-    let (scale, unit) = latency_unit(largest);
-    let all_latencies =
-        views.iter().flat_map(|v| &v.rows).flat_map(|r| [r.mean_ns / scale, r.p99_ns / scale]);
-    let y = Axis::auto(format!("latency ({unit})"), all_latencies, 20.0);
-    let mut latency = Chart::new("Latency (mean and p99) against outstanding I/Os", x, y);
-    for v in &views {
-        let mean = v.rows.iter().map(|r| (f64::from(outstanding(r)), r.mean_ns / scale)).collect();
-        let p99 = v.rows.iter().map(|r| (f64::from(outstanding(r)), r.p99_ns / scale)).collect();
-        latency.lines.push(Line {
-            name: format!("{} · mean", v.name),
-            color: v.color,
-            dashed: false,
-            markers: true,
-            points: mean,
-        });
-        latency.lines.push(Line {
-            name: format!("{} · p99", v.name),
-            color: v.color,
-            dashed: true,
-            markers: true,
-            points: p99,
-        });
-        if let Some((row, label)) = &v.spot {
-            latency.marks.push(Mark {
-                at: (f64::from(outstanding(row)), row.mean_ns / scale),
-                label: label.clone(),
-                color: v.color,
-            });
-        }
-    }
+    let latency = mean_and_p99("Latency (mean and p99) against outstanding I/Os", x, &views, |r| {
+        f64::from(outstanding(r))
+    });
     Ok(vec![
         Figure::new("qd-iops", &iops, "Each sweep curve's IOPS at each load; the ringed point is its sweet spot: the most IOPS before latency grows faster than IOPS.")?,
         Figure::new("qd-latency", &latency, "Solid: mean latency; dashed: p99, of the same points. The ringed point is the sweet spot (on the mean).")?,
@@ -121,37 +129,8 @@ pub(crate) fn latency_vs_iops(subjects: &[Subject<'_>]) -> Result<Vec<Figure>, H
     if views.is_empty() {
         return Ok(Vec::new());
     }
-    let largest = views.iter().flat_map(|v| &v.rows).map(|r| r.p99_ns.max(r.mean_ns)).fold(0.0, f64::max);
-    let (scale, unit) = latency_unit(largest);
-    let all_latencies =
-        views.iter().flat_map(|v| &v.rows).flat_map(|r| [r.mean_ns / scale, r.p99_ns / scale]);
-    let y = Axis::auto(format!("latency ({unit})"), all_latencies, 20.0);
-    let mut chart = Chart::new("Latency against IOPS", Axis::linear("IOPS (I/Os per second)"), y);
-    for v in &views {
-        let mean = v.rows.iter().map(|r| (r.iops, r.mean_ns / scale)).collect();
-        let p99 = v.rows.iter().map(|r| (r.iops, r.p99_ns / scale)).collect();
-        chart.lines.push(Line {
-            name: format!("{} · mean", v.name),
-            color: v.color,
-            dashed: false,
-            markers: true,
-            points: mean,
-        });
-        chart.lines.push(Line {
-            name: format!("{} · p99", v.name),
-            color: v.color,
-            dashed: true,
-            markers: true,
-            points: p99,
-        });
-        if let Some((row, label)) = &v.spot {
-            chart.marks.push(Mark {
-                at: (row.iops, row.mean_ns / scale),
-                label: label.clone(),
-                color: v.color,
-            });
-        }
-    }
+    let chart =
+        mean_and_p99("Latency against IOPS", Axis::linear("IOPS (I/Os per second)"), &views, |r| r.iops);
     Ok(vec![Figure::new(
         "latency-iops",
         &chart,
