@@ -85,6 +85,8 @@ pub struct Collector<'a> {
     latest: Option<SeriesPoint>,
     /// The measured interval the series continues with.
     next_index: i64,
+    /// Measured intervals closed since the observer last heard of them.
+    closed: Vec<(SeriesPoint, IntervalStats)>,
 }
 
 impl<'a> Collector<'a> {
@@ -130,6 +132,7 @@ impl<'a> Collector<'a> {
             job_name,
             latest: None,
             next_index: 0,
+            closed: Vec::new(),
         }
     }
 
@@ -165,11 +168,19 @@ impl<'a> Collector<'a> {
                 Err(RecvTimeoutError::Timeout) => {}
                 Err(RecvTimeoutError::Disconnected) => break,
             }
+            self.tell_closed(observer);
         }
         self.snapshot_cpu(self.shared.now_ns().max(self.shared.window_end_ns()));
         self.close_up_to(i64::MAX);
+        self.tell_closed(observer);
         self.out.failed_count = self.heartbeats.iter().map(|beat| beat.errors.load(Relaxed)).sum();
         self.out
+    }
+
+    fn tell_closed(&mut self, observer: &mut dyn Observer) {
+        for (point, stats) in self.closed.drain(..) {
+            observer.interval(&point, &stats);
+        }
     }
 
     fn next_deadline(&self, now: u64) -> u64 {
@@ -316,7 +327,8 @@ impl<'a> Collector<'a> {
         }
         let point = job.point(offset, duration);
         self.latest = Some(point.clone());
-        self.out.job_series.push(point);
+        self.out.job_series.push(point.clone());
+        self.closed.push((point, job));
     }
 
     fn progress(&self, now: u64) -> ProgressUpdate<'_> {

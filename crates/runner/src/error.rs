@@ -20,6 +20,9 @@ pub enum RunError {
     Invalid(String),
     #[error(transparent)]
     Engine(#[from] EngineError),
+    /// A fleet could not go on: every host failed, or the coordinator lost them all.
+    #[error("{0}")]
+    Fleet(String),
     #[error("{context}: {source}")]
     Internal {
         context: String,
@@ -44,7 +47,7 @@ impl RunError {
         match self {
             RunError::Target(_) | RunError::Refused { .. } | RunError::Invalid(_) => true,
             RunError::Engine(EngineError::Unavailable(_)) => true,
-            RunError::Engine(_) | RunError::Internal { .. } => false,
+            RunError::Engine(_) | RunError::Fleet(_) | RunError::Internal { .. } => false,
         }
     }
 }

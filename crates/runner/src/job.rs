@@ -225,6 +225,7 @@ fn assemble(
                     let response = totals.response.as_ref().and_then(|r| r.latency_summary(slo));
                     RateReport::new(&rate, scheduled, totals.ios(), measured_s, max_lag_ns, response)
                 }),
+                histograms: totals,
             }
         })
         .collect();
@@ -271,7 +272,15 @@ fn assemble(
                 } else {
                     (0, format!("short {op}: {} of {} bytes", f.result, f.len))
                 };
-                IoErrorRecord { group, target, op, offset: f.offset, len: f.len, errno, message }
+                IoErrorRecord {
+                    group,
+                    target,
+                    op: op.to_string(),
+                    offset: f.offset,
+                    len: f.len,
+                    errno,
+                    message,
+                }
             })
             .collect(),
         stuck: collected.stuck.map(|s| {
@@ -294,6 +303,7 @@ fn assemble(
         stop_reason: shared.stop_reason(),
         measured_s,
         ramp_s: job.ramp.as_secs_f64(),
+        window_start_unix_ns: wall_clock_of(shared, shared.measure_start_ns),
         read: all.read.summary(measured_s, slo),
         write: all.write.summary(measured_s, slo),
         total: total.summary(measured_s, slo),
@@ -304,8 +314,16 @@ fn assemble(
         notes: notes(job, targets, lane_group, setups),
         devices: collected.devices,
         verdict: Verdict { cause: Bottleneck::Undetermined, summary: String::new(), evidence: Vec::new() },
+        fleet: None,
         histograms: all,
     }
+}
+
+/// The wall clock (ns since the Unix epoch) at `at`, a time of the job's own clock.
+fn wall_clock_of(shared: &Shared, at: u64) -> u64 {
+    let now_unix =
+        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos() as u64);
+    now_unix.saturating_sub(shared.now_ns().saturating_sub(at))
 }
 
 /// The I/Os a group's lanes had due in the measured `window` (start, end) and the most any of

@@ -13,11 +13,14 @@ use crate::error::RunError;
 use crate::job::run_job;
 use crate::observer::{Observer, ResultSink};
 use crate::prepare::{self, PreparedTarget, Scratch};
+use crate::remote::Remote;
 use crate::run::OnFailedStart;
 
 pub struct Lab<'a> {
     interrupt: &'a AtomicBool,
     scratch: Option<Scratch>,
+    /// Jobs run there instead of in this process.
+    remote: Option<&'a mut dyn Remote>,
     started_at_unix_s: u64,
     jobs: Vec<JobResult>,
     sink: Option<&'a mut dyn ResultSink>,
@@ -40,10 +43,22 @@ impl<'a> Lab<'a> {
             probe::uring_available()?;
         }
         prepare::check_buffer_memory(&plan.jobs)?;
-        let started_at_unix_s =
-            std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs());
+        let started_at_unix_s = unix_now_s();
         let scratch = prepare::scratch(plan, interrupt, observer)?;
-        Ok(Lab { interrupt, scratch, started_at_unix_s, jobs: Vec::new(), sink: None })
+        Ok(Lab { interrupt, scratch, remote: None, started_at_unix_s, jobs: Vec::new(), sink: None })
+    }
+
+    /// A lab whose jobs run on `remote` (a fleet): the hosts check and lay out their own
+    /// targets, so nothing is checked or created here.
+    pub fn remote(remote: &'a mut dyn Remote, interrupt: &'a AtomicBool) -> Self {
+        Lab {
+            interrupt,
+            scratch: None,
+            remote: Some(remote),
+            started_at_unix_s: unix_now_s(),
+            jobs: Vec::new(),
+            sink: None,
+        }
     }
 
     /// Hands every job's result to `sink` as the job ends.
@@ -55,12 +70,17 @@ impl<'a> Lab<'a> {
         self.interrupt.load(Relaxed)
     }
 
-    /// Opens and checks the targets of `job` (on the scratch file where it names none).
+    /// Opens and checks the targets of `job` (on the scratch file where it names none); in a
+    /// remote lab, every host checks its own and nothing is opened here.
     pub fn prepare(
-        &self,
+        &mut self,
         job: &JobSpec,
         observer: &mut dyn Observer,
     ) -> Result<Vec<Vec<PreparedTarget>>, RunError> {
+        if let Some(remote) = self.remote.as_mut() {
+            remote.check(job, observer)?;
+            return Ok(Vec::new());
+        }
         let scratch = self.scratch.as_ref().map(|s| s.path.as_path());
         prepare::targets(job, scratch, self.interrupt, observer)
     }
@@ -72,8 +92,13 @@ impl<'a> Lab<'a> {
         targets: &[Vec<PreparedTarget>],
         observer: &mut dyn Observer,
     ) -> Result<&JobResult, RunError> {
-        prepare::check_buffer_memory(std::slice::from_ref(job))?;
-        let result = run_job(job, targets, self.interrupt, observer)?;
+        let result = match self.remote.as_mut() {
+            Some(remote) => remote.run(job, self.interrupt, observer)?,
+            None => {
+                prepare::check_buffer_memory(std::slice::from_ref(job))?;
+                run_job(job, targets, self.interrupt, observer)?
+            }
+        };
         if let Some(sink) = self.sink.as_mut() {
             sink.keep(job, &result);
         }
@@ -104,6 +129,10 @@ impl<'a> Lab<'a> {
             jobs: self.jobs,
         }
     }
+}
+
+fn unix_now_s() -> u64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs())
 }
 
 fn host_info() -> HostInfo {

@@ -1,7 +1,8 @@
 //! How a running job reports progress to whoever shows it (the CLI's progress line).
 
 use iolab_spec::{JobSpec, Nanos};
-use iolab_stats::result::JobResult;
+use iolab_stats::result::{JobResult, SeriesPoint};
+use iolab_stats::IntervalStats;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Phase {
@@ -28,6 +29,9 @@ pub trait Observer {
     fn progress(&mut self, update: &ProgressUpdate<'_>);
     /// Something the user should know before the results (a file being laid out, ...).
     fn note(&mut self, message: &str);
+    /// A measured interval has closed: its series point and the job's histograms over it (a
+    /// fleet agent streams these, so that its coordinator merges the fleet's series exactly).
+    fn interval(&mut self, _point: &SeriesPoint, _stats: &IntervalStats) {}
     /// The job has ended; clear any live display.
     fn finish(&mut self) {}
 }

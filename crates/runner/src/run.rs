@@ -37,6 +37,16 @@ pub fn run_plan<'a>(
 ) -> Result<RunOutcome, RunError> {
     let mut lab = Lab::open(plan, on_failed_start, interrupt, observer)?;
     lab.keep_results_in(sink);
+    run_plan_in(lab, plan, on_failed_start, observer)
+}
+
+/// Runs every job of `plan` in `lab` (local or remote), as `run_plan` does.
+pub fn run_plan_in(
+    mut lab: Lab<'_>,
+    plan: &RunPlan,
+    on_failed_start: OnFailedStart,
+    observer: &mut dyn Observer,
+) -> Result<RunOutcome, RunError> {
     // Open and check every job's targets before the first I/O, so a bad third job fails now.
     let targets = plan.jobs.iter().map(|job| lab.prepare(job, observer)).collect::<Result<Vec<_>, _>>()?;
 

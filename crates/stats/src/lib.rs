@@ -7,6 +7,7 @@
 
 pub mod cpu;
 pub mod encoded;
+pub mod fleet;
 pub mod format;
 mod interval;
 mod op_stats;

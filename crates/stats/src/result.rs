@@ -4,6 +4,7 @@
 use iolab_spec::{Arrival, JobSpec};
 use serde::{Deserialize, Serialize};
 
+use crate::fleet::FleetReport;
 use crate::interval::IntervalStats;
 use crate::threads::ThreadClassCpu;
 
@@ -31,7 +32,7 @@ pub struct HostInfo {
 }
 
 /// Why the measured phase ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum StopReason {
     Runtime,
@@ -49,14 +50,21 @@ impl StopReason {
     }
 }
 
-#[derive(Debug, Clone, Serialize)]
+/// Deserializing is for results that travel (a fleet agent's to its coordinator): the spec is
+/// not read back, since only `resolve` builds one; the reader puts in the spec it sent.
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct JobResult {
     pub name: String,
+    #[serde(skip_deserializing, default = "unread_spec")]
     pub spec: JobSpec,
     pub stop_reason: StopReason,
     /// Length of the measured window; rates are per second of it.
     pub measured_s: f64,
     pub ramp_s: f64,
+    /// The wall clock when the measured window opened, in ns since the Unix epoch: to line the
+    /// job up with other logs, and a fleet's hosts with each other.
+    #[serde(default)]
+    pub window_start_unix_ns: u64,
     pub groups: Vec<GroupResult>,
     /// All groups together.
     pub read: OpSummary,
@@ -72,13 +80,23 @@ pub struct JobResult {
     pub devices: Vec<DeviceActivity>,
     /// What limited the job, with the figures that show it.
     pub verdict: Verdict,
+    /// A job run across a fleet: each host's share, the start skew, the network.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fleet: Option<FleetReport>,
     /// The merged latency histograms of the whole job (all groups): what the store keeps so a
     /// result can be merged again later. Not part of the run schema (the summaries are).
     #[serde(skip)]
     pub histograms: IntervalStats,
 }
 
-#[derive(Debug, Clone, Serialize)]
+/// The spec of a deserialized `JobResult` until its reader sets the one it ran: the default job.
+fn unread_spec() -> JobSpec {
+    let plan =
+        iolab_spec::resolve(None, &iolab_spec::Options::default()).expect("the built-in defaults resolve");
+    plan.jobs.into_iter().next().expect("the default plan has a job")
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct GroupResult {
     pub name: String,
     /// Each target's own share of the group's I/O, in the order given.
@@ -103,11 +121,14 @@ pub struct GroupResult {
     pub series: Vec<SeriesPoint>,
     /// Open loop (`--rate-iops`): how the group kept to its schedule. `None` in closed loop.
     pub rate: Option<RateReport>,
+    /// The group's merged histograms (as `JobResult::histograms`), so groups merge exactly too.
+    #[serde(skip)]
+    pub histograms: IntervalStats,
 }
 
 /// How a rate-limited group kept to its schedule (built by `RateReport::new`, which holds the
 /// definition of "sustained").
-#[derive(Debug, Clone, Serialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct RateReport {
     /// The group's scheduled I/Os per second (`--rate-iops`).
     pub target_iops: f64,
@@ -132,7 +153,7 @@ pub struct RateReport {
 }
 
 /// One target of a group.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct TargetResult {
     pub path: String,
     /// The block device that served the target's I/O (named as in `JobResult.devices`): the
@@ -195,7 +216,7 @@ pub struct SeriesPoint {
     pub p99_ns: u64,
 }
 
-#[derive(Debug, Clone, Serialize, Default)]
+#[derive(Debug, Clone, Serialize, Deserialize, Default, PartialEq)]
 pub struct CpuReport {
     /// User time of the whole iolab process (every thread, io_uring kernel workers included).
     pub user_s: f64,
@@ -211,7 +232,7 @@ pub struct CpuReport {
     pub unattributed_s: f64,
 }
 
-#[derive(Debug, Clone, Serialize, Default)]
+#[derive(Debug, Clone, Serialize, Deserialize, Default)]
 pub struct ErrorReport {
     /// I/Os that failed or transferred fewer bytes than asked.
     pub count: u64,
@@ -223,11 +244,11 @@ pub struct ErrorReport {
     pub engine: Option<String>,
 }
 
-#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
 pub struct IoErrorRecord {
     pub group: String,
     pub target: String,
-    pub op: &'static str,
+    pub op: String,
     pub offset: u64,
     pub len: u32,
     /// The errno, or 0 for a short transfer.
@@ -236,7 +257,7 @@ pub struct IoErrorRecord {
     pub message: String,
 }
 
-#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
 pub struct StuckIo {
     pub group: String,
     pub target: String,
@@ -248,7 +269,7 @@ pub struct StuckIo {
 /// What one block device did over the measured window, from its sysfs `stat` counters, and its
 /// request queue. The counters are the device's own: they include I/O of other processes (and
 /// the filesystem's metadata and writeback) on the same device.
-#[derive(Debug, Clone, Serialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct DeviceActivity {
     /// The kernel's name: "vda", "nvme0n1p2", "dm-0", "loop0".
     pub device: String,
@@ -297,6 +318,11 @@ pub enum Bottleneck {
     RateLimit,
     /// Nothing was saturated: the job's own outstanding I/Os (QD x workers) limited it.
     Concurrency,
+    /// A fleet's network: a host moved storage traffic near its measured link capacity, or its
+    /// agents waited with nothing else busy.
+    Network,
+    /// A fleet's coordinator: hosts did not run together (start skew), or it fell behind.
+    Coordinator,
     /// No evidence either way.
     Undetermined,
 }
@@ -312,6 +338,8 @@ impl Bottleneck {
             Bottleneck::PageCache => "page cache",
             Bottleneck::RateLimit => "rate limit",
             Bottleneck::Concurrency => "concurrency",
+            Bottleneck::Network => "network",
+            Bottleneck::Coordinator => "coordinator",
             Bottleneck::Undetermined => "undetermined",
         }
     }

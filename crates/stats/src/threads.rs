@@ -23,13 +23,13 @@ use std::io::{self, Read};
 use std::path::Path;
 
 use iolab_spec::Nanos;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// Name prefix of the runner's submitting threads ("iolab-lane0", "iolab-lane1", ...).
 pub const WORKER_THREAD_PREFIX: &str = "iolab-lane";
 
 /// Who a thread of the process works for, told by its name (`comm`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum ThreadClass {
     /// The runner's threads that submit and reap I/O.
     #[serde(rename = "workers")]
@@ -80,7 +80,7 @@ impl ThreadClass {
 }
 
 /// CPU of one class of threads during the measured window.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ThreadClassCpu {
     pub class: ThreadClass,
     /// Distinct threads of the class that used measurable CPU in the window (a thread that only

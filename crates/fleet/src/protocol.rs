@@ -1,0 +1,166 @@
+//! The agent's HTTP API, version 1: the paths, and the JSON bodies both sides exchange.
+//! docs/fleet.md describes it for people; this file is its definition.
+//!
+//! Every request carries `Authorization: Bearer <token>`; without the right token the answer is
+//! 401 and nothing runs. Errors are 4xx/5xx with an `ApiError` body. A coordinator opens a
+//! session (one at a time per agent) with a lease; any request to the session renews it, and a
+//! coordinator renews it on its own with heartbeats. When the lease runs out, the agent stops
+//! the session's job and closes it: an agent never runs unattended.
+//!
+//! ```text
+//! POST   /v1/hello                          HelloRequest -> Hello        the version handshake
+//! POST   /v1/sessions                       OpenSession  -> SessionOpened (409 if one is live)
+//! POST   /v1/sessions/{id}/prepare          Prepare      -> Prepared     open and check targets
+//! POST   /v1/sessions/{id}/start            Start        -> 202          run at an instant
+//! GET    /v1/sessions/{id}/live?from=N      NDJSON of LiveEvent, from the N-th event on
+//! GET    /v1/sessions/{id}/result?wait_ms=N AgentResult (202 while the job runs)
+//! POST   /v1/sessions/{id}/heartbeat        -> SessionOpened
+//! POST   /v1/sessions/{id}/abort            stop the running job; the session stays
+//! DELETE /v1/sessions/{id}                  stop and close the session
+//! POST   /v1/netbench/send                  NetSend -> NetMeasured       push to another agent
+//! POST   /v1/netbench/sink                  any bytes, discarded -> NetMeasured
+//! ```
+
+use serde::{Deserialize, Serialize};
+
+use iolab_stats::encoded::EncodedHistograms;
+use iolab_stats::result::{JobResult, SeriesPoint};
+
+/// Name and version of the protocol, sent both ways in the handshake.
+pub const PROTOCOL: &str = "iolab.fleet/1";
+
+/// The largest request body an agent reads (netbench's sink aside); a job file is a few KiB.
+pub const MAX_BODY_BYTES: usize = 1 << 20;
+
+/// Leases a coordinator may ask for: long enough for a loaded network, short enough that an
+/// orphaned agent stops soon.
+pub const MIN_LEASE_MS: u64 = 500;
+pub const MAX_LEASE_MS: u64 = 120_000;
+
+/// How far in the future a start instant may lie.
+pub const MAX_START_DELAY_MS: u64 = 60_000;
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct ApiError {
+    pub error: String,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct HelloRequest {
+    /// The coordinator's `PROTOCOL`; an agent that speaks another answers 400 and says which.
+    pub protocol: String,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Hello {
+    pub protocol: String,
+    pub iolab_version: String,
+    pub hostname: String,
+    pub kernel: String,
+    pub cpus: usize,
+    /// The agent's wall clock as it answered, ns since the Unix epoch: with the request's
+    /// send and receive times, the coordinator estimates the agent's clock offset.
+    pub unix_ns: u64,
+    /// What its operator allowed it to write (`--allow-write`), as given.
+    pub allow_write: Vec<String>,
+    /// A session in progress (another coordinator's, or a crashed one's until its lease ends).
+    pub session: Option<String>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct OpenSession {
+    /// MIN_LEASE_MS..=MAX_LEASE_MS.
+    pub lease_ms: u64,
+    /// Who opened it, for the agent's log and `Hello::session`.
+    pub coordinator: String,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct SessionOpened {
+    pub session: String,
+    pub lease_ms: u64,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Prepare {
+    /// One job as job-file text (`iolab_spec::wire::job_file_text`): the agent parses and
+    /// validates it exactly as it would a user's job file.
+    pub job: String,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Prepared {
+    /// The targets as opened, after the agent laid out any scratch file.
+    pub targets: Vec<String>,
+    /// What the agent would tell its user (a file being laid out, a warning).
+    pub notes: Vec<String>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Start {
+    /// When to start the prepared job, on the agent's clock, ns since the Unix epoch; at most
+    /// MAX_START_DELAY_MS ahead. An instant already past starts at once.
+    pub at_unix_ns: u64,
+}
+
+/// One line of the live stream.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(tag = "event", rename_all = "snake_case")]
+pub enum LiveEvent {
+    /// About five times a second: where the job is and its last second.
+    Progress {
+        /// "ramp" or "measure".
+        phase: String,
+        elapsed_ns: u64,
+        total_ns: u64,
+        iops: f64,
+        mean_ns: f64,
+        p99_ns: u64,
+        /// The agent's clock when it was sent.
+        unix_ns: u64,
+    },
+    /// A measured interval closed: its point and histograms, so the coordinator merges the
+    /// fleet's live figures exactly.
+    Interval {
+        index: u64,
+        point: SeriesPoint,
+        histograms: EncodedHistograms,
+        unix_ns: u64,
+    },
+    Note {
+        message: String,
+    },
+    /// The job ended; its result is ready.
+    Finished,
+    /// The job could not run or failed.
+    Failed {
+        message: String,
+    },
+}
+
+/// A finished job, as an agent hands it over.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct AgentResult {
+    /// Its `spec` is not read back: the coordinator knows what it sent.
+    pub result: JobResult,
+    /// `result.histograms`, `result.groups[i].histograms` and each measured interval's,
+    /// encoded (they are not part of the result's JSON).
+    pub histograms: EncodedHistograms,
+    pub groups: Vec<EncodedHistograms>,
+    pub intervals: Vec<EncodedHistograms>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct NetSend {
+    /// Another agent: "host:port", reached with the same token.
+    pub to: String,
+    pub duration_ms: u64,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct NetMeasured {
+    pub bytes: u64,
+    pub seconds: f64,
+    /// 10^6 bytes per second.
+    pub mb_s: f64,
+}
