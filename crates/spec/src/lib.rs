@@ -16,6 +16,7 @@ pub mod suite;
 pub mod sweep;
 mod units;
 mod values;
+pub mod wire;
 
 pub use axis::Axis;
 pub use error::SpecError;

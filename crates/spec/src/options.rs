@@ -153,6 +153,7 @@ pub struct Options {
 
     /// Seed of the offset and read/write choices, for repeatable runs.
     #[arg(long, value_name = "N", help_heading = "Load")]
+    #[serde(default, deserialize_with = "crate::values::seed")]
     pub seed: Option<u64>,
 
     // ---- what a job does as a whole ----

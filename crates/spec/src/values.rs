@@ -322,6 +322,25 @@ pub(crate) fn one_or_many_paths<'de, D: Deserializer<'de>>(
     }))
 }
 
+/// A seed: any u64. TOML integers end at i64::MAX, so a larger seed is written as a string of
+/// digits (`seed = "18446744073709551615"`); a fleet job carries every seed a run can have.
+pub(crate) fn seed<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u64>, D::Error> {
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum Raw {
+        Number(u64),
+        Text(String),
+    }
+    match Raw::deserialize(d)? {
+        Raw::Number(n) => Ok(Some(n)),
+        Raw::Text(text) => text.trim().parse().map(Some).map_err(|_| {
+            serde::de::Error::custom(format!(
+                "'{text}' is not a seed; write a whole number from 0 to 18446744073709551615"
+            ))
+        }),
+    }
+}
+
 /// Job files may write these values as strings (or, for lists, as arrays of strings).
 macro_rules! deserialize_from_str {
     ($ty:ty) => {
@@ -423,6 +442,15 @@ mod tests {
         assert_eq!("250kios".parse(), Ok(IoLimit::Ios(250_000)));
         assert_eq!("1000ios".parse(), Ok(IoLimit::Ios(1000)));
         assert!("lots".parse::<IoLimit>().is_err());
+    }
+
+    #[test]
+    fn seed_beyond_toml_integers_is_a_string() {
+        let options = crate::jobfile::parse("seed = \"18446744073709551615\"").unwrap();
+        assert_eq!(options.seed, Some(u64::MAX));
+        assert_eq!(crate::jobfile::parse("seed = 7").unwrap().seed, Some(7));
+        let err = crate::jobfile::parse("seed = \"-1\"").unwrap_err();
+        assert!(err.contains("is not a seed"), "{err}");
     }
 
     #[test]
