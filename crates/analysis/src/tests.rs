@@ -142,6 +142,8 @@ impl Synth {
                 summary: String::new(),
                 evidence: Vec::new(),
             },
+            fleet: None,
+            window_start_unix_ns: 0,
             histograms: Default::default(),
         }
     }
@@ -208,6 +210,7 @@ fn group(name: &str, targets: &[(String, f64)], synth: &Synth) -> GroupResult {
         total,
         series: Vec::new(),
         rate: None,
+        histograms: Default::default(),
     }
 }
 

@@ -89,6 +89,7 @@ fn base() -> JobResult {
         total: ops(IOPS),
         series: Vec::new(),
         rate: None,
+        histograms: Default::default(),
     };
     JobResult {
         name: "synthetic".into(),
@@ -116,6 +117,8 @@ fn base() -> JobResult {
         notes: Vec::new(),
         devices: vec![device("vdb", 50.0, 8.0)],
         verdict: Verdict { cause: Bottleneck::Undetermined, summary: String::new(), evidence: Vec::new() },
+        fleet: None,
+        window_start_unix_ns: 0,
         histograms: Default::default(),
     }
 }

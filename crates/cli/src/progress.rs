@@ -142,6 +142,15 @@ impl Observer for ProgressLine {
         } else {
             String::new()
         };
+        let hosts: String = update
+            .hosts
+            .iter()
+            .map(|h| match h.failed {
+                true => format!("  {} FAILED", h.host),
+                false => format!("  {} {}", h.host, thousands(h.iops)),
+            })
+            .collect();
+        let rate = format!("{rate}{hosts}");
         let (done, clock) = match update.limit_done {
             // An I/O-limited job ends when the I/O is done: show that share and when it will be.
             Some(done) if update.phase == Phase::Measure => {

@@ -349,6 +349,7 @@ impl<'a> Collector<'a> {
             mean_ns: last.map_or(0.0, |p| p.mean_ns),
             p99_ns: last.map_or(0, |p| p.p99_ns),
             limit_done: self.shared.limit_done(),
+            hosts: &[],
         }
     }
 }

@@ -19,7 +19,7 @@ mod shared;
 
 pub use error::RunError;
 pub use lab::Lab;
-pub use observer::{Observer, Phase, ProgressUpdate, ResultSink, Silent};
+pub use observer::{HostRate, Observer, Phase, ProgressUpdate, ResultSink, Silent};
 pub use prepare::PreparedTarget;
 pub use remote::Remote;
 pub use run::{run_plan, run_plan_in, OnFailedStart, RunOutcome};

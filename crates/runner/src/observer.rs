@@ -23,6 +23,17 @@ pub struct ProgressUpdate<'a> {
     pub p99_ns: u64,
     /// With an I/O limit: the share of it done, 0..1 (the job ends at 1, whatever the time).
     pub limit_done: Option<f64>,
+    /// A fleet job: each host's IOPS of its last second; empty for a local job.
+    pub hosts: &'a [HostRate],
+}
+
+/// One host of a fleet in a progress update.
+#[derive(Debug, Clone, PartialEq)]
+pub struct HostRate {
+    pub host: String,
+    pub iops: f64,
+    /// The host dropped out of the job (its reason is in the result).
+    pub failed: bool,
 }
 
 pub trait Observer {
