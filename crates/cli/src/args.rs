@@ -7,7 +7,7 @@ use iolab_analysis::ramp::LatencyLimit;
 use iolab_analysis::rounds::Tracked;
 use iolab_analysis::steady::SteadyRule;
 use iolab_spec::suite::Suite;
-use iolab_spec::{Axis, Bytes, Options};
+use iolab_spec::{Axis, Bytes, Nanos, Options};
 
 use crate::compare_command::CompareArgs;
 use crate::import_command::ImportSource;
@@ -81,6 +81,16 @@ pub enum Command {
     /// percentiles to 99.9999 and histograms, per-second series, CPU per I/O, cliffs,
     /// steady-state rounds, and every verdict.
     Report(ReportArgs),
+    /// Run a workload, or a sweep, ramp, steady-state study or suite, on many hosts at once:
+    /// each job starts on every host at one instant, the live figures are the fleet's, and the
+    /// result is one, with exactly merged histograms (the percentiles of every host's I/Os
+    /// together) and each host's share. `iolab fleet --hosts a:7878,b:7878 --token-file T
+    /// job.toml`, or `... sweep --qd 1..32 /dev/nvme0n1`.
+    Fleet(FleetArgs),
+    /// Serve jobs for fleet coordinators (`iolab fleet`) over HTTP: on 127.0.0.1:7878 unless
+    /// --listen says otherwise, every request checked against --token-file, writes only where
+    /// --allow-write allows.
+    Agent(AgentArgs),
     /// Bring results of another tool into the results database (`iolab import fio out.json`).
     Import {
         #[command(subcommand)]
@@ -92,6 +102,89 @@ pub enum Command {
         #[command(subcommand)]
         action: ResultsAction,
     },
+}
+
+#[derive(Debug, Args)]
+pub struct FleetArgs {
+    /// The agents, host:port (port 7878 when left out), comma-separated.
+    #[arg(long, value_name = "HOST:PORT,...", conflicts_with_all = ["hosts_file", "ssh"], help_heading = "Fleet")]
+    pub hosts: Option<String>,
+
+    /// A file of agents, one host:port per line (# comments).
+    #[arg(long, value_name = "FILE", conflicts_with = "ssh", help_heading = "Fleet")]
+    pub hosts_file: Option<PathBuf>,
+
+    /// Start an agent on each of these hosts through your own ssh (bound to 127.0.0.1 there and
+    /// reached through an ssh tunnel; the token goes over ssh's stdin), and stop it afterwards.
+    #[arg(long, value_name = "HOST,...", help_heading = "Fleet")]
+    pub ssh: Option<String>,
+
+    /// The iolab binary on the ssh hosts.
+    #[arg(long, value_name = "PATH", default_value = "iolab", requires = "ssh", help_heading = "Fleet")]
+    pub ssh_iolab: String,
+
+    /// Extra arguments for each ssh agent, e.g. "--allow-write /dev/nvme1n1".
+    #[arg(long, value_name = "ARGS", requires = "ssh", allow_hyphen_values = true, help_heading = "Fleet")]
+    pub ssh_agent_args: Option<String>,
+
+    /// The agents' shared token (the file holds it on one line).
+    #[arg(long, value_name = "FILE", help_heading = "Fleet")]
+    pub token_file: PathBuf,
+
+    /// How long an agent goes on without hearing from this coordinator before it stops the job.
+    #[arg(long, value_name = "TIME", default_value = "10s", help_heading = "Fleet")]
+    pub lease: Nanos,
+
+    /// First measure each host's network throughput (every host sending to the next at once),
+    /// so the verdict can tell a saturated network.
+    #[arg(long, help_heading = "Fleet")]
+    pub netbench: bool,
+
+    /// How long --netbench sends.
+    #[arg(long, value_name = "TIME", default_value = "3s", requires = "netbench", help_heading = "Fleet")]
+    pub netbench_time: Nanos,
+
+    #[command(subcommand)]
+    pub study: Option<FleetStudy>,
+
+    /// A plain run (no subcommand): its job file and options.
+    #[command(flatten)]
+    pub run: RunArgs,
+}
+
+/// What a fleet runs besides a plain workload.
+#[derive(Debug, Subcommand)]
+pub enum FleetStudy {
+    /// A workload (as `iolab run`).
+    Run(RunArgs),
+    /// Every combination of the listed values, each point in lock-step (as `iolab sweep`).
+    Sweep(SweepArgs),
+    /// The latency-vs-IOPS curve of the fleet (as `iolab ramp`).
+    Ramp(RampArgs),
+    /// Rounds until the fleet is steady (as `iolab steady`).
+    Steady(SteadyArgs),
+    /// A suite of tests (as `iolab suite`).
+    Suite(SuiteArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct AgentArgs {
+    /// Address to listen on; 0.0.0.0:7878 serves every interface.
+    #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:7878")]
+    pub listen: std::net::SocketAddr,
+
+    /// The token every request must carry (the file holds it on one line); `-` reads it from stdin.
+    #[arg(long, value_name = "FILE")]
+    pub token_file: PathBuf,
+
+    /// A file or device (or a directory of them) coordinators may write to; repeat it. Without
+    /// it, the agent only reads, except its own scratch files.
+    #[arg(long, value_name = "PATH", action = clap::ArgAction::Append)]
+    pub allow_write: Vec<PathBuf>,
+
+    /// Where scratch files go for jobs that name no target (default: the current directory).
+    #[arg(long, value_name = "DIR")]
+    pub scratch_dir: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]

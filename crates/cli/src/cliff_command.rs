@@ -12,6 +12,7 @@ use iolab_stats::result::JobResult;
 use crate::args::CliffArgs;
 use crate::fill::{self, FILL_KEYS};
 use crate::progress::ProgressLine;
+use crate::place::Place;
 use crate::recording::{Recording, StoreArgs};
 use crate::{exit, session, study};
 
@@ -42,7 +43,7 @@ pub fn run(args: CliffArgs, store: &StoreArgs) -> ExitCode {
         Err(code) => return code,
     };
     let progress = ProgressLine::new(plan.output.quiet);
-    let ran = session::in_lab(&plan, &job, progress, &mut recording, |lab, targets, progress| {
+    let ran = session::in_lab(&plan, &job, progress, &mut recording, &mut Place::Here, |lab, targets, progress| {
         let region: u64 = targets.iter().flatten().map(|t| t.region_size).sum();
         let bytes = args.bytes.map_or(region, |b| b.0);
         let job = fill::limited_to(&job, format!("cliff: {} of sequential writes", Bytes(bytes)), bytes);

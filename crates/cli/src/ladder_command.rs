@@ -11,6 +11,7 @@ use iolab_spec::ladder::Rung;
 use iolab_spec::{flag_name, JobSpec, RunPlan, URING_KEYS};
 
 use crate::args::LadderArgs;
+use crate::place::Place;
 use crate::recording::{Recording, StoreArgs};
 use crate::{exit, session, study};
 
@@ -39,7 +40,7 @@ pub fn run(args: LadderArgs, store: &StoreArgs) -> ExitCode {
         Ok(recording) => recording,
         Err(code) => return code,
     };
-    let outcome = match session::execute(&plan, OnFailedStart::Skip, &mut recording) {
+    let outcome = match session::execute(&plan, OnFailedStart::Skip, &mut recording, &mut Place::Here) {
         Ok(outcome) => outcome,
         Err(code) => return code,
     };

@@ -1,13 +1,16 @@
 //! The `iolab` binary: argument parsing, wiring, exit codes. Nothing else lives here.
 
+mod agent_command;
 mod args;
 mod cliff_command;
 mod compare_command;
 mod exit;
 mod fill;
+mod fleet_command;
 mod import_command;
 mod ladder_command;
 mod precondition_command;
+mod place;
 mod progress;
 mod ramp_command;
 mod recording;
@@ -26,23 +29,27 @@ use std::process::ExitCode;
 
 use clap::Parser;
 
+use crate::place::Place;
+
 fn main() -> ExitCode {
     let cli = match args::Cli::try_parse() {
         Ok(cli) => cli,
         Err(error) => return exit::clap_error(error),
     };
     match cli.command {
-        args::Command::Run(run) => run_command::run(run, &cli.store),
+        args::Command::Run(run) => run_command::run(run, &cli.store, &mut Place::Here),
         args::Command::Ladder(ladder) => ladder_command::run(ladder, &cli.store),
         args::Command::Scale(scale) => scale_command::run(scale, &cli.store),
         args::Command::Precondition(args) => precondition_command::run(args, &cli.store),
-        args::Command::Sweep(args) => sweep_command::run(args, &cli.store),
-        args::Command::Steady(args) => steady_command::run(args, &cli.store),
+        args::Command::Sweep(args) => sweep_command::run(args, &cli.store, &mut Place::Here),
+        args::Command::Steady(args) => steady_command::run(args, &cli.store, &mut Place::Here),
         args::Command::Cliff(args) => cliff_command::run(args, &cli.store),
-        args::Command::Suite(args) => suite_command::run(args, &cli.store),
-        args::Command::Ramp(args) => ramp_command::run(args, &cli.store),
+        args::Command::Suite(args) => suite_command::run(args, &cli.store, &mut Place::Here),
+        args::Command::Ramp(args) => ramp_command::run(args, &cli.store, &mut Place::Here),
         args::Command::Compare(args) => compare_command::run(args, &cli.store),
         args::Command::Report(args) => report_command::run(args, &cli.store),
+        args::Command::Fleet(args) => fleet_command::run(args, &cli.store),
+        args::Command::Agent(args) => agent_command::run(args),
         args::Command::Import { source } => import_command::run(source, &cli.store),
         args::Command::Results { action } => results_command::run(action, &cli.store),
     }

@@ -10,6 +10,7 @@ use iolab_spec::{Bytes, JobSpec};
 use crate::args::PreconditionArgs;
 use crate::fill::{self, FILL_KEYS};
 use crate::progress::ProgressLine;
+use crate::place::Place;
 use crate::recording::{Recording, StoreArgs};
 use crate::{exit, session, study};
 
@@ -37,7 +38,7 @@ pub fn run(args: PreconditionArgs, store: &StoreArgs) -> ExitCode {
         Err(code) => return code,
     };
     let progress = ProgressLine::new(plan.output.quiet);
-    let ran = session::in_lab(&plan, &job, progress, &mut recording, |lab, targets, progress| {
+    let ran = session::in_lab(&plan, &job, progress, &mut recording, &mut Place::Here, |lab, targets, progress| {
         let region: u64 = targets.iter().flatten().map(|t| t.region_size).sum();
         let mut discard_notes = Vec::new();
         if args.trim {

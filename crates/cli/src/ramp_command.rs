@@ -11,10 +11,11 @@ use iolab_spec::{JobSpec, Options};
 
 use crate::args::RampArgs;
 use crate::progress::ProgressLine;
-use crate::recording::{Recording, StoreArgs};
+use crate::place::Place;
+use crate::recording::StoreArgs;
 use crate::{exit, session, study};
 
-pub fn run(args: RampArgs, store: &StoreArgs) -> ExitCode {
+pub fn run(args: RampArgs, store: &StoreArgs, place: &mut Place<'_>) -> ExitCode {
     if let Err(message) =
         study::refuse(&args.options, &["rate_iops", "burst"], "ramp", "sets the rate of each level itself")
     {
@@ -48,11 +49,11 @@ pub fn run(args: RampArgs, store: &StoreArgs) -> ExitCode {
     }
     let planned_s = (closed.ramp.0 + closed.runtime.0) as f64 / 1e9 * (levels.len() + 1) as f64;
     let progress = ProgressLine::with_plan(base.output.quiet, "ramp", planned_s);
-    let mut recording = match Recording::start(store, "ramp", &base) {
+    let mut recording = match place.record(store, "ramp", &base) {
         Ok(recording) => recording,
         Err(code) => return code,
     };
-    let ran = session::in_lab(&base, &closed, progress, &mut recording, |lab, targets, progress| {
+    let ran = session::in_lab(&base, &closed, progress, &mut recording, place, |lab, targets, progress| {
         let max = JobSpec { name: "maximum (closed loop)".into(), ..closed.clone() };
         let max_iops = lab.run_prepared(&max, targets, progress)?.total.iops;
         let mut rows = Vec::new();

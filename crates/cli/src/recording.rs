@@ -74,9 +74,23 @@ impl Recording {
     /// A database that is not iolab's, damaged or newer stops the command; the default one
     /// that cannot be opened (no writable home) only costs the keeping, with a warning.
     pub fn start(args: &StoreArgs, kind: &str, plan: &RunPlan) -> Result<Recording, ExitCode> {
-        let paths = fingerprint_paths(&plan.jobs);
+        Recording::start_covering(args, kind, plan, fingerprint_paths(&plan.jobs))
+    }
+
+    /// Records the start of a run whose targets are on other hosts (a fleet): this machine's
+    /// fingerprint covers none of them, and their settings are not this machine's to warn about.
+    pub fn start_remote(args: &StoreArgs, kind: &str, plan: &RunPlan) -> Result<Recording, ExitCode> {
+        Recording::start_covering(args, kind, plan, Vec::new())
+    }
+
+    fn start_covering(
+        args: &StoreArgs,
+        kind: &str,
+        plan: &RunPlan,
+        paths: Vec<PathBuf>,
+    ) -> Result<Recording, ExitCode> {
         let before = Environment::capture(&paths);
-        if !plan.output.quiet {
+        if !plan.output.quiet && !paths.is_empty() {
             for warning in iolab_environment::warnings(&before, &uses(&plan.jobs)) {
                 eprintln!("iolab: warning: {warning}");
             }

@@ -7,11 +7,12 @@ use iolab_runner::OnFailedStart;
 use iolab_spec::{jobfile, resolve};
 
 use crate::args::RunArgs;
-use crate::recording::{Recording, StoreArgs};
+use crate::place::Place;
+use crate::recording::StoreArgs;
 use crate::session;
 use crate::{exit, study};
 
-pub fn run(args: RunArgs, store: &StoreArgs) -> ExitCode {
+pub fn run(args: RunArgs, store: &StoreArgs, place: &mut Place<'_>) -> ExitCode {
     let file = match args.job_file.as_deref().map(jobfile::load).transpose() {
         Ok(file) => file,
         Err(e) => return exit::fail(exit::USAGE, &e.to_string()),
@@ -20,11 +21,11 @@ pub fn run(args: RunArgs, store: &StoreArgs) -> ExitCode {
         Ok(plan) => study::repeated(plan, args.repeat),
         Err(e) => return exit::fail(exit::USAGE, &e.to_string()),
     };
-    let mut recording = match Recording::start(store, "run", &plan) {
+    let mut recording = match place.record(store, "run", &plan) {
         Ok(recording) => recording,
         Err(code) => return code,
     };
-    let outcome = match session::execute(&plan, OnFailedStart::Stop, &mut recording) {
+    let outcome = match session::execute(&plan, OnFailedStart::Stop, &mut recording, place) {
         Ok(outcome) => outcome,
         Err(code) => return code,
     };

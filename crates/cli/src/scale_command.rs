@@ -9,6 +9,7 @@ use iolab_runner::OnFailedStart;
 use iolab_spec::{scale, RunPlan};
 
 use crate::args::ScaleArgs;
+use crate::place::Place;
 use crate::recording::{Recording, StoreArgs};
 use crate::{exit, session, study};
 
@@ -27,7 +28,7 @@ pub fn run(args: ScaleArgs, store: &StoreArgs) -> ExitCode {
         Ok(recording) => recording,
         Err(code) => return code,
     };
-    let outcome = match session::execute(&plan, OnFailedStart::Stop, &mut recording) {
+    let outcome = match session::execute(&plan, OnFailedStart::Stop, &mut recording, &mut Place::Here) {
         Ok(outcome) => outcome,
         Err(code) => return code,
     };

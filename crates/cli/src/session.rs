@@ -5,11 +5,13 @@ use std::process::ExitCode;
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 
-use iolab_runner::{run_plan, Lab, OnFailedStart, PreparedTarget, RunError, RunOutcome};
+use iolab_runner::{run_plan_in, Lab, OnFailedStart, PreparedTarget, RunError, RunOutcome};
 use iolab_spec::{JobSpec, OutputSpec, RunPlan};
-use iolab_stats::result::{RunReport, StopReason};
+use iolab_stats::fleet::HostStatus;
+use iolab_stats::result::{JobResult, RunReport, StopReason};
 
 use crate::exit;
+use crate::place::Place;
 use crate::progress::ProgressLine;
 use crate::recording::Recording;
 
@@ -38,11 +40,15 @@ pub fn execute(
     plan: &RunPlan,
     on_failed_start: OnFailedStart,
     recording: &mut Recording,
+    place: &mut Place<'_>,
 ) -> Result<RunOutcome, ExitCode> {
     let interrupt = install_signals()?;
     let mut progress = ProgressLine::new(plan.output.quiet);
-    run_plan(plan, on_failed_start, &interrupt, &mut progress, recording)
-        .map_err(|e| exit::fail(error_code(&e), &e.to_string()))
+    let ran = place.open_lab(plan, on_failed_start, &interrupt, &mut progress).and_then(|mut lab| {
+        lab.keep_results_in(recording);
+        run_plan_in(lab, plan, on_failed_start, &mut progress)
+    });
+    ran.map_err(|e| exit::fail(error_code(&e), &e.to_string()))
 }
 
 /// Runs a study of one workload in a lab: installs the signals, opens the lab on `plan`,
@@ -53,10 +59,11 @@ pub fn in_lab<T>(
     job: &JobSpec,
     mut progress: ProgressLine,
     recording: &mut Recording,
+    place: &mut Place<'_>,
     study: impl FnOnce(&mut Lab<'_>, &[Vec<PreparedTarget>], &mut ProgressLine) -> Result<T, RunError>,
 ) -> Result<(T, RunReport), ExitCode> {
     let interrupt = install_signals()?;
-    let ran = Lab::open(plan, OnFailedStart::Stop, &interrupt, &mut progress).and_then(|mut lab| {
+    let ran = place.open_lab(plan, OnFailedStart::Stop, &interrupt, &mut progress).and_then(|mut lab| {
         lab.keep_results_in(recording);
         let targets = lab.prepare(job, &mut progress)?;
         let found = study(&mut lab, &targets, &mut progress)?;
@@ -129,6 +136,14 @@ pub fn warn_about_problems(report: &RunReport) {
                 job.name, stuck.target, stuck.outstanding_ms
             );
         }
+        for host in job.fleet.iter().flat_map(|f| &f.hosts).filter(|h| h.status == HostStatus::Failed) {
+            eprintln!(
+                "iolab: warning: job '{}': host {} failed: {}; its I/Os are not in the merged result",
+                job.name,
+                host.host,
+                host.failure.as_deref().unwrap_or("no reason given")
+            );
+        }
         if let Some(engine) = &job.errors.engine {
             eprintln!("iolab: error: job '{}': {engine}", job.name);
         }
@@ -148,6 +163,11 @@ pub fn warn_about_problems(report: &RunReport) {
     }
 }
 
+/// A fleet job whose result lacks a host's I/Os: as much a partial result as one with I/O errors.
+fn fleet_lost_a_host(job: &JobResult) -> bool {
+    job.fleet.iter().flat_map(|f| &f.hosts).any(|h| h.status == HostStatus::Failed)
+}
+
 /// The exit code a finished run earns (README: exit codes).
 pub fn exit_code(report: &RunReport) -> u8 {
     if report.interrupted {
@@ -158,7 +178,7 @@ pub fn exit_code(report: &RunReport) -> u8 {
         exit::STUCK
     } else if reasons.contains(&StopReason::EngineError) {
         exit::INTERNAL
-    } else if report.jobs.iter().any(|j| j.errors.count > 0) {
+    } else if report.jobs.iter().any(|j| j.errors.count > 0 || fleet_lost_a_host(j)) {
         exit::IO_ERRORS
     } else {
         exit::OK

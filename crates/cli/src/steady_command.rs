@@ -8,14 +8,15 @@ use iolab_spec::{Nanos, Options};
 
 use crate::args::SteadyArgs;
 use crate::progress::ProgressLine;
-use crate::recording::{Recording, StoreArgs};
+use crate::place::Place;
+use crate::recording::StoreArgs;
 use crate::until_steady::run_rounds;
 use crate::{exit, session, study};
 
 /// One round unless --runtime says otherwise: the SNIA PTS's one-minute rounds.
 const ROUND: Nanos = Nanos(60_000_000_000);
 
-pub fn run(args: SteadyArgs, store: &StoreArgs) -> ExitCode {
+pub fn run(args: SteadyArgs, store: &StoreArgs, place: &mut Place<'_>) -> ExitCode {
     let rule = match args.steady.rule() {
         Ok(rule) => rule,
         Err(message) => return exit::fail(exit::USAGE, &message),
@@ -25,13 +26,13 @@ pub fn run(args: SteadyArgs, store: &StoreArgs) -> ExitCode {
         Ok(both) => both,
         Err(message) => return exit::fail(exit::USAGE, &message),
     };
-    let mut recording = match Recording::start(store, "steady", &plan) {
+    let mut recording = match place.record(store, "steady", &plan) {
         Ok(recording) => recording,
         Err(code) => return code,
     };
     let progress = ProgressLine::new(plan.output.quiet);
     let fresh = SteadyRounds::new(args.steady.track, rule);
-    let ran = session::in_lab(&plan, &job, progress, &mut recording, |lab, targets, progress| {
+    let ran = session::in_lab(&plan, &job, progress, &mut recording, place, |lab, targets, progress| {
         run_rounds(lab, &job, targets, fresh, progress)
     });
     let (rounds, report) = match ran {

@@ -15,7 +15,8 @@ use iolab_spec::{JobSpec, Options, RunPlan};
 
 use crate::args::SuiteArgs;
 use crate::progress::ProgressLine;
-use crate::recording::{Recording, StoreArgs};
+use crate::place::Place;
+use crate::recording::StoreArgs;
 use crate::until_steady::run_rounds;
 use crate::{exit, fill, precondition_command, session, study};
 
@@ -28,7 +29,7 @@ enum Resolved {
     Matrix { title: String, rows: Vec<String>, columns: Vec<String>, jobs: Vec<JobSpec> },
 }
 
-pub fn run(args: SuiteArgs, store: &StoreArgs) -> ExitCode {
+pub fn run(args: SuiteArgs, store: &StoreArgs, place: &mut Place<'_>) -> ExitCode {
     if let Err(message) =
         study::refuse(&args.options, SUITE_KEYS, "suite", "sets the workload of each test itself")
     {
@@ -65,11 +66,11 @@ pub fn run(args: SuiteArgs, store: &StoreArgs) -> ExitCode {
     };
     let label = format!("suite {}", args.suite.name());
     let mut progress = ProgressLine::with_plan(plan.output.quiet, &label, planned_s);
-    let mut recording = match Recording::start(store, "suite", &plan) {
+    let mut recording = match place.record(store, "suite", &plan) {
         Ok(recording) => recording,
         Err(code) => return code,
     };
-    let mut lab = match Lab::open(&plan, OnFailedStart::Stop, &interrupt, &mut progress) {
+    let mut lab = match place.open_lab(&plan, OnFailedStart::Stop, &interrupt, &mut progress) {
         Ok(lab) => lab,
         Err(e) => return exit::fail(session::error_code(&e), &e.to_string()),
     };

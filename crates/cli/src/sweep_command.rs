@@ -8,19 +8,20 @@ use std::process::ExitCode;
 use iolab_analysis::rounds::SteadyRounds;
 use iolab_analysis::sweep::{summarize, with_steady_rounds, PointFigures, PointOutcome};
 use iolab_report::{sweep_json, sweep_text};
-use iolab_runner::{Lab, OnFailedStart, RunError};
+use iolab_runner::{OnFailedStart, RunError};
 use iolab_spec::sweep::{expand, SweepPoint};
 use iolab_spec::RunPlan;
 use iolab_stats::result::{Bottleneck, RunReport, StopReason};
 use iolab_store::Point;
 
 use crate::args::SweepArgs;
+use crate::place::Place;
 use crate::progress::ProgressLine;
 use crate::recording::{Recording, StoreArgs};
 use crate::until_steady::run_rounds;
 use crate::{exit, session, study};
 
-pub fn run(args: SweepArgs, store: &StoreArgs) -> ExitCode {
+pub fn run(args: SweepArgs, store: &StoreArgs, place: &mut Place<'_>) -> ExitCode {
     let (load, points) = match expand(&args.options) {
         Ok(sweep) => sweep,
         Err(e) => return exit::fail(exit::USAGE, &e.to_string()),
@@ -51,7 +52,7 @@ pub fn run(args: SweepArgs, store: &StoreArgs) -> ExitCode {
     } else {
         // Rounds until steady make other points than a plain sweep: never resumed as one.
         let kind = if args.until_steady { "sweep-until-steady" } else { "sweep" };
-        match Recording::start(store, kind, &plan) {
+        match place.record(store, kind, &plan) {
             Ok(recording) => (recording, Vec::new()),
             Err(code) => return code,
         }
@@ -62,12 +63,12 @@ pub fn run(args: SweepArgs, store: &StoreArgs) -> ExitCode {
             Ok(rule) => rule,
             Err(message) => return exit::fail(exit::USAGE, &message),
         };
-        match until_steady(&remaining, SteadyRounds::new(args.steady.track, rule), &mut recording) {
+        match until_steady(&remaining, SteadyRounds::new(args.steady.track, rule), &mut recording, place) {
             Ok(ran) => ran,
             Err(code) => return code,
         }
     } else {
-        let outcome = match session::execute(&remaining, OnFailedStart::Stop, &mut recording) {
+        let outcome = match session::execute(&remaining, OnFailedStart::Stop, &mut recording, place) {
             Ok(outcome) => outcome,
             Err(code) => return code,
         };
@@ -193,11 +194,12 @@ fn until_steady(
     plan: &RunPlan,
     fresh: SteadyRounds,
     recording: &mut Recording,
+    place: &mut Place<'_>,
 ) -> Result<(RunReport, Vec<SteadyRounds>), ExitCode> {
     let interrupt = session::install_signals()?;
     let mut progress = ProgressLine::new(plan.output.quiet);
     let fail = |e: RunError| exit::fail(session::error_code(&e), &e.to_string());
-    let mut lab = Lab::open(plan, OnFailedStart::Stop, &interrupt, &mut progress).map_err(fail)?;
+    let mut lab = place.open_lab(plan, OnFailedStart::Stop, &interrupt, &mut progress).map_err(fail)?;
     lab.keep_results_in(recording);
     let mut steady = Vec::new();
     for job in &plan.jobs {

@@ -7,3 +7,5 @@
 //! so every study that runs in a `Lab` runs across a fleet unchanged.
 
 pub mod protocol;
+pub mod coordinator;
+pub mod merge;

@@ -6,6 +6,7 @@
 mod cliff;
 mod compare;
 mod export;
+mod fleet;
 mod precondition;
 mod ramp;
 mod results;

@@ -98,6 +98,9 @@ fn job_text(out: &mut String, job: &JobResult) {
     if let Some(group) = single {
         rate_line(out, group);
     }
+    if let Some(fleet) = &job.fleet {
+        crate::fleet::fleet_text(out, fleet);
+    }
     cpu_text(out, job);
     for device in &job.devices {
         device_text(out, device);

@@ -3,6 +3,7 @@
 #![allow(dead_code)]
 
 pub mod faulty_fs;
+pub mod fleet;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};

@@ -26,6 +26,15 @@ pub fn load_file(path: &Path) -> Result<Vec<String>, String> {
     checked(hosts, &shown.to_string())
 }
 
+/// `--ssh` destinations as ssh takes them (host, user@host, an alias of ~/.ssh/config).
+pub fn ssh_list(text: &str) -> Result<Vec<String>, String> {
+    let hosts: Vec<String> = text.split(',').map(str::trim).filter(|h| !h.is_empty()).map(String::from).collect();
+    if let Some(bad) = hosts.iter().find(|h| h.starts_with('-') || h.contains(|c: char| c.is_whitespace() || c == '/')) {
+        return Err(format!("'{bad}' is not an ssh host"));
+    }
+    checked(hosts, "--ssh")
+}
+
 /// "host:port", "host" (default port) or "[v6]:port".
 fn address(text: &str) -> Result<String, String> {
     let bad = || format!("'{text}' is not a host: write host:port, e.g. 10.0.0.2:{DEFAULT_PORT}");

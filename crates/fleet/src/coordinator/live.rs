@@ -139,8 +139,6 @@ impl LiveFleet {
         let running = self.hosts.iter().filter(|h| h.failure.is_none()).count();
         // The newest interval every running host has reported is exact; older ones are done.
         if entry.1 >= running {
-            let seconds = stats.combined().ios().max(1); // any non-zero: the point's rate is recomputed below
-            let _ = seconds;
             let duration = self.hosts.iter().find_map(|h| h.series.last().map(|p| p.duration_s)).unwrap_or(1.0);
             self.shown = Some(entry.0.point(Nanos(0), Nanos((duration * 1e9) as u64)));
             self.intervals.retain(|&i, _| i > index);

@@ -1,0 +1,84 @@
+//! `iolab fleet`: connects to the agents (or starts them through ssh), checks every host, then
+//! runs the chosen command with its jobs on the fleet (`Place::Fleet`).
+
+use std::path::Path;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use iolab_fleet::coordinator::ssh::{self, SshAgents};
+use iolab_fleet::coordinator::{hosts, Fleet, FleetConfig};
+
+use crate::args::{FleetArgs, FleetStudy};
+use crate::place::Place;
+use crate::progress::ProgressLine;
+use crate::recording::StoreArgs;
+use crate::{exit, ramp_command, run_command, session, steady_command, suite_command, sweep_command};
+
+pub fn run(args: FleetArgs, store: &StoreArgs) -> ExitCode {
+    if args.study.is_some() && (args.run.job_file.is_some() || !args.run.options.keys_set().is_empty()) {
+        return exit::fail(exit::USAGE, "put the workload's options after the subcommand: iolab fleet --hosts ... sweep --qd 1..32");
+    }
+    let token = match read_token(&args.token_file) {
+        Ok(token) => token,
+        Err(message) => return exit::fail(exit::USAGE, &message),
+    };
+    // Kept until the command ends: dropping it stops the agents it started.
+    let mut launched: Option<SshAgents> = None;
+    let addresses = match (&args.hosts, &args.hosts_file, &args.ssh) {
+        (Some(list), _, _) => hosts::parse_list(list),
+        (_, Some(file), _) => hosts::load_file(file),
+        (_, _, Some(list)) => hosts::ssh_list(list).and_then(|names| {
+            let agent_args = args.ssh_agent_args.as_deref().unwrap_or("");
+            let agents = ssh::launch(&names, &args.ssh_iolab, agent_args, &token)?;
+            let addresses = agents.addresses.clone();
+            launched = Some(agents);
+            Ok(addresses)
+        }),
+        _ => Err("name the agents: --hosts host:port,..., --hosts-file FILE or --ssh host,...".into()),
+    };
+    let addresses = match addresses {
+        Ok(addresses) => addresses,
+        Err(message) => return exit::fail(exit::USAGE, &message),
+    };
+    let config = FleetConfig {
+        hosts: addresses,
+        token,
+        lease: Duration::from_nanos(args.lease.0),
+        netbench: args.netbench.then(|| Duration::from_nanos(args.netbench_time.0)),
+    };
+    let quiet = match &args.study {
+        None => args.run.options.quiet,
+        Some(FleetStudy::Run(run)) => run.options.quiet,
+        Some(FleetStudy::Sweep(sweep)) => sweep.options.quiet,
+        Some(FleetStudy::Ramp(ramp)) => ramp.options.quiet,
+        Some(FleetStudy::Steady(steady)) => steady.options.quiet,
+        Some(FleetStudy::Suite(suite)) => suite.options.quiet,
+    };
+    let mut fleet = match Fleet::connect(&config, &mut ProgressLine::new(quiet == Some(true))) {
+        Ok(fleet) => fleet,
+        Err(e) => return exit::fail(session::error_code(&e), &e.to_string()),
+    };
+    let mut place = Place::Fleet(&mut fleet);
+    let code = match args.study {
+        None => run_command::run(args.run, store, &mut place),
+        Some(FleetStudy::Run(run)) => run_command::run(run, store, &mut place),
+        Some(FleetStudy::Sweep(sweep)) => sweep_command::run(sweep, store, &mut place),
+        Some(FleetStudy::Ramp(ramp)) => ramp_command::run(ramp, store, &mut place),
+        Some(FleetStudy::Steady(steady)) => steady_command::run(steady, store, &mut place),
+        Some(FleetStudy::Suite(suite)) => suite_command::run(suite, store, &mut place),
+    };
+    drop(fleet);
+    drop(launched);
+    code
+}
+
+/// The token on the file's first line; a token anyone on the host can read is said.
+pub fn read_token(path: &Path) -> Result<String, String> {
+    let shown = path.display();
+    let text = std::fs::read_to_string(path).map_err(|e| format!("cannot read the token file {shown}: {e}"))?;
+    let token = text.lines().next().unwrap_or("").trim().to_string();
+    if token.is_empty() {
+        return Err(format!("the token file {shown} is empty; put a long random token in it, e.g. head -c 32 /dev/urandom | base64"));
+    }
+    Ok(token)
+}
