@@ -6,4 +6,5 @@
 //! A remote host is just another kind of worker: the coordinator is a `iolab_runner::Remote`,
 //! so every study that runs in a `Lab` runs across a fleet unchanged.
 
+pub mod agent;
 pub mod protocol;
