@@ -114,7 +114,10 @@ fn prepare<'a>(
     targets::check(&mut job, allow)?;
     let mut observer = LiveObserver { log, intervals: Vec::new(), notes: Vec::new() };
     let need = scratch_need(&job);
-    if lab.as_ref().is_none_or(|(_, had)| *had != need) {
+    // A lab with the same scratch file is kept (laying out 1 GiB per job would dominate a
+    // study); otherwise a new one, whose opening checks the engine and the buffer memory up
+    // front (a kept lab checks the memory when the job runs).
+    if need.is_none() || lab.as_ref().is_none_or(|(_, had)| *had != need) {
         // The old lab's scratch file goes before the new one is laid out at the same path.
         *lab = None;
         let plan = RunPlan { jobs: vec![job.clone()], output: Default::default() };
