@@ -318,6 +318,10 @@ fn a_full_run_streams_live_and_hands_over_its_result() {
         window.abs_diff(at) / 1_000_000
     );
 
+    let answer = client.get(&format!("/v1/sessions/{session}/live?from=minus"));
+    assert_eq!(answer.status, 400, "{}", answer.text);
+    assert!(answer.json::<Value>()["error"].is_string(), "{}", answer.text);
+
     // A second read of the stream replays it; from an index, only the rest.
     let again = client.get(&format!("/v1/sessions/{session}/live?from={}", events.len() - 1));
     assert_eq!(again.text.lines().count(), 1, "{}", again.text);

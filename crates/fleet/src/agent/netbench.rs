@@ -89,7 +89,7 @@ fn push(to: &str, authorization: &str, duration: Duration) -> Result<NetMeasured
         .http_status_as_error(false)
         .build()
         .into();
-    let zeros = Zeros { until: Instant::now() + duration, chunk: vec![0; CHUNK], offset: CHUNK };
+    let zeros = Zeros { until: Instant::now() + duration, left_in_chunk: 0 };
     let unreachable = |e: ureq::Error| {
         Failure::new(
             StatusCode::BAD_GATEWAY,
@@ -120,21 +120,20 @@ fn measured(bytes: u64, seconds: f64) -> NetMeasured {
 /// Zero bytes in whole chunks until the instant passes, then the end of the body.
 struct Zeros {
     until: Instant,
-    chunk: Vec<u8>,
-    offset: usize,
+    left_in_chunk: usize,
 }
 
 impl Read for Zeros {
     fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
-        if self.offset == self.chunk.len() {
+        if self.left_in_chunk == 0 {
             if Instant::now() >= self.until {
                 return Ok(0);
             }
-            self.offset = 0;
+            self.left_in_chunk = CHUNK;
         }
-        let n = buf.len().min(self.chunk.len() - self.offset);
+        let n = buf.len().min(self.left_in_chunk);
         buf[..n].fill(0);
-        self.offset += n;
+        self.left_in_chunk -= n;
         Ok(n)
     }
 }

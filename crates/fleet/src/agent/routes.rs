@@ -4,6 +4,7 @@
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
+use axum::extract::rejection::QueryRejection;
 use axum::extract::{Path, Query, State};
 use axum::http::{header, StatusCode, Uri};
 use axum::middleware;
@@ -103,8 +104,9 @@ struct LiveQuery {
 async fn live_events(
     State(slot): State<Arc<Slot>>,
     Path(id): Path<String>,
-    Query(LiveQuery { from }): Query<LiveQuery>,
+    query: Result<Query<LiveQuery>, QueryRejection>,
 ) -> Result<Response, Failure> {
+    let Query(LiveQuery { from }) = query.map_err(bad_query)?;
     let session = slot.get(&id)?;
     let body = live::ndjson(Arc::clone(&session.log), from);
     Ok(([(header::CONTENT_TYPE, "application/x-ndjson")], body).into_response())
@@ -119,8 +121,9 @@ struct Wait {
 async fn result(
     State(slot): State<Arc<Slot>>,
     Path(id): Path<String>,
-    Query(Wait { wait_ms }): Query<Wait>,
+    query: Result<Query<Wait>, QueryRejection>,
 ) -> Result<Response, Failure> {
+    let Query(Wait { wait_ms }) = query.map_err(bad_query)?;
     let session = slot.get(&id)?;
     let until = tokio::time::Instant::now() + Duration::from_millis(wait_ms).min(MAX_RESULT_WAIT);
     loop {
@@ -161,6 +164,10 @@ async fn close(State(slot): State<Arc<Slot>>, Path(id): Path<String>) -> Result<
     let session = slot.get(&id)?;
     slot.close(session, "closed by its coordinator").await;
     Ok(StatusCode::NO_CONTENT)
+}
+
+fn bad_query(rejection: QueryRejection) -> Failure {
+    Failure::bad_request(format!("{rejection}; the query takes whole numbers (e.g. ?from=0, ?wait_ms=1000)"))
 }
 
 async fn unknown_path(uri: Uri) -> Failure {
