@@ -6,6 +6,7 @@
 //! A remote host is just another kind of worker: the coordinator is a `iolab_runner::Remote`,
 //! so every study that runs in a `Lab` runs across a fleet unchanged.
 
+pub mod agent;
 pub mod protocol;
 pub mod coordinator;
 pub mod merge;

@@ -1,0 +1,83 @@
+//! The token check, in front of every route (the fallback included) and before any body is
+//! read: without the right token nothing is parsed and nothing runs. Also the one log line
+//! per refused request.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use axum::extract::{ConnectInfo, Request, State};
+use axum::http::{header, StatusCode};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+
+use super::error::{Failure, Refusal};
+
+/// The token the agent expects.
+pub struct Token(String);
+
+impl Token {
+    pub fn new(token: String) -> Self {
+        Token(token)
+    }
+
+    /// Whether `offered` is the token, in time that does not depend on where they differ.
+    fn accepts(&self, offered: &str) -> bool {
+        let (a, b) = (self.0.as_bytes(), offered.as_bytes());
+        let mut differ = a.len() ^ b.len();
+        for (i, &x) in a.iter().enumerate() {
+            differ |= usize::from(x ^ b.get(i).copied().unwrap_or(!x));
+        }
+        differ == 0
+    }
+}
+
+pub async fn require_token(State(token): State<Arc<Token>>, request: Request, next: Next) -> Response {
+    let offered = request
+        .headers()
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer "));
+    match offered {
+        Some(offered) if token.accepts(offered.trim()) => next.run(request).await,
+        Some(_) => Failure::new(
+            StatusCode::UNAUTHORIZED,
+            "wrong token; give the coordinator the agent's token file (--token-file)",
+        )
+        .into_response(),
+        None => Failure::new(
+            StatusCode::UNAUTHORIZED,
+            "no token; send `Authorization: Bearer <token>` with the agent's token",
+        )
+        .into_response(),
+    }
+}
+
+/// Logs every refused or failed request on one line: who, what, and why (never a body).
+pub async fn log_refusals(request: Request, next: Next) -> Response {
+    let peer = request
+        .extensions()
+        .get::<ConnectInfo<SocketAddr>>()
+        .map_or_else(|| "?".to_string(), |c| c.0.to_string());
+    let line = format!("{} {}", request.method(), request.uri().path());
+    let response = next.run(request).await;
+    let status = response.status();
+    if status.is_client_error() || status.is_server_error() {
+        let why = response.extensions().get::<Refusal>().map_or("", |r| r.0.as_str());
+        eprintln!("iolab agent: refused {line} from {peer}: {} {why}", status.as_u16());
+    }
+    response
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Token;
+
+    #[test]
+    fn only_the_token_is_accepted() {
+        let token = Token::new("s3cret".into());
+        assert!(token.accepts("s3cret"));
+        for wrong in ["", "s3cre", "s3crett", "S3cret", "s3creu"] {
+            assert!(!token.accepts(wrong), "{wrong}");
+        }
+    }
+}

@@ -1,0 +1,60 @@
+//! Reading a JSON request body: at most `MAX_BODY_BYTES` (413 beyond), and a message that says
+//! what was wrong with it (400). An oversized body is drained (up to a bound) before the
+//! answer, so that a client still writing it reads the 413 instead of a reset connection.
+
+use axum::body::Body;
+use axum::extract::{FromRequest, Request};
+use axum::http::StatusCode;
+use serde::de::DeserializeOwned;
+use tokio_stream::StreamExt;
+
+use crate::protocol::MAX_BODY_BYTES;
+
+use super::error::Failure;
+
+/// How much of an oversized body is read and thrown away before answering.
+const DRAIN_BYTES: usize = 64 * MAX_BODY_BYTES;
+
+/// A JSON body of type `T`, within the size limit.
+pub struct JsonBody<T>(pub T);
+
+impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for JsonBody<T> {
+    type Rejection = Failure;
+
+    async fn from_request(request: Request, _state: &S) -> Result<Self, Failure> {
+        let bytes = read_limited(request.into_body()).await?;
+        serde_json::from_slice(&bytes).map(JsonBody).map_err(|e| {
+            Failure::bad_request(format!(
+                "the request body is not the JSON this route takes ({e}); see docs/fleet.md for the {} API",
+                crate::protocol::PROTOCOL
+            ))
+        })
+    }
+}
+
+async fn read_limited(body: Body) -> Result<Vec<u8>, Failure> {
+    let mut stream = body.into_data_stream();
+    let mut bytes = Vec::new();
+    let mut seen = 0usize;
+    while let Some(chunk) = stream.next().await {
+        let chunk = chunk.map_err(|e| {
+            Failure::bad_request(format!("the request body could not be read: {e}; send it again"))
+        })?;
+        seen = seen.saturating_add(chunk.len());
+        if seen > DRAIN_BYTES {
+            break;
+        }
+        if seen <= MAX_BODY_BYTES {
+            bytes.extend_from_slice(&chunk);
+        }
+    }
+    if seen > MAX_BODY_BYTES {
+        return Err(Failure::new(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            format!(
+                "the request body is over the {MAX_BODY_BYTES} bytes an agent reads; a job file is a few KiB, so check what is being sent"
+            ),
+        ));
+    }
+    Ok(bytes)
+}

@@ -1,0 +1,57 @@
+//! What the agent's operator decides, and no coordinator can change: where it listens, the
+//! shared token, what it may write, where scratch files go, the longest lease it grants.
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use crate::protocol::MAX_LEASE_MS;
+
+use super::error::AgentError;
+
+/// Where an agent listens unless told otherwise: loopback only, so exposing it is a decision.
+pub const DEFAULT_LISTEN: &str = "127.0.0.1:7410";
+
+#[derive(Debug, Clone)]
+pub struct AgentConfig {
+    pub listen: SocketAddr,
+    /// The secret every request must carry as `Authorization: Bearer <token>`.
+    pub token: String,
+    /// `--allow-write`: the only places (directories, files, devices) jobs may write to.
+    pub allow_write: Vec<PathBuf>,
+    /// Where scratch files go (the agent's current directory becomes this one); `None`: the
+    /// current directory.
+    pub scratch_dir: Option<PathBuf>,
+    /// The longest lease the agent grants (at most `MAX_LEASE_MS`).
+    pub max_lease: Duration,
+}
+
+impl AgentConfig {
+    /// Listens on `listen`, writes nowhere but scratch files in the current directory.
+    pub fn new(listen: SocketAddr, token: impl Into<String>) -> Self {
+        AgentConfig {
+            listen,
+            token: token.into(),
+            allow_write: Vec::new(),
+            scratch_dir: None,
+            max_lease: Duration::from_millis(MAX_LEASE_MS),
+        }
+    }
+}
+
+/// Reads the token from `path`, trimmed. Refuses an empty one, and a file other users can read
+/// or write: the token is the only thing between the network and the agent's disks.
+pub fn read_token(path: &Path) -> Result<String, AgentError> {
+    use std::os::unix::fs::PermissionsExt;
+    let file_error = |source| AgentError::TokenFile { path: path.to_path_buf(), source };
+    let mode = std::fs::metadata(path).map_err(file_error)?.permissions().mode() & 0o777;
+    if mode & 0o077 != 0 {
+        return Err(AgentError::TokenFileOpen { path: path.to_path_buf(), mode });
+    }
+    let text = std::fs::read_to_string(path).map_err(file_error)?;
+    let token = text.trim();
+    if token.is_empty() {
+        return Err(AgentError::EmptyToken { path: path.to_path_buf() });
+    }
+    Ok(token.to_string())
+}

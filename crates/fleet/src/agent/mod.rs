@@ -1,0 +1,212 @@
+//! The agent: `iolab agent` serves protocol v1 (see `crate::protocol`) so that a coordinator
+//! can run jobs on this host. It trusts a request only with the operator's token, writes only
+//! where the operator allowed (`--allow-write`), runs one session at a time, and stops a job
+//! whose coordinator goes silent for longer than its lease: it never runs unattended.
+//!
+//! The HTTP side is async (axum on tokio); every job runs on its session's own thread, so the
+//! engine threads stay synchronous and off the runtime.
+
+mod auth;
+mod body;
+mod config;
+mod error;
+mod live;
+mod netbench;
+mod routes;
+mod session;
+mod slot;
+mod targets;
+mod worker;
+
+use std::future::Future;
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::time::Duration;
+
+pub use config::{read_token, AgentConfig, DEFAULT_LISTEN};
+pub use error::AgentError;
+pub use netbench::MAX_SEND_MS;
+
+use auth::Token;
+use slot::Slot;
+use targets::AllowList;
+
+/// After the stop signal, how long open connections (a live stream) get to finish.
+const SHUTDOWN_GRACE: Duration = Duration::from_secs(2);
+
+/// An agent bound to its address, not yet serving.
+pub struct Agent {
+    listener: tokio::net::TcpListener,
+    addr: SocketAddr,
+    slot: Arc<Slot>,
+    token: Arc<Token>,
+}
+
+impl Agent {
+    /// Checks the configuration and binds the listening socket (port 0: any free port; see
+    /// `local_addr`). With a scratch directory, the process's current directory becomes it:
+    /// scratch files are laid out in the current directory.
+    pub async fn bind(config: AgentConfig) -> Result<Agent, AgentError> {
+        if config.token.trim().is_empty() {
+            return Err(AgentError::NoToken);
+        }
+        let allow = Arc::new(AllowList::new(&config.allow_write)?);
+        if let Some(dir) = &config.scratch_dir {
+            std::env::set_current_dir(dir)
+                .map_err(|source| AgentError::ScratchDir { path: dir.clone(), source })?;
+        }
+        let listener = tokio::net::TcpListener::bind(config.listen)
+            .await
+            .map_err(|source| AgentError::Bind { addr: config.listen, source })?;
+        let addr =
+            listener.local_addr().map_err(|source| AgentError::Bind { addr: config.listen, source })?;
+        Ok(Agent {
+            listener,
+            addr,
+            slot: Arc::new(Slot::new(allow, config.max_lease)),
+            token: Arc::new(Token::new(config.token.trim().to_string())),
+        })
+    }
+
+    pub fn local_addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// Serves until `shutdown` completes, then closes any session (stopping its job and
+    /// removing its scratch file).
+    pub async fn serve(self, shutdown: impl Future<Output = ()> + Send + 'static) -> Result<(), AgentError> {
+        let Agent { listener, addr, slot, token } = self;
+        eprintln!("iolab agent: listening on {addr} ({})", crate::protocol::PROTOCOL);
+        let watchdog = tokio::spawn(Arc::clone(&slot).watch_leases());
+        let app =
+            routes::router(Arc::clone(&slot), token).into_make_service_with_connect_info::<SocketAddr>();
+        let (stopping_tx, stopping_rx) = tokio::sync::oneshot::channel::<()>();
+        let server = axum::serve(listener, app).with_graceful_shutdown(async move {
+            shutdown.await;
+            let _ = stopping_tx.send(());
+        });
+        let slot_at_stop = Arc::clone(&slot);
+        let outcome = tokio::select! {
+            served = server => served.map_err(AgentError::Serve),
+            () = async move {
+                if stopping_rx.await.is_ok() {
+                    // Ends any live stream, so graceful shutdown can finish.
+                    slot_at_stop.close_all().await;
+                    tokio::time::sleep(SHUTDOWN_GRACE).await;
+                } else {
+                    std::future::pending::<()>().await;
+                }
+            } => Ok(()),
+        };
+        watchdog.abort();
+        slot.close_all().await;
+        eprintln!("iolab agent: stopped");
+        outcome
+    }
+}
+
+/// Runs an agent until SIGINT or SIGTERM, on a runtime of its own: what `iolab agent` calls.
+pub fn run(config: AgentConfig) -> Result<(), AgentError> {
+    let runtime =
+        tokio::runtime::Builder::new_multi_thread().enable_all().build().map_err(AgentError::Runtime)?;
+    runtime.block_on(async {
+        let agent = Agent::bind(config).await?;
+        agent.serve(stop_signal()).await
+    })
+}
+
+async fn stop_signal() {
+    use tokio::signal::unix::{signal, SignalKind};
+    match signal(SignalKind::terminate()) {
+        Ok(mut term) => {
+            tokio::select! {
+                _ = tokio::signal::ctrl_c() => {}
+                _ = term.recv() => {}
+            }
+        }
+        Err(_) => {
+            let _ = tokio::signal::ctrl_c().await;
+        }
+    }
+}
+
+/// An agent serving on a thread of its own (tests, and a coordinator's own tests): its address,
+/// and a handle that stops it.
+pub struct RunningAgent {
+    addr: SocketAddr,
+    stop: Option<tokio::sync::oneshot::Sender<()>>,
+    thread: Option<std::thread::JoinHandle<Result<(), AgentError>>>,
+}
+
+impl RunningAgent {
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// Stops the agent (closing any session) and waits for it.
+    pub fn stop(mut self) -> Result<(), AgentError> {
+        self.stop_and_join()
+    }
+
+    fn stop_and_join(&mut self) -> Result<(), AgentError> {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+        match self.thread.take().map(std::thread::JoinHandle::join) {
+            Some(Ok(outcome)) => outcome,
+            Some(Err(_)) => Err(AgentError::Serve(std::io::Error::other("the agent's thread panicked"))),
+            None => Ok(()),
+        }
+    }
+}
+
+impl Drop for RunningAgent {
+    fn drop(&mut self) {
+        let _ = self.stop_and_join();
+    }
+}
+
+/// Starts an agent on a thread with its own runtime and returns once it listens.
+pub fn spawn(config: AgentConfig) -> Result<RunningAgent, AgentError> {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .map_err(AgentError::Runtime)?;
+    let (bound_tx, bound_rx) = std::sync::mpsc::channel();
+    let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
+    let thread = std::thread::Builder::new()
+        .name("iolab-agent".into())
+        .spawn(move || {
+            runtime.block_on(async move {
+                let agent = match Agent::bind(config).await {
+                    Ok(agent) => agent,
+                    Err(error) => {
+                        let _ = bound_tx.send(Err(error));
+                        return Ok(());
+                    }
+                };
+                let _ = bound_tx.send(Ok(agent.local_addr()));
+                agent
+                    .serve(async move {
+                        let _ = stop_rx.await;
+                    })
+                    .await
+            })
+        })
+        .map_err(AgentError::Runtime)?;
+    let addr = match bound_rx.recv() {
+        Ok(Ok(addr)) => addr,
+        Ok(Err(error)) => return Err(error),
+        Err(_) => {
+            return Err(AgentError::Serve(std::io::Error::other("the agent's thread ended before listening")))
+        }
+    };
+    Ok(RunningAgent { addr, stop: Some(stop_tx), thread: Some(thread) })
+}
+
+/// Locks `mutex`, going on after a panic elsewhere: every value behind the agent's locks is
+/// whole between statements.
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(PoisonError::into_inner)
+}

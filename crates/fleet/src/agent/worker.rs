@@ -1,0 +1,219 @@
+//! The session's thread: owns the `Lab` (and so the scratch file) and the prepared targets,
+//! waits for the start instant, runs the job and hands its result and events to the session.
+
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::atomic::{AtomicBool, Ordering::SeqCst};
+use std::sync::{mpsc, Arc};
+use std::time::{Duration, Instant, SystemTime};
+
+use axum::http::StatusCode;
+use iolab_runner::{Lab, Observer, OnFailedStart, Phase, PreparedTarget, ProgressUpdate, RunError};
+use iolab_spec::{JobSpec, RunPlan};
+use iolab_stats::encoded::EncodedHistograms;
+use iolab_stats::result::SeriesPoint;
+use iolab_stats::IntervalStats;
+use tokio::sync::oneshot;
+
+use crate::protocol::{AgentResult, LiveEvent, Prepared};
+
+use super::error::Failure;
+use super::live::EventLog;
+use super::session::{unix_ns, Session, Stage};
+use super::targets::{self, AllowList};
+
+pub enum Command {
+    Prepare { job: String, reply: oneshot::Sender<Result<Prepared, Failure>> },
+    Start { at: SystemTime },
+    Close,
+}
+
+/// The scratch file a job needs (size, kept), if any: a lab is reused while this stays the
+/// same, so a study's jobs share one scratch file as they do locally.
+type ScratchNeed = Option<(u64, bool)>;
+
+pub fn run(session: &Session, allow: &AllowList, commands: &mpsc::Receiver<Command>) {
+    let interrupt = Arc::clone(&session.interrupt);
+    let mut lab: Option<(Lab<'_>, ScratchNeed)> = None;
+    let mut ready: Option<(JobSpec, Vec<Vec<PreparedTarget>>)> = None;
+    while let Ok(command) = commands.recv() {
+        match command {
+            Command::Prepare { job, reply } => {
+                ready = None;
+                session.rearm();
+                session.log.reset();
+                match prepare(&job, allow, &interrupt, &mut lab, &session.log) {
+                    Ok((spec, opened, prepared)) => {
+                        ready = Some((spec, opened));
+                        session.set_stage(Stage::Prepared);
+                        let _ = reply.send(Ok(prepared));
+                    }
+                    Err(failure) => {
+                        session.set_stage(Stage::Idle);
+                        let _ = reply.send(Err(failure));
+                    }
+                }
+            }
+            Command::Start { at } => {
+                let (Some((job, opened)), Some((lab, _))) = (ready.take(), lab.as_mut()) else {
+                    finish(session, Err(Failure::conflict("no job is prepared; POST prepare first")));
+                    continue;
+                };
+                wait_until(at, &interrupt);
+                let mut observer =
+                    LiveObserver { log: &session.log, intervals: Vec::new(), notes: Vec::new() };
+                let outcome = catch_unwind(AssertUnwindSafe(|| {
+                    let result = lab.run_prepared(&job, &opened, &mut observer)?;
+                    let groups =
+                        result.groups.iter().map(|g| EncodedHistograms::encode(&g.histograms)).collect();
+                    Ok::<_, RunError>(AgentResult {
+                        histograms: EncodedHistograms::encode(&result.histograms),
+                        result: result.clone(),
+                        groups,
+                        intervals: std::mem::take(&mut observer.intervals),
+                    })
+                }));
+                let outcome = match outcome {
+                    Ok(Ok(result)) => Ok(result),
+                    Ok(Err(error)) => Err(failure_of(&error)),
+                    Err(_) => Err(Failure::internal("the job crashed the agent's session thread (a bug in iolab: see the agent's log); close the session and open another")),
+                };
+                finish(session, outcome);
+            }
+            Command::Close => break,
+        }
+    }
+    // Dropping the lab removes its scratch file.
+    drop(ready);
+    drop(lab);
+}
+
+fn finish(session: &Session, outcome: Result<AgentResult, Failure>) {
+    match outcome {
+        Ok(result) => {
+            session.set_stage(Stage::Done(Arc::new(result)));
+            session.log.push(LiveEvent::Finished);
+        }
+        Err(failure) => {
+            let message = failure.message.clone();
+            session.set_stage(Stage::Failed(failure));
+            session.log.push(LiveEvent::Failed { message });
+        }
+    }
+}
+
+/// Checks the job against what the operator allowed, and opens its targets in `lab` (a new
+/// one when the job needs another scratch file than the last).
+fn prepare<'a>(
+    text: &str,
+    allow: &AllowList,
+    interrupt: &'a AtomicBool,
+    lab: &mut Option<(Lab<'a>, ScratchNeed)>,
+    log: &EventLog,
+) -> Result<(JobSpec, Vec<Vec<PreparedTarget>>, Prepared), Failure> {
+    let mut job = job_from_text(text).map_err(Failure::bad_request)?;
+    targets::check(&mut job, allow)?;
+    let mut observer = LiveObserver { log, intervals: Vec::new(), notes: Vec::new() };
+    let need = scratch_need(&job);
+    // A lab with the same scratch file is kept (laying out 1 GiB per job would dominate a
+    // study); otherwise a new one, whose opening checks the engine and the buffer memory up
+    // front (a kept lab checks the memory when the job runs).
+    if need.is_none() || lab.as_ref().is_none_or(|(_, had)| *had != need) {
+        // The old lab's scratch file goes before the new one is laid out at the same path.
+        *lab = None;
+        let plan = RunPlan { jobs: vec![job.clone()], output: Default::default() };
+        let opened =
+            Lab::open(&plan, OnFailedStart::Stop, interrupt, &mut observer).map_err(|e| failure_of(&e))?;
+        *lab = Some((opened, need));
+    }
+    let Some((lab, _)) = lab.as_mut() else { return Err(Failure::internal("no lab after opening one")) };
+    let opened = lab.prepare(&job, &mut observer).map_err(|e| failure_of(&e))?;
+    let targets = opened.iter().flatten().map(|t| t.path.display().to_string()).collect();
+    Ok((job, opened, Prepared { targets, notes: observer.notes }))
+}
+
+/// The one way the agent builds a `JobSpec`: job-file text, parsed and resolved as a user's
+/// job file (to be replaced by `iolab_spec::wire::job_from_text`, which does the same).
+fn job_from_text(text: &str) -> Result<JobSpec, String> {
+    let options = iolab_spec::jobfile::parse(text).map_err(|e| format!("job text: {e}"))?;
+    let mut plan =
+        iolab_spec::resolve(Some(&options), &iolab_spec::Options::default()).map_err(|e| e.to_string())?;
+    if plan.jobs.len() != 1 {
+        return Err(format!(
+            "the job text holds {} jobs; an agent runs exactly one, so send each job on its own",
+            plan.jobs.len()
+        ));
+    }
+    Ok(plan.jobs.remove(0))
+}
+
+fn scratch_need(job: &JobSpec) -> ScratchNeed {
+    let groups: Vec<_> = job.groups.iter().filter(|g| g.target.paths.is_empty()).collect();
+    let size = groups.iter().map(|g| g.target.offset.0 + g.target.size.map_or(0, |s| s.0)).max()?;
+    Some((size, groups.iter().any(|g| g.target.keep)))
+}
+
+/// A run error as an answer: the user's to fix (400) or the agent's (500), with its message.
+fn failure_of(error: &RunError) -> Failure {
+    let status =
+        if error.is_user_error() { StatusCode::BAD_REQUEST } else { StatusCode::INTERNAL_SERVER_ERROR };
+    Failure::new(status, error.to_string())
+}
+
+/// Sleeps until `at` on the wall clock (coarsely, then spinning the last 2 ms for precision);
+/// returns early when interrupted.
+fn wait_until(at: SystemTime, interrupt: &AtomicBool) {
+    const SPIN: Duration = Duration::from_millis(2);
+    let deadline = Instant::now() + at.duration_since(SystemTime::now()).unwrap_or_default();
+    loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left <= SPIN || interrupt.load(SeqCst) {
+            break;
+        }
+        std::thread::sleep((left - SPIN).min(Duration::from_millis(50)));
+    }
+    while Instant::now() < deadline && !interrupt.load(SeqCst) {
+        std::hint::spin_loop();
+    }
+}
+
+/// Turns what the runner reports into live events, and keeps each interval's histograms for
+/// the result.
+struct LiveObserver<'a> {
+    log: &'a EventLog,
+    intervals: Vec<EncodedHistograms>,
+    notes: Vec<String>,
+}
+
+impl Observer for LiveObserver<'_> {
+    fn progress(&mut self, update: &ProgressUpdate<'_>) {
+        self.log.push(LiveEvent::Progress {
+            phase: match update.phase {
+                Phase::Ramp => "ramp",
+                Phase::Measure => "measure",
+            }
+            .to_string(),
+            elapsed_ns: update.elapsed.0,
+            total_ns: update.total.0,
+            iops: update.iops,
+            mean_ns: update.mean_ns,
+            p99_ns: update.p99_ns,
+            unix_ns: unix_ns(SystemTime::now()),
+        });
+    }
+
+    fn note(&mut self, message: &str) {
+        self.notes.push(message.to_string());
+        self.log.push(LiveEvent::Note { message: message.to_string() });
+    }
+
+    fn interval(&mut self, point: &SeriesPoint, stats: &IntervalStats) {
+        let histograms = EncodedHistograms::encode(stats);
+        self.intervals.push(histograms.clone());
+        self.log.push(LiveEvent::Interval {
+            index: self.intervals.len() as u64 - 1,
+            point: point.clone(),
+            histograms,
+            unix_ns: unix_ns(SystemTime::now()),
+        });
+    }
+}
