@@ -37,6 +37,6 @@ pub fn run(args: AgentArgs) -> ExitCode {
     };
     match agent::run(config, from_stdin) {
         Ok(()) => ExitCode::SUCCESS,
-        Err(e) => exit::fail(if e.is_user_error() { exit::USAGE } else { exit::INTERNAL }, &e.to_string()),
+        Err(e) => exit::fail(exit::USAGE, &e.to_string()),
     }
 }

@@ -62,9 +62,11 @@ impl Agent {
         }
         let gathered = log.clone();
         std::thread::spawn(move || {
-            let mut rest = String::new();
-            let _ = lines.read_to_string(&mut rest);
-            gathered.lock().unwrap().push_str(&rest);
+            let mut line = String::new();
+            while lines.read_line(&mut line).unwrap_or(0) > 0 {
+                gathered.lock().unwrap().push_str(&line);
+                line.clear();
+            }
         });
         Agent { child, address: address.expect("found"), log }
     }

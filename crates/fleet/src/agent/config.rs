@@ -10,7 +10,7 @@ use crate::protocol::MAX_LEASE_MS;
 use super::error::AgentError;
 
 /// Where an agent listens unless told otherwise: loopback only, so exposing it is a decision.
-pub const DEFAULT_LISTEN: &str = "127.0.0.1:7410";
+pub const DEFAULT_LISTEN: &str = "127.0.0.1:7878";
 
 #[derive(Debug, Clone)]
 pub struct AgentConfig {

@@ -106,27 +106,41 @@ impl Agent {
 }
 
 /// Runs an agent until SIGINT or SIGTERM, on a runtime of its own: what `iolab agent` calls.
-pub fn run(config: AgentConfig) -> Result<(), AgentError> {
+/// With `until_stdin_closes`, also until stdin reaches its end: an agent started through ssh
+/// (`iolab fleet --ssh`) ends with its coordinator.
+pub fn run(config: AgentConfig, until_stdin_closes: bool) -> Result<(), AgentError> {
     let runtime =
         tokio::runtime::Builder::new_multi_thread().enable_all().build().map_err(AgentError::Runtime)?;
-    runtime.block_on(async {
+    let outcome = runtime.block_on(async {
         let agent = Agent::bind(config).await?;
-        agent.serve(stop_signal()).await
-    })
+        agent.serve(stop_signal(until_stdin_closes)).await
+    });
+    // The thread reading stdin never returns while stdin is open: do not wait for it.
+    runtime.shutdown_timeout(std::time::Duration::from_millis(500));
+    outcome
 }
 
-async fn stop_signal() {
+async fn stop_signal(until_stdin_closes: bool) {
     use tokio::signal::unix::{signal, SignalKind};
-    match signal(SignalKind::terminate()) {
-        Ok(mut term) => {
-            tokio::select! {
-                _ = tokio::signal::ctrl_c() => {}
-                _ = term.recv() => {}
+    let stdin_closed = async {
+        if !until_stdin_closes {
+            return std::future::pending().await;
+        }
+        let _ = tokio::task::spawn_blocking(|| std::io::copy(&mut std::io::stdin().lock(), &mut std::io::sink())).await;
+        eprintln!("iolab agent: stdin closed (the coordinator has gone)");
+    };
+    let terminate = async {
+        match signal(SignalKind::terminate()) {
+            Ok(mut term) => {
+                term.recv().await;
             }
+            Err(_) => std::future::pending().await,
         }
-        Err(_) => {
-            let _ = tokio::signal::ctrl_c().await;
-        }
+    };
+    tokio::select! {
+        _ = tokio::signal::ctrl_c() => {}
+        _ = terminate => {}
+        _ = stdin_closed => {}
     }
 }
 

@@ -110,7 +110,8 @@ fn prepare<'a>(
     lab: &mut Option<(Lab<'a>, ScratchNeed)>,
     log: &EventLog,
 ) -> Result<(JobSpec, Vec<Vec<PreparedTarget>>, Prepared), Failure> {
-    let mut job = job_from_text(text).map_err(Failure::bad_request)?;
+    // The one way the agent builds a `JobSpec`: job-file text, parsed and validated as a user's.
+    let mut job = iolab_spec::wire::job_from_text(text).map_err(|e| Failure::bad_request(e.to_string()))?;
     targets::check(&mut job, allow)?;
     let mut observer = LiveObserver { log, intervals: Vec::new(), notes: Vec::new() };
     let need = scratch_need(&job);
@@ -129,21 +130,6 @@ fn prepare<'a>(
     let opened = lab.prepare(&job, &mut observer).map_err(|e| failure_of(&e))?;
     let targets = opened.iter().flatten().map(|t| t.path.display().to_string()).collect();
     Ok((job, opened, Prepared { targets, notes: observer.notes }))
-}
-
-/// The one way the agent builds a `JobSpec`: job-file text, parsed and resolved as a user's
-/// job file (to be replaced by `iolab_spec::wire::job_from_text`, which does the same).
-fn job_from_text(text: &str) -> Result<JobSpec, String> {
-    let options = iolab_spec::jobfile::parse(text).map_err(|e| format!("job text: {e}"))?;
-    let mut plan =
-        iolab_spec::resolve(Some(&options), &iolab_spec::Options::default()).map_err(|e| e.to_string())?;
-    if plan.jobs.len() != 1 {
-        return Err(format!(
-            "the job text holds {} jobs; an agent runs exactly one, so send each job on its own",
-            plan.jobs.len()
-        ));
-    }
-    Ok(plan.jobs.remove(0))
 }
 
 fn scratch_need(job: &JobSpec) -> ScratchNeed {
