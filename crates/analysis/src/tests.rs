@@ -121,6 +121,8 @@ impl Synth {
             stop_reason: StopReason::Runtime,
             measured_s: MEASURED_S,
             ramp_s: 2.0,
+            window_start_unix_ns: 0,
+            fleet: None,
             groups,
             read: total.clone(),
             write: op_summary(0.0, 0, 0),
@@ -208,6 +210,7 @@ fn group(name: &str, targets: &[(String, f64)], synth: &Synth) -> GroupResult {
         total,
         series: Vec::new(),
         rate: None,
+        histograms: Default::default(),
     }
 }
 

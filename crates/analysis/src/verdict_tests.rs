@@ -89,6 +89,7 @@ fn base() -> JobResult {
         total: ops(IOPS),
         series: Vec::new(),
         rate: None,
+        histograms: Default::default(),
     };
     JobResult {
         name: "synthetic".into(),
@@ -96,6 +97,8 @@ fn base() -> JobResult {
         stop_reason: StopReason::Runtime,
         measured_s: MEASURED_S,
         ramp_s: 1.0,
+        window_start_unix_ns: 0,
+        fleet: None,
         groups: vec![group],
         read: ops(IOPS),
         write: ops(0.0),
