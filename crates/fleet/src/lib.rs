@@ -6,4 +6,8 @@
 //! A remote host is just another kind of worker: the coordinator is a `iolab_runner::Remote`,
 //! so every study that runs in a `Lab` runs across a fleet unchanged.
 
+pub mod merge;
 pub mod protocol;
+
+#[cfg(test)]
+mod merge_tests;
