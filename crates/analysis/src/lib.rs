@@ -1,13 +1,14 @@
 //! What a set of results means, in plain words and with its evidence: the API ladder (which
 //! I/O interface is cheapest and fastest on a target, and what io_uring's punting to io-wq
 //! costs), target scaling (how much of the sum of singles a set of targets delivers together,
-//! and what stopped it), each job's bottleneck verdict (what limited it), and the
+//! and what stopped it), each job's bottleneck verdict (what limited it) and a fleet's (what limited the hosts together), and the
 //! characterization rules of docs/characterization.md: the sweet spot of a load curve, SNIA
 //! steady state, and cache cliffs in a write log. Pure functions: no I/O, tested on synthetic
 //! results and series.
 
 pub mod cliff;
 pub mod cpu;
+pub mod fleet_verdict;
 pub mod knee;
 pub mod ladder;
 pub mod ramp;
@@ -19,6 +20,8 @@ pub mod verdict;
 
 #[cfg(test)]
 mod cliff_tests;
+#[cfg(test)]
+mod fleet_verdict_tests;
 #[cfg(test)]
 mod knee_tests;
 #[cfg(test)]

@@ -121,6 +121,8 @@ impl Synth {
             stop_reason: StopReason::Runtime,
             measured_s: MEASURED_S,
             ramp_s: 2.0,
+            window_start_unix_ns: 0,
+            fleet: None,
             groups,
             read: total.clone(),
             write: op_summary(0.0, 0, 0),
@@ -142,8 +144,6 @@ impl Synth {
                 summary: String::new(),
                 evidence: Vec::new(),
             },
-            fleet: None,
-            window_start_unix_ns: 0,
             histograms: Default::default(),
         }
     }

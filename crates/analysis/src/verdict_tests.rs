@@ -97,6 +97,8 @@ fn base() -> JobResult {
         stop_reason: StopReason::Runtime,
         measured_s: MEASURED_S,
         ramp_s: 1.0,
+        window_start_unix_ns: 0,
+        fleet: None,
         groups: vec![group],
         read: ops(IOPS),
         write: ops(0.0),
@@ -117,8 +119,6 @@ fn base() -> JobResult {
         notes: Vec::new(),
         devices: vec![device("vdb", 50.0, 8.0)],
         verdict: Verdict { cause: Bottleneck::Undetermined, summary: String::new(), evidence: Vec::new() },
-        fleet: None,
-        window_start_unix_ns: 0,
         histograms: Default::default(),
     }
 }

@@ -11,8 +11,8 @@ use iolab_stats::result::JobResult;
 
 use crate::args::CliffArgs;
 use crate::fill::{self, FILL_KEYS};
-use crate::progress::ProgressLine;
 use crate::place::Place;
+use crate::progress::ProgressLine;
 use crate::recording::{Recording, StoreArgs};
 use crate::{exit, session, study};
 
@@ -43,12 +43,13 @@ pub fn run(args: CliffArgs, store: &StoreArgs) -> ExitCode {
         Err(code) => return code,
     };
     let progress = ProgressLine::new(plan.output.quiet);
-    let ran = session::in_lab(&plan, &job, progress, &mut recording, &mut Place::Here, |lab, targets, progress| {
-        let region: u64 = targets.iter().flatten().map(|t| t.region_size).sum();
-        let bytes = args.bytes.map_or(region, |b| b.0);
-        let job = fill::limited_to(&job, format!("cliff: {} of sequential writes", Bytes(bytes)), bytes);
-        lab.run_prepared(&job, targets, progress).map(|_| ())
-    });
+    let ran =
+        session::in_lab(&plan, &job, progress, &mut recording, &mut Place::Here, |lab, targets, progress| {
+            let region: u64 = targets.iter().flatten().map(|t| t.region_size).sum();
+            let bytes = args.bytes.map_or(region, |b| b.0);
+            let job = fill::limited_to(&job, format!("cliff: {} of sequential writes", Bytes(bytes)), bytes);
+            lab.run_prepared(&job, targets, progress).map(|_| ())
+        });
     let report = match ran {
         Ok(((), report)) => report,
         Err(code) => return code,

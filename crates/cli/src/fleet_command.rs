@@ -16,7 +16,10 @@ use crate::{exit, ramp_command, run_command, session, steady_command, suite_comm
 
 pub fn run(args: FleetArgs, store: &StoreArgs) -> ExitCode {
     if args.study.is_some() && (args.run.job_file.is_some() || !args.run.options.keys_set().is_empty()) {
-        return exit::fail(exit::USAGE, "put the workload's options after the subcommand: iolab fleet --hosts ... sweep --qd 1..32");
+        return exit::fail(
+            exit::USAGE,
+            "put the workload's options after the subcommand: iolab fleet --hosts ... sweep --qd 1..32",
+        );
     }
     let token = match read_token(&args.token_file) {
         Ok(token) => token,
@@ -75,7 +78,8 @@ pub fn run(args: FleetArgs, store: &StoreArgs) -> ExitCode {
 /// The token on the file's first line; a token anyone on the host can read is said.
 pub fn read_token(path: &Path) -> Result<String, String> {
     let shown = path.display();
-    let text = std::fs::read_to_string(path).map_err(|e| format!("cannot read the token file {shown}: {e}"))?;
+    let text =
+        std::fs::read_to_string(path).map_err(|e| format!("cannot read the token file {shown}: {e}"))?;
     let token = text.lines().next().unwrap_or("").trim().to_string();
     if token.is_empty() {
         return Err(format!("the token file {shown} is empty; put a long random token in it, e.g. head -c 32 /dev/urandom | base64"));

@@ -9,8 +9,8 @@ use iolab_spec::{Bytes, JobSpec};
 
 use crate::args::PreconditionArgs;
 use crate::fill::{self, FILL_KEYS};
-use crate::progress::ProgressLine;
 use crate::place::Place;
+use crate::progress::ProgressLine;
 use crate::recording::{Recording, StoreArgs};
 use crate::{exit, session, study};
 
@@ -38,29 +38,30 @@ pub fn run(args: PreconditionArgs, store: &StoreArgs) -> ExitCode {
         Err(code) => return code,
     };
     let progress = ProgressLine::new(plan.output.quiet);
-    let ran = session::in_lab(&plan, &job, progress, &mut recording, &mut Place::Here, |lab, targets, progress| {
-        let region: u64 = targets.iter().flatten().map(|t| t.region_size).sum();
-        let mut discard_notes = Vec::new();
-        if args.trim {
-            for target in targets.iter().flatten() {
-                progress.note(&format!(
-                    "discarding {} of {}",
-                    Bytes(target.region_size),
-                    target.path.display()
-                ));
-                if let Err(e) = target.discard() {
-                    discard_notes.push(format!("{e}; preconditioning went on without it"));
+    let ran =
+        session::in_lab(&plan, &job, progress, &mut recording, &mut Place::Here, |lab, targets, progress| {
+            let region: u64 = targets.iter().flatten().map(|t| t.region_size).sum();
+            let mut discard_notes = Vec::new();
+            if args.trim {
+                for target in targets.iter().flatten() {
+                    progress.note(&format!(
+                        "discarding {} of {}",
+                        Bytes(target.region_size),
+                        target.path.display()
+                    ));
+                    if let Err(e) = target.discard() {
+                        discard_notes.push(format!("{e}; preconditioning went on without it"));
+                    }
                 }
             }
-        }
-        lab.run_prepared(&passes(&job, args.passes, region), targets, progress)?;
-        Ok(Preconditioning {
-            passes: args.passes,
-            region_bytes: region,
-            trimmed: args.trim && discard_notes.is_empty(),
-            notes: discard_notes,
-        })
-    });
+            lab.run_prepared(&passes(&job, args.passes, region), targets, progress)?;
+            Ok(Preconditioning {
+                passes: args.passes,
+                region_bytes: region,
+                trimmed: args.trim && discard_notes.is_empty(),
+                notes: discard_notes,
+            })
+        });
     let (done, report) = match ran {
         Ok(both) => both,
         Err(code) => return code,

@@ -10,8 +10,8 @@ use iolab_runner::RunError;
 use iolab_spec::{JobSpec, Options};
 
 use crate::args::RampArgs;
-use crate::progress::ProgressLine;
 use crate::place::Place;
+use crate::progress::ProgressLine;
 use crate::recording::StoreArgs;
 use crate::{exit, session, study};
 

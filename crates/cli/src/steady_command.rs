@@ -7,8 +7,8 @@ use iolab_report::{steady_json, steady_text};
 use iolab_spec::{Nanos, Options};
 
 use crate::args::SteadyArgs;
-use crate::progress::ProgressLine;
 use crate::place::Place;
+use crate::progress::ProgressLine;
 use crate::recording::StoreArgs;
 use crate::until_steady::run_rounds;
 use crate::{exit, session, study};

@@ -14,8 +14,8 @@ use iolab_spec::sweep::LoadAxis;
 use iolab_spec::{JobSpec, Options, RunPlan};
 
 use crate::args::SuiteArgs;
-use crate::progress::ProgressLine;
 use crate::place::Place;
+use crate::progress::ProgressLine;
 use crate::recording::StoreArgs;
 use crate::until_steady::run_rounds;
 use crate::{exit, fill, precondition_command, session, study};

@@ -49,7 +49,16 @@ fn a_fleet_run_merges_every_host_into_one_result() {
     assert!(job["verdict"]["summary"].as_str().is_some_and(|s| !s.is_empty()));
     // The text report names the hosts.
     let mut args = fleet_args(&list, token.to_str().unwrap());
-    args.extend(["--target", target.to_str().unwrap(), "--engine", "null", "--runtime", "300ms", "--ramp", "0"]);
+    args.extend([
+        "--target",
+        target.to_str().unwrap(),
+        "--engine",
+        "null",
+        "--runtime",
+        "300ms",
+        "--ramp",
+        "0",
+    ]);
     let out = run_in(dir.path(), &args);
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success(), "{}", stderr(&out));
@@ -66,7 +75,16 @@ fn a_killed_agent_is_marked_failed_and_the_others_finish_then_it_restarts_cleanl
     let (list, token) = (hosts(&agents), token_file(dir.path()));
     let target = dir.path().join("t");
     let mut args = fleet_args(&list, token.to_str().unwrap());
-    args.extend(["--target", target.to_str().unwrap(), "--engine", "psync", "--runtime", "3s", "--ramp", "0"]);
+    args.extend([
+        "--target",
+        target.to_str().unwrap(),
+        "--engine",
+        "psync",
+        "--runtime",
+        "3s",
+        "--ramp",
+        "0",
+    ]);
     args.extend(["--json", "--interval", "250ms"]);
     let coordinator = spawn_in(dir.path(), &args);
     std::thread::sleep(Duration::from_millis(1500));
@@ -88,7 +106,16 @@ fn a_killed_agent_is_marked_failed_and_the_others_finish_then_it_restarts_cleanl
     let address = agents[1].address.clone();
     agents[1] = Agent::start(dir.path(), &address, &[]);
     let mut args = fleet_args(&list, token.to_str().unwrap());
-    args.extend(["--target", target.to_str().unwrap(), "--engine", "null", "--runtime", "300ms", "--ramp", "0"]);
+    args.extend([
+        "--target",
+        target.to_str().unwrap(),
+        "--engine",
+        "null",
+        "--runtime",
+        "300ms",
+        "--ramp",
+        "0",
+    ]);
     args.push("--json");
     let out = run_in(dir.path(), &args);
     assert!(out.status.success(), "{}", stderr(&out));
@@ -146,7 +173,8 @@ fn a_wrong_token_or_a_missing_agent_is_refused_before_anything_runs() {
     let agent = Agent::start(dir.path(), "127.0.0.1:0", &[]);
     let wrong = dir.path().join("wrong");
     std::fs::write(&wrong, "not-the-token\n").unwrap();
-    let out = run_in(dir.path(), &["fleet", "--hosts", &agent.address, "--token-file", wrong.to_str().unwrap()]);
+    let out =
+        run_in(dir.path(), &["fleet", "--hosts", &agent.address, "--token-file", wrong.to_str().unwrap()]);
     assert_eq!(out.status.code(), Some(2));
     assert!(stderr(&out).contains("token"), "{}", stderr(&out));
 
@@ -165,13 +193,28 @@ fn a_sweep_runs_every_point_in_lock_step_across_the_fleet() {
     let (list, token) = (hosts(&agents), token_file(dir.path()));
     let target = dir.path().join("t");
     let args = [
-        "fleet", "--hosts", &list, "--token-file", token.to_str().unwrap(), "sweep", "--qd", "1,4", "--engine",
-        "null", "--runtime", "300ms", "--ramp", "0", "--target", target.to_str().unwrap(), "--json",
+        "fleet",
+        "--hosts",
+        &list,
+        "--token-file",
+        token.to_str().unwrap(),
+        "sweep",
+        "--qd",
+        "1,4",
+        "--engine",
+        "null",
+        "--runtime",
+        "300ms",
+        "--ramp",
+        "0",
+        "--target",
+        target.to_str().unwrap(),
+        "--json",
     ];
     let out = run_in(dir.path(), &args);
     assert!(out.status.success(), "{}", stderr(&out));
     let report = json(&out);
-    let jobs = report["report"]["jobs"].as_array().or(report["jobs"].as_array()).expect("jobs").clone();
+    let jobs = report["run"]["jobs"].as_array().expect("the sweep's jobs").clone();
     assert_eq!(jobs.len(), 2, "{report}");
     for job in &jobs {
         assert_eq!(host_results(job).len(), 2);
@@ -183,7 +226,16 @@ fn study_options_go_after_the_subcommand() {
     let dir = dir_with_target();
     let token = token_file(dir.path());
     let out = iolab()
-        .args(["fleet", "--hosts", "127.0.0.1:1", "--token-file", token.to_str().unwrap(), "--qd", "4", "sweep"])
+        .args([
+            "fleet",
+            "--hosts",
+            "127.0.0.1:1",
+            "--token-file",
+            token.to_str().unwrap(),
+            "--qd",
+            "4",
+            "sweep",
+        ])
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(2));

@@ -90,8 +90,22 @@ fn agents_in_their_own_network_namespaces_run_one_job_and_measure_their_links() 
     let token = token_file(dir.path());
     let target = dir.path().join("t");
     let args = [
-        "fleet", "--hosts", &list, "--token-file", token.to_str().unwrap(), "--netbench", "--netbench-time",
-        "500ms", "--target", target.to_str().unwrap(), "--engine", "psync", "--runtime", "1s", "--ramp", "0",
+        "fleet",
+        "--hosts",
+        &list,
+        "--token-file",
+        token.to_str().unwrap(),
+        "--netbench",
+        "--netbench-time",
+        "500ms",
+        "--target",
+        target.to_str().unwrap(),
+        "--engine",
+        "psync",
+        "--runtime",
+        "1s",
+        "--ramp",
+        "0",
         "--json",
     ];
     let out = run_in(dir.path(), &args);

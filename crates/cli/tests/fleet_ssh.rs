@@ -53,7 +53,10 @@ fn ssh_starts_an_agent_per_host_and_they_end_with_the_coordinator() {
         let address = host["host"].as_str().unwrap();
         let started = Instant::now();
         while TcpStream::connect(address).is_ok() {
-            assert!(started.elapsed() < Duration::from_secs(5), "the agent at {address} outlived its coordinator");
+            assert!(
+                started.elapsed() < Duration::from_secs(5),
+                "the agent at {address} outlived its coordinator"
+            );
             std::thread::sleep(Duration::from_millis(50));
         }
     }
@@ -63,7 +66,8 @@ fn ssh_starts_an_agent_per_host_and_they_end_with_the_coordinator() {
 fn an_ssh_host_that_cannot_start_an_agent_is_named() {
     let dir = dir_with_target();
     let ssh = dir.path().join("failing-ssh");
-    std::fs::write(&ssh, "#!/bin/sh\necho 'ssh: Could not resolve hostname nowhere' >&2\nexit 255\n").unwrap();
+    std::fs::write(&ssh, "#!/bin/sh\necho 'ssh: Could not resolve hostname nowhere' >&2\nexit 255\n")
+        .unwrap();
     std::fs::set_permissions(&ssh, std::fs::Permissions::from_mode(0o755)).unwrap();
     let token = token_file(dir.path());
     let out = iolab()

@@ -7,6 +7,9 @@
 //! so every study that runs in a `Lab` runs across a fleet unchanged.
 
 pub mod agent;
-pub mod protocol;
 pub mod coordinator;
 pub mod merge;
+pub mod protocol;
+
+#[cfg(test)]
+mod merge_tests;

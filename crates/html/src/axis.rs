@@ -26,15 +26,17 @@ pub struct Axis {
     pub from_zero: bool,
     /// A log axis ticks at powers of two (queue depths, worker counts), not 1-2-5.
     pub binary: bool,
+    /// A linear axis ticks at whole numbers only (hosts numbered 1, 2, 3), never at 1.5.
+    pub whole: bool,
 }
 
 impl Axis {
     pub fn linear(label: impl Into<String>) -> Axis {
-        Axis { label: label.into(), scale: Scale::Linear, from_zero: true, binary: false }
+        Axis { label: label.into(), scale: Scale::Linear, from_zero: true, binary: false, whole: false }
     }
 
     pub fn log(label: impl Into<String>) -> Axis {
-        Axis { label: label.into(), scale: Scale::Log, from_zero: false, binary: false }
+        Axis { label: label.into(), scale: Scale::Log, from_zero: false, binary: false, whole: false }
     }
 
     /// Log when the values span more than `ratio` (max / min), else linear from 0.
@@ -45,7 +47,13 @@ impl Axis {
             .fold((f64::INFINITY, 0.0_f64), |(l, h), v| (l.min(v), h.max(v)));
         let label = label.into();
         if high > 0.0 && high / low > ratio {
-            Axis { label: format!("{label}, log scale"), scale: Scale::Log, from_zero: false, binary: false }
+            Axis {
+                label: format!("{label}, log scale"),
+                scale: Scale::Log,
+                from_zero: false,
+                binary: false,
+                whole: false,
+            }
         } else {
             Axis::linear(label)
         }
@@ -102,6 +110,7 @@ impl Axis {
         match self.scale {
             Scale::Linear => {
                 let step = nice_step((high - low) / 7.0);
+                let step = if self.whole { step.max(1.0) } else { step };
                 let first = (low / step).ceil() as i64;
                 let last = (high / step).floor() as i64;
                 let bold: Vec<f64> = (first..=last).map(|i| i as f64 * step).collect();
@@ -231,7 +240,13 @@ mod tests {
 
     #[test]
     fn nines_ticks_are_the_report_percentiles() {
-        let axis = Axis { label: "percentile".into(), scale: Scale::Nines, from_zero: false, binary: false };
+        let axis = Axis {
+            label: "percentile".into(),
+            scale: Scale::Nines,
+            from_zero: false,
+            binary: false,
+            whole: false,
+        };
         let placed = axis.place(99.9999).expect("below 100");
         let (low, high) = axis.span(&[placed]);
         let (bold, _) = axis.ticks(low, high);
@@ -247,5 +262,13 @@ mod tests {
         assert_eq!(number(0.25), "0.25");
         assert_eq!(number(40.0), "40");
         assert_eq!(nice_step(13.0), 20.0);
+    }
+
+    #[test]
+    fn whole_ticks_skip_halves() {
+        let axis = Axis { from_zero: false, whole: true, ..Axis::linear("host") };
+        let (low, high) = axis.span(&[0.65, 3.35]);
+        let labels: Vec<String> = axis.ticks(low, high).0.iter().map(|&v| axis.label_at(v)).collect();
+        assert_eq!(labels, ["1", "2", "3"]);
     }
 }

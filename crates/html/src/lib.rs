@@ -5,11 +5,14 @@
 //! It reads only what the store keeps (each point's summary, series, verdict and histograms,
 //! and the command's own report), never re-runs anything. Several runs are overlaid in each
 //! chart, each named "#ID kind target" in the legend, with one colour per run (per curve of a
-//! sweep) throughout the page. A chart is drawn only where some run has its data, so a run
+//! sweep) throughout the page. A point run across a fleet gets a Hosts panel: each host's
+//! figures, start offset, verdict and link, and its IOPS over time. A chart is drawn only where some run has its data, so a run
 //! imported from fio (no series, CPU or histograms) renders what it has.
 
 mod axis;
 mod charts;
+mod fleet;
+mod hosts;
 mod page;
 mod plot;
 mod studies;
@@ -44,7 +47,8 @@ pub fn render(runs: &[StoredRun]) -> Result<String, HtmlError> {
         })
         .collect();
     let figures = charts::all(&subjects)?;
-    Ok(page::document(&subjects, &figures))
+    let hosts = subjects.iter().map(hosts::panels).collect::<Result<Vec<_>, _>>()?;
+    Ok(page::document(&subjects, &figures, &hosts))
 }
 
 /// A run as the report shows it.

@@ -40,7 +40,8 @@ details summary { cursor: pointer; color: #555; font-size: 14px; }
 "#;
 
 /// The whole document.
-pub(crate) fn document(subjects: &[Subject<'_>], figures: &[Figure]) -> String {
+/// `hosts[i]` is the Hosts panel (or panels) of `subjects[i]`, already drawn; "" for none.
+pub(crate) fn document(subjects: &[Subject<'_>], figures: &[Figure], hosts: &[String]) -> String {
     let mut out = String::new();
     let title = if subjects.len() == 1 {
         format!("iolab report: {}", subjects[0].name)
@@ -60,19 +61,24 @@ pub(crate) fn document(subjects: &[Subject<'_>], figures: &[Figure]) -> String {
         out.push_str("<h2>Charts</h2>\n");
     }
     for figure in figures {
-        let _ = write!(
-            out,
-            "<figure class=\"chart\" data-chart=\"{}\">\n{}\n<figcaption>{}</figcaption>\n</figure>\n",
-            figure.kind,
-            figure.svg.trim(),
-            esc(&figure.caption)
-        );
+        figure_html(&mut out, figure);
     }
-    for subject in subjects {
-        run_section(&mut out, subject);
+    for (index, subject) in subjects.iter().enumerate() {
+        run_section(&mut out, subject, hosts.get(index).map_or("", String::as_str));
     }
     out.push_str("</main>\n</body>\n</html>\n");
     out
+}
+
+/// A chart with its caption.
+pub(crate) fn figure_html(out: &mut String, figure: &Figure) {
+    let _ = write!(
+        out,
+        "<figure class=\"chart\" data-chart=\"{}\">\n{}\n<figcaption>{}</figcaption>\n</figure>\n",
+        figure.kind,
+        figure.svg.trim(),
+        esc(&figure.caption)
+    );
 }
 
 /// One line per run, with the colour it has in the charts.
@@ -100,7 +106,7 @@ fn runs_table(out: &mut String, subjects: &[Subject<'_>]) {
     out.push_str("</table>\n");
 }
 
-fn run_section(out: &mut String, subject: &Subject<'_>) {
+fn run_section(out: &mut String, subject: &Subject<'_>, hosts: &str) {
     let run = subject.run;
     let info = &run.info;
     let _ = writeln!(out, "<h2 id=\"run-{}\">{}</h2>", info.id, esc(&subject.name));
@@ -127,6 +133,7 @@ fn run_section(out: &mut String, subject: &Subject<'_>) {
     }
     out.push_str("</div>\n");
     points_table(out, subject);
+    out.push_str(hosts);
     study_verdict(out, &subject.study);
     point_verdicts(out, &run.points);
 }

@@ -123,9 +123,11 @@ impl Chart {
         }
     }
 
-    /// Whether there is anything to draw.
+    /// Whether there is anything to draw: a line's point, or a bar (a band of some height).
     pub fn is_empty(&self) -> bool {
+        let bar = |b: &Band| b.y.is_some_and(|(low, high)| self.placed((b.x.0, low)).is_some() && high > low);
         !self.lines.iter().any(|l| l.points.iter().any(|&p| self.placed(p).is_some()))
+            && !self.bands.iter().any(bar)
     }
 
     fn placed(&self, (x, y): (f64, f64)) -> Option<(f64, f64)> {

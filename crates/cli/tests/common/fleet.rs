@@ -58,7 +58,11 @@ impl Agent {
                 panic!("the agent ended before it listened: {}", log.lock().unwrap());
             }
             log.lock().unwrap().push_str(&line);
-            address = line.split("listening on ").nth(1).and_then(|rest| rest.split_whitespace().next()).map(String::from);
+            address = line
+                .split("listening on ")
+                .nth(1)
+                .and_then(|rest| rest.split_whitespace().next())
+                .map(String::from);
         }
         let gathered = log.clone();
         std::thread::spawn(move || {

@@ -126,7 +126,9 @@ async fn stop_signal(until_stdin_closes: bool) {
         if !until_stdin_closes {
             return std::future::pending().await;
         }
-        let _ = tokio::task::spawn_blocking(|| std::io::copy(&mut std::io::stdin().lock(), &mut std::io::sink())).await;
+        let _ =
+            tokio::task::spawn_blocking(|| std::io::copy(&mut std::io::stdin().lock(), &mut std::io::sink()))
+                .await;
         eprintln!("iolab agent: stdin closed (the coordinator has gone)");
     };
     let terminate = async {

@@ -227,7 +227,9 @@ fn unreachable(error: ureq::Error) -> ClientError {
 }
 
 /// The response if it is a success; its `ApiError` (or status) if not.
-fn check(mut response: ureq::http::Response<ureq::Body>) -> Result<ureq::http::Response<ureq::Body>, ClientError> {
+fn check(
+    mut response: ureq::http::Response<ureq::Body>,
+) -> Result<ureq::http::Response<ureq::Body>, ClientError> {
     let status = response.status().as_u16();
     if (200..300).contains(&status) {
         return Ok(response);

@@ -17,7 +17,7 @@ use super::client::{unix_ns, AgentClient, ClientError, Greeting};
 use super::heartbeat::Heartbeat;
 use super::live::{self, LiveFleet};
 use super::netbench;
-use crate::merge::{self, HostOutcome, HostPart};
+use crate::merge::{self, FinishedHost, HostOutcome, HostPart};
 use crate::protocol::AgentResult;
 
 /// How long after the start requests go out the hosts begin: room for every request to land.
@@ -75,7 +75,9 @@ impl Fleet {
         let hosts: Vec<Host> = clients
             .into_iter()
             .zip(greeted)
-            .filter_map(|(client, ok)| ok.ok().map(|(greeting, session)| Host { client, greeting, session, failed: None }))
+            .filter_map(|(client, ok)| {
+                ok.ok().map(|(greeting, session)| Host { client, greeting, session, failed: None })
+            })
             .collect();
         for host in &hosts {
             let hello = &host.greeting.hello;
@@ -238,9 +240,9 @@ impl Fleet {
             .enumerate()
             .map(|(i, (host, result))| {
                 let outcome = match (result, &host.failed) {
-                    (Some(result), None) => {
-                        HostOutcome::from_agent(result).map_err(|e| format!("its result is damaged: {e}"))
-                    }
+                    (Some(result), None) => FinishedHost::decode(result)
+                        .map(|host| HostOutcome::Finished(Box::new(host)))
+                        .map_err(|e| format!("its result is damaged: {e}")),
                     (_, failed) => Err(failed.clone().unwrap_or_else(|| "no result".into())),
                 };
                 let outcome = outcome.unwrap_or_else(|reason| HostOutcome::Failed {
@@ -264,15 +266,21 @@ impl Remote for Fleet {
         self.prepare_all(&text, observer)
     }
 
-    fn run(&mut self, job: &JobSpec, interrupt: &AtomicBool, observer: &mut dyn Observer) -> Result<JobResult, RunError> {
+    fn run(
+        &mut self,
+        job: &JobSpec,
+        interrupt: &AtomicBool,
+        observer: &mut dyn Observer,
+    ) -> Result<JobResult, RunError> {
         let text = iolab_spec::wire::job_file_text(job).map_err(|e| RunError::Invalid(e.to_string()))?;
         self.prepare_all(&text, observer)?;
         self.start_all(observer)?;
         let live = self.follow(job, interrupt, observer);
         let parts = self.collect(&live, observer);
-        let mut merged = merge::merge(job, &parts, &self.links).map_err(|e| RunError::Fleet(e.to_string()))?;
+        let mut merged =
+            merge::merge(job, &parts, &self.links).map_err(|e| RunError::Fleet(e.to_string()))?;
         if let Some(fleet) = merged.fleet.as_mut() {
-            let phase_end_ns = parts.iter().filter_map(HostPart::window_end_unix_ns).max().unwrap_or(0);
+            let phase_end_ns = parts.iter().filter_map(window_end_unix_ns).max().unwrap_or(0);
             fleet.merge_latency_ms = unix_ns().saturating_sub(phase_end_ns) as f64 / 1e6;
             fleet.max_stream_lag_ms = live.max_lag_ms();
         }
@@ -309,7 +317,9 @@ fn on_every_indexed<T: Send>(
             clients.iter().enumerate().map(|(n, client)| scope.spawn(move || call(n, client))).collect();
         handles
             .into_iter()
-            .map(|h| h.join().unwrap_or_else(|_| Err(ClientError::Garbled("the request thread panicked".into()))))
+            .map(|h| {
+                h.join().unwrap_or_else(|_| Err(ClientError::Garbled("the request thread panicked".into())))
+            })
             .collect()
     })
 }
@@ -322,6 +332,13 @@ fn failures<T>(clients: &[Arc<AgentClient>], results: &[Result<T, ClientError>])
         .filter_map(|(client, r)| r.as_ref().err().map(|e| format!("{}: {e}", client.address)))
         .collect::<Vec<_>>()
         .join("; ")
+}
+
+/// When a finished host's measured window closed, on the coordinator's clock.
+fn window_end_unix_ns(part: &HostPart) -> Option<u64> {
+    let HostOutcome::Finished(host) = &part.outcome else { return None };
+    let start = host.result.window_start_unix_ns.saturating_add_signed(-part.clock_offset_ns);
+    Some(start + (host.result.measured_s * 1e9) as u64)
 }
 
 fn hostname() -> String {

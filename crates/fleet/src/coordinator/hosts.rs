@@ -9,13 +9,19 @@ pub const DEFAULT_PORT: u16 = 7878;
 
 /// Parses a comma-separated list; a host without a port gets `DEFAULT_PORT`.
 pub fn parse_list(text: &str) -> Result<Vec<String>, String> {
-    let hosts = text.split(',').map(str::trim).filter(|h| !h.is_empty()).map(address).collect::<Result<Vec<_>, _>>()?;
+    let hosts = text
+        .split(',')
+        .map(str::trim)
+        .filter(|h| !h.is_empty())
+        .map(address)
+        .collect::<Result<Vec<_>, _>>()?;
     checked(hosts, "--hosts")
 }
 
 pub fn load_file(path: &Path) -> Result<Vec<String>, String> {
     let shown = path.display();
-    let text = std::fs::read_to_string(path).map_err(|e| format!("cannot read the hosts file {shown}: {e}"))?;
+    let text =
+        std::fs::read_to_string(path).map_err(|e| format!("cannot read the hosts file {shown}: {e}"))?;
     let mut hosts = Vec::new();
     for (number, line) in text.lines().enumerate() {
         let line = line.split('#').next().unwrap_or("").trim();
@@ -28,8 +34,11 @@ pub fn load_file(path: &Path) -> Result<Vec<String>, String> {
 
 /// `--ssh` destinations as ssh takes them (host, user@host, an alias of ~/.ssh/config).
 pub fn ssh_list(text: &str) -> Result<Vec<String>, String> {
-    let hosts: Vec<String> = text.split(',').map(str::trim).filter(|h| !h.is_empty()).map(String::from).collect();
-    if let Some(bad) = hosts.iter().find(|h| h.starts_with('-') || h.contains(|c: char| c.is_whitespace() || c == '/')) {
+    let hosts: Vec<String> =
+        text.split(',').map(str::trim).filter(|h| !h.is_empty()).map(String::from).collect();
+    if let Some(bad) =
+        hosts.iter().find(|h| h.starts_with('-') || h.contains(|c: char| c.is_whitespace() || c == '/'))
+    {
         return Err(format!("'{bad}' is not an ssh host"));
     }
     checked(hosts, "--ssh")

@@ -23,9 +23,16 @@ const RECONNECT_PAUSE: Duration = Duration::from_millis(300);
 
 /// What a host's reader thread forwards.
 pub enum Heard {
-    Event { host: usize, event: LiveEvent, received_ns: u64 },
+    Event {
+        host: usize,
+        event: LiveEvent,
+        received_ns: u64,
+    },
     /// The stream is gone for good, with why.
-    Lost { host: usize, reason: String },
+    Lost {
+        host: usize,
+        reason: String,
+    },
 }
 
 /// Starts the thread that follows `host`'s stream of `session`, reconnecting where it broke.
@@ -43,7 +50,8 @@ pub fn follow(host: usize, client: Arc<AgentClient>, session: String, to: Sender
                                 Ok(event) => {
                                     seen += 1;
                                     failures = 0;
-                                    let last = matches!(event, LiveEvent::Finished | LiveEvent::Failed { .. });
+                                    let last =
+                                        matches!(event, LiveEvent::Finished | LiveEvent::Failed { .. });
                                     let heard = Heard::Event { host, event, received_ns: unix_ns() };
                                     if to.send(heard).is_err() || last {
                                         return;
@@ -55,7 +63,8 @@ pub fn follow(host: usize, client: Arc<AgentClient>, session: String, to: Sender
                                 }
                             }
                         }
-                        ended.unwrap_or_else(|| ClientError::Unreachable("the live stream ended early".into()))
+                        ended
+                            .unwrap_or_else(|| ClientError::Unreachable("the live stream ended early".into()))
                     }
                     Err(e) => e,
                 };
@@ -98,7 +107,15 @@ pub struct LiveFleet {
 impl LiveFleet {
     pub fn new(names: Vec<String>, offsets: Vec<i64>) -> Self {
         let hosts = names.iter().map(|_| HostState::default()).collect();
-        LiveFleet { names, hosts, offsets, intervals: BTreeMap::new(), shown: None, max_lag_ns: 0, rates: Vec::new() }
+        LiveFleet {
+            names,
+            hosts,
+            offsets,
+            intervals: BTreeMap::new(),
+            shown: None,
+            max_lag_ns: 0,
+            rates: Vec::new(),
+        }
     }
 
     pub fn hear(&mut self, heard: Heard) {
@@ -139,7 +156,8 @@ impl LiveFleet {
         let running = self.hosts.iter().filter(|h| h.failure.is_none()).count();
         // The newest interval every running host has reported is exact; older ones are done.
         if entry.1 >= running {
-            let duration = self.hosts.iter().find_map(|h| h.series.last().map(|p| p.duration_s)).unwrap_or(1.0);
+            let duration =
+                self.hosts.iter().find_map(|h| h.series.last().map(|p| p.duration_s)).unwrap_or(1.0);
             self.shown = Some(entry.0.point(Nanos(0), Nanos((duration * 1e9) as u64)));
             self.intervals.retain(|&i, _| i > index);
         }
@@ -166,7 +184,11 @@ impl LiveFleet {
     /// The fleet's progress: the furthest host's clock, the summed IOPS of the last second and
     /// the latest merged interval's latency.
     pub fn progress<'a>(&'a mut self, job: &'a str) -> Option<ProgressUpdate<'a>> {
-        let lead = self.hosts.iter().filter(|h| h.phase.is_some()).max_by_key(|h| (h.phase == Some(Phase::Measure), h.elapsed_ns))?;
+        let lead = self
+            .hosts
+            .iter()
+            .filter(|h| h.phase.is_some())
+            .max_by_key(|h| (h.phase == Some(Phase::Measure), h.elapsed_ns))?;
         let (phase, elapsed, total) = (lead.phase?, lead.elapsed_ns, lead.total_ns);
         self.rates = self
             .names

@@ -11,7 +11,11 @@ use iolab_runner::Observer;
 use super::client::AgentClient;
 
 /// Per host, the throughput it sent at (10^6 bytes/s); `None` where it could not be measured.
-pub fn measure(clients: &[Arc<AgentClient>], duration: Duration, observer: &mut dyn Observer) -> Vec<Option<f64>> {
+pub fn measure(
+    clients: &[Arc<AgentClient>],
+    duration: Duration,
+    observer: &mut dyn Observer,
+) -> Vec<Option<f64>> {
     if clients.len() < 2 {
         observer.note("--netbench needs two hosts or more: a host has no peer to send to");
         return vec![None; clients.len()];

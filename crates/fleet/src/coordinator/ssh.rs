@@ -31,7 +31,8 @@ pub fn launch(hosts: &[String], iolab: &str, agent_args: &str, token: &str) -> R
         if host.starts_with('-') || host.contains(char::is_whitespace) {
             return Err(format!("'{host}' is not an ssh host"));
         }
-        let port = free_port().map_err(|e| format!("cannot find a free local port for {host}'s tunnel: {e}"))?;
+        let port =
+            free_port().map_err(|e| format!("cannot find a free local port for {host}'s tunnel: {e}"))?;
         let remote = format!(
             "{iolab} agent --listen 127.0.0.1:{port} --token-file - {agent_args}",
             iolab = shell_word(iolab)
@@ -49,7 +50,9 @@ pub fn launch(hosts: &[String], iolab: &str, agent_args: &str, token: &str) -> R
             .map_err(|e| format!("cannot run {ssh}: {e}"))?;
         if let Some(stdin) = child.stdin.as_mut() {
             // The agent reads its token as the first line; the pipe then stays open as its lifeline.
-            stdin.write_all(format!("{token}\n").as_bytes()).map_err(|e| format!("{host}: ssh took no token: {e}"))?;
+            stdin
+                .write_all(format!("{token}\n").as_bytes())
+                .map_err(|e| format!("{host}: ssh took no token: {e}"))?;
         }
         agents.children.push(child);
         agents.addresses.push(format!("127.0.0.1:{port}"));
@@ -79,7 +82,10 @@ impl SshAgents {
                     let _ = pipe.read_to_string(&mut stderr);
                 }
                 let said = stderr.trim();
-                return Err(format!("ssh ended ({status}){}", if said.is_empty() { String::new() } else { format!(": {said}") }));
+                return Err(format!(
+                    "ssh ended ({status}){}",
+                    if said.is_empty() { String::new() } else { format!(": {said}") }
+                ));
             }
             match client.hello() {
                 Ok(_) => return Ok(()),

@@ -39,6 +39,7 @@ pub(crate) fn percentiles(subjects: &[Subject<'_>]) -> Result<Vec<Figure>, HtmlE
         scale: Scale::Nines,
         from_zero: false,
         binary: false,
+        whole: false,
     };
     let mut chart = Chart::new("Latency percentiles", x, Axis::log(format!("latency ({unit}), log scale")));
     for mut line in wanted {

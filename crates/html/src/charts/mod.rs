@@ -1,8 +1,9 @@
 //! Every chart of the report, each drawn only where some run has its data: load curves
 //! (sweeps, ramps, CPU), latency distributions (percentiles, histogram), and time (per-second
-//! series, the cliff log, steady-state rounds).
+//! series, the cliff log, steady-state rounds); and the Hosts panel's charts of a fleet point.
 
 mod distribution;
+pub(crate) mod hosts;
 mod load;
 mod time;
 
