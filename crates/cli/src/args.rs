@@ -86,7 +86,7 @@ pub enum Command {
     /// result is one, with exactly merged histograms (the percentiles of every host's I/Os
     /// together) and each host's share. `iolab fleet --hosts a:7878,b:7878 --token-file T
     /// job.toml`, or `... sweep --qd 1..32 /dev/nvme0n1`.
-    Fleet(FleetArgs),
+    Fleet(Box<FleetArgs>),
     /// Serve jobs for fleet coordinators (`iolab fleet`) over HTTP: on 127.0.0.1:7878 unless
     /// --listen says otherwise, every request checked against --token-file, writes only where
     /// --allow-write allows.

@@ -48,7 +48,7 @@ fn main() -> ExitCode {
         args::Command::Ramp(args) => ramp_command::run(args, &cli.store, &mut Place::Here),
         args::Command::Compare(args) => compare_command::run(args, &cli.store),
         args::Command::Report(args) => report_command::run(args, &cli.store),
-        args::Command::Fleet(args) => fleet_command::run(args, &cli.store),
+        args::Command::Fleet(args) => fleet_command::run(*args, &cli.store),
         args::Command::Agent(args) => agent_command::run(args),
         args::Command::Import { source } => import_command::run(source, &cli.store),
         args::Command::Results { action } => results_command::run(action, &cli.store),

@@ -222,6 +222,51 @@ fn a_sweep_runs_every_point_in_lock_step_across_the_fleet() {
 }
 
 #[test]
+fn ramps_and_suites_run_across_the_fleet_with_the_rate_shared_by_the_hosts() {
+    let dir = dir_with_target();
+    let allowed = dir.path().to_str().unwrap().to_string();
+    let agents: Vec<Agent> =
+        (0..2).map(|_| Agent::start(dir.path(), "127.0.0.1:0", &["--allow-write", &allowed])).collect();
+    let (list, token) = (hosts(&agents), token_file(dir.path()));
+    let target = dir.path().join("t");
+    let fleet = ["fleet", "--hosts", &list, "--token-file", token.to_str().unwrap()];
+    let workload =
+        ["--engine", "null", "--runtime", "300ms", "--ramp", "0", "--target", target.to_str().unwrap()];
+    let mut args: Vec<&str> = fleet.to_vec();
+    args.extend(["run", "--rate-iops", "2000", "--json"]);
+    args.extend(workload);
+    let out = run_in(dir.path(), &args);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let report = json(&out);
+    let job = &report["jobs"][0];
+    for host in host_results(job) {
+        let iops = host["total"]["iops"].as_f64().unwrap();
+        assert!(iops < 1500.0, "each host ran half of the fleet's 2000 IOPS: {iops}");
+    }
+    let rate = &job["groups"][0]["rate"];
+    assert_eq!(rate["target_iops"].as_f64(), Some(2000.0), "{rate}");
+
+    let mut args: Vec<&str> = fleet.to_vec();
+    args.extend(["ramp", "--levels", "50,100", "--json"]);
+    args.extend(workload);
+    let out = run_in(dir.path(), &args);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let report = json(&out);
+    let jobs = report["run"]["jobs"].as_array().expect("the ramp's jobs");
+    assert_eq!(jobs.len(), 3, "the maximum, then two levels");
+    assert!(jobs.iter().all(|job| host_results(job).len() == 2));
+
+    let mut args: Vec<&str> = fleet.to_vec();
+    args.extend(["suite", "quick", "--json"]);
+    args.extend(workload);
+    let out = run_in(dir.path(), &args);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let jobs = json(&out)["run"]["jobs"].as_array().expect("the suite's jobs").clone();
+    assert_eq!(jobs.len(), 8);
+    assert!(jobs.iter().all(|job| host_results(job).len() == 2));
+}
+
+#[test]
 fn study_options_go_after_the_subcommand() {
     let dir = dir_with_target();
     let token = token_file(dir.path());

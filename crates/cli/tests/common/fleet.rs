@@ -55,9 +55,9 @@ impl Agent {
         while address.is_none() {
             line.clear();
             if lines.read_line(&mut line).unwrap_or(0) == 0 {
-                panic!("the agent ended before it listened: {}", log.lock().unwrap());
+                panic!("the agent ended before it listened: {}", log.lock().expect("log"));
             }
-            log.lock().unwrap().push_str(&line);
+            log.lock().expect("log").push_str(&line);
             address = line
                 .split("listening on ")
                 .nth(1)
@@ -68,7 +68,7 @@ impl Agent {
         std::thread::spawn(move || {
             let mut line = String::new();
             while lines.read_line(&mut line).unwrap_or(0) > 0 {
-                gathered.lock().unwrap().push_str(&line);
+                gathered.lock().expect("log").push_str(&line);
                 line.clear();
             }
         });
@@ -76,7 +76,7 @@ impl Agent {
     }
 
     pub fn log(&self) -> String {
-        self.log.lock().unwrap().clone()
+        self.log.lock().expect("log").clone()
     }
 
     pub fn kill(&mut self) {

@@ -101,6 +101,17 @@ impl Fleet {
         Ok(fleet)
     }
 
+    /// What each host runs: `job`, with a rate (`--rate-iops`) shared evenly by the running
+    /// hosts, as a group's rate is by its threads: a fleet's rate is the fleet's.
+    fn job_text(&self, job: &JobSpec) -> Result<String, RunError> {
+        let hosts = self.running().len().max(1) as u64;
+        let mut share = job.clone();
+        for rate in share.groups.iter_mut().filter_map(|g| g.rate.as_mut()) {
+            rate.iops = rate.iops.div_ceil(hosts).max(1);
+        }
+        iolab_spec::wire::job_file_text(&share).map_err(|e| RunError::Invalid(e.to_string()))
+    }
+
     fn running(&self) -> Vec<usize> {
         (0..self.hosts.len()).filter(|&i| self.hosts[i].failed.is_none()).collect()
     }
@@ -262,7 +273,7 @@ impl Fleet {
 
 impl Remote for Fleet {
     fn check(&mut self, job: &JobSpec, observer: &mut dyn Observer) -> Result<(), RunError> {
-        let text = iolab_spec::wire::job_file_text(job).map_err(|e| RunError::Invalid(e.to_string()))?;
+        let text = self.job_text(job)?;
         self.prepare_all(&text, observer)
     }
 
@@ -272,7 +283,7 @@ impl Remote for Fleet {
         interrupt: &AtomicBool,
         observer: &mut dyn Observer,
     ) -> Result<JobResult, RunError> {
-        let text = iolab_spec::wire::job_file_text(job).map_err(|e| RunError::Invalid(e.to_string()))?;
+        let text = self.job_text(job)?;
         self.prepare_all(&text, observer)?;
         self.start_all(observer)?;
         let live = self.follow(job, interrupt, observer);
