@@ -48,8 +48,10 @@ def main():
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--runtime", default="2s")
     parser.add_argument("--engine", default="null")
+    parser.add_argument("--qd", default="1")
     parser.add_argument("--target", help="file each agent reads (default: a 16 MiB file made here)")
     args = parser.parse_args()
+    args.iolab = os.path.abspath(args.iolab)
     with tempfile.TemporaryDirectory(prefix="iolab-fleet-bench-") as workdir:
         target = args.target or os.path.join(workdir, "t")
         if not args.target:
@@ -59,9 +61,10 @@ def main():
         try:
             hosts = ",".join(address for _, address in agents)
             command = [args.iolab, "--no-store", "fleet", "--hosts", hosts, "--token-file", token,
-                       "--target", target, "--engine", args.engine, "--runtime", args.runtime,
+                       "--target", target, "--engine", args.engine, "--qd", args.qd, "--runtime", args.runtime,
                        "--ramp", "0", "--json", "--quiet"]
-            print("command:", " ".join(command[:5]), f"<{args.agents} agents>", " ".join(command[6:]))
+            shown = command[:4] + [f"<{args.agents} agents>"] + command[5:]
+            print("command:", " ".join(shown))
             skews, merges = [], []
             for run in range(args.runs):
                 started = time.monotonic()

@@ -4,7 +4,7 @@ use std::os::fd::AsRawFd;
 use std::sync::atomic::AtomicBool;
 use std::sync::mpsc;
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Instant, SystemTime};
 
 use iolab_engine::Op;
 use iolab_spec::{EngineKind, JobSpec, RateSpec};
@@ -24,11 +24,14 @@ use crate::prepare::PreparedTarget;
 use crate::routing::{Region, Router};
 use crate::schedule::Schedule;
 use crate::shared::Shared;
+use crate::start_gate;
 
-/// Runs `job` on its prepared targets (per group, its targets).
+/// Runs `job` on its prepared targets (per group, its targets); with `start_at`, its I/O
+/// begins at that instant (once every engine is open), not at once.
 pub fn run_job(
     job: &JobSpec,
     targets: &[Vec<PreparedTarget>],
+    start_at: Option<SystemTime>,
     interrupt: &AtomicBool,
     observer: &mut dyn Observer,
 ) -> Result<JobResult, RunError> {
@@ -114,6 +117,9 @@ pub fn run_job(
         return Err(error);
     }
 
+    if let Some(at) = start_at {
+        start_gate::wait_until(at, interrupt);
+    }
     let shared = Arc::new(Shared::new(
         Instant::now(),
         job.ramp.0,
@@ -321,8 +327,7 @@ fn assemble(
 
 /// The wall clock (ns since the Unix epoch) at `at`, a time of the job's own clock.
 fn wall_clock_of(shared: &Shared, at: u64) -> u64 {
-    let now_unix =
-        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos() as u64);
+    let now_unix = SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos() as u64);
     now_unix.saturating_sub(shared.now_ns().saturating_sub(at))
 }
 

@@ -92,11 +92,23 @@ impl<'a> Lab<'a> {
         targets: &[Vec<PreparedTarget>],
         observer: &mut dyn Observer,
     ) -> Result<&JobResult, RunError> {
+        self.run_prepared_at(job, targets, None, observer)
+    }
+
+    /// As `run_prepared`, with the I/O beginning at `start_at` (a fleet agent's start instant):
+    /// the threads are started and the engines opened before it.
+    pub fn run_prepared_at(
+        &mut self,
+        job: &JobSpec,
+        targets: &[Vec<PreparedTarget>],
+        start_at: Option<std::time::SystemTime>,
+        observer: &mut dyn Observer,
+    ) -> Result<&JobResult, RunError> {
         let result = match self.remote.as_mut() {
             Some(remote) => remote.run(job, self.interrupt, observer)?,
             None => {
                 prepare::check_buffer_memory(std::slice::from_ref(job))?;
-                run_job(job, targets, self.interrupt, observer)?
+                run_job(job, targets, start_at, self.interrupt, observer)?
             }
         };
         if let Some(sink) = self.sink.as_mut() {

@@ -16,6 +16,7 @@ mod routing;
 mod run;
 mod schedule;
 mod shared;
+mod start_gate;
 
 pub use error::RunError;
 pub use lab::Lab;

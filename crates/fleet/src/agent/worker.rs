@@ -2,9 +2,9 @@
 //! waits for the start instant, runs the job and hands its result and events to the session.
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::sync::atomic::{AtomicBool, Ordering::SeqCst};
+use std::sync::atomic::AtomicBool;
 use std::sync::{mpsc, Arc};
-use std::time::{Duration, Instant, SystemTime};
+use std::time::SystemTime;
 
 use axum::http::StatusCode;
 use iolab_runner::{Lab, Observer, OnFailedStart, Phase, PreparedTarget, ProgressUpdate, RunError};
@@ -58,11 +58,10 @@ pub fn run(session: &Session, allow: &AllowList, commands: &mpsc::Receiver<Comma
                     finish(session, Err(Failure::conflict("no job is prepared; POST prepare first")));
                     continue;
                 };
-                wait_until(at, &interrupt);
                 let mut observer =
                     LiveObserver { log: &session.log, intervals: Vec::new(), notes: Vec::new() };
                 let outcome = catch_unwind(AssertUnwindSafe(|| {
-                    let result = lab.run_prepared(&job, &opened, &mut observer)?;
+                    let result = lab.run_prepared_at(&job, &opened, Some(at), &mut observer)?;
                     let groups =
                         result.groups.iter().map(|g| EncodedHistograms::encode(&g.histograms)).collect();
                     Ok::<_, RunError>(AgentResult {
@@ -143,23 +142,6 @@ fn failure_of(error: &RunError) -> Failure {
     let status =
         if error.is_user_error() { StatusCode::BAD_REQUEST } else { StatusCode::INTERNAL_SERVER_ERROR };
     Failure::new(status, error.to_string())
-}
-
-/// Sleeps until `at` on the wall clock (coarsely, then spinning the last 2 ms for precision);
-/// returns early when interrupted.
-fn wait_until(at: SystemTime, interrupt: &AtomicBool) {
-    const SPIN: Duration = Duration::from_millis(2);
-    let deadline = Instant::now() + at.duration_since(SystemTime::now()).unwrap_or_default();
-    loop {
-        let left = deadline.saturating_duration_since(Instant::now());
-        if left <= SPIN || interrupt.load(SeqCst) {
-            break;
-        }
-        std::thread::sleep((left - SPIN).min(Duration::from_millis(50)));
-    }
-    while Instant::now() < deadline && !interrupt.load(SeqCst) {
-        std::hint::spin_loop();
-    }
 }
 
 /// Turns what the runner reports into live events, and keeps each interval's histograms for
