@@ -12,6 +12,12 @@ fn fleet_args<'a>(hosts: &'a str, token: &'a str) -> Vec<&'a str> {
     vec!["fleet", "--hosts", hosts, "--token-file", token]
 }
 
+/// A short run of the null engine on `target`: what a test that is not about I/O runs.
+fn null_workload(target: &std::path::Path) -> [&str; 8] {
+    let target = target.to_str().expect("a UTF-8 path");
+    ["--target", target, "--engine", "null", "--runtime", "300ms", "--ramp", "0"]
+}
+
 fn agents(dir: &std::path::Path, n: usize) -> Vec<Agent> {
     (0..n).map(|_| Agent::start(dir, "127.0.0.1:0", &[])).collect()
 }
@@ -49,16 +55,7 @@ fn a_fleet_run_merges_every_host_into_one_result() {
     assert!(job["verdict"]["summary"].as_str().is_some_and(|s| !s.is_empty()));
     // The text report names the hosts.
     let mut args = fleet_args(&list, token.to_str().unwrap());
-    args.extend([
-        "--target",
-        target.to_str().unwrap(),
-        "--engine",
-        "null",
-        "--runtime",
-        "300ms",
-        "--ramp",
-        "0",
-    ]);
+    args.extend(null_workload(&target));
     let out = run_in(dir.path(), &args);
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success(), "{}", stderr(&out));
@@ -106,16 +103,7 @@ fn a_killed_agent_is_marked_failed_and_the_others_finish_then_it_restarts_cleanl
     let address = agents[1].address.clone();
     agents[1] = Agent::start(dir.path(), &address, &[]);
     let mut args = fleet_args(&list, token.to_str().unwrap());
-    args.extend([
-        "--target",
-        target.to_str().unwrap(),
-        "--engine",
-        "null",
-        "--runtime",
-        "300ms",
-        "--ramp",
-        "0",
-    ]);
+    args.extend(null_workload(&target));
     args.push("--json");
     let out = run_in(dir.path(), &args);
     assert!(out.status.success(), "{}", stderr(&out));
@@ -192,25 +180,9 @@ fn a_sweep_runs_every_point_in_lock_step_across_the_fleet() {
     let agents = agents(dir.path(), 2);
     let (list, token) = (hosts(&agents), token_file(dir.path()));
     let target = dir.path().join("t");
-    let args = [
-        "fleet",
-        "--hosts",
-        &list,
-        "--token-file",
-        token.to_str().unwrap(),
-        "sweep",
-        "--qd",
-        "1,4",
-        "--engine",
-        "null",
-        "--runtime",
-        "300ms",
-        "--ramp",
-        "0",
-        "--target",
-        target.to_str().unwrap(),
-        "--json",
-    ];
+    let mut args = fleet_args(&list, token.to_str().unwrap());
+    args.extend(["sweep", "--qd", "1,4", "--json"]);
+    args.extend(null_workload(&target));
     let out = run_in(dir.path(), &args);
     assert!(out.status.success(), "{}", stderr(&out));
     let report = json(&out);
@@ -230,8 +202,7 @@ fn ramps_and_suites_run_across_the_fleet_with_the_rate_shared_by_the_hosts() {
     let (list, token) = (hosts(&agents), token_file(dir.path()));
     let target = dir.path().join("t");
     let fleet = ["fleet", "--hosts", &list, "--token-file", token.to_str().unwrap()];
-    let workload =
-        ["--engine", "null", "--runtime", "300ms", "--ramp", "0", "--target", target.to_str().unwrap()];
+    let workload = null_workload(&target);
     let mut args: Vec<&str> = fleet.to_vec();
     args.extend(["run", "--rate-iops", "2000", "--json"]);
     args.extend(workload);

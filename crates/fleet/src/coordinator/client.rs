@@ -181,23 +181,26 @@ impl AgentClient {
     }
 
     fn post<B: Serialize, T: DeserializeOwned>(&self, path: &str, body: &B) -> Result<T, ClientError> {
-        let response = self
-            .http
-            .post(format!("{}{path}", self.base))
-            .header("Authorization", &self.authorization)
-            .send_json(body)
-            .map_err(unreachable)?;
-        read(check(response)?)
+        read(self.send(path, body)?)
     }
 
     fn post_ignoring<B: Serialize>(&self, path: &str, body: &B) -> Result<(), ClientError> {
+        self.send(path, body).map(|_| ())
+    }
+
+    /// POSTs `body` to `path`; the response if it is a success.
+    fn send<B: Serialize>(
+        &self,
+        path: &str,
+        body: &B,
+    ) -> Result<ureq::http::Response<ureq::Body>, ClientError> {
         let response = self
             .http
             .post(format!("{}{path}", self.base))
             .header("Authorization", &self.authorization)
             .send_json(body)
             .map_err(unreachable)?;
-        check(response).map(|_| ())
+        check(response)
     }
 }
 
