@@ -41,30 +41,44 @@ impl AllowList {
     }
 }
 
-/// Refuses a job that names a path it may not, and drops `allow_destroy` from groups whose
-/// targets are not all under `--allow-write`.
+/// Refuses a job that names a path it may not, points every target at its resolved path (so
+/// the runner opens what was checked, not whatever a symbolic link says later), drops
+/// `allow_destroy` from groups whose targets are not all under `--allow-write`, and never keeps
+/// a scratch file after its session.
 pub fn check(job: &mut JobSpec, allow: &AllowList) -> Result<(), Failure> {
     for group in &mut job.groups {
         for path in &group.target.paths {
             check_shape(path)?;
         }
         let mut all_allowed = true;
-        for path in &group.target.paths {
-            let allowed = allow.allows(&resolve(path)?);
+        let needed = group.target.offset.0 + group.target.size.map_or(0, |s| s.0);
+        for path in &mut group.target.paths {
+            let canonical = resolve(path)?;
+            let allowed = allow.allows(&canonical);
             all_allowed &= allowed;
-            if group.access.writes() && !allowed {
+            // Reading a file that is missing or shorter than the region lays it out first: a write.
+            let lays_out = match std::fs::metadata(&canonical) {
+                Ok(meta) => meta.is_file() && meta.len() < needed,
+                Err(_) => true,
+            };
+            if (group.access.writes() || lays_out) && !allowed {
+                let what = if group.access.writes() { "write to" } else { "create or extend" };
                 return Err(Failure::new(
                     StatusCode::FORBIDDEN,
                     format!(
-                        "this agent may not write to {}: its operator must add --allow-write {} (or a directory above it) to `iolab agent`; nothing was written",
+                        "this agent may not {what} {}: its operator must add --allow-write {} (or a directory above it) to `iolab agent`; nothing was written",
                         path.display(),
                         path.display()
                     ),
                 ));
             }
+            *path = canonical;
         }
         if !all_allowed {
             group.target.allow_destroy = false;
+        }
+        if group.target.paths.is_empty() {
+            group.target.keep = false;
         }
     }
     Ok(())
@@ -88,10 +102,17 @@ fn check_shape(path: &Path) -> Result<(), Failure> {
     Ok(())
 }
 
-/// The path with symbolic links resolved; for a file not yet laid out, its directory's.
+/// The path with symbolic links resolved; for a file not yet laid out, its directory's. A
+/// symbolic link to nothing is refused: laying it out would create its target, wherever that is.
 fn resolve(path: &Path) -> Result<PathBuf, Failure> {
     if let Ok(canonical) = path.canonicalize() {
         return Ok(canonical);
+    }
+    if path.symlink_metadata().is_ok_and(|meta| meta.file_type().is_symlink()) {
+        return Err(Failure::bad_request(format!(
+            "target {} is a symbolic link to nothing; name the file itself",
+            path.display()
+        )));
     }
     let missing_dir = || {
         Failure::bad_request(format!(
@@ -140,9 +161,47 @@ mod tests {
         let mut j = job(&text(&inside));
         check(&mut j, &allow).expect("inside");
         assert!(j.groups[0].target.allow_destroy);
+        std::fs::write(&inside, [0u8; 4096]).expect("file");
         let mut read =
             job(&format!("engine = \"null\"\nallow_destroy = true\ntarget = \"{}\"", inside.display()));
         check(&mut read, &none).expect("reads go anywhere");
         assert!(!read.groups[0].target.allow_destroy);
+    }
+
+    /// A read of a missing or short file would lay it out: a write, refused outside the list.
+    #[test]
+    fn reads_that_would_create_or_extend_a_file_count_as_writes() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let none = AllowList::default();
+        let missing = dir.path().join("new.bin");
+        let mut j = job(&format!("engine = \"null\"\nsize = \"8m\"\ntarget = \"{}\"", missing.display()));
+        let failure = check(&mut j, &none).expect_err("creates");
+        assert_eq!(failure.status, StatusCode::FORBIDDEN);
+        assert!(failure.message.contains("create or extend"), "{}", failure.message);
+        let short = dir.path().join("short.bin");
+        std::fs::write(&short, [0u8; 4096]).expect("file");
+        let mut j = job(&format!("engine = \"null\"\nsize = \"8m\"\ntarget = \"{}\"", short.display()));
+        assert_eq!(check(&mut j, &none).expect_err("extends").status, StatusCode::FORBIDDEN);
+        let mut j = job(&format!("engine = \"null\"\nsize = \"4k\"\ntarget = \"{}\"", short.display()));
+        check(&mut j, &none).expect("a read within the file");
+        assert!(!missing.exists() && std::fs::metadata(&short).expect("file").len() == 4096);
+    }
+
+    /// A dangling link is refused; a link to a file is replaced by the file it names.
+    #[test]
+    fn links_are_resolved_before_anything_is_opened() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let allow = AllowList::new(&[dir.path().to_path_buf()]).expect("exists");
+        let dangling = dir.path().join("dangling");
+        std::os::unix::fs::symlink("/nonexistent-iolab-test/x", &dangling).expect("symlink");
+        let mut j = job(&format!("engine = \"null\"\nrw = \"write\"\ntarget = \"{}\"", dangling.display()));
+        assert_eq!(check(&mut j, &allow).expect_err("dangling").status, StatusCode::BAD_REQUEST);
+        let real = dir.path().join("real.bin");
+        std::fs::write(&real, [0u8; 4096]).expect("file");
+        let link = dir.path().join("link");
+        std::os::unix::fs::symlink(&real, &link).expect("symlink");
+        let mut j = job(&format!("engine = \"null\"\nsize = \"4k\"\ntarget = \"{}\"", link.display()));
+        check(&mut j, &allow).expect("a link to a file");
+        assert_eq!(j.groups[0].target.paths, [real.canonicalize().expect("exists")]);
     }
 }
