@@ -21,6 +21,12 @@ pub fn run(args: FleetArgs, store: &StoreArgs) -> ExitCode {
             "put the workload's options after the subcommand: iolab fleet --hosts ... sweep --qd 1..32",
         );
     }
+    if args.netbench && args.ssh.is_some() {
+        return exit::fail(
+            exit::USAGE,
+            "--netbench needs agents that reach each other; agents started with --ssh listen on their hosts' loopback only: start them with --listen on a reachable address and use --hosts",
+        );
+    }
     let token = match read_token(&args.token_file) {
         Ok(token) => token,
         Err(message) => return exit::fail(exit::USAGE, &message),

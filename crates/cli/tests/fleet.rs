@@ -78,13 +78,13 @@ fn a_killed_agent_is_marked_failed_and_the_others_finish_then_it_restarts_cleanl
         "--engine",
         "psync",
         "--runtime",
-        "3s",
+        "5s",
         "--ramp",
         "0",
     ]);
-    args.extend(["--json", "--interval", "250ms"]);
+    args.extend(["--qd", "1", "--json", "--interval", "250ms"]);
     let coordinator = spawn_in(dir.path(), &args);
-    std::thread::sleep(Duration::from_millis(1500));
+    std::thread::sleep(Duration::from_millis(2500));
     agents[1].kill();
     let out = coordinator.wait_with_output().expect("the coordinator ends");
     assert_eq!(out.status.code(), Some(3), "a lost host is a partial result: {}", stderr(&out));
@@ -111,24 +111,47 @@ fn a_killed_agent_is_marked_failed_and_the_others_finish_then_it_restarts_cleanl
 }
 
 #[test]
+fn a_frozen_agent_is_given_up_after_its_silence_and_the_others_finish() {
+    let dir = dir_with_target();
+    let agents = agents(dir.path(), 2);
+    let (list, token) = (hosts(&agents), token_file(dir.path()));
+    let target = dir.path().join("t");
+    let mut args = fleet_args(&list, token.to_str().unwrap());
+    args.extend(["--target", target.to_str().unwrap(), "--engine", "psync", "--qd", "1"]);
+    args.extend(["--runtime", "3s", "--ramp", "0", "--json"]);
+    let coordinator = spawn_in(dir.path(), &args);
+    std::thread::sleep(Duration::from_millis(2000));
+    // SIGSTOP: its connections stay open and say nothing, as a hung host's or a cut link's.
+    let frozen = agents[1].child.id().to_string();
+    assert!(std::process::Command::new("kill").args(["-STOP", &frozen]).status().unwrap().success());
+    let out = coordinator.wait_with_output().expect("the coordinator ends");
+    let _ = std::process::Command::new("kill").args(["-CONT", &frozen]).status();
+    assert_eq!(out.status.code(), Some(3), "{}", stderr(&out));
+    let hosts = host_results(&json(&out)["jobs"][0]);
+    assert_eq!(hosts[0]["status"], "ok");
+    assert_eq!(hosts[1]["status"], "failed");
+    assert!(hosts[1]["failure"].as_str().unwrap().contains("said nothing"), "{}", hosts[1]);
+}
+
+#[test]
 fn agents_stop_the_job_when_the_coordinator_vanishes() {
     let dir = dir_with_target();
     let agents = agents(dir.path(), 2);
     let (list, token) = (hosts(&agents), token_file(dir.path()));
     let target = dir.path().join("t");
     let mut args = fleet_args(&list, token.to_str().unwrap());
-    args.extend(["--lease", "1s", "--target", target.to_str().unwrap(), "--engine", "psync"]);
+    args.extend(["--lease", "2s", "--target", target.to_str().unwrap(), "--engine", "psync", "--qd", "1"]);
     args.extend(["--runtime", "60s", "--ramp", "0", "--quiet"]);
     let mut coordinator = spawn_in(dir.path(), &args);
-    std::thread::sleep(Duration::from_millis(1500));
+    std::thread::sleep(Duration::from_millis(2000));
     for agent in &agents {
         assert!(!agent.hello().expect("the agent answers")["session"].is_null(), "the job runs");
     }
     coordinator.kill().expect("SIGKILL");
     let _ = coordinator.wait();
     for agent in &agents {
-        // The lease (1 s) runs out; the job stops within a second more.
-        let idle = agent.wait_idle(Duration::from_secs(4));
+        // The lease (2 s) runs out; the job stops within a second more (room left for a loaded machine).
+        let idle = agent.wait_idle(Duration::from_secs(8));
         assert!(idle.is_ok(), "{idle:?}; agent log: {}", agent.log());
         assert!(agent.log().contains("silent"), "the agent says why it stopped: {}", agent.log());
     }

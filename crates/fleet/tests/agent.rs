@@ -313,7 +313,7 @@ fn a_full_run_streams_live_and_hands_over_its_result() {
     }
     let window = result.window_start_unix_ns.saturating_sub((result.ramp_s * 1e9) as u64);
     assert!(
-        window.abs_diff(at) < 500_000_000,
+        window.abs_diff(at) < 2_000_000_000,
         "started {} ms from the instant",
         window.abs_diff(at) / 1_000_000
     );
@@ -360,7 +360,7 @@ fn abort_stops_the_job_and_keeps_its_result() {
     let aborted = Instant::now();
     assert_eq!(client.post(&format!("/v1/sessions/{session}/abort"), &json!({})).status, 204);
     let answer = client.result(&session, 5_000);
-    assert!(aborted.elapsed() < Duration::from_secs(2), "stopped in {:?}", aborted.elapsed());
+    assert!(aborted.elapsed() < Duration::from_secs(5), "stopped in {:?}", aborted.elapsed());
     assert_eq!(answer.status, 200, "{}", answer.text);
     let handed: AgentResult = answer.json();
     assert_eq!(serde_json::to_value(handed.result.stop_reason).expect("json"), json!("interrupted"));
@@ -380,7 +380,7 @@ fn a_silent_coordinator_loses_its_session_and_its_job_stops() {
         eventually(Duration::from_secs(3), || client.hello().session.is_none()),
         "the session outlived its lease"
     );
-    assert!(silent.elapsed() < Duration::from_secs(2), "stopped after {:?}", silent.elapsed());
+    assert!(silent.elapsed() < Duration::from_secs(5), "stopped after {:?}", silent.elapsed());
     assert_eq!(client.result(&session, 0).status, 404);
     client.open(1_000);
 }

@@ -20,6 +20,9 @@ pub enum RunError {
     Invalid(String),
     #[error(transparent)]
     Engine(#[from] EngineError),
+    /// A stop signal came before the job started (on a fleet, before the hosts were started).
+    #[error("interrupted before the job started; nothing ran")]
+    Interrupted,
     /// A fleet could not go on: every host failed, or the coordinator lost them all.
     #[error("{0}")]
     Fleet(String),
@@ -38,7 +41,7 @@ fn list(findings: &[Finding]) -> String {
 impl RunError {
     /// Whether a stop signal ended the run before any job started.
     pub fn is_interruption(&self) -> bool {
-        matches!(self, RunError::Target(TargetError::Interrupted(_)))
+        matches!(self, RunError::Target(TargetError::Interrupted(_)) | RunError::Interrupted)
     }
 
     /// Whether the user can fix this by changing the command, target or environment (exit 2),
@@ -47,7 +50,9 @@ impl RunError {
         match self {
             RunError::Target(_) | RunError::Refused { .. } | RunError::Invalid(_) => true,
             RunError::Engine(EngineError::Unavailable(_)) => true,
-            RunError::Engine(_) | RunError::Fleet(_) | RunError::Internal { .. } => false,
+            RunError::Engine(_) | RunError::Interrupted | RunError::Fleet(_) | RunError::Internal { .. } => {
+                false
+            }
         }
     }
 }

@@ -11,6 +11,7 @@ use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 
 use super::error::{Failure, Refusal};
+use crate::protocol::PROTOCOL;
 
 /// The token the agent expects.
 pub struct Token(String);
@@ -37,20 +38,20 @@ pub async fn require_token(State(token): State<Arc<Token>>, request: Request, ne
         .get(header::AUTHORIZATION)
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.strip_prefix("Bearer "));
-    match offered {
-        Some(offered) if token.accepts(offered.trim()) => next.run(request).await,
-        Some(_) => Failure::new(
-            StatusCode::UNAUTHORIZED,
-            "wrong token; give the coordinator the agent's token file (--token-file)",
-        )
-        .into_response(),
-        None => Failure::new(
-            StatusCode::UNAUTHORIZED,
-            "no token; send `Authorization: Bearer <token>` with the agent's token",
-        )
-        .into_response(),
-    }
+    let refusal = match offered {
+        Some(offered) if token.accepts(offered.trim()) => return next.run(request).await,
+        Some(_) => "wrong token; give the coordinator the agent's token file (--token-file)",
+        None => "no token; send `Authorization: Bearer <token>` with the agent's token",
+    };
+    let mut response = Failure::new(StatusCode::UNAUTHORIZED, refusal).into_response();
+    // Says "an iolab agent is here" without the token, so a peer can be recognised before the
+    // token is sent to it (netbench).
+    response.headers_mut().insert(PROTOCOL_HEADER, header::HeaderValue::from_static(PROTOCOL));
+    response
 }
+
+/// The header of a 401 answer that names the protocol the agent speaks.
+pub const PROTOCOL_HEADER: &str = "iolab-protocol";
 
 /// Logs every refused or failed request on one line: who, what, and why (never a body).
 pub async fn log_refusals(request: Request, next: Next) -> Response {

@@ -89,7 +89,13 @@ impl EventLog {
     }
 }
 
-/// The NDJSON stream of `log`'s current job from event `from` on, until the job ends.
+/// How often an idle stream says it is alive (an empty line): a coordinator that hears nothing
+/// for several of these knows the agent or the path to it is gone, even with the TCP
+/// connection still open.
+const KEEP_ALIVE: std::time::Duration = std::time::Duration::from_secs(1);
+
+/// The NDJSON stream of `log`'s current job from event `from` on, until the job ends; an empty
+/// line every `KEEP_ALIVE` while nothing happens.
 pub fn ndjson(log: std::sync::Arc<EventLog>, from: usize) -> Body {
     let (tx, rx) = mpsc::channel::<Result<Bytes, Infallible>>(64);
     tokio::spawn(async move {
@@ -112,6 +118,11 @@ pub fn ndjson(log: std::sync::Arc<EventLog>, from: usize) -> Body {
             tokio::select! {
                 woke = changed.changed() => if woke.is_err() { return },
                 () = tx.closed() => return,
+                () = tokio::time::sleep(KEEP_ALIVE) => {
+                    if tx.send(Ok(Bytes::from_static(b"\n"))).await.is_err() {
+                        return;
+                    }
+                }
             }
         }
     });

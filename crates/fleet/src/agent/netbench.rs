@@ -11,8 +11,9 @@ use axum::http::{HeaderMap, StatusCode};
 use axum::Json;
 use tokio_stream::StreamExt;
 
-use crate::protocol::{NetMeasured, NetSend};
+use crate::protocol::{NetMeasured, NetSend, PROTOCOL};
 
+use super::auth::PROTOCOL_HEADER;
 use super::body::JsonBody;
 use super::error::Failure;
 
@@ -83,12 +84,28 @@ fn check_peer(to: &str) -> Result<(), Failure> {
     }
 }
 
+/// Pushes zeros to the agent at `to` for `duration`. The token goes only to a peer that first
+/// shows, without it, that it is an iolab agent: never to whatever service a coordinator names.
 fn push(to: &str, authorization: &str, duration: Duration) -> Result<NetMeasured, Failure> {
     let agent: ureq::Agent = ureq::Agent::config_builder()
         .timeout_global(Some(duration + Duration::from_secs(10)))
         .http_status_as_error(false)
+        .max_redirects(0)
         .build()
         .into();
+    let not_an_agent = || {
+        Failure::new(
+            StatusCode::BAD_GATEWAY,
+            format!(
+                "{to} does not answer as an iolab agent ({PROTOCOL}); give another agent's --listen address"
+            ),
+        )
+    };
+    let probe = agent.post(format!("http://{to}/v1/hello")).send_empty().map_err(|_| not_an_agent())?;
+    let speaks = probe.headers().get(PROTOCOL_HEADER).and_then(|v| v.to_str().ok());
+    if probe.status() != StatusCode::UNAUTHORIZED || speaks != Some(PROTOCOL) {
+        return Err(not_an_agent());
+    }
     let zeros = Zeros { until: Instant::now() + duration, left_in_chunk: 0 };
     let unreachable = |e: ureq::Error| {
         Failure::new(
@@ -103,10 +120,10 @@ fn push(to: &str, authorization: &str, duration: Duration) -> Result<NetMeasured
         .map_err(unreachable)?;
     let status = response.status();
     if !status.is_success() {
-        let text = response.body_mut().read_to_string().unwrap_or_default();
+        // The peer's own words stay with the peer.
         return Err(Failure::new(
             StatusCode::BAD_GATEWAY,
-            format!("the agent at {to} refused the push ({status}): {}", text.trim()),
+            format!("the agent at {to} refused the push ({status})"),
         ));
     }
     response.body_mut().read_json::<NetMeasured>().map_err(unreachable)

@@ -15,6 +15,10 @@ use crate::protocol::{
 /// Requests that answer at once; a result is waited for in slices of this.
 const CALL_TIMEOUT: Duration = Duration::from_secs(15);
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
+/// Closing waits this long, then leaves the session to its lease.
+const CLOSE_TIMEOUT: Duration = Duration::from_secs(3);
+/// Laying out a target or scratch file (prepare) may take this long.
+const PREPARE_TIMEOUT: Duration = Duration::from_secs(3600);
 /// The most a result may weigh (histograms of every interval of a long job).
 const MAX_RESULT_BYTES: u64 = 512 << 20;
 
@@ -97,27 +101,52 @@ impl AgentClient {
         self.post("/sessions", &open)
     }
 
+    /// Has the agent check the job and open (perhaps lay out) its targets: laying out a large
+    /// file on a slow disk takes minutes, so this waits up to PREPARE_TIMEOUT.
     pub fn prepare(&self, session: &str, job_text: &str) -> Result<Prepared, ClientError> {
-        self.post(&format!("/sessions/{session}/prepare"), &Prepare { job: job_text.into() })
+        let response = self
+            .http
+            .post(format!("{}/sessions/{session}/prepare", self.base))
+            .header("Authorization", &self.authorization)
+            .config()
+            .timeout_global(Some(PREPARE_TIMEOUT))
+            .build()
+            .send_json(Prepare { job: job_text.into() })
+            .map_err(unreachable)?;
+        read(check(response)?)
     }
 
     pub fn start(&self, session: &str, at_unix_ns: u64) -> Result<(), ClientError> {
         self.post_ignoring(&format!("/sessions/{session}/start"), &Start { at_unix_ns })
     }
 
-    pub fn heartbeat(&self, session: &str) -> Result<SessionOpened, ClientError> {
-        self.post(&format!("/sessions/{session}/heartbeat"), &serde_json::json!({}))
+    /// Renews the lease of `session`, giving up after `within`.
+    pub fn heartbeat(&self, session: &str, within: Duration) -> Result<(), ClientError> {
+        let response = self
+            .http
+            .post(format!("{}/sessions/{session}/heartbeat", self.base))
+            .header("Authorization", &self.authorization)
+            .config()
+            .timeout_global(Some(within))
+            .build()
+            .send_json(serde_json::json!({}))
+            .map_err(unreachable)?;
+        check(response).map(|_| ())
     }
 
     pub fn abort(&self, session: &str) -> Result<(), ClientError> {
         self.post_ignoring(&format!("/sessions/{session}/abort"), &serde_json::json!({}))
     }
 
+    /// Closes `session`; an agent that does not answer soon is left to its lease.
     pub fn close(&self, session: &str) -> Result<(), ClientError> {
         let response = self
             .http
             .delete(format!("{}/sessions/{session}", self.base))
             .header("Authorization", &self.authorization)
+            .config()
+            .timeout_global(Some(CLOSE_TIMEOUT))
+            .build()
             .call()
             .map_err(unreachable)?;
         check(response).map(|_| ())
@@ -208,19 +237,19 @@ pub struct LiveStream {
     lines: BufReader<ureq::BodyReader<'static>>,
 }
 
+/// Each item is an event, or `None` for the agent's keep-alive (an empty line).
 impl Iterator for LiveStream {
-    type Item = Result<LiveEvent, ClientError>;
+    type Item = Result<Option<LiveEvent>, ClientError>;
 
     fn next(&mut self) -> Option<Self::Item> {
         let mut line = String::new();
-        loop {
-            line.clear();
-            return match self.lines.read_line(&mut line) {
-                Ok(0) => None,
-                Ok(_) if line.trim().is_empty() => continue,
-                Ok(_) => Some(serde_json::from_str(&line).map_err(|e| ClientError::Garbled(e.to_string()))),
-                Err(e) => Some(Err(ClientError::Unreachable(format!("the live stream broke: {e}")))),
-            };
+        match self.lines.read_line(&mut line) {
+            Ok(0) => None,
+            Ok(_) if line.trim().is_empty() => Some(Ok(None)),
+            Ok(_) => {
+                Some(serde_json::from_str(&line).map(Some).map_err(|e| ClientError::Garbled(e.to_string())))
+            }
+            Err(e) => Some(Err(ClientError::Unreachable(format!("the live stream broke: {e}")))),
         }
     }
 }

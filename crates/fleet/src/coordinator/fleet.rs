@@ -202,8 +202,9 @@ impl Fleet {
             }
         }
         drop(tx);
-        let (mut aborted, mut shown) = (false, Instant::now());
+        let (mut aborted, mut shown, began) = (false, Instant::now(), Instant::now());
         while !fleet.settled() {
+            fleet.give_up_on_silent(began);
             if interrupt.load(Relaxed) && !aborted {
                 aborted = true;
                 let running = self.running();
@@ -283,8 +284,18 @@ impl Remote for Fleet {
         interrupt: &AtomicBool,
         observer: &mut dyn Observer,
     ) -> Result<JobResult, RunError> {
-        let text = self.job_text(job)?;
-        self.prepare_all(&text, observer)?;
+        // A host that drops out while preparing changes every host's share of a rate.
+        loop {
+            let hosts = self.running().len();
+            let text = self.job_text(job)?;
+            self.prepare_all(&text, observer)?;
+            if self.running().len() == hosts {
+                break;
+            }
+        }
+        if interrupt.load(Relaxed) {
+            return Err(RunError::Interrupted);
+        }
         self.start_all(observer)?;
         let live = self.follow(job, interrupt, observer);
         let parts = self.collect(&live, observer);

@@ -1,64 +1,63 @@
-//! Keeps the agents' leases alive while the coordinator lives: a thread that renews every
-//! session a few times per lease. When the coordinator dies, the renewals stop and each agent
-//! stops its job when the lease runs out.
+//! Keeps the agents' leases alive while the coordinator lives: a thread per session renews it
+//! a few times per lease, each on its own, so a host that hangs cannot delay the others'
+//! renewals past their leases. When the coordinator dies, the renewals stop and each agent
+//! stops its job when its lease runs out.
 
 use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use super::client::AgentClient;
 
-type Sessions = Arc<Mutex<Vec<(Arc<AgentClient>, String)>>>;
-
-pub struct Heartbeat {
-    sessions: Sessions,
+struct Renewal {
+    session: String,
     stop: Arc<AtomicBool>,
     thread: Option<JoinHandle<()>>,
 }
 
+pub struct Heartbeat {
+    renewals: Vec<Renewal>,
+}
+
 impl Heartbeat {
-    /// Renews each of `sessions` every `every`.
+    /// Renews each of `sessions` every `every`; a renewal that takes longer is given up, the
+    /// next one tries again.
     pub fn start(sessions: Vec<(Arc<AgentClient>, String)>, every: Duration) -> Heartbeat {
-        let sessions: Sessions = Arc::new(Mutex::new(sessions));
-        let stop = Arc::new(AtomicBool::new(false));
-        let thread = {
-            let (sessions, stop) = (sessions.clone(), stop.clone());
-            std::thread::Builder::new()
-                .name("iolab-heartbeat".into())
-                .spawn(move || {
-                    let mut last = Instant::now();
-                    while !stop.load(Relaxed) {
-                        std::thread::sleep(Duration::from_millis(20));
-                        if last.elapsed() < every {
-                            continue;
-                        }
-                        last = Instant::now();
-                        let current = sessions.lock().map(|s| s.clone()).unwrap_or_default();
-                        // One at a time would let one slow host starve the others' leases.
-                        std::thread::scope(|scope| {
-                            for (client, session) in &current {
-                                scope.spawn(move || client.heartbeat(session));
+        let renewals = sessions
+            .into_iter()
+            .map(|(client, session)| {
+                let stop = Arc::new(AtomicBool::new(false));
+                let (flag, id) = (stop.clone(), session.clone());
+                let thread = std::thread::Builder::new()
+                    .name("iolab-heartbeat".into())
+                    .spawn(move || {
+                        let mut last = Instant::now();
+                        while !flag.load(Relaxed) {
+                            std::thread::sleep(Duration::from_millis(20));
+                            if last.elapsed() >= every {
+                                last = Instant::now();
+                                let _ = client.heartbeat(&id, every);
                             }
-                        });
-                    }
-                })
-                .expect("a thread can be started")
-        };
-        Heartbeat { sessions, stop, thread: Some(thread) }
+                        }
+                    })
+                    .expect("a thread can be started");
+                Renewal { session, stop, thread: Some(thread) }
+            })
+            .collect();
+        Heartbeat { renewals }
     }
 
     /// Stops renewing `session` (its host dropped out).
     pub fn forget(&self, session: &str) {
-        if let Ok(mut sessions) = self.sessions.lock() {
-            sessions.retain(|(_, s)| s != session);
-        }
+        self.renewals.iter().filter(|r| r.session == session).for_each(|r| r.stop.store(true, Relaxed));
     }
 
+    /// Stops every renewal; a renewal in flight is not waited for.
     pub fn stop(&mut self) {
-        self.stop.store(true, Relaxed);
-        if let Some(thread) = self.thread.take() {
-            let _ = thread.join();
+        for renewal in &mut self.renewals {
+            renewal.stop.store(true, Relaxed);
+            drop(renewal.thread.take());
         }
     }
 }

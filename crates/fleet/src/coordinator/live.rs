@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use std::sync::mpsc::Sender;
 use std::sync::Arc;
 use std::thread::JoinHandle;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use iolab_runner::{HostRate, Phase, ProgressUpdate};
 use iolab_spec::Nanos;
@@ -21,6 +21,9 @@ use crate::protocol::LiveEvent;
 const RECONNECTS: u32 = 3;
 const RECONNECT_PAUSE: Duration = Duration::from_millis(300);
 
+/// A host whose stream says nothing, not even its keep-alive, for this long is gone.
+pub const SILENCE_LIMIT: Duration = Duration::from_secs(10);
+
 /// What a host's reader thread forwards.
 // Nearly every message is an Event; boxing it to shrink the rare Lost would cost an allocation each.
 #[allow(clippy::large_enum_variant)]
@@ -29,6 +32,10 @@ pub enum Heard {
         host: usize,
         event: LiveEvent,
         received_ns: u64,
+    },
+    /// The agent's keep-alive: the host is there, with nothing new to say.
+    Alive {
+        host: usize,
     },
     /// The stream is gone for good, with why.
     Lost {
@@ -49,7 +56,12 @@ pub fn follow(host: usize, client: Arc<AgentClient>, session: String, to: Sender
                         let mut ended = None;
                         for event in stream {
                             match event {
-                                Ok(event) => {
+                                Ok(None) => {
+                                    if to.send(Heard::Alive { host }).is_err() {
+                                        return;
+                                    }
+                                }
+                                Ok(Some(event)) => {
                                     seen += 1;
                                     failures = 0;
                                     let last =
@@ -90,6 +102,8 @@ struct HostState {
     series: Vec<SeriesPoint>,
     done: bool,
     failure: Option<String>,
+    /// When its stream last said anything.
+    heard: Option<Instant>,
 }
 
 /// The fleet's figures so far.
@@ -123,24 +137,32 @@ impl LiveFleet {
     pub fn hear(&mut self, heard: Heard) {
         match heard {
             Heard::Lost { host, reason } => self.fail(host, reason),
-            Heard::Event { host, event, received_ns } => match event {
-                LiveEvent::Progress { phase, elapsed_ns, total_ns, iops, unix_ns, .. } => {
-                    let state = &mut self.hosts[host];
-                    state.phase = Some(if phase == "ramp" { Phase::Ramp } else { Phase::Measure });
-                    (state.elapsed_ns, state.total_ns, state.iops) = (elapsed_ns, total_ns, iops);
-                    let sent = unix_ns as i64 - self.offsets[host];
-                    self.max_lag_ns = self.max_lag_ns.max((received_ns as i64 - sent).max(0) as u64);
+            Heard::Alive { host } => self.hosts[host].heard = Some(Instant::now()),
+            Heard::Event { host, event, received_ns } => {
+                self.hosts[host].heard = Some(Instant::now());
+                self.hear_event(host, event, received_ns);
+            }
+        }
+    }
+
+    fn hear_event(&mut self, host: usize, event: LiveEvent, received_ns: u64) {
+        match event {
+            LiveEvent::Progress { phase, elapsed_ns, total_ns, iops, unix_ns, .. } => {
+                let state = &mut self.hosts[host];
+                state.phase = Some(if phase == "ramp" { Phase::Ramp } else { Phase::Measure });
+                (state.elapsed_ns, state.total_ns, state.iops) = (elapsed_ns, total_ns, iops);
+                let sent = unix_ns as i64 - self.offsets[host];
+                self.max_lag_ns = self.max_lag_ns.max((received_ns as i64 - sent).max(0) as u64);
+            }
+            LiveEvent::Interval { index, point, histograms, .. } => {
+                self.hosts[host].series.push(point);
+                if let Ok(stats) = histograms.decode() {
+                    self.add_interval(index, &stats);
                 }
-                LiveEvent::Interval { index, point, histograms, .. } => {
-                    self.hosts[host].series.push(point);
-                    if let Ok(stats) = histograms.decode() {
-                        self.add_interval(index, &stats);
-                    }
-                }
-                LiveEvent::Note { .. } => {}
-                LiveEvent::Finished => self.hosts[host].done = true,
-                LiveEvent::Failed { message } => self.fail(host, message),
-            },
+            }
+            LiveEvent::Note { .. } => {}
+            LiveEvent::Finished => self.hosts[host].done = true,
+            LiveEvent::Failed { message } => self.fail(host, message),
         }
     }
 
@@ -162,6 +184,21 @@ impl LiveFleet {
                 self.hosts.iter().find_map(|h| h.series.last().map(|p| p.duration_s)).unwrap_or(1.0);
             self.shown = Some(entry.0.point(Nanos(0), Nanos((duration * 1e9) as u64)));
             self.intervals.retain(|&i, _| i > index);
+        }
+    }
+
+    /// Marks failed every running host whose stream has said nothing for `SILENCE_LIMIT`
+    /// (counted from `since` for a host not heard at all): a frozen host, or a network path
+    /// that dropped without closing the connection.
+    pub fn give_up_on_silent(&mut self, since: Instant) {
+        let silent: Vec<usize> = (0..self.hosts.len())
+            .filter(|&i| {
+                let host = &self.hosts[i];
+                !host.done && host.failure.is_none() && host.heard.unwrap_or(since).elapsed() > SILENCE_LIMIT
+            })
+            .collect();
+        for host in silent {
+            self.fail(host, format!("it has said nothing for {} s", SILENCE_LIMIT.as_secs()));
         }
     }
 

@@ -9,6 +9,7 @@
 use std::io::{Read, Write};
 use std::net::TcpListener;
 use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use super::client::AgentClient;
@@ -20,13 +21,19 @@ pub struct SshAgents {
     /// The local ends of the tunnels, "127.0.0.1:port", one per host: what the coordinator uses.
     pub addresses: Vec<String>,
     children: Vec<Child>,
+    /// The start of what each ssh (and its agent) said on stderr, read as it comes so a chatty
+    /// agent never blocks on a full pipe.
+    said: Vec<Arc<Mutex<String>>>,
 }
+
+/// How much of an ssh's stderr is kept for an error message.
+const KEPT_STDERR: usize = 4096;
 
 /// Starts an agent on every host; an error names each host that failed, and the agents already
 /// started are stopped.
 pub fn launch(hosts: &[String], iolab: &str, agent_args: &str, token: &str) -> Result<SshAgents, String> {
     let ssh = std::env::var("IOLAB_SSH").unwrap_or_else(|_| "ssh".into());
-    let mut agents = SshAgents { addresses: Vec::new(), children: Vec::new() };
+    let mut agents = SshAgents { addresses: Vec::new(), children: Vec::new(), said: Vec::new() };
     for host in hosts {
         if host.starts_with('-') || host.contains(char::is_whitespace) {
             return Err(format!("'{host}' is not an ssh host"));
@@ -54,6 +61,7 @@ pub fn launch(hosts: &[String], iolab: &str, agent_args: &str, token: &str) -> R
                 .write_all(format!("{token}\n").as_bytes())
                 .map_err(|e| format!("{host}: ssh took no token: {e}"))?;
         }
+        agents.said.push(drain(child.stderr.take()));
         agents.children.push(child);
         agents.addresses.push(format!("127.0.0.1:{port}"));
     }
@@ -77,10 +85,8 @@ impl SshAgents {
         let started = Instant::now();
         loop {
             if let Ok(Some(status)) = self.children[n].try_wait() {
-                let mut stderr = String::new();
-                if let Some(mut pipe) = self.children[n].stderr.take() {
-                    let _ = pipe.read_to_string(&mut stderr);
-                }
+                std::thread::sleep(Duration::from_millis(50)); // the last words reach the buffer
+                let stderr = self.said[n].lock().map(|s| s.clone()).unwrap_or_default();
                 let said = stderr.trim();
                 return Err(format!(
                     "ssh ended ({status}){}",
@@ -115,6 +121,25 @@ impl Drop for SshAgents {
             let _ = child.wait();
         }
     }
+}
+
+/// Reads `pipe` to its end on a thread, keeping its first KEPT_STDERR bytes.
+fn drain(pipe: Option<std::process::ChildStderr>) -> Arc<Mutex<String>> {
+    let kept = Arc::new(Mutex::new(String::new()));
+    if let Some(mut pipe) = pipe {
+        let into = kept.clone();
+        std::thread::spawn(move || {
+            let mut chunk = [0u8; 1024];
+            while let Ok(n @ 1..) = pipe.read(&mut chunk) {
+                if let Ok(mut kept) = into.lock() {
+                    if kept.len() < KEPT_STDERR {
+                        kept.push_str(&String::from_utf8_lossy(&chunk[..n]));
+                    }
+                }
+            }
+        });
+    }
+    kept
 }
 
 /// A local port nobody listens on now (the tunnel binds it a moment later).
