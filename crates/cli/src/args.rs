@@ -173,7 +173,8 @@ pub struct AgentArgs {
     #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:7878")]
     pub listen: std::net::SocketAddr,
 
-    /// The token every request must carry (the file holds it on one line); `-` reads it from stdin.
+    /// The token every request must carry (the file holds it on one line); `-` reads it from
+    /// stdin, and the agent then stops when stdin closes (how `iolab fleet --ssh` starts it).
     #[arg(long, value_name = "FILE")]
     pub token_file: PathBuf,
 
