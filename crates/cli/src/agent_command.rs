@@ -34,6 +34,7 @@ pub fn run(args: AgentArgs) -> ExitCode {
         allow_write: args.allow_write,
         scratch_dir: args.scratch_dir,
         max_lease: Duration::from_millis(MAX_LEASE_MS),
+        max_scratch: args.max_scratch.0,
     };
     match agent::run(config, from_stdin) {
         Ok(()) => ExitCode::SUCCESS,

@@ -186,6 +186,10 @@ pub struct AgentArgs {
     /// Where scratch files go for jobs that name no target (default: the current directory).
     #[arg(long, value_name = "DIR")]
     pub scratch_dir: Option<PathBuf>,
+
+    /// The largest scratch file a coordinator may have laid out here.
+    #[arg(long, value_name = "SIZE", default_value = "16g")]
+    pub max_scratch: Bytes,
 }
 
 #[derive(Debug, Args)]

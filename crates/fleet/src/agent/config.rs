@@ -24,7 +24,12 @@ pub struct AgentConfig {
     pub scratch_dir: Option<PathBuf>,
     /// The longest lease the agent grants (at most `MAX_LEASE_MS`).
     pub max_lease: Duration,
+    /// The largest scratch file a job may ask for (`--max-scratch`), in bytes.
+    pub max_scratch: u64,
 }
+
+/// `--max-scratch` unless the operator says otherwise.
+pub const DEFAULT_MAX_SCRATCH: u64 = 16 << 30;
 
 impl AgentConfig {
     /// Listens on `listen`, writes nowhere but scratch files in the current directory.
@@ -35,6 +40,7 @@ impl AgentConfig {
             allow_write: Vec::new(),
             scratch_dir: None,
             max_lease: Duration::from_millis(MAX_LEASE_MS),
+            max_scratch: DEFAULT_MAX_SCRATCH,
         }
     }
 }

@@ -23,7 +23,7 @@ use std::net::SocketAddr;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
-pub use config::{read_token, AgentConfig, DEFAULT_LISTEN};
+pub use config::{read_token, AgentConfig, DEFAULT_LISTEN, DEFAULT_MAX_SCRATCH};
 pub use error::AgentError;
 pub use netbench::MAX_SEND_MS;
 
@@ -50,7 +50,7 @@ impl Agent {
         if config.token.trim().is_empty() {
             return Err(AgentError::NoToken);
         }
-        let allow = Arc::new(AllowList::new(&config.allow_write)?);
+        let allow = Arc::new(AllowList::new(&config.allow_write, config.max_scratch)?);
         if let Some(dir) = &config.scratch_dir {
             std::env::set_current_dir(dir)
                 .map_err(|source| AgentError::ScratchDir { path: dir.clone(), source })?;

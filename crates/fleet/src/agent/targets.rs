@@ -6,19 +6,28 @@
 use std::path::{Component, Path, PathBuf};
 
 use axum::http::StatusCode;
+use iolab_runner::SCRATCH_SIZE;
 use iolab_spec::JobSpec;
 
 use super::error::{AgentError, Failure};
 
-/// The `--allow-write` paths, as given and as resolved at startup.
-#[derive(Debug, Default)]
+/// What the operator lets jobs write: the `--allow-write` paths, as given and as resolved at
+/// startup, and the largest scratch file (`--max-scratch`).
+#[derive(Debug)]
 pub struct AllowList {
     entries: Vec<(String, PathBuf)>,
+    max_scratch: u64,
+}
+
+impl Default for AllowList {
+    fn default() -> Self {
+        AllowList { entries: Vec::new(), max_scratch: super::config::DEFAULT_MAX_SCRATCH }
+    }
 }
 
 impl AllowList {
     /// Resolves each path (symbolic links, `..`); each must exist.
-    pub fn new(paths: &[PathBuf]) -> Result<Self, AgentError> {
+    pub fn new(paths: &[PathBuf], max_scratch: u64) -> Result<Self, AgentError> {
         let entries = paths
             .iter()
             .map(|path| {
@@ -28,7 +37,7 @@ impl AllowList {
                 Ok((path.display().to_string(), canonical))
             })
             .collect::<Result<_, AgentError>>()?;
-        Ok(AllowList { entries })
+        Ok(AllowList { entries, max_scratch })
     }
 
     /// The paths as the operator gave them.
@@ -79,6 +88,17 @@ pub fn check(job: &mut JobSpec, allow: &AllowList) -> Result<(), Failure> {
         }
         if group.target.paths.is_empty() {
             group.target.keep = false;
+            let scratch = group.target.offset.0 + group.target.size.unwrap_or(SCRATCH_SIZE).0;
+            if scratch > allow.max_scratch {
+                return Err(Failure::new(
+                    StatusCode::FORBIDDEN,
+                    format!(
+                        "a scratch file of {} is more than this agent allows ({}): ask for less with --size, or its operator must raise --max-scratch",
+                        iolab_spec::Bytes(scratch),
+                        iolab_spec::Bytes(allow.max_scratch)
+                    ),
+                ));
+            }
         }
     }
     Ok(())
@@ -157,7 +177,7 @@ mod tests {
         let failure = check(&mut job(&text(&inside)), &none).expect_err("outside");
         assert_eq!(failure.status, StatusCode::FORBIDDEN);
         assert!(failure.message.contains("--allow-write"), "{}", failure.message);
-        let allow = AllowList::new(&[dir.path().to_path_buf()]).expect("exists");
+        let allow = AllowList::new(&[dir.path().to_path_buf()], 1 << 30).expect("exists");
         let mut j = job(&text(&inside));
         check(&mut j, &allow).expect("inside");
         assert!(j.groups[0].target.allow_destroy);
@@ -187,11 +207,23 @@ mod tests {
         assert!(!missing.exists() && std::fs::metadata(&short).expect("file").len() == 4096);
     }
 
+    /// A scratch file beyond --max-scratch is refused; one within it is allowed.
+    #[test]
+    fn scratch_files_stay_within_max_scratch() {
+        let allow = AllowList::new(&[], 1 << 30).expect("no paths");
+        let mut big = job("engine = \"null\"\nsize = \"2g\"");
+        let failure = check(&mut big, &allow).expect_err("too big");
+        assert_eq!(failure.status, StatusCode::FORBIDDEN);
+        assert!(failure.message.contains("--max-scratch"), "{}", failure.message);
+        check(&mut job("engine = \"null\"\nsize = \"512m\""), &allow).expect("within");
+        check(&mut job("engine = \"null\""), &allow).expect("the default 1 GiB");
+    }
+
     /// A dangling link is refused; a link to a file is replaced by the file it names.
     #[test]
     fn links_are_resolved_before_anything_is_opened() {
         let dir = tempfile::tempdir().expect("tempdir");
-        let allow = AllowList::new(&[dir.path().to_path_buf()]).expect("exists");
+        let allow = AllowList::new(&[dir.path().to_path_buf()], 1 << 30).expect("exists");
         let dangling = dir.path().join("dangling");
         std::os::unix::fs::symlink("/nonexistent-iolab-test/x", &dangling).expect("symlink");
         let mut j = job(&format!("engine = \"null\"\nrw = \"write\"\ntarget = \"{}\"", dangling.display()));
