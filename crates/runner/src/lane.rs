@@ -390,6 +390,8 @@ fn hand_over<D>(
     wait_for: u32,
     deadline: Option<u64>,
 ) -> Result<(), EngineError> {
+    heartbeat.in_flight.store(engine.in_flight(), Relaxed);
+    // Read last, so that the lane's own bookkeeping is not part of the latencies.
     let now = shared.now_ns();
     for &slot in batch.iter() {
         slots[slot as usize].submitted_ns = now;
@@ -400,7 +402,6 @@ fn hand_over<D>(
         *busy = true;
         heartbeat.last_progress_ns.store(now, Relaxed);
     }
-    heartbeat.in_flight.store(engine.in_flight(), Relaxed);
     match deadline {
         None => engine.commit(wait_for),
         Some(deadline) => engine.commit_until(wait_for, deadline.saturating_sub(now)),
