@@ -47,9 +47,9 @@ impl Engine for PsyncEngine {
             Op::Write => libc::SYS_pwrite64,
         };
         let n = loop {
-            // SAFETY: `buf` points at a buffer of at least `max_len >= len` bytes owned by
-            // `self.buffers`, and no other request uses it: this engine holds one at a time.
             // pread64/pwrite64 take (fd, buffer, count, offset) in registers on 64-bit Linux.
+            // SAFETY: `buf` points at `max_len >= len` bytes owned by `self.buffers`, used by no
+            // other request: this engine holds one at a time.
             let n = unsafe { libc::syscall(number, fd, buf, len, offset) };
             if n >= 0 || std::io::Error::last_os_error().raw_os_error() != Some(libc::EINTR) {
                 break n;
