@@ -170,7 +170,7 @@ pub enum FleetStudy {
 #[derive(Debug, Args)]
 pub struct AgentArgs {
     /// Address to listen on; 0.0.0.0:7878 serves every interface.
-    #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:7878")]
+    #[arg(long, value_name = "ADDR", default_value = iolab_fleet::agent::DEFAULT_LISTEN)]
     pub listen: std::net::SocketAddr,
 
     /// The token every request must carry (the file holds it on one line); `-` reads it from

@@ -5,7 +5,7 @@ use std::process::ExitCode;
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 
-use iolab_runner::{run_plan_in, Lab, OnFailedStart, PreparedTarget, RunError, RunOutcome};
+use iolab_runner::{run_plan, Lab, OnFailedStart, PreparedTarget, RunError, RunOutcome};
 use iolab_spec::{JobSpec, OutputSpec, RunPlan};
 use iolab_stats::fleet::HostStatus;
 use iolab_stats::result::{JobResult, RunReport, StopReason};
@@ -46,7 +46,7 @@ pub fn execute(
     let mut progress = ProgressLine::new(plan.output.quiet);
     let ran = place.open_lab(plan, on_failed_start, &interrupt, &mut progress).and_then(|mut lab| {
         lab.keep_results_in(recording);
-        run_plan_in(lab, plan, on_failed_start, &mut progress)
+        run_plan(lab, plan, on_failed_start, &mut progress)
     });
     ran.map_err(|e| exit::fail(error_code(&e), &e.to_string()))
 }

@@ -23,4 +23,4 @@ pub use lab::Lab;
 pub use observer::{HostRate, Observer, Phase, ProgressUpdate, ResultSink, Silent};
 pub use prepare::{PreparedTarget, SCRATCH_SIZE};
 pub use remote::Remote;
-pub use run::{run_plan, run_plan_in, OnFailedStart, RunOutcome};
+pub use run::{run_plan, OnFailedStart, RunOutcome};

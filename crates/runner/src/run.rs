@@ -1,13 +1,11 @@
 //! Running a whole plan: check what can fail before any I/O, then the jobs in order.
 
-use std::sync::atomic::AtomicBool;
-
 use iolab_spec::RunPlan;
 use iolab_stats::result::RunReport;
 
 use crate::error::RunError;
 use crate::lab::Lab;
-use crate::observer::{Observer, ResultSink};
+use crate::observer::Observer;
 
 /// What a run produced: the report of every job that ran, and the jobs that could not start
 /// (by index in the plan), with why (the jobs before them keep their results).
@@ -25,23 +23,10 @@ pub enum OnFailedStart {
     Skip,
 }
 
-/// Runs every job of `plan`; stops after the current job when `interrupt` is set. Fails
-/// outright only when nothing could run.
-/// Each job's result goes to `sink` as it ends.
-pub fn run_plan<'a>(
-    plan: &RunPlan,
-    on_failed_start: OnFailedStart,
-    interrupt: &'a AtomicBool,
-    observer: &mut dyn Observer,
-    sink: &'a mut dyn ResultSink,
-) -> Result<RunOutcome, RunError> {
-    let mut lab = Lab::open(plan, on_failed_start, interrupt, observer)?;
-    lab.keep_results_in(sink);
-    run_plan_in(lab, plan, on_failed_start, observer)
-}
-
-/// Runs every job of `plan` in `lab` (local or remote), as `run_plan` does.
-pub fn run_plan_in(
+/// Runs every job of `plan` in `lab` (here or on a fleet); stops after the current job when the
+/// lab's interrupt is set. Fails outright only when nothing could run. Each job's result goes
+/// to the lab's sink as it ends.
+pub fn run_plan(
     mut lab: Lab<'_>,
     plan: &RunPlan,
     on_failed_start: OnFailedStart,
