@@ -104,16 +104,8 @@ impl AgentClient {
     /// Has the agent check the job and open (perhaps lay out) its targets: laying out a large
     /// file on a slow disk takes minutes, so this waits up to PREPARE_TIMEOUT.
     pub fn prepare(&self, session: &str, job_text: &str) -> Result<Prepared, ClientError> {
-        let response = self
-            .http
-            .post(format!("{}/sessions/{session}/prepare", self.base))
-            .header("Authorization", &self.authorization)
-            .config()
-            .timeout_global(Some(PREPARE_TIMEOUT))
-            .build()
-            .send_json(Prepare { job: job_text.into() })
-            .map_err(unreachable)?;
-        read(check(response)?)
+        let prepare = Prepare { job: job_text.into() };
+        read(self.send(&format!("/sessions/{session}/prepare"), &prepare, PREPARE_TIMEOUT)?)
     }
 
     pub fn start(&self, session: &str, at_unix_ns: u64) -> Result<(), ClientError> {
@@ -122,16 +114,7 @@ impl AgentClient {
 
     /// Renews the lease of `session`, giving up after `within`.
     pub fn heartbeat(&self, session: &str, within: Duration) -> Result<(), ClientError> {
-        let response = self
-            .http
-            .post(format!("{}/sessions/{session}/heartbeat", self.base))
-            .header("Authorization", &self.authorization)
-            .config()
-            .timeout_global(Some(within))
-            .build()
-            .send_json(serde_json::json!({}))
-            .map_err(unreachable)?;
-        check(response).map(|_| ())
+        self.send(&format!("/sessions/{session}/heartbeat"), &serde_json::json!({}), within).map(|_| ())
     }
 
     pub fn abort(&self, session: &str) -> Result<(), ClientError> {
@@ -154,16 +137,8 @@ impl AgentClient {
 
     /// The job's result once it is done; `None` while it still runs after `wait`.
     pub fn result(&self, session: &str, wait: Duration) -> Result<Option<AgentResult>, ClientError> {
-        let url = format!("{}/sessions/{session}/result?wait_ms={}", self.base, wait.as_millis());
-        let response = self
-            .http
-            .get(url)
-            .header("Authorization", &self.authorization)
-            .config()
-            .timeout_global(Some(wait + CALL_TIMEOUT))
-            .build()
-            .call()
-            .map_err(unreachable)?;
+        let path = format!("/sessions/{session}/result?wait_ms={}", wait.as_millis());
+        let response = self.get(&path, Some(wait + CALL_TIMEOUT))?;
         if response.status().as_u16() == 202 {
             return Ok(None);
         }
@@ -180,53 +155,54 @@ impl AgentClient {
     /// The live stream from its `from`-th event on: an iterator that ends with the stream (after
     /// Finished or Failed) and yields an error if the connection breaks first.
     pub fn live(&self, session: &str, from: usize) -> Result<LiveStream, ClientError> {
-        let url = format!("{}/sessions/{session}/live?from={from}", self.base);
-        let response = self
-            .http
-            .get(url)
-            .header("Authorization", &self.authorization)
-            .config()
-            .timeout_global(None)
-            .build()
-            .call()
-            .map_err(unreachable)?;
-        let response = check(response)?;
+        let response = check(self.get(&format!("/sessions/{session}/live?from={from}"), None)?)?;
         Ok(LiveStream { lines: BufReader::new(response.into_body().into_reader()) })
     }
 
     /// Has this agent push bytes to `to` (another agent) for `duration`.
     pub fn netbench(&self, to: &str, duration: Duration) -> Result<NetMeasured, ClientError> {
         let send = NetSend { to: to.into(), duration_ms: duration.as_millis() as u64 };
-        let response = self
-            .http
-            .post(format!("{}/netbench/send", self.base))
-            .header("Authorization", &self.authorization)
-            .config()
-            .timeout_global(Some(duration + CALL_TIMEOUT))
-            .build()
-            .send_json(&send)
-            .map_err(unreachable)?;
-        read(check(response)?)
+        read(self.send("/netbench/send", &send, duration + CALL_TIMEOUT)?)
     }
 
     fn post<B: Serialize, T: DeserializeOwned>(&self, path: &str, body: &B) -> Result<T, ClientError> {
-        read(self.send(path, body)?)
+        read(self.send(path, body, CALL_TIMEOUT)?)
     }
 
     fn post_ignoring<B: Serialize>(&self, path: &str, body: &B) -> Result<(), ClientError> {
-        self.send(path, body).map(|_| ())
+        self.send(path, body, CALL_TIMEOUT).map(|_| ())
     }
 
-    /// POSTs `body` to `path`; the response if it is a success.
+    /// GETs `path`, waiting at most `within` (`None`: as long as it streams).
+    fn get(
+        &self,
+        path: &str,
+        within: Option<Duration>,
+    ) -> Result<ureq::http::Response<ureq::Body>, ClientError> {
+        self.http
+            .get(format!("{}{path}", self.base))
+            .header("Authorization", &self.authorization)
+            .config()
+            .timeout_global(within)
+            .build()
+            .call()
+            .map_err(unreachable)
+    }
+
+    /// POSTs `body` to `path`, waiting at most `within`; the response if it is a success.
     fn send<B: Serialize>(
         &self,
         path: &str,
         body: &B,
+        within: Duration,
     ) -> Result<ureq::http::Response<ureq::Body>, ClientError> {
         let response = self
             .http
             .post(format!("{}{path}", self.base))
             .header("Authorization", &self.authorization)
+            .config()
+            .timeout_global(Some(within))
+            .build()
             .send_json(body)
             .map_err(unreachable)?;
         check(response)
