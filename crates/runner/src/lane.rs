@@ -257,12 +257,13 @@ fn drive<P: Pacing>(
         let stopping = shared.stopping() || now >= shared.window_end_ns();
         if !stopping {
             while burst_left > 0 && pacer.is_due(now) {
+                let Some(slot) = free.pop() else { break };
                 // A full batch goes to the kernel before the next request is prepared, so the
-                // device starts on it at once.
+                // device starts on it at once. Only when there is a next one: the last batch
+                // goes with the wait below, in the same system call.
                 if batch.len() as u32 >= plan.submit_batch {
                     hand_over(engine, &mut batch, &mut slots, shared, heartbeat, &mut busy, 0, None)?;
                 }
-                let Some(slot) = free.pop() else { break };
                 let RoutedIo { target, io: next } = plan.router.next_io();
                 let request =
                     IoRequest { slot, op: next.op, file: target, offset: next.offset, len: next.len };
