@@ -118,7 +118,7 @@ pub fn run_job(
     }
 
     // Calibrated before the start, so the clock costs the job nothing once it runs.
-    let clock = quanta::Clock::new();
+    let clock = crate::shared::job_clock();
     if let Some(at) = start_at {
         start_gate::wait_until(at, interrupt);
     }

@@ -2,6 +2,7 @@
 //! request, and the I/O-limit counters. Lanes read it once per batch, never per I/O.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering::Relaxed};
+use std::sync::OnceLock;
 
 use iolab_spec::IoLimit;
 use iolab_stats::result::StopReason;
@@ -30,6 +31,15 @@ pub struct Shared {
     pub continue_on_error: bool,
     /// Set once the collector has taken the CPU snapshots at the end of the window.
     cpu_snapshot_taken: AtomicBool,
+}
+
+/// The clock every job of this process runs on, calibrated by its first job. Calibration spins
+/// on the OS clock until its estimate settles (milliseconds of CPU, at most 200 ms); an
+/// invariant counter's rate does not change, so once is enough, and a sweep's points do not
+/// each pay for it.
+pub fn job_clock() -> quanta::Clock {
+    static CLOCK: OnceLock<quanta::Clock> = OnceLock::new();
+    CLOCK.get_or_init(quanta::Clock::new).clone()
 }
 
 /// The longest a finished lane waits for the end-of-window CPU snapshot.
