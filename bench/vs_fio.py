@@ -17,6 +17,7 @@ import hashlib
 import json
 import os
 import platform
+import re
 import shlex
 import shutil
 import stat
@@ -35,12 +36,15 @@ DEFAULT_IOLAB = REPO / "target" / "release" / "iolab"
 SCRATCH_DIR = REPO / "target" / "bench-scratch"
 DEFAULT_TARGET = SCRATCH_DIR / "bench.dat"
 NULL_FILE = SCRATCH_DIR / "null.dat"
+# fio's own t/io_uring, issue 3's limit; bench/build_t_io_uring.sh builds it here.
+DEFAULT_T_IO_URING = SCRATCH_DIR / "fio-3.33" / "t" / "io_uring"
+T_IO_URING_NOT_BUILT = "t/io_uring not built: run bench/build_t_io_uring.sh"
 
 # The issues' speed goals.
 GOAL_NULL_IOS_PER_CPU = 2.0  # iolab/fio I/Os per CPU-second, null engine
 GOAL_IOPS_RATIO = 1.0  # iolab/fio IOPS, randread-file, loop, virtio (within noise)
 GOAL_CPU_PER_IO_RATIO = 0.85  # iolab/fio CPU seconds per I/O, randread-file
-GOAL_LOOP_CPU_PER_IO = 0.75  # iolab/fio io_uring (best configuration), loop device over tmpfs
+GOAL_LOOP_CPU_PER_IO = 0.75  # iolab/fio io_uring, loop device over tmpfs (loop: defaults; loop-best: best)
 GOAL_VIRTIO_CPU_PER_IO = 0.8  # iolab/fio io_uring (best configuration), O_DIRECT file on the root fs
 GOAL_ZRAM_IOS_PER_CPU = 1.1  # iolab/fio I/Os per CPU-second on zram, same engine
 GOAL_WORKERS2_IOS_PER_CPU = 1.1  # iolab --workers 2 / fio --numjobs=2, I/Os per CPU-second
@@ -315,6 +319,45 @@ def run_fio(cmd, cwd, order):
     )
 
 
+TIO_IOPS_LINE = re.compile(r"^IOPS=([0-9.]+)([KM]?),", re.MULTILINE)
+
+
+def run_t_io_uring(cmd, cwd, order, runtime):
+    """fio's t/io_uring prints one line per second, "IOPS=272.89K, BW=1065MiB/s, IOS/call=16/16"
+    (K = 1e3, M = 1e6). With -r R it prints R - 1 of them: its main loop ends the run at the R-th
+    tick before printing it. The I/Os it did are its per-second mean times R (the R - 1 printed
+    seconds summed, plus the last second at the same rate); the rusage covers all R seconds."""
+    try:
+        stdout, stderr, ru, wall, other = run_child(cmd, cwd)
+    except ToolFailed as e:
+        e.tool = "t/io_uring"
+        raise
+    per_s = [float(v) * {"": 1, "K": 1e3, "M": 1e6}[unit] for v, unit in TIO_IOPS_LINE.findall(stdout)]
+    if not per_s:
+        e = ToolFailed(f"t/io_uring printed no IOPS line\n  command: {shlex.join(cmd)}\n  stdout: {stdout.strip()[-1000:]}"
+                       f"\n  stderr: {stderr.strip()[-1000:]}")
+        e.tool = "t/io_uring"
+        raise e
+    iops = sum(per_s) / len(per_s)
+    return Result(
+        tool="t/io_uring",
+        order=order,
+        iops=iops,
+        ios=round(iops * runtime),
+        measured_s=runtime,
+        mean_ns=None,  # -t1 times every I/O, but prints percentiles in TSC ticks only
+        p50_ns=None,
+        p99_ns=None,
+        cpu_s=ru.ru_utime + ru.ru_stime,
+        user_s=ru.ru_utime,
+        sys_s=ru.ru_stime,
+        self_cpu_s=None,
+        wall_s=wall,
+        other_cpu_s=other,
+        raw={"stdout": stdout, "stderr": stderr, "iops_lines": per_s, "counted_ios": sum(per_s)},
+    )
+
+
 # ----------------------------------------------------------------------------------------------
 # Targets
 
@@ -432,6 +475,65 @@ def fio_cmd(args, target, engine, qd, size, extra=(), numjobs=1):
     return cmd + list(extra)
 
 
+# t/io_uring's flags per engine, besides -d (QD), -s/-c (batches), -p0 (no polled I/O: the loop and
+# zram devices have no poll queues), -t1 (it times every I/O, as iolab and fio do; TSC-based, no -T
+# needed: its percentiles are then in TSC ticks) and -r (runtime). io_uring: fixed buffers,
+# registered files and a registered ring, its defaults, written out; aio has none of them.
+TIO_MODES = {"uring": ["-B1", "-F1", "-X1"], "aio": ["-a1", "-B0", "-F0"], "psync": ["-S1"]}
+
+
+@dataclass
+class Ref:
+    """The limit a block shows next to fio: t/io_uring's command, or why there is none."""
+    cmd: list = None
+    unavailable: str = None
+
+
+def t_io_uring_cmd(args, target, mode, qd, submit=1, complete=1):
+    cmd = [args.t_io_uring, "-b4096", f"-d{qd}"]
+    if mode != "psync":  # preadv2 does one I/O per call
+        cmd += [f"-s{submit}", f"-c{complete}"]
+    return cmd + TIO_MODES[mode] + ["-p0", "-t1", "-r", str(args.runtime), str(target.path)]
+
+
+def t_io_uring_has_aio(path):
+    """False when the fio tree t/io_uring was built in was configured without libaio: -a1 then
+    crashes (fio 3.33 starts no thread and joins it). Unknown trees are tried."""
+    config = Path(path).resolve().parent.parent / "config-host.h"
+    return "#define CONFIG_LIBAIO" in config.read_text() if config.exists() else True
+
+
+def t_io_uring_refusal(target):
+    """t/io_uring has no --size: it reads the whole device or file. Its figures compare only when
+    that is exactly the tested region and fully written (a zram device with unwritten pages
+    reads about 3x faster). Returns why it must not run here, or None."""
+    if target.is_device:
+        actual = int((sysfs_dir(os.stat(target.path).st_rdev) / "size").read_text()) * 512
+    else:
+        actual = target.path.stat().st_size
+    if actual > target.size:
+        return (f"{target.path} holds {human_size(actual)}, more than the {human_size(target.size)} tested, and "
+                "t/io_uring reads the whole device or file (it has no --size)")
+    if not target.created:
+        return (f"{target.path} was not made and filled by this script: t/io_uring reads all of it, and unwritten "
+                "parts (zram pages never written) read faster and mean nothing")
+    return None
+
+
+def t_io_uring_ref(args, target, mode, qd, submit=1, complete=1):
+    if not args.t_io_uring:
+        return Ref(unavailable=T_IO_URING_NOT_BUILT)
+    if args.runtime < 2:
+        return Ref(unavailable="t/io_uring needs --runtime 2 or more (it prints runtime - 1 one-second lines)")
+    refusal = t_io_uring_refusal(target)
+    if refusal:
+        return Ref(unavailable=f"t/io_uring not run: {refusal}")
+    if mode == "aio" and not t_io_uring_has_aio(args.t_io_uring):
+        return Ref(unavailable="t/io_uring aio unavailable: built without libaio's headers (apt-get install "
+                               "libaio-dev, remove target/bench-scratch/fio-3.33, run bench/build_t_io_uring.sh)")
+    return Ref(cmd=t_io_uring_cmd(args, target, mode, qd, submit, complete))
+
+
 def size_arg(args, target):
     # A device may be smaller than --size: then both tools get its exact byte size.
     return args.size if target.size == parse_size(args.size) else str(target.size)
@@ -505,7 +607,7 @@ def print_header(title, target, cmds):
 
 
 def run_label(k, r):
-    return f"{k + 1} ({'1st' if r.order == 1 else '2nd'})"
+    return f"{k + 1} ({({1: '1st', 2: '2nd'}).get(r.order, '3rd')})"
 
 
 # ----------------------------------------------------------------------------------------------
@@ -766,19 +868,56 @@ def noisy_reason(args, pairs, goals):
     return None
 
 
-def speed_block(args, ctx, label, title, target, ic, fc, goals, remarks=()):
+def run_ref(args, label, i, ref, cwd):
+    """One t/io_uring run after pair i; on failure, says why and drops the limit for the block
+    (the comparison itself goes on)."""
+    if args.pause:
+        wait_for_quiet(args)
+    try:
+        r = run_t_io_uring(ref.cmd, cwd, 3, args.runtime)
+    except ToolFailed as e:
+        say(f"  !! the limit's run failed (the comparison goes on without it): {e}")
+        ref.unavailable, ref.cmd = "t/io_uring failed (see above)", None
+        return None
+    if args.save_raw:
+        raw_dir = Path(args.save_raw)
+        raw_dir.mkdir(parents=True, exist_ok=True)
+        (raw_dir / f"{label}.{i + 1}.t_io_uring.txt").write_text(r.raw["stdout"])
+    return r
+
+
+def t_io_uring_note(args):
+    return (f"its I/O count: the sum of its per-second IOPS lines (it prints {args.runtime - 1} of them: not its last "
+            f"second) plus the last second at their mean rate, i.e. its mean IOPS x {args.runtime} s")
+
+
+def speed_block(args, ctx, label, title, target, ic, fc, goals, remarks=(), ref=None):
     """Runs --repeat pairs, more (up to --max-repeat) while the goal figures are noisy, prints
-    every run and the medians, and returns the summary rows."""
-    print_header(title, target, [("iolab", ic), ("fio", fc)])
+    every run and the medians, and returns the summary rows. With ref (a Ref), t/io_uring runs
+    third after every pair and is shown as the limit, with its ratio to fio; no goal on it."""
+    cmds = [("iolab", ic), ("fio", fc)]
+    if ref is not None and ref.cmd:
+        cmds.append(("limit (t/io_uring)", ref.cmd))
+    print_header(title, target, cmds)
     for line in remarks:
         say(f"  ({line})")
-    pairs = run_pairs(args, label, ic, fc, ctx.cwd)
+    if ref is not None:
+        say(f"  (the limit, t/io_uring, runs third in every pair; {t_io_uring_note(args)})" if ref.cmd
+            else f"  (the limit: {ref.unavailable})")
+    pairs, refs = [], []
+
+    def one_pair():
+        pairs.append(run_pair(args, label, len(pairs), ic, fc, ctx.cwd))
+        refs.append(run_ref(args, label, len(pairs) - 1, ref, ctx.cwd) if ref is not None and ref.cmd else None)
+
+    for _ in range(args.repeat):
+        one_pair()
     while len(pairs) < args.max_repeat:
         reason = noisy_reason(args, pairs, goals)
         if reason is None:
             break
         say(f"  noisy: {reason}; pair {len(pairs) + 1} of at most {args.max_repeat}")
-        pairs.append(run_pair(args, label, len(pairs), ic, fc, ctx.cwd))
+        one_pair()
     cols = ["iops", "mean_latency", "cpu_per_io", "ios_per_cpu"]
     bad = disturbed_runs(args, pairs)
     rows = []
@@ -790,6 +929,13 @@ def speed_block(args, ctx, label, title, target, ic, fc, goals, remarks=()):
                          fmt_f(r.cpu_s_per_mio), fmt_num(r.ios_per_cpu_s)])
         rr = {m: fmt_ratio(ratio(METRICS[m][1](a), METRICS[m][1](b))) for m in cols}
         rows.append(["", "ratio", rr["iops"], rr["mean_latency"], "", "", "", "", "", rr["cpu_per_io"], rr["ios_per_cpu"]])
+        t = refs[k]
+        if t is not None:
+            rows.append([run_label(k, t), t.tool, fmt_num(t.iops), "-", "-", f"{t.cpu_s:.2f}",
+                         f"{t.user_s:.2f}/{t.sys_s:.2f}", "-", fmt_f(t.other_cpu_s), fmt_f(t.cpu_s_per_mio),
+                         fmt_num(t.ios_per_cpu_s)])
+            tr = {m: fmt_ratio(ratio(METRICS[m][1](t), METRICS[m][1](b))) for m in cols}
+            rows.append(["", "t/io_uring/fio", tr["iops"], "", "", "", "", "", "", tr["cpu_per_io"], tr["ios_per_cpu"]])
     med = {}
     for idx, tool in ((0, "iolab"), (1, "fio")):
         rs = [p[idx] for p in pairs]
@@ -800,6 +946,13 @@ def speed_block(args, ctx, label, title, target, ic, fc, goals, remarks=()):
         med[tool] = m
         rows.append(["median", tool, fmt_num(m["iops"]), fmt_us(m["mean_latency"]), fmt_us(m["p99"]), fmt_f(m["cpu"]),
                      f"{m['user']:.2f}/{m['sys']:.2f}", fmt_f(m["self"]), fmt_f(m["other"]),
+                     fmt_f(m["cpu_per_io"]), fmt_num(m["ios_per_cpu"])])
+    limit_runs = [t for t in refs if t is not None]
+    if limit_runs:
+        m = {key: median([METRICS[key][1](t) for t in limit_runs]) for key in ("iops", "cpu_per_io", "ios_per_cpu")}
+        m.update(cpu=median([t.cpu_s for t in limit_runs]), other=median([t.other_cpu_s for t in limit_runs]))
+        med["t/io_uring"] = m
+        rows.append(["median", "t/io_uring", fmt_num(m["iops"]), "-", "-", fmt_f(m["cpu"]), "", "-", fmt_f(m["other"]),
                      fmt_f(m["cpu_per_io"]), fmt_num(m["ios_per_cpu"])])
     say()
     say(table(["run", "tool", "IOPS", "mean us", "p99 us", "CPU s", "usr/sys s", "self-rep CPU s", "other CPU s",
@@ -841,7 +994,27 @@ def speed_block(args, ctx, label, title, target, ic, fc, goals, remarks=()):
             out.append(row)
     if len(pairs) > args.repeat:  # noisy: more pairs than asked for; the summary says so
         out = [row[:6] + (f"{row[6]} [{len(pairs)} pairs]",) for row in out]
+    if ref is not None:
+        out.append(limit_line(label, goals, pairs, refs, med, ref))
     return out
+
+
+def limit_line(label, goals, pairs, refs, med, ref):
+    """Prints what the limit (t/io_uring) reaches against fio in this block, on the block's goal
+    metric (CPU per I/O or I/Os per CPU-second); returns its summary row, without a verdict."""
+    metric = goals[0].metric if goals[0].metric in ("cpu_per_io", "ios_per_cpu") else "cpu_per_io"
+    name, fig, _, f = METRICS[metric]
+    if "t/io_uring" not in med:
+        say(f"  the limit (t/io_uring): {ref.unavailable}")
+        return (label, f"limit: t/io_uring/fio {name}", "-", "-", "-", "(reference)", ref.unavailable)
+    t, fm = med["t/io_uring"], med["fio"]
+    r = ratio(t[metric], fm[metric])
+    pr = [ratio(fig(x), fig(b)) for (_, b), x in zip(pairs, refs) if x is not None]
+    say(f"  the limit (t/io_uring): {name} {f(t[metric])}, fio {f(fm[metric])}: t/io_uring/fio {fmt_ratio(r)} here "
+        f"(per pair {range_text(pr)}), at {fmt_num(t['iops'])} IOPS ({fmt_ratio(ratio(t['iops'], fm['iops']))} of fio's); "
+        f"iolab/t/io_uring {fmt_ratio(ratio(med['iolab'][metric], t[metric]))}")
+    return (label, f"limit: t/io_uring/fio {name}", f"t/io_uring {f(t[metric])}", f(fm[metric]), fmt_ratio(r),
+            "(reference)", "")
 
 
 # fio's io_uring options that the issue names, then batching variants; the one with the lowest
@@ -934,17 +1107,61 @@ def iolab_best_uring(args, ctx, target, size, qd, label):
     return chosen(ctx, key, label, "iolab", target, results)
 
 
+def t_io_uring_best(args, ctx, target, qd, label):
+    """t/io_uring's batching with the lowest CPU per I/O on this target, from the batches both
+    tools are searched over (batch_variants), one run each: a Ref, shown as the limit."""
+    ref = t_io_uring_ref(args, target, "uring", qd)
+    if ref.cmd is None:
+        say(f"\n  [{label}: the limit: {ref.unavailable}]")
+        return ref
+    key = ("t/io_uring", str(target.path), qd)
+    if key not in ctx.best:
+        variants = [(batch_name(submit, wait), [f"-s{submit}", f"-c{wait}"]) for submit, wait in batch_variants(qd)]
+
+        def run(opts):
+            submit, wait = int(opts[0][2:]), int(opts[1][2:])
+            return run_t_io_uring(t_io_uring_cmd(args, target, "uring", qd, submit, wait), ctx.cwd, 1, args.runtime)
+
+        try:
+            results = lowest_cpu_variant(args, ctx, label, "t/io_uring", target, variants, run)
+        except ToolFailed as e:
+            say(f"  !! t/io_uring failed: {e}")
+            return Ref(unavailable="t/io_uring failed (see above)")
+        say(f"  ({t_io_uring_note(args)})")
+        chosen(ctx, key, label, "t/io_uring", target, results)
+    opts, _ = ctx.best[key]
+    return t_io_uring_ref(args, target, "uring", qd, int(opts[0][2:]), int(opts[1][2:]))
+
+
 def scenario_loop(args, ctx):
+    # Issue 3's words: "process CPU per I/O at most 0.75x fio io_uring's (t/io_uring reaches
+    # 0.68x)": fio io_uring as it comes, against iolab as it comes; loop-best compares the best.
     target = ctx.device_target("loop")
     size = size_arg(args, target)
-    best, desc = fio_best_uring(args, ctx, target, size, 32, "loop")
-    own, own_desc = iolab_best_uring(args, ctx, target, size, 32, "loop")
+    ic = iolab_cmd(args, target, "uring", 32, size)
+    fc = fio_cmd(args, target, "io_uring", 32, size)
+    return speed_block(args, ctx, "loop", "loop: 4 KiB random read, QD 32, 1 worker, loop device with direct I/O "
+                       "over tmpfs, iolab uring vs fio io_uring, both with their defaults", target, ic, fc,
+                       [Goal("cpu_per_io", GOAL_LOOP_CPU_PER_IO, iops_too=True)],
+                       ["both tools' defaults: submit one I/O and wait for one per call; fio without extra options",
+                        "the limit, t/io_uring -s1 -c1, also submits and reaps one at a time; issue 3: it reaches "
+                        "0.68x of fio's CPU per I/O on such a device"],
+                       ref=t_io_uring_ref(args, target, "uring", 32))
+
+
+def scenario_loop_best(args, ctx):
+    target = ctx.device_target("loop")
+    size = size_arg(args, target)
+    best, desc = fio_best_uring(args, ctx, target, size, 32, "loop-best")
+    own, own_desc = iolab_best_uring(args, ctx, target, size, 32, "loop-best")
+    ref = t_io_uring_best(args, ctx, target, 32, "loop-best")
     ic = iolab_cmd(args, target, "uring", 32, size, extra=own)
     fc = fio_cmd(args, target, "io_uring", 32, size, extra=best)
-    return speed_block(args, ctx, "loop", "loop: 4 KiB random read, QD 32, 1 worker, loop device with direct I/O "
-                       "over tmpfs, iolab uring vs fio io_uring, each in its best configuration", target, ic, fc,
-                       [Goal("cpu_per_io", GOAL_LOOP_CPU_PER_IO, iops_too=True)],
-                       [desc, own_desc, "t/io_uring reaches 0.68x of fio's CPU per I/O on such a device (issue 3)"])
+    limit_desc = ctx.best.get(("t/io_uring", str(target.path), 32), (None, f"the limit: {ref.unavailable}"))[1]
+    return speed_block(args, ctx, "loop-best", "loop-best: 4 KiB random read, QD 32, 1 worker, loop device with "
+                       "direct I/O over tmpfs, iolab uring vs fio io_uring, each in its best configuration", target,
+                       ic, fc, [Goal("cpu_per_io", GOAL_LOOP_CPU_PER_IO, iops_too=True)],
+                       [desc, own_desc, limit_desc], ref=ref)
 
 
 def fs_device_note(path):
@@ -984,6 +1201,7 @@ def scenario_zram(args, ctx):
         ic = iolab_cmd(args, target, engine, qd, size)
         fc = fio_cmd(args, target, fio_engine, qd, size)
         remarks = ["fio with the engine's defaults, as the issue compares 'with the same engine'"]
+        ref = t_io_uring_ref(args, target, engine, qd)
         if engine == "uring":
             remarks.append("zram cannot take a request without blocking: io_uring hands every one to io-wq "
                            "threads, which belong to the process and are in its rusage")
@@ -992,7 +1210,7 @@ def scenario_zram(args, ctx):
         try:
             out += speed_block(args, ctx, label, f"{label}: 4 KiB random read, QD {qd}, 1 worker, zram filled with "
                                f"random data, iolab {engine} vs fio {fio_engine}", target, ic, fc,
-                               [Goal("ios_per_cpu", GOAL_ZRAM_IOS_PER_CPU)], remarks)
+                               [Goal("ios_per_cpu", GOAL_ZRAM_IOS_PER_CPU)], remarks, ref=ref)
         except ToolFailed as e:
             if e.tool != "iolab" or engine != "aio":
                 raise
@@ -1000,6 +1218,8 @@ def scenario_zram(args, ctx):
             say(f"\n  iolab aio unavailable: {first}")
             out.append((label, "I/Os per CPU-s", "-", "-", "-", f">= {GOAL_ZRAM_IOS_PER_CPU:.2f}x",
                         "iolab aio unavailable"))
+            out.append((label, "limit: t/io_uring/fio I/Os per CPU-s", "-", "-", "-", "(reference)",
+                        "not run: iolab aio unavailable"))
     return out
 
 
@@ -1038,6 +1258,7 @@ SCENARIOS = {
     "agreement": scenario_agreement,
     "psync": scenario_psync,
     "loop": scenario_loop,
+    "loop-best": scenario_loop_best,
     "virtio": scenario_virtio,
     "zram": scenario_zram,
     "zram-qd1-latency": scenario_zram_qd1_latency,
@@ -1045,7 +1266,7 @@ SCENARIOS = {
 }
 DEFAULT_SCENARIOS = ["null", "randread-file", "agreement"]
 # Issue 3's speed goals, `speed`; loop and zram devices are made (root only) and removed here.
-SPEED_SCENARIOS = ["null", "loop", "virtio", "zram", "zram-qd1-latency", "workers2"]
+SPEED_SCENARIOS = ["null", "loop", "loop-best", "virtio", "zram", "zram-qd1-latency", "workers2"]
 FILE_SCENARIOS = {"randread-file", "agreement", "psync", "virtio"}  # read the file target
 
 
@@ -1132,7 +1353,7 @@ def main():
     p = argparse.ArgumentParser(
         description="Run iolab and fio side by side on the same target and print the ratios.",
         epilog="Scenarios: null, randread-file, agreement (default: all three); psync (extra); issue 3's "
-               "speed goals: loop, virtio, zram, zram-qd1-latency, workers2 (`speed` = these and null; loop and "
+               "speed goals: loop, loop-best, virtio, zram, zram-qd1-latency, workers2 (`speed` = these and null; loop and "
                "zram need root). See bench/README.md.",
     )
     p.add_argument("scenarios", nargs="*", metavar="SCENARIO",
@@ -1155,7 +1376,9 @@ def main():
                    "than this share of all its CPUs (default 0.1)")
     p.add_argument("--quiet-wait", type=int, default=60, help="wait at most this many seconds for a quiet "
                    "machine before a run (default 60)")
-    p.add_argument("--fio-uring-opts", metavar="OPTS", help="fio io_uring options for loop and virtio, instead "
+    p.add_argument("--t-io-uring", metavar="PATH", help="fio's t/io_uring, the limit shown in loop, loop-best and "
+                   f"zram (default {DEFAULT_T_IO_URING} if built; bench/build_t_io_uring.sh builds it)")
+    p.add_argument("--fio-uring-opts", metavar="OPTS", help="fio io_uring options for loop-best and virtio, instead "
                    "of measuring variants, e.g. \"--registerfiles --fixedbufs --iodepth_batch_submit=32\"")
     p.add_argument("--no-snapshot", action="store_true", help="run --iolab in place instead of a copy taken "
                    "at the start (a rebuild during the run would then change the binary between runs)")
@@ -1181,6 +1404,10 @@ def main():
         sys.exit(f"vs_fio: no iolab binary at {args.iolab}; build it with `cargo build --release`")
     if not os.access(args.fio, os.X_OK):
         sys.exit(f"vs_fio: no fio binary at {args.fio}")
+    if args.t_io_uring is not None and not os.access(args.t_io_uring, os.X_OK):
+        sys.exit(f"vs_fio: no t/io_uring binary at {args.t_io_uring}")
+    if args.t_io_uring is None and os.access(DEFAULT_T_IO_URING, os.X_OK):
+        args.t_io_uring = str(DEFAULT_T_IO_URING)
     SCRATCH_DIR.mkdir(parents=True, exist_ok=True)
     built = time.strftime('%Y-%m-%d %H:%M', time.localtime(os.stat(args.iolab).st_mtime))
     snapshot = None
@@ -1198,6 +1425,8 @@ def main():
     say(f"host: {platform.node()}, kernel {platform.release()}, {os.cpu_count()} CPUs; "
         f"{tool_version([args.iolab, '--version'])} ({args.iolab}, built {built}); "
         f"{tool_version([args.fio, '--version'])}; {time.strftime('%Y-%m-%d %H:%M:%S')}")
+    say(f"limit: t/io_uring {args.t_io_uring} (sha256 {hashlib.sha256(Path(args.t_io_uring).read_bytes()).hexdigest()[:12]})"
+        if args.t_io_uring else f"limit: {T_IO_URING_NOT_BUILT}")
     if snapshot:
         digest = hashlib.sha256(snapshot.read_bytes()).hexdigest()[:12]
         say(f"iolab binary: {snapshot}, a copy of {original} (sha256 {digest}) so that a rebuild during the run "
