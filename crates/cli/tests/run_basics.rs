@@ -211,7 +211,10 @@ fn default_run_uses_and_removes_a_scratch_file() {
     assert!(out.status.success(), "{}", stderr(&out));
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.contains("4KiB random read, QD 32 x 1 worker, uring ("), "{text}");
-    assert!(text.contains("fixed_buffers), O_DIRECT"), "the setup the kernel granted is shown: {text}");
+    assert!(
+        text.contains("+fixed_buffers") && text.contains("), O_DIRECT"),
+        "the setup the kernel granted is shown: {text}"
+    );
     assert!(text.contains("p99.9999"), "{text}");
     let left: Vec<_> = std::fs::read_dir(dir.path()).expect("dir").collect();
     assert!(left.is_empty(), "the scratch file was removed");

@@ -8,7 +8,7 @@
 //! neither looks up the file nor pins the pages of each request; either falls back to the plain
 //! form if registration is refused, and either can be switched off. SQPOLL (a kernel thread
 //! that polls the submission queue) and IOPOLL (polled completions) are opt-in. `setup()` says
-//! what the kernel granted. The ring's own descriptor is registered with the lane's thread
+//! what the kernel granted. With the files, the ring's own descriptor is registered with the lane's thread
 //! (IORING_REGISTER_RING_FDS, 5.18+), so each io_uring_enter names it by index and the kernel
 //! does not look the descriptor up (fget/fput: 1.4% of a loop-device profile at one enter per
 //! I/O; fio's t/io_uring does the same).
@@ -236,8 +236,13 @@ impl UringEngine {
         }
         let ext_arg = ring.params().is_feature_ext_arg();
         let spin = !spec.sqpoll && !spec.hipri;
-        // An SQPOLL ring keeps the crate's enter, which knows when the polling thread sleeps.
-        let registered = if spec.sqpoll { None } else { register_ring(&ring) };
+        // The ring's own descriptor is registered with the files (`--fixed-files off` is the
+        // plain path). An SQPOLL ring keeps the crate's enter, which knows when the polling
+        // thread sleeps.
+        let registered = if spec.fixed_files && !spec.sqpoll { register_ring(&ring) } else { None };
+        if registered.is_some() {
+            granted.push("registered_ring");
+        }
         Ok(UringEngine {
             ring,
             files: config.files,

@@ -19,7 +19,7 @@ pub enum Rung {
     Uring,
     /// With the ring setup flags the kernel offers (probed: defer_taskrun, else coop_taskrun).
     UringFlags,
-    /// Plus registered files and fixed buffers (iolab's default).
+    /// Plus registered files, fixed buffers and the registered ring (iolab's default).
     UringRegistered,
     /// Plus a kernel thread polling the submission queue.
     UringSqpoll,
@@ -57,7 +57,7 @@ impl Rung {
             Rung::Aio => "io_submit/io_getevents",
             Rung::Uring => "plain ring, no registration",
             Rung::UringFlags => "+ ring setup flags (probed)",
-            Rung::UringRegistered => "+ registered files and buffers",
+            Rung::UringRegistered => "+ registered files, buffers and ring",
             Rung::UringSqpoll => "+ SQPOLL kernel thread",
             Rung::UringIopoll => "+ IOPOLL polled completions",
         }

@@ -130,7 +130,8 @@ pub struct Options {
     #[arg(long, value_name = "MODE", help_heading = "io_uring")]
     pub ring_setup: Option<RingSetup>,
 
-    /// Register the target files with the ring (default on; off = look the file up per I/O).
+    /// Register the target files, and the ring's own descriptor, with the ring (default on;
+    /// off = look each file up per I/O and the ring up per system call).
     #[arg(long, value_name = "on|off", help_heading = "io_uring", value_parser = parse_switch)]
     pub fixed_files: Option<bool>,
 
