@@ -8,10 +8,10 @@
 //! neither looks up the file nor pins the pages of each request; either falls back to the plain
 //! form if registration is refused, and either can be switched off. SQPOLL (a kernel thread
 //! that polls the submission queue) and IOPOLL (polled completions) are opt-in. `setup()` says
-//! what the kernel granted. With the files, the ring's own descriptor is registered with the lane's thread
-//! (IORING_REGISTER_RING_FDS, 5.18+), so each io_uring_enter names it by index and the kernel
-//! does not look the descriptor up (fget/fput: 1.4% of a loop-device profile at one enter per
-//! I/O; fio's t/io_uring does the same).
+//! what the kernel granted. With the files, the ring's own descriptor is registered with the
+//! lane's thread (IORING_REGISTER_RING_FDS, 5.18+), so each io_uring_enter names it by index
+//! and the kernel does not look the descriptor up (fget/fput: 1.4% of a loop-device profile at
+//! one enter per I/O; fio's t/io_uring does the same).
 //!
 //! A wait with a deadline (`commit_until`, for open-loop lanes) passes the timeout to
 //! io_uring_enter itself (IORING_ENTER_EXT_ARG, 5.11+). Older kernels get liburing's fallback: a
@@ -101,20 +101,20 @@ fn this_thread() -> usize {
 /// Registers `ring`'s descriptor with the calling thread; `None` where the kernel refuses
 /// (before 5.18) or the table is full.
 fn register_ring(ring: &IoUring) -> Option<RegisteredRing> {
+    // u32::MAX: any free index; the kernel writes back the one it chose.
     let mut update = RsrcUpdate { offset: u32::MAX, resv: 0, data: ring.as_raw_fd() as u64 };
-    // The kernel reads one entry (the descriptor; u32::MAX: any free index) and writes back
-    // the index it chose.
-    // SAFETY: `update` is a live, writable io_uring_rsrc_update for the call's duration.
-    let done = unsafe {
-        libc::syscall(
-            libc::SYS_io_uring_register,
-            ring.as_raw_fd(),
-            IORING_REGISTER_RING_FDS,
-            &mut update as *mut RsrcUpdate,
-            1,
-        )
-    };
+    let done = update_ring_fds(ring, IORING_REGISTER_RING_FDS, &mut update);
     (done == 1).then_some(RegisteredRing { index: update.offset, thread: this_thread() })
+}
+
+/// Registers or releases (`opcode`) one ring descriptor of the calling thread; the kernel's
+/// answer: entries done, or -1.
+fn update_ring_fds(ring: &IoUring, opcode: libc::c_uint, update: &mut RsrcUpdate) -> libc::c_long {
+    // The kernel reads one entry, and writes back the index it chose when registering.
+    // SAFETY: `update` is a live, writable io_uring_rsrc_update for the call's duration.
+    unsafe {
+        libc::syscall(libc::SYS_io_uring_register, ring.as_raw_fd(), opcode, update as *mut RsrcUpdate, 1)
+    }
 }
 
 /// How long an idle SQPOLL thread spins before it sleeps (and the next submit must wake it).
@@ -456,17 +456,7 @@ impl Drop for UringEngine {
         // index names another thread's ring), so the ring closes with the engine.
         if let Some(ring) = self.registered.take().filter(|ring| ring.thread == this_thread()) {
             let mut update = RsrcUpdate { offset: ring.index, resv: 0, data: 0 };
-            // The kernel reads one entry: the index to release.
-            // SAFETY: `update` is a live io_uring_rsrc_update for the call's duration.
-            unsafe {
-                libc::syscall(
-                    libc::SYS_io_uring_register,
-                    self.ring.as_raw_fd(),
-                    IORING_UNREGISTER_RING_FDS,
-                    &mut update as *mut RsrcUpdate,
-                    1,
-                );
-            }
+            update_ring_fds(&self.ring, IORING_UNREGISTER_RING_FDS, &mut update);
         }
         // Requests still in flight (a stuck device) may write into the buffers after the ring is
         // gone: leaking is the only safe answer.
