@@ -47,8 +47,6 @@ pub struct UringEngine {
     ext_arg: bool,
     /// The ring's index among its thread's registered rings, when registered.
     registered: Option<RegisteredRing>,
-    /// Every enter must ask for completions (IOPOLL reaps them inside the call).
-    iopoll: bool,
     /// The fallback's timer requests whose completions have not been reaped yet.
     timers_pending: u32,
     /// Short waits spin on the clock instead of arming a kernel timer (not with SQPOLL or IOPOLL).
@@ -251,7 +249,6 @@ impl UringEngine {
             granted,
             ext_arg,
             registered,
-            iopoll: spec.hipri,
             spin,
             buffers: Some(buffers),
             in_flight: 0,
@@ -326,11 +323,12 @@ impl UringEngine {
             Some(ring) if ring.thread == this_thread() => ring.index,
             _ => return self.ring.submit_and_wait(want as usize),
         };
+        let iopoll = self.ring.params().is_setup_iopoll();
         let queue = self.ring.submission();
         let to_submit = queue.len() as libc::c_uint;
-        // Deferred task work runs, and completions held back by a full completion queue are
-        // posted, only in an enter that asks for completions.
-        let get_events = want > 0 || self.iopoll || queue.taskrun() || queue.cq_overflow();
+        // Deferred task work runs, completions held back by a full completion queue are
+        // posted, and IOPOLL reaps, only in an enter that asks for completions.
+        let get_events = want > 0 || iopoll || queue.taskrun() || queue.cq_overflow();
         drop(queue);
         let flags = IORING_ENTER_REGISTERED_RING | if get_events { IORING_ENTER_GETEVENTS } else { 0 };
         // The queued entries are valid until completion (see `queue`), and the call takes no
