@@ -96,12 +96,18 @@ fn check_sound(conn: &Connection, path: &Path) -> Result<(), StoreError> {
 }
 
 /// An existing SQLite file is ours when it carries our application id, or is still empty.
+/// Both are read in one statement, so from one snapshot: read apart, another iolab's first
+/// migration (tables and id in one transaction) could commit in between, and its new database
+/// would look like another program's (tables without the id).
 fn check_ours(conn: &Connection, path: &Path) -> Result<(), StoreError> {
-    let id: i32 = conn.query_row("PRAGMA application_id", [], |row| row.get(0))?;
+    let (id, tables): (i32, i64) = conn.query_row(
+        "SELECT (SELECT application_id FROM pragma_application_id), (SELECT count(*) FROM sqlite_master)",
+        [],
+        |row| Ok((row.get(0)?, row.get(1)?)),
+    )?;
     if id == APPLICATION_ID {
         return Ok(());
     }
-    let tables: i64 = conn.query_row("SELECT count(*) FROM sqlite_master", [], |row| row.get(0))?;
     if id == 0 && tables == 0 {
         return Ok(());
     }
