@@ -50,7 +50,7 @@ pub fn open(path: &Path) -> Result<Connection, StoreError> {
     }
     // WAL lets readers and a writer work at once; FULL syncs the log at every commit, so a
     // point, once committed, survives a killed process and a power loss.
-    conn.pragma_update(None, "journal_mode", "WAL").map_err(damaged)?;
+    use_wal(&conn).map_err(damaged)?;
     conn.pragma_update(None, "synchronous", "FULL").map_err(damaged)?;
     conn.pragma_update(None, "foreign_keys", "ON").map_err(damaged)?;
     schema::migrate(&mut conn).map_err(|e| match e {
@@ -58,6 +58,25 @@ pub fn open(path: &Path) -> Result<Connection, StoreError> {
         other => other,
     })?;
     Ok(conn)
+}
+
+/// Puts the database in WAL mode (a lasting property of the file). The switch needs the file
+/// to itself, and SQLite answers "locked" at once, without waiting as for other locks, while
+/// another process has it open: several iolab processes opening a new database together wait
+/// for each other here, as long as a writer waits for a lock.
+fn use_wal(conn: &Connection) -> rusqlite::Result<()> {
+    let start = std::time::Instant::now();
+    loop {
+        match conn.pragma_update(None, "journal_mode", "WAL") {
+            Err(e)
+                if e.sqlite_error_code() == Some(rusqlite::ErrorCode::DatabaseBusy)
+                    && start.elapsed() < BUSY_TIMEOUT =>
+            {
+                std::thread::sleep(Duration::from_millis(5));
+            }
+            done => return done,
+        }
+    }
 }
 
 /// An SQLite error, named for what it means to the user: a damaged or foreign file.
