@@ -12,6 +12,9 @@ pub const USAGE: u8 = 2;
 pub const IO_ERRORS: u8 = 3;
 /// A request never completed: the watchdog stopped the run.
 pub const STUCK: u8 = 4;
+/// The run completed, but some of its points (or its end) could not be kept in the results
+/// database (a full disk, say); each lost point was named on stderr.
+pub const NOT_KEPT: u8 = 5;
 /// Interrupted by SIGINT or SIGTERM; the results gathered so far were written.
 pub const INTERRUPTED: u8 = 130;
 

@@ -9,6 +9,7 @@ mod fill;
 mod fleet_command;
 mod import_command;
 mod ladder_command;
+mod output_file;
 mod place;
 mod precondition_command;
 mod progress;

@@ -48,6 +48,14 @@ impl StoreArgs {
     }
 }
 
+/// Whether everything a finished command measured reached the results database.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kept {
+    All,
+    /// A point, or the run's end, could not be written (a full disk, say).
+    Partly,
+}
+
 /// A run being kept in the store, or nothing with --no-store.
 pub struct Recording {
     active: Option<Active>,
@@ -65,21 +73,27 @@ struct Active {
     next_seq: u32,
     /// The run continues an earlier one (`--resume`).
     resumed: bool,
-    /// A write that failed was said once; the run goes on, its results still reach the output.
-    warned: bool,
+    /// The points that could not be written (each said as it was lost); the run goes on, its
+    /// results still reach the output, and the exit code says so.
+    lost: Vec<String>,
 }
 
 impl Recording {
     /// Records the start of a `kind` run of `plan` (its jobs are what `--resume` matches).
     /// A database that is not iolab's, damaged or newer stops the command; the default one
     /// that cannot be opened (no writable home) only costs the keeping, with a warning.
+    /// The output file is checked first: nothing is recorded or run for an output that would
+    /// destroy a target or the database.
     pub fn start(args: &StoreArgs, kind: &str, plan: &RunPlan) -> Result<Recording, ExitCode> {
+        let targets: Vec<PathBuf> = target_paths(&plan.jobs).into_iter().map(PathBuf::from).collect();
+        session::check_output(plan.output.path.as_deref(), &targets, args)?;
         Recording::start_covering(args, kind, plan, fingerprint_paths(&plan.jobs))
     }
 
     /// Records the start of a run whose targets are on other hosts (a fleet): this machine's
     /// fingerprint covers none of them, and their settings are not this machine's to warn about.
     pub fn start_remote(args: &StoreArgs, kind: &str, plan: &RunPlan) -> Result<Recording, ExitCode> {
+        session::check_output(plan.output.path.as_deref(), &[], args)?;
         Recording::start_covering(args, kind, plan, Vec::new())
     }
 
@@ -113,7 +127,7 @@ impl Recording {
         let run = store
             .begin_run(&new_run(kind, &plan.jobs, &before))
             .map_err(|e| exit::fail(code(&e), &e.to_string()))?;
-        let active = Active { store, run, before, paths, next_seq: 0, resumed: false, warned: false };
+        let active = Active { store, run, before, paths, next_seq: 0, resumed: false, lost: Vec::new() };
         Ok(Recording { active: Some(active), failed: false })
     }
 
@@ -121,7 +135,7 @@ impl Recording {
     pub fn resume(store: Store, run: RunId, plan: &RunPlan, points: u32) -> Recording {
         let paths = fingerprint_paths(&plan.jobs);
         let before = Environment::capture(&paths);
-        let active = Active { store, run, before, paths, next_seq: points, resumed: true, warned: false };
+        let active = Active { store, run, before, paths, next_seq: points, resumed: true, lost: Vec::new() };
         Recording { active: Some(active), failed: false }
     }
 
@@ -131,9 +145,10 @@ impl Recording {
     }
 
     /// Records how the run ended and the command's own report (`study_json`, the JSON the
-    /// command prints with --json), and says where the run was kept.
-    pub fn finish(mut self, report: &RunReport, study_json: Option<&str>, quiet: bool) {
-        let Some(mut active) = self.active.take() else { return };
+    /// command prints with --json), and says where the run was kept. Returns whether anything
+    /// the run measured could not be kept (each lost point was named when it was lost).
+    pub fn finish(mut self, report: &RunReport, study_json: Option<&str>, quiet: bool) -> Kept {
+        let Some(mut active) = self.active.take() else { return Kept::All };
         let status = if report.interrupted {
             RunStatus::Interrupted
         } else if !self.failed && session::exit_code(report) == exit::OK {
@@ -155,12 +170,28 @@ impl Recording {
             report: study_json.and_then(|json| serde_json::from_str(json).ok()),
             environment_after: serde_json::to_value(&after).ok(),
         };
-        match active.store.finish_run(active.run, &end) {
+        let ended = active.store.finish_run(active.run, &end);
+        if let Err(e) = &ended {
+            eprintln!("iolab: error: the end of run {} was not recorded: {e}", active.run);
+        }
+        if !active.lost.is_empty() {
+            eprintln!(
+                "iolab: error: {} of the run's {} points were not kept in {} (run {}): {}",
+                active.lost.len(),
+                active.next_seq,
+                active.store.path().display(),
+                active.run,
+                active.lost.join(", ")
+            );
+            return Kept::Partly;
+        }
+        match ended {
             Ok(()) if !quiet => {
-                eprintln!("iolab: kept as run {} in {}", active.run, active.store.path().display())
+                eprintln!("iolab: kept as run {} in {}", active.run, active.store.path().display());
+                Kept::All
             }
-            Ok(()) => {}
-            Err(e) => eprintln!("iolab: warning: the end of run {} was not recorded: {e}", active.run),
+            Ok(()) => Kept::All,
+            Err(_) => Kept::Partly,
         }
     }
 }
@@ -191,10 +222,8 @@ impl ResultSink for Recording {
         let point = Point::from_job(active.next_seq, result, now_unix_s());
         active.next_seq += 1;
         if let Err(e) = active.store.add_point(active.run, &point) {
-            if !active.warned {
-                eprintln!("iolab: warning: job '{}' was not kept in the results database: {e}", result.name);
-                active.warned = true;
-            }
+            eprintln!("iolab: error: point '{}' was not kept in the results database: {e}", result.name);
+            active.lost.push(format!("'{}'", result.name));
         }
     }
 }

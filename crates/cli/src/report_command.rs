@@ -23,6 +23,9 @@ pub struct ReportArgs {
 }
 
 pub fn run(args: ReportArgs, store: &StoreArgs) -> ExitCode {
+    if let Err(code) = crate::session::check_output(Some(&args.output), &[], store) {
+        return code;
+    }
     let db = match open_existing(store) {
         Ok(db) => db,
         Err(code) => return code,
@@ -35,7 +38,7 @@ pub fn run(args: ReportArgs, store: &StoreArgs) -> ExitCode {
         Ok(html) => html,
         Err(e) => return exit::fail(exit::INTERNAL, &format!("cannot draw the report: {e}")),
     };
-    if let Err(e) = std::fs::write(&args.output, html) {
+    if let Err(e) = crate::output_file::write(&args.output, html.as_bytes()) {
         return exit::fail(exit::INTERNAL, &format!("cannot write {}: {e}", args.output.display()));
     }
     eprintln!("iolab: wrote {} ({} runs)", args.output.display(), runs.len());

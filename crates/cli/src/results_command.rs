@@ -70,6 +70,9 @@ pub fn run(action: ResultsAction, store: &StoreArgs) -> ExitCode {
             Err(e) => Err(fail(e)),
         },
         ResultsAction::Export { ids, format, output } => {
+            if let Err(code) = session::check_output(output.as_deref(), &[], store) {
+                return code;
+            }
             let runs = match load(&db, &ids) {
                 Ok(runs) => runs,
                 Err(code) => return code,

@@ -1,6 +1,7 @@
 //! What every measuring command shares: stop signals, running a plan with a progress line,
 //! writing the output where the user asked, warnings on stderr, and the exit code.
 
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
@@ -11,26 +12,16 @@ use iolab_stats::fleet::HostStatus;
 use iolab_stats::result::{JobResult, RunReport, StopReason};
 
 use crate::exit;
+use crate::output_file::{self, Protected};
 use crate::place::Place;
 use crate::progress::ProgressLine;
-use crate::recording::Recording;
+use crate::recording::{Kept, Recording, StoreArgs};
 
 /// Installs SIGINT/SIGTERM: the first asks the run to stop and keep its results, a second ends
-/// the process at once, for a run that does not stop by itself.
+/// the process at once (removing the scratch file first), for a run that does not stop by itself.
 pub fn install_signals() -> Result<Arc<AtomicBool>, ExitCode> {
-    let interrupt = Arc::new(AtomicBool::new(false));
-    for signal in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
-        let installed = signal_hook::flag::register_conditional_shutdown(
-            signal,
-            exit::INTERRUPTED.into(),
-            interrupt.clone(),
-        )
-        .and_then(|_| signal_hook::flag::register(signal, interrupt.clone()));
-        if let Err(e) = installed {
-            return Err(exit::fail(exit::INTERNAL, &format!("cannot install the signal handler: {e}")));
-        }
-    }
-    Ok(interrupt)
+    iolab_engine::exit_cleanup::install_stop_signals()
+        .map_err(|e| exit::fail(exit::INTERNAL, &format!("cannot install the signal handler: {e}")))
 }
 
 /// Runs `plan` with signals and a progress line; an error that kept anything from running
@@ -82,12 +73,23 @@ pub fn error_code(error: &RunError) -> u8 {
     }
 }
 
-/// Writes `text` to the output file, or stdout. Broken pipe (`iolab run | head`) is not an
-/// error.
+/// Refuses, before anything runs, an output file that would destroy something: one of
+/// `targets`, the results database `store` names, a device or a directory (`output_file`).
+pub fn check_output(output: Option<&Path>, targets: &[PathBuf], store: &StoreArgs) -> Result<(), ExitCode> {
+    let Some(path) = output else { return Ok(()) };
+    let mut protected = targets.iter().fold(Protected::default(), |p, target| p.target(target));
+    if let Ok(db) = store.path() {
+        protected = protected.database(&db);
+    }
+    output_file::check(path, &protected).map_err(|message| exit::fail(exit::USAGE, &message))
+}
+
+/// Writes `text` to the output file (whole, or not at all), or stdout. Broken pipe
+/// (`iolab run | head`) is not an error.
 pub fn write_output(output: &OutputSpec, text: &str) -> Result<(), ExitCode> {
     use std::io::Write;
     let written = match &output.path {
-        Some(path) => std::fs::write(path, text)
+        Some(path) => output_file::write(path, text.as_bytes())
             .map_err(|e| format!("cannot write the results to {}: {e}", path.display())),
         None => match std::io::stdout().lock().write_all(text.as_bytes()) {
             Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => {
@@ -110,12 +112,15 @@ pub fn deliver(
     study_json: Option<&str>,
 ) -> ExitCode {
     let written = write_output(output, rendered);
-    recording.finish(report, study_json, output.quiet);
+    let kept = recording.finish(report, study_json, output.quiet);
     if let Err(code) = written {
         return code;
     }
     warn_about_problems(report);
-    ExitCode::from(exit_code(report))
+    match exit_code(report) {
+        exit::OK if kept == Kept::Partly => ExitCode::from(exit::NOT_KEPT),
+        code => ExitCode::from(code),
+    }
 }
 
 /// Problems are also said on stderr, so they are seen even when stdout is JSON or a file.

@@ -29,7 +29,10 @@ fn class<'a>(job: &'a serde_json::Value, name: &str) -> Option<&'a serde_json::V
 #[test]
 fn aio_engine_reads_and_writes_asynchronously() {
     let dir = two_targets();
-    let report = run_json(dir.path(), &["--target", "a", "--engine", "aio", "--rw", "randrw", "--qd", "8"]);
+    let report = run_json(
+        dir.path(),
+        &["--target", "a", "--engine", "aio", "--rw", "randrw", "--qd", "8", "--allow-destroy"],
+    );
     let job = &report["jobs"][0];
     assert!(job["read"]["ios"].as_u64().expect("reads") > 0);
     assert!(job["write"]["ios"].as_u64().expect("writes") > 0);

@@ -146,6 +146,7 @@ fn a_regular_file_larger_than_size_is_never_truncated() {
             "1m",
             "--rw",
             "randwrite",
+            "--allow-destroy",
             "--runtime",
             "300ms",
             "--ramp",

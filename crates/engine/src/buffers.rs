@@ -1,7 +1,8 @@
 //! Page-aligned I/O buffers, one per slot, as O_DIRECT requires.
 //!
 //! The memory is filled with pseudo-random bytes once, so writes never send zeros that a
-//! compressing or deduplicating device would make look fast.
+//! compressing or deduplicating device would make look fast, and each 4 KiB carries iolab's
+//! mark (`stamp`), so a file iolab wrote is known as iolab's.
 
 use std::alloc::{alloc, dealloc, Layout};
 
@@ -35,8 +36,9 @@ impl AlignedBuffers {
                 source: std::io::Error::from_raw_os_error(libc::ENOMEM),
             });
         }
-        let buffers = AlignedBuffers { base, layout, stride };
+        let mut buffers = AlignedBuffers { base, layout, stride };
         buffers.fill(seed);
+        crate::stamp::mark_blocks(buffers.as_mut_slice());
         Ok(buffers)
     }
 
@@ -52,6 +54,12 @@ impl AlignedBuffers {
                 std::ptr::copy_nonoverlapping(state.to_ne_bytes().as_ptr(), self.base.add(word * 8), 8)
             };
         }
+    }
+
+    fn as_mut_slice(&mut self) -> &mut [u8] {
+        // SAFETY: `base` points at `layout.size()` bytes this struct owns, and `&mut self` keeps
+        // every other use of them away while the slice lives (no I/O is in flight yet).
+        unsafe { std::slice::from_raw_parts_mut(self.base, self.layout.size()) }
     }
 
     /// The buffer of `slot`. The pointer stays valid for the life of `self`.

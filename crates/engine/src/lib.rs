@@ -8,11 +8,13 @@ mod aio;
 mod buffers;
 mod engine;
 mod error;
+pub mod exit_cleanup;
 mod null;
 pub mod nvme_admin;
 pub mod probe;
 mod psync;
 pub mod safety;
+pub mod stamp;
 pub mod target;
 mod uring;
 

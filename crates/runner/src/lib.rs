@@ -9,6 +9,7 @@ mod error;
 mod job;
 mod lab;
 mod lane;
+mod leftovers;
 mod observer;
 mod prepare;
 mod remote;

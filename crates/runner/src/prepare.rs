@@ -5,11 +5,12 @@ use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicBool;
 
-use iolab_engine::safety;
 use iolab_engine::target::{self, TargetKind};
-use iolab_spec::{Bytes, GroupSpec, JobSpec, RunPlan};
+use iolab_engine::{exit_cleanup, safety};
+use iolab_spec::{Bytes, EngineKind, GroupSpec, JobSpec, RunPlan};
 
 use crate::error::RunError;
+use crate::leftovers;
 use crate::observer::Observer;
 
 /// Size of the scratch file when no --size is given.
@@ -34,10 +35,12 @@ impl PreparedTarget {
     }
 }
 
-/// The scratch file of a run; removed when dropped unless the user asked to keep it.
+/// The scratch file of a run; removed when dropped unless the user asked to keep it, and by a
+/// second stop signal (which ends the process at once) while it lives.
 pub struct Scratch {
     pub path: PathBuf,
     keep: bool,
+    _on_exit: Option<exit_cleanup::RemoveOnExit>,
 }
 
 impl Drop for Scratch {
@@ -98,12 +101,23 @@ pub fn scratch(
         .max()
         .unwrap_or(SCRATCH_SIZE.0);
     let keep = groups.iter().any(|g| g.target.keep);
-    let path = std::env::current_dir()
-        .map_err(|source| RunError::Internal { context: "cannot find the current directory".into(), source })?
-        .join(format!("iolab-scratch-{}.dat", std::process::id()));
+    let dir = std::env::current_dir().map_err(|source| RunError::Internal {
+        context: "cannot find the current directory".into(),
+        source,
+    })?;
+    let removed = leftovers::remove_abandoned_scratch_files(&dir);
+    if !removed.is_empty() {
+        observer.note(&format!(
+            "removed {} scratch file(s) that earlier iolab runs left behind: {}",
+            removed.len(),
+            removed.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(", ")
+        ));
+    }
+    let path = dir.join(leftovers::scratch_name(std::process::id()));
     observer.note(&format!("laying out a {} scratch file at {}", Bytes(size), path.display()));
-    // From here on the guard removes whatever was created, even on error.
-    let scratch = Scratch { path, keep };
+    // From here on the guard removes whatever was created, even on error or a second signal.
+    let on_exit = (!keep).then(|| exit_cleanup::remove_on_exit(&path));
+    let scratch = Scratch { path, keep, _on_exit: on_exit };
     target::lay_out_file(&scratch.path, size, cancel)?;
     Ok(Some(scratch))
 }
@@ -163,6 +177,10 @@ fn prepare(
     let writes = group.access.writes();
     let offset = spec.offset.0;
     let kind = target::kind_of(&path)?;
+    // A file iolab did not lay out is someone's data; the null engine writes nothing.
+    if kind == Some(TargetKind::File) && writes && !spec.allow_destroy && group.engine != EngineKind::Null {
+        refuse_findings(&path, safety::inspect_file(&path))?;
+    }
     match (kind, spec.size) {
         (Some(TargetKind::BlockDevice), _) | (Some(TargetKind::File), None) => {}
         (_, Some(size)) => {
@@ -180,13 +198,7 @@ fn prepare(
     let file = target::open(&path, writes, spec.direct)?;
     let info = target::inspect(&path, &file)?;
     if info.kind == TargetKind::BlockDevice && writes && !spec.allow_destroy {
-        let findings = safety::inspect_block_device(&path).map_err(|source| RunError::Internal {
-            context: format!("cannot check {} before writing", path.display()),
-            source,
-        })?;
-        if !findings.is_empty() {
-            return Err(RunError::Refused { path, findings });
-        }
+        refuse_findings(&path, safety::inspect_block_device(&path))?;
     }
     if offset >= info.size {
         return Err(RunError::Invalid(format!(
@@ -242,6 +254,18 @@ fn prepare(
         }
     }
     Ok(PreparedTarget { path, file, notes, region_start: offset, region_size })
+}
+
+/// Refuses the write when the safety check found anything on `path` that it would destroy.
+fn refuse_findings(path: &Path, inspected: std::io::Result<Vec<safety::Finding>>) -> Result<(), RunError> {
+    let findings = inspected.map_err(|source| RunError::Internal {
+        context: format!("cannot check {} before writing", path.display()),
+        source,
+    })?;
+    if findings.is_empty() {
+        return Ok(());
+    }
+    Err(RunError::Refused { path: path.to_path_buf(), findings })
 }
 
 /// O_DIRECT needs offsets and lengths that are multiples of the target's logical block size.

@@ -12,6 +12,8 @@ pub enum StoreError {
         "the results database was made by a newer iolab (schema {version}; this one knows up to {known})"
     )]
     Newer { version: i32, known: i32 },
+    #[error("the results database {path} cannot grow: its filesystem is full; free some space, give --db on another filesystem, or --no-store")]
+    Full { path: PathBuf },
     #[error("cannot open the results database {path}: {detail}")]
     Open { path: PathBuf, detail: String },
     #[error("no run {0} in the results database")]

@@ -23,15 +23,67 @@ pub fn default_path() -> Option<PathBuf> {
 }
 
 /// Opens (creating when absent) the database at `path`, migrated to this iolab's schema, in
-/// WAL mode so several iolab processes can write to it at once.
+/// WAL mode so several iolab processes can write to it at once. A database this call created
+/// and could not finish (a full disk, say) is removed again, with the directories made for it:
+/// a failed open leaves nothing behind.
 pub fn open(path: &Path) -> Result<Connection, StoreError> {
+    if path.exists() {
+        return open_at(path, true);
+    }
+    let made_dirs = missing_dirs(path);
+    let remove_dirs = || made_dirs.iter().for_each(|dir| drop(std::fs::remove_dir(dir)));
     let fail = |detail: String| StoreError::Open { path: path.to_path_buf(), detail };
-    let exists = path.exists();
+    if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
+        if let Err(e) = std::fs::create_dir_all(parent) {
+            remove_dirs();
+            return Err(fail(format!("cannot create {}: {e}", parent.display())));
+        }
+    }
+    // Made exclusively, so this call knows the file is its own to remove: another iolab
+    // creating the same database at this moment keeps the one it is using.
+    let created = match std::fs::File::create_new(path) {
+        Ok(_) => true,
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => false,
+        Err(e) => {
+            remove_dirs();
+            return Err(fail(e.to_string()));
+        }
+    };
+    let opened = open_at(path, false);
+    if opened.is_err() && created {
+        for file in
+            [path.to_path_buf(), sibling(path, "-wal"), sibling(path, "-shm"), sibling(path, "-journal")]
+        {
+            let _ = std::fs::remove_file(file);
+        }
+        // Deepest first; a directory something else has since put a file in stays.
+        remove_dirs();
+    }
+    opened
+}
+
+/// The directories above `path` that do not exist yet, deepest first.
+fn missing_dirs(path: &Path) -> Vec<PathBuf> {
+    path.ancestors()
+        .skip(1)
+        .filter(|dir| !dir.as_os_str().is_empty())
+        .take_while(|dir| !dir.exists())
+        .map(Path::to_path_buf)
+        .collect()
+}
+
+fn sibling(path: &Path, suffix: &str) -> PathBuf {
+    let mut name = path.as_os_str().to_os_string();
+    name.push(suffix);
+    PathBuf::from(name)
+}
+
+/// Opens the database at `path`; `exists`: it was there before this open (so it is checked to
+/// be iolab's and sound before anything is written).
+fn open_at(path: &Path, exists: bool) -> Result<Connection, StoreError> {
+    let fail = |detail: String| StoreError::Open { path: path.to_path_buf(), detail };
     if exists {
         check_header(path)?;
-    } else if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
-        std::fs::create_dir_all(parent)
-            .map_err(|e| fail(format!("cannot create {}: {e}", parent.display())))?;
     }
     let flags =
         OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_CREATE | OpenFlags::SQLITE_OPEN_NO_MUTEX;
@@ -81,9 +133,10 @@ fn use_wal(conn: &Connection) -> rusqlite::Result<()> {
 
 /// An SQLite error, named for what it means to the user: a damaged or foreign file.
 pub fn classify(path: &Path, error: rusqlite::Error) -> StoreError {
-    use rusqlite::ErrorCode::{DatabaseCorrupt, NotADatabase};
+    use rusqlite::ErrorCode::{DatabaseCorrupt, DiskFull, NotADatabase};
     match error.sqlite_error_code() {
         Some(DatabaseCorrupt) => StoreError::Damaged { path: path.to_path_buf(), detail: error.to_string() },
+        Some(DiskFull) => StoreError::Full { path: path.to_path_buf() },
         Some(NotADatabase) => {
             StoreError::Foreign { path: path.to_path_buf(), what: "not an SQLite file".into() }
         }

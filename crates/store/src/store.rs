@@ -16,7 +16,7 @@ pub struct Store {
 }
 
 const RUN_COLUMNS: &str = "r.id, r.kind, r.label, r.command, r.iolab_version, r.host, r.started_at, \
-     r.finished_at, r.status, (SELECT count(*) FROM points p WHERE p.run_id = r.id)";
+     r.finished_at, r.status, (SELECT count(*) FROM points p WHERE p.run_id = r.id), r.pid, r.boot_id";
 
 impl Store {
     /// Opens the database at `path` (see `open::open`).
@@ -125,10 +125,10 @@ impl Store {
             conn.query_row(&sql, [id], |row| {
                 Ok((
                     run_info(row)?,
-                    row.get::<_, String>(10)?,
-                    row.get::<_, String>(11)?,
-                    row.get(12)?,
-                    row.get(13)?,
+                    row.get::<_, String>(12)?,
+                    row.get::<_, String>(13)?,
+                    row.get(14)?,
+                    row.get(15)?,
                 ))
             })
             .optional()
@@ -186,11 +186,9 @@ impl Store {
             })?
             .collect()
         })?;
-        let this_boot = boot_id();
-        let alive = |pid: u32, boot: &str| boot == this_boot && Path::new(&format!("/proc/{pid}")).exists();
         Ok(candidates
             .into_iter()
-            .find(|(_, status, pid, boot)| status != RunStatus::Running.name() || !alive(*pid, boot))
+            .find(|(_, status, pid, boot)| status != RunStatus::Running.name() || !writer_alive(*pid, boot))
             .map(|(id, ..)| id))
     }
 
@@ -253,6 +251,12 @@ impl Store {
     }
 }
 
+/// Whether the process `pid` of boot `boot` that writes a running run is still there: a run
+/// whose writer is gone was interrupted (killed, or the machine went down), whatever it says.
+fn writer_alive(pid: u32, boot: &str) -> bool {
+    boot == boot_id() && Path::new(&format!("/proc/{pid}")).exists()
+}
+
 /// This boot of the machine: with the pid, who writes a running run.
 fn boot_id() -> String {
     std::fs::read_to_string("/proc/sys/kernel/random/boot_id")
@@ -280,6 +284,7 @@ fn run_info(row: &Row<'_>) -> rusqlite::Result<Result<RunInfo, StoreError>> {
     let command: String = row.get(3)?;
     let status: String = row.get(8)?;
     let points: i64 = row.get(9)?;
+    let (pid, boot): (u32, String) = (row.get(10)?, row.get(11)?);
     let info = (|| {
         Ok(RunInfo {
             id: row.get(0)?,
@@ -290,8 +295,11 @@ fn run_info(row: &Row<'_>) -> rusqlite::Result<Result<RunInfo, StoreError>> {
             host: row.get(5)?,
             started_at_unix_s: row.get(6)?,
             finished_at_unix_s: row.get(7)?,
-            status: RunStatus::parse(&status)
-                .ok_or_else(|| StoreError::Stored { what: "status", detail: status.clone() })?,
+            status: match RunStatus::parse(&status) {
+                Some(RunStatus::Running) if !writer_alive(pid, &boot) => RunStatus::Interrupted,
+                Some(status) => status,
+                None => return Err(StoreError::Stored { what: "status", detail: status.clone() }),
+            },
             points: points as usize,
         })
     })();

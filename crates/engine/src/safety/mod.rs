@@ -94,6 +94,35 @@ pub fn inspect_block_device(device: &Path) -> io::Result<Vec<Finding>> {
     Ok(findings)
 }
 
+/// What a write to the existing regular file `path` would destroy: nothing when it is empty or
+/// iolab's own (it begins with iolab's mark: iolab laid it out or wrote it), else its data.
+/// A file that is not there yet holds nothing. Reads no more than the mark's length.
+pub fn inspect_file(path: &Path) -> io::Result<Vec<Finding>> {
+    use std::io::Read;
+    let mut file = match fs::File::open(path) {
+        Ok(file) => file,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) => {
+            return Err(with_context(format!("cannot inspect {} before writing to it", path.display()))(e))
+        }
+    };
+    let len = file.metadata()?.len();
+    if len == 0 {
+        return Ok(Vec::new());
+    }
+    let mut head = Vec::with_capacity(crate::stamp::MAGIC.len());
+    file.by_ref().take(crate::stamp::MAGIC.len() as u64).read_to_end(&mut head)?;
+    if crate::stamp::is_marked(&head) {
+        return Ok(Vec::new());
+    }
+    Ok(vec![Finding {
+        what: format!(
+            "it is an existing file of {} that iolab did not lay out (its first block has no iolab mark), so it may hold someone's data",
+            iolab_spec::Bytes(len)
+        ),
+    }])
+}
+
 /// Signatures on the device and on each partition, plus the kernel's partitions when no
 /// recognised partition table explains them.
 fn signatures_on(file: &fs::File, device: &Path, nodes: &[BlockNode]) -> io::Result<Vec<Finding>> {

@@ -59,11 +59,13 @@ pub fn lay_out_file(path: &Path, size: u64, cancel: &AtomicBool) -> Result<Layou
             return Err(TargetError::Interrupted(path.to_path_buf()));
         }
         let n = (size - at).min(CHUNK as u64) as usize;
-        // Stamp each 4 KiB block with its offset so no two blocks are equal.
-        for (i, block) in chunk[..n].chunks_mut(4096).enumerate() {
-            let stamp = (at + (i as u64) * 4096) ^ 0x9e37_79b9_7f4a_7c15;
-            let len = block.len().min(8);
-            block[..len].copy_from_slice(&stamp.to_le_bytes()[..len]);
+        // Each 4 KiB block: iolab's mark, then its offset, so no two blocks are equal.
+        crate::stamp::mark_blocks(&mut chunk[..n]);
+        for (i, block) in chunk[..n].chunks_mut(crate::stamp::BLOCK).enumerate() {
+            let stamp = (at + (i * crate::stamp::BLOCK) as u64) ^ 0x9e37_79b9_7f4a_7c15;
+            let from = crate::stamp::MAGIC.len().min(block.len());
+            let to = (from + 8).min(block.len());
+            block[from..to].copy_from_slice(&stamp.to_le_bytes()[..to - from]);
         }
         file.write_all(&chunk[..n]).map_err(|e| io_error("cannot write while laying out the file", e))?;
         at += n as u64;

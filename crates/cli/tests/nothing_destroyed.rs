@@ -1,0 +1,338 @@
+//! Nothing a user owns is destroyed (issue 19): the results file never lands on a device, a
+//! target or the database; a write workload never overwrites a file iolab did not lay out; the
+//! scratch file goes however the run ends; a point the database cannot keep changes the exit
+//! code.
+
+mod common;
+
+use std::path::Path;
+use std::time::Duration;
+
+use common::{needs_root_and, run_in, sh, spawn_in, stderr, LoopDevice};
+
+const QUICK: [&str; 5] = ["--runtime", "200ms", "--ramp", "0s", "-q"];
+
+fn run_quick(dir: &Path, args: &[&str]) -> std::process::Output {
+    run_in(dir, &[args, &QUICK[..]].concat())
+}
+
+#[test]
+fn output_onto_a_loop_device_holding_ext4_is_refused_and_the_device_is_unchanged() {
+    if let Some(why) = needs_root_and(&["losetup", "mkfs.ext4", "sha256sum"]) {
+        eprintln!("skipped: {why}");
+        return;
+    }
+    let lo = LoopDevice::new("output-ext4", 32);
+    sh(&format!("mkfs.ext4 -q -F {}", lo.path()));
+    let before = sh(&format!("sha256sum {}", lo.path()));
+    let dir = tempfile::tempdir().expect("dir");
+    let db = dir.path().join("r.db");
+    let out = run_quick(
+        dir.path(),
+        &[
+            "run",
+            "--engine",
+            "null",
+            "--size",
+            "1m",
+            "--json",
+            "-o",
+            lo.path(),
+            "--db",
+            db.to_str().expect("utf-8 path"),
+        ],
+    );
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("is a block device"), "{err}");
+    assert_eq!(sh(&format!("sha256sum {}", lo.path())), before, "the filesystem is intact");
+    assert!(!db.exists(), "nothing ran, so nothing was recorded");
+}
+
+#[test]
+fn output_naming_the_target_is_refused_and_the_target_is_unchanged() {
+    let dir = common::dir_with_target();
+    let before = std::fs::read(dir.path().join("t")).expect("target");
+    for output in ["t", "./t"] {
+        let out =
+            run_quick(dir.path(), &["run", "--target", "t", "--engine", "null", "--json", "-o", output]);
+        let err = stderr(&out);
+        assert_eq!(out.status.code(), Some(2), "{err}");
+        assert!(err.contains("is a target of this run"), "{err}");
+    }
+    assert_eq!(std::fs::read(dir.path().join("t")).expect("target"), before);
+}
+
+#[test]
+fn output_naming_the_results_database_or_its_journal_is_refused() {
+    let dir = common::dir_with_target();
+    let db = dir.path().join("r.db");
+    let out = run_quick(dir.path(), &["run", "--target", "t", "--engine", "null", "--db", "r.db"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let before = std::fs::read(&db).expect("db");
+    for output in ["r.db", "r.db-wal"] {
+        let out = run_quick(
+            dir.path(),
+            &["run", "--target", "t", "--engine", "null", "--db", "r.db", "--json", "-o", output],
+        );
+        let err = stderr(&out);
+        assert_eq!(out.status.code(), Some(2), "{output}: {err}");
+        assert!(err.contains("results database"), "{err}");
+    }
+    assert_eq!(std::fs::read(&db).expect("db"), before);
+    let out = run_in(dir.path(), &["report", "1", "--db", "r.db", "-o", "r.db"]);
+    assert_eq!(out.status.code(), Some(2), "report -o: {}", stderr(&out));
+    let out = run_in(dir.path(), &["results", "export", "1", "--db", "r.db", "--output", "r.db"]);
+    assert_eq!(out.status.code(), Some(2), "export --output: {}", stderr(&out));
+    assert_eq!(std::fs::read(&db).expect("db"), before);
+}
+
+#[test]
+fn output_naming_a_directory_is_refused_before_anything_runs() {
+    let dir = common::dir_with_target();
+    std::fs::create_dir(dir.path().join("out")).expect("dir");
+    let args = ["run", "--target", "t", "--engine", "null", "--db", "r.db", "--runtime", "1h", "-o", "out"];
+    let out = run_in(dir.path(), &args);
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("is a directory"), "{err}");
+    assert!(!dir.path().join("r.db").exists(), "nothing ran, so nothing was recorded");
+    let out = run_in(dir.path(), &["run", "--target", "t", "--engine", "null", "-o", "missing/out.json"]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+}
+
+#[test]
+fn output_replaces_an_old_results_file_whole() {
+    let dir = common::dir_with_target();
+    std::fs::write(dir.path().join("out.json"), "old results").expect("old");
+    let out =
+        run_quick(dir.path(), &["run", "--target", "t", "--engine", "null", "--json", "-o", "out.json"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = std::fs::read_to_string(dir.path().join("out.json")).expect("results");
+    serde_json::from_str::<serde_json::Value>(&text).expect("the new results, whole");
+    let names: Vec<String> = std::fs::read_dir(dir.path())
+        .expect("dir")
+        .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
+        .collect();
+    assert!(!names.iter().any(|n| n.ends_with(".tmp")), "no temporary file is left: {names:?}");
+}
+
+/// The probe's case: a study pointed at a job file as its target, with a write workload.
+#[test]
+fn a_write_workload_never_overwrites_a_file_iolab_did_not_lay_out() {
+    let dir = tempfile::tempdir().expect("dir");
+    let job = dir.path().join("job.toml");
+    std::fs::write(&job, "[[job]]\nrw = \"randread\"\n").expect("job file");
+    let before = std::fs::read(&job).expect("job file");
+    for args in [
+        &["sweep", "job.toml", "--rw", "randwrite", "--size", "16M", "--qd", "1,2"][..],
+        &["run", "--target", "job.toml", "--rw", "write", "--size", "16M"][..],
+        &["run", "--target", "job.toml", "--rw", "randrw", "--engine", "psync"][..],
+    ] {
+        let out = run_quick(dir.path(), args);
+        let err = stderr(&out);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains("job.toml") && err.contains("--allow-destroy"), "{err}");
+        assert_eq!(err.lines().count(), 1, "one line: {err}");
+    }
+    assert_eq!(std::fs::read(&job).expect("job file"), before, "not a byte changed");
+
+    // Reads are always allowed; --allow-destroy is the explicit way through.
+    let out =
+        run_quick(dir.path(), &["run", "--target", "job.toml", "--bs", "4k", "--buffered", "--rw", "read"]);
+    assert!(out.status.code() != Some(2) || !stderr(&out).contains("refusing"), "{}", stderr(&out));
+    let out = run_quick(
+        dir.path(),
+        &["run", "--target", "job.toml", "--rw", "randwrite", "--size", "1m", "--allow-destroy"],
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+}
+
+#[test]
+fn a_file_iolab_laid_out_or_an_empty_one_may_be_written_again() {
+    let dir = tempfile::tempdir_in("/var/tmp").expect("dir");
+    let write = ["run", "--target", "data.bin", "--rw", "randwrite", "--size", "2m"];
+    for round in 0..2 {
+        let out = run_quick(dir.path(), &write);
+        assert!(out.status.success(), "round {round}: {}", stderr(&out));
+    }
+    std::fs::write(dir.path().join("empty.bin"), b"").expect("empty");
+    let out = run_quick(dir.path(), &["run", "--target", "empty.bin", "--rw", "write", "--size", "1m"]);
+    assert!(out.status.success(), "an empty file holds nothing: {}", stderr(&out));
+}
+
+fn scratch_files(dir: &Path) -> Vec<String> {
+    std::fs::read_dir(dir)
+        .expect("dir")
+        .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with("iolab-scratch-"))
+        .collect()
+}
+
+fn signal(child: &std::process::Child, signal: i32) {
+    // SAFETY: plain kill(2) on our own child's pid.
+    unsafe { libc::kill(child.id() as i32, signal) };
+}
+
+/// Two stop signals 20 ms apart, at several moments of a run (laying out, measuring): the
+/// process ends at once, and its scratch file is gone every time.
+#[test]
+fn a_second_ctrl_c_removes_the_scratch_file() {
+    let dir = tempfile::tempdir_in("/var/tmp").expect("dir");
+    for (attempt, wait_ms) in [300u64, 600, 900, 1500, 2500, 4000].into_iter().enumerate() {
+        let child =
+            spawn_in(dir.path(), &["run", "--size", "64m", "--runtime", "30s", "--ramp", "0s", "--no-store"]);
+        std::thread::sleep(Duration::from_millis(wait_ms));
+        signal(&child, libc::SIGINT);
+        std::thread::sleep(Duration::from_millis(20));
+        signal(&child, libc::SIGINT);
+        let out = child.wait_with_output().expect("wait");
+        assert_eq!(out.status.code(), Some(130), "attempt {attempt}: {}", stderr(&out));
+        assert_eq!(scratch_files(dir.path()), Vec::<String>::new(), "attempt {attempt} after {wait_ms} ms");
+    }
+}
+
+/// A run killed with SIGKILL leaves its scratch file; the next run in that directory removes it
+/// (and says so), but never a file of a running iolab or one without iolab's mark.
+#[test]
+fn the_next_run_removes_the_scratch_file_of_a_killed_one() {
+    let dir = tempfile::tempdir_in("/var/tmp").expect("dir");
+    let child =
+        spawn_in(dir.path(), &["run", "--size", "8m", "--runtime", "30s", "--ramp", "0s", "--no-store"]);
+    let mut left = Vec::new();
+    for _ in 0..200 {
+        left = scratch_files(dir.path());
+        if !left.is_empty() {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert_eq!(left.len(), 1, "the run laid out its scratch file");
+    std::thread::sleep(Duration::from_millis(300));
+    signal(&child, libc::SIGKILL);
+    let _ = child.wait_with_output();
+    assert_eq!(scratch_files(dir.path()), left, "SIGKILL leaves it");
+    let foreign = dir.path().join("iolab-scratch-4194000.dat");
+    std::fs::write(&foreign, b"a user's file that happens to have this name").expect("foreign");
+
+    let out =
+        run_in(dir.path(), &["run", "--engine", "null", "--size", "1m", "--no-store", "--runtime", "200ms"]);
+    let err = stderr(&out);
+    assert!(out.status.success(), "{:?} {err}", out.status);
+    assert!(err.contains("removed 1 scratch file") && err.contains(&left[0]), "{err}");
+    assert_eq!(scratch_files(dir.path()), ["iolab-scratch-4194000.dat"], "only the foreign file stays");
+}
+
+fn results_list(dir: &Path, db: &Path) -> String {
+    let out = run_in(dir, &["results", "list", "--db", db.to_str().expect("utf-8 path")]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// A sweep whose database's filesystem fills up after the run was recorded: the rows still
+/// reach the output, every lost point is named, the exit code is 5, and the run is listed as
+/// interrupted (its writer is gone), never `running`. How many points fit depends on the
+/// fingerprint's size, so the free space is tried from little to more until a run starts.
+#[test]
+fn points_lost_to_a_full_disk_are_named_and_change_the_exit_code() {
+    if let Some(why) = needs_root_and(&["mount", "umount", "df"]) {
+        eprintln!("skipped: {why} (mounts a small tmpfs)");
+        return;
+    }
+    let dir = tempfile::tempdir().expect("dir");
+    let small = dir.path().join("small");
+    std::fs::create_dir(&small).expect("mount point");
+    sh(&format!("mount -t tmpfs -o size=4m iolab-test {}", small.display()));
+    let _unmount = Unmount(small.clone());
+    let db = small.join("r.db");
+    let sweep = [
+        "sweep",
+        "--engine",
+        "null",
+        "--size",
+        "1m",
+        "--qd",
+        "1,2,4,8",
+        "--db",
+        db.to_str().expect("utf-8 path"),
+    ];
+    for free_kib in [64u64, 80, 100, 120, 160, 200] {
+        let _ = std::fs::remove_file(small.join("fill"));
+        let out = run_quick(
+            dir.path(),
+            &["run", "--engine", "null", "--size", "1m", "--db", db.to_str().expect("utf-8 path")],
+        );
+        assert!(out.status.success(), "{}", stderr(&out));
+        let avail: u64 =
+            sh(&format!("df -k --output=avail {} | tail -1", small.display())).parse().expect("df");
+        sh(&format!(
+            "dd if=/dev/zero of={}/fill bs=1k count={} 2>/dev/null || true",
+            small.display(),
+            avail.saturating_sub(free_kib)
+        ));
+        let out = run_quick(dir.path(), &sweep);
+        let err = stderr(&out);
+        match out.status.code() {
+            Some(5) => {
+                let lost: Vec<&str> = err.lines().filter(|l| l.contains("was not kept")).collect();
+                let last = err
+                    .lines()
+                    .find(|l| l.contains("points were not kept"))
+                    .unwrap_or_else(|| panic!("{err}"));
+                for line in &lost {
+                    let name = line.split('\'').nth(1).expect("a named point");
+                    assert!(last.contains(&format!("'{name}'")), "{last}");
+                }
+                let rows = String::from_utf8_lossy(&out.stdout);
+                assert!(
+                    ["qd 1", "qd 8"].iter().all(|p| rows.contains(p)),
+                    "the rows still reach the output: {rows}"
+                );
+                let _ = std::fs::remove_file(small.join("fill"));
+                let list = results_list(dir.path(), &db);
+                assert!(!list.contains("running"), "{list}");
+                assert!(list.lines().any(|l| l.contains("sweep") && l.contains("interrupted")), "{list}");
+                return;
+            }
+            Some(0) => panic!(
+                "with {free_kib} KiB free everything fitted, before any smaller space let a run start: {err}"
+            ),
+            _ => assert!(err.contains("filesystem is full"), "{free_kib} KiB: {err}"),
+        }
+    }
+    panic!("no free space between 64 and 200 KiB let a sweep start and then lose a point");
+}
+
+/// A new database on a full filesystem leaves nothing behind: no 0-byte file, no directory.
+#[test]
+fn a_new_database_on_a_full_disk_leaves_no_file() {
+    if let Some(why) = needs_root_and(&["mount", "umount"]) {
+        eprintln!("skipped: {why} (mounts a small tmpfs)");
+        return;
+    }
+    let dir = tempfile::tempdir().expect("dir");
+    let small = dir.path().join("small");
+    std::fs::create_dir(&small).expect("mount point");
+    sh(&format!("mount -t tmpfs -o size=1m iolab-test {}", small.display()));
+    let _unmount = Unmount(small.clone());
+    sh(&format!("dd if=/dev/zero of={}/fill bs=1k count=2048 2>/dev/null || true", small.display()));
+    let db = small.join("new/results.db");
+    let out = run_quick(
+        dir.path(),
+        &["run", "--engine", "null", "--size", "1m", "--db", db.to_str().expect("utf-8 path")],
+    );
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("filesystem is full"), "{err}");
+    let left: Vec<_> =
+        std::fs::read_dir(&small).expect("dir").map(|e| e.expect("entry").file_name()).collect();
+    assert_eq!(left, ["fill"], "nothing but the filler");
+}
+
+struct Unmount(std::path::PathBuf);
+
+impl Drop for Unmount {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("umount").arg(&self.0).status();
+    }
+}
