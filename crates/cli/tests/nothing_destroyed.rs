@@ -240,10 +240,8 @@ fn points_lost_to_a_full_disk_are_named_and_change_the_exit_code() {
         return;
     }
     let dir = tempfile::tempdir().expect("dir");
-    let small = dir.path().join("small");
-    std::fs::create_dir(&small).expect("mount point");
-    sh(&format!("mount -t tmpfs -o size=4m iolab-test {}", small.display()));
-    let _unmount = Unmount(small.clone());
+    let mounted = SmallTmpfs::mount(dir.path(), "4m");
+    let small = mounted.0.clone();
     let db = small.join("r.db");
     let sweep = [
         "sweep",
@@ -311,10 +309,8 @@ fn a_new_database_on_a_full_disk_leaves_no_file() {
         return;
     }
     let dir = tempfile::tempdir().expect("dir");
-    let small = dir.path().join("small");
-    std::fs::create_dir(&small).expect("mount point");
-    sh(&format!("mount -t tmpfs -o size=1m iolab-test {}", small.display()));
-    let _unmount = Unmount(small.clone());
+    let mounted = SmallTmpfs::mount(dir.path(), "1m");
+    let small = mounted.0.clone();
     sh(&format!("dd if=/dev/zero of={}/fill bs=1k count=2048 2>/dev/null || true", small.display()));
     let db = small.join("new/results.db");
     let out = run_quick(
@@ -329,9 +325,19 @@ fn a_new_database_on_a_full_disk_leaves_no_file() {
     assert_eq!(left, ["fill"], "nothing but the filler");
 }
 
-struct Unmount(std::path::PathBuf);
+/// A tmpfs of `size` mounted at `DIR/small`, unmounted on drop.
+struct SmallTmpfs(std::path::PathBuf);
 
-impl Drop for Unmount {
+impl SmallTmpfs {
+    fn mount(dir: &Path, size: &str) -> SmallTmpfs {
+        let small = dir.join("small");
+        std::fs::create_dir(&small).expect("mount point");
+        sh(&format!("mount -t tmpfs -o size={size} iolab-test {}", small.display()));
+        SmallTmpfs(small)
+    }
+}
+
+impl Drop for SmallTmpfs {
     fn drop(&mut self) {
         let _ = std::process::Command::new("umount").arg(&self.0).status();
     }
