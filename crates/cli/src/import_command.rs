@@ -1,11 +1,19 @@
-//! `iolab import fio FILE...`: fio's JSON output (json or json+) into the results database, as
-//! runs of kind "fio" beside iolab's own, for `results`, `compare` and `report`.
+//! `iolab import fio FILE|DIR...`: fio's JSON output (json or json+, fio 2.x to today's) into
+//! the results database, as runs of kind "fio" beside iolab's own, or with `--as-sweep` as one
+//! sweep stored as `iolab sweep` stores its own, for `results`, `compare` and `report`.
 
-use std::path::PathBuf;
+use std::io::Read;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use clap::Subcommand;
-use iolab_store::{RunEnd, RunStatus};
+use iolab_analysis::sweep::{summarize, PointFigures, PointOutcome};
+use iolab_fio::limits::MAX_INPUT_BYTES;
+use iolab_fio::{FioImportError, Imported, ImportedSweep};
+use iolab_report::SWEEP_SCHEMA;
+use iolab_stats::result::Bottleneck;
+use iolab_store::{NewRun, Point, RunEnd, RunStatus, Store};
+use serde_json::{json, Value};
 
 use crate::exit;
 use crate::recording::{code, StoreArgs};
@@ -15,71 +23,189 @@ pub const IMPORT_SCHEMA: &str = "iolab.import/1";
 
 #[derive(Debug, Subcommand)]
 pub enum ImportSource {
-    /// fio's JSON output (`--output-format=json` or `json+`, fio 3.x): one run per file, one
-    /// point per fio job (per group with group_reporting); with json+ its latency bins become
-    /// a histogram, so every percentile to p99.9999 and exact merges are available.
+    /// fio's JSON output (`--output-format=json` or `json+`, fio 2.x to today's): one run per
+    /// file, one point per fio job (per group with group_reporting); with json+ its latency
+    /// bins become a histogram, so every percentile to p99.9999 and exact merges are available.
+    /// A directory stands for the .json files in it. Files over 16 MiB are refused.
     Fio {
-        #[arg(required = true, value_name = "FILE")]
+        #[arg(required = true, value_name = "FILE|DIR")]
         files: Vec<PathBuf>,
+        /// The files are the points of one sweep (one fio job per file, as bench-fio and
+        /// fio-plot write them): stored as one sweep run, each point's iodepth, numjobs, rw and
+        /// block size read from the options fio printed in it (never from the file's name).
+        #[arg(long)]
+        as_sweep: bool,
     },
 }
 
 pub fn run(source: ImportSource, store: &StoreArgs) -> ExitCode {
-    let ImportSource::Fio { files } = source;
+    let ImportSource::Fio { files, as_sweep } = source;
+    let files = match expand(&files) {
+        Ok(files) => files,
+        Err(message) => return exit::fail(exit::USAGE, &message),
+    };
     // Every file is read and parsed before anything is stored: a bad third file stores nothing.
     let mut imports = Vec::with_capacity(files.len());
     for file in &files {
         let name = file.display().to_string();
-        let text = match std::fs::read_to_string(file) {
+        let text = match read_capped(file, &name) {
             Ok(text) => text,
-            Err(e) => return exit::fail(exit::USAGE, &format!("cannot read {name}: {e}")),
+            Err(message) => return exit::fail(exit::USAGE, &message),
         };
         match iolab_fio::import(&text, &name) {
             Ok(imported) => imports.push((name, imported)),
             Err(e) => return exit::fail(exit::USAGE, &e.to_string()),
         }
     }
+    if as_sweep {
+        return match iolab_fio::sweep(imports) {
+            Ok(sweep) => store_sweep(sweep, store),
+            Err(e) => exit::fail(exit::USAGE, &e.to_string()),
+        };
+    }
+    // The database is opened (created when absent) as the measuring commands open it.
     let mut db = match store.open() {
         Ok(db) => db,
         Err(code) => return code,
     };
     for (name, imported) in imports {
-        let mut begun = None;
-        let stored = (|| {
-            let run = db.begin_run(&imported.run)?;
-            begun = Some(run);
-            for point in &imported.points {
-                db.add_point(run, point)?;
-            }
-            let finished = imported.points.iter().map(|p| p.completed_at_unix_s).max();
-            let report =
-                serde_json::json!({ "schema": IMPORT_SCHEMA, "file": name, "notes": imported.notes });
-            db.finish_run(
-                run,
-                &RunEnd {
-                    status: RunStatus::Complete,
-                    finished_at_unix_s: finished.unwrap_or(imported.run.started_at_unix_s),
-                    report: Some(report),
-                    environment_after: None,
-                },
-            )?;
-            Ok(run)
-        })();
-        match stored {
-            Ok(run) => {
-                for note in &imported.notes {
+        let Imported { run, points, notes } = imported;
+        let report = json!({ "schema": IMPORT_SCHEMA, "file": name, "notes": notes });
+        match keep(&mut db, &run, &points, report) {
+            Ok(id) => {
+                for note in &notes {
                     eprintln!("iolab: {name}: {note}");
                 }
-                eprintln!("iolab: imported {name} as run {run} ({} points)", imported.points.len());
+                eprintln!("iolab: imported {name} as run {id} ({} points)", points.len());
             }
-            Err(e) => {
-                // A half-stored file is no result: take it out again.
-                if let Some(run) = begun {
-                    let _ = db.delete_run(run);
-                }
-                return exit::fail(code(&e), &format!("{name}: {e}"));
-            }
+            Err(code) => return code,
         }
     }
+    ExitCode::from(exit::OK)
+}
+
+/// The files to read: each FILE as given, each DIR's `.json` files in name order.
+fn expand(paths: &[PathBuf]) -> Result<Vec<PathBuf>, String> {
+    let mut files = Vec::new();
+    for path in paths {
+        if !path.is_dir() {
+            files.push(path.clone());
+            continue;
+        }
+        let entries = std::fs::read_dir(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+        let mut found: Vec<PathBuf> = entries
+            .filter_map(Result::ok)
+            .map(|entry| entry.path())
+            .filter(|p| p.is_file() && p.extension().is_some_and(|e| e.eq_ignore_ascii_case("json")))
+            .collect();
+        if found.is_empty() {
+            return Err(format!(
+                "{} holds no .json files: give fio's JSON outputs or their directory",
+                path.display()
+            ));
+        }
+        found.sort();
+        files.extend(found);
+    }
+    Ok(files)
+}
+
+/// The file's text, refused before it is read when it is over the import's limit (its size
+/// as the file system says, then as read, for a pipe or a file that grows).
+fn read_capped(path: &Path, name: &str) -> Result<String, String> {
+    let too_large =
+        |size: u64| FioImportError::TooLarge { file: name.to_string(), size, limit: MAX_INPUT_BYTES };
+    let file = std::fs::File::open(path).map_err(|e| format!("cannot read {name}: {e}"))?;
+    if let Ok(meta) = file.metadata() {
+        if meta.is_file() && meta.len() > MAX_INPUT_BYTES {
+            return Err(too_large(meta.len()).to_string());
+        }
+    }
+    let mut bytes = Vec::new();
+    file.take(MAX_INPUT_BYTES + 1).read_to_end(&mut bytes).map_err(|e| format!("cannot read {name}: {e}"))?;
+    if bytes.len() as u64 > MAX_INPUT_BYTES {
+        return Err(too_large(bytes.len() as u64).to_string());
+    }
+    String::from_utf8(bytes).map_err(|_| format!("{name} is not text (not UTF-8): is it fio's JSON output?"))
+}
+
+/// Stores one run with its points and report, completely or not at all.
+fn keep(db: &mut Store, run: &NewRun, points: &[Point], report: Value) -> Result<i64, ExitCode> {
+    let mut begun = None;
+    let stored = (|| {
+        let id = db.begin_run(run)?;
+        begun = Some(id);
+        for point in points {
+            db.add_point(id, point)?;
+        }
+        let finished = points.iter().map(|p| p.completed_at_unix_s).max();
+        db.finish_run(
+            id,
+            &RunEnd {
+                status: RunStatus::Complete,
+                finished_at_unix_s: finished.unwrap_or(run.started_at_unix_s),
+                report: Some(report),
+                environment_after: None,
+            },
+        )?;
+        Ok(id)
+    })();
+    stored.map_err(|e: iolab_store::StoreError| {
+        // A half-stored file is no result: take it out again.
+        if let Some(id) = begun {
+            let _ = db.delete_run(id);
+        }
+        exit::fail(code(&e), &e.to_string())
+    })
+}
+
+/// One sweep run, its report the summary `iolab sweep` keeps (rows, curves, sweet spots), so
+/// `iolab report` draws its load curves and `iolab compare` matches its points by name.
+fn store_sweep(sweep: ImportedSweep, store: &StoreArgs) -> ExitCode {
+    let ImportedSweep { run, points, load_axis, curves, notes, files } = sweep;
+    let outcomes: Vec<PointOutcome<'_>> = points
+        .iter()
+        .zip(&curves)
+        .map(|(point, (curve, curve_name))| PointOutcome {
+            name: &point.name,
+            curve: *curve,
+            curve_name,
+            figures: PointFigures {
+                access: point.summary.access.clone(),
+                qd: point.summary.qd,
+                workers: point.summary.workers,
+                total: point.summary.total.clone(),
+                cpu_us_per_io: point.summary.cpu_us_per_io.unwrap_or(0.0),
+                bottleneck: Bottleneck::Undetermined,
+            },
+        })
+        .collect();
+    let summary = summarize(load_axis, &outcomes);
+    let report = json!({
+        "schema": SWEEP_SCHEMA,
+        "summary": summary,
+        "import": { "schema": IMPORT_SCHEMA, "files": files },
+        "notes": notes,
+    });
+    let mut db = match store.open() {
+        Ok(db) => db,
+        Err(code) => return code,
+    };
+    let id = match keep(&mut db, &run, &points, report) {
+        Ok(id) => id,
+        Err(code) => return code,
+    };
+    for note in &notes {
+        eprintln!("iolab: {note}");
+    }
+    for line in &summary.verdict {
+        eprintln!("iolab: {line}");
+    }
+    eprintln!(
+        "iolab: imported {} files as sweep run {id} ({} points, {} curve(s))",
+        files.len(),
+        points.len(),
+        summary.curves.len()
+    );
     ExitCode::from(exit::OK)
 }

@@ -12,7 +12,10 @@ use crate::Notes;
 
 /// A job entry and what the document around it says about it.
 pub(crate) struct Entry<'a> {
+    /// The job in today's shape (`generation::normalize`): what the figures are read from.
     pub value: &'a Value,
+    /// The job's object as fio wrote it: what is kept beside the point.
+    pub original: &'a Value,
     pub options: Options,
     /// The point's name: the jobname, made unique when fio repeats it (numjobs without
     /// group_reporting gives one entry per job, all with the same name).
@@ -78,25 +81,43 @@ pub(crate) fn point(
             notes
                 .push(format!("job '{name}': fio's {ddir} bins count {binned} latencies where its N is {n}"));
         }
+        if let Some((total, n)) = side.bins_left_out {
+            let total = total.map_or_else(|| "more than 2^64".to_string(), |t| t.to_string());
+            notes.push(format!(
+                "job '{name}': fio's {ddir} bins count {total} latencies where its N is {n}: the bins are left out \
+                 (fio's own add up) and its percentile list is used"
+            ));
+        }
     }
 
     // Per direction, fio's runtime is the longest of the grouped jobs; job_runtime adds them up.
     let runtime_ms = [&read, &write].iter().filter(|s| s.summary.ios > 0).map(|s| s.runtime_ms).max();
     let job_runtime_ms = ctx.u64(job, "/job_runtime")?;
     let measured_s = runtime_ms.unwrap_or(job_runtime_ms) as f64 / 1000.0;
-    // usr_cpu and sys_cpu are percentages of job_runtime (both summed over grouped jobs).
-    let cpu_pct = ctx.f64(job, "/usr_cpu")? + ctx.f64(job, "/sys_cpu")?;
-    let cpu_us_per_io =
-        (total.ios > 0).then(|| cpu_pct / 100.0 * job_runtime_ms as f64 * 1000.0 / total.ios as f64);
+    // usr_cpu and sys_cpu are percentages of job_runtime (both summed over grouped jobs). A
+    // negative one (fio never writes one) is no measurement: CPU is left out, with a note.
+    let cpu_pct = cpu_pct(ctx, job, name, notes)?;
+    let cpu_us_per_io = cpu_pct
+        .filter(|_| total.ios > 0)
+        .map(|pct| pct / 100.0 * job_runtime_ms as f64 * 1000.0 / total.ios as f64);
 
     let binned = |s: &latency::Side| s.summary.ios == 0 || s.stats.is_some();
-    let histograms = (total.ios > 0 && binned(&read) && binned(&write)).then(|| {
-        EncodedHistograms::encode(&IntervalStats {
+    let histograms = if total.ios > 0 && binned(&read) && binned(&write) {
+        let stats = IntervalStats {
             read: read.stats.clone().unwrap_or_default(),
             write: write.stats.clone().unwrap_or_default(),
             response: None,
-        })
-    });
+        };
+        match EncodedHistograms::try_encode(&stats) {
+            Ok(encoded) => Some(encoded),
+            Err(e) => {
+                notes.push(format!("job '{name}': its json+ bins are not kept ({e})"));
+                None
+            }
+        }
+    } else {
+        None
+    };
 
     Ok(Point {
         seq,
@@ -120,6 +141,23 @@ pub(crate) fn point(
         series: Vec::new(),
         verdict: None,
         histograms,
-        result: job.clone(),
+        result: entry.original.clone(),
     })
+}
+
+/// usr_cpu + sys_cpu, or `None` (with a note) when either is negative.
+fn cpu_pct(ctx: &Ctx, job: &Value, name: &str, notes: &mut Notes) -> Result<Option<f64>, FioImportError> {
+    let mut sum = 0.0;
+    for field in ["usr_cpu", "sys_cpu"] {
+        let pointer = format!("/{field}");
+        let pct = ctx.get(job, &pointer)?.as_f64().ok_or_else(|| ctx.error(&pointer, "is not a number"))?;
+        if pct < 0.0 {
+            notes.push(format!(
+                "job '{name}': fio's {field} is negative ({pct}), which fio never writes: its CPU per I/O is left out"
+            ));
+            return Ok(None);
+        }
+        sum += pct;
+    }
+    Ok(Some(sum))
 }

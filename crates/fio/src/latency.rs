@@ -27,7 +27,7 @@ pub(crate) struct FioMoments {
 impl FioMoments {
     /// Reads and writes together: mean weighted by count, the pooled sample stdev.
     fn pooled(a: FioMoments, b: FioMoments) -> FioMoments {
-        let n = a.n + b.n;
+        let n = a.n.saturating_add(b.n);
         let (na, nb, nn) = (a.n as f64, b.n as f64, n as f64);
         let mean = (a.mean * na + b.mean * nb) / nn;
         let sum_sq = |m: FioMoments, k: f64| m.stdev * m.stdev * (k - 1.0).max(0.0) + k * m.mean * m.mean;
@@ -58,8 +58,10 @@ pub(crate) struct Side {
     pub stats: Option<OpStats>,
     pub moments: FioMoments,
     pub runtime_ms: u64,
-    /// The bins count other than N I/Os (they should not).
+    /// The bins count other than N I/Os (they should not), by little: kept, with a note.
     pub bins_mismatch: Option<(u64, u64)>,
+    /// The bins count far other than N I/Os (or beyond 2^64): left out, fio's list is used.
+    pub bins_left_out: Option<(Option<u64>, u64)>,
 }
 
 /// Which latency of direction `ddir` carries the distribution: clat, unless only lat does.
@@ -93,23 +95,24 @@ pub(crate) fn side(
     let source = source(job, ddir);
     let section_name = if source == Source::Clat { "clat_ns" } else { "lat_ns" };
     let section = ctx.get(job, &at(section_name))?;
+    let mut bins_left_out = None;
     let name = |key: &str| format!("/{ddir}/{section_name}/{key}");
-    let field = |key: &str| section.get(key).ok_or_else(|| ctx.error(&name(key), "is missing"));
-    let moments = FioMoments {
-        n: field("N")?.as_u64().ok_or_else(|| ctx.error(&name("N"), "is not a whole number"))?,
-        mean: field("mean")?.as_f64().ok_or_else(|| ctx.error(&name("mean"), "is not a number"))?,
-        stdev: field("stddev")?.as_f64().ok_or_else(|| ctx.error(&name("stddev"), "is not a number"))?,
-        min: field("min")?.as_u64().ok_or_else(|| ctx.error(&name("min"), "is not a whole number"))?,
-        max: field("max")?.as_u64().ok_or_else(|| ctx.error(&name("max"), "is not a whole number"))?,
-    };
+    let moments = moments(ctx, section, &name)?;
     let mut bins_mismatch = None;
     let stats = match section.get("bins").and_then(Value::as_object) {
         Some(bins) if ios > 0 && moments.n > 0 => {
-            let stats = from_bins(ctx, &name("bins"), bins, moments, bytes)?;
-            if stats.ios() != moments.n {
-                bins_mismatch = Some((stats.ios(), moments.n));
+            match from_bins(ctx, &name("bins"), bins, moments, bytes)? {
+                Binned::Kept(stats) => {
+                    if stats.ios() != moments.n {
+                        bins_mismatch = Some((stats.ios(), moments.n));
+                    }
+                    Some(stats)
+                }
+                Binned::LeftOut(total) => {
+                    bins_left_out = Some((total, moments.n));
+                    None
+                }
             }
-            Some(stats)
         }
         _ => None,
     };
@@ -129,7 +132,43 @@ pub(crate) fn side(
     };
     let summary =
         OpSummary { ios, bytes, iops, mb_s: bw_bytes / 1e6, mib_s: bw_bytes / (1u64 << 20) as f64, latency };
-    Ok(Side { summary, stats, moments, runtime_ms, bins_mismatch })
+    Ok(Side { summary, stats, moments, runtime_ms, bins_mismatch, bins_left_out })
+}
+
+/// fio's N, mean, stddev, min and max of one latency, checked as fio always writes them:
+/// whole counts, finite non-negative figures, min <= mean <= max.
+fn moments(ctx: &Ctx, section: &Value, name: &dyn Fn(&str) -> String) -> Result<FioMoments, FioImportError> {
+    let moments = FioMoments {
+        n: ctx.u64(section, "/N").map_err(|_| ctx.error(&name("N"), "is missing or not a count"))?,
+        mean: ctx
+            .f64(section, "/mean")
+            .map_err(|_| ctx.error(&name("mean"), "is missing, negative or not a number"))?,
+        stdev: ctx
+            .f64(section, "/stddev")
+            .map_err(|_| ctx.error(&name("stddev"), "is missing, negative or not a number"))?,
+        min: ctx
+            .u64(section, "/min")
+            .map_err(|_| ctx.error(&name("min"), "is missing or not a whole number of ns"))?,
+        max: ctx
+            .u64(section, "/max")
+            .map_err(|_| ctx.error(&name("max"), "is missing or not a whole number of ns"))?,
+    };
+    if moments.n == 0 {
+        return Ok(moments);
+    }
+    if moments.min > moments.max {
+        return Err(
+            ctx.inconsistent(&name("min"), format!("({} ns) is above max ({} ns)", moments.min, moments.max))
+        );
+    }
+    // fio prints the mean to 6 decimals: half a ns of slack either side.
+    if moments.mean + 0.5 < moments.min as f64 || moments.mean - 0.5 > moments.max as f64 {
+        return Err(ctx.inconsistent(
+            &name("mean"),
+            format!("({} ns) is outside min..max ({}..{} ns)", moments.mean, moments.min, moments.max),
+        ));
+    }
+    Ok(moments)
 }
 
 /// Reads and writes together. Throughput adds up; latency merges the rebuilt histograms when
@@ -160,8 +199,9 @@ pub(crate) fn total(read: &Side, write: &Side, within: Option<&[Within]>) -> OpS
         }),
     };
     OpSummary {
-        ios: r.ios + w.ios,
-        bytes: r.bytes + w.bytes,
+        // Each side is checked to be under 2^63, so their sums fit.
+        ios: r.ios.saturating_add(w.ios),
+        bytes: r.bytes.saturating_add(w.bytes),
         iops: r.iops + w.iops,
         mb_s: r.mb_s + w.mb_s,
         mib_s: r.mib_s + w.mib_s,
@@ -175,39 +215,62 @@ fn with_fio_moments(latency: Option<LatencySummary>, moments: FioMoments) -> Opt
     latency.map(|l| LatencySummary { mean_ns: moments.mean, stdev_ns: moments.stdev, ..l })
 }
 
+/// What became of a direction's json+ bins.
+enum Binned {
+    Kept(OpStats),
+    /// Their total (`None`: beyond 2^64) is far from N: no histogram.
+    LeftOut(Option<u64>),
+}
+
+/// How far the bins' total may be from N and still be kept (with a note): fio's bins and N
+/// are counted apart and may differ by a few I/Os completing at the end.
+const BINS_SLACK: f64 = 0.01;
+
 /// The histogram of fio's json+ bins (value in ns -> count), with moments rebuilt from fio's
 /// N, mean and stddev: sum = mean x N, sum of squares = stdev² x (N - 1) + N x mean² (fio's
 /// stddev is the sample one). fio prints the mean to 6 decimals, so the sums are whole
-/// nanoseconds within N x 5e-7 ns of the true ones.
+/// nanoseconds within N x 5e-7 ns of the true ones. Bins that count far other than N I/Os
+/// (an edited file: fio's own add up) are left out rather than rebuilt into a histogram
+/// that contradicts the figures beside it.
 fn from_bins(
     ctx: &Ctx,
     field: &str,
     bins: &serde_json::Map<String, Value>,
     moments: FioMoments,
     bytes: u64,
-) -> Result<OpStats, FioImportError> {
-    let mut histogram = Histogram::<u64>::new(SIGNIFICANT_DIGITS)
-        .expect("3 significant digits is a valid histogram precision");
+) -> Result<Binned, FioImportError> {
+    let mut parsed = Vec::with_capacity(bins.len());
+    let mut total: Option<u64> = Some(0);
     for (value, count) in bins {
         let value: u64 =
             value.parse().map_err(|_| ctx.error(field, "has a bin that is not a latency in ns"))?;
-        let count =
-            count.as_u64().ok_or_else(|| ctx.error(field, "has a bin count that is not a whole number"))?;
+        let count = crate::error::count(count)
+            .map_err(|_| ctx.error(field, "has a bin count that is not a whole number under 2^63"))?;
+        total = total.and_then(|t| t.checked_add(count));
+        parsed.push((value, count));
+    }
+    let n = moments.n as f64;
+    let near = total.is_some_and(|t| (t as f64 - n).abs() <= n * BINS_SLACK + 1.0);
+    if !near {
+        return Ok(Binned::LeftOut(total));
+    }
+    let mut histogram = Histogram::<u64>::new(SIGNIFICANT_DIGITS)
+        .expect("3 significant digits is a valid histogram precision");
+    for (value, count) in parsed {
         // Auto-resizing: only a value beyond any range fails, and then it saturates.
         if histogram.record_n(value.max(1), count).is_err() {
             histogram.saturating_record_n(value.max(1), count);
         }
     }
-    let n = moments.n as f64;
     let sum_ns = (moments.mean * n).round().max(0.0) as u128;
     let sum_sq_ns = (moments.stdev * moments.stdev * (n - 1.0).max(0.0) + n * moments.mean * moments.mean)
         .round()
         .max(0.0) as u128;
     let ios = histogram.len();
-    Ok(OpStats::from_parts(
+    Ok(Binned::Kept(OpStats::from_parts(
         histogram,
         Moments { ios, bytes, sum_ns, sum_sq_ns, min_ns: moments.min, max_ns: moments.max },
-    ))
+    )))
 }
 
 /// iolab's percentiles that fio listed ("99.000000": ns), clamped to fio's exact extremes (fio

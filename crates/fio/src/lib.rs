@@ -1,6 +1,13 @@
-//! `iolab import fio`: fio's JSON output (`--output-format=json` or `json+`, fio 3.x) as one
-//! stored run of kind "fio", one point per fio job entry, so fio's results sit beside iolab's
-//! in tables, comparisons and reports.
+//! `iolab import fio`: fio's JSON output (`--output-format=json` or `json+`, fio 2.x to
+//! today's) as one stored run of kind "fio", one point per fio job entry, so fio's results sit
+//! beside iolab's in tables, comparisons and reports; or a directory of one file per point as
+//! one sweep (`sweep`).
+//!
+//! Older generations of fio's JSON are read into today's shape first (`generation`); every
+//! value is checked before it is kept (counts whole and under 2^63, rates not negative,
+//! min <= mean <= max: what fio never writes is refused, naming the field), and what one
+//! import may store is bounded (`limits`). What was converted, derived, cut or left out is
+//! said in the run's notes.
 //!
 //! Latency is fio's completion latency (clat: from submission to completion), the closest of
 //! fio's figures to iolab's service time; fio's lat adds the submission itself. With json+,
@@ -10,9 +17,12 @@
 //! Counts, bytes, IOPS, bandwidth, min, max, mean and stdev are fio's figures, unchanged.
 
 mod error;
+mod generation;
 mod job;
 mod latency;
+pub mod limits;
 mod options;
+mod sweep;
 
 use std::collections::BTreeMap;
 
@@ -20,6 +30,7 @@ use iolab_store::{NewRun, Point};
 use serde_json::{json, Value};
 
 pub use error::FioImportError;
+pub use sweep::{sweep, ImportedSweep};
 
 use error::Ctx;
 use job::Entry;
@@ -43,12 +54,28 @@ const ALL_CLIENTS: &str = "All clients";
 /// it is skipped.
 pub fn import(text: &str, file_name: &str) -> Result<Imported, FioImportError> {
     let file = || file_name.to_string();
+    if text.len() as u64 > limits::MAX_INPUT_BYTES {
+        return Err(FioImportError::TooLarge {
+            file: file(),
+            size: text.len() as u64,
+            limit: limits::MAX_INPUT_BYTES,
+        });
+    }
     let start = json_start(text).ok_or_else(|| FioImportError::NoJson { file: file() })?;
-    let doc: Value = serde_json::Deserializer::from_str(&text[start..])
+    let mut doc: Value = serde_json::Deserializer::from_str(&text[start..])
         .into_iter::<Value>()
         .next()
         .ok_or_else(|| FioImportError::NoJson { file: file() })?
         .map_err(|error| FioImportError::BadJson { file: file(), error })?;
+    let mut notes = Notes::default();
+    let clipped = limits::clip(&mut doc);
+    if clipped > 0 {
+        notes.push(format!(
+            "{clipped} texts (job names, options, descriptions) longer than {} characters were cut there, \
+             and longer keys left out",
+            limits::MAX_TEXT_CHARS
+        ));
+    }
     let not_fio = |missing| FioImportError::NotFio { file: file(), missing };
     let fio_version = doc.get("fio version").and_then(Value::as_str).ok_or_else(|| not_fio("fio version"))?;
     let (entries, client_server) = match (doc.get("jobs"), doc.get("client_stats")) {
@@ -56,10 +83,9 @@ pub fn import(text: &str, file_name: &str) -> Result<Imported, FioImportError> {
         (None, Some(clients)) => (clients.as_array().ok_or_else(|| not_fio("client_stats"))?, true),
         (None, None) => return Err(not_fio("jobs")),
     };
-    let timestamp = doc.get("timestamp").and_then(Value::as_i64).ok_or_else(|| not_fio("timestamp"))?;
+    let timestamp = timestamp(&doc, file_name, &mut notes)?;
     let global = doc.get("global options");
 
-    let mut notes = Notes::default();
     let mut raw = Vec::new();
     for value in entries {
         let job = value.get("jobname").and_then(Value::as_str);
@@ -74,6 +100,9 @@ pub fn import(text: &str, file_name: &str) -> Result<Imported, FioImportError> {
         let options = Options::merged(global, value.get("job options"));
         raw.push((value, jobname, host, groupid, options));
     }
+    // Each job in today's shape, read by the points; the job's own object is what is kept.
+    let normalized: Vec<Value> =
+        raw.iter().map(|(value, ..)| generation::normalize(value, &mut notes)).collect();
     if raw.is_empty() {
         return Err(FioImportError::NoJobs { file: file() });
     }
@@ -113,7 +142,8 @@ pub fn import(text: &str, file_name: &str) -> Result<Imported, FioImportError> {
             ));
         }
         let entry = Entry {
-            value,
+            value: &normalized[seq],
+            original: value,
             options: options.clone(),
             name,
             workers: if grouped { options.numjobs() } else { 1 },
@@ -142,8 +172,14 @@ pub fn import(text: &str, file_name: &str) -> Result<Imported, FioImportError> {
     ];
     run_notes.append(&mut notes.0);
 
-    // fio stamps its output when the jobs end; elapsed is each job's wall time from its start.
-    let elapsed = entries.iter().filter_map(|j| j.get("elapsed").and_then(Value::as_i64)).max().unwrap_or(0);
+    // fio stamps its output when the jobs end; elapsed is each job's wall time from its start
+    // (a negative one, which fio never writes, counts as none).
+    let elapsed = entries
+        .iter()
+        .filter_map(|j| j.get("elapsed").and_then(Value::as_i64))
+        .max()
+        .unwrap_or(0)
+        .clamp(0, timestamp);
     let jobs_plan: Vec<Value> = raw
         .iter()
         .map(|(value, jobname, _, _, _)| json!({"jobname": jobname, "job options": value.get("job options")}))
@@ -171,6 +207,25 @@ pub fn import(text: &str, file_name: &str) -> Result<Imported, FioImportError> {
         }),
     };
     Ok(Imported { run, points, notes: run_notes })
+}
+
+/// When fio wrote the output (Unix seconds). fio 2.x before about 2.2 wrote none: the run is
+/// dated to the import then, and says so.
+fn timestamp(doc: &Value, file: &str, notes: &mut Notes) -> Result<i64, FioImportError> {
+    let document =
+        |detail: String| FioImportError::Document { file: file.to_string(), field: "timestamp", detail };
+    let Some(found) = doc.get("timestamp") else {
+        notes.push(
+            "fio's output has no timestamp (fio 2.x before about 2.2): the run is dated to the import".into(),
+        );
+        let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH);
+        return Ok(now.map_or(0, |d| i64::try_from(d.as_secs()).unwrap_or(i64::MAX)));
+    };
+    match found.as_i64() {
+        Some(t) if t >= 0 => Ok(t),
+        Some(t) => Err(document(format!("is negative ({t})"))),
+        None => Err(document(format!("is not a whole number of seconds ({found})"))),
+    }
 }
 
 /// Where fio's JSON object starts: the first line that opens with '{'.

@@ -46,6 +46,14 @@ pub fn run_text(run: &StoredRun, environment: &[String]) -> String {
     for line in environment {
         let _ = writeln!(out, "  {line}");
     }
+    // An import says what it converted, derived, cut or left out (`iolab import fio`).
+    let notes = run.report.as_ref().and_then(|r| r.get("notes")).and_then(|n| n.as_array());
+    if let Some(notes) = notes.filter(|n| !n.is_empty()) {
+        let _ = writeln!(out, "  import notes:");
+        for note in notes.iter().filter_map(|n| n.as_str()) {
+            let _ = writeln!(out, "    - {note}");
+        }
+    }
     if run.points.is_empty() {
         out.push_str("\nno point completed\n");
         return out;

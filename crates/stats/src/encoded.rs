@@ -37,6 +37,12 @@ pub struct EncodedOpStats {
     pub hdr: String,
 }
 
+/// A histogram that HdrHistogram's encoding cannot hold: a bucket counting more than 2^63
+/// (only an imported histogram can; a recording never counts that many I/Os).
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+#[error("a latency histogram cannot be kept: {0}")]
+pub struct EncodeError(pub String);
+
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 pub enum DecodeError {
     #[error("histograms in format '{0}', this iolab reads {HISTOGRAMS_FORMAT}")]
@@ -46,14 +52,20 @@ pub enum DecodeError {
 }
 
 impl EncodedHistograms {
+    /// Encodes what iolab recorded itself; histograms from elsewhere (an import) go through
+    /// `try_encode`, which says what it cannot hold instead of panicking.
     pub fn encode(stats: &IntervalStats) -> EncodedHistograms {
-        let some = |op: &OpStats| (op.ios() > 0).then(|| EncodedOpStats::encode(op));
-        EncodedHistograms {
+        Self::try_encode(stats).expect("a recording counts fewer than 2^63 I/Os per bucket")
+    }
+
+    pub fn try_encode(stats: &IntervalStats) -> Result<EncodedHistograms, EncodeError> {
+        let some = |op: &OpStats| (op.ios() > 0).then(|| EncodedOpStats::try_encode(op)).transpose();
+        Ok(EncodedHistograms {
             format: HISTOGRAMS_FORMAT.to_string(),
-            read: some(&stats.read),
-            write: some(&stats.write),
-            response: stats.response.as_ref().and_then(some),
-        }
+            read: some(&stats.read)?,
+            write: some(&stats.write)?,
+            response: stats.response.as_ref().map(some).transpose()?.flatten(),
+        })
     }
 
     pub fn decode(&self) -> Result<IntervalStats, DecodeError> {
@@ -70,13 +82,19 @@ impl EncodedHistograms {
 }
 
 impl EncodedOpStats {
+    /// See `EncodedHistograms::encode`.
     pub fn encode(op: &OpStats) -> EncodedOpStats {
+        Self::try_encode(op).expect("a recording counts fewer than 2^63 I/Os per bucket")
+    }
+
+    /// The encoding, or why the histogram cannot have one (a count beyond 2^63).
+    pub fn try_encode(op: &OpStats) -> Result<EncodedOpStats, EncodeError> {
         let mut bytes = Vec::new();
         V2DeflateSerializer::new()
             .serialize(op.histogram(), &mut bytes)
-            .expect("a histogram always encodes into memory");
+            .map_err(|e| EncodeError(format!("{e:?}")))?;
         let moments = op.moments();
-        EncodedOpStats {
+        Ok(EncodedOpStats {
             ios: moments.ios,
             bytes: moments.bytes,
             sum_ns: moments.sum_ns.to_string(),
@@ -84,7 +102,7 @@ impl EncodedOpStats {
             min_ns: moments.min_ns,
             max_ns: moments.max_ns,
             hdr: base64::engine::general_purpose::STANDARD.encode(bytes),
-        }
+        })
     }
 
     pub fn decode(&self) -> Result<OpStats, DecodeError> {
@@ -157,6 +175,20 @@ mod tests {
             assert_eq!(merged.percentile_ns(p), whole.percentile_ns(p));
         }
         assert_eq!(merged.moments(), whole.moments());
+    }
+
+    /// Regression (issue 19): a bin count of u64::MAX made `encode` panic (HdrHistogram's V2
+    /// encoding holds counts up to 2^63); `try_encode` says so instead.
+    #[test]
+    fn bin_counts_of_u64_max_are_an_error_not_a_panic() {
+        let mut histogram = Histogram::<u64>::new(3).expect("valid precision");
+        histogram.record_n(1_000, u64::MAX).expect("in range");
+        let moments =
+            Moments { ios: u64::MAX, bytes: 0, sum_ns: 0, sum_sq_ns: 0, min_ns: 1_000, max_ns: 1_000 };
+        let op = OpStats::from_parts(histogram, moments);
+        assert!(EncodedOpStats::try_encode(&op).is_err());
+        let stats = IntervalStats { read: op, write: OpStats::default(), response: None };
+        assert!(EncodedHistograms::try_encode(&stats).is_err());
     }
 
     #[test]

@@ -57,10 +57,12 @@ impl OpStats {
         if self.histogram.record(latency_ns.max(1)).is_err() {
             self.histogram.saturating_record(latency_ns);
         }
-        self.ios += 1;
-        self.bytes += bytes;
-        self.sum_ns += u128::from(latency_ns);
-        self.sum_sq_ns += u128::from(latency_ns) * u128::from(latency_ns);
+        // Saturating: a count or sum that cannot grow further stays at its largest value
+        // rather than wrapping into a small, plausible-looking one.
+        self.ios = self.ios.saturating_add(1);
+        self.bytes = self.bytes.saturating_add(bytes);
+        self.sum_ns = self.sum_ns.saturating_add(u128::from(latency_ns));
+        self.sum_sq_ns = self.sum_sq_ns.saturating_add(u128::from(latency_ns) * u128::from(latency_ns));
         self.min_ns = self.min_ns.min(latency_ns);
         self.max_ns = self.max_ns.max(latency_ns);
     }
@@ -73,10 +75,11 @@ impl OpStats {
         self.histogram
             .add(&other.histogram)
             .expect("auto-resizing histograms of equal precision always merge");
-        self.ios += other.ios;
-        self.bytes += other.bytes;
-        self.sum_ns += other.sum_ns;
-        self.sum_sq_ns += other.sum_sq_ns;
+        // Stored or imported parts can hold any count: saturate rather than overflow.
+        self.ios = self.ios.saturating_add(other.ios);
+        self.bytes = self.bytes.saturating_add(other.bytes);
+        self.sum_ns = self.sum_ns.saturating_add(other.sum_ns);
+        self.sum_sq_ns = self.sum_sq_ns.saturating_add(other.sum_sq_ns);
         self.min_ns = self.min_ns.min(other.min_ns);
         self.max_ns = self.max_ns.max(other.max_ns);
     }
@@ -128,12 +131,18 @@ impl OpStats {
         self.sum_ns as f64 / self.ios as f64
     }
 
-    /// The latency at `percentile` (0..100), clamped to the exact extremes.
+    /// The latency at `percentile` (0..100), clamped to the exact extremes. Extremes that
+    /// contradict each other (min above max, as only stored or imported parts can have) bound
+    /// nothing: the histogram's value is given as it is rather than a panic in `clamp`.
     pub fn percentile_ns(&self, percentile: f64) -> u64 {
         if self.ios == 0 {
             return 0;
         }
-        self.histogram.value_at_percentile(percentile).clamp(self.min_ns, self.max_ns)
+        let value = self.histogram.value_at_percentile(percentile);
+        if self.min_ns > self.max_ns {
+            return value;
+        }
+        value.clamp(self.min_ns, self.max_ns)
     }
 
     /// Share (0..100) of I/Os that completed within `threshold`.
@@ -255,6 +264,38 @@ mod tests {
         assert!((latency.stdev_ns - expected_sd).abs() < 1.0);
         assert_eq!(latency.within[0].pct, 75.0);
         assert_eq!(latency.within[1].pct, 100.0);
+    }
+
+    /// Regression (issue 19): parts with min above max made `percentile_ns` panic in `clamp`.
+    #[test]
+    fn percentile_with_min_above_max_is_not_a_panic() {
+        let mut histogram = Histogram::<u64>::new(SIGNIFICANT_DIGITS).expect("valid precision");
+        histogram.record_n(1_000, 10).expect("in range");
+        let moments =
+            Moments { ios: 10, bytes: 0, sum_ns: 10_000, sum_sq_ns: 10_000_000, min_ns: 900, max_ns: 100 };
+        let stats = OpStats::from_parts(histogram, moments);
+        let summary = stats.latency_summary(&[Nanos(1_000_000)]).expect("has I/Os");
+        assert!(summary.percentiles.iter().all(|p| p.ns > 0));
+    }
+
+    /// Regression (issue 19): counts and sums near their limits overflowed in `merge`.
+    #[test]
+    fn merging_huge_counts_saturates_not_overflows() {
+        let histogram = Histogram::<u64>::new(SIGNIFICANT_DIGITS).expect("valid precision");
+        let huge = Moments {
+            ios: u64::MAX,
+            bytes: u64::MAX,
+            sum_ns: u128::MAX,
+            sum_sq_ns: u128::MAX,
+            min_ns: 1,
+            max_ns: 2,
+        };
+        let mut stats = OpStats::from_parts(histogram.clone(), huge);
+        stats.merge(&OpStats::from_parts(histogram, huge));
+        assert_eq!(stats.moments().ios, u64::MAX);
+        assert_eq!(stats.moments().sum_sq_ns, u128::MAX);
+        stats.record(5, 4096);
+        assert_eq!(stats.bytes(), u64::MAX);
     }
 
     #[test]
