@@ -30,9 +30,9 @@ pub enum FioJobError {
     File { file: String, message: String },
     /// Options iolab has no equivalent for: all of them, so that one edit fixes the file.
     #[error(
-        "fio job file {file}: iolab has no equivalent of {list}; remove them, or write an iolab job file instead (docs/job-file.md)"
+        "fio job file {file}: iolab has no equivalent of {list}; remove {them}, or write an iolab job file instead (docs/job-file.md)"
     )]
-    Unsupported { file: String, list: String },
+    Unsupported { file: String, list: String, them: &'static str },
     /// The translation is a job file that iolab's own checks refuse.
     #[error("fio job file {file}: {message}")]
     Refused { file: String, message: String },

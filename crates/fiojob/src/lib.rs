@@ -10,6 +10,7 @@ mod error;
 mod ini;
 mod job;
 mod options;
+mod pacing;
 mod plan;
 mod values;
 
@@ -144,8 +145,11 @@ fn refuse_unsupported(findings: &Findings, file: &str) -> Result<(), FioJobError
     if findings.unsupported.is_empty() {
         return Ok(());
     }
-    let list: Vec<String> = findings
-        .unsupported
+    let mut found = findings.unsupported.clone();
+    found.sort_by(|a, b| {
+        (a.0.file != file, &a.0.file, a.0.line).cmp(&(b.0.file != file, &b.0.file, b.0.line))
+    });
+    let list: Vec<String> = found
         .iter()
         .map(|(loc, shown)| {
             if loc.file == file {
@@ -155,9 +159,16 @@ fn refuse_unsupported(findings: &Findings, file: &str) -> Result<(), FioJobError
             }
         })
         .collect();
-    let count =
-        if list.len() == 1 { "this option".to_string() } else { format!("these {} options", list.len()) };
-    Err(FioJobError::Unsupported { file: file.to_string(), list: format!("{count}: {}", list.join(", ")) })
+    let (what, them) = if list.len() == 1 {
+        ("this option".to_string(), "it")
+    } else {
+        (format!("these {} options", list.len()), "them")
+    };
+    Err(FioJobError::Unsupported {
+        file: file.to_string(),
+        list: format!("{what}: {}", list.join(", ")),
+        them,
+    })
 }
 
 #[cfg(test)]

@@ -5,7 +5,7 @@
 use toml::{Table, Value};
 
 use crate::error::{at, FioJobError};
-use crate::job::{time_text, whole, Group};
+use crate::job::{size_text, time_text, Group};
 use crate::Findings;
 
 /// How long a job that fio runs until its `size` is done may take here: iolab's runs end at a
@@ -76,7 +76,7 @@ fn job(set: Vec<Group>, findings: &mut Findings) -> Result<Value, FioJobError> {
             return Err(at(&first.loc, format!("[{}] has neither time_based nor size: fio would run it once over the whole file or device; add size= (or io_size=), or time_based with runtime=", first.name)));
         };
         // fio's clones each move io_size; iolab counts the job's I/O as a whole.
-        table.insert("io_limit".into(), whole(bytes.saturating_mul(first.numjobs)));
+        table.insert("io_limit".into(), size_text(bytes.saturating_mul(first.numjobs)).into());
         let runtime = match first.runtime_us {
             Some(runtime) => runtime,
             None => {
