@@ -14,6 +14,7 @@ mod pacing;
 mod plan;
 mod values;
 
+use std::io::Read;
 use std::path::Path;
 
 use iolab_spec::{jobfile, resolve, Options};
@@ -76,7 +77,13 @@ pub fn looks_like_fio(path: &Path) -> bool {
     if matches!(by_name.as_deref(), Some("toml")) {
         return false;
     }
-    let Ok(text) = std::fs::read_to_string(path) else { return false };
+    // The first lines decide; a large file (or a device named by mistake) is not read whole.
+    let mut head = Vec::new();
+    let read = std::fs::File::open(path).and_then(|file| file.take(64 << 10).read_to_end(&mut head));
+    if read.is_err() {
+        return false;
+    }
+    let text = String::from_utf8_lossy(&head);
     let first = text.lines().map(str::trim).find(|l| !l.is_empty() && !l.starts_with(['#', ';']));
     first.is_some_and(|line| line.starts_with('[') && !line.starts_with("[["))
 }
