@@ -138,7 +138,11 @@ impl FioJob {
         };
         keys.insert("direct".into(), direct.into());
         let size = self.size_of("size")?;
-        self.target(size, &mut keys, findings)?;
+        let largest = sizes.iter().map(|e| e.0).max().unwrap_or(4096);
+        if let Some(each) = self.target(size, &mut keys, findings)?.filter(|&each| each < largest) {
+            let why = format!("each file's region ({each} bytes) is smaller than the largest block size ({largest}); use a larger size");
+            return Err(self.bad("size", &why));
+        }
         if let Some(offset) = self.size_of("offset")? {
             keys.insert("offset".into(), size_value(offset));
         }
@@ -387,7 +391,7 @@ impl FioJob {
         size: Option<u64>,
         keys: &mut Table,
         findings: &mut Findings,
-    ) -> Result<(), FioJobError> {
+    ) -> Result<Option<u64>, FioJobError> {
         let names = match self.get("filename") {
             Some(s) => values::file_list(text(s)?),
             None => Vec::new(),
@@ -436,10 +440,11 @@ impl FioJob {
             keys.insert("target".into(), Value::Array(paths));
         }
         // fio's size is the job's total over its files; iolab's is each target's region.
-        if let Some(size) = size {
-            keys.insert("size".into(), size_value(size / files));
+        let each = size.map(|size| size / files);
+        if let Some(each) = each {
+            keys.insert("size".into(), size_value(each));
         }
-        Ok(())
+        Ok(each)
     }
 
     fn number(&self, key: &str, default: u64) -> Result<u64, FioJobError> {

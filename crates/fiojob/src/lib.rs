@@ -143,8 +143,10 @@ fn translate_sections(sections: &[ini::Section], file: &str) -> Result<Translati
     // Refuse here what iolab would refuse when running it, so `--print` never shows a file
     // that `run` rejects.
     let options = translation.options(file)?;
-    resolve(Some(&options), &Options::default())
-        .map_err(|e| FioJobError::Refused { file: file.to_string(), message: e.to_string() })?;
+    resolve(Some(&options), &Options::default()).map_err(|e| FioJobError::Refused {
+        file: file.to_string(),
+        message: format!("iolab refuses the job it becomes: {e}"),
+    })?;
     Ok(translation)
 }
 

@@ -199,6 +199,8 @@ fn bad_values_name_the_line_and_option() {
     assert_eq!(err, "fio job file job.fio: line 7: iodepth=zero: 'zero' is not a whole number");
     let err = refusal(&format!("{TIMED}[a]\nsize=50%\n"));
     assert!(err.contains("line 7: size=50%"), "{err}");
+    let err = refusal(&format!("{TIMED}[a]\nbs=64k\nfilename=a:b\nsize=64k\n"));
+    assert!(err.contains("line 9: size=64k: each file's region (32768 bytes) is smaller"), "{err}");
     let err = refusal("[global]\nbs=4k\n");
     assert!(err.contains("no job"), "{err}");
 }
