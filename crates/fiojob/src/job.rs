@@ -321,7 +321,10 @@ impl FioJob {
         writes: bool,
         findings: &mut Findings,
     ) -> Result<Vec<(u64, u32)>, FioJobError> {
-        if let Some(s) = self.get("bssplit") {
+        // Each direction's mix: its bssplit part, else its bs part, else fio's 4k.
+        let (mut read, mut write) = (None, None);
+        let split = self.get("bssplit");
+        if let Some(s) = split {
             let (r, w) = values::per_direction(text(s)?);
             let parse = |v: Option<&str>| -> Result<Option<Vec<(u64, u32)>>, FioJobError> {
                 let Some(v) = v else { return Ok(None) };
@@ -333,32 +336,41 @@ impl FioJob {
                 mix.retain(|e| e.1 > 0);
                 Ok(Some(mix))
             };
-            let (r, w) = (parse(r)?, parse(w)?);
-            let mix = match (reads && writes, r, w) {
-                (true, Some(r), Some(w)) if sorted(&r) != sorted(&w) => {
-                    findings.unsupported(
-                        &s.opt.loc,
-                        format!("{} (different mixes for reads and writes)", s.opt.shown()),
-                    );
-                    r
-                }
-                (_, Some(r), _) if reads => r,
-                (_, _, Some(w)) if writes => w,
-                _ => vec![(4096, 100)],
-            };
-            let min = mix.iter().map(|e| e.0).min().unwrap_or(4096);
-            if let Some(odd) = mix.iter().find(|e| e.0 % min != 0) {
-                return Err(bad_value(s, &format!("fio rounds {} down to a multiple of the smallest size ({min}); write the sizes as multiples of it", odd.0)));
+            (read, write) = (parse(r)?, parse(w)?);
+        }
+        let bs = self.get("bs");
+        if let Some(s) = bs {
+            if text(s)?.contains('-') {
+                let why = "a range of block sizes; use bssplit";
+                findings.unsupported(&s.opt.loc, format!("{} ({why})", s.opt.shown()));
+            } else {
+                let (r, w) = values::per_direction(text(s)?);
+                let single = |v: Option<&str>| -> Result<Option<Vec<(u64, u32)>>, FioJobError> {
+                    let size = v.map(values::size).transpose().map_err(|why| bad_value(s, &why))?;
+                    Ok(size.map(|size| vec![(size, 100)]))
+                };
+                read = read.or(single(r)?);
+                write = write.or(single(w)?);
             }
-            return Ok(mix);
         }
-        let Some(s) = self.get("bs") else { return Ok(vec![(4096, 100)]) };
-        if text(s)?.contains('-') {
-            findings
-                .unsupported(&s.opt.loc, format!("{} (a range of block sizes; use bssplit)", s.opt.shown()));
-            return Ok(vec![(4096, 100)]);
+        let fio_default = || vec![(4096, 100)];
+        let (read, write) = (read.unwrap_or_else(fio_default), write.unwrap_or_else(fio_default));
+        let mix = match (reads, writes) {
+            (true, true) if sorted(&read) != sorted(&write) => {
+                if let Some(s) = split.or(bs) {
+                    let why = "reads and writes of different sizes";
+                    findings.unsupported(&s.opt.loc, format!("{} ({why})", s.opt.shown()));
+                }
+                read
+            }
+            (true, _) => read,
+            _ => write,
+        };
+        let min = mix.iter().map(|e| e.0).min().unwrap_or(4096);
+        if let (Some(odd), Some(s)) = (mix.iter().find(|e| e.0 % min != 0), split) {
+            return Err(bad_value(s, &format!("fio rounds {} down to a multiple of the smallest size ({min}); write the sizes as multiples of it", odd.0)));
         }
-        Ok(vec![(self.sizes_for(s, reads, writes, findings)?.unwrap_or(4096), 100)])
+        Ok(mix)
     }
 
     /// A per-direction size option (`bs`, `ba`) for the directions the job does.

@@ -83,6 +83,12 @@ fn block_sizes_splits_and_alignment() {
     assert_eq!(mix, [(4096, 70), (65536, 30)]);
     let err = refusal(&format!("{TIMED}[a]\nrw=randrw\nbs=4k,8k\n"));
     assert!(err.contains("bs=4k,8k (reads and writes of different sizes) (line 8)"), "{err}");
+    let g = only_group(&format!("{TIMED}[a]\nrw=randrw\nbs=,4k\n"));
+    assert_eq!(g.access.bs_split[0].bs.0, 4096, "reads keep fio's 4k, the same as the writes");
+    let g = only_group(&format!("{TIMED}[a]\nrw=randread\nbs=16k\nbssplit=,4k/50:8k/50\n"));
+    assert_eq!(g.access.bs_split[0].bs.0, 16384, "reads take bs where bssplit gives only writes");
+    let err = refusal(&format!("{TIMED}[a]\nrw=randrw\nbssplit=4k,8k\n"));
+    assert!(err.contains("bssplit=4k,8k (reads and writes of different sizes)"), "{err}");
     let err = refusal(&format!("{TIMED}[a]\nbs=4k-16k\n"));
     assert!(err.contains("a range of block sizes"), "{err}");
     let err = refusal(&format!("{TIMED}[a]\nbssplit=4k/50:8k/30\n"));
