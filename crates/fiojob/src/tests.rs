@@ -87,6 +87,10 @@ fn block_sizes_splits_and_alignment() {
     assert_eq!(g.access.bs_split[0].bs.0, 4096, "reads keep fio's 4k, the same as the writes");
     let g = only_group(&format!("{TIMED}[a]\nrw=randread\nbs=16k\nbssplit=,4k/50:8k/50\n"));
     assert_eq!(g.access.bs_split[0].bs.0, 16384, "reads take bs where bssplit gives only writes");
+    let t = translate(&format!("{TIMED}[a]\nrw=randread\nbssplit=4k/50:64k/50\n")).unwrap();
+    assert!(t.notes.iter().any(|n| n.contains("random map")), "{:?}", t.notes);
+    let t = translate(&format!("{TIMED}[a]\nrw=randread\nbssplit=4k/50:64k/50\nnorandommap\n")).unwrap();
+    assert!(t.notes.is_empty(), "{:?}", t.notes);
     let err = refusal(&format!("{TIMED}[a]\nrw=randrw\nbssplit=4k,8k\n"));
     assert!(err.contains("bssplit=4k,8k (reads and writes of different sizes)"), "{err}");
     let err = refusal(&format!("{TIMED}[a]\nbs=4k-16k\n"));
