@@ -10,6 +10,7 @@ use iolab_spec::suite::Suite;
 use iolab_spec::{Axis, Bytes, Nanos, Options};
 
 use crate::compare_command::CompareArgs;
+use crate::fio_job_command::FioJobArgs;
 use crate::import_command::ImportSource;
 use crate::recording::StoreArgs;
 use crate::report_command::ReportArgs;
@@ -91,6 +92,10 @@ pub enum Command {
     /// --listen says otherwise, every request checked against --token-file, writes only where
     /// --allow-write allows.
     Agent(AgentArgs),
+    /// Check a fio job file against what iolab can run, and with --print show the iolab job
+    /// file it becomes (`iolab run job.fio` runs that file): options without an equivalent are
+    /// refused, all listed (docs/job-file.md, "fio job files").
+    FioJob(FioJobArgs),
     /// Bring results of another tool into the results database (`iolab import fio out.json`).
     Import {
         #[command(subcommand)]
@@ -378,7 +383,8 @@ pub struct ScaleArgs {
 
 #[derive(Debug, Args)]
 pub struct RunArgs {
-    /// A TOML job file (docs/job-file.md); flags override its values.
+    /// A job file (docs/job-file.md): iolab's TOML, or a fio job file (`.fio`, `.ini`, or a
+    /// first line that opens a [section]); flags override its values.
     #[arg(value_name = "JOB_FILE")]
     pub job_file: Option<PathBuf>,
 

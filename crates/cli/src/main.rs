@@ -6,8 +6,10 @@ mod cliff_command;
 mod compare_command;
 mod exit;
 mod fill;
+mod fio_job_command;
 mod fleet_command;
 mod import_command;
+mod job_source;
 mod ladder_command;
 mod output_file;
 mod place;
@@ -51,6 +53,7 @@ fn main() -> ExitCode {
         args::Command::Report(args) => report_command::run(args, &cli.store),
         args::Command::Fleet(args) => fleet_command::run(*args, &cli.store),
         args::Command::Agent(args) => agent_command::run(args),
+        args::Command::FioJob(args) => fio_job_command::run(args),
         args::Command::Import { source } => import_command::run(source, &cli.store),
         args::Command::Results { action } => results_command::run(action, &cli.store),
     }

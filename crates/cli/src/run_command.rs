@@ -4,18 +4,19 @@ use std::process::ExitCode;
 
 use iolab_report::{render_json, render_text};
 use iolab_runner::OnFailedStart;
-use iolab_spec::{jobfile, resolve};
+use iolab_spec::resolve;
 
 use crate::args::RunArgs;
 use crate::place::Place;
 use crate::recording::StoreArgs;
-use crate::session;
 use crate::{exit, study};
+use crate::{job_source, session};
 
 pub fn run(args: RunArgs, store: &StoreArgs, place: &mut Place<'_>) -> ExitCode {
-    let file = match args.job_file.as_deref().map(jobfile::load).transpose() {
+    let quiet = args.options.quiet == Some(true);
+    let file = match args.job_file.as_deref().map(|path| job_source::load(path, quiet)).transpose() {
         Ok(file) => file,
-        Err(e) => return exit::fail(exit::USAGE, &e.to_string()),
+        Err(message) => return exit::fail(exit::USAGE, &message),
     };
     let plan = match resolve(file.as_ref(), &args.options) {
         Ok(plan) => study::repeated(plan, args.repeat),

@@ -1,0 +1,46 @@
+//! `iolab fio-job FILE`: checks a fio job file against what iolab can run, and with `--print`
+//! shows the iolab job file it becomes (the very text `iolab run FILE` runs).
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::Args;
+
+use crate::exit;
+
+#[derive(Debug, Args)]
+pub struct FioJobArgs {
+    /// A fio job file (INI: [global] and job sections).
+    #[arg(value_name = "FIO_JOB_FILE")]
+    pub file: PathBuf,
+
+    /// Print the equivalent iolab job file (TOML) on stdout.
+    #[arg(long)]
+    pub print: bool,
+}
+
+pub fn run(args: FioJobArgs) -> ExitCode {
+    let translation = match iolab_fiojob::translate_file(&args.file) {
+        Ok(translation) => translation,
+        Err(e) => return exit::fail(exit::USAGE, &e.to_string()),
+    };
+    let text = if args.print {
+        translation.text
+    } else {
+        // The notes are also the file's comments; without --print they go to stderr.
+        for note in &translation.notes {
+            eprintln!("iolab: note: fio job file {note}");
+        }
+        format!(
+            "{}: iolab can run it (`iolab run {0}`); --print shows the iolab job file it becomes\n",
+            args.file.display()
+        )
+    };
+    match std::io::stdout().lock().write_all(text.as_bytes()) {
+        Ok(()) => ExitCode::from(exit::OK),
+        // A closed pipe (`| head`) is not an error.
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => ExitCode::from(exit::OK),
+        Err(e) => exit::fail(exit::INTERNAL, &format!("cannot write to stdout: {e}")),
+    }
+}
