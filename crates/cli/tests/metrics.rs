@@ -167,6 +167,7 @@ fn run_serves_live_figures_that_the_prometheus_parser_reads_and_counters_grow() 
     // A job name with a quote and a backslash: escaped, the parser gives it back as it is.
     let file = "target = \"t\"\nsize = \"1m\"\n[[job]]\nname = 'say \"hi\" \\ there'\n";
     std::fs::write(dir.path().join("job.toml"), file).expect("job file");
+    // Long enough to outlast the scrapes on a busy machine; the test stops it with Ctrl-C.
     let args = [
         "run",
         "job.toml",
@@ -175,7 +176,7 @@ fn run_serves_live_figures_that_the_prometheus_parser_reads_and_counters_grow() 
         "--ramp",
         "1s",
         "--runtime",
-        "4s",
+        "300s",
         "--metrics",
         "127.0.0.1:0",
         "--no-store",
@@ -280,8 +281,10 @@ fn run_serves_live_figures_that_the_prometheus_parser_reads_and_counters_grow() 
     assert!(reads(&plain) >= reads(last));
     assert_eq!(samples(&plain, "iolab_run_info")[0]["labels"]["command"], "run");
 
+    // SAFETY: kill has no memory preconditions; the pid is our own child's, not yet reaped.
+    unsafe { libc::kill(served.child.id() as libc::pid_t, libc::SIGINT) };
     let status = served.child.wait().expect("iolab ends");
-    assert!(status.success(), "{status}; log: {}", served.log.lock().expect("log"));
+    assert_eq!(status.code(), Some(130), "{status}; log: {}", served.log.lock().expect("log"));
     // The endpoint ends with the command.
     assert!(TcpStream::connect(&served.address).is_err(), "still served after the run ended");
 }
