@@ -229,7 +229,7 @@ fn run_serves_live_figures_that_the_prometheus_parser_reads_and_counters_grow() 
             .iter()
             .find(|s| s["labels"]["op"] == "read")
             .unwrap_or_else(|| panic!("{family} has no read sample"));
-        assert_eq!(read["labels"]["job"], job, "{family}");
+        assert_eq!(read["labels"]["iolab_job"], job, "{family}");
         assert_eq!(read["labels"]["group"], "main", "{family}");
         assert!(read["labels"]["target"].as_str().is_some_and(|t| t.ends_with('t')), "{family}: {read}");
         assert!(read["value"].as_f64().is_some_and(|v| v > 0.0), "{family}: {read}");
@@ -244,7 +244,7 @@ fn run_serves_live_figures_that_the_prometheus_parser_reads_and_counters_grow() 
             .expect("read")
     );
     let errors = samples(last, "iolab_errors");
-    assert_eq!(errors[0]["labels"]["job"], job);
+    assert_eq!(errors[0]["labels"]["iolab_job"], job);
     assert_eq!(errors[0]["value"], 0.0);
 
     let latency = &last["iolab_interval_latency_seconds"];
@@ -271,6 +271,8 @@ fn run_serves_live_figures_that_the_prometheus_parser_reads_and_counters_grow() 
     assert_eq!(info[0]["labels"]["engine"], "null");
     assert_eq!(info[0]["labels"]["qd"], "32");
     assert_eq!(info[0]["labels"]["bs"], "4KiB");
+
+    dashboard_names_what_is_served(last);
 
     // A scraper that does not ask for OpenMetrics gets the Prometheus text format 0.0.4.
     let (content_type, text) = scrape(&served.address, None).expect("a plain scrape");
@@ -345,4 +347,41 @@ fn an_agent_serves_metrics_only_when_asked_and_never_its_token() {
         assert!(reads(&families) > 0.0, "the agent's job counted no reads:\n{text}");
     }
     agent.kill();
+}
+
+/// The Grafana dashboard in deploy/grafana asks only for series a run serves (or, for the
+/// fleet panels, the coordinator), and labels its lines with labels those series have.
+fn dashboard_names_what_is_served(scraped: &BTreeMap<String, Value>) {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../deploy/grafana/iolab.json");
+    let text = std::fs::read_to_string(&path).expect("the dashboard is readable");
+    let dashboard: Value = serde_json::from_str(&text).expect("the dashboard is JSON");
+    let mut served: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    for family in scraped.values() {
+        for sample in family["samples"].as_array().expect("samples") {
+            let labels = sample["labels"].as_object().expect("labels").keys().cloned();
+            served.entry(sample["name"].as_str().expect("name").to_string()).or_default().extend(labels);
+        }
+    }
+    for name in ["iolab_host_interval_iops", "iolab_host_failed"] {
+        served.insert(name.into(), vec!["iolab_job".into(), "host".into()]);
+    }
+    let panels = dashboard["panels"].as_array().expect("panels");
+    assert!(!panels.is_empty());
+    for target in panels.iter().flat_map(|p| p["targets"].as_array().expect("targets")) {
+        let expr = target["expr"].as_str().expect("expr");
+        let names: Vec<&str> = expr
+            .split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+            .filter(|word| word.starts_with("iolab_") && *word != "iolab_job")
+            .collect();
+        assert!(!names.is_empty(), "{expr}");
+        for name in &names {
+            assert!(served.contains_key(*name), "the dashboard asks for {name}, which is not served: {expr}");
+        }
+        // Every {{label}} of the legend is a label of the first series, or the host the query joins in.
+        let legend = target["legendFormat"].as_str().unwrap_or_default();
+        for label in legend.split("{{").skip(1).filter_map(|rest| rest.split("}}").next()) {
+            let has = label == "host" || served[names[0]].iter().any(|l| l == label);
+            assert!(has, "the legend names {label}, which {} lacks: {expr}", names[0]);
+        }
+    }
 }

@@ -16,7 +16,8 @@ use prometheus_client::registry::{Registry, Unit};
 /// An I/O direction of a group's target in a job.
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct IoLabels {
-    pub job: String,
+    /// iolab's job (a sweep's point); not `job`, which Prometheus gives each scrape target.
+    pub iolab_job: String,
     pub group: String,
     pub target: String,
     /// "read" or "write".
@@ -26,7 +27,8 @@ pub struct IoLabels {
 /// A latency quantile of an I/O direction of a target.
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct LatencyLabels {
-    pub job: String,
+    /// iolab's job (a sweep's point); not `job`, which Prometheus gives each scrape target.
+    pub iolab_job: String,
     pub group: String,
     pub target: String,
     pub op: String,
@@ -36,19 +38,22 @@ pub struct LatencyLabels {
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct GroupLabels {
-    pub job: String,
+    /// iolab's job (a sweep's point); not `job`, which Prometheus gives each scrape target.
+    pub iolab_job: String,
     pub group: String,
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct JobLabels {
-    pub job: String,
+    /// iolab's job (a sweep's point); not `job`, which Prometheus gives each scrape target.
+    pub iolab_job: String,
 }
 
 /// What a group of the running job does: a sweep's point is told by these.
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct GroupInfoLabels {
-    pub job: String,
+    /// iolab's job (a sweep's point); not `job`, which Prometheus gives each scrape target.
+    pub iolab_job: String,
     pub group: String,
     pub engine: String,
     pub qd: String,
@@ -62,7 +67,8 @@ pub struct GroupInfoLabels {
 /// A host of a fleet job (on the coordinator).
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct HostLabels {
-    pub job: String,
+    /// iolab's job (a sweep's point); not `job`, which Prometheus gives each scrape target.
+    pub iolab_job: String,
     pub host: String,
 }
 
@@ -253,7 +259,7 @@ mod tests {
     }
 
     fn io(group: &str) -> IoLabels {
-        IoLabels { job: "j".into(), group: group.into(), target: "/dev/x".into(), op: "read".into() }
+        IoLabels { iolab_job: "j".into(), group: group.into(), target: "/dev/x".into(), op: "read".into() }
     }
 
     #[test]
@@ -273,7 +279,7 @@ mod tests {
         let (families, registry) = Families::registered(run());
         families.ios.get_or_create(&io("g")).inc();
         let latency = LatencyLabels {
-            job: "j".into(),
+            iolab_job: "j".into(),
             group: "g".into(),
             target: "t".into(),
             op: "read".into(),

@@ -45,7 +45,7 @@ impl MetricsObserver {
         self.families.bytes_per_second.get_or_create(&labels).set(rate(op.bytes()));
         for (quantile, percentile) in QUANTILES {
             let labels = LatencyLabels {
-                job: labels.job.clone(),
+                iolab_job: labels.iolab_job.clone(),
                 group: labels.group.clone(),
                 target: labels.target.clone(),
                 op: labels.op.clone(),
@@ -64,10 +64,10 @@ impl MetricsObserver {
 
 impl Observer for MetricsObserver {
     fn progress(&mut self, update: &ProgressUpdate<'_>) {
-        let job = JobLabels { job: update.job.to_string() };
+        let job = JobLabels { iolab_job: update.job.to_string() };
         self.families.measuring.get_or_create(&job).set(i64::from(update.phase == Phase::Measure));
         for host in update.hosts {
-            let labels = HostLabels { job: update.job.to_string(), host: host.host.clone() };
+            let labels = HostLabels { iolab_job: update.job.to_string(), host: host.host.clone() };
             self.families.host_iops.get_or_create(&labels).set(host.iops);
             self.families.host_failed.get_or_create(&labels).set(i64::from(host.failed));
         }
@@ -97,7 +97,7 @@ impl Observer for MetricsObserver {
                 mix => mix.iter().map(|w| format!("{}/{}", w.bs, w.weight)).collect::<Vec<_>>().join(","),
             };
             let info = GroupInfoLabels {
-                job: job.name.clone(),
+                iolab_job: job.name.clone(),
                 group: name.clone(),
                 engine: group.engine.name().to_string(),
                 qd: group.qd.to_string(),
@@ -110,10 +110,10 @@ impl Observer for MetricsObserver {
             // At 0 from the start, so an alert on its rate sees the series before the first error.
             self.families
                 .errors
-                .get_or_create(&GroupLabels { job: job.name.clone(), group: name.clone() })
+                .get_or_create(&GroupLabels { iolab_job: job.name.clone(), group: name.clone() })
                 .inc_by(0);
         }
-        self.families.measuring.get_or_create(&JobLabels { job: job.name.clone() }).set(0);
+        self.families.measuring.get_or_create(&JobLabels { iolab_job: job.name.clone() }).set(0);
         let errors_counted = vec![0; groups.len()];
         self.job = Some(Running { name: job.name.clone(), groups, errors_counted });
     }
@@ -122,7 +122,7 @@ impl Observer for MetricsObserver {
         let Some(mut job) = self.job.take() else { return };
         let seconds = detail.duration.as_secs_f64();
         let measuring = i64::from(detail.phase == Phase::Measure);
-        self.families.measuring.get_or_create(&JobLabels { job: job.name.clone() }).set(measuring);
+        self.families.measuring.get_or_create(&JobLabels { iolab_job: job.name.clone() }).set(measuring);
         for (g, per_target) in detail.stats.iter().enumerate() {
             let (group, targets) =
                 job.groups.get(g).cloned().unwrap_or_else(|| (format!("group{g}"), Vec::new()));
@@ -130,7 +130,7 @@ impl Observer for MetricsObserver {
                 let target = targets.get(t).cloned().unwrap_or_else(|| format!("target{t}"));
                 for (op, op_stats) in [("read", &stats.read), ("write", &stats.write)] {
                     let labels = IoLabels {
-                        job: job.name.clone(),
+                        iolab_job: job.name.clone(),
                         group: group.clone(),
                         target: target.clone(),
                         op: op.to_string(),
@@ -140,7 +140,7 @@ impl Observer for MetricsObserver {
             }
             let errors = detail.errors.get(g).copied().unwrap_or(0);
             if let Some(counted) = job.errors_counted.get_mut(g) {
-                let labels = GroupLabels { job: job.name.clone(), group };
+                let labels = GroupLabels { iolab_job: job.name.clone(), group };
                 self.families.errors.get_or_create(&labels).inc_by(errors.saturating_sub(*counted));
                 *counted = errors.max(*counted);
             }
