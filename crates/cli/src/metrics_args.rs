@@ -17,7 +17,7 @@ pub struct MetricsArgs {
     /// Serve the live figures for Prometheus at http://ADDR/metrics while the command runs,
     /// e.g. 127.0.0.1:9464 (port 0 picks a free port; the address is printed on stderr).
     /// The metric families are in docs/metrics.md.
-    #[arg(long, value_name = "ADDR", help_heading = "Output")]
+    #[arg(long, value_name = "ADDR", help_heading = "Results")]
     pub metrics: Option<SocketAddr>,
 }
 

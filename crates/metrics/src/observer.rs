@@ -148,3 +148,79 @@ impl Observer for MetricsObserver {
         self.job = Some(job);
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use iolab_spec::{resolve, Nanos, Options};
+    use iolab_stats::IntervalStats;
+
+    use super::*;
+    use crate::{Format, Metrics, RunLabels};
+
+    fn metrics() -> Metrics {
+        Metrics::with_run(RunLabels { command: "sweep".into(), host: "h".into(), version: "0".into() })
+    }
+
+    fn job(name: &str) -> JobSpec {
+        let plan = resolve(None, &Options::default()).expect("the defaults resolve");
+        JobSpec { name: name.to_string(), ..plan.jobs[0].clone() }
+    }
+
+    fn reads(n: u64, latency_ns: u64) -> Vec<Vec<IntervalStats>> {
+        let mut stats = IntervalStats::default();
+        (0..n).for_each(|_| stats.read.record(latency_ns, 4096));
+        vec![vec![stats]]
+    }
+
+    fn tell(observer: &mut MetricsObserver, stats: &[Vec<IntervalStats>], errors: u64) {
+        let detail = IntervalDetail {
+            phase: Phase::Measure,
+            duration: Nanos(1_000_000_000),
+            stats,
+            errors: &[errors],
+        };
+        observer.interval_detail(&detail);
+    }
+
+    #[test]
+    fn a_new_job_drops_the_last_jobs_interval_figures_but_not_its_counters() {
+        let metrics = metrics();
+        let mut observer = metrics.observer();
+        observer.starting(&job("qd 1"), &[vec!["/dev/x".into()]]);
+        tell(&mut observer, &reads(10, 50_000), 0);
+        tell(&mut observer, &reads(5, 50_000), 2);
+        tell(&mut observer, &reads(5, 50_000), 3);
+        let text = metrics.render(Format::Prometheus);
+        let line = |prefix: &str| text.lines().find(|l| l.starts_with(prefix)).map(str::to_string);
+        let ios = r#"iolab_ios_total{iolab_job="qd 1",group="main",target="/dev/x",op="read"}"#;
+        assert_eq!(line(ios).as_deref(), Some(format!("{ios} 20").as_str()));
+        let errors = r#"iolab_errors_total{iolab_job="qd 1",group="main"}"#;
+        assert_eq!(line(errors).as_deref(), Some(format!("{errors} 3").as_str()), "errors counted once each");
+        assert!(line(r#"iolab_interval_latency_seconds{iolab_job="qd 1""#)
+            .is_some_and(|l| l.ends_with(" 0.00005")));
+
+        observer.starting(&job("qd 8"), &[vec!["/dev/x".into()]]);
+        let text = metrics.render(Format::Prometheus);
+        assert!(text.contains(ios), "counters stay");
+        assert!(!text.contains(r#"iolab_interval_iops{iolab_job="qd 1""#), "{text}");
+        assert!(!text.contains(r#"iolab_group_info{iolab_job="qd 1""#), "{text}");
+        assert!(
+            text.contains(r#"iolab_group_info{iolab_job="qd 8",group="main",engine="uring",qd="32""#),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn an_interval_without_reads_has_no_read_latency_rather_than_an_old_one() {
+        let metrics = metrics();
+        let mut observer = metrics.observer();
+        observer.starting(&job("j"), &[Vec::new()]);
+        tell(&mut observer, &reads(3, 1_000), 0);
+        assert!(metrics.render(Format::OpenMetrics).contains("iolab_interval_latency_seconds{"));
+        tell(&mut observer, &reads(0, 1_000), 0);
+        let text = metrics.render(Format::OpenMetrics);
+        assert!(!text.contains("iolab_interval_latency_seconds{"), "{text}");
+        // A job whose targets are not known here (a fleet's) is labelled with the job's own.
+        assert!(text.contains(r#"target="scratch""#), "{text}");
+    }
+}
