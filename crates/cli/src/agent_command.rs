@@ -11,6 +11,7 @@ use iolab_fleet::protocol::MAX_LEASE_MS;
 
 use crate::args::AgentArgs;
 use crate::exit;
+use crate::metrics_args::{self, MetricsArgs};
 
 pub fn run(args: AgentArgs) -> ExitCode {
     let from_stdin = args.token_file.as_os_str() == "-";
@@ -28,6 +29,11 @@ pub fn run(args: AgentArgs) -> ExitCode {
         Ok(token) => token,
         Err(message) => return exit::fail(exit::USAGE, &message),
     };
+    // Bound before the agent serves anything: a taken port is the operator's to fix first.
+    let served = match metrics_args::serve(&MetricsArgs { metrics: args.metrics }, "agent") {
+        Ok(served) => served,
+        Err(code) => return code,
+    };
     let config = AgentConfig {
         listen: args.listen,
         token,
@@ -35,6 +41,7 @@ pub fn run(args: AgentArgs) -> ExitCode {
         scratch_dir: args.scratch_dir,
         max_lease: Duration::from_millis(MAX_LEASE_MS),
         max_scratch: args.max_scratch.0,
+        metrics: served.as_ref().map(|served| served.observer.clone()),
     };
     match agent::run(config, from_stdin) {
         Ok(()) => ExitCode::SUCCESS,

@@ -12,6 +12,7 @@ use iolab_spec::{Axis, Bytes, Nanos, Options};
 use crate::compare_command::CompareArgs;
 use crate::fio_job_command::FioJobArgs;
 use crate::import_command::ImportSource;
+use crate::metrics_args::MetricsArgs;
 use crate::recording::StoreArgs;
 use crate::report_command::ReportArgs;
 use crate::results_command::ResultsAction;
@@ -195,6 +196,11 @@ pub struct AgentArgs {
     /// The largest scratch file a coordinator may have laid out here.
     #[arg(long, value_name = "SIZE", default_value = "16g")]
     pub max_scratch: Bytes,
+
+    /// Serve this host's live figures for Prometheus at http://ADDR/metrics (off unless
+    /// given; no token is needed to read them and none appears in them): docs/metrics.md.
+    #[arg(long, value_name = "ADDR")]
+    pub metrics: Option<std::net::SocketAddr>,
 }
 
 #[derive(Debug, Args)]
@@ -217,6 +223,9 @@ pub struct RampArgs {
 
     #[command(flatten)]
     pub options: Options,
+
+    #[command(flatten)]
+    pub metrics: MetricsArgs,
 }
 
 fn parse_pct(text: &str) -> Result<f64, String> {
@@ -238,6 +247,9 @@ pub struct SuiteArgs {
 
     #[command(flatten)]
     pub options: Options,
+
+    #[command(flatten)]
+    pub metrics: MetricsArgs,
 }
 
 fn parse_suite(text: &str) -> Result<Suite, String> {
@@ -313,6 +325,9 @@ pub struct SteadyArgs {
 
     #[command(flatten)]
     pub options: Options,
+
+    #[command(flatten)]
+    pub metrics: MetricsArgs,
 }
 
 #[derive(Debug, Args)]
@@ -341,6 +356,9 @@ pub struct SweepArgs {
 
     #[command(flatten)]
     pub options: Options,
+
+    #[command(flatten)]
+    pub metrics: MetricsArgs,
 }
 
 #[derive(Debug, Args)]
@@ -395,4 +413,7 @@ pub struct RunArgs {
 
     #[command(flatten)]
     pub options: Options,
+
+    #[command(flatten)]
+    pub metrics: MetricsArgs,
 }

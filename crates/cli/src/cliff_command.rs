@@ -43,13 +43,19 @@ pub fn run(args: CliffArgs, store: &StoreArgs) -> ExitCode {
         Err(code) => return code,
     };
     let progress = ProgressLine::new(plan.output.quiet);
-    let ran =
-        session::in_lab(&plan, &job, progress, &mut recording, &mut Place::Here, |lab, targets, progress| {
+    let ran = session::in_lab(
+        &plan,
+        &job,
+        progress,
+        &mut recording,
+        &mut Place::here(),
+        |lab, targets, progress| {
             let region: u64 = targets.iter().flatten().map(|t| t.region_size).sum();
             let bytes = args.bytes.map_or(region, |b| b.0);
             let job = fill::limited_to(&job, format!("cliff: {} of sequential writes", Bytes(bytes)), bytes);
             lab.run_prepared(&job, targets, progress).map(|_| ())
-        });
+        },
+    );
     let report = match ran {
         Ok(((), report)) => report,
         Err(code) => return code,

@@ -12,7 +12,9 @@ use crate::args::{FleetArgs, FleetStudy};
 use crate::place::Place;
 use crate::progress::ProgressLine;
 use crate::recording::StoreArgs;
-use crate::{exit, ramp_command, run_command, session, steady_command, suite_command, sweep_command};
+use crate::{
+    exit, metrics_args, ramp_command, run_command, session, steady_command, suite_command, sweep_command,
+};
 
 pub fn run(args: FleetArgs, store: &StoreArgs) -> ExitCode {
     if args.study.is_some() && (args.run.job_file.is_some() || !args.run.options.keys_set().is_empty()) {
@@ -27,6 +29,19 @@ pub fn run(args: FleetArgs, store: &StoreArgs) -> ExitCode {
             "--netbench needs agents that reach each other; agents started with --ssh listen on their hosts' loopback only: start them with --listen on a reachable address and use --hosts",
         );
     }
+    let (quiet, metrics) = match &args.study {
+        None => (args.run.options.quiet, &args.run.metrics),
+        Some(FleetStudy::Run(run)) => (run.options.quiet, &run.metrics),
+        Some(FleetStudy::Sweep(sweep)) => (sweep.options.quiet, &sweep.metrics),
+        Some(FleetStudy::Ramp(ramp)) => (ramp.options.quiet, &ramp.metrics),
+        Some(FleetStudy::Steady(steady)) => (steady.options.quiet, &steady.metrics),
+        Some(FleetStudy::Suite(suite)) => (suite.options.quiet, &suite.metrics),
+    };
+    // Bound before any host is asked for anything: a taken port costs nothing.
+    let mut served = match metrics_args::serve(metrics, "fleet") {
+        Ok(served) => served,
+        Err(code) => return code,
+    };
     let token = match read_token(&args.token_file) {
         Ok(token) => token,
         Err(message) => return exit::fail(exit::USAGE, &message),
@@ -55,19 +70,12 @@ pub fn run(args: FleetArgs, store: &StoreArgs) -> ExitCode {
         lease: Duration::from_nanos(args.lease.0),
         netbench: args.netbench.then(|| Duration::from_nanos(args.netbench_time.0)),
     };
-    let quiet = match &args.study {
-        None => args.run.options.quiet,
-        Some(FleetStudy::Run(run)) => run.options.quiet,
-        Some(FleetStudy::Sweep(sweep)) => sweep.options.quiet,
-        Some(FleetStudy::Ramp(ramp)) => ramp.options.quiet,
-        Some(FleetStudy::Steady(steady)) => steady.options.quiet,
-        Some(FleetStudy::Suite(suite)) => suite.options.quiet,
-    };
     let mut fleet = match Fleet::connect(&config, &mut ProgressLine::new(quiet == Some(true))) {
         Ok(fleet) => fleet,
         Err(e) => return exit::fail(session::error_code(&e), &e.to_string()),
     };
-    let mut place = Place::Fleet(&mut fleet);
+    let watcher = served.as_mut().map(|served| &mut served.observer as &mut dyn iolab_runner::Observer);
+    let mut place = Place::fleet(&mut fleet).watched_by(watcher);
     let code = match args.study {
         None => run_command::run(args.run, store, &mut place),
         Some(FleetStudy::Run(run)) => run_command::run(run, store, &mut place),

@@ -40,7 +40,7 @@ pub fn run(args: LadderArgs, store: &StoreArgs) -> ExitCode {
         Ok(recording) => recording,
         Err(code) => return code,
     };
-    let outcome = match session::execute(&plan, OnFailedStart::Skip, &mut recording, &mut Place::Here) {
+    let outcome = match session::execute(&plan, OnFailedStart::Skip, &mut recording, &mut Place::here()) {
         Ok(outcome) => outcome,
         Err(code) => return code,
     };

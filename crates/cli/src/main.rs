@@ -12,6 +12,7 @@ mod import_command;
 mod job_source;
 mod ladder_command;
 mod output_file;
+mod metrics_args;
 mod place;
 mod precondition_command;
 mod progress;
@@ -32,23 +33,31 @@ use std::process::ExitCode;
 
 use clap::Parser;
 
-use crate::place::Place;
-
 fn main() -> ExitCode {
     let cli = match args::Cli::try_parse() {
         Ok(cli) => cli,
         Err(error) => return exit::clap_error(error),
     };
     match cli.command {
-        args::Command::Run(run) => run_command::run(run, &cli.store, &mut Place::Here),
+        args::Command::Run(run) => {
+            metrics_args::here(&run.metrics.clone(), "run", |place| run_command::run(run, &cli.store, place))
+        }
         args::Command::Ladder(ladder) => ladder_command::run(ladder, &cli.store),
         args::Command::Scale(scale) => scale_command::run(scale, &cli.store),
         args::Command::Precondition(args) => precondition_command::run(args, &cli.store),
-        args::Command::Sweep(args) => sweep_command::run(args, &cli.store, &mut Place::Here),
-        args::Command::Steady(args) => steady_command::run(args, &cli.store, &mut Place::Here),
+        args::Command::Sweep(args) => metrics_args::here(&args.metrics.clone(), "sweep", |place| {
+            sweep_command::run(args, &cli.store, place)
+        }),
+        args::Command::Steady(args) => metrics_args::here(&args.metrics.clone(), "steady", |place| {
+            steady_command::run(args, &cli.store, place)
+        }),
         args::Command::Cliff(args) => cliff_command::run(args, &cli.store),
-        args::Command::Suite(args) => suite_command::run(args, &cli.store, &mut Place::Here),
-        args::Command::Ramp(args) => ramp_command::run(args, &cli.store, &mut Place::Here),
+        args::Command::Suite(args) => metrics_args::here(&args.metrics.clone(), "suite", |place| {
+            suite_command::run(args, &cli.store, place)
+        }),
+        args::Command::Ramp(args) => metrics_args::here(&args.metrics.clone(), "ramp", |place| {
+            ramp_command::run(args, &cli.store, place)
+        }),
         args::Command::Compare(args) => compare_command::run(args, &cli.store),
         args::Command::Report(args) => report_command::run(args, &cli.store),
         args::Command::Fleet(args) => fleet_command::run(*args, &cli.store),

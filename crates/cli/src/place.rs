@@ -1,6 +1,7 @@
-//! Where a command's jobs run: in this process, or on a fleet of agents (`iolab fleet ...`).
-//! The commands that measure (run, sweep, ramp, steady, suite) take a `Place`, so each of them
-//! runs across a fleet with every job in lock-step.
+//! Where a command's jobs run: in this process, or on a fleet of agents (`iolab fleet ...`),
+//! and who else hears of them (the `--metrics` endpoint). The commands that measure (run,
+//! sweep, ramp, steady, suite) take a `Place`, so each of them runs across a fleet with every
+//! job in lock-step, and exports its live figures, without knowing of either.
 
 use std::process::ExitCode;
 use std::sync::atomic::AtomicBool;
@@ -11,18 +12,37 @@ use iolab_spec::RunPlan;
 
 use crate::recording::{Recording, StoreArgs};
 
-pub enum Place<'f> {
+pub struct Place<'f> {
+    on: On<'f>,
+    /// Hears every job run here, beside the command's own progress line.
+    watcher: Option<&'f mut dyn Observer>,
+}
+
+enum On<'f> {
     Here,
     Fleet(&'f mut Fleet),
 }
 
-impl Place<'_> {
+impl<'f> Place<'f> {
+    pub fn here() -> Self {
+        Place { on: On::Here, watcher: None }
+    }
+
+    pub fn fleet(fleet: &'f mut Fleet) -> Self {
+        Place { on: On::Fleet(fleet), watcher: None }
+    }
+
+    /// Has `watcher` (a metrics exporter) hear every job of every lab opened here.
+    pub fn watched_by(self, watcher: Option<&'f mut dyn Observer>) -> Self {
+        Place { watcher, ..self }
+    }
+
     /// Starts keeping a `kind` run of `plan`. A fleet's runs are their own kind ("fleet sweep"),
     /// and this machine's fingerprint says nothing of the hosts' targets, so it covers none.
     pub fn record(&self, store: &StoreArgs, kind: &str, plan: &RunPlan) -> Result<Recording, ExitCode> {
-        match self {
-            Place::Here => Recording::start(store, kind, plan),
-            Place::Fleet(_) => Recording::start_remote(store, &format!("fleet {kind}"), plan),
+        match self.on {
+            On::Here => Recording::start(store, kind, plan),
+            On::Fleet(_) => Recording::start_remote(store, &format!("fleet {kind}"), plan),
         }
     }
 
@@ -35,9 +55,13 @@ impl Place<'_> {
         interrupt: &'a AtomicBool,
         observer: &mut dyn Observer,
     ) -> Result<Lab<'a>, RunError> {
-        match self {
-            Place::Here => Lab::open(plan, on_failed_start, interrupt, observer),
-            Place::Fleet(fleet) => Ok(Lab::remote(&mut **fleet, interrupt)),
+        let mut lab = match &mut self.on {
+            On::Here => Lab::open(plan, on_failed_start, interrupt, observer)?,
+            On::Fleet(fleet) => Lab::remote(&mut **fleet, interrupt),
+        };
+        if let Some(watcher) = self.watcher.as_deref_mut() {
+            lab.watched_by(watcher);
         }
+        Ok(lab)
     }
 }

@@ -38,8 +38,13 @@ pub fn run(args: PreconditionArgs, store: &StoreArgs) -> ExitCode {
         Err(code) => return code,
     };
     let progress = ProgressLine::new(plan.output.quiet);
-    let ran =
-        session::in_lab(&plan, &job, progress, &mut recording, &mut Place::Here, |lab, targets, progress| {
+    let ran = session::in_lab(
+        &plan,
+        &job,
+        progress,
+        &mut recording,
+        &mut Place::here(),
+        |lab, targets, progress| {
             let region: u64 = targets.iter().flatten().map(|t| t.region_size).sum();
             let mut discard_notes = Vec::new();
             if args.trim {
@@ -61,7 +66,8 @@ pub fn run(args: PreconditionArgs, store: &StoreArgs) -> ExitCode {
                 trimmed: args.trim && discard_notes.is_empty(),
                 notes: discard_notes,
             })
-        });
+        },
+    );
     let (done, report) = match ran {
         Ok(both) => both,
         Err(code) => return code,

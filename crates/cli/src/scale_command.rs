@@ -28,7 +28,7 @@ pub fn run(args: ScaleArgs, store: &StoreArgs) -> ExitCode {
         Ok(recording) => recording,
         Err(code) => return code,
     };
-    let outcome = match session::execute(&plan, OnFailedStart::Stop, &mut recording, &mut Place::Here) {
+    let outcome = match session::execute(&plan, OnFailedStart::Stop, &mut recording, &mut Place::here()) {
         Ok(outcome) => outcome,
         Err(code) => return code,
     };

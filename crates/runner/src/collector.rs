@@ -16,7 +16,7 @@ use iolab_stats::IntervalStats;
 
 use crate::devices::{DeviceSnapshot, JobDevices};
 use crate::lane::{Heartbeat, LaneEvent, LaneRate, KEPT_ERRORS};
-use crate::observer::{Observer, Phase, ProgressUpdate};
+use crate::observer::{IntervalDetail, Observer, Phase, ProgressUpdate};
 use crate::shared::{Shared, CPU_SAMPLE_NS};
 
 const TICK: Duration = Duration::from_millis(200);
@@ -87,6 +87,15 @@ pub struct Collector<'a> {
     next_index: i64,
     /// Measured intervals closed since the observer last heard of them.
     closed: Vec<(SeriesPoint, IntervalStats)>,
+    /// Intervals closed since then, ramp ones included, per group and target.
+    closed_detail: Vec<ClosedDetail>,
+}
+
+/// An interval as `IntervalDetail` tells it, kept until the observer hears of it.
+struct ClosedDetail {
+    phase: Phase,
+    duration: Nanos,
+    per_group: Vec<Vec<IntervalStats>>,
 }
 
 impl<'a> Collector<'a> {
@@ -133,6 +142,7 @@ impl<'a> Collector<'a> {
             latest: None,
             next_index: 0,
             closed: Vec::new(),
+            closed_detail: Vec::new(),
         }
     }
 
@@ -178,6 +188,20 @@ impl<'a> Collector<'a> {
     }
 
     fn tell_closed(&mut self, observer: &mut dyn Observer) {
+        if !self.closed_detail.is_empty() {
+            let mut errors = vec![0; self.group_targets.len()];
+            for (beat, &group) in self.heartbeats.iter().zip(&self.lane_group) {
+                errors[group] += beat.errors.load(Relaxed);
+            }
+            for closed in self.closed_detail.drain(..) {
+                observer.interval_detail(&IntervalDetail {
+                    phase: closed.phase,
+                    duration: closed.duration,
+                    stats: &closed.per_group,
+                    errors: &errors,
+                });
+            }
+        }
         for (point, stats) in self.closed.drain(..) {
             observer.interval(&point, &stats);
         }
@@ -289,6 +313,8 @@ impl<'a> Collector<'a> {
                 let mut job = IntervalStats::default();
                 per_group.iter().flatten().for_each(|stats| job.merge(stats));
                 self.latest = Some(job.point(Nanos(0), Nanos(self.shared.interval_ns)));
+                let duration = Nanos(self.shared.interval_ns);
+                self.closed_detail.push(ClosedDetail { phase: Phase::Ramp, duration, per_group });
                 continue;
             }
             while self.next_index < index {
@@ -329,6 +355,11 @@ impl<'a> Collector<'a> {
         self.latest = Some(point.clone());
         self.out.job_series.push(point.clone());
         self.closed.push((point, job));
+        self.closed_detail.push(ClosedDetail {
+            phase: Phase::Measure,
+            duration,
+            per_group: per_group.to_vec(),
+        });
     }
 
     fn progress(&self, now: u64) -> ProgressUpdate<'_> {

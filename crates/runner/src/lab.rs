@@ -11,7 +11,7 @@ use iolab_stats::result::{HostInfo, JobResult, RunReport, SCHEMA};
 
 use crate::error::RunError;
 use crate::job::run_job;
-use crate::observer::{Observer, ResultSink};
+use crate::observer::{Both, Observer, ResultSink};
 use crate::prepare::{self, PreparedTarget, Scratch};
 use crate::remote::Remote;
 use crate::run::OnFailedStart;
@@ -24,6 +24,8 @@ pub struct Lab<'a> {
     started_at_unix_s: u64,
     jobs: Vec<JobResult>,
     sink: Option<&'a mut dyn ResultSink>,
+    /// Hears every job this lab runs, beside each call's own observer (`--metrics`).
+    watcher: Option<&'a mut dyn Observer>,
 }
 
 impl<'a> Lab<'a> {
@@ -45,7 +47,15 @@ impl<'a> Lab<'a> {
         prepare::check_buffer_memory(&plan.jobs)?;
         let started_at_unix_s = unix_now_s();
         let scratch = prepare::scratch(plan, interrupt, observer)?;
-        Ok(Lab { interrupt, scratch, remote: None, started_at_unix_s, jobs: Vec::new(), sink: None })
+        Ok(Lab {
+            interrupt,
+            scratch,
+            remote: None,
+            started_at_unix_s,
+            jobs: Vec::new(),
+            sink: None,
+            watcher: None,
+        })
     }
 
     /// A lab whose jobs run on `remote` (a fleet): the hosts check and lay out their own
@@ -58,12 +68,19 @@ impl<'a> Lab<'a> {
             started_at_unix_s: unix_now_s(),
             jobs: Vec::new(),
             sink: None,
+            watcher: None,
         }
     }
 
     /// Hands every job's result to `sink` as the job ends.
     pub fn keep_results_in(&mut self, sink: &'a mut dyn ResultSink) {
         self.sink = Some(sink);
+    }
+
+    /// Has `watcher` hear every job this lab runs, as well as the observer each run is given:
+    /// a metrics exporter sees a study's jobs without each study knowing of it.
+    pub fn watched_by(&mut self, watcher: &'a mut dyn Observer) {
+        self.watcher = Some(watcher);
     }
 
     pub fn interrupted(&self) -> bool {
@@ -104,6 +121,19 @@ impl<'a> Lab<'a> {
         start_at: Option<std::time::SystemTime>,
         observer: &mut dyn Observer,
     ) -> Result<&JobResult, RunError> {
+        let mut both;
+        let observer: &mut dyn Observer = match self.watcher.as_deref_mut() {
+            Some(watcher) => {
+                both = Both { first: observer, second: watcher };
+                &mut both
+            }
+            None => observer,
+        };
+        let paths: Vec<Vec<String>> = targets
+            .iter()
+            .map(|group| group.iter().map(|t| t.path.display().to_string()).collect())
+            .collect();
+        observer.starting(job, &paths);
         let result = match self.remote.as_mut() {
             Some(remote) => remote.run(job, self.interrupt, observer)?,
             None => {

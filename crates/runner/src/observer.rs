@@ -1,4 +1,5 @@
-//! How a running job reports progress to whoever shows it (the CLI's progress line).
+//! How a running job reports progress to whoever shows it (the CLI's progress line) or exports
+//! it (the metrics endpoint, the fleet agent's live stream).
 
 use iolab_spec::{JobSpec, Nanos};
 use iolab_stats::result::{JobResult, SeriesPoint};
@@ -43,8 +44,59 @@ pub trait Observer {
     /// A measured interval has closed: its series point and the job's histograms over it (a
     /// fleet agent streams these, so that its coordinator merges the fleet's series exactly).
     fn interval(&mut self, _point: &SeriesPoint, _stats: &IntervalStats) {}
+    /// A job is about to run on `targets` (per group, the targets' paths; empty for a job run
+    /// on a fleet, whose hosts open their own): live exporters label what follows with them.
+    fn starting(&mut self, _job: &JobSpec, _targets: &[Vec<String>]) {}
+    /// An interval has closed, ramp or measured, in detail: per group and target (a live
+    /// exporter's figures; the series and results never see ramp intervals).
+    fn interval_detail(&mut self, _detail: &IntervalDetail<'_>) {}
     /// The job has ended; clear any live display.
     fn finish(&mut self) {}
+}
+
+/// One closed interval of a local job, per group and per target (in the job's order).
+#[derive(Debug)]
+pub struct IntervalDetail<'a> {
+    pub phase: Phase,
+    pub duration: Nanos,
+    /// Per group, per target: the I/Os completed in the interval.
+    pub stats: &'a [Vec<IntervalStats>],
+    /// Per group: the I/O errors of the job so far.
+    pub errors: &'a [u64],
+}
+
+/// Tells two observers the same things: the caller's own (a progress line) and one that
+/// watches every job of a lab (a metrics exporter).
+pub struct Both<'a, 'b> {
+    pub first: &'a mut dyn Observer,
+    pub second: &'b mut dyn Observer,
+}
+
+impl Observer for Both<'_, '_> {
+    fn progress(&mut self, update: &ProgressUpdate<'_>) {
+        self.first.progress(update);
+        self.second.progress(update);
+    }
+    fn note(&mut self, message: &str) {
+        self.first.note(message);
+        self.second.note(message);
+    }
+    fn interval(&mut self, point: &SeriesPoint, stats: &IntervalStats) {
+        self.first.interval(point, stats);
+        self.second.interval(point, stats);
+    }
+    fn starting(&mut self, job: &JobSpec, targets: &[Vec<String>]) {
+        self.first.starting(job, targets);
+        self.second.starting(job, targets);
+    }
+    fn interval_detail(&mut self, detail: &IntervalDetail<'_>) {
+        self.first.interval_detail(detail);
+        self.second.interval_detail(detail);
+    }
+    fn finish(&mut self) {
+        self.first.finish();
+        self.second.finish();
+    }
 }
 
 /// Shows nothing.

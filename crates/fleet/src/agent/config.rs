@@ -26,6 +26,9 @@ pub struct AgentConfig {
     pub max_lease: Duration,
     /// The largest scratch file a job may ask for (`--max-scratch`), in bytes.
     pub max_scratch: u64,
+    /// `--metrics`: hears every job the agent runs, for the operator's Prometheus endpoint
+    /// (served apart from the API, with no token); `None` unless asked for.
+    pub metrics: Option<iolab_metrics::MetricsObserver>,
 }
 
 /// `--max-scratch` unless the operator says otherwise.
@@ -41,6 +44,7 @@ impl AgentConfig {
             scratch_dir: None,
             max_lease: Duration::from_millis(MAX_LEASE_MS),
             max_scratch: DEFAULT_MAX_SCRATCH,
+            metrics: None,
         }
     }
 }

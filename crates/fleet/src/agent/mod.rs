@@ -63,7 +63,7 @@ impl Agent {
         Ok(Agent {
             listener,
             addr,
-            slot: Arc::new(Slot::new(allow, config.max_lease)),
+            slot: Arc::new(Slot::new(allow, config.max_lease).watched_by(config.metrics)),
             token: Arc::new(Token::new(config.token.trim().to_string())),
         })
     }

@@ -8,6 +8,7 @@ use std::sync::{mpsc, Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
+use iolab_metrics::MetricsObserver;
 use tokio::sync::oneshot;
 
 use crate::protocol::{AgentResult, Prepared, MAX_START_DELAY_MS};
@@ -50,6 +51,7 @@ impl Session {
         coordinator: String,
         lease: Duration,
         allow: Arc<AllowList>,
+        metrics: Option<MetricsObserver>,
     ) -> Result<Arc<Session>, Failure> {
         let (tx, rx) = mpsc::channel();
         let session = Arc::new(Session {
@@ -67,7 +69,7 @@ impl Session {
         let for_thread = Arc::clone(&session);
         let thread = std::thread::Builder::new()
             .name(format!("session-{}", &session.id[..8.min(session.id.len())]))
-            .spawn(move || worker::run(&for_thread, &allow, &rx))
+            .spawn(move || worker::run(&for_thread, &allow, &rx, metrics))
             .map_err(|e| {
                 Failure::internal(format!(
                     "cannot start the session's thread: {e}; check the agent's thread limit"

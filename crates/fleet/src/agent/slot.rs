@@ -6,6 +6,8 @@ use std::io::Read;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use iolab_metrics::MetricsObserver;
+
 use crate::protocol::{OpenSession, SessionOpened, MAX_LEASE_MS, MIN_LEASE_MS};
 
 use super::error::Failure;
@@ -21,13 +23,20 @@ pub struct Slot {
     current: Mutex<Option<Arc<Session>>>,
     allow: Arc<AllowList>,
     max_lease_ms: u64,
+    /// Hears the jobs of every session (`iolab agent --metrics`).
+    metrics: Option<MetricsObserver>,
 }
 
 impl Slot {
     pub fn new(allow: Arc<AllowList>, max_lease: Duration) -> Self {
         let max_lease_ms =
             u64::try_from(max_lease.as_millis()).unwrap_or(u64::MAX).clamp(MIN_LEASE_MS, MAX_LEASE_MS);
-        Slot { current: Mutex::new(None), allow, max_lease_ms }
+        Slot { current: Mutex::new(None), allow, max_lease_ms, metrics: None }
+    }
+
+    /// Has `metrics` hear every job a session runs.
+    pub fn watched_by(self, metrics: Option<MetricsObserver>) -> Self {
+        Slot { metrics, ..self }
     }
 
     pub fn allow(&self) -> &AllowList {
@@ -57,7 +66,9 @@ impl Slot {
         }
         let id = session_id()?;
         let lease = Duration::from_millis(request.lease_ms);
-        let session = Session::open(id.clone(), request.coordinator.clone(), lease, Arc::clone(&self.allow))?;
+        let allow = Arc::clone(&self.allow);
+        let session =
+            Session::open(id.clone(), request.coordinator.clone(), lease, allow, self.metrics.clone())?;
         *current = Some(session);
         eprintln!(
             "iolab agent: session {id} opened by coordinator '{}' (lease {} ms)",

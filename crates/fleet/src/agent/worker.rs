@@ -7,7 +7,8 @@ use std::sync::{mpsc, Arc};
 use std::time::SystemTime;
 
 use axum::http::StatusCode;
-use iolab_runner::{Lab, Observer, OnFailedStart, Phase, PreparedTarget, ProgressUpdate, RunError};
+use iolab_metrics::MetricsObserver;
+use iolab_runner::{Both, Lab, Observer, OnFailedStart, Phase, PreparedTarget, ProgressUpdate, RunError};
 use iolab_spec::{JobSpec, RunPlan};
 use iolab_stats::encoded::EncodedHistograms;
 use iolab_stats::result::SeriesPoint;
@@ -31,7 +32,13 @@ pub enum Command {
 /// same, so a study's jobs share one scratch file as they do locally.
 type ScratchNeed = Option<(u64, bool)>;
 
-pub fn run(session: &Session, allow: &AllowList, commands: &mpsc::Receiver<Command>) {
+/// Runs the session's commands; `metrics` (`iolab agent --metrics`) hears each job it runs.
+pub fn run(
+    session: &Session,
+    allow: &AllowList,
+    commands: &mpsc::Receiver<Command>,
+    mut metrics: Option<MetricsObserver>,
+) {
     let interrupt = Arc::clone(&session.interrupt);
     let mut lab: Option<(Lab<'_>, ScratchNeed)> = None;
     let mut ready: Option<(JobSpec, Vec<Vec<PreparedTarget>>)> = None;
@@ -61,7 +68,13 @@ pub fn run(session: &Session, allow: &AllowList, commands: &mpsc::Receiver<Comma
                 let mut observer =
                     LiveObserver { log: &session.log, intervals: Vec::new(), notes: Vec::new() };
                 let outcome = catch_unwind(AssertUnwindSafe(|| {
-                    let result = lab.run_prepared_at(&job, &opened, Some(at), &mut observer)?;
+                    let result = match metrics.as_mut() {
+                        Some(metrics) => {
+                            let mut both = Both { first: &mut observer, second: metrics };
+                            lab.run_prepared_at(&job, &opened, Some(at), &mut both)?
+                        }
+                        None => lab.run_prepared_at(&job, &opened, Some(at), &mut observer)?,
+                    };
                     let groups =
                         result.groups.iter().map(|g| EncodedHistograms::encode(&g.histograms)).collect();
                     Ok::<_, RunError>(AgentResult {
