@@ -113,20 +113,23 @@ impl Recording {
             return Ok(Recording { active: None, failed: false });
         }
         let path = args.path().map_err(|message| exit::fail(exit::USAGE, &message))?;
-        let mut store = match Store::open(&path) {
-            Ok(store) => store,
-            Err(StoreError::Open { path, detail }) if !args.named() => {
-                eprintln!(
-                    "iolab: warning: this run is not kept: cannot open {} ({detail}); give --db PATH or --no-store",
-                    path.display()
-                );
-                return Ok(Recording { active: None, failed: false });
+        // The default database that cannot be used costs only the keeping; a named one is the
+        // user's to fix before anything runs.
+        let unkept = |e: StoreError| match e {
+            StoreError::Open { .. } | StoreError::Unwritable { .. } | StoreError::Full { .. } if !args.named() => {
+                not_kept(&e);
+                Ok(Recording { active: None, failed: false })
             }
-            Err(e) => return Err(exit::fail(code(&e), &e.to_string())),
+            e => Err(exit::fail(code(&e), &e.to_string())),
         };
-        let run = store
-            .begin_run(&new_run(kind, &plan.jobs, &before))
-            .map_err(|e| exit::fail(code(&e), &e.to_string()))?;
+        let mut store = match Store::open(&path).and_then(writable) {
+            Ok(store) => store,
+            Err(e) => return unkept(e),
+        };
+        let run = match store.begin_run(&new_run(kind, &plan.jobs, &before)) {
+            Ok(run) => run,
+            Err(e) => return unkept(e),
+        };
         let active = Active { store, run, before, paths, next_seq: 0, resumed: false, lost: Vec::new() };
         Ok(Recording { active: Some(active), failed: false })
     }
@@ -225,6 +228,33 @@ impl ResultSink for Recording {
             eprintln!("iolab: error: point '{}' was not kept in the results database: {e}", result.name);
             active.lost.push(format!("'{}'", result.name));
         }
+    }
+}
+
+/// The store, if this user may write it: SQLite opens a file it may only read without a word.
+fn writable(store: Store) -> Result<Store, StoreError> {
+    if !store.read_only() {
+        return Ok(store);
+    }
+    let path = store.path().to_path_buf();
+    Err(StoreError::Unwritable {
+        path,
+        detail: "opened read-only: no permission, or a read-only filesystem".into(),
+    })
+}
+
+/// Says once, before the run, that the default database will not keep it, and how to keep it.
+fn not_kept(error: &StoreError) {
+    match error {
+        StoreError::Open { path, detail } => eprintln!(
+            "iolab: warning: this run is not kept: cannot open {} ({detail}); give --db PATH or --no-store",
+            path.display()
+        ),
+        StoreError::Unwritable { path, detail } => eprintln!(
+            "iolab: warning: this run is not kept: cannot write the results database {} ({detail}); to keep runs, give --db PATH or make it and its directory writable (--no-store silences this)",
+            path.display()
+        ),
+        other => eprintln!("iolab: warning: this run is not kept: {other}"),
     }
 }
 

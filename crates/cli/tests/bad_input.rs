@@ -173,27 +173,19 @@ fn bad_job_files() {
 #[test]
 fn no_permission_is_explained() {
     if !is_root() {
-        eprintln!("skipped: needs root to run iolab as another user");
-        return;
+        return common::skip!(common::Missing::Root, "needs root to run iolab as another user");
     }
     if !common::have("setpriv") {
-        eprintln!("skipped: needs setpriv");
-        return;
+        return common::skip!(common::Missing::Other, "needs setpriv");
     }
     let dir = dir_with_target();
     let target = dir.path().join("t");
     std::fs::set_permissions(dir.path(), std::os::unix::fs::PermissionsExt::from_mode(0o755))
         .expect("chmod dir");
     std::fs::set_permissions(&target, std::os::unix::fs::PermissionsExt::from_mode(0o600)).expect("chmod");
-    let out = std::process::Command::new("setpriv")
-        .args([
-            "--reuid=65534",
-            "--regid=65534",
-            "--clear-groups",
-            env!("CARGO_BIN_EXE_iolab"),
-            "run",
-            "--target",
-        ])
+    // The tests' database is root's: nobody keeps nothing (unwritable_store.rs tests that case).
+    let out = common::iolab_via("setpriv", &["--reuid=65534", "--regid=65534", "--clear-groups"])
+        .args(["run", "--no-store", "--target"])
         .arg(&target)
         .args(["--runtime", "100ms", "--ramp", "0s"])
         .current_dir("/")
@@ -206,9 +198,8 @@ fn no_permission_is_explained() {
 
 #[test]
 fn a_target_that_does_not_fit_is_refused_before_writing() {
-    if let Some(why) = common::needs_root_and(&["mount", "umount"]) {
-        eprintln!("skipped: {why}");
-        return;
+    if let Some((missing, why)) = common::needs_root_and(&["mount", "umount"]) {
+        return common::skip!(missing, "{why}");
     }
     let dir = tempfile::tempdir().expect("dir");
     common::sh(&format!("mount -t tmpfs -o size=8m iolab-test {}", dir.path().display()));

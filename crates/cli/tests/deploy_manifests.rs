@@ -9,6 +9,8 @@
 //! hosts list names, the example job is a job file iolab accepts, and the Dockerfile builds this
 //! package's binary.
 
+mod common;
+
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -176,8 +178,10 @@ fn port_of(address: &str) -> u16 {
 fn manifests_pass_the_kubernetes_schemas() {
     let validator = "kubernetes-validate";
     if Command::new(validator).arg("--version").output().is_err() {
-        eprintln!("skipped: kubernetes-validate is not installed (pip install kubernetes-validate)");
-        return;
+        return common::skip!(
+            common::Missing::KubernetesValidate,
+            "kubernetes-validate is not installed (pip install kubernetes-validate)"
+        );
     }
     let files = manifest_files();
     // --strict: a misspelt field (`backofLimit`) is an error, not silently dropped.
@@ -326,7 +330,7 @@ fn the_dockerfile_builds_this_package_and_runs_its_binary() {
     // This test belongs to the package that builds the binary; its name is what -p takes.
     let build = format!("cargo build --release --locked -p {}", env!("CARGO_PKG_NAME"));
     assert!(text.contains(&build), "deploy/Dockerfile should run `{build}`");
-    assert!(Path::new(env!("CARGO_BIN_EXE_iolab")).ends_with("iolab"));
+    assert!(Path::new(common::IOLAB).ends_with("iolab"));
     assert!(
         text.contains("/target/release/iolab /usr/local/bin/iolab"),
         "the binary is copied from the builder"

@@ -12,13 +12,14 @@ use common::{iolab, json, stderr};
 
 fn mount(fault: Fault) -> Option<Mounted> {
     if !common::is_root() || !std::path::Path::new("/dev/fuse").exists() {
-        eprintln!("skipped: needs root and /dev/fuse to mount a FUSE test filesystem");
+        let missing = if common::is_root() { common::Missing::Fuse } else { common::Missing::Root };
+        common::skip!(missing, "needs root and /dev/fuse to mount a FUSE test filesystem");
         return None;
     }
     match Mounted::new(fault) {
         Ok(mounted) => Some(mounted),
         Err(e) => {
-            eprintln!("skipped: cannot mount a FUSE filesystem here: {e}");
+            common::skip!(common::Missing::Fuse, "cannot mount a FUSE filesystem here: {e}");
             None
         }
     }

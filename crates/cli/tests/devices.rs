@@ -48,8 +48,10 @@ fn check_verdict(job: &serde_json::Value) {
 #[test]
 fn a_file_run_reports_the_device_under_its_filesystem() {
     let Some((dir, device)) = dir_on_a_device() else {
-        eprintln!("skipped: the temporary directory has no block device behind it");
-        return;
+        return common::skip!(
+            common::Missing::Other,
+            "the temporary directory has no block device behind it"
+        );
     };
     let out =
         run_in(dir.path(), &[&["run", "--target", "t", "--qd", "4", "--json", "-q"][..], &QUICK].concat());
@@ -77,8 +79,10 @@ fn a_file_run_reports_the_device_under_its_filesystem() {
 #[test]
 fn buffered_reads_of_a_cached_file_measure_the_page_cache() {
     let Some((dir, device)) = dir_on_a_device() else {
-        eprintln!("skipped: the temporary directory has no block device behind it");
-        return;
+        return common::skip!(
+            common::Missing::Other,
+            "the temporary directory has no block device behind it"
+        );
     };
     // Just written, so every page of `t` is in the page cache: the device sees none of the reads.
     let out = run_in(dir.path(), &[&["run", "--target", "t", "--buffered", "-q"][..], &QUICK].concat());
@@ -94,8 +98,7 @@ fn buffered_reads_of_a_cached_file_measure_the_page_cache() {
 fn a_file_in_memory_measures_ram() {
     let shm = Path::new("/dev/shm");
     if !shm.is_dir() || device_under(shm).is_some() {
-        eprintln!("skipped: no tmpfs at /dev/shm");
-        return;
+        return common::skip!(common::Missing::Other, "no tmpfs at /dev/shm");
     }
     let dir = tempfile::tempdir_in(shm).expect("temp dir in /dev/shm");
     std::fs::write(dir.path().join("t"), vec![7u8; 1 << 20]).expect("target");

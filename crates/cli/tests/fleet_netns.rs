@@ -7,7 +7,7 @@ mod common;
 use std::process::Command;
 
 use common::fleet::{token_file, Agent};
-use common::{dir_with_target, is_root, json, run_in, stderr};
+use common::{dir_with_target, is_root, json, run_in, skip, stderr, Missing};
 
 /// The namespaces and bridge of one test, removed on drop.
 struct Network {
@@ -64,15 +64,11 @@ impl Drop for Network {
 #[test]
 fn agents_in_their_own_network_namespaces_run_one_job_and_measure_their_links() {
     if !is_root() {
-        eprintln!("skipped: network namespaces need root");
-        return;
+        return skip!(Missing::Root, "network namespaces need root");
     }
     let network = match Network::new(3) {
         Ok(network) => network,
-        Err(e) => {
-            eprintln!("skipped: cannot build the test network: {e}");
-            return;
-        }
+        Err(e) => return skip!(Missing::Netns, "cannot build the test network: {e}"),
     };
     let dir = dir_with_target();
     let agents: Vec<Agent> = network
@@ -80,8 +76,7 @@ fn agents_in_their_own_network_namespaces_run_one_job_and_measure_their_links() 
         .iter()
         .zip(&network.addresses)
         .map(|(ns, address)| {
-            let mut command = Command::new("ip");
-            command.args(["netns", "exec", ns]);
+            let command = common::iolab_via("ip", &["netns", "exec", ns]);
             Agent::start_with(command, dir.path(), &format!("{address}:7878"), &[])
         })
         .collect();

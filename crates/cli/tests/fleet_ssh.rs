@@ -8,7 +8,7 @@ use std::os::unix::fs::PermissionsExt;
 use std::time::{Duration, Instant};
 
 use common::fleet::token_file;
-use common::{dir_with_target, iolab, json, stderr};
+use common::{dir_with_target, iolab, json, stderr, IOLAB};
 
 /// Takes ssh's options, skips the tunnel (the agent listens on the very port the tunnel would
 /// forward) and runs the remote command here, its stdin still the coordinator's pipe.
@@ -37,7 +37,7 @@ fn ssh_starts_an_agent_per_host_and_they_end_with_the_coordinator() {
         .env("IOLAB_SSH", &ssh)
         .env("SSH_LOG", &log)
         .current_dir(dir.path())
-        .args(["fleet", "--ssh", "node-a,node-b", "--ssh-iolab", env!("CARGO_BIN_EXE_iolab")])
+        .args(["fleet", "--ssh", "node-a,node-b", "--ssh-iolab", IOLAB])
         .args(["--token-file", token.to_str().unwrap(), "--target", target.to_str().unwrap()])
         .args(["--engine", "null", "--runtime", "300ms", "--ramp", "0", "--json"])
         .output()

@@ -285,3 +285,18 @@ fn sparse_targets_are_flagged_and_read_only_files_can_be_read() {
     let notes = json(&out)["jobs"][0]["notes"].to_string();
     assert!(notes.contains("reads of the holes never reach the device"), "{notes}");
 }
+
+#[test]
+fn peak_memory_is_iolabs_own_not_its_parents() {
+    // Regression: getrusage's ru_maxrss survives exec, so under `cargo run` the report gave
+    // cargo's 143 MiB high-water mark for a 7 MiB iolab. This test process holds 256 MiB when
+    // it starts iolab, as cargo did.
+    let ballast = vec![1u8; 256 << 20];
+    std::hint::black_box(&ballast);
+    let dir = dir_with_target();
+    let out = run_null(dir.path(), &["--runtime", "100ms", "--ramp", "0s"]);
+    drop(ballast);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let peak = json(&out)["peak_rss_bytes"].as_u64().expect("peak_rss_bytes");
+    assert!(peak > 0 && peak < 128 << 20, "iolab's own peak, not its parent's: {peak} bytes");
+}

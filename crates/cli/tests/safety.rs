@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::{needs_root_and, run_in, sh, stderr, LoopDevice};
+use common::{needs_root_and, run_in, sh, skip, stderr, LoopDevice};
 
 fn digest(device: &str) -> String {
     sh(&format!("sha256sum {device}"))
@@ -11,9 +11,8 @@ fn digest(device: &str) -> String {
 
 #[test]
 fn writes_to_a_loop_device_holding_ext4_are_refused_and_nothing_changes() {
-    if let Some(why) = needs_root_and(&["losetup", "mkfs.ext4", "sha256sum"]) {
-        eprintln!("skipped: {why}");
-        return;
+    if let Some((missing, why)) = needs_root_and(&["losetup", "mkfs.ext4", "sha256sum"]) {
+        return skip!(missing, "{why}");
     }
     let lo = LoopDevice::new("ext4", 64);
     sh(&format!("mkfs.ext4 -q -F {}", lo.path()));
@@ -63,9 +62,8 @@ fn writes_to_a_loop_device_holding_ext4_are_refused_and_nothing_changes() {
 
 #[test]
 fn writes_to_a_blank_loop_device_run() {
-    if let Some(why) = needs_root_and(&["losetup"]) {
-        eprintln!("skipped: {why}");
-        return;
+    if let Some((missing, why)) = needs_root_and(&["losetup"]) {
+        return skip!(missing, "{why}");
     }
     let lo = LoopDevice::new("blank", 32);
     let dir = tempfile::tempdir().expect("dir");

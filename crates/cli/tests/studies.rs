@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::{json, needs_root_and, run_in, stderr, ZramDevice};
+use common::{json, needs_root_and, run_in, skip, stderr, Missing, ZramDevice};
 
 const QUICK: [&str; 4] = ["--runtime", "400ms", "--ramp", "100ms"];
 
@@ -104,13 +104,11 @@ fn scale_runs_singles_then_together() {
 
 #[test]
 fn scale_over_zram_devices_reports_efficiency_and_a_cause() {
-    if let Some(why) = needs_root_and(&["dd"]) {
-        eprintln!("skipped: {why}");
-        return;
+    if let Some((missing, why)) = needs_root_and(&["dd"]) {
+        return skip!(missing, "{why}");
     }
     let (Some(first), Some(second)) = (ZramDevice::new(128), ZramDevice::new(128)) else {
-        eprintln!("skipped: no zram on this kernel");
-        return;
+        return skip!(Missing::Other, "no zram on this kernel");
     };
     let dir = tempfile::tempdir().expect("dir");
     let args = [&["scale", first.path(), second.path(), "--json", "-q", "--qd", "8"][..], &QUICK].concat();

@@ -353,7 +353,10 @@ mod tests {
         match OpenOptions::new().read(true).write(true).custom_flags(libc::O_DIRECT).open(temp.path()) {
             Ok(file) => Some((temp, file)),
             Err(e) => {
-                eprintln!("skipped: /var/tmp refuses O_DIRECT ({e})");
+                iolab_test_support::skip!(
+                    iolab_test_support::Missing::Other,
+                    "/var/tmp refuses O_DIRECT ({e})"
+                );
                 None
             }
         }

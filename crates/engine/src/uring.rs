@@ -489,7 +489,7 @@ mod tests {
         match UringEngine::new(config) {
             Ok(engine) => Some((engine, socket, peer)),
             Err(e) => {
-                eprintln!("skipped: no io_uring here ({e})");
+                iolab_test_support::skip!(iolab_test_support::Missing::Other, "no io_uring here ({e})");
                 None
             }
         }
@@ -540,8 +540,10 @@ mod tests {
     fn a_registered_ring_enters_by_index_on_its_own_thread_only() {
         let Some((mut engine, _socket, mut peer)) = socket_engine() else { return };
         if engine.registered.is_none() {
-            eprintln!("skipped: this kernel does not register ring descriptors (5.18+)");
-            return;
+            return iolab_test_support::skip!(
+                iolab_test_support::Missing::Other,
+                "this kernel does not register ring descriptors (5.18+)"
+            );
         }
         let read = IoRequest { slot: 0, op: Op::Read, file: 0, offset: 0, len: 8 };
         assert_eq!(engine.queue(read), Queued::Accepted);

@@ -68,7 +68,7 @@ fn loop_device_blank_ext4_mounted_swap_partitioned_held() {
         assert_eq!(texts(&found), ["a swap space signature"]);
         lo.zero_ends();
     } else {
-        eprintln!("skipping the swap step: mkswap not found");
+        iolab_test_support::skip!(iolab_test_support::Missing::Other, "the swap step: mkswap not found");
     }
     assert!(inspect(&dev).is_empty(), "after wiping");
 
@@ -86,7 +86,10 @@ fn loop_device_blank_ext4_mounted_swap_partitioned_held() {
             assert_has(&found, &format!("{} is mounted at {}", part.display(), dir.display()));
             lo.umount(&dir);
         }
-        None => eprintln!("skipping the partition mount step: the kernel made no partition node"),
+        None => iolab_test_support::skip!(
+            iolab_test_support::Missing::Other,
+            "the partition mount step: the kernel made no partition node"
+        ),
     }
 
     // Held by a device stacked on top, where device-mapper is available.
@@ -98,7 +101,10 @@ fn loop_device_blank_ext4_mounted_swap_partitioned_held() {
             assert_has(&found, &format!("held by {holder}"));
             lo.dm_remove();
         }
-        None => eprintln!("skipping the holder step: device-mapper unavailable here"),
+        None => iolab_test_support::skip!(
+            iolab_test_support::Missing::Other,
+            "the holder step: device-mapper unavailable here"
+        ),
     }
 }
 
@@ -133,13 +139,21 @@ struct Tools {
 impl Tools {
     fn find() -> Option<Tools> {
         if !is_root() {
-            eprintln!("skipping: needs root to create and mount loop devices");
+            iolab_test_support::skip!(
+                iolab_test_support::Missing::Root,
+                "needs root to create and mount loop devices"
+            );
             return None;
         }
         let required = |name: &str| {
             let found = which(name);
             if found.is_none() {
-                eprintln!("skipping: {name} not found in PATH, /usr/sbin or /sbin");
+                let missing = if name == "losetup" {
+                    iolab_test_support::Missing::Loop
+                } else {
+                    iolab_test_support::Missing::Other
+                };
+                iolab_test_support::skip!(missing, "{name} not found in PATH, /usr/sbin or /sbin");
             }
             found
         };
@@ -200,8 +214,9 @@ impl LoopDevice {
         let printed = String::from_utf8_lossy(&out.stdout).trim().to_string();
         if !out.status.success() || !is_loop_path(&printed) {
             let _ = fs::remove_file(&image);
-            eprintln!(
-                "skipping: losetup could not attach a loop device ({}{})",
+            iolab_test_support::skip!(
+                iolab_test_support::Missing::Loop,
+                "losetup could not attach a loop device ({}{})",
                 printed,
                 String::from_utf8_lossy(&out.stderr).trim()
             );

@@ -132,8 +132,10 @@ mod tests {
             .map(|entry| PathBuf::from("/dev").join(entry.file_name()))
             .find(|node| node.exists())
         else {
-            eprintln!("skipped: no NVMe controller on this machine (/sys/class/nvme is empty or absent)");
-            return;
+            return iolab_test_support::skip!(
+                iolab_test_support::Missing::Other,
+                "no NVMe controller on this machine (/sys/class/nvme is empty or absent)"
+            );
         };
         match read_smart_log(&node) {
             Ok(log) => assert!(log.temperature_kelvin > 200 || log.temperature_kelvin == 0, "{log:?}"),

@@ -179,8 +179,10 @@ fn a_file_here_is_served_by_the_device_under_its_filesystem() {
     assert_eq!(facts.kind, TargetKind::File);
     assert!(facts.filesystem.is_some(), "{facts:?}");
     if !matches!(backing(file.path()), Backing::Device(_)) {
-        eprintln!("skipped: the current directory has no block device sysfs lists (tmpfs, btrfs, overlay)");
-        return;
+        return iolab_test_support::skip!(
+            iolab_test_support::Missing::Other,
+            "the current directory has no block device sysfs lists (tmpfs, btrfs, overlay)"
+        );
     }
     let device = facts.device.as_ref().expect("the device behind the file");
     assert!(!device.name.is_empty());
@@ -194,13 +196,11 @@ fn a_file_here_is_served_by_the_device_under_its_filesystem() {
 #[test]
 fn a_file_on_tmpfs_lives_in_memory() {
     let Ok(file) = tempfile::NamedTempFile::new_in("/dev/shm") else {
-        eprintln!("skipped: no /dev/shm here");
-        return;
+        return iolab_test_support::skip!(iolab_test_support::Missing::Other, "no /dev/shm here");
     };
     let facts = TargetFacts::capture(file.path());
     if facts.filesystem.as_deref() != Some("tmpfs") {
-        eprintln!("skipped: /dev/shm is not a tmpfs here");
-        return;
+        return iolab_test_support::skip!(iolab_test_support::Missing::Other, "/dev/shm is not a tmpfs here");
     }
     assert!(facts.in_memory && facts.device.is_none(), "{facts:?}");
     assert!(

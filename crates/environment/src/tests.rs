@@ -290,7 +290,11 @@ fn capture_of_this_machine_has_host_facts_and_the_device_under_a_file() {
             eprintln!("{}", env.describe().join("\n"));
         }
         None => {
-            eprintln!("skipped the device check: no block device sysfs lists under {}", file.path().display())
+            iolab_test_support::skip!(
+                iolab_test_support::Missing::Other,
+                "the device check: no block device sysfs lists under {}",
+                file.path().display()
+            )
         }
     }
     // The file is not NVMe here, or the health was read or skipped with a reason: never both.
@@ -304,18 +308,25 @@ struct TestLoop {
 }
 
 impl TestLoop {
-    fn attach() -> Result<Self, String> {
-        let backing = tempfile::NamedTempFile::new_in("/dev/shm").map_err(|e| format!("no /dev/shm: {e}"))?;
-        backing.as_file().set_len(1 << 20).map_err(|e| format!("sizing the backing file: {e}"))?;
+    /// The loop device, or what is missing for one and why.
+    fn attach() -> Result<Self, (iolab_test_support::Missing, String)> {
+        // SAFETY: geteuid has no preconditions.
+        if unsafe { libc::geteuid() } != 0 {
+            return Err((iolab_test_support::Missing::Root, "attaching a loop device needs root".into()));
+        }
+        let other = |what: String| (iolab_test_support::Missing::Other, what);
+        let backing =
+            tempfile::NamedTempFile::new_in("/dev/shm").map_err(|e| other(format!("no /dev/shm: {e}")))?;
+        backing.as_file().set_len(1 << 20).map_err(|e| other(format!("sizing the backing file: {e}")))?;
         let output = std::process::Command::new("losetup")
             .args(["-f", "--show"])
             .arg(backing.path())
             .output()
-            .map_err(|e| format!("losetup: {e}"))?;
+            .map_err(|e| (iolab_test_support::Missing::Loop, format!("losetup: {e}")))?;
         if !output.status.success() {
-            return Err(format!(
-                "losetup -f failed (attaching needs root): {}",
-                String::from_utf8_lossy(&output.stderr).trim()
+            return Err((
+                iolab_test_support::Missing::Loop,
+                format!("losetup -f failed: {}", String::from_utf8_lossy(&output.stderr).trim()),
             ));
         }
         let node = PathBuf::from(String::from_utf8_lossy(&output.stdout).trim());
@@ -333,10 +344,7 @@ impl Drop for TestLoop {
 fn a_loop_device_shows_its_backing_file_and_dio() {
     let test_loop = match TestLoop::attach() {
         Ok(test_loop) => test_loop,
-        Err(reason) => {
-            eprintln!("skipped: {reason}");
-            return;
-        }
+        Err((missing, reason)) => return iolab_test_support::skip!(missing, "{reason}"),
     };
     let env = Environment::capture(std::slice::from_ref(&test_loop.node));
     let target = &env.targets[0];

@@ -33,8 +33,10 @@ fn ink(png_path: &Path) -> (f64, u32, u32) {
 #[test]
 fn headless_chromium_renders_the_report() {
     let Some(browser) = chromium() else {
-        eprintln!("skipped: no chromium on PATH (apt-get install chromium)");
-        return;
+        return iolab_test_support::skip!(
+            iolab_test_support::Missing::Chromium,
+            "no chromium on PATH (apt-get install chromium)"
+        );
     };
     let runs = vec![
         support::iolab_run(1, "sweep", "sweep.json"),

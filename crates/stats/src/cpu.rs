@@ -29,12 +29,23 @@ impl ProcessCpu {
     }
 }
 
-/// The most resident memory the process has held so far (getrusage's ru_maxrss), in bytes.
+/// The most resident memory this process has held so far, in bytes: the kernel's VmHWM of
+/// /proc/self/status. Not getrusage's ru_maxrss: exec keeps that across, so under `cargo run`
+/// it reports cargo's own high-water mark (140 MiB) instead of iolab's (7 MiB); VmHWM belongs
+/// to the address space, which exec replaces.
 pub fn peak_rss_bytes() -> io::Result<u64> {
-    use nix::sys::resource::{getrusage, UsageWho};
-    let usage = getrusage(UsageWho::RUSAGE_SELF).map_err(io::Error::from)?;
-    // Linux reports kibibytes.
-    Ok(usage.max_rss().max(0) as u64 * 1024)
+    let status = std::fs::read_to_string("/proc/self/status")?;
+    vm_hwm_bytes(&status)
+        .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidData, "no VmHWM in /proc/self/status"))
+}
+
+/// The `VmHWM:   7368 kB` line of a /proc/PID/status text, in bytes.
+fn vm_hwm_bytes(status: &str) -> Option<u64> {
+    let line = status.lines().find_map(|l| l.strip_prefix("VmHWM:"))?;
+    let mut words = line.split_whitespace();
+    let kib: u64 = words.next()?.parse().ok()?;
+    // The kernel always writes kB (kibibytes).
+    (words.next() == Some("kB")).then_some(kib * 1024)
 }
 
 /// Busy and total ticks of each core.
@@ -101,7 +112,19 @@ mod tests {
     fn peak_rss_covers_memory_touched() {
         let block = vec![1u8; 32 << 20];
         std::hint::black_box(&block);
-        assert!(peak_rss_bytes().expect("getrusage") >= 32 << 20);
+        assert!(peak_rss_bytes().expect("VmHWM") >= 32 << 20);
+    }
+
+    #[test]
+    fn peak_rss_is_not_inherited_across_exec() {
+        // The defect: ru_maxrss kept cargo's high-water mark across exec. VmHWM is parsed from
+        // the status text; a missing or odd line is no figure, not a wrong one.
+        assert_eq!(
+            vm_hwm_bytes("Name:\tiolab\nVmPeak:\t  9000 kB\nVmHWM:\t    7196 kB\n"),
+            Some(7196 * 1024)
+        );
+        assert_eq!(vm_hwm_bytes("Name:\tiolab\n"), None);
+        assert_eq!(vm_hwm_bytes("VmHWM:\t 12 MB\n"), None);
     }
 
     #[test]

@@ -16,6 +16,10 @@ pub enum StoreError {
     Full { path: PathBuf },
     #[error("cannot open the results database {path}: {detail}")]
     Open { path: PathBuf, detail: String },
+    /// The database exists but this user cannot write it or the directory beside it (where
+    /// SQLite keeps its write-ahead log), or it is on a read-only filesystem.
+    #[error("cannot write the results database {path} ({detail}): give --db PATH for one you can write, or make {path} and its directory writable")]
+    Unwritable { path: PathBuf, detail: String },
     #[error("no run {0} in the results database")]
     NoRun(RunId),
     #[error("results database: {0}")]

@@ -131,12 +131,18 @@ fn use_wal(conn: &Connection) -> rusqlite::Result<()> {
     }
 }
 
-/// An SQLite error, named for what it means to the user: a damaged or foreign file.
+/// An SQLite error, named for what it means to the user: a damaged or foreign file, or one this
+/// user cannot write.
 pub fn classify(path: &Path, error: rusqlite::Error) -> StoreError {
-    use rusqlite::ErrorCode::{DatabaseCorrupt, DiskFull, NotADatabase};
+    use rusqlite::ErrorCode::{CannotOpen, DatabaseCorrupt, DiskFull, NotADatabase, PermissionDenied, ReadOnly};
     match error.sqlite_error_code() {
         Some(DatabaseCorrupt) => StoreError::Damaged { path: path.to_path_buf(), detail: error.to_string() },
         Some(DiskFull) => StoreError::Full { path: path.to_path_buf() },
+        // SQLite opens a file it may not write read-only and says so at the first write
+        // (ReadOnly); a directory it may not write leaves it no journal (CannotOpen).
+        Some(ReadOnly | PermissionDenied | CannotOpen) => {
+            StoreError::Unwritable { path: path.to_path_buf(), detail: error.to_string() }
+        }
         Some(NotADatabase) => {
             StoreError::Foreign { path: path.to_path_buf(), what: "not an SQLite file".into() }
         }

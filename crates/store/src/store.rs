@@ -28,6 +28,12 @@ impl Store {
         &self.path
     }
 
+    /// SQLite opened the file read-only (this user may not write it, or its filesystem is
+    /// read-only): reading works, the first write would fail.
+    pub fn read_only(&self) -> bool {
+        self.conn.is_readonly(rusqlite::MAIN_DB).unwrap_or(false)
+    }
+
     /// Records a run as started (status running) and returns its id.
     pub fn begin_run(&mut self, run: &NewRun) -> Result<RunId, StoreError> {
         let path = self.path.clone();

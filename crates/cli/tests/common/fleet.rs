@@ -29,15 +29,13 @@ impl Agent {
     /// Starts `iolab agent` on `listen` (port 0 for any) with `extra` arguments, in `dir`,
     /// and waits until it says where it listens.
     pub fn start(dir: &Path, listen: &str, extra: &[&str]) -> Agent {
-        Agent::start_with(Command::new(env!("CARGO_BIN_EXE_iolab")), dir, listen, extra)
+        Agent::start_with(super::iolab(), dir, listen, extra)
     }
 
-    /// As `start`, with `prefix` (e.g. `ip netns exec ns`) in front of the command.
+    /// As `start`, with `command` the iolab to run (`common::iolab_via("ip", ...)` to run it
+    /// inside a network namespace).
     pub fn start_with(mut command: Command, dir: &Path, listen: &str, extra: &[&str]) -> Agent {
         let token = token_file(dir);
-        if command.get_program() != env!("CARGO_BIN_EXE_iolab") {
-            command.arg(env!("CARGO_BIN_EXE_iolab"));
-        }
         let mut child = command
             .args(["agent", "--listen", listen, "--token-file"])
             .arg(&token)

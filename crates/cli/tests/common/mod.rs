@@ -8,11 +8,50 @@ pub mod fleet;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-/// The binary, keeping its runs in a database of the tests' own (never the user's).
+pub use iolab_test_support::{skip, Missing};
+
+/// The binary under test. Run it through [`iolab`] or [`iolab_via`], never directly: they give
+/// it a home and a database of the tests' own (isolation.rs checks that no test does otherwise).
+pub const IOLAB: &str = env!("CARGO_BIN_EXE_iolab");
+
+/// The binary, with an environment of the tests' own: HOME and XDG_DATA_HOME in the target
+/// directory and its runs kept in a database there (`IOLAB_DB`), never the user's home or
+/// default database; the caller's own `IOLAB_*` settings are not passed on.
 pub fn iolab() -> Command {
-    let mut command = Command::new(env!("CARGO_BIN_EXE_iolab"));
-    command.env("IOLAB_DB", Path::new(env!("CARGO_TARGET_TMPDIR")).join("tests-results.db"));
+    let mut command = Command::new(IOLAB);
+    isolate(&mut command);
     command
+}
+
+/// iolab run through `program` and its `args` (`setpriv --reuid=65534 ...`, `ip netns exec ns`),
+/// with the same environment as [`iolab`].
+pub fn iolab_via(program: &str, args: &[&str]) -> Command {
+    let mut command = Command::new(program);
+    command.args(args).arg(IOLAB);
+    isolate(&mut command);
+    command
+}
+
+/// The tests' HOME: a directory of the target dir, shared by the tests and never the user's.
+pub fn test_home() -> PathBuf {
+    let home = Path::new(env!("CARGO_TARGET_TMPDIR")).join("test-home");
+    std::fs::create_dir_all(&home).expect("the tests' home");
+    home
+}
+
+/// The database the tests' runs are kept in, unless a test names its own with --db.
+pub fn test_db() -> PathBuf {
+    Path::new(env!("CARGO_TARGET_TMPDIR")).join("tests-results.db")
+}
+
+fn isolate(command: &mut Command) {
+    for (name, _) in std::env::vars_os() {
+        if name.to_str().is_some_and(|n| n.starts_with("IOLAB_")) {
+            command.env_remove(name);
+        }
+    }
+    let home = test_home();
+    command.env("HOME", &home).env("XDG_DATA_HOME", home.join(".local/share")).env("IOLAB_DB", test_db());
 }
 
 /// Runs iolab with `args` in `dir` and returns its output.
@@ -63,12 +102,14 @@ pub fn have(tool: &str) -> bool {
     Command::new("sh").args(["-c", &format!("command -v {tool}")]).output().is_ok_and(|o| o.status.success())
 }
 
-/// Returns why the test must be skipped, if it must.
-pub fn needs_root_and(tools: &[&str]) -> Option<String> {
+/// Returns what is missing for the test and why, if it must be skipped.
+pub fn needs_root_and(tools: &[&str]) -> Option<(Missing, String)> {
     if !is_root() {
-        return Some("needs root".into());
+        return Some((Missing::Root, "needs root".into()));
     }
-    tools.iter().find(|t| !have(t)).map(|t| format!("needs {t}"))
+    let tool = tools.iter().find(|t| !have(t))?;
+    let missing = if *tool == "losetup" { Missing::Loop } else { Missing::Other };
+    Some((missing, format!("needs {tool}")))
 }
 
 pub fn sh(command: &str) -> String {
@@ -138,13 +179,13 @@ impl ZramDevice {
     /// A zram device of `size_mib` filled with random data, for a test that needs root; `None`
     /// (with the reason on stderr, so the test skips) where it cannot be made.
     pub fn for_test(size_mib: u64) -> Option<Self> {
-        if let Some(why) = needs_root_and(&["dd"]) {
-            eprintln!("skipped: {why}");
+        if let Some((missing, why)) = needs_root_and(&["dd"]) {
+            skip!(missing, "{why}");
             return None;
         }
         let zram = ZramDevice::new(size_mib);
         if zram.is_none() {
-            eprintln!("skipped: no zram on this kernel");
+            skip!(Missing::Other, "no zram on this kernel");
         }
         zram
     }

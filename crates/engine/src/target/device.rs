@@ -360,8 +360,10 @@ mod tests {
     fn tmpfs_is_memory() {
         let shm = Path::new("/dev/shm");
         if filesystem_magic(shm) != Some(TMPFS_MAGIC) {
-            eprintln!("skipped: /dev/shm is not a tmpfs here");
-            return;
+            return iolab_test_support::skip!(
+                iolab_test_support::Missing::Other,
+                "/dev/shm is not a tmpfs here"
+            );
         }
         assert_eq!(backing(&shm.join("not-created-yet")), Backing::Memory);
     }
