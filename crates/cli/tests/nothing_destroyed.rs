@@ -8,7 +8,7 @@ mod common;
 use std::path::Path;
 use std::time::Duration;
 
-use common::{needs_root_and, run_in, sh, spawn_in, stderr, LoopDevice};
+use common::{needs_root_and, run_in, sh, skip, spawn_in, stderr, LoopDevice};
 
 const QUICK: [&str; 5] = ["--runtime", "200ms", "--ramp", "0s", "-q"];
 
@@ -18,9 +18,8 @@ fn run_quick(dir: &Path, args: &[&str]) -> std::process::Output {
 
 #[test]
 fn output_onto_a_loop_device_holding_ext4_is_refused_and_the_device_is_unchanged() {
-    if let Some(why) = needs_root_and(&["losetup", "mkfs.ext4", "sha256sum"]) {
-        eprintln!("skipped: {why}");
-        return;
+    if let Some((missing, why)) = needs_root_and(&["losetup", "mkfs.ext4", "sha256sum"]) {
+        return skip!(missing, "{why}");
     }
     let lo = LoopDevice::new("output-ext4", 32);
     sh(&format!("mkfs.ext4 -q -F {}", lo.path()));
@@ -235,9 +234,8 @@ fn results_list(dir: &Path, db: &Path) -> String {
 /// fingerprint's size, so the free space is tried from little to more until a run starts.
 #[test]
 fn points_lost_to_a_full_disk_are_named_and_change_the_exit_code() {
-    if let Some(why) = needs_root_and(&["mount", "umount", "df"]) {
-        eprintln!("skipped: {why} (mounts a small tmpfs)");
-        return;
+    if let Some((missing, why)) = needs_root_and(&["mount", "umount", "df"]) {
+        return skip!(missing, "{why} (mounts a small tmpfs)");
     }
     let dir = tempfile::tempdir().expect("dir");
     let mounted = SmallTmpfs::mount(dir.path(), "4m");
@@ -304,9 +302,8 @@ fn points_lost_to_a_full_disk_are_named_and_change_the_exit_code() {
 /// A new database on a full filesystem leaves nothing behind: no 0-byte file, no directory.
 #[test]
 fn a_new_database_on_a_full_disk_leaves_no_file() {
-    if let Some(why) = needs_root_and(&["mount", "umount"]) {
-        eprintln!("skipped: {why} (mounts a small tmpfs)");
-        return;
+    if let Some((missing, why)) = needs_root_and(&["mount", "umount"]) {
+        return skip!(missing, "{why} (mounts a small tmpfs)");
     }
     let dir = tempfile::tempdir().expect("dir");
     let mounted = SmallTmpfs::mount(dir.path(), "1m");
