@@ -144,8 +144,8 @@ fn a_50_mb_file_is_refused_before_it_is_read() {
 #[test]
 fn a_long_job_name_is_stored_cut_in_bounded_space() {
     let dir = tempfile::tempdir().expect("temp dir");
-    let text = std::fs::read_to_string(fixture("uring_randread.json")).expect("fixture");
-    let mut doc: serde_json::Value = serde_json::from_str(&text).expect("JSON");
+    let original = std::fs::read_to_string(fixture("uring_randread.json")).expect("fixture");
+    let mut doc: serde_json::Value = serde_json::from_str(&original).expect("JSON");
     doc["jobs"][0]["jobname"] = serde_json::Value::from("n".repeat(12_000_000));
     let file = dir.path().join("long.json");
     std::fs::write(&file, doc.to_string()).expect("written");
