@@ -77,6 +77,7 @@ pub(crate) fn point(
         ));
     }
     for (side, ddir) in [(&read, "read"), (&write, "write")] {
+        consistency(name, ddir, side, notes);
         if let Some((binned, n)) = side.bins_mismatch {
             notes
                 .push(format!("job '{name}': fio's {ddir} bins count {binned} latencies where its N is {n}"));
@@ -160,4 +161,36 @@ fn cpu_pct(ctx: &Ctx, job: &Value, name: &str, notes: &mut Notes) -> Result<Opti
         sum += pct;
     }
     Ok(Some(sum))
+}
+
+/// fio derives iops and bw_bytes from total_ios, io_bytes and runtime, and counts one latency
+/// per completed I/O: figures that disagree by more than rounding were edited, and are kept
+/// as fio's with a note (which of them is wrong cannot be told).
+fn consistency(name: &str, ddir: &str, side: &latency::Side, notes: &mut Notes) {
+    let s = &side.summary;
+    if s.ios == 0 || side.runtime_ms == 0 {
+        return;
+    }
+    let seconds = side.runtime_ms as f64 / 1000.0;
+    let off = |given: f64, derived: f64| (given - derived).abs() > derived * 0.01 + 1.0;
+    if off(s.iops, s.ios as f64 / seconds) {
+        notes.push(format!(
+            "job '{name}': fio's {ddir} iops ({}) is not total_ios / runtime ({:.1}): kept as fio gives it",
+            s.iops,
+            s.ios as f64 / seconds
+        ));
+    }
+    if off(s.mb_s * 1e6, s.bytes as f64 / seconds) {
+        notes.push(format!(
+            "job '{name}': fio's {ddir} bandwidth ({:.0} B/s) is not io_bytes / runtime ({:.0} B/s): kept as fio gives it",
+            s.mb_s * 1e6,
+            s.bytes as f64 / seconds
+        ));
+    }
+    if side.moments.n > s.ios {
+        notes.push(format!(
+            "job '{name}': fio's {ddir} latencies count {} I/Os, more than its total_ios ({})",
+            side.moments.n, s.ios
+        ));
+    }
 }

@@ -52,6 +52,8 @@ pub fn sweep(files: Vec<(String, Imported)>) -> Result<ImportedSweep, FioImportE
             return Err(FioImportError::NotOnePoint { file: name, points: imported.points.len() });
         }
         for note in imported.notes {
+            // A job's note names the job, which every file may name alike: say which file.
+            let note = if note.starts_with("job '") { format!("{name}: {note}") } else { note };
             if !notes.contains(&note) {
                 notes.push(note);
             }

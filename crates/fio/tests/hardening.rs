@@ -160,3 +160,18 @@ fn numbers(value: &Value, at: String, out: &mut Vec<String>) {
         _ => {}
     }
 }
+
+/// Counts that do not add up are kept as fio's, with a note saying which.
+#[test]
+fn iops_that_do_not_add_up_are_noted() {
+    let mut doc = fixture("uring_randread.json");
+    doc["jobs"][0]["read"]["iops"] = Value::from(1.0);
+    let run = imports(&doc);
+    assert!(
+        run.notes.iter().any(|n| n.contains("read iops (1) is not total_ios / runtime")),
+        "{:?}",
+        run.notes
+    );
+    let clean = imports(&fixture("uring_randread.json"));
+    assert!(!clean.notes.iter().any(|n| n.contains("is not")), "{:?}", clean.notes);
+}
