@@ -43,7 +43,7 @@ fn iolab_in(dir: &Path, args: &[&str]) -> Output {
 
 /// Runs a fixture briefly (flags override the file's runtime and ramp) and returns its jobs.
 fn run_fixture(dir: &Path, file: &str, extra: &[&str]) -> Vec<Value> {
-    let mut args = vec!["run", file, "--runtime", "200ms", "--ramp", "0s", "--json", "-q"];
+    let mut args = vec!["run", file, "--runtime", "1s", "--ramp", "0s", "--json", "-q"];
     args.extend_from_slice(extra);
     let out = iolab_in(dir, &args);
     assert!(out.status.success(), "{file}: {}", stderr(&out));
@@ -168,7 +168,7 @@ fn timing_options_translate() {
     // Flags override the file: the byte limit stays, the runtime is the flag's.
     let jobs = run_fixture(dir.path(), "timing.fio", &[]);
     assert_eq!(jobs[1]["spec"]["io_limit"]["bytes"], 8 << 20);
-    assert_eq!(jobs[0]["spec"]["runtime_ns"], 200_000_000);
+    assert_eq!(jobs[0]["spec"]["runtime_ns"], 1_000_000_000);
 }
 
 #[test]

@@ -106,7 +106,7 @@ fn a_killed_sweep_keeps_its_points_and_resumes() {
     let kept = point_count(&db);
     assert!((2..6).contains(&kept), "{kept} of 6 points kept");
     let list = json(&with_db(dir.path(), &db, &["results", "list", "--json"]));
-    assert_eq!(list[0]["status"], "running", "a killed run is never marked complete");
+    assert_eq!(list[0]["status"], "interrupted", "a killed run is never complete; its writer is gone");
 
     let resumed = with_db(dir.path(), &db, &[sweep.as_slice(), &["--resume"]].concat());
     assert!(resumed.status.success(), "{}", stderr(&resumed));
