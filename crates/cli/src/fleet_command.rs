@@ -9,6 +9,7 @@ use iolab_fleet::coordinator::ssh::{self, SshAgents};
 use iolab_fleet::coordinator::{hosts, Fleet, FleetConfig};
 
 use crate::args::{FleetArgs, FleetStudy};
+use crate::metrics_args::MetricsArgs;
 use crate::place::Place;
 use crate::progress::ProgressLine;
 use crate::recording::StoreArgs;
@@ -37,8 +38,10 @@ pub fn run(args: FleetArgs, store: &StoreArgs) -> ExitCode {
         Some(FleetStudy::Steady(steady)) => (steady.options.quiet, &steady.metrics),
         Some(FleetStudy::Suite(suite)) => (suite.options.quiet, &suite.metrics),
     };
+    // Before the subcommand (`iolab fleet --metrics ADDR sweep ...`) or after it: either serves.
+    let metrics = MetricsArgs { metrics: metrics.metrics.or(args.run.metrics.metrics) };
     // Bound before any host is asked for anything: a taken port costs nothing.
-    let mut served = match metrics_args::serve(metrics, "fleet") {
+    let mut served = match metrics_args::serve(&metrics, "fleet") {
         Ok(served) => served,
         Err(code) => return code,
     };
