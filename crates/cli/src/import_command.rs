@@ -8,6 +8,7 @@ use clap::Subcommand;
 use iolab_store::{RunEnd, RunStatus};
 
 use crate::exit;
+use crate::exit::say;
 use crate::recording::{code, StoreArgs};
 
 /// Name and version of the report kept with an imported run.
@@ -68,9 +69,9 @@ pub fn run(source: ImportSource, store: &StoreArgs) -> ExitCode {
         match stored {
             Ok(run) => {
                 for note in &imported.notes {
-                    eprintln!("iolab: {name}: {note}");
+                    say!("iolab: {name}: {note}");
                 }
-                eprintln!("iolab: imported {name} as run {run} ({} points)", imported.points.len());
+                say!("iolab: imported {name} as run {run} ({} points)", imported.points.len());
             }
             Err(e) => {
                 // A half-stored file is no result: take it out again.

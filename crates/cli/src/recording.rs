@@ -12,6 +12,7 @@ use iolab_spec::{JobSpec, RunPlan};
 use iolab_stats::result::{JobResult, RunReport};
 use iolab_store::{NewRun, Point, RunEnd, RunId, RunStatus, Store, StoreError};
 
+use crate::exit::say;
 use crate::{exit, session};
 
 #[derive(Debug, Clone, Args, Default)]
@@ -92,7 +93,7 @@ impl Recording {
         let before = Environment::capture(&paths);
         if !plan.output.quiet && !paths.is_empty() {
             for warning in iolab_environment::warnings(&before, &uses(&plan.jobs)) {
-                eprintln!("iolab: warning: {warning}");
+                say!("iolab: warning: {warning}");
             }
         }
         if args.no_store {
@@ -102,7 +103,7 @@ impl Recording {
         let mut store = match Store::open(&path) {
             Ok(store) => store,
             Err(StoreError::Open { path, detail }) if !args.named() => {
-                eprintln!(
+                say!(
                     "iolab: warning: this run is not kept: cannot open {} ({detail}); give --db PATH or --no-store",
                     path.display()
                 );
@@ -143,11 +144,7 @@ impl Recording {
         };
         let after = Environment::capture(&active.paths);
         for delta in active.before.health_deltas(&after) {
-            eprintln!(
-                "iolab: {}: NVMe health over the run: {}",
-                delta.path.display(),
-                delta.delta.describe()
-            );
+            say!("iolab: {}: NVMe health over the run: {}", delta.path.display(), delta.delta.describe());
         }
         let end = RunEnd {
             status,
@@ -157,10 +154,10 @@ impl Recording {
         };
         match active.store.finish_run(active.run, &end) {
             Ok(()) if !quiet => {
-                eprintln!("iolab: kept as run {} in {}", active.run, active.store.path().display())
+                say!("iolab: kept as run {} in {}", active.run, active.store.path().display())
             }
             Ok(()) => {}
-            Err(e) => eprintln!("iolab: warning: the end of run {} was not recorded: {e}", active.run),
+            Err(e) => say!("iolab: warning: the end of run {} was not recorded: {e}", active.run),
         }
     }
 }
@@ -180,7 +177,7 @@ impl Drop for Recording {
             active.store.finish_run(active.run, &end)
         };
         if let Err(e) = ended {
-            eprintln!("iolab: warning: the end of run {} was not recorded: {e}", active.run);
+            say!("iolab: warning: the end of run {} was not recorded: {e}", active.run);
         }
     }
 }
@@ -192,7 +189,7 @@ impl ResultSink for Recording {
         active.next_seq += 1;
         if let Err(e) = active.store.add_point(active.run, &point) {
             if !active.warned {
-                eprintln!("iolab: warning: job '{}' was not kept in the results database: {e}", result.name);
+                say!("iolab: warning: job '{}' was not kept in the results database: {e}", result.name);
                 active.warned = true;
             }
         }
