@@ -2,6 +2,14 @@
 
 use std::process::ExitCode;
 
+/// `eprintln!` for iolab's messages: one escaped line, and no panic when stderr is full.
+macro_rules! say {
+    ($($arg:tt)*) => {
+        $crate::exit::say_line(format_args!($($arg)*))
+    };
+}
+pub(crate) use say;
+
 /// The run finished and nothing went wrong.
 pub const OK: u8 = 0;
 /// iolab or the machine failed (not the user's input).
@@ -20,8 +28,22 @@ pub const INTERRUPTED: u8 = 130;
 
 /// Prints `message` as iolab's one-line error and returns `code`.
 pub fn fail(code: u8, message: &str) -> ExitCode {
-    eprintln!("iolab: error: {}", message.replace('\n', " "));
+    say!("iolab: error: {message}");
     ExitCode::from(code)
+}
+
+/// Writes one line to stderr with every control character in it escaped
+/// (`iolab_spec::printable::line`): names, paths and values that users or remote hosts wrote
+/// are shown, never obeyed by the terminal, and a line feed in one cannot split the line.
+///
+/// A stderr that cannot be written (a full disk, a closed pipe) loses the line and the process
+/// goes on to its exit code; `eprintln!` would panic.
+pub fn say_line(line: std::fmt::Arguments<'_>) {
+    use std::io::Write;
+    let text = line.to_string();
+    let mut shown = iolab_spec::printable::line(&text).into_owned();
+    shown.push('\n');
+    let _ = std::io::stderr().lock().write_all(shown.as_bytes());
 }
 
 /// clap's errors, on one line; help and version go to stdout with success.
@@ -33,7 +55,13 @@ pub fn clap_error(error: clap::Error) -> ExitCode {
             | ErrorKind::DisplayVersion
             | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand
     ) {
-        let _ = error.print();
+        // Help that cannot be written (stdout on a full disk) fails as other output does; a
+        // closed pipe (`iolab --help | head`) does not.
+        if let Err(e) = error.print() {
+            if e.kind() != std::io::ErrorKind::BrokenPipe {
+                return fail(INTERNAL, &format!("cannot write the help: {e}"));
+            }
+        }
         return ExitCode::from(if error.kind() == ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand {
             USAGE
         } else {
@@ -41,8 +69,18 @@ pub fn clap_error(error: clap::Error) -> ExitCode {
         });
     }
     let rendered = error.render().to_string();
-    let first = rendered.lines().find(|l| !l.trim().is_empty()).unwrap_or("invalid arguments");
-    let message = first.trim().trim_start_matches("error: ");
+    // clap's message, without the usage, tip and help lines it appends after blank lines. The
+    // message itself may quote a value with line feeds in it: `fail` shows them escaped.
+    let mut message = rendered.as_str();
+    for trailer in ["\n\nFor more information", "\n\nUsage:", "\n\n  tip:"] {
+        if let Some(cut) = message.rfind(trailer) {
+            message = &message[..cut];
+        }
+    }
+    let message = match message.trim() {
+        "" => "invalid arguments",
+        text => text.trim_start_matches("error: "),
+    };
     // The help of the command the flag belongs to, when the first argument names one.
     let command = std::env::args()
         .nth(1)

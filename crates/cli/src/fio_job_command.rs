@@ -8,6 +8,7 @@ use std::process::ExitCode;
 use clap::Args;
 
 use crate::exit;
+use crate::exit::say;
 
 #[derive(Debug, Args)]
 pub struct FioJobArgs {
@@ -30,7 +31,7 @@ pub fn run(args: FioJobArgs) -> ExitCode {
     } else {
         // The notes are also the file's comments; without --print they go to stderr.
         for note in &translation.notes {
-            eprintln!("iolab: note: fio job file {note}");
+            say!("iolab: note: fio job file {note}");
         }
         format!(
             "{}: iolab can run it (`iolab run {0}`); --print shows the iolab job file it becomes\n",

@@ -16,6 +16,7 @@ use iolab_store::{NewRun, Point, RunEnd, RunStatus, Store};
 use serde_json::{json, Value};
 
 use crate::exit;
+use crate::exit::say;
 use crate::recording::{code, StoreArgs};
 
 /// Name and version of the report kept with an imported run.
@@ -74,9 +75,9 @@ pub fn run(source: ImportSource, store: &StoreArgs) -> ExitCode {
         match keep(&mut db, &run, &points, report) {
             Ok(id) => {
                 for note in &notes {
-                    eprintln!("iolab: {name}: {note}");
+                    say!("iolab: {name}: {note}");
                 }
-                eprintln!("iolab: imported {name} as run {id} ({} points)", points.len());
+                say!("iolab: imported {name} as run {id} ({} points)", points.len());
             }
             Err(code) => return code,
         }
@@ -196,12 +197,12 @@ fn store_sweep(sweep: ImportedSweep, store: &StoreArgs) -> ExitCode {
         Err(code) => return code,
     };
     for note in &notes {
-        eprintln!("iolab: {note}");
+        say!("iolab: {note}");
     }
     for line in &summary.verdict {
-        eprintln!("iolab: {line}");
+        say!("iolab: {line}");
     }
-    eprintln!(
+    say!(
         "iolab: imported {} files as sweep run {id} ({} points, {} curve(s))",
         files.len(),
         points.len(),

@@ -10,6 +10,7 @@ use iolab_metrics::{Metrics, MetricsObserver, MetricsServer};
 use iolab_runner::Observer;
 
 use crate::exit;
+use crate::exit::say;
 use crate::place::Place;
 
 #[derive(Debug, Clone, Default, Args)]
@@ -33,7 +34,7 @@ pub fn serve(args: &MetricsArgs, command: &str) -> Result<Option<Served>, ExitCo
     let metrics = Metrics::new(command);
     let server = metrics.serve(addr).map_err(|e| exit::fail(exit::USAGE, &e.to_string()))?;
     // Said even with --quiet: with port 0, this line is the only way to find the endpoint.
-    eprintln!("iolab: metrics on http://{}/metrics", server.address());
+    say!("iolab: metrics on http://{}/metrics", server.address());
     Ok(Some(Served { observer: metrics.observer(), _server: server }))
 }
 

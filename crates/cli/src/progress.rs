@@ -4,9 +4,11 @@
 use std::io::IsTerminal;
 use std::time::Duration;
 
+use crate::exit::say;
 use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
 use iolab_report::{latency, thousands};
 use iolab_runner::{Observer, Phase, ProgressUpdate};
+use iolab_spec::printable::Shown;
 
 /// "42s", "3m05s", "1h02m".
 pub fn duration(seconds: f64) -> String {
@@ -92,7 +94,7 @@ impl ProgressLine {
             .unwrap_or_else(|_| ProgressStyle::default_bar())
             .progress_chars("=> ");
         bar.set_style(style);
-        bar.set_prefix(label.to_string());
+        bar.set_prefix(Shown(label).to_string());
         if !line.enabled {
             bar.set_draw_target(ProgressDrawTarget::hidden());
         }
@@ -146,8 +148,8 @@ impl Observer for ProgressLine {
             .hosts
             .iter()
             .map(|h| match h.failed {
-                true => format!("  {} FAILED", h.host),
-                false => format!("  {} {}", h.host, thousands(h.iops)),
+                true => format!("  {} FAILED", Shown(&h.host)),
+                false => format!("  {} {}", Shown(&h.host), thousands(h.iops)),
             })
             .collect();
         let rate = format!("{rate}{hosts}");
@@ -169,7 +171,7 @@ impl Observer for ProgressLine {
             overall.update(update);
         }
         let bar = self.bar();
-        bar.set_prefix(format!("{} {phase}", update.job));
+        bar.set_prefix(format!("{} {phase}", Shown(update.job)));
         bar.set_position((1000.0 * done) as u64);
         bar.set_message(format!("{clock}{rate}"));
     }
@@ -179,9 +181,9 @@ impl Observer for ProgressLine {
             return;
         }
         if self.enabled && (self.bar.is_some() || self.overall.is_some()) {
-            let _ = self.bars.println(format!("iolab: {message}"));
+            let _ = self.bars.println(format!("iolab: {}", Shown(message)));
         } else {
-            eprintln!("iolab: {message}");
+            say!("iolab: {message}");
         }
     }
 

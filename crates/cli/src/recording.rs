@@ -12,6 +12,7 @@ use iolab_spec::{JobSpec, RunPlan};
 use iolab_stats::result::{JobResult, RunReport};
 use iolab_store::{NewRun, Point, RunEnd, RunId, RunStatus, Store, StoreError};
 
+use crate::exit::say;
 use crate::{exit, session};
 
 #[derive(Debug, Clone, Args, Default)]
@@ -106,7 +107,7 @@ impl Recording {
         let before = Environment::capture(&paths);
         if !plan.output.quiet && !paths.is_empty() {
             for warning in iolab_environment::warnings(&before, &uses(&plan.jobs)) {
-                eprintln!("iolab: warning: {warning}");
+                say!("iolab: warning: {warning}");
             }
         }
         if args.no_store {
@@ -116,7 +117,9 @@ impl Recording {
         // The default database that cannot be used costs only the keeping; a named one is the
         // user's to fix before anything runs.
         let unkept = |e: StoreError| match e {
-            StoreError::Open { .. } | StoreError::Unwritable { .. } | StoreError::Full { .. } if !args.named() => {
+            StoreError::Open { .. } | StoreError::Unwritable { .. } | StoreError::Full { .. }
+                if !args.named() =>
+            {
                 not_kept(&e);
                 Ok(Recording { active: None, failed: false })
             }
@@ -161,11 +164,7 @@ impl Recording {
         };
         let after = Environment::capture(&active.paths);
         for delta in active.before.health_deltas(&after) {
-            eprintln!(
-                "iolab: {}: NVMe health over the run: {}",
-                delta.path.display(),
-                delta.delta.describe()
-            );
+            say!("iolab: {}: NVMe health over the run: {}", delta.path.display(), delta.delta.describe());
         }
         let end = RunEnd {
             status,
@@ -175,10 +174,10 @@ impl Recording {
         };
         let ended = active.store.finish_run(active.run, &end);
         if let Err(e) = &ended {
-            eprintln!("iolab: error: the end of run {} was not recorded: {e}", active.run);
+            say!("iolab: error: the end of run {} was not recorded: {e}", active.run);
         }
         if !active.lost.is_empty() {
-            eprintln!(
+            say!(
                 "iolab: error: {} of the run's {} points were not kept in {} (run {}): {}",
                 active.lost.len(),
                 active.next_seq,
@@ -190,7 +189,7 @@ impl Recording {
         }
         match ended {
             Ok(()) if !quiet => {
-                eprintln!("iolab: kept as run {} in {}", active.run, active.store.path().display());
+                say!("iolab: kept as run {} in {}", active.run, active.store.path().display());
                 Kept::All
             }
             Ok(()) => Kept::All,
@@ -214,7 +213,7 @@ impl Drop for Recording {
             active.store.finish_run(active.run, &end)
         };
         if let Err(e) = ended {
-            eprintln!("iolab: warning: the end of run {} was not recorded: {e}", active.run);
+            say!("iolab: warning: the end of run {} was not recorded: {e}", active.run);
         }
     }
 }
@@ -225,7 +224,7 @@ impl ResultSink for Recording {
         let point = Point::from_job(active.next_seq, result, now_unix_s());
         active.next_seq += 1;
         if let Err(e) = active.store.add_point(active.run, &point) {
-            eprintln!("iolab: error: point '{}' was not kept in the results database: {e}", result.name);
+            say!("iolab: error: point '{}' was not kept in the results database: {e}", result.name);
             active.lost.push(format!("'{}'", result.name));
         }
     }
@@ -246,15 +245,15 @@ fn writable(store: Store) -> Result<Store, StoreError> {
 /// Says once, before the run, that the default database will not keep it, and how to keep it.
 fn not_kept(error: &StoreError) {
     match error {
-        StoreError::Open { path, detail } => eprintln!(
+        StoreError::Open { path, detail } => say!(
             "iolab: warning: this run is not kept: cannot open {} ({detail}); give --db PATH or --no-store",
             path.display()
         ),
-        StoreError::Unwritable { path, detail } => eprintln!(
+        StoreError::Unwritable { path, detail } => say!(
             "iolab: warning: this run is not kept: cannot write the results database {} ({detail}); to keep runs, give --db PATH or make it and its directory writable (--no-store silences this)",
             path.display()
         ),
-        other => eprintln!("iolab: warning: this run is not kept: {other}"),
+        other => say!("iolab: warning: this run is not kept: {other}"),
     }
 }
 

@@ -8,6 +8,7 @@ use clap::Args;
 use iolab_store::RunId;
 
 use crate::exit;
+use crate::exit::say;
 use crate::recording::StoreArgs;
 use crate::results_command::{load, open_existing};
 
@@ -41,6 +42,6 @@ pub fn run(args: ReportArgs, store: &StoreArgs) -> ExitCode {
     if let Err(e) = crate::output_file::write(&args.output, html.as_bytes()) {
         return exit::fail(exit::INTERNAL, &format!("cannot write {}: {e}", args.output.display()));
     }
-    eprintln!("iolab: wrote {} ({} runs)", args.output.display(), runs.len());
+    say!("iolab: wrote {} ({} runs)", args.output.display(), runs.len());
     ExitCode::from(exit::OK)
 }

@@ -9,6 +9,7 @@ use iolab_report::{export_csv, export_json, run_text, runs_text};
 use iolab_spec::OutputSpec;
 use iolab_store::{RunId, Store, StoredRun};
 
+use crate::exit::say;
 use crate::recording::{code, StoreArgs};
 use crate::{exit, session};
 
@@ -95,7 +96,7 @@ pub fn run(action: ResultsAction, store: &StoreArgs) -> ExitCode {
             }
             ids.iter().try_for_each(|&id| {
                 db.delete_run(id).map_err(fail)?;
-                eprintln!("iolab: deleted run {id}");
+                say!("iolab: deleted run {id}");
                 Ok(())
             })
         }

@@ -12,6 +12,7 @@ use iolab_stats::fleet::HostStatus;
 use iolab_stats::result::{JobResult, RunReport, StopReason};
 
 use crate::exit;
+use crate::exit::say;
 use crate::output_file::{self, Protected};
 use crate::place::Place;
 use crate::progress::ProgressLine;
@@ -133,16 +134,16 @@ pub fn warn_about_problems(report: &RunReport) {
                     e.target, e.op, e.offset, e.len, e.message
                 )
             });
-            eprintln!("iolab: warning: job '{}': {} I/O errors{first}", job.name, job.errors.count);
+            say!("iolab: warning: job '{}': {} I/O errors{first}", job.name, job.errors.count);
         }
         if let Some(stuck) = &job.errors.stuck {
-            eprintln!(
+            say!(
                 "iolab: error: job '{}': a request to {} has not completed after {} ms; the device or kernel is stuck",
                 job.name, stuck.target, stuck.outstanding_ms
             );
         }
         for host in job.fleet.iter().flat_map(|f| &f.hosts).filter(|h| h.status == HostStatus::Failed) {
-            eprintln!(
+            say!(
                 "iolab: warning: job '{}': host {} failed: {}; its I/Os are not in the merged result",
                 job.name,
                 host.host,
@@ -150,11 +151,11 @@ pub fn warn_about_problems(report: &RunReport) {
             );
         }
         if let Some(engine) = &job.errors.engine {
-            eprintln!("iolab: error: job '{}': {engine}", job.name);
+            say!("iolab: error: job '{}': {engine}", job.name);
         }
         for group in &job.groups {
             if let Some(rate) = group.rate.as_ref().filter(|rate| !rate.sustained) {
-                eprintln!(
+                say!(
                     "iolab: warning: job '{}', group '{}': {}",
                     job.name,
                     group.name,
@@ -164,7 +165,7 @@ pub fn warn_about_problems(report: &RunReport) {
         }
     }
     if report.interrupted {
-        eprintln!("iolab: interrupted; the results gathered so far were written");
+        say!("iolab: interrupted; the results gathered so far were written");
     }
 }
 

@@ -14,6 +14,7 @@ use iolab_spec::sweep::LoadAxis;
 use iolab_spec::{JobSpec, Options, RunPlan};
 
 use crate::args::SuiteArgs;
+use crate::exit::say;
 use crate::place::Place;
 use crate::progress::ProgressLine;
 use crate::recording::StoreArgs;
@@ -97,7 +98,7 @@ pub fn run(args: SuiteArgs, store: &StoreArgs, place: &mut Place<'_>) -> ExitCod
         if report.jobs.is_empty() {
             return exit::fail(session::error_code(e), &e.to_string());
         }
-        eprintln!("iolab: a step of the suite could not run: {e}; the steps before it are reported");
+        say!("iolab: a step of the suite could not run: {e}; the steps before it are reported");
     }
     if failure.is_some() {
         recording.mark_failed();

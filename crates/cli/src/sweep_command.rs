@@ -15,6 +15,7 @@ use iolab_stats::result::{Bottleneck, RunReport, StopReason};
 use iolab_store::Point;
 
 use crate::args::SweepArgs;
+use crate::exit::say;
 use crate::place::Place;
 use crate::progress::ProgressLine;
 use crate::recording::{Recording, StoreArgs};
@@ -74,7 +75,7 @@ pub fn run(args: SweepArgs, store: &StoreArgs, place: &mut Place<'_>) -> ExitCod
         };
         if let Some((index, e)) = outcome.failed.first() {
             recording.mark_failed();
-            eprintln!(
+            say!(
                 "iolab: sweep point {} could not start: {e}; the points before it are reported",
                 remaining.jobs[*index].name
             );
@@ -154,10 +155,7 @@ fn resume(store: &StoreArgs, plan: &RunPlan) -> Result<(Recording, Vec<Point>), 
     let mut db = store.open()?;
     let plan_json = serde_json::to_value(&plan.jobs).unwrap_or_default();
     let Some(run) = db.resumable("sweep", &plan_json).map_err(fail)? else {
-        eprintln!(
-            "iolab: no unfinished sweep of these points in {}: starting a new one",
-            db.path().display()
-        );
+        say!("iolab: no unfinished sweep of these points in {}: starting a new one", db.path().display());
         drop(db);
         return Ok((Recording::start(store, "sweep", plan)?, Vec::new()));
     };
@@ -181,7 +179,7 @@ fn resume(store: &StoreArgs, plan: &RunPlan) -> Result<(Recording, Vec<Point>), 
     db.truncate_points(run, kept.len() as u32).map_err(fail)?;
     db.reopen_run(run).map_err(fail)?;
     if !plan.output.quiet {
-        eprintln!(
+        say!(
             "iolab: resuming sweep run {run}: {} of {} points kept, {} to measure",
             kept.len(),
             plan.jobs.len(),

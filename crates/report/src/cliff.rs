@@ -66,5 +66,5 @@ pub fn cliff_text(found: &CliffReport, samples: &[ThroughputSample], run: &RunRe
     if let Some(note) = &found.note {
         let _ = writeln!(out, "  note: {note}");
     }
-    out
+    crate::shown(out)
 }

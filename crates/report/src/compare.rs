@@ -720,7 +720,7 @@ pub fn compare_text(c: &Comparison) -> String {
             let _ = writeln!(out, "{}", summary.text);
         }
     }
-    out
+    crate::shown(out)
 }
 
 /// "iolab, uring, randread 4KiB, QD 1-8 x 1 worker, /tmp/f; 8 points x 3 repeats".

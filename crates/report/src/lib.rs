@@ -33,6 +33,16 @@ pub use text::{rate_summary, render_text};
 
 use iolab_stats::result::RunReport;
 
+/// A text report as it may reach a terminal: names, paths and messages that came from users or
+/// remote hosts keep their line feeds and lose every other control character
+/// (`iolab_spec::printable`). JSON needs none of this: serde_json escapes them itself.
+fn shown(text: String) -> String {
+    match iolab_spec::printable::lines(&text) {
+        std::borrow::Cow::Borrowed(_) => text,
+        std::borrow::Cow::Owned(escaped) => escaped,
+    }
+}
+
 /// The report as pretty-printed JSON (schema: docs/results-schema.md).
 pub fn render_json(report: &RunReport) -> String {
     let mut text = serde_json::to_string_pretty(report)

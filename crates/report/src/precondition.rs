@@ -77,5 +77,5 @@ pub fn precondition_text(asked: &Preconditioning, run: &RunReport) -> String {
             Bytes(needed)
         );
     }
-    out
+    crate::shown(out)
 }

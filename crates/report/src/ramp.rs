@@ -59,5 +59,5 @@ pub fn ramp_text(summary: &RampSummary, run: &RunReport) -> String {
     if run.interrupted {
         out.push_str("INTERRUPTED: the levels above are those that finished.\n");
     }
-    out
+    crate::shown(out)
 }

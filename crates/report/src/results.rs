@@ -30,7 +30,7 @@ pub fn runs_text(runs: &[RunInfo]) -> String {
             run.label
         );
     }
-    out
+    crate::shown(out)
 }
 
 /// A run's header, its environment lines (`environment`, rendered by the caller) and a table
@@ -91,7 +91,7 @@ pub fn run_text(run: &StoredRun, environment: &[String]) -> String {
             let _ = writeln!(out, "  {} ({}): {}", point.seq, point.name, verdict.summary);
         }
     }
-    out
+    crate::shown(out)
 }
 
 /// The latency at percentile `p` of `op`, when the source gave it.

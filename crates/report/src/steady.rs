@@ -25,7 +25,7 @@ pub fn steady_text(rounds: &SteadyRounds, run: &RunReport) -> String {
     if run.interrupted {
         out.push_str("INTERRUPTED: the rounds above are those that ran.\n");
     }
-    out
+    crate::shown(out)
 }
 
 /// The rounds with their tracked value; `>` marks the window that was judged.

@@ -97,7 +97,7 @@ pub fn ladder_text(summary: &LadderSummary, run: &RunReport) -> String {
     let _ =
         writeln!(out, "  (CPU/I/O is the whole process; workers, io-wq and sqpoll are its parts by thread)");
     verdict(&mut out, &summary.verdict);
-    out
+    crate::shown(out)
 }
 
 pub fn scale_text(summary: &ScaleSummary, run: &RunReport) -> String {
@@ -129,5 +129,5 @@ pub fn scale_text(summary: &ScaleSummary, run: &RunReport) -> String {
         summary.together_cpu_us_per_io
     );
     verdict(&mut out, &summary.verdict);
-    out
+    crate::shown(out)
 }

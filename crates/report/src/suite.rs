@@ -122,7 +122,7 @@ pub fn suite_text(suite: &str, sections: &[SuiteSection], run: &RunReport) -> St
     if run.interrupted {
         out.push_str("\nINTERRUPTED: the sections above hold the jobs that finished.\n");
     }
-    out
+    crate::shown(out)
 }
 
 /// One row per job: IOPS, MB/s, mean, p99, p99.99 and CPU per I/O, reads and writes together.

@@ -57,7 +57,7 @@ pub fn sweep_text(summary: &SweepSummary, run: &RunReport) -> String {
     if run.interrupted {
         out.push_str("INTERRUPTED: the points above are those that finished.\n");
     }
-    out
+    crate::shown(out)
 }
 
 /// What every point shares: "4KiB random read on /dev/zram1, uring, O_DIRECT, 5.0 s after 1.0 s

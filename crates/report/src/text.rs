@@ -8,6 +8,7 @@ use iolab_stats::result::{
     Verdict,
 };
 
+use iolab_spec::printable::Shown;
 use iolab_stats::format::{latency, thousands};
 
 pub fn render_text(report: &RunReport) -> String {
@@ -21,7 +22,7 @@ pub fn render_text(report: &RunReport) -> String {
     if report.interrupted {
         out.push_str("INTERRUPTED: these are the results gathered before the stop.\n");
     }
-    out
+    crate::shown(out)
 }
 
 fn stop_words(reason: StopReason) -> &'static str {
@@ -39,7 +40,7 @@ fn job_text(out: &mut String, job: &JobResult) {
     let _ = writeln!(
         out,
         "job '{}': {:.2} s measured after {:.1} s ramp ({})",
-        job.name,
+        Shown(&job.name),
         job.measured_s,
         job.ramp_s,
         stop_words(job.stop_reason)
@@ -62,7 +63,7 @@ fn job_text(out: &mut String, job: &JobResult) {
                 group.cpus.iter().map(u32::to_string).collect::<Vec<_>>().join(",")
             )
         };
-        let paths: Vec<&str> = group.targets.iter().map(|t| t.path.as_str()).collect();
+        let paths: Vec<String> = group.targets.iter().map(|t| Shown(&t.path).to_string()).collect();
         let layout = match group.stripe_bytes {
             Some(stripe) => format!(" striped in {} chunks", iolab_spec::Bytes(stripe)),
             None if paths.len() > 1 => " in turn".to_string(),
@@ -71,7 +72,7 @@ fn job_text(out: &mut String, job: &JobResult) {
         let _ = writeln!(
             out,
             "  {}{}, QD {} x {}, {engine}{pinned}, {direct} -> {}{layout}",
-            if many { format!("group '{}': ", group.name) } else { String::new() },
+            if many { format!("group '{}': ", Shown(&group.name)) } else { String::new() },
             group.access,
             group.qd,
             workers,
@@ -81,7 +82,7 @@ fn job_text(out: &mut String, job: &JobResult) {
     out.push('\n');
     for group in &job.groups {
         if many {
-            let _ = writeln!(out, "group '{}'", group.name);
+            let _ = writeln!(out, "group '{}'", Shown(&group.name));
             tables(out, &group.read, &group.write, &group.total, response(group));
             rate_line(out, group);
         }
@@ -292,7 +293,7 @@ fn per_target(out: &mut String, group: &iolab_stats::result::GroupResult) {
         let _ = writeln!(
             out,
             "  {:<24}{:>14}{:>11.2}{:>9}{:>9}",
-            target.path,
+            Shown(&target.path),
             thousands(t.iops),
             t.mb_s,
             latency(mean),

@@ -70,9 +70,20 @@ const MAX_AXIS_POINTS: usize = 1000;
 impl<T: Steppable> FromStr for Axis<T> {
     type Err = String;
 
+    /// Values are separated by commas, with spaces around them allowed (`1, 4, 16`). An empty
+    /// value (`1,,2`, `1,2,`), a range without an end (`1..`, `..4`) and a value given twice
+    /// are errors: each is a typo that would otherwise run another sweep than the one meant.
     fn from_str(text: &str) -> Result<Self, Self::Err> {
-        let mut values = Vec::new();
-        for item in text.split(',').map(str::trim).filter(|s| !s.is_empty()) {
+        if text.trim().is_empty() {
+            return Err("no value given; write one (32) or a list (1,4,16 or 1..64)".to_string());
+        }
+        let mut values: Vec<T> = Vec::new();
+        for item in text.split(',').map(str::trim) {
+            if item.is_empty() {
+                return Err(format!(
+                    "'{text}' has an empty value (two commas in a row, or one at an end); write e.g. 1,4,16"
+                ));
+            }
             match item.split_once("..") {
                 Some((first, rest)) => values.extend(range::<T>(item, first, rest)?),
                 None => values.push(parse_value::<T>(item)?),
@@ -81,8 +92,9 @@ impl<T: Steppable> FromStr for Axis<T> {
                 return Err(format!("'{text}' has more than {MAX_AXIS_POINTS} values"));
             }
         }
-        if values.is_empty() {
-            return Err(format!("'{text}' has no value"));
+        if let Some(twice) = values.iter().enumerate().find_map(|(i, v)| values[..i].contains(v).then_some(v))
+        {
+            return Err(format!("'{text}' gives {twice} twice; give each value once"));
         }
         Ok(Axis(values))
     }
@@ -96,9 +108,16 @@ fn parse_value<T: Steppable>(text: &str) -> Result<T, String> {
 fn range<T: Steppable>(item: &str, first: &str, rest: &str) -> Result<Vec<T>, String> {
     let bad = |why: &str| format!("bad range '{item}': {why}; write e.g. 1..512 (doubling) or 0..100/10");
     let (last, step) = match rest.split_once('/') {
+        Some((_, step)) if step.trim().is_empty() => return Err(bad("the step after '/' is missing")),
         Some((last, step)) => (last, Some(parse_value::<T>(step)?)),
         None => (rest, None),
     };
+    if first.trim().is_empty() {
+        return Err(bad("it has no start"));
+    }
+    if last.trim().is_empty() {
+        return Err(bad("it has no end"));
+    }
     let (first, last) = (parse_value::<T>(first)?, parse_value::<T>(last)?);
     if first > last {
         return Err(bad("it runs downwards"));
@@ -109,6 +128,10 @@ fn range<T: Steppable>(item: &str, first: &str, rest: &str) -> Result<Vec<T>, St
         None => v.doubled(),
     };
     if next(first).is_none_or(|n| n <= first) {
+        // `4..4` is one value; only a range that would go further needs a way to get there.
+        if first == last {
+            return Ok(vec![first]);
+        }
         return Err(bad(if step.is_some() {
             "the step must be above 0"
         } else {
@@ -153,6 +176,11 @@ impl<'de, T: Steppable> Deserialize<'de> for Axis<T> {
         };
         let joined = match Raw::deserialize(d)? {
             Raw::One(item) => text(item),
+            Raw::Many(items) if items.is_empty() => {
+                return Err(serde::de::Error::custom(
+                    "[] is an empty list; give at least one value, or leave the key out for the default",
+                ))
+            }
             Raw::Many(items) => items.into_iter().map(text).collect::<Vec<_>>().join(","),
         };
         joined.parse().map_err(serde::de::Error::custom)
@@ -175,6 +203,9 @@ mod tests {
         assert_eq!(qd("1..20"), Ok(vec![1, 2, 4, 8, 16]));
         assert_eq!(qd("0..100/25"), Ok(vec![0, 25, 50, 75, 100]));
         assert_eq!(qd("1..4,32"), Ok(vec![1, 2, 4, 32]));
+        assert_eq!(qd(" 1 , 4 "), Ok(vec![1, 4]));
+        assert_eq!(qd("4..4"), Ok(vec![4]));
+        assert_eq!(qd("0..0"), Ok(vec![0]));
         let bs: Axis<Bytes> = "4k..16k".parse().expect("bs range");
         assert_eq!(bs.0, vec![Bytes(4096), Bytes(8192), Bytes(16384)]);
     }
@@ -188,6 +219,24 @@ mod tests {
             ("1..100000000/1", "more than 1000"),
             ("", "no value"),
             ("1,x", "x"),
+            ("1..4/", "step after '/' is missing"),
+        ] {
+            let error = qd(text).expect_err(text);
+            assert!(error.contains(expected), "{text}: {error}");
+        }
+    }
+
+    #[test]
+    fn qd_list_with_empty_value_is_refused() {
+        for (text, expected) in [
+            ("1,,2", "'1,,2' has an empty value"),
+            ("1,2,", "has an empty value"),
+            (",1", "has an empty value"),
+            ("1..", "bad range '1..': it has no end"),
+            ("..4", "bad range '..4': it has no start"),
+            ("1,2,1", "gives 1 twice"),
+            ("1..4,4", "gives 4 twice"),
+            ("  ", "no value"),
         ] {
             let error = qd(text).expect_err(text);
             assert!(error.contains(expected), "{text}: {error}");
@@ -205,5 +254,7 @@ mod tests {
         assert_eq!((t.qd.0, t.bs.0), (vec![1, 4], vec![Bytes(4096)]));
         let t: T = toml::from_str("qd = \"1..4\"\nbs = [\"4k\", 8192]").expect("toml");
         assert_eq!((t.qd.0, t.bs.0), (vec![1, 2, 4], vec![Bytes(4096), Bytes(8192)]));
+        let empty = toml::from_str::<T>("qd = []\nbs = 4096").map(|_| ()).expect_err("empty list");
+        assert!(empty.message().contains("empty list"), "{empty}");
     }
 }

@@ -25,11 +25,27 @@ pub fn parse(text: &str) -> Result<Options, String> {
             message.truncate(cut);
             message.push_str(" (the keys are listed in docs/job-file.md)");
         }
-        match line {
-            Some(line) => format!("line {line}: {message}"),
-            None => message,
+        // A value's error names the value, not its key: say which key it was given to.
+        let key = e
+            .span()
+            .and_then(|span| key_before(text, span.start))
+            .filter(|key| !message.contains(&format!("`{key}`")));
+        match (line, key) {
+            (Some(line), Some(key)) => format!("line {line} ({key}): {message}"),
+            (Some(line), None) => format!("line {line}: {message}"),
+            (None, _) => message,
         }
     })
+}
+
+/// The bare key of the `key = value` that the value at byte `at` belongs to, if it is on the
+/// value's line.
+fn key_before(text: &str, at: usize) -> Option<&str> {
+    let before = text.get(..at)?;
+    let line = &before[before.rfind('\n').map_or(0, |i| i + 1)..];
+    let key = line.split_once('=')?.0.trim();
+    let bare = !key.is_empty() && key.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-');
+    bare.then_some(key)
 }
 
 #[cfg(test)]
@@ -52,6 +68,12 @@ mod tests {
         assert_eq!(options.size, Some(crate::Bytes(1 << 20)));
         assert_eq!(options.runtime, Some(crate::Nanos::from_secs(5)));
         assert_eq!(options.slo.unwrap().0.len(), 2);
+    }
+
+    #[test]
+    fn qd_list_with_empty_value_names_the_key_and_the_value() {
+        let err = parse("bs = \"4k\"\nqd = \"1,,2\"\n").unwrap_err();
+        assert!(err.starts_with("line 2 (qd): '1,,2' has an empty value"), "{err}");
     }
 
     #[test]

@@ -10,6 +10,7 @@ pub mod jobfile;
 pub mod ladder;
 mod model;
 mod options;
+pub mod printable;
 mod resolve;
 pub mod scale;
 pub mod suite;

@@ -207,12 +207,12 @@ pub struct Options {
 
     /// `[[job]]` entries (job files only, at the top level).
     #[arg(skip)]
-    #[serde(default)]
+    #[serde(default, deserialize_with = "crate::values::entries")]
     pub job: Vec<Options>,
 
     /// `[[group]]` / `[[job.group]]` entries: concurrent worker groups of one job (job files only).
     #[arg(skip)]
-    #[serde(default)]
+    #[serde(default, deserialize_with = "crate::values::entries")]
     pub group: Vec<Options>,
 }
 

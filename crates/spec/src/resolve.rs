@@ -294,6 +294,9 @@ fn resolve_group(layer: &Options, name: String, seed: u64) -> Result<GroupSpec, 
     }
     let uring = resolve_uring(layer, engine)?;
     let paths = layer.target.clone().unwrap_or_default();
+    if paths.iter().any(|p| p.as_os_str().is_empty()) {
+        return Err(invalid("--target '' is empty; give a path, or leave --target out for a scratch file"));
+    }
     let stripe = match (layer.stripe, paths.len()) {
         (None, _) => None,
         (Some(_), 0 | 1) => {

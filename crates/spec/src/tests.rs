@@ -193,3 +193,23 @@ fn bad_rates_are_rejected_with_the_fix() {
     assert!(err.contains("--rate-iops and --burst") && err.contains("use one"), "{err}");
     assert!(parse("arrival = \"bursty\"").unwrap_err().contains("use uniform or poisson"));
 }
+
+#[test]
+fn empty_target_list_is_refused_not_a_scratch_file() {
+    let err = parse("target = []").unwrap_err();
+    assert!(err.contains("give at least one target, or leave the key out for a scratch file"), "{err}");
+    assert!(err.starts_with("line 1"), "{err}");
+    let err = parse("[[group]]\ntarget = [\"\"]\n").unwrap_err();
+    assert!(err.contains("empty"), "{err}");
+    let flags = Options { target: Some(vec!["".into()]), ..Options::default() };
+    let err = resolve(None, &flags).unwrap_err().to_string();
+    assert!(err.contains("--target '' is empty"), "{err}");
+}
+
+#[test]
+fn empty_job_and_group_lists_are_refused() {
+    for text in ["job = []", "group = []", "[[job]]\ngroup = []"] {
+        let err = parse(text).unwrap_err();
+        assert!(err.contains("empty list of jobs or groups"), "{text}: {err}");
+    }
+}

@@ -161,8 +161,12 @@ impl FromStr for BsSplit {
 
     fn from_str(text: &str) -> Result<Self, Self::Err> {
         let bad = |why: &str| format!("bad block-size split '{text}': {why}; write e.g. 4k/70,64k/30");
-        let mut parts = Vec::new();
-        for item in text.split(',').map(str::trim).filter(|s| !s.is_empty()) {
+        let mut parts: Vec<BsWeight> = Vec::new();
+        let mut sizes = Vec::new();
+        for item in text.split(',').map(str::trim) {
+            if item.is_empty() {
+                return Err(bad("an entry is empty (two commas in a row, or one at an end)"));
+            }
             let (bs, weight) = item.split_once('/').ok_or_else(|| bad("each entry needs SIZE/WEIGHT"))?;
             let bs: Bytes = bs.parse().map_err(|e: String| bad(&e))?;
             let weight: u32 =
@@ -170,6 +174,14 @@ impl FromStr for BsSplit {
             if weight > 1_000_000 {
                 return Err(bad("a weight is at most 1000000"));
             }
+            if sizes.contains(&bs) {
+                return Err(bad(&format!(
+                    "{bs} is listed twice; give each size once, with its whole weight"
+                )));
+            }
+            sizes.push(bs);
+            // A weight of 0 is accepted and leaves the size out: a mix can be varied by hand
+            // without deleting entries.
             if weight > 0 {
                 parts.push(BsWeight { bs, weight });
             }
@@ -203,10 +215,21 @@ impl FromStr for IoLimit {
                 Some('g') => (&count[..count.len() - 1], 1e9),
                 _ => (count, 1.0),
             };
-            let n: f64 = digits
-                .parse()
-                .map_err(|_| format!("'{text}' is not an I/O count; write e.g. 100000ios or 250kios"))?;
-            return Ok(IoLimit::Ios((n * scale).round() as u64));
+            let bad = || format!("'{text}' is not an I/O count; write e.g. 100000ios or 250kios");
+            // Whole counts are read exactly (an f64 would round counts above 2^53); a scaled one
+            // may have decimals (`2.5kios`) but must come to a whole number.
+            let n = match digits.parse::<u64>() {
+                Ok(n) if scale == 1.0 => n,
+                _ => {
+                    let n: f64 = digits.parse().map_err(|_| bad())?;
+                    let n = n * scale;
+                    if !n.is_finite() || n < 0.0 || n.fract() != 0.0 || n >= 2f64.powi(63) {
+                        return Err(bad());
+                    }
+                    n as u64
+                }
+            };
+            return Ok(IoLimit::Ios(n));
         }
         text.parse::<Bytes>()
             .map(IoLimit::Bytes)
@@ -222,12 +245,32 @@ impl FromStr for NanosList {
     type Err = String;
 
     fn from_str(text: &str) -> Result<Self, Self::Err> {
-        text.split(',')
-            .map(str::trim)
-            .filter(|s| !s.is_empty())
-            .map(str::parse)
-            .collect::<Result<Vec<Nanos>, _>>()
-            .map(NanosList)
+        if text.trim().is_empty() {
+            return Err("no threshold given; write e.g. 500us,1ms, or leave it out".to_string());
+        }
+        let mut list: Vec<Nanos> = Vec::new();
+        for item in text.split(',').map(str::trim) {
+            if item.is_empty() {
+                return Err(format!(
+                    "'{text}' has an empty threshold (two commas in a row, or one at an end); write e.g. 500us,1ms"
+                ));
+            }
+            list.push(item.parse()?);
+        }
+        NanosList::checked(list)
+    }
+}
+
+impl NanosList {
+    /// Refuses an empty list and a threshold given twice.
+    fn checked(list: Vec<Nanos>) -> Result<Self, String> {
+        if list.is_empty() {
+            return Err("[] is an empty list; give at least one threshold, or leave the key out".to_string());
+        }
+        if let Some(twice) = list.iter().enumerate().find_map(|(i, t)| list[..i].contains(t).then_some(t)) {
+            return Err(format!("the threshold {twice} is given twice; give each once"));
+        }
+        Ok(NanosList(list))
     }
 }
 
@@ -286,8 +329,13 @@ impl FromStr for CpuList {
 
     fn from_str(text: &str) -> Result<Self, Self::Err> {
         let bad = || format!("'{text}' is not a CPU list; write e.g. 0,1 or 0-3,8");
-        let mut cpus = Vec::new();
-        for item in text.split(',').map(str::trim).filter(|s| !s.is_empty()) {
+        let mut cpus: Vec<u32> = Vec::new();
+        for item in text.split(',').map(str::trim) {
+            if item.is_empty() {
+                return Err(format!(
+                    "'{text}' has an empty entry (two commas in a row, or one at an end); write e.g. 0,1 or 0-3,8"
+                ));
+            }
             let (first, last) = match item.split_once('-') {
                 Some((a, b)) => (a.trim().parse::<u32>(), b.trim().parse::<u32>()),
                 None => (item.parse::<u32>(), item.parse::<u32>()),
@@ -296,12 +344,14 @@ impl FromStr for CpuList {
             if first > last || last >= 4096 {
                 return Err(bad());
             }
+            if let Some(twice) = (first..=last).find(|cpu| cpus.contains(cpu)) {
+                return Err(format!("'{text}' lists CPU {twice} twice; give each CPU once"));
+            }
             cpus.extend(first..=last);
         }
         if cpus.is_empty() {
             return Err(bad());
         }
-        cpus.dedup();
         Ok(CpuList(cpus))
     }
 }
@@ -316,10 +366,30 @@ pub(crate) fn one_or_many_paths<'de, D: Deserializer<'de>>(
         One(std::path::PathBuf),
         Many(Vec<std::path::PathBuf>),
     }
-    Ok(Some(match Raw::deserialize(d)? {
+    let paths = match Raw::deserialize(d)? {
         Raw::One(path) => vec![path],
+        Raw::Many(paths) if paths.is_empty() => return Err(serde::de::Error::custom(
+            "target = [] names no target; give at least one target, or leave the key out for a scratch file",
+        )),
         Raw::Many(paths) => paths,
-    }))
+    };
+    if paths.iter().any(|p| p.as_os_str().is_empty()) {
+        return Err(serde::de::Error::custom(
+            "a target is \"\" (empty); give its path, or leave the key out for a scratch file",
+        ));
+    }
+    Ok(Some(paths))
+}
+
+/// `[[job]]` and `[[group]]` entries: `job = []` would silently mean a file without jobs.
+pub(crate) fn entries<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<crate::Options>, D::Error> {
+    let entries = Vec::<crate::Options>::deserialize(d)?;
+    if entries.is_empty() {
+        return Err(serde::de::Error::custom(
+            "an empty list of jobs or groups; write [[job]] or [[job.group]] tables, or leave the key out",
+        ));
+    }
+    Ok(entries)
 }
 
 /// A seed: any u64. TOML integers end at i64::MAX, so a larger seed is written as a string of
@@ -385,7 +455,7 @@ impl<'de> Deserialize<'de> for NanosList {
         }
         match Raw::deserialize(d)? {
             Raw::Text(text) => text.parse().map_err(serde::de::Error::custom),
-            Raw::List(list) => Ok(NanosList(list)),
+            Raw::List(list) => NanosList::checked(list).map_err(serde::de::Error::custom),
         }
     }
 }
@@ -442,6 +512,11 @@ mod tests {
         assert_eq!("250kios".parse(), Ok(IoLimit::Ios(250_000)));
         assert_eq!("1000ios".parse(), Ok(IoLimit::Ios(1000)));
         assert!("lots".parse::<IoLimit>().is_err());
+        assert_eq!("2.5kios".parse(), Ok(IoLimit::Ios(2500)));
+        assert_eq!("9007199254740993ios".parse(), Ok(IoLimit::Ios(9_007_199_254_740_993)));
+        for bad in ["infios", "nanios", "-5ios", "1.5ios", "1e30ios", "ios"] {
+            assert!(bad.parse::<IoLimit>().is_err(), "{bad}");
+        }
     }
 
     #[test]
@@ -457,5 +532,26 @@ mod tests {
     fn slo_list() {
         let list: NanosList = "500us,1ms".parse().unwrap();
         assert_eq!(list.0, vec![Nanos(500_000), Nanos(1_000_000)]);
+    }
+
+    #[test]
+    fn lists_with_empty_entries_are_refused() {
+        let split = "4k/70,,64k/30".parse::<BsSplit>().unwrap_err();
+        assert!(split.contains("an entry is empty") && split.contains("'4k/70,,64k/30'"), "{split}");
+        assert!("4k/70,".parse::<BsSplit>().unwrap_err().contains("empty"));
+        assert!("0,,1".parse::<CpuList>().unwrap_err().contains("empty entry"));
+        assert!("500us,,1ms".parse::<NanosList>().unwrap_err().contains("empty threshold"));
+        assert!("".parse::<NanosList>().unwrap_err().contains("no threshold"));
+        let err = crate::jobfile::parse("slo = []").unwrap_err();
+        assert!(err.contains("empty list"), "{err}");
+    }
+
+    #[test]
+    fn lists_with_a_value_twice_are_refused() {
+        assert!("4k/50,4096/50".parse::<BsSplit>().unwrap_err().contains("4KiB is listed twice"));
+        assert!("0-3,2".parse::<CpuList>().unwrap_err().contains("CPU 2 twice"));
+        assert!("1ms,1ms".parse::<NanosList>().unwrap_err().contains("given twice"));
+        // A zero weight leaves its size out, as documented.
+        assert_eq!("4k/1,64k/0".parse::<BsSplit>().unwrap().0.len(), 1);
     }
 }

@@ -134,7 +134,9 @@ fn use_wal(conn: &Connection) -> rusqlite::Result<()> {
 /// An SQLite error, named for what it means to the user: a damaged or foreign file, or one this
 /// user cannot write.
 pub fn classify(path: &Path, error: rusqlite::Error) -> StoreError {
-    use rusqlite::ErrorCode::{CannotOpen, DatabaseCorrupt, DiskFull, NotADatabase, PermissionDenied, ReadOnly};
+    use rusqlite::ErrorCode::{
+        CannotOpen, DatabaseCorrupt, DiskFull, NotADatabase, PermissionDenied, ReadOnly,
+    };
     match error.sqlite_error_code() {
         Some(DatabaseCorrupt) => StoreError::Damaged { path: path.to_path_buf(), detail: error.to_string() },
         Some(DiskFull) => StoreError::Full { path: path.to_path_buf() },

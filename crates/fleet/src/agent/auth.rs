@@ -11,6 +11,7 @@ use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 
 use super::error::{Failure, Refusal};
+use super::log::say;
 use crate::protocol::PROTOCOL;
 
 /// The token the agent expects.
@@ -64,7 +65,7 @@ pub async fn log_refusals(request: Request, next: Next) -> Response {
     let status = response.status();
     if status.is_client_error() || status.is_server_error() {
         let why = response.extensions().get::<Refusal>().map_or("", |r| r.0.as_str());
-        eprintln!("iolab agent: refused {line} from {peer}: {} {why}", status.as_u16());
+        say!("iolab agent: refused {line} from {peer}: {} {why}", status.as_u16());
     }
     response
 }

@@ -11,6 +11,7 @@ mod body;
 mod config;
 mod error;
 mod live;
+mod log;
 mod netbench;
 mod routes;
 mod session;
@@ -27,6 +28,7 @@ pub use config::{read_token, AgentConfig, DEFAULT_LISTEN, DEFAULT_MAX_SCRATCH};
 pub use error::AgentError;
 pub use netbench::MAX_SEND_MS;
 
+use self::log::say;
 use auth::Token;
 use slot::Slot;
 use targets::AllowList;
@@ -76,7 +78,7 @@ impl Agent {
     /// removing its scratch file).
     pub async fn serve(self, shutdown: impl Future<Output = ()> + Send + 'static) -> Result<(), AgentError> {
         let Agent { listener, addr, slot, token } = self;
-        eprintln!("iolab agent: listening on {addr} ({})", crate::protocol::PROTOCOL);
+        say!("iolab agent: listening on {addr} ({})", crate::protocol::PROTOCOL);
         let watchdog = tokio::spawn(Arc::clone(&slot).watch_leases());
         let app =
             routes::router(Arc::clone(&slot), token).into_make_service_with_connect_info::<SocketAddr>();
@@ -100,7 +102,7 @@ impl Agent {
         };
         watchdog.abort();
         slot.close_all().await;
-        eprintln!("iolab agent: stopped");
+        say!("iolab agent: stopped");
         outcome
     }
 }
@@ -129,7 +131,7 @@ async fn stop_signal(until_stdin_closes: bool) {
         let _ =
             tokio::task::spawn_blocking(|| std::io::copy(&mut std::io::stdin().lock(), &mut std::io::sink()))
                 .await;
-        eprintln!("iolab agent: stdin closed (the coordinator has gone)");
+        say!("iolab agent: stdin closed (the coordinator has gone)");
     };
     let terminate = async {
         match signal(SignalKind::terminate()) {

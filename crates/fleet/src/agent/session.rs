@@ -16,6 +16,7 @@ use crate::protocol::{AgentResult, Prepared, MAX_START_DELAY_MS};
 use super::error::Failure;
 use super::live::EventLog;
 use super::lock;
+use super::log::say;
 use super::targets::AllowList;
 use super::worker::{self, Command};
 
@@ -173,7 +174,7 @@ impl Session {
         let thread = lock(&self.thread).take();
         if let Some(thread) = thread {
             if thread.join().is_err() {
-                eprintln!("iolab agent: the thread of session {} panicked; see above", self.id);
+                say!("iolab agent: the thread of session {} panicked; see above", self.id);
             }
         }
     }

@@ -12,6 +12,7 @@ use crate::protocol::{OpenSession, SessionOpened, MAX_LEASE_MS, MIN_LEASE_MS};
 
 use super::error::Failure;
 use super::lock;
+use super::log::say;
 use super::session::Session;
 use super::targets::AllowList;
 
@@ -70,9 +71,10 @@ impl Slot {
         let session =
             Session::open(id.clone(), request.coordinator.clone(), lease, allow, self.metrics.clone())?;
         *current = Some(session);
-        eprintln!(
+        say!(
             "iolab agent: session {id} opened by coordinator '{}' (lease {} ms)",
-            request.coordinator, request.lease_ms
+            request.coordinator,
+            request.lease_ms
         );
         Ok(SessionOpened { session: id, lease_ms: request.lease_ms })
     }
@@ -102,16 +104,13 @@ impl Slot {
         let closed = Arc::clone(&session);
         let joined = tokio::task::spawn_blocking(move || closed.join()).await;
         if joined.is_err() {
-            eprintln!("iolab agent: could not wait for session {}'s thread", session.id);
+            say!("iolab agent: could not wait for session {}'s thread", session.id);
         }
         let mut current = lock(&slot.current);
         if current.as_ref().is_some_and(|s| Arc::ptr_eq(s, &session)) {
             *current = None;
         }
-        eprintln!(
-            "iolab agent: session {} of coordinator '{}' closed ({why})",
-            session.id, session.coordinator
-        );
+        say!("iolab agent: session {} of coordinator '{}' closed ({why})", session.id, session.coordinator);
     }
 
     /// Closes the session of a coordinator that stopped renewing its lease.
@@ -127,7 +126,7 @@ impl Slot {
                     .and_then(|s| s.expired(Instant::now()).map(|silent| (Arc::clone(s), silent)))
             };
             if let Some((session, silent)) = expired {
-                eprintln!(
+                say!(
                     "iolab agent: coordinator '{}' silent for {:.1}s: stopping the job",
                     session.coordinator,
                     silent.as_secs_f64()
