@@ -6,7 +6,6 @@ mod common;
 
 use std::path::Path;
 use std::process::Output;
-use std::time::Duration;
 
 use common::{json, run_in, spawn_in, stderr, ZramDevice};
 use serde_json::Value;
@@ -263,7 +262,8 @@ fn checked_samples(summary: &Value) -> Vec<u64> {
         .map(|s| s["bytes_done"].as_u64().expect("bytes_done"))
         .collect();
     assert!(!done.is_empty(), "{summary}");
-    assert!(done[0] > 0 && done.windows(2).all(|w| w[0] <= w[1]), "{done:?}");
+    // A busy machine may write nothing in an early interval: only the order is the tool's.
+    assert!(done.last() > Some(&0) && done.windows(2).all(|w| w[0] <= w[1]), "{done:?}");
     assert!(summary["judged"].is_boolean() && summary["cliffs"].is_array(), "{summary}");
     if summary["judged"] == false {
         assert!(summary["note"].as_str().expect("why not judged").contains("too few to judge"), "{summary}");
@@ -335,15 +335,22 @@ fn interrupt(child: &std::process::Child) {
     assert_eq!(unsafe { libc::kill(child.id() as i32, libc::SIGINT) }, 0);
 }
 
-/// Points of 1 s each, interrupted 2.5 s in: two finished, the third cut short.
+/// Points of 2 s each, interrupted once the first is kept: one or two finished, the next cut
+/// short. (A fixed 2.5 s wait found none finished on a busy machine.)
 #[test]
 fn sigint_during_a_sweep_keeps_the_finished_points() {
     let (json_dir, text_dir) = (common::dir_with_target(), common::dir_with_target());
-    let sweep = ["sweep", "t", "--engine", "null", "--qd", "1..8", "--runtime", "1s", "--ramp", "0", "-q"];
-    let as_json = spawn_in(json_dir.path(), &[&sweep[..], &["--json"]].concat());
-    let as_text = spawn_in(text_dir.path(), &sweep);
-    std::thread::sleep(Duration::from_millis(2500));
+    let sweep = ["sweep", "t", "--engine", "null", "--qd", "1..8", "--runtime", "2s", "--ramp", "0", "-q"];
+    let (json_db, text_db) = (json_dir.path().join("r.db"), text_dir.path().join("r.db"));
+    let db = |path: &Path| ["--db".to_string(), path.display().to_string()];
+    let (json_db_args, text_db_args) = (db(&json_db), db(&text_db));
+    let json_db_args: Vec<&str> = json_db_args.iter().map(String::as_str).collect();
+    let text_db_args: Vec<&str> = text_db_args.iter().map(String::as_str).collect();
+    let as_json = spawn_in(json_dir.path(), &[&sweep[..], &["--json"], &json_db_args].concat());
+    let as_text = spawn_in(text_dir.path(), &[&sweep[..], &text_db_args].concat());
+    common::wait_until_kept(&json_db, 1);
     interrupt(&as_json);
+    common::wait_until_kept(&text_db, 1);
     interrupt(&as_text);
 
     let out = as_json.wait_with_output().expect("wait");
@@ -377,7 +384,7 @@ fn sigint_during_steady_does_not_judge_the_cut_round() {
         "--engine",
         "null",
         "--runtime",
-        "1s",
+        "2s",
         "--window",
         "2",
         "--max-range-pct",
@@ -387,8 +394,11 @@ fn sigint_during_steady_does_not_judge_the_cut_round() {
         "--json",
         "-q",
     ];
-    let child = spawn_in(dir.path(), &args);
-    std::thread::sleep(Duration::from_millis(1500));
+    // Interrupted once round 1 is kept, during round 2 (a fixed 1.5 s wait cut round 1 on a
+    // busy machine).
+    let db = dir.path().join("r.db");
+    let child = spawn_in(dir.path(), &[&args[..], &["--db", db.to_str().expect("UTF-8 path")]].concat());
+    common::wait_until_kept(&db, 1);
     interrupt(&child);
     let out = child.wait_with_output().expect("wait");
     assert_eq!(out.status.code(), Some(130), "{}", stderr(&out));

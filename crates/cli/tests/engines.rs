@@ -73,7 +73,8 @@ fn sqpoll_time_is_reported_in_its_own_class() {
     assert!(setup.iter().any(|s| s == "sqpoll"), "{setup:?}");
     let sqpoll = class(job, "sqpoll").expect("the SQPOLL thread's CPU is reported");
     let busy = sqpoll["user_s"].as_f64().expect("u") + sqpoll["system_s"].as_f64().expect("s");
-    assert!(busy > 0.1, "the SQPOLL thread polls while I/O runs: {busy} s");
+    // How much it polls is the machine's business (a busy one gives it less): that it is counted is iolab's.
+    assert!(busy > 0.0, "the SQPOLL thread polls while I/O runs: {busy} s");
     let workers = class(job, "workers").expect("workers");
     assert!(workers["threads"] == 1);
 }
@@ -128,6 +129,8 @@ fn short_reads_name_the_target_they_hit() {
         .stderr(std::process::Stdio::piped())
         .spawn()
         .expect("spawn");
+    // 700 ms from the moment iolab holds `b` open, however slowly a busy machine got there.
+    common::wait_until_open(child.id(), &dir.path().join("b"));
     std::thread::sleep(std::time::Duration::from_millis(700));
     std::fs::File::options().write(true).open(dir.path().join("b")).expect("b").set_len(0).expect("truncate");
     let out = child.wait_with_output().expect("wait");

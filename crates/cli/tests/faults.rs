@@ -28,7 +28,9 @@ fn sigint_stops_the_run_at_once_and_keeps_the_results() {
         .stderr(std::process::Stdio::piped())
         .spawn()
         .expect("spawn");
-    std::thread::sleep(Duration::from_millis(1500));
+    // A second into the run, counted from the moment iolab holds its target open.
+    common::wait_until_open(child.id(), &dir.path().join("t"));
+    std::thread::sleep(Duration::from_millis(1000));
     let sent = Instant::now();
     // SAFETY: plain kill(2) on our own child's pid.
     assert_eq!(unsafe { libc::kill(child.id() as i32, libc::SIGINT) }, 0);
@@ -62,6 +64,9 @@ fn run_while_the_target_shrinks(args: &[&str], after: Duration) -> std::process:
         .stderr(std::process::Stdio::piped())
         .spawn()
         .expect("spawn");
+    // `after` counts from the moment iolab has the target open, however slowly a busy machine
+    // got it there (a fixed wait from the spawn truncated it before any I/O).
+    common::wait_until_open(child.id(), &path);
     std::thread::sleep(after);
     std::fs::File::options().write(true).open(&path).expect("open").set_len(0).expect("truncate");
     child.wait_with_output().expect("wait")

@@ -149,19 +149,25 @@ fn ramp_on_the_null_engine_runs_every_level_within_a_loose_limit() {
     assert_eq!(rows.len(), 3, "{rows:?}");
     assert!(rows.iter().all(|row| row["crossed"].is_null()), "{rows:?}");
     let verdict = strings(&report["summary"]["verdict"]);
+    let last = verdict.last().expect("verdict");
     if rows.iter().any(|row| row["sustained"] == true) {
         assert!(verdict[0].ends_with("within the limits"), "{verdict:?}");
+        assert!(last.starts_with("response p99 went from "), "{verdict:?}");
+    } else {
+        // A machine busy with other work may keep none of them (the maximum was measured at
+        // another moment of its load): the verdict says from where.
+        assert!(last.starts_with("from 10% (") && last.contains("not sustained"), "{verdict:?}");
     }
-    assert!(verdict.last().expect("verdict").starts_with("response p99 went from "), "{verdict:?}");
 }
 
 #[test]
 fn ramp_stops_after_the_first_level_that_crosses_a_limit() {
     let _machine = shared();
     let dir = dir();
-    // No I/O on a file completes in a nanosecond: the first level crosses.
+    // No I/O on a file completes in a nanosecond: the first level crosses. 1 s, not 100 ms: on
+    // a disk busy with other work the closed-loop run may complete nothing in 100 ms.
     let ramp = ["ramp", "t", "--size", "4m", "--levels", "25,50,100", "--max-latency", "p50=1ns"];
-    let report = report(dir.path(), &[&ramp[..], &FAST].concat());
+    let report = report(dir.path(), &[&ramp[..], &["--runtime", "1s", "--ramp", "0"]].concat());
     let rows = checked_ramp(&report, &[25, 50, 100]);
     assert_eq!(rows.len(), 1, "{rows:?}");
     let crossed = rows[0]["crossed"].as_str().expect("the first level crossed");

@@ -10,6 +10,8 @@ use std::process::{Command, Output};
 
 pub use iolab_test_support::{skip, Missing};
 
+use std::time::{Duration, Instant};
+
 /// The binary under test. Run it through [`iolab`] or [`iolab_via`], never directly: they give
 /// it a home and a database of the tests' own (isolation.rs checks that no test does otherwise).
 pub const IOLAB: &str = env!("CARGO_BIN_EXE_iolab");
@@ -70,6 +72,45 @@ pub fn spawn_in(dir: &Path, args: &[&str]) -> std::process::Child {
         .stderr(Stdio::piped())
         .spawn()
         .expect("iolab starts")
+}
+
+/// How many points (jobs, sweep points, rounds) the database `db` holds; 0 before it exists.
+pub fn points_kept(db: &Path) -> i64 {
+    let Ok(conn) = rusqlite::Connection::open_with_flags(db, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY)
+    else {
+        return 0;
+    };
+    conn.query_row("SELECT count(*) FROM points", [], |row| row.get(0)).unwrap_or(0)
+}
+
+/// Waits until `db` holds `points` points: a point is committed the moment it ends, so this is
+/// how a test knows a job finished, however slowly a busy machine ran it.
+pub fn wait_until_kept(db: &Path, points: i64) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
+    while points_kept(db) < points {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "{points} points not kept in {} after 120 s",
+            db.display()
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+}
+
+/// Waits until process `pid` holds `path` open.
+pub fn wait_until_open(pid: u32, path: &std::path::Path) {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let fds = format!("/proc/{pid}/fd");
+    let path = path.canonicalize().unwrap_or_else(|_| path.to_path_buf());
+    let holds = || {
+        std::fs::read_dir(&fds)
+            .map(|entries| entries.flatten().any(|fd| std::fs::read_link(fd.path()).is_ok_and(|p| p == path)))
+            .unwrap_or(false)
+    };
+    while !holds() {
+        assert!(Instant::now() < deadline, "{} not opened after 60 s", path.display());
+        std::thread::sleep(Duration::from_millis(10));
+    }
 }
 
 /// A temporary directory holding `t`, a 1 MiB file of data to use as a target.
