@@ -69,8 +69,10 @@ fn refused(dir: &Path, args: &[&str], expect: &[&str]) {
 #[test]
 fn every_fixture_is_a_job_file_fio_accepts() {
     if !have("fio") {
-        eprintln!("skipped: fio is not installed, so the fixtures cannot be checked with fio --parse-only");
-        return;
+        return common::skip!(
+            common::Missing::Fio,
+            "fio is not installed, so the fixtures cannot be checked with fio --parse-only"
+        );
     }
     let dir = lab();
     let mut checked = 0;

@@ -49,8 +49,9 @@ fn parser_python() -> Option<PathBuf> {
 fn skip_without_parser() -> Option<PathBuf> {
     let python = parser_python();
     if python.is_none() {
-        eprintln!(
-            "skipped: no python with prometheus_client (bash .ci/run makes target/ci-venv with it; or pip install prometheus-client)"
+        common::skip!(
+            common::Missing::PrometheusClient,
+            "no python with prometheus_client (bash .ci/run makes target/ci-venv with it; or pip install prometheus-client)"
         );
     }
     python

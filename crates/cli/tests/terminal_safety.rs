@@ -96,7 +96,7 @@ fn dev_full() -> Option<std::fs::File> {
     match std::fs::OpenOptions::new().write(true).open("/dev/full") {
         Ok(file) => Some(file),
         Err(e) => {
-            eprintln!("skipped: no /dev/full here ({e})");
+            common::skip!(common::Missing::Other, "no /dev/full here ({e})");
             None
         }
     }

@@ -14,7 +14,7 @@ use std::path::PathBuf;
 pub const SKIPS_DIR_ENV: &str = "IOLAB_TEST_SKIPS";
 
 /// What the machine lacks for a test to run: the kinds CI provides (root, fio, chromium, a loop
-/// device, kubernetes-validate) must never be the reason of a skip there.
+/// device, kubernetes-validate, prometheus-client) must never be the reason of a skip there.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Missing {
     Root,
@@ -24,6 +24,8 @@ pub enum Missing {
     Fuse,
     Netns,
     KubernetesValidate,
+    /// The Prometheus Python client's parsers (the metrics exposition tests).
+    PrometheusClient,
     /// Anything else: a kernel feature (zram, io_uring, NVMe), a filesystem, a tool CI lacks.
     Other,
 }
@@ -39,6 +41,7 @@ impl Missing {
             Missing::Fuse => "fuse",
             Missing::Netns => "netns",
             Missing::KubernetesValidate => "kubernetes-validate",
+            Missing::PrometheusClient => "prometheus-client",
             Missing::Other => "other",
         }
     }
