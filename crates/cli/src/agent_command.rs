@@ -35,6 +35,7 @@ pub fn run(args: AgentArgs) -> ExitCode {
         scratch_dir: args.scratch_dir,
         max_lease: Duration::from_millis(MAX_LEASE_MS),
         max_scratch: args.max_scratch.0,
+        allow_hardlinks: args.allow_hardlinks,
     };
     match agent::run(config, from_stdin) {
         Ok(()) => ExitCode::SUCCESS,

@@ -190,6 +190,11 @@ pub struct AgentArgs {
     /// The largest scratch file a coordinator may have laid out here.
     #[arg(long, value_name = "SIZE", default_value = "16g")]
     pub max_scratch: Bytes,
+
+    /// Let jobs write files under --allow-write that have more than one hard link (another
+    /// name, possibly outside --allow-write, reaches the same data). Refused without it.
+    #[arg(long)]
+    pub allow_hardlinks: bool,
 }
 
 #[derive(Debug, Args)]

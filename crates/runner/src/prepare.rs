@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicBool;
 
 use iolab_engine::safety;
-use iolab_engine::target::{self, TargetKind};
+use iolab_engine::target::{self, Access, OpenedTarget, TargetKind};
 use iolab_spec::{Bytes, GroupSpec, JobSpec, RunPlan};
 
 use crate::error::RunError;
@@ -19,6 +19,8 @@ pub const SCRATCH_SIZE: Bytes = Bytes(1 << 30);
 pub struct PreparedTarget {
     pub path: PathBuf,
     pub file: File,
+    /// What the descriptor is (not what the path names now).
+    pub kind: TargetKind,
     /// What the user should know about this target (e.g. that it is sparse).
     pub notes: Vec<String>,
     pub region_start: u64,
@@ -29,8 +31,7 @@ impl PreparedTarget {
     /// Discards (trims) the target's region: a block device forgets its data, a file's
     /// blocks are freed. Refused by devices that cannot discard; the caller decides.
     pub fn discard(&self) -> Result<(), RunError> {
-        let kind = target::kind_of(&self.path)?.unwrap_or(TargetKind::File);
-        Ok(target::discard(&self.path, &self.file, kind, self.region_start, self.region_size)?)
+        Ok(target::discard(&self.path, &self.file, self.kind, self.region_start, self.region_size)?)
     }
 }
 
@@ -108,20 +109,35 @@ pub fn scratch(
     Ok(Some(scratch))
 }
 
+/// Targets a caller opened and checked itself (a fleet agent, beneath its `--allow-write`): per
+/// group, one for each of the group's paths, in order. The runner lays them out and runs on
+/// these descriptors and never opens those paths again.
+pub type OpenedTargets = Vec<Vec<OpenedTarget>>;
+
 /// Opens and checks the targets of every group of `job`: per group, its targets in order.
+/// With `opened`, the groups that name targets use those descriptors instead of their paths.
 pub fn targets(
     job: &JobSpec,
     scratch: Option<&Path>,
+    opened: Option<OpenedTargets>,
     cancel: &AtomicBool,
     observer: &mut dyn Observer,
 ) -> Result<Vec<Vec<PreparedTarget>>, RunError> {
+    let mut opened = opened.map(Vec::into_iter);
     job.groups
         .iter()
         .map(|group| {
-            let paths = match (group.target.paths.as_slice(), scratch) {
-                ([], Some(scratch)) => vec![scratch.to_path_buf()],
-                ([], None) => return Err(RunError::Invalid("no target and no scratch file".into())),
-                (paths, _) => paths.to_vec(),
+            let given = opened.as_mut().map(|o| o.next().unwrap_or_default());
+            let handles = match (group.target.paths.as_slice(), scratch, given) {
+                ([], Some(scratch), _) => vec![open_by_path(group, scratch)?],
+                ([], None, _) => return Err(RunError::Invalid("no target and no scratch file".into())),
+                (paths, _, Some(given)) if given.len() == paths.len() => given,
+                (_, _, Some(_)) => {
+                    return Err(RunError::Invalid(
+                        "the opened targets do not match the job's targets (a bug in iolab)".into(),
+                    ))
+                }
+                (paths, _, None) => paths.iter().map(|p| open_by_path(group, p)).collect::<Result<_, _>>()?,
             };
             let context = |e: RunError| match e {
                 RunError::Invalid(m) if job.groups.len() > 1 => {
@@ -129,15 +145,34 @@ pub fn targets(
                 }
                 other => other,
             };
-            let prepared = paths
+            let prepared = handles
                 .into_iter()
-                .map(|path| prepare(group, path, cancel, observer))
+                .map(|handle| prepare(group, handle, cancel, observer))
                 .collect::<Result<Vec<_>, _>>()
                 .map_err(context)?;
             check_stripe(group, &prepared).map_err(context)?;
             Ok(prepared)
         })
         .collect()
+}
+
+/// Opens `path` by name for a run of this process's own user: for writing when the group
+/// writes or the file must be laid out first, created when missing and given a size.
+fn open_by_path(group: &GroupSpec, path: &Path) -> Result<OpenedTarget, RunError> {
+    let spec = &group.target;
+    let needed = spec.size.map(|size| spec.offset.0 + size.0);
+    let access = match (std::fs::metadata(path), needed) {
+        (Err(e), _) if e.kind() != std::io::ErrorKind::NotFound => {
+            return Err(target::TargetError::from_open(path, group.access.writes(), e).into())
+        }
+        (Err(_), None) => return Err(target::TargetError::NotFound(path.to_path_buf()).into()),
+        (Err(_), Some(_)) => Access::Create,
+        (Ok(meta), Some(needed)) if meta.is_file() && meta.len() < needed => Access::Write,
+        _ if group.access.writes() => Access::Write,
+        _ => Access::Read,
+    };
+    OpenedTarget::open_path(path, access)
+        .map_err(|e| target::TargetError::from_open(path, access != Access::Read, e).into())
 }
 
 /// Every target must hold at least one whole chunk of the stripe.
@@ -155,34 +190,31 @@ fn check_stripe(group: &GroupSpec, targets: &[PreparedTarget]) -> Result<(), Run
 
 fn prepare(
     group: &GroupSpec,
-    path: PathBuf,
+    handle: OpenedTarget,
     cancel: &AtomicBool,
     observer: &mut dyn Observer,
 ) -> Result<PreparedTarget, RunError> {
     let spec = &group.target;
     let writes = group.access.writes();
     let offset = spec.offset.0;
-    let kind = target::kind_of(&path)?;
-    match (kind, spec.size) {
-        (Some(TargetKind::BlockDevice), _) | (Some(TargetKind::File), None) => {}
-        (_, Some(size)) => {
-            let layout = target::lay_out_file(&path, offset + size.0, cancel)?;
-            if layout.written > 0 && !spec.paths.is_empty() {
-                observer.note(&format!(
-                    "wrote {} of data to lay out {}",
-                    Bytes(layout.written),
-                    path.display()
-                ));
-            }
+    let path = handle.path.clone();
+    let io_error = |context, source| target::TargetError::Io { path: path.clone(), context, source };
+    let meta = handle.file.metadata().map_err(|e| io_error("cannot stat", e))?;
+    if let (TargetKind::File, Some(size)) = (target::classify(&path, meta.file_type())?, spec.size) {
+        let layout = target::lay_out(&handle, offset + size.0, cancel)?;
+        if layout.written > 0 && !spec.paths.is_empty() {
+            observer.note(&format!("wrote {} of data to lay out {}", Bytes(layout.written), path.display()));
         }
-        (None, None) => return Err(target::TargetError::NotFound(path).into()),
     }
-    let file = target::open(&path, writes, spec.direct)?;
+    let file = handle.file;
+    target::set_run_flags(&file, spec.direct).map_err(|e| match e.raw_os_error() {
+        Some(libc::EINVAL) => target::TargetError::NoDirect(path.clone()),
+        _ => io_error("cannot set the run's open flags", e),
+    })?;
     let info = target::inspect(&path, &file)?;
     if info.kind == TargetKind::BlockDevice && writes && !spec.allow_destroy {
-        let findings = safety::inspect_block_device(&path).map_err(|source| RunError::Internal {
-            context: format!("cannot check {} before writing", path.display()),
-            source,
+        let findings = safety::inspect_open_block_device(&file, &path).map_err(|source| {
+            RunError::Internal { context: format!("cannot check {} before writing", path.display()), source }
         })?;
         if !findings.is_empty() {
             return Err(RunError::Refused { path, findings });
@@ -241,7 +273,7 @@ fn prepare(
             notes.push(note);
         }
     }
-    Ok(PreparedTarget { path, file, notes, region_start: offset, region_size })
+    Ok(PreparedTarget { path, file, kind: info.kind, notes, region_start: offset, region_size })
 }
 
 /// O_DIRECT needs offsets and lengths that are multiples of the target's logical block size.

@@ -58,6 +58,37 @@ impl fmt::Display for Finding {
 pub fn inspect_block_device(device: &Path) -> io::Result<Vec<Finding>> {
     let meta = fs::metadata(device)
         .map_err(with_context(format!("cannot inspect {} before writing to it", device.display())))?;
+    inspect(device, &meta, || ends::open(device))
+}
+
+/// As [`inspect_block_device`], for the device behind an open descriptor (`device` names it in
+/// the findings): what is checked is what was opened, whatever the name means by now. The
+/// exclusive probe reopens the descriptor itself (`/proc/self/fd`), and is refused unless it
+/// is the same device.
+pub fn inspect_open_block_device(file: &fs::File, device: &Path) -> io::Result<Vec<Finding>> {
+    use std::os::fd::AsRawFd;
+    let meta = file
+        .metadata()
+        .map_err(with_context(format!("cannot inspect {} before writing to it", device.display())))?;
+    let own = std::path::PathBuf::from(format!("/proc/self/fd/{}", file.as_raw_fd()));
+    inspect(device, &meta, || {
+        let opened = ends::open(&own)?;
+        let same = opened.file.metadata().is_ok_and(|m| m.rdev() == meta.rdev());
+        if !same {
+            return Err(io::Error::other(format!(
+                "{} changed while it was being checked; try again",
+                device.display()
+            )));
+        }
+        Ok(opened)
+    })
+}
+
+fn inspect(
+    device: &Path,
+    meta: &fs::Metadata,
+    open: impl FnOnce() -> io::Result<ends::Opened>,
+) -> io::Result<Vec<Finding>> {
     if !meta.file_type().is_block_device() {
         return Err(io::Error::new(
             io::ErrorKind::InvalidInput,
@@ -80,7 +111,7 @@ pub fn inspect_block_device(device: &Path) -> io::Result<Vec<Finding>> {
     findings.extend(in_use::swaps(Path::new(SWAPS), &nodes)?);
     findings.extend(in_use::holders(&nodes)?);
 
-    let opened = ends::open(device)?;
+    let opened = open()?;
     // Only worth saying when nothing above already explains who has it.
     if opened.claimed_by_someone && findings.is_empty() {
         findings.push(Finding {

@@ -4,6 +4,7 @@
 mod device;
 mod discard;
 mod layout;
+mod opened;
 
 use std::fs::{File, OpenOptions};
 use std::io;
@@ -16,7 +17,8 @@ pub use device::{
     backing, has_poll_queues_behind, Backing, BlockDevice, DeviceNumber, DeviceStat, QueueInfo,
 };
 pub use discard::discard;
-pub use layout::{lay_out_file, Layout};
+pub use layout::{lay_out, lay_out_file, Layout};
+pub use opened::{open_directory, set_run_flags, Access, OpenedTarget};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum TargetKind {
@@ -45,6 +47,8 @@ pub enum TargetError {
     Unsupported { path: PathBuf, what: &'static str },
     #[error("{path} needs {} more to reach --size, but its filesystem has {} free; use a smaller --size or another place", iolab_spec::Bytes(*needed), iolab_spec::Bytes(*available))]
     NoSpace { path: PathBuf, needed: u64, available: u64 },
+    #[error("{path} is shorter than the {} the run needs, and this run may only read it; give a smaller --size or --offset, or a target it may write", iolab_spec::Bytes(*size))]
+    ReadOnly { path: PathBuf, size: u64 },
     #[error("interrupted while laying out {0}")]
     Interrupted(PathBuf),
     #[error("{path}: {context}: {source}")]
@@ -57,7 +61,8 @@ pub enum TargetError {
 }
 
 impl TargetError {
-    fn from_open(path: &Path, write: bool, error: io::Error) -> Self {
+    /// An error of opening `path`, in words that say what to do.
+    pub fn from_open(path: &Path, write: bool, error: io::Error) -> Self {
         match error.raw_os_error() {
             Some(libc::ENOENT) => TargetError::NotFound(path.to_path_buf()),
             Some(libc::EACCES) | Some(libc::EPERM) | Some(libc::EROFS) => TargetError::Permission {
@@ -91,7 +96,7 @@ pub fn open(path: &Path, write: bool, direct: bool) -> Result<File, TargetError>
 }
 
 /// What kind of target `file_type` is; anything but a regular file or block device is refused.
-fn classify(path: &Path, file_type: std::fs::FileType) -> Result<TargetKind, TargetError> {
+pub fn classify(path: &Path, file_type: std::fs::FileType) -> Result<TargetKind, TargetError> {
     if file_type.is_file() {
         return Ok(TargetKind::File);
     }

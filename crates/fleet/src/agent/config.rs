@@ -26,6 +26,9 @@ pub struct AgentConfig {
     pub max_lease: Duration,
     /// The largest scratch file a job may ask for (`--max-scratch`), in bytes.
     pub max_scratch: u64,
+    /// `--allow-hardlinks`: jobs may write a file with more than one hard link (another name,
+    /// possibly outside `--allow-write`, reaches the same data).
+    pub allow_hardlinks: bool,
 }
 
 /// `--max-scratch` unless the operator says otherwise.
@@ -41,6 +44,7 @@ impl AgentConfig {
             scratch_dir: None,
             max_lease: Duration::from_millis(MAX_LEASE_MS),
             max_scratch: DEFAULT_MAX_SCRATCH,
+            allow_hardlinks: false,
         }
     }
 }

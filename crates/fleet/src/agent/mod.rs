@@ -12,6 +12,7 @@ mod config;
 mod error;
 mod live;
 mod netbench;
+mod open_target;
 mod routes;
 mod session;
 mod slot;
@@ -50,7 +51,10 @@ impl Agent {
         if config.token.trim().is_empty() {
             return Err(AgentError::NoToken);
         }
-        let allow = Arc::new(AllowList::new(&config.allow_write, config.max_scratch)?);
+        let allow = Arc::new(
+            AllowList::new(&config.allow_write, config.max_scratch)?
+                .allowing_hardlinks(config.allow_hardlinks),
+        );
         if let Some(dir) = &config.scratch_dir {
             std::env::set_current_dir(dir)
                 .map_err(|source| AgentError::ScratchDir { path: dir.clone(), source })?;
