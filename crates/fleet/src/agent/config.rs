@@ -29,6 +29,8 @@ pub struct AgentConfig {
     /// `--allow-hardlinks`: jobs may write a file with more than one hard link (another name,
     /// possibly outside `--allow-write`, reaches the same data).
     pub allow_hardlinks: bool,
+    /// How long reading a request may take, and how many connections may be open.
+    pub limits: super::Limits,
 }
 
 /// `--max-scratch` unless the operator says otherwise.
@@ -45,6 +47,7 @@ impl AgentConfig {
             max_lease: Duration::from_millis(MAX_LEASE_MS),
             max_scratch: DEFAULT_MAX_SCRATCH,
             allow_hardlinks: false,
+            limits: super::Limits::default(),
         }
     }
 }

@@ -13,7 +13,9 @@ mod error;
 mod live;
 mod netbench;
 mod open_target;
+mod refusal_log;
 mod routes;
+mod serve;
 mod session;
 mod slot;
 mod targets;
@@ -27,6 +29,7 @@ use std::time::Duration;
 pub use config::{read_token, AgentConfig, DEFAULT_LISTEN, DEFAULT_MAX_SCRATCH};
 pub use error::AgentError;
 pub use netbench::MAX_SEND_MS;
+pub use serve::Limits;
 
 use auth::Token;
 use slot::Slot;
@@ -41,6 +44,7 @@ pub struct Agent {
     addr: SocketAddr,
     slot: Arc<Slot>,
     token: Arc<Token>,
+    limits: Limits,
 }
 
 impl Agent {
@@ -69,6 +73,7 @@ impl Agent {
             addr,
             slot: Arc::new(Slot::new(allow, config.max_lease)),
             token: Arc::new(Token::new(config.token.trim().to_string())),
+            limits: config.limits,
         })
     }
 
@@ -79,19 +84,19 @@ impl Agent {
     /// Serves until `shutdown` completes, then closes any session (stopping its job and
     /// removing its scratch file).
     pub async fn serve(self, shutdown: impl Future<Output = ()> + Send + 'static) -> Result<(), AgentError> {
-        let Agent { listener, addr, slot, token } = self;
+        let Agent { listener, addr, slot, token, limits } = self;
         eprintln!("iolab agent: listening on {addr} ({})", crate::protocol::PROTOCOL);
         let watchdog = tokio::spawn(Arc::clone(&slot).watch_leases());
-        let app =
-            routes::router(Arc::clone(&slot), token).into_make_service_with_connect_info::<SocketAddr>();
+        let log = Arc::new(refusal_log::RefusalLog::default());
+        let app = routes::router(Arc::clone(&slot), token, Arc::clone(&log));
         let (stopping_tx, stopping_rx) = tokio::sync::oneshot::channel::<()>();
-        let server = axum::serve(listener, app).with_graceful_shutdown(async move {
+        let server = serve::serve(listener, app, limits, log, async move {
             shutdown.await;
             let _ = stopping_tx.send(());
         });
         let slot_at_stop = Arc::clone(&slot);
         let outcome = tokio::select! {
-            served = server => served.map_err(AgentError::Serve),
+            () = server => Ok(()),
             () = async move {
                 if stopping_rx.await.is_ok() {
                     // Ends any live stream, so graceful shutdown can finish.
