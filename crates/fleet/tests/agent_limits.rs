@@ -104,6 +104,26 @@ fn slow_loris_connections_do_not_block_a_legitimate_request() {
     assert!(closed >= sent - share, "{closed} of {sent} slow connections closed; at most {share} may stay");
 }
 
+/// Spread over many addresses, slow connections fill every connection the agent takes; the
+/// oldest of those that never sent the token make room, and the coordinator gets through.
+#[test]
+fn slow_connections_from_many_addresses_do_not_shut_out_the_coordinator() {
+    let limits = Limits { max_connections: 64, max_connections_per_peer: 32, ..Limits::default() };
+    let running = start(limits);
+    let attack: Vec<TcpStream> =
+        (2..12).flat_map(|host| half_sent(running.addr(), &format!("127.0.0.{host}"), 30)).collect();
+    if attack.len() < 100 {
+        eprintln!("skipped: cannot connect from 127.0.0.2-11 (loopback holds only 127.0.0.1 here)");
+        return;
+    }
+    let http = http();
+    for round in 0..3 {
+        let hello = hello(&http, running.addr()).unwrap_or_else(|e| panic!("round {round}: {e}"));
+        assert_eq!(hello.protocol, PROTOCOL);
+    }
+    drop(attack);
+}
+
 /// A connection that never finishes its request head is closed after the header timeout.
 #[test]
 fn a_stalled_request_head_is_closed() {

@@ -70,19 +70,28 @@ impl OpenedTarget {
     /// else decides what the name means. `Create` makes the file when nothing is there and
     /// opens the existing one otherwise.
     pub fn open_path(path: &Path, access: Access) -> io::Result<OpenedTarget> {
+        // Opening a character device can act on it (a watchdog, a tape): never, not even to
+        // refuse it afterwards. (A FIFO cannot make the open wait: see `flags`.)
+        if let Ok(meta) = std::fs::metadata(path) {
+            use std::os::unix::fs::FileTypeExt;
+            let kind = meta.file_type();
+            if kind.is_char_device() || kind.is_socket() {
+                return Err(io::Error::new(
+                    io::ErrorKind::InvalidInput,
+                    "a character device or socket; give a regular file or a block device",
+                ));
+            }
+        }
         if access != Access::Create {
             let file = open_at(libc::AT_FDCWD, path.as_os_str(), flags(access))?;
-            return Ok(OpenedTarget::new(path, file, access, None));
+            return OpenedTarget::new(path, file, access, None);
         }
         let (parent, name) = split(path)?;
         let dir = File::from(open_at(libc::AT_FDCWD, parent.as_os_str(), libc::O_PATH | libc::O_DIRECTORY)?);
         match open_at(dir.as_raw_fd(), name, flags(Access::Create)) {
-            Ok(file) => Ok(OpenedTarget::new(
-                path,
-                file,
-                access,
-                Some(Created { dir: dir.into(), name: name.into() }),
-            )),
+            Ok(file) => {
+                OpenedTarget::new(path, file, access, Some(Created { dir: dir.into(), name: name.into() }))
+            }
             Err(e) if e.raw_os_error() == Some(libc::EEXIST) => OpenedTarget::open_path(path, Access::Write),
             Err(e) => Err(e),
         }
@@ -103,7 +112,7 @@ impl OpenedTarget {
         };
         if access != Access::Create {
             let file = resolve_beneath(dir, &names, flags(access))?;
-            return Ok(OpenedTarget::new(path, file, access, None));
+            return OpenedTarget::new(path, file, access, None);
         }
         // The file is created in its directory, itself opened beneath `dir`.
         let parent = if parents.is_empty() {
@@ -112,16 +121,21 @@ impl OpenedTarget {
             resolve_beneath(dir, parents, libc::O_PATH | libc::O_DIRECTORY)?
         };
         let file = open_at(parent.as_raw_fd(), last, flags(Access::Create))?;
-        Ok(OpenedTarget::new(path, file, access, Some(Created { dir: parent, name: (*last).into() })))
+        OpenedTarget::new(path, file, access, Some(Created { dir: parent, name: (*last).into() }))
     }
 
-    fn new(path: &Path, file: OwnedFd, access: Access, created: Option<Created>) -> OpenedTarget {
-        OpenedTarget {
-            path: path.to_path_buf(),
-            file: file.into(),
-            writable: access != Access::Read,
-            created,
+    fn new(path: &Path, file: OwnedFd, access: Access, created: Option<Created>) -> io::Result<OpenedTarget> {
+        let file = File::from(file);
+        // Opened O_NONBLOCK (a FIFO put there must not hang the open); the run's I/O blocks.
+        // SAFETY: F_GETFL and F_SETFL take and return plain flags; no memory is passed.
+        let cleared = unsafe {
+            let flags = libc::fcntl(file.as_raw_fd(), libc::F_GETFL);
+            flags >= 0 && libc::fcntl(file.as_raw_fd(), libc::F_SETFL, flags & !libc::O_NONBLOCK) == 0
+        };
+        if !cleared {
+            return Err(io::Error::last_os_error());
         }
+        Ok(OpenedTarget { path: path.to_path_buf(), file, writable: access != Access::Read, created })
     }
 }
 
@@ -132,12 +146,14 @@ pub fn open_directory(path: &Path) -> io::Result<OwnedFd> {
 
 /// The open flags of `access`. Never `O_DIRECT` or `O_NOATIME` here: the layout writes through
 /// the page cache from an unaligned buffer; the run sets them later (`set_run_flags`).
+/// `O_NONBLOCK` so that opening a FIFO does not wait for a writer (cleared once open).
 fn flags(access: Access) -> libc::c_int {
-    match access {
+    let access = match access {
         Access::Read => libc::O_RDONLY,
         Access::Write => libc::O_RDWR,
         Access::Create => libc::O_RDWR | libc::O_CREAT | libc::O_EXCL | libc::O_NOFOLLOW,
-    }
+    };
+    access | libc::O_NONBLOCK
 }
 
 /// The normal components of `relative`; anything else (root, `.`, `..`) is refused.
@@ -169,6 +185,9 @@ fn resolve_beneath(dir: BorrowedFd<'_>, names: &[&OsStr], flags: libc::c_int) ->
     }
 }
 
+/// How often a lookup raced by renames is tried again before giving up (`EAGAIN`).
+const MAX_RACED_LOOKUPS: usize = 64;
+
 fn openat2_beneath(dir: BorrowedFd<'_>, relative: &OsStr, flags: libc::c_int) -> io::Result<OwnedFd> {
     let c_path = CString::new(relative.as_bytes()).map_err(|_| io::Error::from_raw_os_error(libc::EINVAL))?;
     // SAFETY: an all-zero open_how is a valid value of this plain C struct.
@@ -176,6 +195,7 @@ fn openat2_beneath(dir: BorrowedFd<'_>, relative: &OsStr, flags: libc::c_int) ->
     how.flags = (flags | libc::O_CLOEXEC | libc::O_NOFOLLOW) as u64;
     how.mode = if flags & libc::O_CREAT != 0 { 0o666 } else { 0 };
     how.resolve = libc::RESOLVE_BENEATH | libc::RESOLVE_NO_SYMLINKS | libc::RESOLVE_NO_MAGICLINKS;
+    let mut attempts = 0;
     loop {
         // SAFETY: the directory descriptor is open, `c_path` is NUL-terminated, and `how`
         // outlives the call, whose size argument is its size.
@@ -195,7 +215,8 @@ fn openat2_beneath(dir: BorrowedFd<'_>, relative: &OsStr, flags: libc::c_int) ->
         let error = io::Error::last_os_error();
         // EAGAIN: a rename elsewhere raced the lookup, so the kernel could not prove the
         // result is beneath; asking again is safe.
-        if error.raw_os_error() != Some(libc::EAGAIN) {
+        attempts += 1;
+        if error.raw_os_error() != Some(libc::EAGAIN) || attempts >= MAX_RACED_LOOKUPS {
             return Err(error);
         }
     }

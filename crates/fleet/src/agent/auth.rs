@@ -12,6 +12,7 @@ use axum::response::{IntoResponse, Response};
 
 use super::error::{Failure, Refusal};
 use super::refusal_log::{capped, RefusalLog, MAX_LOGGED_FIELD};
+use super::serve::ConnectionProof;
 use crate::protocol::PROTOCOL;
 
 /// The token the agent expects.
@@ -40,7 +41,12 @@ pub async fn require_token(State(token): State<Arc<Token>>, request: Request, ne
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.strip_prefix("Bearer "));
     let refusal = match offered {
-        Some(offered) if token.accepts(offered.trim()) => return next.run(request).await,
+        Some(offered) if token.accepts(offered.trim()) => {
+            if let Some(proof) = request.extensions().get::<ConnectionProof>() {
+                proof.proven();
+            }
+            return next.run(request).await;
+        }
         Some(_) => "wrong token; give the coordinator the agent's token file (--token-file)",
         None => "no token; send `Authorization: Bearer <token>` with the agent's token",
     };

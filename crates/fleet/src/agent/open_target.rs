@@ -79,6 +79,9 @@ pub fn open_allowed(
     let opened = match allowed {
         Allowed::Directory(dir) => open_beneath(dir, relative, path, first, using)?,
         Allowed::Node(identity) => {
+            // A file that may have to be laid out is opened for writing from the start.
+            let lays_out = using.layout.is_some() && matches!(identity, Identity::File { .. });
+            let first = if lays_out { Access::Write } else { first };
             let opened = OpenedTarget::open_path(path, first).map_err(|e| open_failure(path, first, e))?;
             let meta = stat(&opened)?;
             if Identity::of(&meta) != Some(*identity) {

@@ -4,10 +4,12 @@
 //! is served by hyper's HTTP/1 machinery with a header-read timeout (an idle keep-alive
 //! connection, or one that never finishes its head, is closed), the body read is timed in
 //! `body.rs`, and connections are counted per peer address and in all: one over either limit
-//! is answered 503 and closed at once, before it can hold a descriptor. Only reading a
+//! is answered 503 and closed at once, before it can hold a descriptor. When all connections
+//! are taken, the oldest one that has not yet sent the token makes room for the new one, so
+//! peers spread over many addresses cannot shut a coordinator out either. Only reading a
 //! request is timed; an answer (a live NDJSON stream) takes as long as it takes.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::future::Future;
 use std::net::{IpAddr, SocketAddr};
 use std::sync::{Arc, Mutex};
@@ -18,7 +20,7 @@ use axum::Router;
 use hyper::body::Incoming;
 use hyper_util::rt::{TokioIo, TokioTimer};
 use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::{mpsc, watch};
+use tokio::sync::{mpsc, watch, Notify};
 use tower_service::Service;
 
 use super::lock;
@@ -59,6 +61,12 @@ pub struct BodyReadTimeout(pub Duration);
 struct Counts {
     total: usize,
     per_peer: HashMap<IpAddr, usize>,
+    next_id: u64,
+    /// Connections that have not yet sent a request with the token, oldest first: when all
+    /// connections are taken, the oldest of these makes room for a new one (a coordinator
+    /// sends its head and token at once, so its new connection is never the oldest for long,
+    /// and its connections once proven are never the ones to go).
+    unproven: BTreeMap<u64, (Arc<Notify>, IpAddr)>,
 }
 
 /// One admitted connection: counted until dropped.
@@ -66,11 +74,26 @@ struct Counts {
 struct Admission {
     counts: Arc<Mutex<Counts>>,
     peer: IpAddr,
+    id: u64,
+    /// Notified when the connection must make room for a newer one.
+    evict: Arc<Notify>,
+}
+
+/// Put on every request: the auth layer calls `proven` when the request carries the token.
+#[derive(Debug, Clone)]
+pub struct ConnectionProof(Arc<Admission>);
+
+impl ConnectionProof {
+    /// The connection sent the token: it no longer makes room for newer ones.
+    pub fn proven(&self) {
+        lock(&self.0.counts).unproven.remove(&self.0.id);
+    }
 }
 
 impl Drop for Admission {
     fn drop(&mut self) {
         let mut counts = lock(&self.counts);
+        counts.unproven.remove(&self.id);
         counts.total = counts.total.saturating_sub(1);
         if let Some(n) = counts.per_peer.get_mut(&self.peer) {
             *n = n.saturating_sub(1);
@@ -81,23 +104,38 @@ impl Drop for Admission {
     }
 }
 
-fn admit(counts: &Arc<Mutex<Counts>>, peer: IpAddr, limits: &Limits) -> Result<Admission, String> {
+/// Admits a connection from `peer`, with the address of the one closed to make room, if any.
+fn admit(
+    counts: &Arc<Mutex<Counts>>,
+    peer: IpAddr,
+    limits: &Limits,
+) -> Result<(Admission, Option<IpAddr>), String> {
     let mut held = lock(counts);
     let from_peer = held.per_peer.get(&peer).copied().unwrap_or(0);
-    if held.total >= limits.max_connections {
-        return Err(format!(
-            "all {} connections the agent takes are open (--max-connections)",
-            limits.max_connections
-        ));
-    }
+    let mut evicted = None;
     if from_peer >= limits.max_connections_per_peer {
         return Err(format!(
             "it has {from_peer} connections open, the most one address may (--max-connections-per-peer)"
         ));
     }
+    if held.total >= limits.max_connections {
+        // The oldest connection still sending its first head goes (its task closes it at
+        // once); with none, the new one is refused.
+        let Some((_, (oldest, its_peer))) = held.unproven.pop_first() else {
+            return Err(format!(
+                "all {} connections the agent takes are open and serving (--max-connections)",
+                limits.max_connections
+            ));
+        };
+        oldest.notify_one();
+        evicted = Some(its_peer);
+    }
     held.total += 1;
     *held.per_peer.entry(peer).or_default() += 1;
-    Ok(Admission { counts: Arc::clone(counts), peer })
+    held.next_id += 1;
+    let (id, evict) = (held.next_id, Arc::new(Notify::new()));
+    held.unproven.insert(id, (Arc::clone(&evict), peer));
+    Ok((Admission { counts: Arc::clone(counts), peer, id, evict }, evicted))
 }
 
 /// Serves `router` on `listener` until `shutdown` completes, then lets open connections end
@@ -134,8 +172,14 @@ pub async fn serve(
             },
         };
         match admit(&counts, peer.ip(), &limits) {
-            Ok(admission) => {
-                let connection = Connection { peer, limits, _admission: admission, _alive: alive_tx.clone() };
+            Ok((admission, evicted)) => {
+                if let Some(evicted) = evicted {
+                    log.refused(|| {
+                        format!("a connection from {evicted}: closed to make room, all connections being taken and it had not sent the token (--max-connections)")
+                    });
+                }
+                let connection =
+                    Connection { peer, limits, admission: Arc::new(admission), _alive: alive_tx.clone() };
                 tokio::spawn(connection.serve(stream, router.clone(), stop_rx.clone()));
             }
             Err(why) => {
@@ -168,7 +212,7 @@ fn turn_away(stream: &TcpStream) {
 struct Connection {
     peer: SocketAddr,
     limits: Limits,
-    _admission: Admission,
+    admission: Arc<Admission>,
     _alive: mpsc::Sender<()>,
 }
 
@@ -176,7 +220,9 @@ impl Connection {
     async fn serve(self, stream: TcpStream, router: Router, mut stop: watch::Receiver<bool>) {
         let _ = stream.set_nodelay(true);
         let (peer, body_read) = (self.peer, BodyReadTimeout(self.limits.body_read));
+        let proof = ConnectionProof(Arc::clone(&self.admission));
         let service = hyper::service::service_fn(move |mut request: hyper::Request<Incoming>| {
+            request.extensions_mut().insert(proof.clone());
             request.extensions_mut().insert(ConnectInfo(peer));
             request.extensions_mut().insert(body_read);
             router.clone().call(request)
@@ -185,8 +231,10 @@ impl Connection {
         builder.timer(TokioTimer::new()).header_read_timeout(self.limits.header_read);
         let connection = builder.serve_connection(TokioIo::new(stream), service);
         tokio::pin!(connection);
+        let evict = Arc::clone(&self.admission.evict);
         tokio::select! {
             _ = connection.as_mut() => {}
+            () = evict.notified() => {}
             _ = stop.changed() => {
                 connection.as_mut().graceful_shutdown();
                 let _ = connection.await;
@@ -208,12 +256,24 @@ mod tests {
             "127.0.0.3".parse().expect("ip"),
             "127.0.0.4".parse().expect("ip"),
         );
-        let first = admit(&counts, a, &limits).expect("first");
-        let _second = admit(&counts, a, &limits).expect("second");
+        let (first, _) = admit(&counts, a, &limits).expect("first");
+        let (second, _) = admit(&counts, a, &limits).expect("second");
         assert!(admit(&counts, a, &limits).expect_err("third from a").contains("--max-connections-per-peer"));
-        let _other = admit(&counts, b, &limits).expect("another peer");
-        assert!(admit(&counts, c, &limits).expect_err("over the total").contains("--max-connections"));
+        let (other, _) = admit(&counts, b, &limits).expect("another peer");
+        // All taken: the oldest that has not sent a whole head makes room for the new one.
+        let (newest, evicted) = admit(&counts, c, &limits).expect("room made");
+        assert_eq!(evicted, Some(a), "the oldest, from a, makes room");
+        let runtime = tokio::runtime::Builder::new_current_thread().enable_time().build().expect("runtime");
+        let told = runtime
+            .block_on(async { tokio::time::timeout(Duration::from_secs(5), first.evict.notified()).await });
+        assert!(told.is_ok(), "the oldest was told to go");
         drop(first);
-        admit(&counts, c, &limits).expect("a slot freed");
+        let proofs: Vec<ConnectionProof> =
+            [second, other, newest].into_iter().map(|a| ConnectionProof(Arc::new(a))).collect();
+        for proof in &proofs {
+            proof.proven();
+        }
+        let refused = admit(&counts, c, &limits).expect_err("every one has sent the token");
+        assert!(refused.contains("--max-connections"), "{refused}");
     }
 }

@@ -247,3 +247,25 @@ impl Drop for LoopDevice {
         let _ = std::process::Command::new("losetup").arg("-d").arg(&self.path).status();
     }
 }
+
+/// A FIFO swapped in for a target made the open wait for a writer, forever; a character
+/// device is refused without being opened at all.
+#[test]
+fn fifos_and_character_devices_are_refused_without_waiting() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let fifo = dir.path().join("fifo");
+    let made = std::process::Command::new("mkfifo").arg(&fifo).status().is_ok_and(|s| s.success());
+    let allow = AllowList::new(&[dir.path().to_path_buf()], 1 << 30).expect("exists");
+    if made {
+        for rw in ["randread", "randwrite"] {
+            let text = format!("engine = \"null\"\nrw = \"{rw}\"\ntarget = \"{}\"", fifo.display());
+            let failure = check(&mut job(&text), &allow).expect_err("a FIFO");
+            assert_eq!(failure.status, StatusCode::BAD_REQUEST, "{}", failure.message);
+        }
+    } else {
+        eprintln!("skipped (the FIFO part): mkfifo is not available");
+    }
+    let text = "engine = \"null\"\ntarget = \"/dev/null\"";
+    let failure = check(&mut job(text), &allow).expect_err("a character device");
+    assert_eq!(failure.status, StatusCode::BAD_REQUEST, "{}", failure.message);
+}
