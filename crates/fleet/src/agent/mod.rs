@@ -63,8 +63,7 @@ impl Agent {
             std::env::set_current_dir(dir)
                 .map_err(|source| AgentError::ScratchDir { path: dir.clone(), source })?;
         }
-        let listener = tokio::net::TcpListener::bind(config.listen)
-            .await
+        let listener = serve::listen(config.listen)
             .map_err(|source| AgentError::Bind { addr: config.listen, source })?;
         let addr =
             listener.local_addr().map_err(|source| AgentError::Bind { addr: config.listen, source })?;

@@ -53,6 +53,21 @@ impl Default for Limits {
     }
 }
 
+/// Connections the kernel queues before the agent accepts them. A flood that fills the queue
+/// makes the kernel drop a coordinator's connection request, which its TCP then sends again
+/// only a second later; a queue longer than the flood keeps it in line (the kernel caps it at
+/// `net.core.somaxconn`, 4,096 by default).
+const LISTEN_BACKLOG: u32 = 4096;
+
+/// Binds the listening socket, with a backlog of `LISTEN_BACKLOG`.
+pub fn listen(addr: SocketAddr) -> std::io::Result<TcpListener> {
+    let socket =
+        if addr.is_ipv4() { tokio::net::TcpSocket::new_v4()? } else { tokio::net::TcpSocket::new_v6()? };
+    socket.set_reuseaddr(true)?;
+    socket.bind(addr)?;
+    socket.listen(LISTEN_BACKLOG)
+}
+
 /// The body-read limit, put on every request for `body.rs`.
 #[derive(Debug, Clone, Copy)]
 pub struct BodyReadTimeout(pub Duration);
