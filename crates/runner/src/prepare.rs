@@ -161,7 +161,12 @@ pub fn targets(
 fn open_by_path(group: &GroupSpec, path: &Path) -> Result<OpenedTarget, RunError> {
     let spec = &group.target;
     let needed = spec.size.map(|size| spec.offset.0 + size.0);
-    let access = match (std::fs::metadata(path), needed) {
+    let meta = std::fs::metadata(path);
+    if let Ok(meta) = &meta {
+        // Refused by what it is before it is opened (opening a character device can act on it).
+        target::classify(path, meta.file_type())?;
+    }
+    let access = match (meta, needed) {
         (Err(e), _) if e.kind() != std::io::ErrorKind::NotFound => {
             return Err(target::TargetError::from_open(path, group.access.writes(), e).into())
         }
