@@ -3,8 +3,10 @@
 //! where the operator allowed (`--allow-write`), runs one session at a time, and stops a job
 //! whose coordinator goes silent for longer than its lease: it never runs unattended.
 //!
-//! The HTTP side is async (axum on tokio); every job runs on its session's own thread, so the
-//! engine threads stay synchronous and off the runtime.
+//! The HTTP side is async (axum routes on tokio, served by hyper over the agent's own accept
+//! loop, `serve.rs`, which times the reading of requests and limits connections); every job
+//! runs on its session's own thread, so the engine threads stay synchronous and off the runtime.
+//! Targets are opened once, when a job is checked (`targets.rs`, `open_target.rs`).
 
 mod auth;
 mod body;
