@@ -42,6 +42,12 @@ pub fn run(args: AgentArgs) -> ExitCode {
         max_lease: Duration::from_millis(MAX_LEASE_MS),
         max_scratch: args.max_scratch.0,
         metrics: served.as_ref().map(|served| served.observer.clone()),
+        allow_hardlinks: args.allow_hardlinks,
+        limits: agent::Limits {
+            max_connections: args.max_connections.max(1),
+            max_connections_per_peer: args.max_connections_per_peer.max(1),
+            ..agent::Limits::default()
+        },
     };
     match agent::run(config, from_stdin) {
         Ok(()) => ExitCode::SUCCESS,

@@ -201,6 +201,20 @@ pub struct AgentArgs {
     /// given; no token is needed to read them and none appears in them): docs/metrics.md.
     #[arg(long, value_name = "ADDR")]
     pub metrics: Option<std::net::SocketAddr>,
+
+    /// Let jobs write files under --allow-write that have more than one hard link (another
+    /// name, possibly outside --allow-write, reaches the same data). Refused without it.
+    #[arg(long)]
+    pub allow_hardlinks: bool,
+
+    /// The most connections the agent keeps open at once; more are answered 503 and closed.
+    /// Keep it well under the open-file limit (ulimit -n).
+    #[arg(long, value_name = "N", default_value_t = iolab_fleet::agent::Limits::default().max_connections)]
+    pub max_connections: usize,
+
+    /// The most connections one address may keep open at once.
+    #[arg(long, value_name = "N", default_value_t = iolab_fleet::agent::Limits::default().max_connections_per_peer)]
+    pub max_connections_per_peer: usize,
 }
 
 #[derive(Debug, Args)]

@@ -67,6 +67,9 @@ pub struct Hello {
     pub session: Option<String>,
 }
 
+/// The longest coordinator name an agent takes (`OpenSession::coordinator`).
+pub const MAX_COORDINATOR_NAME: usize = 256;
+
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct OpenSession {
     /// MIN_LEASE_MS..=MAX_LEASE_MS.

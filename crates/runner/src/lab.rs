@@ -12,7 +12,7 @@ use iolab_stats::result::{HostInfo, JobResult, RunReport, SCHEMA};
 use crate::error::RunError;
 use crate::job::run_job;
 use crate::observer::{Both, Observer, ResultSink};
-use crate::prepare::{self, PreparedTarget, Scratch};
+use crate::prepare::{self, OpenedTargets, PreparedTarget, Scratch};
 use crate::remote::Remote;
 use crate::run::OnFailedStart;
 
@@ -99,7 +99,23 @@ impl<'a> Lab<'a> {
             return Ok(Vec::new());
         }
         let scratch = self.scratch.as_ref().map(|s| s.path.as_path());
-        prepare::targets(job, scratch, self.interrupt, observer)
+        prepare::targets(job, scratch, None, self.interrupt, observer)
+    }
+
+    /// As `prepare`, on targets the caller opened and checked itself (a fleet agent, beneath
+    /// its `--allow-write`): they are laid out and run on through those descriptors, never
+    /// opened again by name. Not for a remote lab.
+    pub fn prepare_opened(
+        &mut self,
+        job: &JobSpec,
+        opened: OpenedTargets,
+        observer: &mut dyn Observer,
+    ) -> Result<Vec<Vec<PreparedTarget>>, RunError> {
+        if self.remote.is_some() {
+            return Err(RunError::Invalid("a remote lab opens no targets here (a bug in iolab)".into()));
+        }
+        let scratch = self.scratch.as_ref().map(|s| s.path.as_path());
+        prepare::targets(job, scratch, Some(opened), self.interrupt, observer)
     }
 
     /// Runs `job` on targets from `prepare` and keeps its result.

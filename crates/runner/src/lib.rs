@@ -22,6 +22,6 @@ mod start_gate;
 pub use error::RunError;
 pub use lab::Lab;
 pub use observer::{Both, HostRate, IntervalDetail, Observer, Phase, ProgressUpdate, ResultSink, Silent};
-pub use prepare::{PreparedTarget, SCRATCH_SIZE};
+pub use prepare::{OpenedTargets, PreparedTarget, SCRATCH_SIZE};
 pub use remote::Remote;
 pub use run::{run_plan, OnFailedStart, RunOutcome};

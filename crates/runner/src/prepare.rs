@@ -5,7 +5,7 @@ use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicBool;
 
-use iolab_engine::target::{self, TargetKind};
+use iolab_engine::target::{self, Access, OpenedTarget, TargetKind};
 use iolab_engine::{exit_cleanup, safety};
 use iolab_spec::{Bytes, EngineKind, GroupSpec, JobSpec, RunPlan};
 
@@ -20,6 +20,8 @@ pub const SCRATCH_SIZE: Bytes = Bytes(1 << 30);
 pub struct PreparedTarget {
     pub path: PathBuf,
     pub file: File,
+    /// What the descriptor is (not what the path names now).
+    pub kind: TargetKind,
     /// What the user should know about this target (e.g. that it is sparse).
     pub notes: Vec<String>,
     pub region_start: u64,
@@ -30,8 +32,7 @@ impl PreparedTarget {
     /// Discards (trims) the target's region: a block device forgets its data, a file's
     /// blocks are freed. Refused by devices that cannot discard; the caller decides.
     pub fn discard(&self) -> Result<(), RunError> {
-        let kind = target::kind_of(&self.path)?.unwrap_or(TargetKind::File);
-        Ok(target::discard(&self.path, &self.file, kind, self.region_start, self.region_size)?)
+        Ok(target::discard(&self.path, &self.file, self.kind, self.region_start, self.region_size)?)
     }
 }
 
@@ -122,20 +123,35 @@ pub fn scratch(
     Ok(Some(scratch))
 }
 
+/// Targets a caller opened and checked itself (a fleet agent, beneath its `--allow-write`): per
+/// group, one for each of the group's paths, in order. The runner lays them out and runs on
+/// these descriptors and never opens those paths again.
+pub type OpenedTargets = Vec<Vec<OpenedTarget>>;
+
 /// Opens and checks the targets of every group of `job`: per group, its targets in order.
+/// With `opened`, the groups that name targets use those descriptors instead of their paths.
 pub fn targets(
     job: &JobSpec,
     scratch: Option<&Path>,
+    opened: Option<OpenedTargets>,
     cancel: &AtomicBool,
     observer: &mut dyn Observer,
 ) -> Result<Vec<Vec<PreparedTarget>>, RunError> {
+    let mut opened = opened.map(Vec::into_iter);
     job.groups
         .iter()
         .map(|group| {
-            let paths = match (group.target.paths.as_slice(), scratch) {
-                ([], Some(scratch)) => vec![scratch.to_path_buf()],
-                ([], None) => return Err(RunError::Invalid("no target and no scratch file".into())),
-                (paths, _) => paths.to_vec(),
+            let given = opened.as_mut().map(|o| o.next().unwrap_or_default());
+            let handles = match (group.target.paths.as_slice(), scratch, given) {
+                ([], Some(scratch), _) => vec![open_by_path(group, scratch)?],
+                ([], None, _) => return Err(RunError::Invalid("no target and no scratch file".into())),
+                (paths, _, Some(given)) if given.len() == paths.len() => given,
+                (_, _, Some(_)) => {
+                    return Err(RunError::Invalid(
+                        "the opened targets do not match the job's targets (a bug in iolab)".into(),
+                    ))
+                }
+                (paths, _, None) => paths.iter().map(|p| open_by_path(group, p)).collect::<Result<_, _>>()?,
             };
             let context = |e: RunError| match e {
                 RunError::Invalid(m) if job.groups.len() > 1 => {
@@ -143,15 +159,39 @@ pub fn targets(
                 }
                 other => other,
             };
-            let prepared = paths
+            let prepared = handles
                 .into_iter()
-                .map(|path| prepare(group, path, cancel, observer))
+                .map(|handle| prepare(group, handle, cancel, observer))
                 .collect::<Result<Vec<_>, _>>()
                 .map_err(context)?;
             check_stripe(group, &prepared).map_err(context)?;
             Ok(prepared)
         })
         .collect()
+}
+
+/// Opens `path` by name for a run of this process's own user: for writing when the group
+/// writes or the file must be laid out first, created when missing and given a size.
+fn open_by_path(group: &GroupSpec, path: &Path) -> Result<OpenedTarget, RunError> {
+    let spec = &group.target;
+    let needed = spec.size.map(|size| spec.offset.0 + size.0);
+    let meta = std::fs::metadata(path);
+    if let Ok(meta) = &meta {
+        // Refused by what it is before it is opened (opening a character device can act on it).
+        target::classify(path, meta.file_type())?;
+    }
+    let access = match (meta, needed) {
+        (Err(e), _) if e.kind() != std::io::ErrorKind::NotFound => {
+            return Err(target::TargetError::from_open(path, group.access.writes(), e).into())
+        }
+        (Err(_), None) => return Err(target::TargetError::NotFound(path.to_path_buf()).into()),
+        (Err(_), Some(_)) => Access::Create,
+        (Ok(meta), Some(needed)) if meta.is_file() && meta.len() < needed => Access::Write,
+        _ if group.access.writes() => Access::Write,
+        _ => Access::Read,
+    };
+    OpenedTarget::open_path(path, access)
+        .map_err(|e| target::TargetError::from_open(path, access != Access::Read, e).into())
 }
 
 /// Every target must hold at least one whole chunk of the stripe.
@@ -169,36 +209,35 @@ fn check_stripe(group: &GroupSpec, targets: &[PreparedTarget]) -> Result<(), Run
 
 fn prepare(
     group: &GroupSpec,
-    path: PathBuf,
+    handle: OpenedTarget,
     cancel: &AtomicBool,
     observer: &mut dyn Observer,
 ) -> Result<PreparedTarget, RunError> {
     let spec = &group.target;
     let writes = group.access.writes();
     let offset = spec.offset.0;
-    let kind = target::kind_of(&path)?;
+    let path = handle.path.clone();
+    let io_error = |context, source| target::TargetError::Io { path: path.clone(), context, source };
+    let meta = handle.file.metadata().map_err(|e| io_error("cannot stat", e))?;
+    let kind = target::classify(&path, meta.file_type())?;
     // A file iolab did not lay out is someone's data; the null engine writes nothing.
-    if kind == Some(TargetKind::File) && writes && !spec.allow_destroy && group.engine != EngineKind::Null {
-        refuse_findings(&path, safety::inspect_file(&path))?;
+    if kind == TargetKind::File && writes && !spec.allow_destroy && group.engine != EngineKind::Null {
+        refuse_findings(&path, safety::inspect_open_file(&handle.file))?;
     }
-    match (kind, spec.size) {
-        (Some(TargetKind::BlockDevice), _) | (Some(TargetKind::File), None) => {}
-        (_, Some(size)) => {
-            let layout = target::lay_out_file(&path, offset + size.0, cancel)?;
-            if layout.written > 0 && !spec.paths.is_empty() {
-                observer.note(&format!(
-                    "wrote {} of data to lay out {}",
-                    Bytes(layout.written),
-                    path.display()
-                ));
-            }
+    if let (TargetKind::File, Some(size)) = (kind, spec.size) {
+        let layout = target::lay_out(&handle, offset + size.0, cancel)?;
+        if layout.written > 0 && !spec.paths.is_empty() {
+            observer.note(&format!("wrote {} of data to lay out {}", Bytes(layout.written), path.display()));
         }
-        (None, None) => return Err(target::TargetError::NotFound(path).into()),
     }
-    let file = target::open(&path, writes, spec.direct)?;
+    let file = handle.file;
+    target::set_run_flags(&file, spec.direct).map_err(|e| match e.raw_os_error() {
+        Some(libc::EINVAL) => target::TargetError::NoDirect(path.clone()),
+        _ => io_error("cannot set the run's open flags", e),
+    })?;
     let info = target::inspect(&path, &file)?;
     if info.kind == TargetKind::BlockDevice && writes && !spec.allow_destroy {
-        refuse_findings(&path, safety::inspect_block_device(&path))?;
+        refuse_findings(&path, safety::inspect_open_block_device(&file, &path))?;
     }
     if offset >= info.size {
         return Err(RunError::Invalid(format!(
@@ -253,7 +292,7 @@ fn prepare(
             notes.push(note);
         }
     }
-    Ok(PreparedTarget { path, file, notes, region_start: offset, region_size })
+    Ok(PreparedTarget { path, file, kind: info.kind, notes, region_start: offset, region_size })
 }
 
 /// Refuses the write when the safety check found anything on `path` that it would destroy.

@@ -58,6 +58,37 @@ impl fmt::Display for Finding {
 pub fn inspect_block_device(device: &Path) -> io::Result<Vec<Finding>> {
     let meta = fs::metadata(device)
         .map_err(with_context(format!("cannot inspect {} before writing to it", device.display())))?;
+    inspect(device, &meta, || ends::open(device))
+}
+
+/// As [`inspect_block_device`], for the device behind an open descriptor (`device` names it in
+/// the findings): what is checked is what was opened, whatever the name means by now. The
+/// exclusive probe reopens the descriptor itself (`/proc/self/fd`), and is refused unless it
+/// is the same device.
+pub fn inspect_open_block_device(file: &fs::File, device: &Path) -> io::Result<Vec<Finding>> {
+    use std::os::fd::AsRawFd;
+    let meta = file
+        .metadata()
+        .map_err(with_context(format!("cannot inspect {} before writing to it", device.display())))?;
+    let own = std::path::PathBuf::from(format!("/proc/self/fd/{}", file.as_raw_fd()));
+    inspect(device, &meta, || {
+        let opened = ends::open(&own)?;
+        let same = opened.file.metadata().is_ok_and(|m| m.rdev() == meta.rdev());
+        if !same {
+            return Err(io::Error::other(format!(
+                "{} changed while it was being checked; try again",
+                device.display()
+            )));
+        }
+        Ok(opened)
+    })
+}
+
+fn inspect(
+    device: &Path,
+    meta: &fs::Metadata,
+    open: impl FnOnce() -> io::Result<ends::Opened>,
+) -> io::Result<Vec<Finding>> {
     if !meta.file_type().is_block_device() {
         return Err(io::Error::new(
             io::ErrorKind::InvalidInput,
@@ -80,7 +111,7 @@ pub fn inspect_block_device(device: &Path) -> io::Result<Vec<Finding>> {
     findings.extend(in_use::swaps(Path::new(SWAPS), &nodes)?);
     findings.extend(in_use::holders(&nodes)?);
 
-    let opened = ends::open(device)?;
+    let opened = open()?;
     // Only worth saying when nothing above already explains who has it.
     if opened.claimed_by_someone && findings.is_empty() {
         findings.push(Finding {
@@ -94,25 +125,18 @@ pub fn inspect_block_device(device: &Path) -> io::Result<Vec<Finding>> {
     Ok(findings)
 }
 
-/// What a write to the existing regular file `path` would destroy: nothing when it is empty or
+/// What a write to the open regular file `file` would destroy: nothing when it is empty or
 /// iolab's own (it begins with iolab's mark: iolab laid it out or wrote it), else its data.
-/// A file that is not there yet holds nothing. Reads no more than the mark's length.
-pub fn inspect_file(path: &Path) -> io::Result<Vec<Finding>> {
-    use std::io::Read;
-    let mut file = match fs::File::open(path) {
-        Ok(file) => file,
-        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Vec::new()),
-        Err(e) => {
-            return Err(with_context(format!("cannot inspect {} before writing to it", path.display()))(e))
-        }
-    };
+/// Reads no more than the mark's length, through the descriptor the run will use.
+pub fn inspect_open_file(file: &fs::File) -> io::Result<Vec<Finding>> {
+    use std::os::unix::fs::FileExt;
     let len = file.metadata()?.len();
     if len == 0 {
         return Ok(Vec::new());
     }
-    let mut head = Vec::with_capacity(crate::stamp::MAGIC.len());
-    file.by_ref().take(crate::stamp::MAGIC.len() as u64).read_to_end(&mut head)?;
-    if crate::stamp::is_marked(&head) {
+    let mut head = [0u8; crate::stamp::MAGIC.len()];
+    let read = file.read_at(&mut head, 0)?;
+    if crate::stamp::is_marked(&head[..read]) {
         return Ok(Vec::new());
     }
     Ok(vec![Finding {

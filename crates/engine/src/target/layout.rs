@@ -2,12 +2,13 @@
 //! data. A sparse or fallocated file would read back zeros without touching the device and
 //! make every read test a lie. A file is only ever extended, never truncated.
 
-use std::fs::{File, OpenOptions};
+use std::fs::File;
 use std::io::Write;
 use std::os::fd::AsRawFd;
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 
+use super::opened::{Access, OpenedTarget};
 use super::TargetError;
 
 /// What `lay_out_file` did.
@@ -20,33 +21,51 @@ pub struct Layout {
 
 const CHUNK: usize = 1 << 20;
 
-/// Makes `path` a regular file of at least `size` bytes of non-zero data. Stops early, with
-/// `TargetError::Interrupted`, when `cancel` is set.
+/// Makes `path` a regular file of at least `size` bytes of non-zero data, opening it by name:
+/// for the scratch file and a user's own runs. Stops early, with `TargetError::Interrupted`,
+/// when `cancel` is set.
 pub fn lay_out_file(path: &Path, size: u64, cancel: &AtomicBool) -> Result<Layout, TargetError> {
-    let io_error = |context, source| TargetError::Io { path: path.to_path_buf(), context, source };
     let existing = std::fs::metadata(path).ok();
     if existing.as_ref().is_some_and(|m| m.len() >= size) {
         // Big enough: not even opened for writing, so a read-only file stays usable.
         return Ok(Layout { created: false, written: 0 });
     }
-    let created = existing.is_none();
-    let mut file: File =
-        OpenOptions::new().write(true).create(true).truncate(false).open(path).map_err(|e| {
-            match e.raw_os_error() {
-                Some(libc::EACCES) | Some(libc::EPERM) | Some(libc::EROFS) => {
-                    TargetError::Permission { path: path.to_path_buf(), access: "writing" }
-                }
-                _ => io_error("cannot create", e),
-            }
-        })?;
-    let current = file.metadata().map_err(|e| io_error("cannot stat", e))?.len();
+    let target = OpenedTarget::open_path(path, Access::Create).map_err(|e| match e.raw_os_error() {
+        Some(libc::EACCES) | Some(libc::EPERM) | Some(libc::EROFS) => {
+            TargetError::Permission { path: path.to_path_buf(), access: "writing" }
+        }
+        _ => TargetError::Io { path: path.to_path_buf(), context: "cannot create", source: e },
+    })?;
+    lay_out(&target, size, cancel)
+}
+
+/// Extends the open regular file `target` to at least `size` bytes of non-zero data, through
+/// its descriptor: what was checked is what is written. A file this open created is removed
+/// again when there is no room for it. Stops early, with `TargetError::Interrupted`, when
+/// `cancel` is set.
+pub fn lay_out(target: &OpenedTarget, size: u64, cancel: &AtomicBool) -> Result<Layout, TargetError> {
+    let path = target.path.as_path();
+    let io_error = |context, source| TargetError::Io { path: path.to_path_buf(), context, source };
+    let created = target.created();
+    let mut file: &File = &target.file;
+    let meta = file.metadata().map_err(|e| io_error("cannot stat", e))?;
+    if !meta.is_file() {
+        return Err(TargetError::Unsupported {
+            path: path.to_path_buf(),
+            what: "not a regular file, so it is not laid out",
+        });
+    }
+    let current = meta.len();
     if current >= size {
         return Ok(Layout { created, written: 0 });
     }
-    let available = free_bytes(&file).map_err(|e| io_error("cannot read the free space", e))?;
+    if !target.writable {
+        return Err(TargetError::ReadOnly { path: path.to_path_buf(), size });
+    }
+    let available = free_bytes(file).map_err(|e| io_error("cannot read the free space", e))?;
     if size - current > available {
         if created {
-            let _ = std::fs::remove_file(path);
+            target.remove_created();
         }
         return Err(TargetError::NoSpace { path: path.to_path_buf(), needed: size - current, available });
     }

@@ -4,10 +4,11 @@
 mod device;
 mod discard;
 mod layout;
+mod opened;
 
-use std::fs::{File, OpenOptions};
+use std::fs::File;
 use std::io;
-use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
+use std::os::unix::fs::FileTypeExt;
 use std::path::{Path, PathBuf};
 
 use thiserror::Error;
@@ -16,7 +17,8 @@ pub use device::{
     backing, has_poll_queues_behind, Backing, BlockDevice, DeviceNumber, DeviceStat, QueueInfo,
 };
 pub use discard::discard;
-pub use layout::{lay_out_file, Layout};
+pub use layout::{lay_out, lay_out_file, Layout};
+pub use opened::{open_directory, set_run_flags, Access, OpenedTarget};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum TargetKind {
@@ -45,6 +47,8 @@ pub enum TargetError {
     Unsupported { path: PathBuf, what: &'static str },
     #[error("{path} needs {} more to reach --size, but its filesystem has {} free; use a smaller --size or another place", iolab_spec::Bytes(*needed), iolab_spec::Bytes(*available))]
     NoSpace { path: PathBuf, needed: u64, available: u64 },
+    #[error("{path} is shorter than the {} the run needs, and this run may only read it; give a smaller --size or --offset, or a target it may write", iolab_spec::Bytes(*size))]
+    ReadOnly { path: PathBuf, size: u64 },
     #[error("interrupted while laying out {0}")]
     Interrupted(PathBuf),
     #[error("{path}: {context}: {source}")]
@@ -57,7 +61,8 @@ pub enum TargetError {
 }
 
 impl TargetError {
-    fn from_open(path: &Path, write: bool, error: io::Error) -> Self {
+    /// An error of opening `path`, in words that say what to do.
+    pub fn from_open(path: &Path, write: bool, error: io::Error) -> Self {
         match error.raw_os_error() {
             Some(libc::ENOENT) => TargetError::NotFound(path.to_path_buf()),
             Some(libc::EACCES) | Some(libc::EPERM) | Some(libc::EROFS) => TargetError::Permission {
@@ -70,28 +75,8 @@ impl TargetError {
     }
 }
 
-/// Opens `path` for the run: read-only unless the workload writes.
-///
-/// The run's reads leave the access time alone (O_NOATIME): they are not uses of the data, and
-/// the kernel then skips the access-time check on every read (and, under `strictatime`, the
-/// metadata write it can lead to). Only the file's owner (or CAP_FOWNER) may ask for that;
-/// anyone else gets the plain open.
-pub fn open(path: &Path, write: bool, direct: bool) -> Result<File, TargetError> {
-    let open_with = |extra: libc::c_int| {
-        let mut options = OpenOptions::new();
-        options.read(true).write(write);
-        options.custom_flags(extra | if direct { libc::O_DIRECT } else { 0 });
-        options.open(path)
-    };
-    match open_with(libc::O_NOATIME) {
-        Err(e) if e.raw_os_error() == Some(libc::EPERM) => open_with(0),
-        opened => opened,
-    }
-    .map_err(|e| TargetError::from_open(path, write, e))
-}
-
 /// What kind of target `file_type` is; anything but a regular file or block device is refused.
-fn classify(path: &Path, file_type: std::fs::FileType) -> Result<TargetKind, TargetError> {
+pub fn classify(path: &Path, file_type: std::fs::FileType) -> Result<TargetKind, TargetError> {
     if file_type.is_file() {
         return Ok(TargetKind::File);
     }
@@ -106,15 +91,6 @@ fn classify(path: &Path, file_type: std::fs::FileType) -> Result<TargetKind, Tar
         "neither a file nor a block device"
     };
     Err(TargetError::Unsupported { path: path.to_path_buf(), what })
-}
-
-/// What is at `path` before it is opened: `None` when nothing is there yet.
-pub fn kind_of(path: &Path) -> Result<Option<TargetKind>, TargetError> {
-    match std::fs::metadata(path) {
-        Ok(meta) => classify(path, meta.file_type()).map(Some),
-        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
-        Err(e) => Err(TargetError::from_open(path, false, e)),
-    }
 }
 
 /// What `path` is, without changing it.

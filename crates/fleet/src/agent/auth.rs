@@ -11,7 +11,8 @@ use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 
 use super::error::{Failure, Refusal};
-use super::log::say;
+use super::refusal_log::{capped, RefusalLog, MAX_LOGGED_FIELD};
+use super::serve::ConnectionProof;
 use crate::protocol::PROTOCOL;
 
 /// The token the agent expects.
@@ -40,7 +41,12 @@ pub async fn require_token(State(token): State<Arc<Token>>, request: Request, ne
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.strip_prefix("Bearer "));
     let refusal = match offered {
-        Some(offered) if token.accepts(offered.trim()) => return next.run(request).await,
+        Some(offered) if token.accepts(offered.trim()) => {
+            if let Some(proof) = request.extensions().get::<ConnectionProof>() {
+                proof.proven();
+            }
+            return next.run(request).await;
+        }
         Some(_) => "wrong token; give the coordinator the agent's token file (--token-file)",
         None => "no token; send `Authorization: Bearer <token>` with the agent's token",
     };
@@ -54,18 +60,19 @@ pub async fn require_token(State(token): State<Arc<Token>>, request: Request, ne
 /// The header of a 401 answer that names the protocol the agent speaks.
 pub const PROTOCOL_HEADER: &str = "iolab-protocol";
 
-/// Logs every refused or failed request on one line: who, what, and why (never a body).
-pub async fn log_refusals(request: Request, next: Next) -> Response {
+/// Logs refused or failed requests, one line each: who, what, and why (never a body), every
+/// field a peer chose capped; at most a few lines a window, then a count (`RefusalLog`).
+pub async fn log_refusals(State(log): State<Arc<RefusalLog>>, request: Request, next: Next) -> Response {
     let peer = request
         .extensions()
         .get::<ConnectInfo<SocketAddr>>()
         .map_or_else(|| "?".to_string(), |c| c.0.to_string());
-    let line = format!("{} {}", request.method(), request.uri().path());
+    let line = format!("{} {}", request.method(), capped(request.uri().path(), MAX_LOGGED_FIELD));
     let response = next.run(request).await;
     let status = response.status();
     if status.is_client_error() || status.is_server_error() {
         let why = response.extensions().get::<Refusal>().map_or("", |r| r.0.as_str());
-        say!("iolab agent: refused {line} from {peer}: {} {why}", status.as_u16());
+        log.refused(|| format!("{line} from {peer}: {} {}", status.as_u16(), capped(why, MAX_LOGGED_FIELD)));
     }
     response
 }

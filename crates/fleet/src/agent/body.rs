@@ -1,6 +1,8 @@
 //! Reading a JSON request body: at most `MAX_BODY_BYTES` (413 beyond), and a message that says
 //! what was wrong with it (400). An oversized body is drained (up to a bound) before the
-//! answer, so that a client still writing it reads the 413 instead of a reset connection.
+//! answer, so that a client still writing it reads the 413 instead of a reset connection. The
+//! whole read is timed (`serve::Limits::body_read`, 408 beyond): a peer that sends a head and
+//! then trickles its body does not hold a connection for longer.
 
 use axum::body::Body;
 use axum::extract::{FromRequest, Request};
@@ -11,6 +13,7 @@ use tokio_stream::StreamExt;
 use crate::protocol::MAX_BODY_BYTES;
 
 use super::error::Failure;
+use super::serve::{BodyReadTimeout, Limits};
 
 /// How much of an oversized body is read and thrown away before answering.
 const DRAIN_BYTES: usize = 64 * MAX_BODY_BYTES;
@@ -22,7 +25,17 @@ impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for JsonBody<T> {
     type Rejection = Failure;
 
     async fn from_request(request: Request, _state: &S) -> Result<Self, Failure> {
-        let bytes = read_limited(request.into_body()).await?;
+        let limit =
+            request.extensions().get::<BodyReadTimeout>().map_or(Limits::default().body_read, |t| t.0);
+        let bytes = tokio::time::timeout(limit, read_limited(request.into_body())).await.map_err(|_| {
+            Failure::new(
+                StatusCode::REQUEST_TIMEOUT,
+                format!(
+                    "the request body took longer than {} s to arrive; send it in one go (a job file is a few KiB)",
+                    limit.as_secs()
+                ),
+            )
+        })??;
         serde_json::from_slice(&bytes).map(JsonBody).map_err(|e| {
             Failure::bad_request(format!(
                 "the request body is not the JSON this route takes ({e}); see docs/fleet.md for the {} API",

@@ -29,6 +29,11 @@ pub struct AgentConfig {
     /// `--metrics`: hears every job the agent runs, for the operator's Prometheus endpoint
     /// (served apart from the API, with no token); `None` unless asked for.
     pub metrics: Option<iolab_metrics::MetricsObserver>,
+    /// `--allow-hardlinks`: jobs may write a file with more than one hard link (another name,
+    /// possibly outside `--allow-write`, reaches the same data).
+    pub allow_hardlinks: bool,
+    /// How long reading a request may take, and how many connections may be open.
+    pub limits: super::Limits,
 }
 
 /// `--max-scratch` unless the operator says otherwise.
@@ -45,6 +50,8 @@ impl AgentConfig {
             max_lease: Duration::from_millis(MAX_LEASE_MS),
             max_scratch: DEFAULT_MAX_SCRATCH,
             metrics: None,
+            allow_hardlinks: false,
+            limits: super::Limits::default(),
         }
     }
 }

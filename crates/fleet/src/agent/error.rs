@@ -89,10 +89,18 @@ impl std::fmt::Display for Failure {
     }
 }
 
+/// The longest message an answer carries: messages quote what the peer sent (paths, names),
+/// and an answer never echoes a flood back.
+const MAX_MESSAGE: usize = 8 * 1024;
+
 impl IntoResponse for Failure {
     fn into_response(self) -> Response {
-        let mut response = (self.status, Json(ApiError { error: self.message.clone() })).into_response();
-        response.extensions_mut().insert(Refusal(self.message));
+        let message = match super::refusal_log::capped(&self.message, MAX_MESSAGE) {
+            std::borrow::Cow::Borrowed(_) => self.message,
+            std::borrow::Cow::Owned(cut) => cut,
+        };
+        let mut response = (self.status, Json(ApiError { error: message.clone() })).into_response();
+        response.extensions_mut().insert(Refusal(message));
         response
     }
 }

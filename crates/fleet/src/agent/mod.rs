@@ -3,8 +3,10 @@
 //! where the operator allowed (`--allow-write`), runs one session at a time, and stops a job
 //! whose coordinator goes silent for longer than its lease: it never runs unattended.
 //!
-//! The HTTP side is async (axum on tokio); every job runs on its session's own thread, so the
-//! engine threads stay synchronous and off the runtime.
+//! The HTTP side is async (axum routes on tokio, served by hyper over the agent's own accept
+//! loop, `serve.rs`, which times the reading of requests and limits connections); every job
+//! runs on its session's own thread, so the engine threads stay synchronous and off the runtime.
+//! Targets are opened once, when a job is checked (`targets.rs`, `open_target.rs`).
 
 mod auth;
 mod body;
@@ -13,7 +15,10 @@ mod error;
 mod live;
 mod log;
 mod netbench;
+mod open_target;
+mod refusal_log;
 mod routes;
+mod serve;
 mod session;
 mod slot;
 mod targets;
@@ -27,6 +32,7 @@ use std::time::Duration;
 pub use config::{read_token, AgentConfig, DEFAULT_LISTEN, DEFAULT_MAX_SCRATCH};
 pub use error::AgentError;
 pub use netbench::MAX_SEND_MS;
+pub use serve::Limits;
 
 use self::log::say;
 use auth::Token;
@@ -42,6 +48,7 @@ pub struct Agent {
     addr: SocketAddr,
     slot: Arc<Slot>,
     token: Arc<Token>,
+    limits: Limits,
 }
 
 impl Agent {
@@ -52,13 +59,15 @@ impl Agent {
         if config.token.trim().is_empty() {
             return Err(AgentError::NoToken);
         }
-        let allow = Arc::new(AllowList::new(&config.allow_write, config.max_scratch)?);
+        let allow = Arc::new(
+            AllowList::new(&config.allow_write, config.max_scratch)?
+                .allowing_hardlinks(config.allow_hardlinks),
+        );
         if let Some(dir) = &config.scratch_dir {
             std::env::set_current_dir(dir)
                 .map_err(|source| AgentError::ScratchDir { path: dir.clone(), source })?;
         }
-        let listener = tokio::net::TcpListener::bind(config.listen)
-            .await
+        let listener = serve::listen(config.listen)
             .map_err(|source| AgentError::Bind { addr: config.listen, source })?;
         let addr =
             listener.local_addr().map_err(|source| AgentError::Bind { addr: config.listen, source })?;
@@ -67,6 +76,7 @@ impl Agent {
             addr,
             slot: Arc::new(Slot::new(allow, config.max_lease).watched_by(config.metrics)),
             token: Arc::new(Token::new(config.token.trim().to_string())),
+            limits: config.limits,
         })
     }
 
@@ -77,19 +87,19 @@ impl Agent {
     /// Serves until `shutdown` completes, then closes any session (stopping its job and
     /// removing its scratch file).
     pub async fn serve(self, shutdown: impl Future<Output = ()> + Send + 'static) -> Result<(), AgentError> {
-        let Agent { listener, addr, slot, token } = self;
+        let Agent { listener, addr, slot, token, limits } = self;
         say!("iolab agent: listening on {addr} ({})", crate::protocol::PROTOCOL);
         let watchdog = tokio::spawn(Arc::clone(&slot).watch_leases());
-        let app =
-            routes::router(Arc::clone(&slot), token).into_make_service_with_connect_info::<SocketAddr>();
+        let log = Arc::new(refusal_log::RefusalLog::default());
+        let app = routes::router(Arc::clone(&slot), token, Arc::clone(&log));
         let (stopping_tx, stopping_rx) = tokio::sync::oneshot::channel::<()>();
-        let server = axum::serve(listener, app).with_graceful_shutdown(async move {
+        let server = serve::serve(listener, app, limits, log, async move {
             shutdown.await;
             let _ = stopping_tx.send(());
         });
         let slot_at_stop = Arc::clone(&slot);
         let outcome = tokio::select! {
-            served = server => served.map_err(AgentError::Serve),
+            () = server => Ok(()),
             () = async move {
                 if stopping_rx.await.is_ok() {
                     // Ends any live stream, so graceful shutdown can finish.

@@ -22,12 +22,24 @@ pub const MAX_SEND_MS: u64 = 30_000;
 
 const CHUNK: usize = 1 << 20;
 
+/// How much longer than the longest push the sink reads before giving up.
+const SINK_SLACK: Duration = Duration::from_secs(10);
+
 pub async fn sink(body: Body) -> Result<Json<NetMeasured>, Failure> {
     let mut stream = body.into_data_stream();
     let mut bytes = 0u64;
     let mut first: Option<Instant> = None;
     let mut last = Instant::now();
-    while let Some(chunk) = stream.next().await {
+    // A push lasts at most MAX_SEND_MS: a body still arriving well after that is not one.
+    let deadline = tokio::time::Instant::now() + Duration::from_millis(MAX_SEND_MS) + SINK_SLACK;
+    while let Some(chunk) = tokio::time::timeout_at(deadline, stream.next()).await.map_err(|_| {
+        Failure::new(
+            StatusCode::REQUEST_TIMEOUT,
+            format!(
+                "the pushed data kept coming for over {MAX_SEND_MS} ms, the longest push; run netbench again"
+            ),
+        )
+    })? {
         let chunk = chunk.map_err(|e| {
             Failure::bad_request(format!("the pushed data broke off: {e}; run netbench again"))
         })?;

@@ -20,13 +20,14 @@ use super::body::JsonBody;
 use super::error::Failure;
 use super::live;
 use super::netbench;
+use super::refusal_log::{capped, RefusalLog, MAX_LOGGED_FIELD};
 use super::session::{unix_ns, Stage};
 use super::slot::Slot;
 
 /// The longest a result request waits for the job to end.
 const MAX_RESULT_WAIT: Duration = Duration::from_secs(30);
 
-pub fn router(slot: Arc<Slot>, token: Arc<Token>) -> Router {
+pub fn router(slot: Arc<Slot>, token: Arc<Token>, log: Arc<RefusalLog>) -> Router {
     Router::new()
         .route("/v1/hello", post(hello))
         .route("/v1/sessions", post(open))
@@ -44,7 +45,7 @@ pub fn router(slot: Arc<Slot>, token: Arc<Token>) -> Router {
         .with_state(slot)
         // Outermost last: the log sees every answer, the token is checked before anything else.
         .layer(middleware::from_fn_with_state(token, require_token))
-        .layer(middleware::from_fn(log_refusals))
+        .layer(middleware::from_fn_with_state(log, log_refusals))
 }
 
 async fn hello(
@@ -54,7 +55,7 @@ async fn hello(
     if request.protocol != PROTOCOL {
         return Err(Failure::bad_request(format!(
             "this agent speaks {PROTOCOL}, the coordinator {}; run the same iolab version on both",
-            request.protocol
+            capped(&request.protocol, 64)
         )));
     }
     let read = |path: &str| std::fs::read_to_string(path).map(|s| s.trim().to_string()).unwrap_or_default();
@@ -171,11 +172,12 @@ fn bad_query(rejection: QueryRejection) -> Failure {
 }
 
 async fn unknown_path(uri: Uri) -> Failure {
-    let path = uri.path();
+    let path = capped(uri.path(), MAX_LOGGED_FIELD);
     let version = path.strip_prefix("/v").and_then(|rest| rest.split('/').next());
     match version {
         Some(v) if v != "1" && !v.is_empty() && v.bytes().all(|b| b.is_ascii_digit()) => Failure::not_found(format!(
-            "this agent speaks {PROTOCOL} (paths under /v1/), not /v{v}/; run the same iolab version on coordinator and agents"
+            "this agent speaks {PROTOCOL} (paths under /v1/), not /v{}/; run the same iolab version on coordinator and agents",
+            capped(v, 20)
         )),
         _ => Failure::not_found(format!("no route {path} in {PROTOCOL}; see docs/fleet.md for the paths")),
     }
@@ -184,6 +186,9 @@ async fn unknown_path(uri: Uri) -> Failure {
 async fn wrong_method(uri: Uri) -> Failure {
     Failure::new(
         StatusCode::METHOD_NOT_ALLOWED,
-        format!("{} does not take this method in {PROTOCOL}; see docs/fleet.md", uri.path()),
+        format!(
+            "{} does not take this method in {PROTOCOL}; see docs/fleet.md",
+            capped(uri.path(), MAX_LOGGED_FIELD)
+        ),
     )
 }

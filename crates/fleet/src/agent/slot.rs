@@ -8,11 +8,12 @@ use std::time::{Duration, Instant};
 
 use iolab_metrics::MetricsObserver;
 
-use crate::protocol::{OpenSession, SessionOpened, MAX_LEASE_MS, MIN_LEASE_MS};
+use crate::protocol::{OpenSession, SessionOpened, MAX_COORDINATOR_NAME, MAX_LEASE_MS, MIN_LEASE_MS};
 
 use super::error::Failure;
 use super::lock;
 use super::log::say;
+use super::refusal_log::capped;
 use super::session::Session;
 use super::targets::AllowList;
 
@@ -50,6 +51,14 @@ impl Slot {
     }
 
     pub fn open(&self, request: &OpenSession) -> Result<SessionOpened, Failure> {
+        // The name is logged and echoed (`Hello::session`, a busy answer): a sane one only.
+        let name = &request.coordinator;
+        if name.len() > MAX_COORDINATOR_NAME || name.chars().any(char::is_control) {
+            return Err(Failure::bad_request(format!(
+                "the coordinator name '{}' is over {MAX_COORDINATOR_NAME} bytes or holds control characters; name it by its host (e.g. its hostname and process id)",
+                capped(name, 64)
+            )));
+        }
         if !(MIN_LEASE_MS..=self.max_lease_ms).contains(&request.lease_ms) {
             return Err(Failure::bad_request(format!(
                 "lease_ms {} is outside {MIN_LEASE_MS}..={}, the leases this agent grants; ask for one inside",

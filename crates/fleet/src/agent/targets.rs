@@ -1,88 +1,120 @@
 //! What a job may touch on this host. The agent's operator decides with `--allow-write`; a
 //! coordinator cannot widen it. Paths must be absolute with no `..`, writes (and
 //! `allow_destroy`) only land under an allowed path, reads go anywhere the agent can read,
-//! and a job with no target writes only its own scratch file.
+//! and a job with no target writes only its own scratch file. Every target is opened here,
+//! once (`open_target`), and the runner works on those descriptors.
 
 use std::path::{Component, Path, PathBuf};
 
 use axum::http::StatusCode;
-use iolab_runner::SCRATCH_SIZE;
+use iolab_engine::target::open_directory;
+use iolab_runner::{OpenedTargets, SCRATCH_SIZE};
 use iolab_spec::JobSpec;
 
 use super::error::{AgentError, Failure};
+use super::open_target::{open_allowed, open_outside, Allowed, Identity, Use};
 
-/// What the operator lets jobs write: the `--allow-write` paths, as given and as resolved at
-/// startup, and the largest scratch file (`--max-scratch`).
+/// What the operator lets jobs write: the `--allow-write` paths, as given, as resolved at
+/// startup and as opened then; the largest scratch file (`--max-scratch`); and whether a file
+/// with more than one hard link may be written (`--allow-hardlinks`).
 #[derive(Debug)]
 pub struct AllowList {
-    entries: Vec<(String, PathBuf)>,
+    entries: Vec<Entry>,
     max_scratch: u64,
+    allow_hardlinks: bool,
+}
+
+#[derive(Debug)]
+struct Entry {
+    given: String,
+    canonical: PathBuf,
+    allowed: Allowed,
 }
 
 impl Default for AllowList {
     fn default() -> Self {
-        AllowList { entries: Vec::new(), max_scratch: super::config::DEFAULT_MAX_SCRATCH }
+        AllowList {
+            entries: Vec::new(),
+            max_scratch: super::config::DEFAULT_MAX_SCRATCH,
+            allow_hardlinks: false,
+        }
     }
 }
 
 impl AllowList {
-    /// Resolves each path (symbolic links, `..`); each must exist.
+    /// Resolves each path (symbolic links, `..`); each must exist. A directory is opened and
+    /// held: jobs write beneath that descriptor. A file or device is remembered by identity.
     pub fn new(paths: &[PathBuf], max_scratch: u64) -> Result<Self, AgentError> {
         let entries = paths
             .iter()
             .map(|path| {
-                let canonical = path
-                    .canonicalize()
-                    .map_err(|source| AgentError::AllowWrite { path: path.clone(), source })?;
-                Ok((path.display().to_string(), canonical))
+                let error = |source| AgentError::AllowWrite { path: path.clone(), source };
+                let canonical = path.canonicalize().map_err(error)?;
+                let meta = std::fs::metadata(&canonical).map_err(error)?;
+                let allowed = if meta.is_dir() {
+                    Allowed::Directory(open_directory(&canonical).map_err(error)?)
+                } else {
+                    Allowed::Node(Identity::of(&meta).ok_or_else(|| {
+                        error(std::io::Error::new(
+                            std::io::ErrorKind::InvalidInput,
+                            "neither a directory, a regular file nor a block device",
+                        ))
+                    })?)
+                };
+                Ok(Entry { given: path.display().to_string(), canonical, allowed })
             })
             .collect::<Result<_, AgentError>>()?;
-        Ok(AllowList { entries, max_scratch })
+        Ok(AllowList { entries, max_scratch, allow_hardlinks: false })
+    }
+
+    /// Lets jobs write files with more than one hard link (`--allow-hardlinks`).
+    pub fn allowing_hardlinks(mut self, allow: bool) -> Self {
+        self.allow_hardlinks = allow;
+        self
     }
 
     /// The paths as the operator gave them.
     pub fn given(&self) -> Vec<String> {
-        self.entries.iter().map(|(given, _)| given.clone()).collect()
+        self.entries.iter().map(|e| e.given.clone()).collect()
     }
 
-    fn allows(&self, canonical: &Path) -> bool {
-        self.entries.iter().any(|(_, allowed)| canonical.starts_with(allowed))
+    /// The allowed place `canonical` is in, and its path relative to that place.
+    fn place_of<'a>(&'a self, canonical: &'a Path) -> Option<(&'a Allowed, &'a Path)> {
+        self.entries.iter().find_map(|entry| match &entry.allowed {
+            Allowed::Directory(_) => {
+                canonical.strip_prefix(&entry.canonical).ok().map(|rel| (&entry.allowed, rel))
+            }
+            Allowed::Node(_) => (canonical == entry.canonical).then_some((&entry.allowed, Path::new(""))),
+        })
     }
 }
 
-/// Refuses a job that names a path it may not, points every target at its resolved path (so
-/// the runner opens what was checked, not whatever a symbolic link says later), drops
-/// `allow_destroy` from groups whose targets are not all under `--allow-write`, and never keeps
-/// a scratch file after its session.
-pub fn check(job: &mut JobSpec, allow: &AllowList) -> Result<(), Failure> {
+/// Refuses a job that names a path it may not, opens every target it may (the runner lays out
+/// and runs on those descriptors: a name swapped for a link afterwards changes nothing), points
+/// every target at its resolved path, drops `allow_destroy` from groups whose targets are not
+/// all under `--allow-write`, and never keeps a scratch file after its session.
+pub fn check(job: &mut JobSpec, allow: &AllowList) -> Result<OpenedTargets, Failure> {
+    let mut opened = Vec::with_capacity(job.groups.len());
     for group in &mut job.groups {
         for path in &group.target.paths {
             check_shape(path)?;
         }
+        let using = Use::of(group, allow.allow_hardlinks);
         let mut all_allowed = true;
-        let needed = group.target.offset.0 + group.target.size.map_or(0, |s| s.0);
+        let mut group_opened = Vec::with_capacity(group.target.paths.len());
         for path in &mut group.target.paths {
             let canonical = resolve(path)?;
-            let allowed = allow.allows(&canonical);
-            all_allowed &= allowed;
-            // Reading a file that is missing or shorter than the region lays it out first: a write.
-            let lays_out = match std::fs::metadata(&canonical) {
-                Ok(meta) => meta.is_file() && meta.len() < needed,
-                Err(_) => true,
+            let target = match allow.place_of(&canonical) {
+                Some((allowed, relative)) => open_allowed(allowed, relative, &canonical, &using)?,
+                None => {
+                    all_allowed = false;
+                    open_outside(&canonical, path, &using)?
+                }
             };
-            if (group.access.writes() || lays_out) && !allowed {
-                let what = if group.access.writes() { "write to" } else { "create or extend" };
-                return Err(Failure::new(
-                    StatusCode::FORBIDDEN,
-                    format!(
-                        "this agent may not {what} {}: its operator must add --allow-write {} (or a directory above it) to `iolab agent`; nothing was written",
-                        path.display(),
-                        path.display()
-                    ),
-                ));
-            }
+            group_opened.push(target);
             *path = canonical;
         }
+        opened.push(group_opened);
         if !all_allowed {
             group.target.allow_destroy = false;
         }
@@ -101,7 +133,7 @@ pub fn check(job: &mut JobSpec, allow: &AllowList) -> Result<(), Failure> {
             }
         }
     }
-    Ok(())
+    Ok(opened)
 }
 
 /// Absolute, with no `..`: a target means the same thing whatever the agent's directory.
@@ -145,95 +177,5 @@ fn resolve(path: &Path) -> Result<PathBuf, Failure> {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn job(text: &str) -> JobSpec {
-        let options = iolab_spec::jobfile::parse(text).expect("parses");
-        iolab_spec::resolve(Some(&options), &iolab_spec::Options::default()).expect("resolves").jobs.remove(0)
-    }
-
-    #[test]
-    fn relative_and_traversing_paths_are_refused() {
-        let allow = AllowList::default();
-        for target in ["data.bin", "/tmp/../etc/passwd"] {
-            let mut j = job(&format!("engine = \"null\"\ntarget = \"{target}\""));
-            let failure = check(&mut j, &allow).expect_err(target);
-            assert_eq!(failure.status, StatusCode::BAD_REQUEST, "{target}");
-        }
-    }
-
-    #[test]
-    fn writes_land_only_under_allow_write() {
-        let dir = tempfile::tempdir().expect("tempdir");
-        let inside = dir.path().join("a.bin");
-        let text = |p: &Path| {
-            format!(
-                "engine = \"null\"\nrw = \"randwrite\"\nallow_destroy = true\ntarget = \"{}\"",
-                p.display()
-            )
-        };
-        let none = AllowList::default();
-        let failure = check(&mut job(&text(&inside)), &none).expect_err("outside");
-        assert_eq!(failure.status, StatusCode::FORBIDDEN);
-        assert!(failure.message.contains("--allow-write"), "{}", failure.message);
-        let allow = AllowList::new(&[dir.path().to_path_buf()], 1 << 30).expect("exists");
-        let mut j = job(&text(&inside));
-        check(&mut j, &allow).expect("inside");
-        assert!(j.groups[0].target.allow_destroy);
-        std::fs::write(&inside, [0u8; 4096]).expect("file");
-        let mut read =
-            job(&format!("engine = \"null\"\nallow_destroy = true\ntarget = \"{}\"", inside.display()));
-        check(&mut read, &none).expect("reads go anywhere");
-        assert!(!read.groups[0].target.allow_destroy);
-    }
-
-    /// A read of a missing or short file would lay it out: a write, refused outside the list.
-    #[test]
-    fn reads_that_would_create_or_extend_a_file_count_as_writes() {
-        let dir = tempfile::tempdir().expect("tempdir");
-        let none = AllowList::default();
-        let missing = dir.path().join("new.bin");
-        let mut j = job(&format!("engine = \"null\"\nsize = \"8m\"\ntarget = \"{}\"", missing.display()));
-        let failure = check(&mut j, &none).expect_err("creates");
-        assert_eq!(failure.status, StatusCode::FORBIDDEN);
-        assert!(failure.message.contains("create or extend"), "{}", failure.message);
-        let short = dir.path().join("short.bin");
-        std::fs::write(&short, [0u8; 4096]).expect("file");
-        let mut j = job(&format!("engine = \"null\"\nsize = \"8m\"\ntarget = \"{}\"", short.display()));
-        assert_eq!(check(&mut j, &none).expect_err("extends").status, StatusCode::FORBIDDEN);
-        let mut j = job(&format!("engine = \"null\"\nsize = \"4k\"\ntarget = \"{}\"", short.display()));
-        check(&mut j, &none).expect("a read within the file");
-        assert!(!missing.exists() && std::fs::metadata(&short).expect("file").len() == 4096);
-    }
-
-    /// A scratch file beyond --max-scratch is refused; one within it is allowed.
-    #[test]
-    fn scratch_files_stay_within_max_scratch() {
-        let allow = AllowList::new(&[], 1 << 30).expect("no paths");
-        let mut big = job("engine = \"null\"\nsize = \"2g\"");
-        let failure = check(&mut big, &allow).expect_err("too big");
-        assert_eq!(failure.status, StatusCode::FORBIDDEN);
-        assert!(failure.message.contains("--max-scratch"), "{}", failure.message);
-        check(&mut job("engine = \"null\"\nsize = \"512m\""), &allow).expect("within");
-        check(&mut job("engine = \"null\""), &allow).expect("the default 1 GiB");
-    }
-
-    /// A dangling link is refused; a link to a file is replaced by the file it names.
-    #[test]
-    fn links_are_resolved_before_anything_is_opened() {
-        let dir = tempfile::tempdir().expect("tempdir");
-        let allow = AllowList::new(&[dir.path().to_path_buf()], 1 << 30).expect("exists");
-        let dangling = dir.path().join("dangling");
-        std::os::unix::fs::symlink("/nonexistent-iolab-test/x", &dangling).expect("symlink");
-        let mut j = job(&format!("engine = \"null\"\nrw = \"write\"\ntarget = \"{}\"", dangling.display()));
-        assert_eq!(check(&mut j, &allow).expect_err("dangling").status, StatusCode::BAD_REQUEST);
-        let real = dir.path().join("real.bin");
-        std::fs::write(&real, [0u8; 4096]).expect("file");
-        let link = dir.path().join("link");
-        std::os::unix::fs::symlink(&real, &link).expect("symlink");
-        let mut j = job(&format!("engine = \"null\"\nsize = \"4k\"\ntarget = \"{}\"", link.display()));
-        check(&mut j, &allow).expect("a link to a file");
-        assert_eq!(j.groups[0].target.paths, [real.canonicalize().expect("exists")]);
-    }
-}
+#[path = "targets_tests.rs"]
+mod tests;

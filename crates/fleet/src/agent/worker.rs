@@ -124,7 +124,8 @@ fn prepare<'a>(
 ) -> Result<(JobSpec, Vec<Vec<PreparedTarget>>, Prepared), Failure> {
     // The one way the agent builds a `JobSpec`: job-file text, parsed and validated as a user's.
     let mut job = iolab_spec::wire::job_from_text(text).map_err(|e| Failure::bad_request(e.to_string()))?;
-    targets::check(&mut job, allow)?;
+    // Every target is opened here, once; the lab lays out and runs on these descriptors.
+    let targets = targets::check(&mut job, allow)?;
     let mut observer = LiveObserver { log, intervals: Vec::new(), notes: Vec::new() };
     let need = scratch_need(&job);
     // A lab with the same scratch file is kept (laying out 1 GiB per job would dominate a
@@ -139,7 +140,7 @@ fn prepare<'a>(
         *lab = Some((opened, need));
     }
     let Some((lab, _)) = lab.as_mut() else { return Err(Failure::internal("no lab after opening one")) };
-    let opened = lab.prepare(&job, &mut observer).map_err(|e| failure_of(&e))?;
+    let opened = lab.prepare_opened(&job, targets, &mut observer).map_err(|e| failure_of(&e))?;
     let targets = opened.iter().flatten().map(|t| t.path.display().to_string()).collect();
     Ok((job, opened, Prepared { targets, notes: observer.notes }))
 }

@@ -61,6 +61,9 @@ impl AgentClient {
         let http: ureq::Agent = ureq::Agent::config_builder()
             .timeout_global(Some(CALL_TIMEOUT))
             .timeout_connect(Some(CONNECT_TIMEOUT))
+            // An agent closes a connection idle for its header-read timeout (10 s): reuse
+            // only younger ones, so no request goes out on a connection being closed.
+            .max_idle_age(Duration::from_secs(5))
             .http_status_as_error(false)
             .build()
             .into();
