@@ -20,7 +20,9 @@ fuzz_target!(|data: &[u8]| {
     for job in &plan.jobs {
         let sent = match wire::job_file_text(job) {
             Ok(sent) => sent,
-            Err(e) => panic!("job '{}' resolved from a job file cannot travel: {e}\n--- file:\n{text}", job.name),
+            Err(e) => {
+                panic!("job '{}' resolved from a job file cannot travel: {e}\n--- file:\n{text}", job.name)
+            }
         };
         if let Err(e) = wire::job_from_text(&sent) {
             panic!("the agent refuses what was sent: {e}\n--- sent:\n{sent}");
