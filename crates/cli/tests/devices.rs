@@ -89,9 +89,17 @@ fn buffered_reads_of_a_cached_file_measure_the_page_cache() {
     assert!(out.status.success(), "{}", stderr(&out));
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.contains(&format!("\n  device {device}: ")), "{text}");
-    assert!(text.contains("\nBottleneck: page cache — The page cache served this buffered I/O"), "{text}");
+    // The verdict's own rule defers to a machine whose cores were busy mostly with other
+    // work (as when the whole suite runs beside other jobs): then it must say so instead.
+    let busy_elsewhere = text.contains("\nBottleneck: undetermined — The machine's ")
+        && text.contains("busy, mostly outside iolab");
+    assert!(
+        busy_elsewhere || text.contains("\nBottleneck: page cache — The page cache served this buffered I/O"),
+        "{text}"
+    );
     let tail = text.lines().skip_while(|l| !l.starts_with("Bottleneck:")).nth(1).unwrap_or_default();
-    assert!(tail.starts_with("    the job read "), "evidence follows, indented: {text}");
+    let evidence = if busy_elsewhere { "    cores busy " } else { "    the job read " };
+    assert!(tail.starts_with(evidence), "evidence follows, indented: {text}");
 }
 
 #[test]

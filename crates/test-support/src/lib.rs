@@ -50,7 +50,7 @@ impl Missing {
 /// Records that the running test (or a part of it) is skipped because `Missing` is missing,
 /// with the reason as `format!` arguments. The caller returns right after.
 ///
-/// ```ignore
+/// ```text
 /// if !is_root() {
 ///     return iolab_test_support::skip!(Missing::Root, "needs root to mount a tmpfs");
 /// }

@@ -35,15 +35,21 @@ pub fn iolab_via(program: &str, args: &[&str]) -> Command {
 }
 
 /// The tests' HOME: a directory of the target dir, shared by the tests and never the user's.
+/// One per user, as the database: a suite once run with sudo leaves root's behind.
 pub fn test_home() -> PathBuf {
-    let home = Path::new(env!("CARGO_TARGET_TMPDIR")).join("test-home");
+    let home = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("test-home-{}", euid()));
     std::fs::create_dir_all(&home).expect("the tests' home");
     home
 }
 
 /// The database the tests' runs are kept in, unless a test names its own with --db.
 pub fn test_db() -> PathBuf {
-    Path::new(env!("CARGO_TARGET_TMPDIR")).join("tests-results.db")
+    Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("tests-results-{}.db", euid()))
+}
+
+fn euid() -> u32 {
+    // SAFETY: geteuid has no preconditions.
+    unsafe { libc::geteuid() }
 }
 
 fn isolate(command: &mut Command) {
