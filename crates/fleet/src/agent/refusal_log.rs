@@ -7,6 +7,8 @@ use std::borrow::Cow;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
+use iolab_stats::format::thousands;
+
 use super::lock;
 use super::log::say;
 
@@ -78,7 +80,7 @@ impl RefusalLog {
         (unlogged > 0).then(|| {
             format!(
                 "... and {} more refused requests in the last {} s (not logged one by one)",
-                thousands(unlogged),
+                thousands(unlogged as f64),
                 WINDOW.as_secs()
             )
         })
@@ -108,20 +110,7 @@ pub fn capped(text: &str, max: usize) -> Cow<'_, str> {
     if end == text.len() {
         return Cow::Owned(head);
     }
-    Cow::Owned(format!("{head}… ({} more bytes)", thousands((text.len() - end) as u64)))
-}
-
-/// 1993 as "1,993".
-fn thousands(n: u64) -> String {
-    let digits = n.to_string();
-    let mut out = String::with_capacity(digits.len() + digits.len() / 3);
-    for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i) % 3 == 0 {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
+    Cow::Owned(format!("{head}… ({} more bytes)", thousands((text.len() - end) as f64)))
 }
 
 #[cfg(test)]
