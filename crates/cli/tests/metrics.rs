@@ -7,7 +7,7 @@
 mod common;
 
 use std::collections::BTreeMap;
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -114,26 +114,10 @@ fn start(dir: &Path, args: &[&str]) -> Served {
         .stderr(Stdio::piped())
         .spawn()
         .expect("iolab starts");
-    let mut lines = BufReader::new(child.stderr.take().expect("stderr"));
-    let log = Arc::new(Mutex::new(String::new()));
-    let mut line = String::new();
-    let address = loop {
-        line.clear();
-        if lines.read_line(&mut line).unwrap_or(0) == 0 {
-            panic!("iolab ended before it served metrics: {}", log.lock().expect("log"));
-        }
-        log.lock().expect("log").push_str(&line);
-        if let Some(rest) = line.split("metrics on http://").nth(1) {
-            break rest.trim().trim_end_matches("/metrics").to_string();
-        }
-    };
-    let gathered = log.clone();
-    std::thread::spawn(move || {
-        let mut line = String::new();
-        while lines.read_line(&mut line).unwrap_or(0) > 0 {
-            gathered.lock().expect("log").push_str(&line);
-            line.clear();
-        }
+    let (address, log) = common::follow_stderr(&mut child, "it served metrics", |line| {
+        line.split("metrics on http://")
+            .nth(1)
+            .map(|rest| rest.trim().trim_end_matches("/metrics").to_string())
     });
     Served { child, address, log }
 }

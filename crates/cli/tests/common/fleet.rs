@@ -1,7 +1,7 @@
 //! Agents for the fleet tests: real `iolab agent` processes on loopback ports (or inside network
 //! namespaces), a token file, and a bare HTTP client to ask an agent how it is.
 
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -46,31 +46,13 @@ impl Agent {
             .stderr(Stdio::piped())
             .spawn()
             .expect("the agent starts");
-        let mut lines = BufReader::new(child.stderr.take().expect("stderr"));
-        let log = std::sync::Arc::new(std::sync::Mutex::new(String::new()));
-        let mut address = None;
-        let mut line = String::new();
-        while address.is_none() {
-            line.clear();
-            if lines.read_line(&mut line).unwrap_or(0) == 0 {
-                panic!("the agent ended before it listened: {}", log.lock().expect("log"));
-            }
-            log.lock().expect("log").push_str(&line);
-            address = line
-                .split("listening on ")
+        let (address, log) = super::follow_stderr(&mut child, "it listened", |line| {
+            line.split("listening on ")
                 .nth(1)
                 .and_then(|rest| rest.split_whitespace().next())
-                .map(String::from);
-        }
-        let gathered = log.clone();
-        std::thread::spawn(move || {
-            let mut line = String::new();
-            while lines.read_line(&mut line).unwrap_or(0) > 0 {
-                gathered.lock().expect("log").push_str(&line);
-                line.clear();
-            }
+                .map(String::from)
         });
-        Agent { child, address: address.expect("found"), log }
+        Agent { child, address, log }
     }
 
     pub fn log(&self) -> String {

@@ -270,3 +270,36 @@ impl Drop for ZramDevice {
         );
     }
 }
+
+/// Reads `child`'s stderr until a line gives what `find` looks for (an address it printed),
+/// then keeps gathering the rest on a thread; returns what was found and the whole log so far
+/// and to come. Panics, with the log, if stderr ends first (`waiting_for` says for what).
+pub fn follow_stderr(
+    child: &mut std::process::Child,
+    waiting_for: &str,
+    find: impl Fn(&str) -> Option<String>,
+) -> (String, std::sync::Arc<std::sync::Mutex<String>>) {
+    use std::io::{BufRead, BufReader};
+    let mut lines = BufReader::new(child.stderr.take().expect("stderr"));
+    let log = std::sync::Arc::new(std::sync::Mutex::new(String::new()));
+    let mut line = String::new();
+    let found = loop {
+        line.clear();
+        if lines.read_line(&mut line).unwrap_or(0) == 0 {
+            panic!("iolab ended before {waiting_for}: {}", log.lock().expect("log"));
+        }
+        log.lock().expect("log").push_str(&line);
+        if let Some(found) = find(&line) {
+            break found;
+        }
+    };
+    let gathered = log.clone();
+    std::thread::spawn(move || {
+        let mut line = String::new();
+        while lines.read_line(&mut line).unwrap_or(0) > 0 {
+            gathered.lock().expect("log").push_str(&line);
+            line.clear();
+        }
+    });
+    (found, log)
+}
