@@ -86,8 +86,7 @@ impl Recording {
     /// The output file is checked first: nothing is recorded or run for an output that would
     /// destroy a target or the database.
     pub fn start(args: &StoreArgs, kind: &str, plan: &RunPlan) -> Result<Recording, ExitCode> {
-        let targets: Vec<PathBuf> = target_paths(&plan.jobs).into_iter().map(PathBuf::from).collect();
-        session::check_output(plan.output.path.as_deref(), &targets, args)?;
+        session::check_output(plan.output.path.as_deref(), &plan.jobs, args)?;
         Recording::start_covering(args, kind, plan, fingerprint_paths(&plan.jobs))
     }
 

@@ -1,7 +1,7 @@
 //! What every measuring command shares: stop signals, running a plan with a progress line,
 //! writing the output where the user asked, warnings on stderr, and the exit code.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::ExitCode;
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
@@ -74,11 +74,12 @@ pub fn error_code(error: &RunError) -> u8 {
     }
 }
 
-/// Refuses, before anything runs, an output file that would destroy something: one of
-/// `targets`, the results database `store` names, a device or a directory (`output_file`).
-pub fn check_output(output: Option<&Path>, targets: &[PathBuf], store: &StoreArgs) -> Result<(), ExitCode> {
+/// Refuses, before anything runs, an output file that would destroy something: a target of
+/// `jobs`, the results database `store` names, a device or a directory (`output_file`).
+pub fn check_output(output: Option<&Path>, jobs: &[JobSpec], store: &StoreArgs) -> Result<(), ExitCode> {
     let Some(path) = output else { return Ok(()) };
-    let mut protected = targets.iter().fold(Protected::default(), |p, target| p.target(target));
+    let targets = jobs.iter().flat_map(|job| &job.groups).flat_map(|group| &group.target.paths);
+    let mut protected = targets.fold(Protected::default(), |p, target| p.target(target));
     if let Ok(db) = store.path() {
         protected = protected.database(&db);
     }

@@ -149,9 +149,7 @@ fn stored_figures(point: &Point) -> PointFigures {
 /// in order (a point cut short is dropped and measured again); without one, starts a new run.
 fn resume(store: &StoreArgs, plan: &RunPlan) -> Result<(Recording, Vec<Point>), ExitCode> {
     let fail = |e: iolab_store::StoreError| exit::fail(crate::recording::code(&e), &e.to_string());
-    let targets: Vec<_> =
-        plan.jobs.iter().flat_map(|j| &j.groups).flat_map(|g| g.target.paths.clone()).collect();
-    crate::session::check_output(plan.output.path.as_deref(), &targets, store)?;
+    crate::session::check_output(plan.output.path.as_deref(), &plan.jobs, store)?;
     let mut db = store.open()?;
     let plan_json = serde_json::to_value(&plan.jobs).unwrap_or_default();
     let Some(run) = db.resumable("sweep", &plan_json).map_err(fail)? else {
