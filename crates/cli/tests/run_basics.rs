@@ -20,7 +20,7 @@ fn null_engine_json_has_every_documented_figure() {
     let out = run_null(dir.path(), &["--runtime", "1s", "--ramp", "200ms", "--slo", "500us"]);
     assert!(out.status.success(), "{}", stderr(&out));
     let report = json(&out);
-    assert_eq!(report["schema"], "iolab.run/2");
+    assert_eq!(report["schema"], "iolab.run/3");
     let job = &report["jobs"][0];
     assert_eq!(job["stop_reason"], "runtime");
     let measured = job["measured_s"].as_f64().expect("measured_s");

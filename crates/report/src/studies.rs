@@ -19,7 +19,7 @@ pub const SCALE_SCHEMA: &str = "iolab.scale/1";
 struct Study<'a, T: Serialize> {
     schema: &'static str,
     summary: &'a T,
-    /// Every job of the study in full (schema iolab.run/2).
+    /// Every job of the study in full (schema iolab.run/3).
     run: &'a RunReport,
 }
 

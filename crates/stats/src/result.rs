@@ -9,7 +9,7 @@ use crate::interval::IntervalStats;
 use crate::threads::ThreadClassCpu;
 
 /// Name and version of the JSON schema of `RunReport`.
-pub const SCHEMA: &str = "iolab.run/2";
+pub const SCHEMA: &str = "iolab.run/3";
 
 #[derive(Debug, Clone, Serialize)]
 pub struct RunReport {
