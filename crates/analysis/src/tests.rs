@@ -85,6 +85,8 @@ impl Synth {
             user_s,
             system_s: seconds - user_s,
             busiest_thread_pct: busiest_pct,
+            runqueue_wait_s: 0.0,
+            busiest_demand_pct: busiest_pct,
         });
         self
     }
@@ -138,6 +140,7 @@ impl Synth {
             },
             errors: ErrorReport::default(),
             notes: Vec::new(),
+            machine: None,
             devices: Vec::new(),
             verdict: Verdict {
                 cause: Bottleneck::Undetermined,
@@ -201,6 +204,7 @@ fn group(name: &str, targets: &[(String, f64)], synth: &Synth) -> GroupResult {
         access: "randread".into(),
         engine: "uring".into(),
         engine_setup: synth.engine_setup.clone(),
+        direct: true,
         qd: 32,
         workers: 1,
         threads: 1,

@@ -67,7 +67,15 @@ fn thread_class(
     system_s: f64,
     busiest_pct: f64,
 ) -> ThreadClassCpu {
-    ThreadClassCpu { class, threads, user_s, system_s, busiest_thread_pct: busiest_pct }
+    ThreadClassCpu {
+        class,
+        threads,
+        user_s,
+        system_s,
+        busiest_thread_pct: busiest_pct,
+        runqueue_wait_s: 0.0,
+        busiest_demand_pct: busiest_pct,
+    }
 }
 
 fn base() -> JobResult {
@@ -80,6 +88,7 @@ fn base() -> JobResult {
         access: "4KiB random read".into(),
         engine: "uring".into(),
         engine_setup: vec!["single_issuer".into()],
+        direct: true,
         qd: 32,
         workers: 1,
         threads: 1,
@@ -117,6 +126,7 @@ fn base() -> JobResult {
         },
         errors: ErrorReport::default(),
         notes: Vec::new(),
+        machine: None,
         devices: vec![device("vdb", 50.0, 8.0)],
         verdict: Verdict { cause: Bottleneck::Undetermined, summary: String::new(), evidence: Vec::new() },
         histograms: Default::default(),

@@ -175,6 +175,8 @@ pub fn merge(job: &JobSpec, parts: &[HostPart], link_mb_s: &[Option<f64>]) -> Re
                 })
             })
             .collect(),
+        // Each host's machine is its own: it stays with the host (fleet.hosts[].machine).
+        machine: None,
         verdict: Verdict {
             cause: iolab_stats::result::Bottleneck::Undetermined,
             summary: String::new(),
@@ -257,6 +259,7 @@ fn merge_group(
             .filter(|s| groups.iter().all(|group| group.engine_setup.contains(s)))
             .cloned()
             .collect(),
+        direct: first.direct,
         qd: first.qd,
         workers: groups.iter().map(|group| group.workers).sum(),
         threads: groups.iter().map(|group| group.threads).sum(),
@@ -357,6 +360,7 @@ fn host_result(part: &HostPart, earliest_ns: u64, link: Option<&Option<f64>>) ->
                 cpu: result.cpu.clone(),
                 errors: result.errors.count,
                 devices: result.devices.clone(),
+                machine: result.machine.clone(),
                 verdict: Some(result.verdict.clone()),
                 link_mb_s,
             }
@@ -403,6 +407,7 @@ fn host_result(part: &HostPart, earliest_ns: u64, link: Option<&Option<f64>>) ->
                 cpu: Default::default(),
                 errors: 0,
                 devices: Vec::new(),
+                machine: None,
                 verdict: None,
                 link_mb_s,
             }

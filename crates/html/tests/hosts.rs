@@ -59,6 +59,7 @@ fn host(name: &str, hostname: &str, iops: f64) -> HostResult {
         cpu: CpuReport { us_per_io: 4.25, ..Default::default() },
         errors: 0,
         devices: Vec::new(),
+        machine: None,
         verdict: Some(Verdict {
             cause: Bottleneck::SubmittingCpu,
             summary: "a worker was 99% busy".into(),

@@ -10,12 +10,14 @@ use std::time::Duration;
 
 use iolab_spec::Nanos;
 use iolab_stats::cpu::{MachineCpu, ProcessCpu};
+use iolab_stats::machine::MachineReport;
 use iolab_stats::result::{DeviceActivity, SeriesPoint, StopReason};
 use iolab_stats::threads::{ThreadClassCpu, ThreadCpuTracker};
 use iolab_stats::IntervalStats;
 
 use crate::devices::{DeviceSnapshot, JobDevices};
 use crate::lane::{Heartbeat, LaneEvent, LaneRate, KEPT_ERRORS};
+use crate::machine_watch::MachineWatch;
 use crate::observer::{IntervalDetail, Observer, Phase, ProgressUpdate};
 use crate::shared::{Shared, CPU_SAMPLE_NS};
 
@@ -54,6 +56,8 @@ pub struct Collected {
     pub threads: Vec<ThreadClassCpu>,
     /// The devices behind the targets over the measured window.
     pub devices: Vec<DeviceActivity>,
+    /// The whole machine over the measured window.
+    pub machine: Option<MachineReport>,
     /// Lanes that never finished (stuck in the kernel); their threads must not be joined.
     pub abandoned: Vec<usize>,
     /// Per lane, how an open-loop lane kept to its schedule; `None` in closed loop, or when the
@@ -78,6 +82,8 @@ pub struct Collector<'a> {
     /// Per-thread CPU over the measured window, sampled once per interval so that threads
     /// that exit mid-window (idle io-wq workers) are still counted.
     thread_cpu: Option<ThreadCpuTracker>,
+    /// Every thread of the machine, sampled like `thread_cpu`.
+    machine: Option<MachineWatch>,
     devices: &'a JobDevices,
     device_start: Option<DeviceSnapshot>,
     job_name: &'a str,
@@ -129,6 +135,7 @@ impl<'a> Collector<'a> {
                 machine_busy_pct: Vec::new(),
                 threads: Vec::new(),
                 devices: Vec::new(),
+                machine: None,
                 abandoned: Vec::new(),
                 lane_rates: (0..lanes).map(|_| None).collect(),
             },
@@ -136,6 +143,7 @@ impl<'a> Collector<'a> {
             cpu_start: None,
             cpu_done: false,
             thread_cpu: None,
+            machine: None,
             devices,
             device_start: None,
             job_name,
@@ -170,6 +178,9 @@ impl<'a> Collector<'a> {
                 last_thread_sample = now;
                 if let Some(tracker) = self.thread_cpu.as_mut() {
                     let _ = tracker.update();
+                }
+                if let Some(machine) = self.machine.as_mut() {
+                    machine.sample(now);
                 }
             }
             let wait = self.next_deadline(now).saturating_sub(now).min(TICK.as_nanos() as u64);
@@ -223,6 +234,7 @@ impl<'a> Collector<'a> {
         if self.cpu_start.is_none() && now >= self.shared.measure_start_ns && now < window_end {
             self.cpu_start = ProcessCpu::now().ok().zip(MachineCpu::now().ok());
             self.thread_cpu = ThreadCpuTracker::start().ok();
+            self.machine = MachineWatch::start(self.shared.now_ns());
             if !self.devices.is_empty() {
                 self.device_start = Some(self.devices.snapshot(self.shared.now_ns()));
             }
@@ -232,9 +244,12 @@ impl<'a> Collector<'a> {
             if let Some(start) = &self.device_start {
                 self.out.devices = self.devices.activity(start, &self.devices.snapshot(self.shared.now_ns()));
             }
+            let window = Nanos(window_end.saturating_sub(self.shared.measure_start_ns));
             if let Some(tracker) = self.thread_cpu.take() {
-                let window = Nanos(window_end.saturating_sub(self.shared.measure_start_ns));
                 self.out.threads = tracker.finish(window).unwrap_or_default();
+            }
+            if let Some(machine) = self.machine.take() {
+                self.out.machine = Some(machine.finish(self.shared.now_ns(), window, &self.out.threads));
             }
             if let (Some((process, machine)), Ok(process_end), Ok(machine_end)) =
                 (&self.cpu_start, ProcessCpu::now(), MachineCpu::now())

@@ -217,6 +217,7 @@ fn assemble(
                 engine_setup: setups
                     .get(first_lane)
                     .map_or_else(Vec::new, |s| s.iter().map(|name| name.to_string()).collect()),
+                direct: group.target.direct,
                 qd: group.qd,
                 workers: group.workers,
                 threads: group.threads(),
@@ -321,6 +322,7 @@ fn assemble(
         errors,
         notes: notes(job, targets, lane_group, setups),
         devices: collected.devices,
+        machine: collected.machine,
         verdict: Verdict { cause: Bottleneck::Undetermined, summary: String::new(), evidence: Vec::new() },
         fleet: None,
         histograms: all,

@@ -10,6 +10,7 @@ mod job;
 mod lab;
 mod lane;
 mod leftovers;
+mod machine_watch;
 mod observer;
 mod prepare;
 mod remote;

@@ -4,6 +4,8 @@
 
 use std::io;
 
+use serde::{Deserialize, Serialize};
+
 /// User and system time of the whole process so far.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct ProcessCpu {
@@ -48,11 +50,15 @@ fn vm_hwm_bytes(status: &str) -> Option<u64> {
     (words.next() == Some("kB")).then_some(kib * 1024)
 }
 
-/// Busy and total ticks of each core.
+/// Each core's tick counters from /proc/stat: user, nice, system, idle, iowait, irq, softirq,
+/// steal (guest time is inside user and so not counted twice).
 #[derive(Debug, Clone, Default)]
 pub struct MachineCpu {
-    cores: Vec<(u64, u64)>,
+    cores: Vec<[u64; 8]>,
 }
+
+const IDLE: usize = 3;
+const IOWAIT: usize = 4;
 
 impl MachineCpu {
     pub fn now() -> io::Result<Self> {
@@ -60,36 +66,80 @@ impl MachineCpu {
         Ok(Self::parse(&text))
     }
 
-    fn parse(stat: &str) -> Self {
+    pub fn parse(stat: &str) -> Self {
         let cores = stat
             .lines()
             .filter(|l| l.starts_with("cpu") && l.as_bytes().get(3).is_some_and(u8::is_ascii_digit))
             .map(|line| {
-                let ticks: Vec<u64> =
-                    line.split_whitespace().skip(1).filter_map(|v| v.parse().ok()).collect();
-                // user nice system idle iowait irq softirq steal (guest time is inside user).
-                let total: u64 = ticks.iter().take(8).sum();
-                let idle = ticks.get(3).copied().unwrap_or(0) + ticks.get(4).copied().unwrap_or(0);
-                (total - idle, total)
+                let mut ticks = [0u64; 8];
+                for (slot, value) in ticks.iter_mut().zip(line.split_whitespace().skip(1)) {
+                    *slot = value.parse().unwrap_or(0);
+                }
+                ticks
             })
             .collect();
         MachineCpu { cores }
     }
 
-    /// Busy share (0..100) of each core between `earlier` and `self`.
+    /// Busy share (0..100) of each core between `earlier` and `self`: everything but idle and
+    /// iowait.
     pub fn busy_pct_since(&self, earlier: &MachineCpu) -> Vec<f64> {
+        self.breakdown_since(earlier).iter().map(CpuBreakdown::busy_pct).collect()
+    }
+
+    /// How each core spent the time between `earlier` and `self`.
+    pub fn breakdown_since(&self, earlier: &MachineCpu) -> Vec<CpuBreakdown> {
         self.cores
             .iter()
             .zip(&earlier.cores)
-            .map(|(&(busy, total), &(busy0, total0))| {
-                let total = total.saturating_sub(total0);
-                if total == 0 {
-                    0.0
-                } else {
-                    100.0 * busy.saturating_sub(busy0) as f64 / total as f64
+            .enumerate()
+            .map(|(cpu, (now, then))| {
+                let delta: Vec<u64> = now.iter().zip(then).map(|(a, b)| a.saturating_sub(*b)).collect();
+                let total: u64 = delta.iter().sum();
+                let pct = |i: usize| if total == 0 { 0.0 } else { 100.0 * delta[i] as f64 / total as f64 };
+                CpuBreakdown {
+                    cpu: cpu as u32,
+                    user_pct: pct(0),
+                    nice_pct: pct(1),
+                    system_pct: pct(2),
+                    idle_pct: if total == 0 { 100.0 } else { pct(IDLE) },
+                    iowait_pct: pct(IOWAIT),
+                    irq_pct: pct(5),
+                    softirq_pct: pct(6),
+                    steal_pct: pct(7),
                 }
             })
             .collect()
+    }
+}
+
+/// How one core spent a window, each a share of it (0..100; together 100).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct CpuBreakdown {
+    pub cpu: u32,
+    pub user_pct: f64,
+    pub nice_pct: f64,
+    pub system_pct: f64,
+    /// Hardware interrupt handlers.
+    pub irq_pct: f64,
+    /// Softirqs (block completions, network receive), inline or in ksoftirqd.
+    pub softirq_pct: f64,
+    /// Idle with I/O outstanding: idle time, not busy.
+    pub iowait_pct: f64,
+    /// Time the hypervisor ran something else while this virtual CPU wanted to run.
+    pub steal_pct: f64,
+    pub idle_pct: f64,
+}
+
+impl CpuBreakdown {
+    /// Busy share: everything but idle and iowait (steal included: the CPU was wanted).
+    pub fn busy_pct(&self) -> f64 {
+        (100.0 - self.idle_pct - self.iowait_pct).max(0.0)
+    }
+
+    /// Interrupt work: hardirq and softirq together.
+    pub fn interrupts_pct(&self) -> f64 {
+        self.irq_pct + self.softirq_pct
     }
 }
 
@@ -106,6 +156,20 @@ mod tests {
             "cpu  9 9 9 9 9 0 0 0\ncpu0 40 0 20 130 10 0 0 0 0 0\ncpu1 0 0 0 200 0 0 0 0\n",
         );
         assert_eq!(after.busy_pct_since(&before), vec![40.0, 0.0]);
+    }
+
+    #[test]
+    fn per_core_breakdown_with_interrupts_and_steal() {
+        let before = MachineCpu::parse("cpu0 0 0 0 0 0 0 0 0\ncpu1 0 0 0 0 0 0 0 0\n");
+        let after = MachineCpu::parse("cpu0 10 5 20 30 5 10 15 5 0 0\ncpu1 0 0 0 0 0 0 0 0\n");
+        let cores = after.breakdown_since(&before);
+        let cpu0 = cores[0];
+        assert_eq!((cpu0.user_pct, cpu0.nice_pct, cpu0.system_pct), (10.0, 5.0, 20.0));
+        assert_eq!((cpu0.idle_pct, cpu0.iowait_pct), (30.0, 5.0));
+        assert_eq!((cpu0.irq_pct, cpu0.softirq_pct, cpu0.steal_pct), (10.0, 15.0, 5.0));
+        assert_eq!((cpu0.busy_pct(), cpu0.interrupts_pct()), (65.0, 25.0));
+        // No tick at all on a core: idle, not busy.
+        assert_eq!((cores[1].cpu, cores[1].busy_pct()), (1, 0.0));
     }
 
     #[test]

@@ -4,6 +4,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::machine::MachineReport;
 use crate::result::{CpuReport, DeviceActivity, OpSummary, SeriesPoint, Verdict};
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -50,6 +51,9 @@ pub struct HostResult {
     pub cpu: CpuReport,
     pub errors: u64,
     pub devices: Vec<DeviceActivity>,
+    /// The host's whole machine over its window: CPU by owner, cores, interrupts.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub machine: Option<MachineReport>,
     /// What limited this host on its own.
     pub verdict: Option<Verdict>,
     /// The host's measured network throughput (`iolab fleet --netbench`), 10^6 bytes/s.

@@ -6,6 +6,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::fleet::FleetReport;
 use crate::interval::IntervalStats;
+use crate::machine::MachineReport;
 use crate::threads::ThreadClassCpu;
 
 /// Name and version of the JSON schema of `RunReport`.
@@ -78,6 +79,11 @@ pub struct JobResult {
     /// The block devices behind the job's targets, one per distinct device, over the measured
     /// window; empty when no target has one (tmpfs) or the window never opened.
     pub devices: Vec<DeviceActivity>,
+    /// The whole machine over the measured window: CPU by owner (iolab's thread classes, kernel
+    /// threads by what they serve, other processes), each core's time, interrupts. `None` when
+    /// it was not sampled (the window never opened, or results of iolab.run/2).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub machine: Option<MachineReport>,
     /// What limited the job, with the figures that show it.
     pub verdict: Verdict,
     /// A job run across a fleet: each host's share, the start skew, the network.
@@ -87,6 +93,10 @@ pub struct JobResult {
     /// result can be merged again later. Not part of the run schema (the summaries are).
     #[serde(skip)]
     pub histograms: IntervalStats,
+}
+
+fn direct_by_default() -> bool {
+    true
 }
 
 /// The spec of a deserialized `JobResult` until its reader sets the one it ran: the default job.
@@ -108,6 +118,9 @@ pub struct GroupResult {
     /// What the kernel granted the engine, e.g. ["single_issuer", "defer_taskrun",
     /// "fixed_files", "fixed_buffers"] for a tuned io_uring; empty for psync and null.
     pub engine_setup: Vec<String>,
+    /// O_DIRECT (the default); false when the group went through the page cache (--buffered).
+    #[serde(default = "direct_by_default")]
+    pub direct: bool,
     pub qd: u32,
     pub workers: u32,
     /// Threads that issued I/O (workers x QD for a synchronous engine).

@@ -91,6 +91,14 @@ pub struct ThreadClassCpu {
     /// CPU of the class's busiest thread as a share of the window's wall time, 0..100: "a worker
     /// thread was 97% busy" means that thread, not the I/O device, is the bottleneck.
     pub busiest_thread_pct: f64,
+    /// Time the class's threads were ready to run but waited for a CPU (schedstat's run-queue
+    /// wait), summed: a lane that waits here is held back by whatever else holds the cores.
+    #[serde(default)]
+    pub runqueue_wait_s: f64,
+    /// The largest share of the window one of its threads spent running or waiting to run,
+    /// 0..100: near 100 the thread wanted a whole core, even if others held it part of the time.
+    #[serde(default)]
+    pub busiest_demand_pct: f64,
 }
 
 /// One thread's CPU since it started, read from /proc at one instant.
@@ -106,6 +114,8 @@ pub struct ThreadSample {
     pub system_ns: u64,
     /// Time on CPU from schedstat, to the nanosecond, when the kernel has it.
     pub run_ns: Option<u64>,
+    /// Time runnable but waiting for a CPU, from schedstat (0 without it).
+    pub wait_ns: u64,
 }
 
 // Fields of /proc/<tid>/stat, numbered from 1 as in proc(5).
@@ -132,8 +142,9 @@ impl ThreadSample {
         let stime: u64 = fields.next()?.parse().ok()?;
         let starttime = fields.nth(STARTTIME - STIME - 1)?.parse().ok()?;
         // A kernel without sched_info prints "0 0 0": no precise time then.
-        let run_ns =
-            schedstat.and_then(|text| text.split_whitespace().next()?.parse().ok()).filter(|&ns| ns > 0);
+        let mut schedstat = schedstat.map(str::split_whitespace);
+        let run_ns = schedstat.as_mut().and_then(|words| words.next()?.parse().ok()).filter(|&ns| ns > 0);
+        let wait_ns = schedstat.as_mut().and_then(|words| words.next()?.parse().ok()).unwrap_or(0);
         Some(ThreadSample {
             tid,
             starttime,
@@ -141,6 +152,7 @@ impl ThreadSample {
             user_ns: ticks_to_ns(utime, clk_tck),
             system_ns: ticks_to_ns(stime, clk_tck),
             run_ns,
+            wait_ns,
         })
     }
 }
@@ -174,6 +186,8 @@ struct ClassTotal {
     user_ns: u64,
     system_ns: u64,
     busiest_ns: u64,
+    wait_ns: u64,
+    busiest_demand_ns: u64,
 }
 
 impl ThreadAccounting {
@@ -202,6 +216,7 @@ impl ThreadAccounting {
                         user_ns: 0,
                         system_ns: 0,
                         run_ns: sample.run_ns.map(|_| 0),
+                        wait_ns: 0,
                         ..*sample
                     };
                     let born = LiveThread { base, last: *sample, round: self.round };
@@ -231,16 +246,21 @@ impl ThreadAccounting {
             .into_iter()
             .filter_map(|class| {
                 let total = self.classes[class as usize];
+                let of_window = |ns: u64| {
+                    if window.0 == 0 {
+                        0.0
+                    } else {
+                        (100.0 * ns as f64 / window.0 as f64).min(100.0)
+                    }
+                };
                 (total.threads > 0).then(|| ThreadClassCpu {
                     class,
                     threads: total.threads,
                     user_s: total.user_ns as f64 / 1e9,
                     system_s: total.system_ns as f64 / 1e9,
-                    busiest_thread_pct: if window.0 == 0 {
-                        0.0
-                    } else {
-                        (100.0 * total.busiest_ns as f64 / window.0 as f64).min(100.0)
-                    },
+                    busiest_thread_pct: of_window(total.busiest_ns),
+                    runqueue_wait_s: total.wait_ns as f64 / 1e9,
+                    busiest_demand_pct: of_window(total.busiest_demand_ns),
                 })
             })
             .collect()
@@ -254,11 +274,14 @@ fn retire(classes: &mut [ClassTotal; 4], thread: &LiveThread) {
     if user_ns + system_ns == 0 {
         return;
     }
+    let wait_ns = thread.last.wait_ns.saturating_sub(thread.base.wait_ns);
     let total = &mut classes[class as usize];
     total.threads += 1;
     total.user_ns += user_ns;
     total.system_ns += system_ns;
     total.busiest_ns = total.busiest_ns.max(user_ns + system_ns);
+    total.wait_ns += wait_ns;
+    total.busiest_demand_ns = total.busiest_demand_ns.max(user_ns + system_ns + wait_ns);
 }
 
 /// User and system time between two samples of one thread. With schedstat on both, its
@@ -414,7 +437,15 @@ mod tests {
     }
 
     fn sample(tid: u32, starttime: u64, class: ThreadClass, user_ms: u64, system_ms: u64) -> ThreadSample {
-        ThreadSample { tid, starttime, class, user_ns: user_ms * MS, system_ns: system_ms * MS, run_ns: None }
+        ThreadSample {
+            tid,
+            starttime,
+            class,
+            user_ns: user_ms * MS,
+            system_ns: system_ms * MS,
+            run_ns: None,
+            wait_ns: 0,
+        }
     }
 
     fn class_of(cpu: &[ThreadClassCpu], class: ThreadClass) -> &ThreadClassCpu {
@@ -434,6 +465,7 @@ mod tests {
                 user_ns: 30 * MS,
                 system_ns: 2500 * MS,
                 run_ns: None,
+                wait_ns: 0,
             }
         );
     }
@@ -444,7 +476,7 @@ mod tests {
         let parsed = ThreadSample::parse(&stat, Some("123456789 2000 40\n"), 100).expect("a stat line");
         assert_eq!((parsed.tid, parsed.class), (77, ThreadClass::Other));
         assert_eq!((parsed.user_ns, parsed.system_ns, parsed.starttime), (50 * MS, 60 * MS, 7));
-        assert_eq!(parsed.run_ns, Some(123456789));
+        assert_eq!((parsed.run_ns, parsed.wait_ns), (Some(123456789), 2000));
     }
 
     #[test]
@@ -506,6 +538,8 @@ mod tests {
                 user_s: 0.5,
                 system_s: 0.2,
                 busiest_thread_pct: 60.0,
+                runqueue_wait_s: 0.0,
+                busiest_demand_pct: 60.0,
             }
         );
         assert_eq!(
@@ -516,6 +550,8 @@ mod tests {
                 user_s: 0.0,
                 system_s: 0.23,
                 busiest_thread_pct: 20.0,
+                runqueue_wait_s: 0.0,
+                busiest_demand_pct: 20.0,
             }
         );
         // Thread 2 used nothing in the window and is not counted.
@@ -527,6 +563,8 @@ mod tests {
                 user_s: 0.05,
                 system_s: 0.0,
                 busiest_thread_pct: 5.0,
+                runqueue_wait_s: 0.0,
+                busiest_demand_pct: 5.0,
             }
         );
     }
@@ -551,6 +589,31 @@ mod tests {
         assert!((worker_cpu.busiest_thread_pct - 48.0).abs() < 1e-9);
         let sqpoll_cpu = class_of(&cpu, sqpoll);
         assert_eq!((sqpoll_cpu.user_s, sqpoll_cpu.system_s), (0.0, 0.004));
+    }
+
+    #[test]
+    fn runqueue_wait_adds_to_demand() {
+        let with = |s: ThreadSample, run_ms: u64, wait_ms: u64| ThreadSample {
+            run_ns: Some(run_ms * MS),
+            wait_ns: wait_ms * MS,
+            ..s
+        };
+        let worker = ThreadClass::Worker;
+        let mut accounting = ThreadAccounting::new(&[
+            with(sample(1, 10, worker, 100, 100), 200, 50),
+            with(sample(2, 10, worker, 0, 0), 0, 0),
+        ]);
+        // Thread 1 ran 600 ms and waited 350 ms for a CPU of a 1 s window: it wanted 95% of a
+        // core and got 60%. Thread 2 ran 100 ms and waited 10 ms.
+        accounting.observe(&[
+            with(sample(1, 10, worker, 400, 400), 800, 400),
+            with(sample(2, 10, worker, 10, 0), 100, 10),
+        ]);
+        let cpu = accounting.finish(Nanos(1_000 * MS));
+        let workers = class_of(&cpu, worker);
+        assert!((workers.busiest_thread_pct - 60.0).abs() < 1e-9);
+        assert!((workers.runqueue_wait_s - 0.36).abs() < 1e-9);
+        assert!((workers.busiest_demand_pct - 95.0).abs() < 1e-9);
     }
 
     #[test]

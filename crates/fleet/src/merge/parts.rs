@@ -43,6 +43,8 @@ pub fn merge_cpu<'a>(cpus: impl Iterator<Item = &'a CpuReport>, ios: u64) -> Cpu
                 user_s: of.iter().map(|t| t.user_s).sum(),
                 system_s: of.iter().map(|t| t.system_s).sum(),
                 busiest_thread_pct: of.iter().map(|t| t.busiest_thread_pct).fold(0.0, f64::max),
+                runqueue_wait_s: of.iter().map(|t| t.runqueue_wait_s).sum(),
+                busiest_demand_pct: of.iter().map(|t| t.busiest_demand_pct).fold(0.0, f64::max),
             })
         })
         .collect();
@@ -178,6 +180,8 @@ mod tests {
             user_s: 1.0,
             system_s: 0.5,
             busiest_thread_pct: pct,
+            runqueue_wait_s: 0.25,
+            busiest_demand_pct: pct + 1.0,
         };
         let a = CpuReport {
             user_s: 1.0,
@@ -203,7 +207,9 @@ mod tests {
                 threads: 4,
                 user_s: 2.0,
                 system_s: 1.0,
-                busiest_thread_pct: 70.0
+                busiest_thread_pct: 70.0,
+                runqueue_wait_s: 0.5,
+                busiest_demand_pct: 71.0,
             }
         );
         assert_eq!(cpu.threads[1].class, ThreadClass::Other);

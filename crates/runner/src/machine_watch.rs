@@ -1,0 +1,330 @@
+//! Reads the whole machine from /proc over a job's measured window, for the verdict: every
+//! thread's CPU (/proc/<pid>/task/<tid>/stat), each process's storage I/O (/proc/<pid>/io, where
+//! readable), each core's time (/proc/stat) and the interrupts (/proc/interrupts). The
+//! arithmetic is `iolab_stats::machine`; this file only reads.
+//!
+//! Cost: one open and read per thread per sample (a single-threaded process or a kernel thread
+//! is read from /proc/<pid>/stat alone, without listing its tasks), once a second, on the
+//! collector's thread. The report carries the sampler's own CPU time so that its cost is
+//! visible; `IOLAB_NO_MACHINE_SAMPLER=1` turns it off for the benchmarks that measure that cost.
+
+use std::fmt::Write as _;
+use std::fs::File;
+use std::io::{self, Read};
+
+use iolab_spec::Nanos;
+use iolab_stats::cpu::MachineCpu;
+use iolab_stats::machine::{
+    sort_owners, CpuOwner, InterruptActivity, MachineAccounting, MachineReport, MachineSlice, MachineThread,
+    OwnerKind, ProcessIoSample, SliceOwner, SLICE_OWNERS,
+};
+use iolab_stats::proc_text::{parse_interrupts, parse_proc_io, InterruptLine, TaskStat};
+use iolab_stats::threads::{ThreadClass, ThreadClassCpu};
+
+/// The environment variable that turns machine-wide sampling off (benchmarks of its cost).
+pub const NO_SAMPLER_ENV: &str = "IOLAB_NO_MACHINE_SAMPLER";
+
+pub struct MachineWatch {
+    reader: ProcReader,
+    accounting: MachineAccounting,
+    cpu_start: MachineCpu,
+    cpu_previous: MachineCpu,
+    interrupts_start: Vec<InterruptLine>,
+    start_ns: u64,
+    previous_ns: u64,
+    series: Vec<MachineSlice>,
+    sampler_ns: u64,
+}
+
+impl MachineWatch {
+    /// Reads the machine now, at `now_ns` of the job's clock: the window starts. `None` when
+    /// sampling is turned off or /proc cannot be read.
+    pub fn start(now_ns: u64) -> Option<Self> {
+        if std::env::var_os(NO_SAMPLER_ENV).is_some_and(|v| v != "0") {
+            return None;
+        }
+        let before = thread_cpu_ns();
+        let mut reader = ProcReader::new();
+        reader.read_all().ok()?;
+        let accounting = MachineAccounting::new(&reader.threads, &reader.io);
+        let cpu_start = MachineCpu::now().ok()?;
+        let interrupts_start = read_interrupts();
+        Some(MachineWatch {
+            reader,
+            accounting,
+            cpu_previous: cpu_start.clone(),
+            cpu_start,
+            interrupts_start,
+            start_ns: now_ns,
+            previous_ns: now_ns,
+            series: Vec::new(),
+            sampler_ns: thread_cpu_ns().saturating_sub(before),
+        })
+    }
+
+    /// Takes a sample at `now_ns`: the CPU each owner used since the last one becomes a point
+    /// of the series, and threads that exit later are counted up to here.
+    pub fn sample(&mut self, now_ns: u64) {
+        let before = thread_cpu_ns();
+        if self.reader.read_all().is_ok() {
+            let slice = self.accounting.observe(&self.reader.threads, &self.reader.io);
+            let cpu = MachineCpu::now().unwrap_or_default();
+            let cores = cpu.busy_pct_since(&self.cpu_previous);
+            let duration_ns = now_ns.saturating_sub(self.previous_ns);
+            if duration_ns > 0 {
+                self.series.push(MachineSlice {
+                    t_s: self.previous_ns.saturating_sub(self.start_ns) as f64 / 1e9,
+                    duration_s: duration_ns as f64 / 1e9,
+                    busy_pct: mean(&cores),
+                    top: slice
+                        .into_iter()
+                        .take(SLICE_OWNERS)
+                        .map(|(name, ns)| SliceOwner {
+                            name,
+                            core_pct: 100.0 * ns as f64 / duration_ns as f64,
+                        })
+                        .collect(),
+                });
+            }
+            self.cpu_previous = cpu;
+            self.previous_ns = now_ns;
+        }
+        self.sampler_ns += thread_cpu_ns().saturating_sub(before);
+    }
+
+    /// Ends the window of length `window`: the report, with iolab's own thread classes (`own`,
+    /// measured precisely by the runner's own accounting) among the owners.
+    pub fn finish(mut self, now_ns: u64, window: Nanos, own: &[ThreadClassCpu]) -> MachineReport {
+        self.sample(now_ns);
+        let cpus = MachineCpu::now().map(|end| end.breakdown_since(&self.cpu_start)).unwrap_or_default();
+        let cores = cpus.len() as u32;
+        let window_s = window.as_secs_f64();
+        let threads_sampled = self.reader.threads.len() as u32 + own.iter().map(|c| c.threads).sum::<u32>();
+        let mut owners = self.accounting.finish(cores, window_s, &device_name);
+        owners.extend(own.iter().map(|class| iolab_owner(class, cores, window_s)));
+        sort_owners(&mut owners);
+        MachineReport {
+            cores,
+            window_s,
+            owners,
+            cpus,
+            interrupts: interrupts_since(&self.interrupts_start, &read_interrupts()),
+            series: self.series,
+            threads_sampled,
+            sampler_cpu_s: self.sampler_ns as f64 / 1e9,
+        }
+    }
+}
+
+/// iolab's own thread class as an owner of the machine's CPU.
+fn iolab_owner(class: &ThreadClassCpu, cores: u32, window_s: f64) -> CpuOwner {
+    let cpu_s = class.user_s + class.system_s;
+    let busiest_thread = match class.class {
+        ThreadClass::Worker => "iolab-lane",
+        ThreadClass::Sqpoll => "iou-sqp",
+        ThreadClass::IoWq => "iou-wrk",
+        ThreadClass::Other => "iolab",
+    };
+    let capacity = f64::from(cores) * window_s;
+    CpuOwner {
+        name: format!("iolab {}", class.class.name()),
+        kind: OwnerKind::Iolab,
+        role: None,
+        serves: None,
+        threads: class.threads,
+        cpu_s,
+        machine_pct: if capacity > 0.0 { 100.0 * cpu_s / capacity } else { 0.0 },
+        busiest_thread: busiest_thread.to_string(),
+        busiest_thread_pct: class.busiest_thread_pct,
+        pids: vec![std::process::id()],
+        read_bytes: None,
+        write_bytes: None,
+    }
+}
+
+/// The interrupt sources that fired between two readings, most first.
+fn interrupts_since(start: &[InterruptLine], end: &[InterruptLine]) -> Vec<InterruptActivity> {
+    let mut fired: Vec<InterruptActivity> = end
+        .iter()
+        .filter_map(|line| {
+            let before = start.iter().find(|b| b.irq == line.irq);
+            let per_cpu: Vec<u64> = line
+                .per_cpu
+                .iter()
+                .enumerate()
+                .map(|(cpu, &n)| {
+                    n.saturating_sub(before.and_then(|b| b.per_cpu.get(cpu).copied()).unwrap_or(0))
+                })
+                .collect();
+            let count = per_cpu.iter().sum();
+            (count > 0).then(|| InterruptActivity {
+                irq: line.irq.clone(),
+                name: line.name.clone(),
+                count,
+                per_cpu,
+            })
+        })
+        .collect();
+    fired.sort_by(|a, b| b.count.cmp(&a.count).then_with(|| a.irq.cmp(&b.irq)));
+    fired
+}
+
+fn read_interrupts() -> Vec<InterruptLine> {
+    std::fs::read_to_string("/proc/interrupts").map(|text| parse_interrupts(&text)).unwrap_or_default()
+}
+
+/// The kernel name of block device "major:minor", from /sys/dev/block.
+fn device_name(devnum: &str) -> Option<String> {
+    let link = std::fs::read_link(format!("/sys/dev/block/{devnum}")).ok()?;
+    Some(link.file_name()?.to_string_lossy().into_owned())
+}
+
+fn mean(values: &[f64]) -> f64 {
+    if values.is_empty() {
+        0.0
+    } else {
+        values.iter().sum::<f64>() / values.len() as f64
+    }
+}
+
+/// CPU time of the calling thread: what the sampling costs.
+fn thread_cpu_ns() -> u64 {
+    use nix::time::{clock_gettime, ClockId};
+    clock_gettime(ClockId::CLOCK_THREAD_CPUTIME_ID)
+        .map(|t| t.tv_sec() as u64 * 1_000_000_000 + t.tv_nsec() as u64)
+        .unwrap_or(0)
+}
+
+/// Reads every thread of the machine but this process's own, reusing its buffers.
+struct ProcReader {
+    own_pid: u32,
+    ns_per_tick: u64,
+    threads: Vec<MachineThread>,
+    io: Vec<ProcessIoSample>,
+    text: String,
+    path: String,
+}
+
+impl ProcReader {
+    fn new() -> Self {
+        ProcReader {
+            own_pid: std::process::id(),
+            ns_per_tick: 1_000_000_000 / clk_tck(),
+            threads: Vec::new(),
+            io: Vec::new(),
+            text: String::new(),
+            path: String::new(),
+        }
+    }
+
+    fn read_all(&mut self) -> io::Result<()> {
+        self.threads.clear();
+        self.io.clear();
+        for entry in std::fs::read_dir("/proc")? {
+            let Some(pid) = entry?.file_name().to_str().and_then(|name| name.parse::<u32>().ok()) else {
+                continue;
+            };
+            if pid != self.own_pid {
+                // A process that exits while it is read is simply not in this sample.
+                let _ = self.read_process(pid);
+            }
+        }
+        Ok(())
+    }
+
+    fn read_process(&mut self, pid: u32) -> io::Result<()> {
+        let leader = self.read_stat(&format!("/proc/{pid}/stat"))?;
+        let (kthread, starttime, process) = (leader.kthread, leader.starttime, leader.comm.clone());
+        if kthread || leader.threads == 1 {
+            self.push(pid, leader, &process);
+        } else {
+            for entry in std::fs::read_dir(format!("/proc/{pid}/task"))? {
+                let Some(tid) = entry?.file_name().to_str().and_then(|n| n.parse::<u32>().ok()) else {
+                    continue;
+                };
+                if let Ok(task) = self.read_stat(&format!("/proc/{pid}/task/{tid}/stat")) {
+                    self.push(pid, task, &process);
+                }
+            }
+        }
+        if !kthread {
+            self.path.clear();
+            let _ = write!(self.path, "/proc/{pid}/io");
+            if read_into(&self.path, &mut self.text).is_ok() {
+                if let Some((read_bytes, write_bytes)) = parse_proc_io(&self.text) {
+                    self.io.push(ProcessIoSample { pid, starttime, read_bytes, write_bytes });
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn push(&mut self, pid: u32, stat: TaskStat, process: &str) {
+        self.threads.push(MachineThread {
+            pid,
+            tid: stat.tid,
+            starttime: stat.starttime,
+            cpu_ns: (stat.utime + stat.stime).saturating_mul(self.ns_per_tick),
+            process: process.to_string(),
+            kthread: stat.kthread,
+            comm: stat.comm,
+        });
+    }
+
+    fn read_stat(&mut self, path: &str) -> io::Result<TaskStat> {
+        read_into(path, &mut self.text)?;
+        TaskStat::parse(&self.text).ok_or_else(|| {
+            io::Error::new(io::ErrorKind::InvalidData, format!("unexpected contents of {path}"))
+        })
+    }
+}
+
+fn read_into(path: &str, text: &mut String) -> io::Result<()> {
+    text.clear();
+    File::open(path)?.read_to_string(text)?;
+    Ok(())
+}
+
+/// Clock ticks per second of /proc's times (USER_HZ).
+fn clk_tck() -> u64 {
+    nix::unistd::sysconf(nix::unistd::SysconfVar::CLK_TCK)
+        .ok()
+        .flatten()
+        .filter(|&t| t > 0)
+        .map_or(100, |t| t as u64)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_this_machine() {
+        let Some(watch) = MachineWatch::start(0) else {
+            panic!("/proc is readable here");
+        };
+        let report = watch.finish(100_000_000, Nanos(100_000_000), &[]);
+        assert!(report.cores >= 1);
+        assert_eq!(report.cpus.len(), report.cores as usize);
+        assert!(report.threads_sampled > 1, "kernel threads at least: {report:?}");
+        assert!(report.owners.iter().all(|o| o.kind != OwnerKind::Iolab), "own threads are the caller's");
+        assert!(report.sampler_cpu_s > 0.0);
+        let ids: Vec<u32> = report.owners.iter().flat_map(|o| o.pids.iter().copied()).collect();
+        assert!(!ids.contains(&std::process::id()), "this process is never read as another's");
+    }
+
+    #[test]
+    fn interrupts_in_the_window_most_first() {
+        let line = |irq: &str, per_cpu: &[u64]| InterruptLine {
+            irq: irq.into(),
+            name: format!("name of {irq}"),
+            per_cpu: per_cpu.to_vec(),
+        };
+        let start = [line("24", &[1, 0]), line("45", &[100, 10]), line("LOC", &[5, 5])];
+        let end = [line("24", &[1, 0]), line("45", &[130, 90]), line("LOC", &[6, 5]), line("46", &[3, 0])];
+        let fired = interrupts_since(&start, &end);
+        let summary: Vec<(&str, u64)> = fired.iter().map(|i| (i.irq.as_str(), i.count)).collect();
+        assert_eq!(summary, [("45", 110), ("46", 3), ("LOC", 1)]);
+        assert_eq!(fired[0].per_cpu, [30, 80]);
+    }
+}

@@ -1,0 +1,132 @@
+use super::*;
+
+const MS: u64 = 1_000_000;
+
+fn kernel(tid: u32, starttime: u64, comm: &str, cpu_ms: u64) -> MachineThread {
+    MachineThread {
+        pid: tid,
+        tid,
+        starttime,
+        comm: comm.into(),
+        process: comm.into(),
+        kthread: true,
+        cpu_ns: cpu_ms * MS,
+    }
+}
+
+fn user(pid: u32, tid: u32, starttime: u64, process: &str, comm: &str, cpu_ms: u64) -> MachineThread {
+    MachineThread {
+        pid,
+        tid,
+        starttime,
+        comm: comm.into(),
+        process: process.into(),
+        kthread: false,
+        cpu_ns: cpu_ms * MS,
+    }
+}
+
+fn io(pid: u32, starttime: u64, read: u64, write: u64) -> ProcessIoSample {
+    ProcessIoSample { pid, starttime, read_bytes: read, write_bytes: write }
+}
+
+fn no_devices(_: &str) -> Option<String> {
+    None
+}
+
+fn owner<'a>(owners: &'a [CpuOwner], name: &str) -> &'a CpuOwner {
+    owners.iter().find(|o| o.name == name).unwrap_or_else(|| panic!("no owner {name} in {owners:?}"))
+}
+
+#[test]
+fn a_loop_devices_workers_softirq_and_a_process_in_one_window() {
+    let mut accounting = MachineAccounting::new(
+        &[
+            kernel(10, 1, "kworker/u8:3-loop0", 1000),
+            kernel(11, 1, "ksoftirqd/1", 50),
+            user(500, 500, 7, "dd", "dd", 300),
+            kernel(12, 1, "rcu_preempt", 5),
+        ],
+        &[io(500, 7, 0, 1 << 20)],
+    );
+    let slice = accounting.observe(
+        &[
+            kernel(10, 1, "kworker/u8:3-loop0", 1320),
+            // Born in the window: all its time counts.
+            kernel(13, 40, "kworker/u8:5-loop0", 260),
+            kernel(11, 1, "ksoftirqd/1", 450),
+            user(500, 500, 7, "dd", "dd", 500),
+            kernel(12, 1, "rcu_preempt", 5),
+        ],
+        &[io(500, 7, 4096, 9 << 20)],
+    );
+    assert_eq!(slice[0], ("loop0 workers".to_string(), 580 * MS));
+    assert_eq!(slice[1], ("ksoftirqd".to_string(), 400 * MS));
+    assert_eq!(slice[2], ("dd".to_string(), 200 * MS));
+    assert_eq!(slice.len(), 3, "rcu_preempt used nothing: {slice:?}");
+
+    let owners = accounting.finish(2, 1.0, &no_devices);
+    let names: Vec<&str> = owners.iter().map(|o| o.name.as_str()).collect();
+    assert_eq!(names, ["loop0 workers", "ksoftirqd", "dd"]);
+    let loop0 = owner(&owners, "loop0 workers");
+    assert_eq!((loop0.kind, loop0.role), (OwnerKind::Kernel, Some(KernelRole::BlockWorker)));
+    assert_eq!(loop0.serves.as_deref(), Some("loop0"));
+    assert_eq!(loop0.threads, 2);
+    assert!((loop0.cpu_s - 0.58).abs() < 1e-9);
+    assert!((loop0.machine_pct - 29.0).abs() < 1e-9, "0.58 of 2 core-seconds");
+    assert_eq!(loop0.busiest_thread, "kworker/u8:3-loop0");
+    assert!((loop0.busiest_thread_pct - 32.0).abs() < 1e-9);
+    assert!(loop0.pids.is_empty(), "kernel threads list no pids");
+    let softirq = owner(&owners, "ksoftirqd");
+    assert_eq!(softirq.serves.as_deref(), Some("cpu1"));
+    let dd = owner(&owners, "dd");
+    assert_eq!((dd.kind, dd.pids.as_slice()), (OwnerKind::Process, &[500u32][..]));
+    assert_eq!((dd.read_bytes, dd.write_bytes), (Some(4096), Some(8 << 20)));
+}
+
+#[test]
+fn exits_reused_tids_and_processes_that_come_and_go() {
+    let mut accounting = MachineAccounting::new(
+        &[user(100, 100, 5, "cp", "cp", 100), user(100, 101, 5, "cp", "cp-helper", 0)],
+        &[io(100, 5, 0, 0)],
+    );
+    accounting.observe(
+        &[user(100, 100, 5, "cp", "cp", 400), user(100, 101, 5, "cp", "cp-helper", 50)],
+        &[io(100, 5, 1000, 2000)],
+    );
+    // cp exited; its pid was reused by another command started later, and a second cp ran.
+    accounting.observe(
+        &[user(100, 100, 90, "tar", "tar", 70), user(200, 200, 95, "cp", "cp", 30)],
+        &[io(100, 90, 500, 0), io(200, 95, 0, 10)],
+    );
+    let owners = accounting.finish(1, 2.0, &no_devices);
+    let cp = owner(&owners, "cp");
+    // 300 + 50 of the first cp up to its last sample, 30 of the second.
+    assert!((cp.cpu_s - 0.38).abs() < 1e-9, "{cp:?}");
+    assert_eq!(cp.threads, 3);
+    assert_eq!(cp.pids, [100, 200]);
+    assert_eq!(cp.busiest_thread, "cp");
+    assert!((cp.busiest_thread_pct - 15.0).abs() < 1e-9, "300 ms of a 2 s window");
+    assert_eq!((cp.read_bytes, cp.write_bytes), (Some(1000), Some(2010)));
+    let tar = owner(&owners, "tar");
+    assert!((tar.cpu_s - 0.07).abs() < 1e-9, "a reused pid is a new process: {tar:?}");
+    assert_eq!((tar.read_bytes, tar.write_bytes), (Some(500), Some(0)));
+}
+
+#[test]
+fn a_kworker_counts_for_the_workqueue_of_its_latest_name_and_devices_are_resolved() {
+    let mut accounting = MachineAccounting::new(&[kernel(30, 1, "kworker/u8:0-events_unbound", 0)], &[]);
+    accounting.observe(&[kernel(30, 1, "kworker/u8:0+flush-254:0", 120)], &[]);
+    let resolve = |devnum: &str| (devnum == "254:0").then(|| "vda".to_string());
+    let owners = accounting.finish(2, 1.0, &resolve);
+    assert_eq!(owners.len(), 1);
+    assert_eq!(owners[0].name, "writeback (flush-254:0)");
+    assert_eq!(owners[0].role, Some(KernelRole::Writeback));
+    assert_eq!(owners[0].serves.as_deref(), Some("vda"));
+}
+
+#[test]
+fn an_empty_window_has_no_owners() {
+    let accounting = MachineAccounting::new(&[kernel(1, 1, "kthreadd", 10)], &[]);
+    assert!(accounting.finish(2, 0.0, &no_devices).is_empty());
+}
