@@ -142,7 +142,7 @@ fn vdb(job: &mut JobResult) -> &mut DeviceActivity {
 }
 
 fn buffered(job: &mut JobResult) {
-    job.spec.groups[0].target.direct = false;
+    job.groups[0].direct = false;
 }
 
 fn qd(job: &mut JobResult, qd: u32) {
@@ -195,11 +195,16 @@ fn a_full_queue_shows_a_busy_device_when_io_ticks_undercount() {
 }
 
 #[test]
-fn other_io_on_the_device_is_named_and_does_not_fill_the_jobs_queue() {
+fn other_io_on_the_device_is_another_load_and_does_not_fill_the_jobs_queue() {
     let mut job = base();
     qd(&mut job, 1);
     *vdb(&mut job) = DeviceActivity { reads: 900_000, ..device("vdb", 70.0, 3.0) };
-    let v = assert_cause(&job, Bottleneck::Concurrency);
+    let v = assert_cause(&job, Bottleneck::OtherLoad);
+    assert!(
+        v.summary.starts_with("Another load shared vdb: 400000 of the requests it completed (44%)"),
+        "{}",
+        v.summary
+    );
     assert!(
         v.evidence.iter().any(|e| e.contains("it completed 900000 requests, the job 500000")),
         "{:?}",
@@ -460,7 +465,11 @@ fn a_striped_group_shares_its_qd_among_its_devices() {
     let mut job = base();
     job.groups[0].targets =
         vec![target("/dev/vdb", Some("vdb"), IOPS / 2.0), target("/dev/vdc", Some("vdc"), IOPS / 2.0)];
-    job.devices = vec![device("vdb", 60.0, 9.0), device("vdc", 97.0, 15.5)];
+    let half = (IOPS * MEASURED_S / 2.0) as u64;
+    job.devices = vec![
+        DeviceActivity { reads: half, ..device("vdb", 60.0, 9.0) },
+        DeviceActivity { reads: half, ..device("vdc", 97.0, 15.5) },
+    ];
     let v = assert_cause(&job, Bottleneck::Device);
     assert!(v.summary.starts_with("vdc was busy 97%"), "{}", v.summary);
     assert!(v.evidence[0].contains("15.5 requests in it on average of the 16"), "{:?}", v.evidence);
@@ -469,12 +478,14 @@ fn a_striped_group_shares_its_qd_among_its_devices() {
 // --- missing evidence ---
 
 #[test]
-fn no_device_behind_the_target_and_no_saturation_is_undetermined() {
+fn no_device_behind_the_target_and_no_saturation_is_the_target_with_the_sweep_to_run() {
     let mut job = base();
     job.groups[0].targets = vec![target("/mnt/fuse/f", None, IOPS)];
     job.devices.clear();
-    let v = assert_cause(&job, Bottleneck::Undetermined);
-    assert!(v.summary.contains("cannot see a block device behind /mnt/fuse/f"), "{}", v.summary);
+    let v = assert_cause(&job, Bottleneck::Target);
+    assert!(v.summary.contains("waited at /mnt/fuse/f, which no block device"), "{}", v.summary);
+    assert!(v.summary.contains("idle 60% of the window"), "{}", v.summary);
+    assert!(v.summary.contains("`iolab sweep /mnt/fuse/f --qd 8..256 --workers 1,2`"), "{}", v.summary);
     assert!(v.evidence.iter().any(|e| e == "no block device behind /mnt/fuse/f that iolab can read"));
 }
 

@@ -95,6 +95,32 @@ pub struct JobResult {
     pub histograms: IntervalStats,
 }
 
+/// A feature of an engine's setup, as `GroupResult::engine_setup` names what the kernel granted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EngineFeature {
+    /// io_uring polls the device for completions (--hipri).
+    Iopoll,
+    /// A kernel thread polls the submission queue (--sqpoll).
+    Sqpoll,
+}
+
+impl EngineFeature {
+    /// The word the engine reports it by.
+    pub fn name(self) -> &'static str {
+        match self {
+            EngineFeature::Iopoll => "iopoll",
+            EngineFeature::Sqpoll => "sqpoll",
+        }
+    }
+}
+
+impl GroupResult {
+    /// Whether the kernel granted the group's engine `feature`.
+    pub fn granted(&self, feature: EngineFeature) -> bool {
+        self.engine_setup.iter().any(|s| s == feature.name())
+    }
+}
+
 fn direct_by_default() -> bool {
     true
 }
@@ -321,6 +347,19 @@ pub enum Bottleneck {
     SubmittingCpu,
     /// Kernel work outside the submitting threads: io-wq workers, the SQPOLL thread.
     KernelCpu,
+    /// A kernel thread outside iolab that serves the target: the loop driver's worker, an md
+    /// RAID thread, dm-crypt; or, on saturated cores, the device's kernel work as a whole.
+    KernelThread,
+    /// A core saturated by hardirq and softirq work (completions).
+    Interrupts,
+    /// Another load: other processes' I/O on the device, or their CPU on saturated cores.
+    OtherLoad,
+    /// io_uring punted the job's I/O because the file's pages were being written back.
+    Writeback,
+    /// The hypervisor took the VM's CPU (steal).
+    Steal,
+    /// A target no block device serves (FUSE, NFS): the filesystem or its server.
+    Target,
     /// The device: busy all the time with every request the job kept outstanding.
     Device,
     /// The device's request queue holds fewer requests than the job kept outstanding.
@@ -346,6 +385,12 @@ impl Bottleneck {
         match self {
             Bottleneck::SubmittingCpu => "submitting CPU",
             Bottleneck::KernelCpu => "kernel CPU",
+            Bottleneck::KernelThread => "kernel thread",
+            Bottleneck::Interrupts => "interrupts",
+            Bottleneck::OtherLoad => "another load",
+            Bottleneck::Writeback => "writeback",
+            Bottleneck::Steal => "steal",
+            Bottleneck::Target => "target",
             Bottleneck::Device => "device",
             Bottleneck::Queue => "device queue",
             Bottleneck::PageCache => "page cache",

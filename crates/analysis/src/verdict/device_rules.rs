@@ -1,0 +1,232 @@
+//! The rules about what the job's I/O met: nothing done, a schedule, the null engine, the page
+//! cache, another load on the device, the device's queue, the device itself.
+
+use iolab_spec::Bytes;
+use iolab_stats::format::{latency, thousands};
+use iolab_stats::kernel_threads::KernelRole;
+use iolab_stats::machine::{CpuOwner, OwnerKind};
+use iolab_stats::result::Bottleneck;
+use iolab_stats::threads::ThreadClass;
+
+use super::evidence::device_line;
+use super::facts::{same_disk, Facts, Load, FULL_QUEUE_SHARE, PUNTED_FULL_QUEUE_SHARE};
+use super::words::{count, pct};
+use super::Finding;
+
+/// A device whose requests were at least this share not the job's served another load.
+pub const FOREIGN_SHARE: f64 = 0.25;
+/// io-wq threads taking at least this share of iolab's CPU: io_uring punted most requests.
+pub const PUNTED_SHARE: f64 = 0.5;
+
+pub fn nothing_completed(facts: &Facts<'_>) -> Option<Finding> {
+    (facts.job.total.ios == 0).then(|| Finding {
+        cause: Bottleneck::Undetermined,
+        summary: "No I/O completed in the measured window, so there is nothing to judge.".into(),
+        lead: Vec::new(),
+    })
+}
+
+/// An open-loop job (--rate-iops) that kept to its schedule did what it was asked and no more,
+/// whatever else idled. One that fell behind is judged by the later rules: they say what held
+/// it back.
+pub fn rate_kept(facts: &Facts<'_>) -> Option<Finding> {
+    let groups = &facts.job.groups;
+    let rates: Vec<_> = groups.iter().filter_map(|g| g.rate.as_ref()).collect();
+    if rates.is_empty() || rates.len() != groups.len() || !rates.iter().all(|r| r.sustained) {
+        return None;
+    }
+    let asked: f64 = rates.iter().map(|r| r.target_iops).sum();
+    let achieved: f64 = rates.iter().map(|r| r.achieved_iops).sum();
+    Finding::new(
+        Bottleneck::RateLimit,
+        "The rate limit set the load: every I/O was issued on its schedule (--rate-iops), so the target was not pushed to its limit; run without --rate-iops, or `iolab ramp`, to find it.".into(),
+        vec![format!(
+            "{} IOPS asked, {} achieved; the latest start was {} behind its schedule",
+            thousands(asked),
+            thousands(achieved),
+            latency(rates.iter().map(|r| r.max_lag_ns).max().unwrap_or(0) as f64)
+        )],
+    )
+}
+
+pub fn null_engine(facts: &Facts<'_>) -> Option<Finding> {
+    facts.null.then(|| Finding {
+        cause: Bottleneck::SubmittingCpu,
+        summary: "The null engine does no I/O: the figures measure iolab's own cost per I/O, so the run is CPU-bound by construction.".into(),
+        lead: vec![format!("{:.3} us of CPU per I/O", facts.job.cpu.us_per_io)],
+    })
+}
+
+/// A target in memory, or buffered I/O its device never saw: the result measured RAM.
+pub fn page_cache(facts: &Facts<'_>) -> Option<Finding> {
+    if let Some(path) = facts.in_memory.first() {
+        return Finding::new(
+            Bottleneck::PageCache,
+            format!("{path} lives in memory (tmpfs): the result measures RAM and the kernel's memory copies, not a device."),
+            Vec::new(),
+        );
+    }
+    facts.loads.iter().filter(|l| l.buffered).find_map(|load| {
+        let (share, words) = cached(load)?;
+        Finding::new(
+            Bottleneck::PageCache,
+            format!("The page cache served this buffered I/O: {} saw {share:.1}% of the bytes the job {words}, so the result measures RAM, not the device; drop --buffered to measure the device.", load.name()),
+            vec![format!(
+                "the job read {} and wrote {} on {}; the device read {} and wrote {}",
+                Bytes(load.job_read_bytes),
+                Bytes(load.job_write_bytes),
+                load.name(),
+                Bytes(load.activity.read_bytes),
+                Bytes(load.activity.write_bytes)
+            )],
+        )
+    })
+}
+
+/// Whether the device moved under `CACHED_BYTES_SHARE` of the job's bytes in every direction
+/// the job moved any (counting each direction alone keeps other processes' writes from hiding a
+/// cached read job): the larger share, and what the job did.
+fn cached(load: &Load<'_>) -> Option<(f64, &'static str)> {
+    let a = load.activity;
+    let directions = [(load.job_read_bytes, a.read_bytes), (load.job_write_bytes, a.write_bytes)];
+    let used: Vec<(u64, u64)> = directions.into_iter().filter(|&(job, _)| job > 0).collect();
+    let cached = !used.is_empty()
+        && used.iter().all(|&(job, device)| (device as f64) < job as f64 * super::CACHED_BYTES_SHARE);
+    let share = used.iter().map(|&(job, device)| pct(device as f64, job as f64)).fold(0.0, f64::max);
+    let words = match (load.job_read_bytes > 0, load.job_write_bytes > 0) {
+        (true, false) => "read",
+        (false, true) => "wrote",
+        _ => "read and wrote",
+    };
+    cached.then_some((share, words))
+}
+
+/// io_uring punted most of an O_DIRECT job's requests to io-wq while its device wrote what the
+/// job did not: direct I/O on a file whose pages are being written back waits for the writeback
+/// (it cannot be issued without blocking, so io_uring hands it to a kernel thread).
+pub fn writeback_punting(facts: &Facts<'_>) -> Option<Finding> {
+    let punted = facts.io_wq_share();
+    if !facts.uring || punted < PUNTED_SHARE {
+        return None;
+    }
+    facts.loads.iter().filter(|l| l.only_direct()).find_map(|load| {
+        let foreign = load.foreign_write_bytes();
+        let (foreign_ios, share) = load.foreign_ios();
+        let writeback = writeback_owner(facts, load);
+        if foreign == 0 || (share < FOREIGN_SHARE && writeback.is_none()) {
+            return None;
+        }
+        let by = match writeback {
+            Some(owner) => format!(" ({}: {})", owner.name, owner.busiest_thread),
+            None => String::new(),
+        };
+        Finding::new(
+            Bottleneck::Writeback,
+            format!(
+                "io_uring punted the job's I/O to its io-wq kernel threads ({:.0}% of iolab's CPU) while {} wrote {} the job did not{by}: direct I/O on a file whose pages are still being written back waits for the writeback, so these figures are the writeback's, not the device's; run `sync`, wait for the device to go quiet, and measure again.",
+                punted * 100.0,
+                load.name(),
+                Bytes(foreign)
+            ),
+            vec![format!(
+                "{} completed {foreign_ios} requests that were not the job's ({:.0}% of all it did)",
+                load.name(),
+                share * 100.0
+            )],
+        )
+    })
+}
+
+/// Kernel threads that write back or journal for the device, the busiest first.
+fn writeback_owner<'a>(facts: &Facts<'a>, load: &Load<'_>) -> Option<&'a CpuOwner> {
+    facts.outside_owners().find(|o| {
+        matches!(o.role, Some(KernelRole::Writeback | KernelRole::Filesystem))
+            && o.serves.as_deref().is_none_or(|s| same_disk(s, load.name()))
+    })
+}
+
+/// An O_DIRECT job whose device did a large share of requests that were not the job's: the
+/// device served another load too, so its figures are not the job's alone.
+pub fn other_load_on_device(facts: &Facts<'_>) -> Option<Finding> {
+    facts.loads.iter().filter(|l| l.only_direct()).find_map(|load| {
+        let (foreign, share) = load.foreign_ios();
+        if share < FOREIGN_SHARE {
+            return None;
+        }
+        Finding::new(
+            Bottleneck::OtherLoad,
+            format!(
+                "Another load shared {}: {foreign} of the requests it completed ({:.0}%) were not the job's{}, so the run was disturbed and its figures are not the device's alone; measure again when the device is quiet.",
+                load.name(),
+                share * 100.0,
+                who_else(facts, load)
+            ),
+            vec![device_line(load)],
+        )
+    })
+}
+
+/// ", most of them by dd (pid 4242), which wrote 812 MiB in the window" or the writeback.
+fn who_else(facts: &Facts<'_>, load: &Load<'_>) -> String {
+    let process = facts
+        .outside_owners()
+        .filter(|o| o.kind == OwnerKind::Process && o.io_bytes() > 0)
+        .max_by_key(|o| o.io_bytes());
+    if let Some(p) = process {
+        let pids: Vec<String> = p.pids.iter().map(u32::to_string).collect();
+        let pid = if pids.is_empty() { String::new() } else { format!(" (pid {})", pids.join(", ")) };
+        return format!(
+            "; the busiest other I/O in the window was {}{pid}, which read {} and wrote {}",
+            p.name,
+            Bytes(p.read_bytes.unwrap_or(0)),
+            Bytes(p.write_bytes.unwrap_or(0))
+        );
+    }
+    match writeback_owner(facts, load) {
+        Some(owner) => format!("; the kernel's {} ({}) was writing", owner.name, owner.busiest_thread),
+        None if facts.machine.is_some() => {
+            "; no process's I/O figures show whose (they need root to read)".into()
+        }
+        None => String::new(),
+    }
+}
+
+/// The device's queue is smaller than what the job kept outstanding, and sat full. Buffered
+/// I/O is left out: readahead and writeback, not --qd, decide what reaches the device.
+pub fn queue_full(facts: &Facts<'_>) -> Option<Finding> {
+    let punted = facts.uring && facts.class(ThreadClass::IoWq).is_some();
+    facts.loads.iter().filter(|l| !l.buffered).find_map(|load| {
+        let (limit, what) = load.queue_limit()?;
+        let full_share = if punted { PUNTED_FULL_QUEUE_SHARE } else { FULL_QUEUE_SHARE };
+        if load.asked <= limit || load.activity.avg_queue < limit * full_share {
+            return None;
+        }
+        let overflow = match facts.class(ThreadClass::IoWq).filter(|_| punted) {
+            Some(io_wq) => format!(
+                "; io_uring punted the overflow to {} io-wq threads ({:.0}% of iolab's CPU), where requests wait for a free tag",
+                io_wq.threads,
+                facts.io_wq_share() * 100.0
+            ),
+            None => String::new(),
+        };
+        Finding::new(
+            Bottleneck::Queue,
+            format!("The job kept {} I/Os outstanding on {}, but {what}: the queue sat full ({:.1} on average) and the rest waited in the kernel{overflow}, so more QD adds latency, not IOPS.", count(load.asked), load.name(), load.activity.avg_queue),
+            vec![device_line(load)],
+        )
+    })
+}
+
+/// The device was busy all the time, holding what the job kept outstanding.
+pub fn device_busy(facts: &Facts<'_>) -> Option<Finding> {
+    facts.loads.iter().filter(|l| l.busy()).find_map(|load| {
+        // One request at a time keeps any device busy without showing what it could do with
+        // more: that is the job's concurrency, even for a disk, which reorders a queue.
+        let one_at_a_time = load.asked <= 1.0;
+        (load.held() && !one_at_a_time).then(|| Finding {
+            cause: Bottleneck::Device,
+            summary: format!("{} was busy {:.0}% of the window with the job's requests waiting in it, not in iolab; utilization alone does not prove saturation for a device that serves requests in parallel (SSD, NVMe): a QD sweep does.", load.name(), load.busy_pct()),
+            lead: vec![device_line(load)],
+        })
+    })
+}

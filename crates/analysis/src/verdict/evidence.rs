@@ -1,0 +1,155 @@
+//! The figures every verdict shows after those that decided it: each device, each target no
+//! device served, iolab's threads, the cores, and the biggest users of the machine outside iolab.
+
+use iolab_stats::threads::ThreadClass;
+
+use super::facts::{Facts, Load, FOREIGN_IOS_SLACK, FOREIGN_QUEUE_SLACK};
+use super::words::{count, micros, owner};
+use crate::cpu;
+
+/// Owners outside iolab the evidence names.
+const OUTSIDE_OWNERS_SHOWN: usize = 3;
+/// An owner outside iolab is worth naming from this share of one core over the window.
+const NOTABLE_OWNER_PCT: f64 = 5.0;
+/// Interrupt or steal time worth a line, as a share of a core.
+const NOTABLE_CORE_PCT: f64 = 5.0;
+
+pub fn lines(facts: &Facts<'_>) -> Vec<String> {
+    let job = facts.job;
+    let mut lines: Vec<String> = facts.loads.iter().map(device_line).collect();
+    for load in facts.loads.iter().filter(|l| l.only_direct()) {
+        let device_ios = load.activity.reads + load.activity.writes;
+        if device_ios as f64 > load.job_ios as f64 * FOREIGN_IOS_SLACK {
+            lines.push(format!(
+                "{} also served other I/O (other processes', or the filesystem's own): it completed {device_ios} requests, the job {}; its figures include that load",
+                load.name(),
+                load.job_ios
+            ));
+        } else if load.activity.avg_queue > load.asked * FOREIGN_QUEUE_SLACK {
+            lines.push(format!(
+                "{} held more requests on average ({:.1}) than the job kept outstanding ({}): other I/O shared it, and its queue and await figures include that load",
+                load.name(),
+                load.activity.avg_queue,
+                count(load.asked)
+            ));
+        }
+    }
+    lines.extend(facts.in_memory.iter().map(|p| format!("{p} lives in memory (tmpfs): no device served it")));
+    lines.extend(facts.unseen.iter().map(|p| format!("no block device behind {p} that iolab can read")));
+    lines.extend(worker_line(facts));
+    if let Some(sqpoll) = facts.class(ThreadClass::Sqpoll) {
+        lines.push(format!(
+            "the SQPOLL thread was {:.0}% busy (it spins while it waits for work)",
+            sqpoll.busiest_thread_pct
+        ));
+    }
+    if let Some(io_wq) = facts.class(ThreadClass::IoWq) {
+        if cpu::process_s(job) > 0.0 {
+            lines.push(format!(
+                "{} io-wq kernel thread(s) used {:.0}% of iolab's CPU (requests io_uring punted); the busiest ran {:.0}% of a core",
+                io_wq.threads,
+                facts.io_wq_share() * 100.0,
+                io_wq.busiest_thread_pct
+            ));
+        }
+    }
+    lines.extend(machine_line(facts));
+    lines.extend(outside_line(facts));
+    lines.extend(core_time_line(facts));
+    if !facts.cpu_known {
+        lines.push("no CPU figures were taken".into());
+    }
+    lines
+}
+
+/// "vda: busy 97% of the window, 31.6 requests in it on average of the 32 the job kept
+/// outstanding, 12,345 IOPS, read await 2.51 ms".
+pub fn device_line(load: &Load<'_>) -> String {
+    let a = load.activity;
+    let busy = if load.busy_pct() > a.util_pct + 5.0 {
+        format!(
+            "busy {:.0}% of the window by io_ticks, at least {:.0}% by its queue",
+            a.util_pct,
+            load.busy_pct()
+        )
+    } else {
+        format!("busy {:.0}% of the window", a.util_pct)
+    };
+    let mut line = format!("{}: {busy}, {}, {:.0} IOPS", a.device, queue_words(load), a.iops);
+    for (what, value) in [("read", a.read_await_us), ("write", a.write_await_us)] {
+        if let Some(us) = value {
+            line.push_str(&format!(", {what} await {}", micros(us)));
+        }
+    }
+    line
+}
+
+/// "31.6 requests in it on average of the 32 the job kept outstanding".
+pub fn queue_words(load: &Load<'_>) -> String {
+    format!(
+        "{:.1} requests in it on average of the {} the job kept outstanding",
+        load.activity.avg_queue,
+        count(load.asked)
+    )
+}
+
+pub fn worker_line(facts: &Facts<'_>) -> Option<String> {
+    let worker = facts.class(ThreadClass::Worker)?;
+    let total = worker.user_s + worker.system_s;
+    let kernel = if total > 0.0 { worker.system_s / total * 100.0 } else { 0.0 };
+    let mut line = format!(
+        "busiest submitting thread {:.0}% busy; the submitting threads spent {kernel:.0}% of their CPU in the kernel",
+        worker.busiest_thread_pct
+    );
+    if worker.busiest_demand_pct > worker.busiest_thread_pct + NOTABLE_CORE_PCT {
+        line.push_str(&format!(
+            "; it was running or waiting for a CPU {:.0}% of the window",
+            worker.busiest_demand_pct
+        ));
+    }
+    Some(line)
+}
+
+pub fn machine_line(facts: &Facts<'_>) -> Option<String> {
+    let job = facts.job;
+    let cores = &job.cpu.machine_busy_pct;
+    if cores.is_empty() {
+        return None;
+    }
+    let each: Vec<String> = cores.iter().map(|p| format!("{p:.0}%")).collect();
+    let mut line = format!("cores busy {} (mean {:.0}%)", each.join(" "), cpu::machine_busy_pct(job));
+    if job.measured_s > 0.0 {
+        line.push_str(&format!(
+            "; iolab used {:.2} of the {} cores",
+            cpu::process_s(job) / job.measured_s,
+            cores.len()
+        ));
+    }
+    Some(line)
+}
+
+/// "outside iolab: loop0 workers 1.67 core-seconds (...), ksoftirqd 0.98 core-seconds (...)".
+fn outside_line(facts: &Facts<'_>) -> Option<String> {
+    let window_s = facts.machine?.window_s;
+    let named: Vec<String> = facts
+        .outside_owners()
+        .filter(|o| window_s > 0.0 && o.cpu_s / window_s * 100.0 >= NOTABLE_OWNER_PCT)
+        .take(OUTSIDE_OWNERS_SHOWN)
+        .map(owner)
+        .collect();
+    (!named.is_empty()).then(|| format!("outside iolab: {}", named.join("; ")))
+}
+
+/// "interrupts and softirqs took 18% of cpu0; the hypervisor took 12% of the cores (steal)".
+fn core_time_line(facts: &Facts<'_>) -> Option<String> {
+    let mut parts: Vec<String> = facts
+        .cores()
+        .iter()
+        .filter(|c| c.interrupts_pct() >= NOTABLE_CORE_PCT)
+        .map(|c| format!("interrupts and softirqs took {:.0}% of cpu{}", c.interrupts_pct(), c.cpu))
+        .collect();
+    if facts.steal_pct() >= NOTABLE_CORE_PCT {
+        parts.push(format!("the hypervisor took {:.0}% of the cores (steal)", facts.steal_pct()));
+    }
+    (!parts.is_empty()).then(|| parts.join("; "))
+}

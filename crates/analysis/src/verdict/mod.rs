@@ -1,0 +1,87 @@
+//! The bottleneck verdict of one job: what limited it, in one plain sentence, with the figures
+//! that show it. The rules are small functions over typed facts (`facts.rs`), tried in a fixed
+//! order; the first that holds wins. The order and every threshold are written down in
+//! docs/bottleneck-verdict.md, which this module follows.
+//!
+//! Why this order: a result that measured RAM (page cache) must say so whatever else it shows;
+//! a run disturbed by another load on its device measured that load too; a full device queue
+//! explains a busy submitting thread (it had nothing more it could hand over), and a kernel
+//! thread at its limit (a loop driver's worker, a RAID thread) explains a busy device; cores
+//! that were the wall are named by who held them; and "raise --qd" is advice only once nothing
+//! was saturated, the device idled, and no kernel thread of iolab's was at its limit.
+
+mod cpu_rules;
+mod device_rules;
+mod evidence;
+mod facts;
+mod fallback_rules;
+mod words;
+
+use iolab_stats::result::{Bottleneck, JobResult, Verdict};
+
+use facts::Facts;
+pub use facts::{
+    BUSY_DEVICE_PCT, CACHED_BYTES_SHARE, FOREIGN_IOS_SLACK, FOREIGN_QUEUE_SLACK, FULL_QUEUE_SHARE,
+    HELD_SHARE, PUNTED_FULL_QUEUE_SHARE, STARVED_SHARE,
+};
+
+/// What a rule found: the cause, one sentence, and the figures that decided it (shown first).
+pub struct Finding {
+    pub cause: Bottleneck,
+    pub summary: String,
+    pub lead: Vec<String>,
+}
+
+impl Finding {
+    fn new(cause: Bottleneck, summary: String, lead: Vec<String>) -> Option<Finding> {
+        Some(Finding { cause, summary, lead })
+    }
+}
+
+/// A rule: a finding when it holds.
+type Rule = fn(&Facts<'_>) -> Option<Finding>;
+
+/// The rules in the order they are tried, each with the name docs/bottleneck-verdict.md gives it.
+const RULES: &[(&str, Rule)] = &[
+    ("nothing_completed", device_rules::nothing_completed),
+    ("rate_limit", device_rules::rate_kept),
+    ("null_engine", device_rules::null_engine),
+    ("page_cache", device_rules::page_cache),
+    ("writeback", device_rules::writeback_punting),
+    ("other_load", device_rules::other_load_on_device),
+    ("queue", device_rules::queue_full),
+    ("kernel_thread", cpu_rules::kernel_thread_at_limit),
+    ("device", device_rules::device_busy),
+    ("io_wq_thread", cpu_rules::io_wq_thread_at_limit),
+    ("interrupts", cpu_rules::interrupt_cpu),
+    ("steal", cpu_rules::steal),
+    ("submitting_thread", cpu_rules::submitting_thread),
+    ("saturated_machine", cpu_rules::saturated_machine),
+    ("crowded_lane", cpu_rules::crowded_lane),
+    ("sqpoll", cpu_rules::sqpoll_starving),
+    ("no_cpu_figures", fallback_rules::no_cpu_figures),
+    ("target", fallback_rules::target_without_device),
+    ("device_not_holding", fallback_rules::device_busy_not_holding),
+    ("concurrency", fallback_rules::concurrency),
+];
+
+/// What limited `job`, judged from its results alone (so a stored result can be judged again).
+pub fn judge(job: &JobResult) -> Verdict {
+    let facts = Facts::of(job);
+    let finding = RULES
+        .iter()
+        .find_map(|(_, rule)| rule(&facts))
+        .unwrap_or_else(|| fallback_rules::undetermined(&facts));
+    let rest: Vec<String> =
+        evidence::lines(&facts).into_iter().filter(|line| !finding.lead.contains(line)).collect();
+    Verdict {
+        cause: finding.cause,
+        summary: finding.summary,
+        evidence: finding.lead.into_iter().chain(rest).collect(),
+    }
+}
+
+/// The names of the rules, in the order they are tried.
+pub fn rule_names() -> Vec<&'static str> {
+    RULES.iter().map(|(name, _)| *name).collect()
+}
