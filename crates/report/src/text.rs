@@ -337,6 +337,60 @@ fn cpu_text(out: &mut String, job: &JobResult) {
         String::new()
     };
     let _ = writeln!(out, "  cpu by thread: {}{unattributed}", classes.join(", "));
+    machine_text(out, job);
+}
+
+/// Owners of the machine's CPU the text report names; JSON keeps all of them.
+const OWNERS_SHOWN: usize = 6;
+
+/// "machine by owner (2 cores, 3.0 s): iolab workers 1.85 (busiest 62%), loop0 workers 1.67
+/// (2 threads, busiest kworker/u8:2-loop0 34%), ...; cores: cpu0 user 0% sys 69% irq 0%
+/// softirq 18% iowait 2% steal 0%, ...".
+fn machine_text(out: &mut String, job: &JobResult) {
+    let Some(machine) = &job.machine else { return };
+    let owners: Vec<String> = machine
+        .owners
+        .iter()
+        .take(OWNERS_SHOWN)
+        .map(|o| {
+            let threads = if o.threads == 1 { String::new() } else { format!("{} threads, ", o.threads) };
+            format!(
+                "{} {:.2} ({threads}busiest {} {:.0}%)",
+                Shown(&o.name),
+                o.cpu_s,
+                Shown(&o.busiest_thread),
+                o.busiest_thread_pct
+            )
+        })
+        .collect();
+    let more = machine.owners.len().saturating_sub(OWNERS_SHOWN);
+    let more = if more > 0 { format!(", {more} more in the JSON") } else { String::new() };
+    let _ = writeln!(
+        out,
+        "  machine by owner, core-seconds ({} cores x {:.1} s): {}{more}",
+        machine.cores,
+        machine.window_s,
+        owners.join(", ")
+    );
+    let cores: Vec<String> = machine
+        .cpus
+        .iter()
+        .map(|c| {
+            format!(
+                "cpu{} user {:.0}% sys {:.0}% irq {:.0}% softirq {:.0}% iowait {:.0}% steal {:.0}%",
+                c.cpu,
+                c.user_pct + c.nice_pct,
+                c.system_pct,
+                c.irq_pct,
+                c.softirq_pct,
+                c.iowait_pct,
+                c.steal_pct
+            )
+        })
+        .collect();
+    if !cores.is_empty() {
+        let _ = writeln!(out, "  cores: {}", cores.join("; "));
+    }
 }
 
 fn problems_text(out: &mut String, job: &JobResult) {
