@@ -27,6 +27,10 @@ pub enum ResultsAction {
         /// Everything kept, as JSON (as `export`).
         #[arg(long)]
         json: bool,
+        /// Judge every point again with this iolab's bottleneck rules, from the facts kept with
+        /// it, and say which verdicts changed (the database is not changed).
+        #[arg(long)]
+        rejudge: bool,
     },
     /// Runs as JSON (all that is kept, histograms included, to merge again elsewhere) or CSV
     /// (one row per point).
@@ -65,9 +69,17 @@ pub fn run(action: ResultsAction, store: &StoreArgs) -> ExitCode {
             Ok(runs) => session::write_output(&stdout, &runs_text(&runs)),
             Err(e) => Err(fail(e)),
         },
-        ResultsAction::Show { id, json } => match db.run(id) {
-            Ok(run) if json => session::write_output(&stdout, &export_json(std::slice::from_ref(&run))),
-            Ok(run) => session::write_output(&stdout, &run_text(&run, &environment_lines(&run))),
+        ResultsAction::Show { id, json, rejudge } => match db.run(id) {
+            Ok(mut run) => {
+                if rejudge {
+                    rejudged(&mut run);
+                }
+                if json {
+                    session::write_output(&stdout, &export_json(std::slice::from_ref(&run)))
+                } else {
+                    session::write_output(&stdout, &run_text(&run, &environment_lines(&run)))
+                }
+            }
             Err(e) => Err(fail(e)),
         },
         ResultsAction::Export { ids, format, output } => {
@@ -104,6 +116,23 @@ pub fn run(action: ResultsAction, store: &StoreArgs) -> ExitCode {
     match written {
         Ok(()) => ExitCode::from(exit::OK),
         Err(code) => code,
+    }
+}
+
+/// Applies today's verdict rules to a stored run, and says on stderr what they changed.
+fn rejudged(run: &mut StoredRun) {
+    let changed = run.rejudge(iolab_analysis::verdict::judge);
+    if changed.is_empty() {
+        say!("iolab: every verdict of run {} stands under this iolab's rules", run.info.id);
+    }
+    for (seq, before) in changed {
+        let now = run.points.iter().find(|p| p.seq == seq).and_then(|p| p.verdict.as_ref());
+        say!(
+            "iolab: point {seq} of run {}: {} -> {} under this iolab's rules",
+            run.info.id,
+            before.map_or("none", |v| v.cause.name()),
+            now.map_or("none", |v| v.cause.name())
+        );
     }
 }
 

@@ -264,3 +264,38 @@ fn compare_judges_differences_against_repeats() {
     assert_eq!(missing.status.code(), Some(2));
     assert!(stderr(&missing).contains("no run 9"), "{}", stderr(&missing));
 }
+
+#[test]
+fn a_stored_run_is_judged_again_by_todays_rules() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let db = dir.path().join("r.db");
+    let run =
+        with_db(dir.path(), &db, &["run", "--engine", "null", "--runtime", "200ms", "--ramp", "0", "-q"]);
+    assert!(run.status.success(), "{}", stderr(&run));
+    // An older iolab's rules said something else: plant that verdict, as an old database holds it.
+    let old = r#"{"cause":"undetermined","summary":"Old rules.","evidence":[]}"#;
+    let conn = rusqlite::Connection::open(&db).expect("opens");
+    conn.execute("UPDATE points SET verdict = ?1", [old]).expect("updates");
+    drop(conn);
+
+    let kept = with_db(dir.path(), &db, &["results", "show", "1"]);
+    assert!(
+        String::from_utf8_lossy(&kept.stdout).contains("Old rules."),
+        "without --rejudge the stored verdict shows"
+    );
+    let rejudged = with_db(dir.path(), &db, &["results", "show", "1", "--rejudge"]);
+    assert!(rejudged.status.success(), "{}", stderr(&rejudged));
+    let text = String::from_utf8_lossy(&rejudged.stdout);
+    assert!(text.contains("The null engine does no I/O") && !text.contains("Old rules."), "{text}");
+    assert!(
+        stderr(&rejudged)
+            .contains("point 0 of run 1: undetermined -> submitting CPU under this iolab's rules"),
+        "{}",
+        stderr(&rejudged)
+    );
+    let json_out = json(&with_db(dir.path(), &db, &["results", "show", "1", "--rejudge", "--json"]));
+    assert_eq!(json_out["runs"][0]["points"][0]["verdict"]["cause"], "submitting_cpu");
+    // The database keeps what was stored: --rejudge only shows.
+    let again = with_db(dir.path(), &db, &["results", "show", "1"]);
+    assert!(String::from_utf8_lossy(&again.stdout).contains("Old rules."));
+}

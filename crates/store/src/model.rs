@@ -137,6 +137,25 @@ pub struct PointSummary {
     pub stop_reason: String,
 }
 
+impl StoredRun {
+    /// Judges every iolab point again with `judge` (today's rules), from the facts kept with it
+    /// (its whole result), replacing the stored verdict. Returns the points whose cause changed,
+    /// with the stored cause. Imported points (fio's) keep theirs: there is no iolab result to
+    /// judge.
+    pub fn rejudge(&mut self, judge: impl Fn(&JobResult) -> Verdict) -> Vec<(u32, Option<Verdict>)> {
+        let mut changed = Vec::new();
+        for point in self.points.iter_mut().filter(|p| p.source == "iolab") {
+            let Ok(result) = serde_json::from_value::<JobResult>(point.result.clone()) else { continue };
+            let verdict = judge(&result);
+            if point.verdict.as_ref().map(|v| v.cause) != Some(verdict.cause) {
+                changed.push((point.seq, point.verdict.clone()));
+            }
+            point.verdict = Some(verdict);
+        }
+        changed
+    }
+}
+
 impl Point {
     /// The stored form of an iolab job's result, `seq`-th of its run.
     pub fn from_job(seq: u32, result: &JobResult, completed_at_unix_s: i64) -> Point {
