@@ -579,3 +579,19 @@ fn a_rate_not_sustained_is_judged_by_what_held_it_back() {
     paced(&mut job, false);
     assert_cause(&job, Bottleneck::Device);
 }
+
+#[test]
+fn the_docs_list_every_rule_in_the_order_it_is_tried() {
+    let docs = include_str!("../../../docs/bottleneck-verdict.md");
+    let rules = &docs[docs.find("## The rules, in order").expect("a rules section")..];
+    let mut from = 0;
+    for name in crate::verdict::rule_names() {
+        let at = rules[from..].find(&format!("**{name}**")).unwrap_or_else(|| {
+            panic!("docs/bottleneck-verdict.md names rule {name} after the one before it")
+        });
+        from += at;
+    }
+}
+
+#[path = "verdict_machine_tests.rs"]
+mod machine_rules;

@@ -1,0 +1,303 @@
+//! The rules that read the whole machine, on `base()` with a machine made up for each case:
+//! owners as /proc would give them on kernels of today and of old, cores, interrupts.
+
+use iolab_stats::cpu::CpuBreakdown;
+use iolab_stats::kernel_threads::{KernelRole, KernelThread};
+use iolab_stats::machine::{CpuOwner, InterruptActivity, MachineReport, OwnerKind};
+
+use super::*;
+
+const CORES: u32 = 2;
+
+fn core(cpu: u32, busy: f64, softirq: f64, steal: f64) -> CpuBreakdown {
+    CpuBreakdown {
+        cpu,
+        user_pct: 5.0,
+        nice_pct: 0.0,
+        system_pct: (busy - 5.0 - softirq - steal).max(0.0),
+        irq_pct: 0.0,
+        softirq_pct: softirq,
+        iowait_pct: 0.0,
+        steal_pct: steal,
+        idle_pct: 100.0 - busy,
+    }
+}
+
+/// A kernel thread owner as the machine sampler groups it, from a thread's name.
+fn kernel(thread: &str, threads: u32, cpu_s: f64, busiest_pct: f64) -> CpuOwner {
+    let kernel = KernelThread::of(thread);
+    CpuOwner {
+        name: kernel.group.clone(),
+        kind: OwnerKind::Kernel,
+        role: Some(kernel.role),
+        serves: kernel.device().map(str::to_string).or_else(|| match kernel.serves {
+            Some(iolab_stats::kernel_threads::Serves::DevNum(n)) if n == "253:0" => Some("dm-0".into()),
+            Some(iolab_stats::kernel_threads::Serves::Cpu(c)) => Some(format!("cpu{c}")),
+            _ => None,
+        }),
+        threads,
+        cpu_s,
+        machine_pct: cpu_s / (f64::from(CORES) * MEASURED_S) * 100.0,
+        busiest_thread: thread.into(),
+        busiest_thread_pct: busiest_pct,
+        pids: Vec::new(),
+        read_bytes: None,
+        write_bytes: None,
+    }
+}
+
+fn process(name: &str, pid: u32, cpu_s: f64, write_bytes: u64) -> CpuOwner {
+    CpuOwner {
+        name: name.into(),
+        kind: OwnerKind::Process,
+        role: None,
+        serves: None,
+        threads: 1,
+        cpu_s,
+        machine_pct: cpu_s / (f64::from(CORES) * MEASURED_S) * 100.0,
+        busiest_thread: name.into(),
+        busiest_thread_pct: cpu_s / MEASURED_S * 100.0,
+        pids: vec![pid],
+        read_bytes: Some(0),
+        write_bytes: Some(write_bytes),
+    }
+}
+
+fn machine(job: &mut JobResult, owners: Vec<CpuOwner>, cores: Vec<CpuBreakdown>) {
+    job.cpu.machine_busy_pct = cores.iter().map(CpuBreakdown::busy_pct).collect();
+    job.machine = Some(MachineReport {
+        cores: CORES,
+        window_s: MEASURED_S,
+        owners,
+        cpus: cores,
+        interrupts: Vec::new(),
+        series: Vec::new(),
+        threads_sampled: 300,
+        sampler_cpu_s: 0.01,
+    });
+}
+
+fn on_device(job: &mut JobResult, name: &str) {
+    job.groups[0].targets[0].device = Some(name.into());
+    job.devices[0].device = name.into();
+}
+
+#[test]
+fn a_loop_workers_thread_at_its_limit_is_named() {
+    for thread in ["kworker/u8:3-loop0", "loop0"] {
+        // Today's kernels name the loop workqueue's workers; before 5.12 the thread was "loop0".
+        let mut job = base();
+        on_device(&mut job, "loop0");
+        *vdb(&mut job) = DeviceActivity { device: "loop0".into(), ..device("loop0", 99.0, 31.0) };
+        machine(
+            &mut job,
+            vec![kernel(thread, 1, 9.9, 99.0)],
+            vec![core(0, 60.0, 5.0, 0.0), core(1, 99.0, 2.0, 0.0)],
+        );
+        let v = assert_cause(&job, Bottleneck::KernelThread);
+        assert!(
+            v.summary.starts_with(&format!(
+                "loop0's kernel worker {thread} ran at 99% of one core: the loop driver"
+            )),
+            "{}",
+            v.summary
+        );
+    }
+}
+
+#[test]
+fn an_md_raid_thread_and_dm_crypt_are_named_by_their_layer() {
+    let mut job = base();
+    on_device(&mut job, "md0");
+    machine(
+        &mut job,
+        vec![kernel("md0_raid5", 1, 9.8, 98.0)],
+        vec![core(0, 99.0, 1.0, 0.0), core(1, 50.0, 1.0, 0.0)],
+    );
+    let v = assert_cause(&job, Bottleneck::KernelThread);
+    assert!(
+        v.summary.contains("md0's RAID thread md0_raid5 ran at 98% of one core: the software RAID layer"),
+        "{}",
+        v.summary
+    );
+
+    let mut job = base();
+    on_device(&mut job, "dm-0");
+    machine(
+        &mut job,
+        vec![kernel("kcryptd/253:0", 1, 10.0, 100.0)],
+        vec![core(0, 99.0, 1.0, 0.0), core(1, 40.0, 1.0, 0.0)],
+    );
+    let v = assert_cause(&job, Bottleneck::KernelThread);
+    assert!(
+        v.summary.contains("dm-0's encryption thread kcryptd/253:0 ran at 100% of one core: dm-crypt"),
+        "{}",
+        v.summary
+    );
+}
+
+#[test]
+fn a_kernel_thread_of_another_device_is_not_blamed() {
+    let mut job = base();
+    machine(
+        &mut job,
+        vec![kernel("kworker/u8:3-loop7", 1, 9.9, 99.0)],
+        vec![core(0, 60.0, 1.0, 0.0), core(1, 99.0, 1.0, 0.0)],
+    );
+    assert_ne!(verdict(&job).cause, Bottleneck::KernelThread);
+}
+
+#[test]
+fn saturated_cores_held_by_the_devices_kernel_work_name_it() {
+    // The loop device: lane 78%, ksoftirqd 40%, two loop workers 32% and 26%.
+    let mut job = base();
+    on_device(&mut job, "loop0");
+    *vdb(&mut job) = DeviceActivity { device: "loop0".into(), ..device("loop0", 96.0, 20.0) };
+    job.cpu.threads[0] = thread_class(ThreadClass::Worker, 1, 0.5, 7.3, 78.0);
+    machine(
+        &mut job,
+        vec![kernel("kworker/u8:3-loop0", 2, 5.8, 32.0), kernel("ksoftirqd/1", 2, 4.0, 40.0)],
+        vec![core(0, 98.0, 10.0, 0.0), core(1, 98.0, 20.0, 0.0)],
+    );
+    let v = assert_cause(&job, Bottleneck::KernelThread);
+    assert!(
+        v.summary
+            .starts_with("The machine's 2 cores were 98% busy, and the device's own kernel work held more"),
+        "{}",
+        v.summary
+    );
+    assert!(
+        v.summary.contains(
+            "loop0 workers 5.80 core-seconds (2 threads; busiest kworker/u8:3-loop0 at 32% of a core)"
+        ),
+        "{}",
+        v.summary
+    );
+    assert!(v.summary.contains("interrupts and softirqs 4.00 core-seconds"), "{}", v.summary);
+}
+
+#[test]
+fn saturated_cores_held_by_another_process_are_another_load() {
+    let mut job = base();
+    machine(
+        &mut job,
+        vec![process("stress-ng", 4242, 14.0, 0)],
+        vec![core(0, 99.0, 1.0, 0.0), core(1, 99.0, 1.0, 0.0)],
+    );
+    let v = assert_cause(&job, Bottleneck::OtherLoad);
+    assert!(
+        v.summary.contains("other processes held more of them than iolab (stress-ng 14.00 core-seconds"),
+        "{}",
+        v.summary
+    );
+}
+
+#[test]
+fn another_process_writing_to_the_device_is_named() {
+    let mut job = base();
+    *vdb(&mut job) = DeviceActivity { writes: 300_000, write_bytes: 812 << 20, ..device("vdb", 95.0, 30.0) };
+    machine(
+        &mut job,
+        vec![process("dd", 777, 3.0, 812 << 20)],
+        vec![core(0, 60.0, 1.0, 0.0), core(1, 50.0, 1.0, 0.0)],
+    );
+    let v = assert_cause(&job, Bottleneck::OtherLoad);
+    assert!(
+        v.summary
+            .contains("the busiest other I/O in the window was dd (pid 777), which read 0B and wrote 812MiB"),
+        "{}",
+        v.summary
+    );
+}
+
+#[test]
+fn punting_behind_writeback_names_the_writeback() {
+    let mut job = base();
+    job.cpu.threads.push(thread_class(ThreadClass::IoWq, 4, 0.0, 12.0, 60.0));
+    job.cpu.system_s += 12.0;
+    *vdb(&mut job) = DeviceActivity { writes: 91_000, write_bytes: 356 << 20, ..device("vdb", 99.0, 20.0) };
+    machine(
+        &mut job,
+        vec![kernel("kworker/u8:0+flush-254:16", 1, 2.0, 20.0)],
+        vec![core(0, 80.0, 1.0, 0.0), core(1, 70.0, 1.0, 0.0)],
+    );
+    let v = assert_cause(&job, Bottleneck::Writeback);
+    assert!(v.summary.contains("io_uring punted the job's I/O to its io-wq kernel threads (75% of iolab's CPU) while vdb wrote 356MiB the job did not (writeback (flush-254:16): kworker/u8:0+flush-254:16)"), "{}", v.summary);
+}
+
+#[test]
+fn a_core_drowned_in_softirqs_is_interrupts() {
+    let mut job = base();
+    machine(
+        &mut job,
+        vec![kernel("ksoftirqd/1", 1, 6.0, 60.0)],
+        vec![core(0, 50.0, 5.0, 0.0), core(1, 99.0, 70.0, 0.0)],
+    );
+    if let Some(m) = job.machine.as_mut() {
+        m.interrupts.push(InterruptActivity {
+            irq: "45".into(),
+            name: "PCI-MSIX 1-edge nvme0q1".into(),
+            count: 900_000,
+            per_cpu: vec![0, 900_000],
+        });
+    }
+    let v = assert_cause(&job, Bottleneck::Interrupts);
+    assert!(
+        v.summary.starts_with("cpu1 was 99% busy, 70% of it in interrupt handlers and softirqs"),
+        "{}",
+        v.summary
+    );
+    assert!(v.summary.contains("most from PCI-MSIX 1-edge nvme0q1 (900000)"), "{}", v.summary);
+}
+
+#[test]
+fn steal_is_named() {
+    let mut job = base();
+    machine(&mut job, Vec::new(), vec![core(0, 60.0, 1.0, 15.0), core(1, 50.0, 1.0, 15.0)]);
+    let v = assert_cause(&job, Bottleneck::Steal);
+    assert!(v.summary.starts_with("The hypervisor took 15% of this VM's CPU time"), "{}", v.summary);
+}
+
+#[test]
+fn an_io_wq_thread_at_its_limit_is_not_advice_to_raise_the_qd() {
+    // zram at QD 32: io_uring serves it in one io-wq thread near 100%; the device idles.
+    let mut job = base();
+    on_device(&mut job, "zram0");
+    *vdb(&mut job) = DeviceActivity { device: "zram0".into(), ..device("zram0", 40.0, 1.0) };
+    job.cpu.threads.push(thread_class(ThreadClass::IoWq, 1, 0.0, 9.8, 98.0));
+    job.cpu.system_s += 9.8;
+    let v = assert_cause(&job, Bottleneck::KernelCpu);
+    assert!(
+        v.summary.starts_with("An io-wq kernel thread of iolab's ran at 98% of one core"),
+        "{}",
+        v.summary
+    );
+}
+
+#[test]
+fn a_lane_that_waited_for_its_core_names_who_held_it() {
+    let mut job = base();
+    job.cpu.threads[0] = ThreadClassCpu {
+        busiest_demand_pct: 97.0,
+        runqueue_wait_s: 3.7,
+        ..thread_class(ThreadClass::Worker, 1, 1.0, 5.0, 60.0)
+    };
+    machine(
+        &mut job,
+        vec![process("make", 99, 9.0, 0)],
+        vec![core(0, 85.0, 1.0, 0.0), core(1, 80.0, 1.0, 0.0)],
+    );
+    let v = assert_cause(&job, Bottleneck::OtherLoad);
+    assert!(v.summary.starts_with("The busiest submitting thread wanted a whole core (running or ready to run 97% of the window) but ran only 60%"), "{}", v.summary);
+    assert!(v.summary.contains("make 9.00 core-seconds"), "{}", v.summary);
+    // Without the wait, the same figures are no wall: nothing says the lane wanted more.
+    job.cpu.threads[0].busiest_demand_pct = 61.0;
+    assert_eq!(verdict(&job).cause, Bottleneck::Concurrency);
+}
+
+#[test]
+fn roles_of_the_fixture_owners_are_the_classifiers() {
+    // The fixtures above go through the same name classifier as the sampler.
+    assert_eq!(kernel("md0_raid5", 1, 1.0, 10.0).role, Some(KernelRole::RaidOrMapper));
+    assert_eq!(kernel("ksoftirqd/0", 1, 1.0, 10.0).serves.as_deref(), Some("cpu0"));
+}
