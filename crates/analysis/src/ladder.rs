@@ -7,6 +7,7 @@
 //! smaller ones).
 
 use iolab_spec::ladder::Rung;
+use iolab_stats::machine::OwnerKind;
 use iolab_stats::result::JobResult;
 use iolab_stats::threads::ThreadClass;
 use serde::Serialize;
@@ -37,6 +38,13 @@ pub struct LadderRow {
     pub io_wq_us_per_io: f64,
     pub sqpoll_us_per_io: f64,
     pub io_wq_threads: u32,
+    /// CPU per I/O of the machine outside iolab (kernel threads serving the device, softirqs,
+    /// other processes): what an interface moves out of the process is still paid for.
+    pub outside_us_per_io: f64,
+    /// The rung's own bottleneck verdict, and the busiest owner outside iolab with its share of
+    /// one core ("loop0 workers 64%"), when the machine was sampled.
+    pub limited_by: String,
+    pub busiest_outside: Option<String>,
 }
 
 #[derive(Debug, Clone, Serialize, PartialEq)]
@@ -74,6 +82,9 @@ fn row(outcome: &RungOutcome<'_>) -> LadderRow {
         io_wq_us_per_io: 0.0,
         sqpoll_us_per_io: 0.0,
         io_wq_threads: 0,
+        outside_us_per_io: 0.0,
+        limited_by: String::new(),
+        busiest_outside: None,
     };
     let job = match &outcome.result {
         Ok(job) => job,
@@ -98,8 +109,26 @@ fn row(outcome: &RungOutcome<'_>) -> LadderRow {
         io_wq_us_per_io: per_io(io_wq_s),
         sqpoll_us_per_io: per_io(cpu::class_s(job, ThreadClass::Sqpoll).0),
         io_wq_threads,
+        outside_us_per_io: per_io(outside_s(job)),
+        limited_by: crate::verdict::judge(job).cause.name().to_string(),
+        busiest_outside: busiest_outside(job),
         ..row
     }
+}
+
+/// Core-seconds the machine spent outside iolab in the window.
+pub fn outside_s(job: &JobResult) -> f64 {
+    job.machine.iter().flat_map(|m| &m.owners).filter(|o| o.kind != OwnerKind::Iolab).map(|o| o.cpu_s).sum()
+}
+
+/// "loop0 workers 64% (kworker/u8:3-loop0)": the biggest owner of CPU outside iolab, as a
+/// share of one core over the window.
+pub fn busiest_outside(job: &JobResult) -> Option<String> {
+    let machine = job.machine.as_ref()?;
+    let owner = machine.owners.iter().find(|o| o.kind != OwnerKind::Iolab)?;
+    (machine.window_s > 0.0).then(|| {
+        format!("{} {:.0}% ({})", owner.name, owner.cpu_s / machine.window_s * 100.0, owner.busiest_thread)
+    })
 }
 
 fn change_pct(from: f64, to: f64) -> f64 {

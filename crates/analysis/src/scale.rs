@@ -1,12 +1,14 @@
 //! What a scaling run found: the aggregate against the sum of the singles (the scaling
 //! efficiency) and, when it falls short, what stopped it, with the evidence.
 
-use iolab_stats::result::JobResult;
+use iolab_stats::machine::OwnerKind;
+use iolab_stats::result::{Bottleneck, JobResult};
 use iolab_stats::threads::ThreadClass;
 use serde::Serialize;
 
 use crate::cpu;
 use crate::ladder::PUNT_SHARE_PCT;
+use crate::verdict::{same_disk, KERNEL_THREAD_LIMIT_PCT};
 
 /// At or above this efficiency, the targets scale.
 pub const SCALES_PCT: f64 = 90.0;
@@ -61,6 +63,39 @@ pub fn summarize(singles: &[&JobResult], together: &JobResult) -> ScaleSummary {
     }
 }
 
+/// Kernel threads outside iolab that serve the targets' devices at their limit in the together
+/// run, named ("the wall: loop0 workers at 99% of a core (kworker/u8:3-loop0), loop1 workers
+/// at 98% ... on a 2-core machine"), and the together run's own verdict when it names a thread
+/// or the machine's owners.
+fn walls(together: &JobResult) -> Vec<String> {
+    let mut words = Vec::new();
+    if let Some(machine) = &together.machine {
+        let devices: Vec<&str> = together.devices.iter().map(|d| d.device.as_str()).collect();
+        let at_limit: Vec<String> = machine
+            .owners
+            .iter()
+            .filter(|o| o.kind == OwnerKind::Kernel && o.busiest_thread_pct >= KERNEL_THREAD_LIMIT_PCT)
+            .filter(|o| o.serves.as_deref().is_some_and(|s| devices.iter().any(|d| same_disk(s, d))))
+            .map(|o| format!("{} at {:.0}% of a core ({})", o.name, o.busiest_thread_pct, o.busiest_thread))
+            .collect();
+        if !at_limit.is_empty() {
+            words.push(format!("the wall: {} on a {}-core machine", at_limit.join(", "), machine.cores));
+        }
+    }
+    let verdict = crate::verdict::judge(together);
+    if matches!(
+        verdict.cause,
+        Bottleneck::KernelThread
+            | Bottleneck::Interrupts
+            | Bottleneck::OtherLoad
+            | Bottleneck::Steal
+            | Bottleneck::KernelCpu
+    ) {
+        words.push(format!("the together run's verdict ({}): {}", verdict.cause.name(), verdict.summary));
+    }
+    words
+}
+
 fn pct(part: f64, whole: f64) -> f64 {
     if whole > 0.0 {
         part / whole * 100.0
@@ -87,6 +122,7 @@ fn verdict(rows: &[ScaleRow], singles: &[&JobResult], together: &JobResult, effi
         words.push("the targets scale: running them together costs little or nothing".to_string());
         return words;
     }
+    words.extend(walls(together));
     match cpu::saturation(together) {
         Some(what) => words.push(format!("scaling stopped at the CPU: {what}")),
         None => {

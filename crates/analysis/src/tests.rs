@@ -1036,3 +1036,60 @@ fn a_ramp_names_the_most_iops_sustained_within_the_limits() {
     );
     assert_words_finite(&summary.verdict);
 }
+
+#[test]
+fn scale_names_the_kernel_threads_that_were_the_wall() {
+    use iolab_stats::kernel_threads::KernelRole;
+    use iolab_stats::machine::{CpuOwner, MachineReport, OwnerKind};
+    use iolab_stats::result::DeviceActivity;
+
+    let a = Synth::alone(A, 100_000.0, 2.0).build();
+    let b = Synth::alone(B, 100_000.0, 2.0).build();
+    let mut together = Synth::together(&[(A, 55_000.0), (B, 55_000.0)], 2.0).machine(&[99.0, 99.0]).build();
+    // Two loop devices, each driver's worker at its limit, on a 2-core machine: the field
+    // reports' software-RAID wall, named.
+    let device = |name: &str| DeviceActivity {
+        device: name.into(),
+        reads: 1,
+        writes: 0,
+        read_bytes: 4096,
+        write_bytes: 0,
+        iops: 1.0,
+        util_pct: 99.0,
+        avg_queue: 16.0,
+        read_await_us: None,
+        write_await_us: None,
+        nr_requests: None,
+        hw_queue_depth: None,
+        hw_queues: None,
+        scheduler: None,
+        rotational: None,
+    };
+    together.devices = vec![device("loop0"), device("loop1")];
+    let worker = |device: &str, pct: f64| CpuOwner {
+        name: format!("{device} workers"),
+        kind: OwnerKind::Kernel,
+        role: Some(KernelRole::BlockWorker),
+        serves: Some(device.into()),
+        threads: 1,
+        cpu_s: pct / 100.0 * together.measured_s,
+        machine_pct: pct / 2.0,
+        busiest_thread: format!("kworker/u8:1-{device}"),
+        busiest_thread_pct: pct,
+        pids: Vec::new(),
+        read_bytes: None,
+        write_bytes: None,
+    };
+    together.machine = Some(MachineReport {
+        cores: 2,
+        window_s: together.measured_s,
+        owners: vec![worker("loop0", 100.0), worker("loop1", 99.0), worker("loop7", 100.0)],
+        ..Default::default()
+    });
+    let summary = scale::summarize(&[&a, &b], &together);
+    assert_eq!(
+        finding(&summary.verdict, "the wall"),
+        "the wall: loop0 workers at 100% of a core (kworker/u8:1-loop0), loop1 workers at 99% of a core (kworker/u8:1-loop1) on a 2-core machine"
+    );
+    assert_scale_finite(&summary);
+}

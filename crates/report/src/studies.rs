@@ -71,8 +71,8 @@ pub fn ladder_text(summary: &LadderSummary, run: &RunReport) -> String {
     let _ = writeln!(out, "API ladder on {target}: {}\n", workload(run));
     let _ = writeln!(
         out,
-        "  {:<17}{:<34}{:>11}{:>9}{:>9}{:>10}{:>9}{:>9}{:>9}",
-        "step", "what", "IOPS", "p50", "p99", "CPU/I/O", "workers", "io-wq", "sqpoll"
+        "  {:<17}{:<34}{:>11}{:>9}{:>9}{:>10}{:>9}{:>9}{:>9}{:>10}  limited by",
+        "step", "what", "IOPS", "p50", "p99", "CPU/I/O", "workers", "io-wq", "sqpoll", "outside"
     );
     for row in &summary.rows {
         if let Some(why) = &row.skipped {
@@ -82,7 +82,7 @@ pub fn ladder_text(summary: &LadderSummary, run: &RunReport) -> String {
         let us = |v: f64| format!("{v:.2}us");
         let _ = writeln!(
             out,
-            "  {:<17}{:<34}{:>11}{:>9}{:>9}{:>10}{:>9}{:>9}{:>9}",
+            "  {:<17}{:<34}{:>11}{:>9}{:>9}{:>10}{:>9}{:>9}{:>9}{:>10}  {}{}",
             row.name,
             row.what,
             thousands(row.iops),
@@ -91,11 +91,18 @@ pub fn ladder_text(summary: &LadderSummary, run: &RunReport) -> String {
             us(row.cpu_us_per_io),
             us(row.worker_us_per_io),
             us(row.io_wq_us_per_io),
-            us(row.sqpoll_us_per_io)
+            us(row.sqpoll_us_per_io),
+            us(row.outside_us_per_io),
+            row.limited_by,
+            row.busiest_outside
+                .as_ref()
+                .map_or_else(String::new, |b| format!("; busiest outside iolab: {b}"))
         );
     }
-    let _ =
-        writeln!(out, "  (CPU/I/O is the whole process; workers, io-wq and sqpoll are its parts by thread)");
+    let _ = writeln!(
+        out,
+        "  (CPU/I/O is the whole process; workers, io-wq and sqpoll are its parts by thread; outside is the\n   rest of the machine per I/O: kernel threads serving the device, softirqs, other processes)"
+    );
     verdict(&mut out, &summary.verdict);
     crate::shown(out)
 }

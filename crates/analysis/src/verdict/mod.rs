@@ -19,6 +19,8 @@ mod words;
 
 use iolab_stats::result::{Bottleneck, JobResult, Verdict};
 
+pub use cpu_rules::KERNEL_THREAD_LIMIT_PCT;
+pub use facts::same_disk;
 use facts::Facts;
 pub use facts::{
     BUSY_DEVICE_PCT, CACHED_BYTES_SHARE, FOREIGN_IOS_SLACK, FOREIGN_QUEUE_SLACK, FULL_QUEUE_SHARE,
