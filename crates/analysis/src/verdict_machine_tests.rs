@@ -72,6 +72,7 @@ fn machine(job: &mut JobResult, owners: Vec<CpuOwner>, cores: Vec<CpuBreakdown>)
         cpus: cores,
         interrupts: Vec::new(),
         series: Vec::new(),
+        page_cache: None,
         threads_sampled: 300,
         sampler_cpu_s: 0.01,
     });
@@ -300,4 +301,24 @@ fn roles_of_the_fixture_owners_are_the_classifiers() {
     // The fixtures above go through the same name classifier as the sampler.
     assert_eq!(kernel("md0_raid5", 1, 1.0, 10.0).role, Some(KernelRole::RaidOrMapper));
     assert_eq!(kernel("ksoftirqd/0", 1, 1.0, 10.0).serves.as_deref(), Some("cpu0"));
+}
+
+#[test]
+fn page_cache_written_back_in_the_window_names_the_writeback() {
+    let mut job = base();
+    *vdb(&mut job) = DeviceActivity { writes: 600, write_bytes: 1 << 30, ..device("vdb", 89.0, 12.0) };
+    machine(&mut job, Vec::new(), vec![core(0, 30.0, 1.0, 0.0), core(1, 20.0, 1.0, 0.0)]);
+    if let Some(m) = job.machine.as_mut() {
+        m.page_cache = Some(iolab_stats::machine::PageCacheActivity {
+            dirty_start_bytes: 1100 << 20,
+            dirty_end_bytes: 60 << 20,
+            written_back_bytes: 1000 << 20,
+        });
+    }
+    let v = assert_cause(&job, Bottleneck::OtherLoad);
+    assert!(
+        v.summary.contains("it was the kernel's writeback of dirty page cache: 1000MiB written back in the window, 1.07GiB dirty at its start and 60MiB at its end"),
+        "{}",
+        v.summary
+    );
 }

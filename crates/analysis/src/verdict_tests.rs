@@ -198,10 +198,13 @@ fn a_full_queue_shows_a_busy_device_when_io_ticks_undercount() {
 fn other_io_on_the_device_is_another_load_and_does_not_fill_the_jobs_queue() {
     let mut job = base();
     qd(&mut job, 1);
-    *vdb(&mut job) = DeviceActivity { reads: 900_000, ..device("vdb", 70.0, 3.0) };
+    *vdb(&mut job) =
+        DeviceActivity { reads: 900_000, read_bytes: 900_000 * BLOCK, ..device("vdb", 70.0, 3.0) };
     let v = assert_cause(&job, Bottleneck::OtherLoad);
     assert!(
-        v.summary.starts_with("Another load shared vdb: 400000 of the requests it completed (44%)"),
+        v.summary.starts_with(
+            "Another load shared vdb: 400000 of the requests it completed (44%, 44% of its bytes)"
+        ),
         "{}",
         v.summary
     );
@@ -467,8 +470,8 @@ fn a_striped_group_shares_its_qd_among_its_devices() {
         vec![target("/dev/vdb", Some("vdb"), IOPS / 2.0), target("/dev/vdc", Some("vdc"), IOPS / 2.0)];
     let half = (IOPS * MEASURED_S / 2.0) as u64;
     job.devices = vec![
-        DeviceActivity { reads: half, ..device("vdb", 60.0, 9.0) },
-        DeviceActivity { reads: half, ..device("vdc", 97.0, 15.5) },
+        DeviceActivity { reads: half, read_bytes: half * BLOCK, ..device("vdb", 60.0, 9.0) },
+        DeviceActivity { reads: half, read_bytes: half * BLOCK, ..device("vdc", 97.0, 15.5) },
     ];
     let v = assert_cause(&job, Bottleneck::Device);
     assert!(v.summary.starts_with("vdc was busy 97%"), "{}", v.summary);

@@ -16,9 +16,11 @@ use iolab_spec::Nanos;
 use iolab_stats::cpu::MachineCpu;
 use iolab_stats::machine::{
     sort_owners, CpuOwner, InterruptActivity, MachineAccounting, MachineReport, MachineSlice, MachineThread,
-    OwnerKind, ProcessIoSample, SliceOwner, SLICE_OWNERS,
+    OwnerKind, PageCacheActivity, ProcessIoSample, SliceOwner, SLICE_OWNERS,
 };
-use iolab_stats::proc_text::{parse_interrupts, parse_proc_io, InterruptLine, TaskStat};
+use iolab_stats::proc_text::{
+    meminfo_bytes, parse_interrupts, parse_proc_io, vmstat_value, InterruptLine, TaskStat,
+};
 use iolab_stats::threads::{ThreadClass, ThreadClassCpu};
 
 /// The environment variable that turns machine-wide sampling off (benchmarks of its cost).
@@ -30,6 +32,7 @@ pub struct MachineWatch {
     cpu_start: MachineCpu,
     cpu_previous: MachineCpu,
     interrupts_start: Vec<InterruptLine>,
+    page_cache_start: Option<(u64, u64)>,
     start_ns: u64,
     previous_ns: u64,
     series: Vec<MachineSlice>,
@@ -49,12 +52,14 @@ impl MachineWatch {
         let accounting = MachineAccounting::new(&reader.threads, &reader.io);
         let cpu_start = MachineCpu::now().ok()?;
         let interrupts_start = read_interrupts();
+        let page_cache_start = read_page_cache();
         Some(MachineWatch {
             reader,
             accounting,
             cpu_previous: cpu_start.clone(),
             cpu_start,
             interrupts_start,
+            page_cache_start,
             start_ns: now_ns,
             previous_ns: now_ns,
             series: Vec::new(),
@@ -109,6 +114,13 @@ impl MachineWatch {
             owners,
             cpus,
             interrupts: interrupts_since(&self.interrupts_start, &read_interrupts()),
+            page_cache: self.page_cache_start.zip(read_page_cache()).map(
+                |((dirty0, written0), (dirty1, written1))| PageCacheActivity {
+                    dirty_start_bytes: dirty0,
+                    dirty_end_bytes: dirty1,
+                    written_back_bytes: written1.saturating_sub(written0).saturating_mul(page_bytes()),
+                },
+            ),
             series: self.series,
             threads_sampled,
             sampler_cpu_s: self.sampler_ns as f64 / 1e9,
@@ -167,6 +179,13 @@ fn interrupts_since(start: &[InterruptLine], end: &[InterruptLine]) -> Vec<Inter
         .collect();
     fired.sort_by(|a, b| b.count.cmp(&a.count).then_with(|| a.irq.cmp(&b.irq)));
     fired
+}
+
+/// Dirty page cache in bytes and pages written back so far.
+fn read_page_cache() -> Option<(u64, u64)> {
+    let meminfo = std::fs::read_to_string("/proc/meminfo").ok()?;
+    let vmstat = std::fs::read_to_string("/proc/vmstat").ok()?;
+    Some((meminfo_bytes(&meminfo, "Dirty")?, vmstat_value(&vmstat, "nr_written")?))
 }
 
 fn read_interrupts() -> Vec<InterruptLine> {
@@ -283,6 +302,15 @@ fn read_into(path: &str, text: &mut String) -> io::Result<()> {
     text.clear();
     File::open(path)?.read_to_string(text)?;
     Ok(())
+}
+
+/// The base page size, in which vmstat counts pages.
+fn page_bytes() -> u64 {
+    nix::unistd::sysconf(nix::unistd::SysconfVar::PAGE_SIZE)
+        .ok()
+        .flatten()
+        .filter(|&p| p > 0)
+        .map_or(4096, |p| p as u64)
 }
 
 /// Clock ticks per second of /proc's times (USER_HZ).

@@ -33,6 +33,9 @@ pub struct MachineReport {
     pub interrupts: Vec<InterruptActivity>,
     /// Per sampling interval: how busy the machine was and its biggest owners outside iolab.
     pub series: Vec<MachineSlice>,
+    /// Dirty page cache and its writeback over the window (/proc/meminfo, /proc/vmstat).
+    #[serde(default)]
+    pub page_cache: Option<PageCacheActivity>,
     /// Threads on the machine at the last sample.
     pub threads_sampled: u32,
     /// CPU the sampling itself took in the window (reading /proc for every thread).
@@ -48,6 +51,17 @@ impl MachineReport {
     pub fn owner(&self, name: &str) -> Option<&CpuOwner> {
         self.owners.iter().find(|o| o.name == name)
     }
+}
+
+/// The kernel's writeback of dirty page cache over the window: the work of whoever dirtied the
+/// pages, done by the kernel on their behalf, often after they ended.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PageCacheActivity {
+    /// Dirty page cache when the window opened and when it closed.
+    pub dirty_start_bytes: u64,
+    pub dirty_end_bytes: u64,
+    /// Bytes the kernel wrote back in the window (vmstat's nr_written, every device together).
+    pub written_back_bytes: u64,
 }
 
 /// Whose CPU it was.

@@ -63,6 +63,22 @@ pub fn parse_proc_io(text: &str) -> Option<(u64, u64)> {
     Some((value("read_bytes")?, value("write_bytes")?))
 }
 
+/// The value of `key` in a "key value" text such as /proc/vmstat ("nr_written 81234").
+pub fn vmstat_value(text: &str, key: &str) -> Option<u64> {
+    text.lines().find_map(|line| {
+        let (name, value) = line.split_once(' ')?;
+        (name == key).then(|| value.trim().parse().ok()).flatten()
+    })
+}
+
+/// A "Dirty:   373708 kB" line of /proc/meminfo, in bytes.
+pub fn meminfo_bytes(text: &str, key: &str) -> Option<u64> {
+    let line = text.lines().find_map(|l| l.strip_prefix(key)?.strip_prefix(':'))?;
+    let mut words = line.split_whitespace();
+    let kib: u64 = words.next()?.parse().ok()?;
+    (words.next() == Some("kB")).then_some(kib * 1024)
+}
+
 /// One line of /proc/interrupts: its source ("45", "NMI", "LOC"), its description (the chip,
 /// the hardware number and the handler's name, as the kernel wrote them), and counts per CPU.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -130,6 +146,18 @@ mod tests {
                     cancelled_write_bytes: 0\n";
         assert_eq!(parse_proc_io(text), Some((4096, 8192)));
         assert_eq!(parse_proc_io("rchar: 10\n"), None);
+    }
+
+    #[test]
+    fn vmstat_and_meminfo() {
+        let vmstat = "nr_dirty 100\nnr_written 81234\nnr_dirtied 90000\n";
+        assert_eq!(vmstat_value(vmstat, "nr_written"), Some(81234));
+        assert_eq!(vmstat_value(vmstat, "nr_writ"), None);
+        let meminfo =
+            "MemTotal:       24000000 kB\nDirty:            373708 kB\nWriteback:             0 kB\n";
+        assert_eq!(meminfo_bytes(meminfo, "Dirty"), Some(373708 * 1024));
+        assert_eq!(meminfo_bytes(meminfo, "Writeback"), Some(0));
+        assert_eq!(meminfo_bytes(meminfo, "Shmem"), None);
     }
 
     #[test]

@@ -112,14 +112,12 @@ pub fn writeback_punting(facts: &Facts<'_>) -> Option<Finding> {
     facts.loads.iter().filter(|l| l.only_direct()).find_map(|load| {
         let foreign = load.foreign_write_bytes();
         let (foreign_ios, share) = load.foreign_ios();
-        let writeback = writeback_owner(facts, load);
-        if foreign == 0 || (share < FOREIGN_SHARE && writeback.is_none()) {
+        let writeback = writeback_words(facts, load);
+        let disturbed = share >= FOREIGN_SHARE || load.foreign_bytes_share() >= FOREIGN_SHARE;
+        if foreign == 0 || (!disturbed && writeback.is_none()) {
             return None;
         }
-        let by = match writeback {
-            Some(owner) => format!(" ({}: {})", owner.name, owner.busiest_thread),
-            None => String::new(),
-        };
+        let by = writeback.map_or_else(String::new, |words| format!(" ({words})"));
         Finding::new(
             Bottleneck::Writeback,
             format!(
@@ -137,6 +135,24 @@ pub fn writeback_punting(facts: &Facts<'_>) -> Option<Finding> {
     })
 }
 
+/// The kernel's writeback as the evidence shows it: a writeback or journal thread of the device
+/// at work, or dirty page cache written back in the window (at least half of what the device
+/// wrote that the job did not).
+fn writeback_words(facts: &Facts<'_>, load: &Load<'_>) -> Option<String> {
+    if let Some(owner) = writeback_owner(facts, load) {
+        return Some(format!("{}: {}", owner.name, owner.busiest_thread));
+    }
+    let cache = facts.machine?.page_cache?;
+    (cache.written_back_bytes > 0 && cache.written_back_bytes * 2 >= load.foreign_write_bytes()).then(|| {
+        format!(
+            "the kernel's writeback of dirty page cache: {} written back in the window, {} dirty at its start and {} at its end",
+            Bytes(cache.written_back_bytes),
+            Bytes(cache.dirty_start_bytes),
+            Bytes(cache.dirty_end_bytes)
+        )
+    })
+}
+
 /// Kernel threads that write back or journal for the device, the busiest first.
 fn writeback_owner<'a>(facts: &Facts<'a>, load: &Load<'_>) -> Option<&'a CpuOwner> {
     facts.outside_owners().find(|o| {
@@ -150,15 +166,17 @@ fn writeback_owner<'a>(facts: &Facts<'a>, load: &Load<'_>) -> Option<&'a CpuOwne
 pub fn other_load_on_device(facts: &Facts<'_>) -> Option<Finding> {
     facts.loads.iter().filter(|l| l.only_direct()).find_map(|load| {
         let (foreign, share) = load.foreign_ios();
-        if share < FOREIGN_SHARE {
+        let bytes_share = load.foreign_bytes_share();
+        if share < FOREIGN_SHARE && bytes_share < FOREIGN_SHARE {
             return None;
         }
         Finding::new(
             Bottleneck::OtherLoad,
             format!(
-                "Another load shared {}: {foreign} of the requests it completed ({:.0}%) were not the job's{}, so the run was disturbed and its figures are not the device's alone; measure again when the device is quiet.",
+                "Another load shared {}: {foreign} of the requests it completed ({:.0}%, {:.0}% of its bytes) were not the job's{}, so the run was disturbed and its figures are not the device's alone; measure again when the device is quiet.",
                 load.name(),
                 share * 100.0,
+                bytes_share * 100.0,
                 who_else(facts, load)
             ),
             vec![device_line(load)],
@@ -172,6 +190,12 @@ fn who_else(facts: &Facts<'_>, load: &Load<'_>) -> String {
         .outside_owners()
         .filter(|o| o.kind == OwnerKind::Process && o.io_bytes() > 0)
         .max_by_key(|o| o.io_bytes());
+    let written_back = facts.machine.and_then(|m| m.page_cache).map_or(0, |c| c.written_back_bytes);
+    if let Some(words) =
+        writeback_words(facts, load).filter(|_| process.is_none_or(|p| written_back > p.io_bytes()))
+    {
+        return format!("; it was {words}");
+    }
     if let Some(p) = process {
         let pids: Vec<String> = p.pids.iter().map(u32::to_string).collect();
         let pid = if pids.is_empty() { String::new() } else { format!(" (pid {})", pids.join(", ")) };
@@ -182,12 +206,10 @@ fn who_else(facts: &Facts<'_>, load: &Load<'_>) -> String {
             Bytes(p.write_bytes.unwrap_or(0))
         );
     }
-    match writeback_owner(facts, load) {
-        Some(owner) => format!("; the kernel's {} ({}) was writing", owner.name, owner.busiest_thread),
-        None if facts.machine.is_some() => {
-            "; no process's I/O figures show whose (they need root to read)".into()
-        }
-        None => String::new(),
+    if facts.machine.is_some() {
+        "; no process's I/O in the window shows whose (it ended before the window, or its /proc/<pid>/io could not be read: other users' processes need root)".into()
+    } else {
+        String::new()
     }
 }
 

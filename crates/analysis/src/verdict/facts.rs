@@ -92,6 +92,20 @@ impl Load<'_> {
         (foreign, if device > 0 { foreign as f64 / device as f64 } else { 0.0 })
     }
 
+    /// The share of the device's bytes that were not the job's (a load of large requests
+    /// shows here while its request count stays small).
+    pub fn foreign_bytes_share(&self) -> f64 {
+        let a = self.activity;
+        let device = a.read_bytes + a.write_bytes;
+        let foreign = a.read_bytes.saturating_sub(self.job_read_bytes)
+            + a.write_bytes.saturating_sub(self.job_write_bytes);
+        if device > 0 {
+            foreign as f64 / device as f64
+        } else {
+            0.0
+        }
+    }
+
     /// Bytes the device wrote that the job did not.
     pub fn foreign_write_bytes(&self) -> u64 {
         self.activity.write_bytes.saturating_sub(self.job_write_bytes)
