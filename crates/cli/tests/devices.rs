@@ -8,9 +8,15 @@ use std::path::Path;
 use common::{json, run_in, stderr, ZramDevice};
 
 const QUICK: [&str; 4] = ["--runtime", "1s", "--ramp", "300ms"];
-const CAUSES: [&str; 8] = [
+const CAUSES: [&str; 14] = [
     "submitting_cpu",
     "kernel_cpu",
+    "kernel_thread",
+    "interrupts",
+    "other_load",
+    "writeback",
+    "steal",
+    "target",
     "device",
     "queue",
     "page_cache",

@@ -319,9 +319,21 @@ impl MachineAccounting {
 
     fn retire_io(&mut self, key: (u32, u64), live: &LiveIo) {
         let Some(name) = self.io_owner.remove(&key) else { return };
+        let (read, written) =
+            (live.last.0.saturating_sub(live.base.0), live.last.1.saturating_sub(live.base.1));
+        if read + written > 0 {
+            // A process that used no measurable CPU but moved data (a shell whose short-lived
+            // children did the I/O: a process's io counts its reaped children's) is an owner too.
+            let owner =
+                self.owners.entry(OwnerKey { kind: OwnerKind::Process, name: name.clone() }).or_default();
+            owner.pids.insert(key.0);
+            if owner.busiest.is_empty() {
+                owner.busiest = name.clone();
+            }
+        }
         let total = self.io_retired.entry(name).or_default();
-        total.0 += live.last.0.saturating_sub(live.base.0);
-        total.1 += live.last.1.saturating_sub(live.base.1);
+        total.0 += read;
+        total.1 += written;
     }
 
     /// Remembers which command each process is, for its I/O.
@@ -351,25 +363,26 @@ impl MachineAccounting {
         let mut owners: Vec<CpuOwner> = self
             .owners
             .into_iter()
-            .filter(|(_, total)| total.cpu_ns > 0)
             .map(|(key, total)| {
                 let io = (key.kind == OwnerKind::Process)
                     .then(|| self.io_retired.get(&key.name).copied())
                     .flatten();
-                CpuOwner {
-                    serves: total.serves.as_ref().map(|s| serves_name(s, resolve)),
-                    role: total.role,
-                    kind: key.kind,
-                    threads: total.threads,
-                    cpu_s: total.cpu_ns as f64 / 1e9,
-                    machine_pct: share(total.cpu_ns as f64, capacity_ns),
-                    busiest_thread: total.busiest,
-                    busiest_thread_pct: share(total.busiest_ns as f64, window_ns).min(100.0),
-                    pids: total.pids.into_iter().take(LISTED_PIDS).collect(),
-                    read_bytes: io.map(|(read, _)| read),
-                    write_bytes: io.map(|(_, write)| write),
-                    name: key.name,
-                }
+                (key, total, io)
+            })
+            .filter(|(_, total, io)| total.cpu_ns > 0 || io.is_some_and(|(r, w)| r + w > 0))
+            .map(|(key, total, io)| CpuOwner {
+                serves: total.serves.as_ref().map(|s| serves_name(s, resolve)),
+                role: total.role,
+                kind: key.kind,
+                threads: total.threads,
+                cpu_s: total.cpu_ns as f64 / 1e9,
+                machine_pct: share(total.cpu_ns as f64, capacity_ns),
+                busiest_thread: total.busiest,
+                busiest_thread_pct: share(total.busiest_ns as f64, window_ns).min(100.0),
+                pids: total.pids.into_iter().take(LISTED_PIDS).collect(),
+                read_bytes: io.map(|(read, _)| read),
+                write_bytes: io.map(|(_, write)| write),
+                name: key.name,
             })
             .collect();
         sort_owners(&mut owners);

@@ -130,3 +130,13 @@ fn an_empty_window_has_no_owners() {
     let accounting = MachineAccounting::new(&[kernel(1, 1, "kthreadd", 10)], &[]);
     assert!(accounting.finish(2, 0.0, &no_devices).is_empty());
 }
+
+#[test]
+fn a_process_that_only_moved_data_is_an_owner() {
+    // A shell loop: it uses no measurable CPU, but its io counts the dd children it reaped.
+    let mut accounting = MachineAccounting::new(&[user(300, 300, 3, "sh", "sh", 10)], &[io(300, 3, 0, 0)]);
+    accounting.observe(&[user(300, 300, 3, "sh", "sh", 10)], &[io(300, 3, 0, 512 << 20)]);
+    let owners = accounting.finish(2, 1.0, &no_devices);
+    let sh = owner(&owners, "sh");
+    assert_eq!((sh.cpu_s, sh.write_bytes, sh.pids.as_slice()), (0.0, Some(512 << 20), &[300u32][..]));
+}

@@ -190,21 +190,22 @@ fn who_else(facts: &Facts<'_>, load: &Load<'_>) -> String {
         .outside_owners()
         .filter(|o| o.kind == OwnerKind::Process && o.io_bytes() > 0)
         .max_by_key(|o| o.io_bytes());
-    let written_back = facts.machine.and_then(|m| m.page_cache).map_or(0, |c| c.written_back_bytes);
-    if let Some(words) =
-        writeback_words(facts, load).filter(|_| process.is_none_or(|p| written_back > p.io_bytes()))
-    {
-        return format!("; it was {words}");
+    let mut words = String::new();
+    if let Some(writeback) = writeback_words(facts, load) {
+        words.push_str(&format!("; it was {writeback}"));
     }
     if let Some(p) = process {
         let pids: Vec<String> = p.pids.iter().map(u32::to_string).collect();
         let pid = if pids.is_empty() { String::new() } else { format!(" (pid {})", pids.join(", ")) };
-        return format!(
+        words.push_str(&format!(
             "; the busiest other I/O in the window was {}{pid}, which read {} and wrote {}",
             p.name,
             Bytes(p.read_bytes.unwrap_or(0)),
             Bytes(p.write_bytes.unwrap_or(0))
-        );
+        ));
+    }
+    if !words.is_empty() {
+        return words;
     }
     if facts.machine.is_some() {
         "; no process's I/O in the window shows whose (it ended before the window, or its /proc/<pid>/io could not be read: other users' processes need root)".into()

@@ -173,10 +173,25 @@ pub struct LoopDevice {
 
 impl LoopDevice {
     pub fn new(name: &str, size_mib: u64) -> Self {
+        Self::attach(name, size_mib, "")
+    }
+
+    /// With direct I/O on its backing file: requests go to tmpfs without a second page cache,
+    /// submitted inline and completed by the loop driver's workers, as a fast device's would.
+    pub fn direct(name: &str, size_mib: u64) -> Self {
+        Self::attach(name, size_mib, "--direct-io=on")
+    }
+
+    fn attach(name: &str, size_mib: u64, flags: &str) -> Self {
         let backing = PathBuf::from(format!("/dev/shm/iolab-test-{name}-{}.img", std::process::id()));
         sh(&format!("truncate -s {size_mib}M {}", backing.display()));
-        let device = PathBuf::from(sh(&format!("losetup -f --show {}", backing.display())));
+        let device = PathBuf::from(sh(&format!("losetup {flags} -f --show {}", backing.display())));
         LoopDevice { device, backing }
+    }
+
+    /// The kernel's name of the device: "loop3".
+    pub fn name(&self) -> &str {
+        self.device.file_name().and_then(|n| n.to_str()).expect("loop device names are UTF-8")
     }
 
     pub fn path(&self) -> &str {

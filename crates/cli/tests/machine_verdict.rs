@@ -1,0 +1,186 @@
+//! The whole machine in the verdict, end to end on this machine's own kernel: a loop device's
+//! kernel workers are named, another process writing to the job's device is named, and a file
+//! whose dirty pages are written back during the run names the writeback.
+
+mod common;
+
+use std::process::{Command, Stdio};
+
+use common::{json, needs_root_and, run_in, sh, stderr, LoopDevice};
+
+fn verdict_text(job: &serde_json::Value) -> String {
+    let verdict = &job["verdict"];
+    let mut text = verdict["summary"].as_str().unwrap_or_default().to_string();
+    for line in verdict["evidence"].as_array().into_iter().flatten() {
+        text.push('\n');
+        text.push_str(line.as_str().unwrap_or_default());
+    }
+    text
+}
+
+#[test]
+fn a_loop_device_names_its_kernel_workers() {
+    if let Some((missing, why)) = needs_root_and(&["losetup", "dd"]) {
+        return common::skip!(missing, "{why}");
+    }
+    let dir = tempfile::tempdir().expect("temp dir");
+    let device = LoopDevice::direct("workers", 256);
+    sh(&format!("dd if=/dev/urandom of={} bs=1M count=256 oflag=direct status=none", device.path()));
+    let out = run_in(
+        dir.path(),
+        &[
+            "run",
+            "--target",
+            device.path(),
+            "--qd",
+            "32",
+            "--runtime",
+            "2s",
+            "--ramp",
+            "300ms",
+            "--json",
+            "-q",
+            "--no-store",
+        ],
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    let job = &json(&out)["jobs"][0];
+    let owners = job["machine"]["owners"].as_array().expect("machine-wide owners");
+    let workers = format!("{} workers", device.name());
+    let owner = owners.iter().find(|o| o["name"] == workers.as_str()).unwrap_or_else(|| {
+        panic!("no owner {workers} among {:#?}", owners.iter().map(|o| &o["name"]).collect::<Vec<_>>())
+    });
+    assert_eq!((owner["kind"].as_str(), owner["role"].as_str()), (Some("kernel"), Some("block_worker")));
+    assert_eq!(owner["serves"], device.name());
+    assert!(owner["busiest_thread"].as_str().expect("a thread").ends_with(device.name()), "{owner}");
+    assert!(owner["cpu_s"].as_f64().expect("cpu") > 0.0, "{owner}");
+    // iolab's own threads are owners too, and the machine is split per core.
+    assert!(owners.iter().any(|o| o["name"] == "iolab workers"), "{owners:?}");
+    assert!(!job["machine"]["cpus"].as_array().expect("cores").is_empty());
+    let text = verdict_text(job);
+    assert!(text.contains(&workers), "the verdict names the loop driver's workers: {text}");
+}
+
+#[test]
+fn another_process_writing_to_the_device_is_another_load_and_named() {
+    if let Some((missing, why)) = needs_root_and(&["losetup", "dd"]) {
+        return common::skip!(missing, "{why}");
+    }
+    let dir = tempfile::tempdir().expect("temp dir");
+    let device = LoopDevice::direct("neighbour", 512);
+    sh(&format!("dd if=/dev/urandom of={} bs=1M count=256 oflag=direct status=none", device.path()));
+    // A neighbour writes the device's second half in large requests for as long as the job runs.
+    let mut neighbour = Command::new("sh")
+        .args([
+            "-c",
+            &format!(
+                "while :; do dd if=/dev/zero of={} bs=1M seek=256 count=128 oflag=direct status=none; done",
+                device.path()
+            ),
+        ])
+        .stdout(Stdio::null())
+        .spawn()
+        .expect("sh runs");
+    let out = run_in(
+        dir.path(),
+        &[
+            "run",
+            "--target",
+            device.path(),
+            "--size",
+            "256m",
+            "--qd",
+            "8",
+            "--runtime",
+            "2s",
+            "--ramp",
+            "300ms",
+            "--json",
+            "-q",
+            "--no-store",
+        ],
+    );
+    let _ = neighbour.kill();
+    let _ = neighbour.wait();
+    // The loop's last dd may still be finishing: let it end before the device is detached.
+    let _ = Command::new("sh").args(["-c", "sleep 0.5"]).status();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let job = &json(&out)["jobs"][0];
+    assert_eq!(job["verdict"]["cause"], "other_load", "{:#}", job["verdict"]);
+    let summary = job["verdict"]["summary"].as_str().expect("summary");
+    // The loop shell or the dd it runs: a process's I/O counts its reaped children's.
+    assert!(
+        summary.contains("the busiest other I/O in the window was sh (pid")
+            || summary.contains("the busiest other I/O in the window was dd (pid"),
+        "{summary}"
+    );
+}
+
+#[test]
+fn a_file_under_writeback_names_the_writeback() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let fs_type = sh(&format!("stat -f -c %T {}", dir.path().display()));
+    if fs_type == "tmpfs" || fs_type == "ramfs" {
+        return common::skip!(
+            common::Missing::Other,
+            "the temporary directory is in memory ({fs_type}): no writeback to a device"
+        );
+    }
+    // iolab lays the file out (so it is iolab's), then a writer dirties all of it in the page
+    // cache; the job's O_DIRECT reads make the kernel write those pages back as they go.
+    let laid = run_in(
+        dir.path(),
+        &[
+            "run",
+            "--target",
+            "f.dat",
+            "--size",
+            "384m",
+            "--runtime",
+            "100ms",
+            "--ramp",
+            "0",
+            "-q",
+            "--no-store",
+        ],
+    );
+    assert!(laid.status.success(), "{}", stderr(&laid));
+    sh(&format!(
+        "dd if=/dev/urandom of={}/f.dat bs=1M count=384 conv=notrunc status=none",
+        dir.path().display()
+    ));
+    let out = run_in(
+        dir.path(),
+        &[
+            "run",
+            "--target",
+            "f.dat",
+            "--qd",
+            "16",
+            "--runtime",
+            "2s",
+            "--ramp",
+            "0",
+            "--json",
+            "-q",
+            "--no-store",
+        ],
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    let job = &json(&out)["jobs"][0];
+    if job["devices"].as_array().is_none_or(|d| d.is_empty()) {
+        return common::skip!(
+            common::Missing::Other,
+            "no block device behind the temporary directory that sysfs lists"
+        );
+    }
+    let page_cache = &job["machine"]["page_cache"];
+    assert!(page_cache["written_back_bytes"].as_u64().expect("written back") > 0, "{page_cache}");
+    let cause = job["verdict"]["cause"].as_str().expect("cause");
+    assert!(["other_load", "writeback"].contains(&cause), "{:#}", job["verdict"]);
+    assert!(
+        job["verdict"]["summary"].as_str().expect("summary").contains("writeback"),
+        "{:#}",
+        job["verdict"]
+    );
+}
