@@ -13,6 +13,7 @@ mod leftovers;
 mod machine_watch;
 mod observer;
 mod prepare;
+mod proc_reader;
 mod remote;
 mod routing;
 mod run;

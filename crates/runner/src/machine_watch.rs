@@ -3,25 +3,26 @@
 //! readable), each core's time (/proc/stat) and the interrupts (/proc/interrupts). The
 //! arithmetic is `iolab_stats::machine`; this file only reads.
 //!
-//! Cost: one open and read per thread per sample (a single-threaded process or a kernel thread
-//! is read from /proc/<pid>/stat alone, without listing its tasks), once a second, on the
-//! collector's thread. The report carries the sampler's own CPU time so that its cost is
-//! visible; `IOLAB_NO_MACHINE_SAMPLER=1` turns it off for the benchmarks that measure that cost.
-
-use std::fmt::Write as _;
-use std::fs::File;
-use std::io::{self, Read};
+//! Cost: one small read per thread per sample (`proc_reader.rs`), once a second, on the
+//! collector's thread, within a budget of 0.5% of one core (`BUDGET_SHARE`). The report carries
+//! the sampler's own CPU time so that its cost is visible; `IOLAB_NO_MACHINE_SAMPLER=1` turns it
+//! off for the benchmarks that measure that cost.
 
 use iolab_spec::Nanos;
 use iolab_stats::cpu::MachineCpu;
 use iolab_stats::machine::{
-    sort_owners, CpuOwner, InterruptActivity, MachineAccounting, MachineReport, MachineSlice, MachineThread,
-    OwnerKind, PageCacheActivity, ProcessIoSample, SliceOwner, SLICE_OWNERS,
+    sort_owners, CpuOwner, InterruptActivity, MachineAccounting, MachineReport, MachineSlice, OwnerKind,
+    PageCacheActivity, SliceOwner, SLICE_OWNERS,
 };
-use iolab_stats::proc_text::{
-    meminfo_bytes, parse_interrupts, parse_proc_io, vmstat_value, InterruptLine, TaskStat,
-};
+use iolab_stats::proc_text::{meminfo_bytes, parse_interrupts, vmstat_value, InterruptLine};
 use iolab_stats::threads::{ThreadClass, ThreadClassCpu};
+
+use crate::proc_reader::{page_bytes, ProcReader};
+
+/// The sampler's budget: the share of one core it may take between samples. A sample that cost
+/// more stretches the time to the next (the window's first and last samples are always taken),
+/// so a machine with tens of thousands of threads gets a coarser series, not a slower job.
+const BUDGET_SHARE: u64 = 200; // 1/200 = 0.5% of one core
 
 /// The environment variable that turns machine-wide sampling off (benchmarks of its cost).
 pub const NO_SAMPLER_ENV: &str = "IOLAB_NO_MACHINE_SAMPLER";
@@ -37,6 +38,8 @@ pub struct MachineWatch {
     previous_ns: u64,
     series: Vec<MachineSlice>,
     sampler_ns: u64,
+    /// The CPU the last sample took.
+    last_cost_ns: u64,
 }
 
 impl MachineWatch {
@@ -64,12 +67,20 @@ impl MachineWatch {
             previous_ns: now_ns,
             series: Vec::new(),
             sampler_ns: thread_cpu_ns().saturating_sub(before),
+            last_cost_ns: thread_cpu_ns().saturating_sub(before),
         })
     }
 
     /// Takes a sample at `now_ns`: the CPU each owner used since the last one becomes a point
     /// of the series, and threads that exit later are counted up to here.
     pub fn sample(&mut self, now_ns: u64) {
+        if now_ns.saturating_sub(self.previous_ns) < self.last_cost_ns.saturating_mul(BUDGET_SHARE) {
+            return;
+        }
+        self.take_sample(now_ns);
+    }
+
+    fn take_sample(&mut self, now_ns: u64) {
         let before = thread_cpu_ns();
         if self.reader.read_all().is_ok() {
             let slice = self.accounting.observe(&self.reader.threads, &self.reader.io);
@@ -94,13 +105,14 @@ impl MachineWatch {
             self.cpu_previous = cpu;
             self.previous_ns = now_ns;
         }
-        self.sampler_ns += thread_cpu_ns().saturating_sub(before);
+        self.last_cost_ns = thread_cpu_ns().saturating_sub(before);
+        self.sampler_ns += self.last_cost_ns;
     }
 
     /// Ends the window of length `window`: the report, with iolab's own thread classes (`own`,
     /// measured precisely by the runner's own accounting) among the owners.
     pub fn finish(mut self, now_ns: u64, window: Nanos, own: &[ThreadClassCpu]) -> MachineReport {
-        self.sample(now_ns);
+        self.take_sample(now_ns);
         let cpus = MachineCpu::now().map(|end| end.breakdown_since(&self.cpu_start)).unwrap_or_default();
         let cores = cpus.len() as u32;
         let window_s = window.as_secs_f64();
@@ -212,114 +224,6 @@ fn thread_cpu_ns() -> u64 {
     clock_gettime(ClockId::CLOCK_THREAD_CPUTIME_ID)
         .map(|t| t.tv_sec() as u64 * 1_000_000_000 + t.tv_nsec() as u64)
         .unwrap_or(0)
-}
-
-/// Reads every thread of the machine but this process's own, reusing its buffers.
-struct ProcReader {
-    own_pid: u32,
-    ns_per_tick: u64,
-    threads: Vec<MachineThread>,
-    io: Vec<ProcessIoSample>,
-    text: String,
-    path: String,
-}
-
-impl ProcReader {
-    fn new() -> Self {
-        ProcReader {
-            own_pid: std::process::id(),
-            ns_per_tick: 1_000_000_000 / clk_tck(),
-            threads: Vec::new(),
-            io: Vec::new(),
-            text: String::new(),
-            path: String::new(),
-        }
-    }
-
-    fn read_all(&mut self) -> io::Result<()> {
-        self.threads.clear();
-        self.io.clear();
-        for entry in std::fs::read_dir("/proc")? {
-            let Some(pid) = entry?.file_name().to_str().and_then(|name| name.parse::<u32>().ok()) else {
-                continue;
-            };
-            if pid != self.own_pid {
-                // A process that exits while it is read is simply not in this sample.
-                let _ = self.read_process(pid);
-            }
-        }
-        Ok(())
-    }
-
-    fn read_process(&mut self, pid: u32) -> io::Result<()> {
-        let leader = self.read_stat(&format!("/proc/{pid}/stat"))?;
-        let (kthread, starttime, process) = (leader.kthread, leader.starttime, leader.comm.clone());
-        if kthread || leader.threads == 1 {
-            self.push(pid, leader, &process);
-        } else {
-            for entry in std::fs::read_dir(format!("/proc/{pid}/task"))? {
-                let Some(tid) = entry?.file_name().to_str().and_then(|n| n.parse::<u32>().ok()) else {
-                    continue;
-                };
-                if let Ok(task) = self.read_stat(&format!("/proc/{pid}/task/{tid}/stat")) {
-                    self.push(pid, task, &process);
-                }
-            }
-        }
-        if !kthread {
-            self.path.clear();
-            let _ = write!(self.path, "/proc/{pid}/io");
-            if read_into(&self.path, &mut self.text).is_ok() {
-                if let Some((read_bytes, write_bytes)) = parse_proc_io(&self.text) {
-                    self.io.push(ProcessIoSample { pid, starttime, read_bytes, write_bytes });
-                }
-            }
-        }
-        Ok(())
-    }
-
-    fn push(&mut self, pid: u32, stat: TaskStat, process: &str) {
-        self.threads.push(MachineThread {
-            pid,
-            tid: stat.tid,
-            starttime: stat.starttime,
-            cpu_ns: (stat.utime + stat.stime).saturating_mul(self.ns_per_tick),
-            process: process.to_string(),
-            kthread: stat.kthread,
-            comm: stat.comm,
-        });
-    }
-
-    fn read_stat(&mut self, path: &str) -> io::Result<TaskStat> {
-        read_into(path, &mut self.text)?;
-        TaskStat::parse(&self.text).ok_or_else(|| {
-            io::Error::new(io::ErrorKind::InvalidData, format!("unexpected contents of {path}"))
-        })
-    }
-}
-
-fn read_into(path: &str, text: &mut String) -> io::Result<()> {
-    text.clear();
-    File::open(path)?.read_to_string(text)?;
-    Ok(())
-}
-
-/// The base page size, in which vmstat counts pages.
-fn page_bytes() -> u64 {
-    nix::unistd::sysconf(nix::unistd::SysconfVar::PAGE_SIZE)
-        .ok()
-        .flatten()
-        .filter(|&p| p > 0)
-        .map_or(4096, |p| p as u64)
-}
-
-/// Clock ticks per second of /proc's times (USER_HZ).
-fn clk_tck() -> u64 {
-    nix::unistd::sysconf(nix::unistd::SysconfVar::CLK_TCK)
-        .ok()
-        .flatten()
-        .filter(|&t| t > 0)
-        .map_or(100, |t| t as u64)
 }
 
 #[cfg(test)]
