@@ -93,7 +93,7 @@ fn waiting_agents(ran: &[&HostResult]) -> Option<String> {
     }
     ran.iter().find_map(|host| {
         let cause = host.verdict.as_ref().map_or(Bottleneck::Undetermined, |v| v.cause);
-        if !matches!(cause, Bottleneck::Concurrency | Bottleneck::Undetermined) {
+        if !matches!(cause, Bottleneck::Concurrency | Bottleneck::Target | Bottleneck::Undetermined) {
             return None;
         }
         let cpu = &host.cpu;

@@ -242,3 +242,27 @@ fn failed_hosts_are_in_the_evidence_and_out_of_the_judgement() {
     assert_eq!(verdict.cause, Bottleneck::Undetermined);
     assert!(!verdict.evidence.iter().any(|l| l.starts_with("start skew")));
 }
+
+#[test]
+fn a_kernel_thread_on_the_hosts_is_named_with_the_slowest_host() {
+    // Each agent judges its own machine: two hosts whose dm-crypt thread was the wall.
+    let mut report = fleet();
+    report.hosts.truncate(3);
+    report.hosts[1].total.iops = 30_000.0;
+    for h in [1, 2] {
+        report.hosts[h].verdict = verdict(
+            Bottleneck::KernelThread,
+            "dm-0's encryption thread kcryptd/253:0 ran at 100% of one core: dm-crypt, not the storage below it, is the limit.",
+        );
+    }
+    let verdict = judge_fleet(&report, MEASURED_S);
+    assert_eq!(verdict.cause, Bottleneck::KernelThread);
+    assert!(
+        verdict.summary.starts_with("Kernel thread on 2 of 3 hosts (h2 slowest")
+            && verdict
+                .summary
+                .contains("On h2: dm-0's encryption thread kcryptd/253:0 ran at 100% of one core"),
+        "{}",
+        verdict.summary
+    );
+}
