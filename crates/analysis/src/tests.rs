@@ -140,6 +140,7 @@ impl Synth {
             },
             errors: ErrorReport::default(),
             notes: Vec::new(),
+            slots: None,
             machine: None,
             devices: Vec::new(),
             verdict: Verdict {
@@ -205,6 +206,7 @@ fn group(name: &str, targets: &[(String, f64)], synth: &Synth) -> GroupResult {
         engine: "uring".into(),
         engine_setup: synth.engine_setup.clone(),
         direct: true,
+        slots: None,
         qd: 32,
         workers: 1,
         threads: 1,

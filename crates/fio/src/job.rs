@@ -108,6 +108,7 @@ pub(crate) fn point(
             read: read.stats.clone().unwrap_or_default(),
             write: write.stats.clone().unwrap_or_default(),
             response: None,
+            ..Default::default()
         };
         match EncodedHistograms::try_encode(&stats) {
             Ok(encoded) => Some(encoded),

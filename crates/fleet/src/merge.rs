@@ -18,6 +18,7 @@ use iolab_spec::{JobSpec, RateSpec};
 use iolab_stats::encoded::{DecodeError, EncodedHistograms};
 use iolab_stats::fleet::{FleetReport, HostResult, HostStatus};
 use iolab_stats::result::{GroupResult, JobResult, OpSummary, RateReport, SeriesPoint, StopReason, Verdict};
+use iolab_stats::slots::SlotSplit;
 use iolab_stats::{IntervalStats, OpStats};
 
 use crate::protocol::AgentResult;
@@ -177,6 +178,8 @@ pub fn merge(job: &JobSpec, parts: &[HostPart], link_mb_s: &[Option<f64>]) -> Re
             .collect(),
         // Each host's machine is its own: it stays with the host (fleet.hosts[].machine).
         machine: None,
+        // Every host's slots together: Little's law holds for the sum as for each.
+        slots: Some(SlotSplit::sum(&ran.iter().filter_map(|r| r.result().slots).collect::<Vec<_>>())),
         verdict: Verdict {
             cause: iolab_stats::result::Bottleneck::Undetermined,
             summary: String::new(),
@@ -260,6 +263,7 @@ fn merge_group(
             .cloned()
             .collect(),
         direct: first.direct,
+        slots: Some(SlotSplit::sum(&groups.iter().filter_map(|g| g.slots).collect::<Vec<_>>())),
         qd: first.qd,
         workers: groups.iter().map(|group| group.workers).sum(),
         threads: groups.iter().map(|group| group.threads).sum(),

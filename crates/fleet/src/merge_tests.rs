@@ -142,6 +142,7 @@ fn agent_result(own: &Recorded, measured_s: f64, start: u64, job: &JobSpec) -> A
             engine: "uring".into(),
             engine_setup: vec!["single_issuer".into(), "fixed_files".into()],
             direct: true,
+            slots: None,
             qd: 32,
             workers: 1,
             threads: 1,
@@ -198,6 +199,7 @@ fn agent_result(own: &Recorded, measured_s: f64, start: u64, job: &JobSpec) -> A
             engine: None,
         },
         notes: vec!["io_uring with fixed files".into()],
+        slots: None,
         machine: None,
         devices: vec![DeviceActivity {
             device: "nvme0n1".into(),

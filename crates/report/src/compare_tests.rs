@@ -25,6 +25,7 @@ fn point(seq: u32, name: &str, iops: f64, latencies: &[u64], cpu: Option<f64>) -
         read: read.clone(),
         write: OpStats::default(),
         response: None,
+        ..Default::default()
     });
     let mut total: OpSummary = read.summary(1.0, &[]);
     total.iops = iops;

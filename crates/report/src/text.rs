@@ -338,6 +338,24 @@ fn cpu_text(out: &mut String, job: &JobResult) {
     };
     let _ = writeln!(out, "  cpu by thread: {}{unattributed}", classes.join(", "));
     machine_text(out, job);
+    slots_text(out, job);
+}
+
+/// "slots: 32 = 26.0 in flight (latency 87.0us) + 6.0 awaiting resubmission in iolab (gap 20.3us);
+/// Little's law 295,504 IOPS x 108us = 32.0".
+fn slots_text(out: &mut String, job: &JobResult) {
+    let Some(s) = job.slots.filter(|s| s.ios > 0) else { return };
+    let _ = writeln!(
+        out,
+        "  slots {:.0} = {:.1} in flight (hand-over to reap: the latency figures) + {:.1} reaped in iolab awaiting resubmission (mean gap {}); Little's law: {} IOPS x {} cycle = {:.1}",
+        s.slots,
+        s.in_flight,
+        s.awaiting_resubmission,
+        latency(s.mean_gap_ns),
+        thousands(job.total.iops),
+        latency(s.mean_cycle_ns),
+        s.littles_law_slots
+    );
 }
 
 /// Owners of the machine's CPU the text report names; JSON keeps all of them.

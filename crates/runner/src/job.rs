@@ -12,6 +12,7 @@ use iolab_stats::result::{
     Bottleneck, CpuReport, ErrorReport, GroupResult, IoErrorRecord, JobResult, RateReport, StuckIo,
     TargetResult, Verdict,
 };
+use iolab_stats::slots::SlotSplit;
 use iolab_stats::threads::WORKER_THREAD_PREFIX;
 use iolab_stats::IntervalStats;
 
@@ -218,6 +219,11 @@ fn assemble(
                     .get(first_lane)
                     .map_or_else(Vec::new, |s| s.iter().map(|name| name.to_string()).collect()),
                 direct: group.target.direct,
+                slots: Some(SlotSplit::of(
+                    &totals,
+                    f64::from(group.qd) * f64::from(group.workers),
+                    measured_s,
+                )),
                 qd: group.qd,
                 workers: group.workers,
                 threads: group.threads(),
@@ -306,6 +312,7 @@ fn assemble(
         engine: collected.engine_error,
     };
 
+    let slots = SlotSplit::sum(&groups.iter().filter_map(|g| g.slots).collect::<Vec<_>>());
     JobResult {
         name: job.name.clone(),
         spec: job.clone(),
@@ -321,6 +328,7 @@ fn assemble(
         cpu,
         errors,
         notes: notes(job, targets, lane_group, setups),
+        slots: Some(slots),
         devices: collected.devices,
         machine: collected.machine,
         verdict: Verdict { cause: Bottleneck::Undetermined, summary: String::new(), evidence: Vec::new() },

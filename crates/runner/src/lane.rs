@@ -93,6 +93,9 @@ struct SlotInfo<D> {
     len: u32,
     offset: u64,
     submitted_ns: u64,
+    /// When the slot's previous I/O was reaped (0: it has had none yet): the slot's gap until
+    /// this one's hand-over is iolab's own time, in no latency.
+    freed_ns: u64,
     /// When the I/O was due (open loop); nothing in closed loop.
     due: D,
 }
@@ -240,8 +243,17 @@ fn drive<P: Pacing>(
 ) -> Result<(), EngineError> {
     let depth = plan.depth as usize;
     let targets = plan.files.len();
-    let blank =
-        SlotInfo { target: 0, op: Op::Read, len: 0, offset: 0, submitted_ns: 0, due: P::Due::default() };
+    let blank = SlotInfo {
+        target: 0,
+        op: Op::Read,
+        len: 0,
+        offset: 0,
+        submitted_ns: 0,
+        freed_ns: 0,
+        due: P::Due::default(),
+    };
+    // Per target: the slot gaps of hand-overs in the measured window not yet in an interval.
+    let mut gaps = vec![Gaps::default(); targets];
     let mut slots = vec![blank; depth];
     let mut free: Vec<u32> = (0..plan.depth).rev().collect();
     // Queued requests not yet handed to the kernel.
@@ -262,7 +274,9 @@ fn drive<P: Pacing>(
                 // device starts on it at once. Only when there is a next one: the last batch
                 // goes with the wait below, in the same system call.
                 if batch.len() as u32 >= plan.submit_batch {
-                    hand_over(engine, &mut batch, &mut slots, shared, heartbeat, &mut busy, 0, None)?;
+                    hand_over(
+                        engine, &mut batch, &mut slots, &mut gaps, shared, heartbeat, &mut busy, 0, None,
+                    )?;
                 }
                 let RoutedIo { target, io: next } = plan.router.next_io();
                 let request =
@@ -272,12 +286,14 @@ fn drive<P: Pacing>(
                     break;
                 }
                 let due = pacer.take(now);
+                let freed_ns = slots[slot as usize].freed_ns;
                 slots[slot as usize] = SlotInfo {
                     target,
                     op: next.op,
                     len: next.len,
                     offset: next.offset,
                     submitted_ns: 0,
+                    freed_ns,
                     due,
                 };
                 batch.push(slot);
@@ -307,7 +323,9 @@ fn drive<P: Pacing>(
         // Open loop with the next I/O not due yet: its due time ends the wait if no completion
         // does first. A due I/O that found no free slot waits for a completion, as closed loop.
         let deadline = pacer.next_due().filter(|&due| due > now && !stopping);
-        hand_over(engine, &mut batch, &mut slots, shared, heartbeat, &mut busy, wait_for, deadline)?;
+        hand_over(
+            engine, &mut batch, &mut slots, &mut gaps, shared, heartbeat, &mut busy, wait_for, deadline,
+        )?;
         // The wait has returned: that is when the completions are known, before reaping them.
         now = shared.now_ns();
         engine.reap(&mut done);
@@ -328,8 +346,13 @@ fn drive<P: Pacing>(
         let in_window = now < window_end;
         let measured = in_window && now >= shared.measure_start_ns;
         let (mut batch_ios, mut batch_bytes) = (0u64, 0u64);
+        for (stats, gap) in interval.stats.iter_mut().zip(gaps.iter_mut()) {
+            stats.gap_ns += std::mem::take(&mut gap.ns);
+            stats.gaps += std::mem::take(&mut gap.count);
+        }
         for completion in done.drain(..) {
             let info = slots[completion.slot as usize];
+            slots[completion.slot as usize].freed_ns = now;
             free.push(completion.slot);
             if completion.result != info.len as i32 {
                 heartbeat.errors.fetch_add(1, Relaxed);
@@ -385,6 +408,7 @@ fn hand_over<D>(
     engine: &mut dyn Engine,
     batch: &mut Vec<u32>,
     slots: &mut [SlotInfo<D>],
+    gaps: &mut [Gaps],
     shared: &Shared,
     heartbeat: &Heartbeat,
     busy: &mut bool,
@@ -394,8 +418,15 @@ fn hand_over<D>(
     heartbeat.in_flight.store(engine.in_flight(), Relaxed);
     // Read last, so that the lane's own bookkeeping is not part of the latencies.
     let now = shared.now_ns();
+    let measured = now >= shared.measure_start_ns && now < shared.window_end_ns();
     for &slot in batch.iter() {
-        slots[slot as usize].submitted_ns = now;
+        let info = &mut slots[slot as usize];
+        info.submitted_ns = now;
+        if measured && info.freed_ns > 0 {
+            let gap = &mut gaps[info.target as usize];
+            gap.ns += now.saturating_sub(info.freed_ns);
+            gap.count += 1;
+        }
     }
     batch.clear();
     if !*busy {
@@ -407,6 +438,13 @@ fn hand_over<D>(
         None => engine.commit(wait_for),
         Some(deadline) => engine.commit_until(wait_for, deadline.saturating_sub(now)),
     }
+}
+
+/// Slot time between a reap and the next hand-over, summed, for one target.
+#[derive(Clone, Copy, Default)]
+struct Gaps {
+    ns: u64,
+    count: u64,
 }
 
 /// A poisoned lock only means another thread panicked while recording; the counts are intact.

@@ -77,6 +77,7 @@ impl EncodedHistograms {
             read: decode(&self.read)?.unwrap_or_default(),
             write: decode(&self.write)?.unwrap_or_default(),
             response: decode(&self.response)?,
+            ..Default::default()
         })
     }
 }
@@ -152,7 +153,12 @@ mod tests {
     /// Decoded statistics are the recorded ones: the same histogram, moments and summary.
     #[test]
     fn round_trip_is_exact() {
-        let stats = IntervalStats { read: sample(1, 20_000), write: sample(2, 500), response: None };
+        let stats = IntervalStats {
+            read: sample(1, 20_000),
+            write: sample(2, 500),
+            response: None,
+            ..Default::default()
+        };
         let encoded = EncodedHistograms::encode(&stats);
         assert!(encoded.response.is_none());
         let json = serde_json::to_string(&encoded).expect("serializes");
@@ -187,7 +193,8 @@ mod tests {
             Moments { ios: u64::MAX, bytes: 0, sum_ns: 0, sum_sq_ns: 0, min_ns: 1_000, max_ns: 1_000 };
         let op = OpStats::from_parts(histogram, moments);
         assert!(EncodedOpStats::try_encode(&op).is_err());
-        let stats = IntervalStats { read: op, write: OpStats::default(), response: None };
+        let stats =
+            IntervalStats { read: op, write: OpStats::default(), response: None, ..Default::default() };
         assert!(EncodedHistograms::try_encode(&stats).is_err());
     }
 

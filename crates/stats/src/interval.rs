@@ -16,6 +16,12 @@ pub struct IntervalStats {
     /// I/Os keep to the rate, and what did a late start cost) concerns them all. `None` in
     /// closed loop, which has no schedule and pays for no histogram.
     pub response: Option<OpStats>,
+    /// Slot time outside the latency figures: from the reap of one I/O to the hand-over of the
+    /// next on the same slot (the lane recording completions and preparing requests; in open
+    /// loop also the wait for the next due time), summed over the hand-overs in the interval,
+    /// and how many there were. Latency plus this gap is a slot's whole cycle (Little's law).
+    pub gap_ns: u64,
+    pub gaps: u64,
 }
 
 impl IntervalStats {
@@ -25,6 +31,8 @@ impl IntervalStats {
         if let Some(response) = &other.response {
             self.response.get_or_insert_with(OpStats::default).merge(response);
         }
+        self.gap_ns += other.gap_ns;
+        self.gaps += other.gaps;
     }
 
     pub fn ios(&self) -> u64 {

@@ -16,6 +16,7 @@ mod op_stats;
 pub mod proc_text;
 mod rate;
 pub mod result;
+pub mod slots;
 pub mod threads;
 
 pub use interval::IntervalStats;

@@ -7,6 +7,7 @@ use serde::{Deserialize, Serialize};
 use crate::fleet::FleetReport;
 use crate::interval::IntervalStats;
 use crate::machine::MachineReport;
+use crate::slots::SlotSplit;
 use crate::threads::ThreadClassCpu;
 
 /// Name and version of the JSON schema of `RunReport`.
@@ -79,6 +80,9 @@ pub struct JobResult {
     /// The block devices behind the job's targets, one per distinct device, over the measured
     /// window; empty when no target has one (tmpfs) or the window never opened.
     pub devices: Vec<DeviceActivity>,
+    /// Where the job's outstanding I/Os were over the window (all groups): Little's law.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub slots: Option<SlotSplit>,
     /// The whole machine over the measured window: CPU by owner (iolab's thread classes, kernel
     /// threads by what they serve, other processes), each core's time, interrupts. `None` when
     /// it was not sampled (the window never opened, or results of iolab.run/2).
@@ -144,6 +148,9 @@ pub struct GroupResult {
     /// What the kernel granted the engine, e.g. ["single_issuer", "defer_taskrun",
     /// "fixed_files", "fixed_buffers"] for a tuned io_uring; empty for psync and null.
     pub engine_setup: Vec<String>,
+    /// Where the group's outstanding I/Os were over the window.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub slots: Option<SlotSplit>,
     /// O_DIRECT (the default); false when the group went through the page cache (--buffered).
     #[serde(default = "direct_by_default")]
     pub direct: bool,

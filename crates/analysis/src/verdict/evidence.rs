@@ -1,6 +1,7 @@
 //! The figures every verdict shows after those that decided it: each device, each target no
 //! device served, iolab's threads, the cores, and the biggest users of the machine outside iolab.
 
+use iolab_stats::format::{latency, thousands};
 use iolab_stats::threads::ThreadClass;
 
 use super::facts::{Facts, Load, FOREIGN_IOS_SLACK, FOREIGN_QUEUE_SLACK};
@@ -34,6 +35,7 @@ pub fn lines(facts: &Facts<'_>) -> Vec<String> {
             ));
         }
     }
+    lines.extend(slots_line(facts));
     lines.extend(facts.in_memory.iter().map(|p| format!("{p} lives in memory (tmpfs): no device served it")));
     lines.extend(facts.unseen.iter().map(|p| format!("no block device behind {p} that iolab can read")));
     lines.extend(worker_line(facts));
@@ -82,6 +84,43 @@ pub fn device_line(load: &Load<'_>) -> String {
         }
     }
     line
+}
+
+/// "where the 32 outstanding I/Os were: 20.0 in loop0, 5.9 in flight outside it (being
+/// submitted, or completed and not yet reaped), 6.1 reaped in iolab awaiting resubmission (a
+/// slot's mean gap 20.3us); Little's law: 298,502 IOPS x 107.2us = 32.0".
+pub fn slots_line(facts: &Facts<'_>) -> Option<String> {
+    let slots = facts.job.slots.filter(|s| s.ios > 0)?;
+    let mut parts = Vec::new();
+    let devices: Vec<&Load<'_>> = facts.loads.iter().filter(|l| l.only_direct()).collect();
+    let held: f64 = devices.iter().map(|l| l.activity.avg_queue).sum();
+    if !devices.is_empty()
+        && facts.unseen.is_empty()
+        && facts.in_memory.is_empty()
+        && held <= slots.in_flight * 1.05
+    {
+        let names: Vec<&str> = devices.iter().map(|l| l.name()).collect();
+        parts.push(format!("{held:.1} in {}", names.join(" + ")));
+        parts.push(format!(
+            "{:.1} in flight outside it (being submitted, or completed and not yet reaped)",
+            (slots.in_flight - held).max(0.0)
+        ));
+    } else {
+        parts.push(format!("{:.1} in flight (handed over, not yet reaped)", slots.in_flight));
+    }
+    parts.push(format!(
+        "{:.1} reaped in iolab awaiting resubmission (a slot's mean gap {})",
+        slots.awaiting_resubmission,
+        latency(slots.mean_gap_ns)
+    ));
+    Some(format!(
+        "where the {} outstanding I/Os were: {}; Little's law: {} IOPS x {} = {:.1}",
+        count(slots.slots),
+        parts.join(", "),
+        thousands(facts.job.total.iops),
+        latency(slots.mean_cycle_ns),
+        slots.littles_law_slots
+    ))
 }
 
 /// "31.6 requests in it on average of the 32 the job kept outstanding".

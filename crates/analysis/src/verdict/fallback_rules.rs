@@ -2,6 +2,7 @@
 //! serves, a busy device that held too little, the job's own concurrency; and "undetermined"
 //! with what to run next when the evidence does not decide.
 
+use iolab_stats::format::latency;
 use iolab_stats::result::Bottleneck;
 use iolab_stats::threads::ThreadClass;
 
@@ -10,6 +11,12 @@ use super::evidence::device_line;
 use super::facts::Facts;
 use super::words::count;
 use super::Finding;
+
+/// A submitting thread busy this share of the window or more sets the pace of its slots.
+pub const LANE_BUSY_PCT: f64 = 50.0;
+/// A device busy all the time while this share of the slots or more were outside it (in iolab,
+/// or in the kernel around it) was kept short of requests.
+pub const LANE_HELD_SHARE: f64 = 0.15;
 
 /// The name iolab gives its scratch files: a next-step command names no such target.
 const SCRATCH_PREFIX: &str = "iolab-scratch-";
@@ -30,10 +37,19 @@ pub fn target_without_device(facts: &Facts<'_>) -> Option<Finding> {
     let path = facts.unseen.first()?;
     let worker = facts.class(ThreadClass::Worker);
     let idle = worker.map_or(100.0, |w| 100.0 - w.busiest_demand_pct.max(w.busiest_thread_pct));
+    let split = match facts.job.slots.filter(|s| s.ios > 0) {
+        Some(s) => format!(
+            " ({:.1} of the {} outstanding I/Os were in flight on average, {:.1} in iolab)",
+            s.in_flight,
+            count(s.slots),
+            s.awaiting_resubmission
+        ),
+        None => String::new(),
+    };
     Finding::new(
         Bottleneck::Target,
         format!(
-            "No CPU was saturated and iolab's busiest submitting thread was idle {idle:.0}% of the window, waiting for completions: the outstanding I/Os waited at {path}, which no block device of this machine serves (a FUSE, network or btrfs filesystem), so the target (the filesystem or its server) is the limit at this load; whether it is saturated is a question for `{}`.",
+            "No CPU was saturated and iolab's busiest submitting thread was idle {idle:.0}% of the window, waiting for completions: the outstanding I/Os waited at {path}{split}, which no block device of this machine serves (a FUSE, network or btrfs filesystem), so the target (the filesystem or its server) is the limit at this load; whether it is saturated is a question for `{}`.",
             sweep_command(facts)
         ),
         Vec::new(),
@@ -41,9 +57,32 @@ pub fn target_without_device(facts: &Facts<'_>) -> Option<Finding> {
 }
 
 /// A device busy all the time that held too few of the job's outstanding I/Os, while no CPU was
-/// saturated: the rest were between the device and iolab.
+/// saturated: the rest were between the device and iolab. With the slot split and a lane busy
+/// half the time or more, the lane kept them out (a gap per slot between reap and resubmission,
+/// or completions waiting for it to reap): an answer, with what to change.
 pub fn device_busy_not_holding(facts: &Facts<'_>) -> Option<Finding> {
     let load = facts.loads.iter().find(|l| l.busy() && !l.buffered && l.asked > 1.0)?;
+    let worker = facts.class(ThreadClass::Worker);
+    if let (Some(slots), Some(worker)) = (facts.job.slots.filter(|s| s.ios > 0), worker) {
+        let held = load.activity.avg_queue;
+        let outside = (slots.in_flight - held).max(0.0);
+        let in_iolab = slots.awaiting_resubmission;
+        if worker.busiest_thread_pct >= LANE_BUSY_PCT && in_iolab + outside >= slots.slots * LANE_HELD_SHARE {
+            let total = worker.user_s + worker.system_s;
+            let kernel = if total > 0.0 { worker.system_s / total * 100.0 } else { 0.0 };
+            return Finding::new(
+                Bottleneck::SubmittingCpu,
+                format!(
+                    "{} held {held:.1} of the {} outstanding I/Os on average; {in_iolab:.1} were reaped and waiting in iolab to be handed over again (a slot's mean gap {}) and {outside:.1} were in the kernel outside the device (being submitted, or completed and not yet reaped), because the submitting thread ({:.0}% busy, {kernel:.0}% of that in the kernel: its system calls) hands requests over and reaps completions in turns: the lane, not the device, kept them out; a larger --submit-batch (fewer system calls per I/O) or more --workers would keep the device fuller.",
+                    load.name(),
+                    count(load.asked),
+                    latency(slots.mean_gap_ns),
+                    worker.busiest_thread_pct
+                ),
+                vec![device_line(load)],
+            );
+        }
+    }
     Finding::new(
         Bottleneck::Undetermined,
         format!(

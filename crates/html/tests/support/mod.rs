@@ -70,7 +70,12 @@ fn point(seq: u32, job: &Value, started: i64) -> Point {
         serde_json::from_value(job[name].clone()).unwrap_or_else(|e| panic!("job {name}: {e}"))
     };
     let (read, write, total) = (op("read"), op("write"), op("total"));
-    let stats = IntervalStats { read: synthesize(&read), write: synthesize(&write), response: None };
+    let stats = IntervalStats {
+        read: synthesize(&read),
+        write: synthesize(&write),
+        response: None,
+        ..Default::default()
+    };
     Point {
         seq,
         name: job["name"].as_str().unwrap_or_default().to_string(),

@@ -1,0 +1,61 @@
+//! Little's law closes: every outstanding I/O is somewhere, so the job's slots (QD x workers)
+//! equal IOPS x the mean slot cycle (latency from hand-over to reap, plus the gap from reap to
+//! the next hand-over), within 2%, on the null engine, a file, and a loop device.
+
+mod common;
+
+use common::{json, needs_root_and, run_in, sh, stderr, LoopDevice};
+
+/// Runs `args` and checks the job's slot split against Little's law.
+fn closes(dir: &std::path::Path, args: &[&str], slots: f64) -> serde_json::Value {
+    let out =
+        run_in(dir, &[args, &["--runtime", "1s", "--ramp", "200ms", "--json", "-q", "--no-store"]].concat());
+    assert!(out.status.success(), "{}", stderr(&out));
+    let job = json(&out)["jobs"][0].clone();
+    let split = &job["slots"];
+    let number = |key: &str| split[key].as_f64().unwrap_or_else(|| panic!("slots.{key} in {split}"));
+    assert_eq!(number("slots"), slots, "{split}");
+    let iops = job["total"]["iops"].as_f64().expect("iops");
+    assert!(iops > 0.0, "{job}");
+    // IOPS x mean cycle is the count of outstanding I/Os, as Little's law has it.
+    let law = iops * number("mean_cycle_ns") / 1e9;
+    assert!(
+        (law - slots).abs() <= slots * 0.02,
+        "IOPS {iops} x cycle {} ns = {law}, not {slots}: {split}",
+        number("mean_cycle_ns")
+    );
+    let parts = number("in_flight") + number("awaiting_resubmission");
+    assert!((parts - slots).abs() <= slots * 0.02, "{parts} of {slots} slots accounted for: {split}");
+    // The in-flight part is what the latency figures cover: IOPS x mean latency.
+    let mean = job["total"]["latency"]["mean_ns"].as_f64().expect("mean latency");
+    assert!((number("in_flight") - iops * mean / 1e9).abs() <= slots * 0.02, "{split}");
+    job
+}
+
+#[test]
+fn littles_law_closes_on_the_null_engine() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    closes(dir.path(), &["run", "--engine", "null", "--qd", "16", "--workers", "2"], 32.0);
+}
+
+#[test]
+fn littles_law_closes_on_a_file() {
+    let dir = common::dir_with_target();
+    closes(dir.path(), &["run", "--target", "t", "--qd", "8"], 8.0);
+}
+
+#[test]
+fn littles_law_closes_on_a_loop_device_and_the_device_holds_part_of_it() {
+    if let Some((missing, why)) = needs_root_and(&["losetup", "dd"]) {
+        return common::skip!(missing, "{why}");
+    }
+    let dir = tempfile::tempdir().expect("temp dir");
+    let device = LoopDevice::direct("little", 128);
+    sh(&format!("dd if=/dev/urandom of={} bs=1M count=128 oflag=direct status=none", device.path()));
+    let job = closes(dir.path(), &["run", "--target", device.path(), "--qd", "32"], 32.0);
+    let held = job["devices"][0]["avg_queue"].as_f64().expect("the device's queue");
+    let in_flight = job["slots"]["in_flight"].as_f64().expect("in flight");
+    assert!(held > 0.0 && held <= in_flight * 1.05, "the device held {held} of {in_flight} in flight");
+    let evidence = job["verdict"]["evidence"].to_string();
+    assert!(evidence.contains("where the 32 outstanding I/Os were"), "{evidence}");
+}
