@@ -322,3 +322,35 @@ fn page_cache_written_back_in_the_window_names_the_writeback() {
         v.summary
     );
 }
+
+#[test]
+fn late_starts_while_the_lane_waited_for_a_cpu_are_the_load_generator_not_the_rate() {
+    let mut job = base();
+    job.groups[0].rate = Some(iolab_stats::result::RateReport {
+        target_iops: IOPS,
+        arrival: iolab_spec::Arrival::Uniform,
+        scheduled_ios: (IOPS * MEASURED_S) as u64,
+        completed_ios: (IOPS * MEASURED_S) as u64,
+        achieved_iops: IOPS,
+        shortfall_pct: 0.0,
+        sustained: true,
+        max_lag_ns: 20_000_000,
+        response: None,
+    });
+    // Sustained by the count, but 20 ms late while the lane waited 30% of the window for a CPU.
+    job.cpu.threads[0].busiest_demand_pct = 70.0;
+    machine(
+        &mut job,
+        vec![process("make", 99, 9.0, 0)],
+        vec![core(0, 99.0, 1.0, 0.0), core(1, 98.0, 1.0, 0.0)],
+    );
+    let v = assert_cause(&job, Bottleneck::OtherLoad);
+    assert!(
+        v.summary.starts_with("The load generator fell behind its schedule: I/Os started up to 20.0ms late while iolab's submitting thread waited 30% of the window for a CPU (busiest outside iolab: make 9.00 core-seconds"),
+        "{}",
+        v.summary
+    );
+    // Late, but the lane never waited: not the generator; the later rules judge it.
+    job.cpu.threads[0].busiest_demand_pct = 40.0;
+    assert_ne!(verdict(&job).cause, Bottleneck::RateLimit);
+}

@@ -27,12 +27,21 @@ pub fn nothing_completed(facts: &Facts<'_>) -> Option<Finding> {
 }
 
 /// An open-loop job (--rate-iops) that kept to its schedule did what it was asked and no more,
-/// whatever else idled. One that fell behind is judged by the later rules: they say what held
-/// it back.
+/// whatever else idled. "Kept" means sustained and every I/O started within `LATE_START_NS` of
+/// its due time. One whose I/Os started late while iolab's own submitting thread waited for a
+/// CPU was let down by its load generator, not the device: said so. Any other that fell behind
+/// is judged by the later rules: they say what held it back.
 pub fn rate_kept(facts: &Facts<'_>) -> Option<Finding> {
     let groups = &facts.job.groups;
     let rates: Vec<_> = groups.iter().filter_map(|g| g.rate.as_ref()).collect();
-    if rates.is_empty() || rates.len() != groups.len() || !rates.iter().all(|r| r.sustained) {
+    if rates.is_empty() || rates.len() != groups.len() {
+        return None;
+    }
+    let latest_ns = rates.iter().map(|r| r.max_lag_ns).max().unwrap_or(0);
+    if latest_ns > LATE_START_NS {
+        return generator_fell_behind(facts, latest_ns);
+    }
+    if !rates.iter().all(|r| r.sustained) {
         return None;
     }
     let asked: f64 = rates.iter().map(|r| r.target_iops).sum();
@@ -46,6 +55,37 @@ pub fn rate_kept(facts: &Facts<'_>) -> Option<Finding> {
             thousands(achieved),
             latency(rates.iter().map(|r| r.max_lag_ns).max().unwrap_or(0) as f64)
         )],
+    )
+}
+
+/// An I/O that started more than this behind its due time was late: the schedule was not kept,
+/// whatever the completions add up to (a 20 ms late start is most of a 25 ms p99).
+pub const LATE_START_NS: u64 = 5_000_000;
+/// The submitting threads waiting this share of the window for a CPU or more made the lateness.
+pub const GENERATOR_WAIT_PCT: f64 = 5.0;
+
+/// Late starts while iolab's submitting thread waited for a CPU: whoever held the cores held
+/// the load generator back.
+fn generator_fell_behind(facts: &Facts<'_>, latest_ns: u64) -> Option<Finding> {
+    let worker = facts.class(ThreadClass::Worker)?;
+    let waited = worker.busiest_demand_pct - worker.busiest_thread_pct;
+    if waited < GENERATOR_WAIT_PCT {
+        return None;
+    }
+    let outside: Vec<String> = facts.outside_owners().take(2).map(super::words::owner).collect();
+    let who = if outside.is_empty() {
+        String::new()
+    } else {
+        format!(" (busiest outside iolab: {})", outside.join("; "))
+    };
+    let cause = if outside.is_empty() { Bottleneck::SubmittingCpu } else { Bottleneck::OtherLoad };
+    Finding::new(
+        cause,
+        format!(
+            "The load generator fell behind its schedule: I/Os started up to {} late while iolab's submitting thread waited {waited:.0}% of the window for a CPU{who}; the device did not make them late, and the response times include that wait; measure on a quieter machine, or pin iolab's threads (--cpus).",
+            latency(latest_ns as f64)
+        ),
+        Vec::new(),
     )
 }
 
