@@ -7,8 +7,11 @@ use std::str::FromStr;
 use iolab_spec::Nanos;
 use iolab_stats::format::{latency, thousands};
 use iolab_stats::result::{JobResult, LatencySummary};
+use iolab_stats::threads::ThreadClass;
 use iolab_stats::PERCENTILES;
 use serde::Serialize;
+
+use crate::verdict::{GENERATOR_WAIT_PCT, LATE_START_NS};
 
 /// A latency ceiling such as `p99=2ms` or `mean=500us`, on response time (from the scheduled
 /// time, so queueing behind a late start counts).
@@ -82,6 +85,13 @@ pub struct RampRow {
     pub target_iops: f64,
     pub achieved_iops: f64,
     pub sustained: bool,
+    /// The most an I/O of the level started behind its due time.
+    pub max_lag_ns: u64,
+    /// The level kept up: sustained, and no I/O started more than `LATE_START_NS` late.
+    pub kept_up: bool,
+    /// Why a level that completed its I/Os still did not keep up: "I/Os started up to 20.0ms
+    /// late; the load generator fell behind (its thread waited 31% of the level for a CPU)".
+    pub late: Option<String>,
     pub response_mean_ns: f64,
     pub response_p99_ns: u64,
     pub service_p99_ns: u64,
@@ -127,11 +137,28 @@ pub fn row(level_pct: u32, job: &JobResult, limits: &RampLimits) -> RampRow {
         .max_cpu_pct
         .filter(|&max| machine_cpu_pct > max)
         .map(|max| format!("machine CPU {machine_cpu_pct:.0}% > {max:.0}%"));
+    let sustained = rate.is_none_or(|r| r.sustained);
+    let max_lag_ns = rate.map_or(0, |r| r.max_lag_ns);
+    let late = (max_lag_ns > LATE_START_NS).then(|| {
+        let worker = job.cpu.threads.iter().find(|t| t.class == ThreadClass::Worker);
+        let waited = worker.map_or(0.0, |w| w.busiest_demand_pct - w.busiest_thread_pct);
+        if waited >= GENERATOR_WAIT_PCT {
+            format!(
+                "I/Os started up to {} late: the load generator fell behind (its thread waited {waited:.0}% of the level for a CPU), not the device",
+                latency(max_lag_ns as f64)
+            )
+        } else {
+            format!("I/Os started up to {} late", latency(max_lag_ns as f64))
+        }
+    });
     RampRow {
         level_pct,
         target_iops: rate.map_or(0.0, |r| r.target_iops),
         achieved_iops: job.total.iops,
-        sustained: rate.is_none_or(|r| r.sustained),
+        sustained,
+        max_lag_ns,
+        kept_up: sustained && late.is_none(),
+        late,
         response_mean_ns: response.map_or(0.0, |l| l.mean_ns),
         response_p99_ns: p99(response),
         service_p99_ns: p99(job.total.latency.as_ref()),
@@ -148,7 +175,7 @@ fn limit_name(limit: &LatencyLimit) -> String {
 
 pub fn summarize(max_iops: f64, limits: RampLimits, rows: Vec<RampRow>) -> RampSummary {
     let mut verdict = Vec::new();
-    let within = |r: &&RampRow| r.sustained && r.crossed.is_none();
+    let within = |r: &&RampRow| r.kept_up && r.crossed.is_none();
     match rows.iter().filter(within).max_by(|a, b| a.achieved_iops.total_cmp(&b.achieved_iops)) {
         Some(best) => verdict.push(format!(
             "the target sustains {} IOPS ({}% of the {} IOPS closed-loop maximum) with response p99 {}{}",
@@ -158,7 +185,7 @@ pub fn summarize(max_iops: f64, limits: RampLimits, rows: Vec<RampRow>) -> RampS
             latency(best.response_p99_ns as f64),
             if limits.latency.is_some() || limits.max_cpu_pct.is_some() { " within the limits" } else { "" }
         )),
-        None => verdict.push("no level was sustained within the limits".into()),
+        None => verdict.push("no level kept up within the limits".into()),
     }
     if let Some(first) = rows.iter().find(|r| r.crossed.is_some()) {
         verdict.push(format!(
@@ -166,6 +193,14 @@ pub fn summarize(max_iops: f64, limits: RampLimits, rows: Vec<RampRow>) -> RampS
             first.level_pct,
             thousands(first.target_iops),
             first.crossed.as_deref().unwrap_or_default()
+        ));
+    }
+    if let Some(late) = rows.iter().find(|r| r.sustained && !r.kept_up) {
+        verdict.push(format!(
+            "at {}% ({} IOPS asked) the level did not keep up although its I/Os completed: {}",
+            late.level_pct,
+            thousands(late.target_iops),
+            late.late.as_deref().unwrap_or_default()
         ));
     }
     if let Some(short) = rows.iter().find(|r| !r.sustained) {

@@ -21,7 +21,10 @@ pub struct PointOutcome<'a> {
     pub name: &'a str,
     pub curve: usize,
     pub curve_name: &'a str,
+    /// The repeat with the median IOPS.
     pub figures: PointFigures,
+    /// IOPS of every repeat that completed (one without --repeat).
+    pub repeat_iops: Vec<f64>,
 }
 
 /// What a sweep row needs of a point's result: from a job just run, or from a point kept in
@@ -68,6 +71,11 @@ pub struct SweepRow {
     pub cpu_us_per_io: f64,
     /// The point's own bottleneck verdict (its summary and evidence are in the run report).
     pub bottleneck: Bottleneck,
+    /// How many times the point was measured (--repeat), and the lowest and highest IOPS of
+    /// those passes: the row shows the median one.
+    pub repeats: u32,
+    pub iops_low: f64,
+    pub iops_high: f64,
 }
 
 #[derive(Debug, Clone, Serialize, PartialEq)]
@@ -143,6 +151,9 @@ fn row(point: &PointOutcome<'_>) -> SweepRow {
         p9999_ns: percentile(&figures.total, 99.99),
         cpu_us_per_io: figures.cpu_us_per_io,
         bottleneck: figures.bottleneck,
+        repeats: point.repeat_iops.len() as u32,
+        iops_low: point.repeat_iops.iter().copied().fold(figures.total.iops, f64::min),
+        iops_high: point.repeat_iops.iter().copied().fold(figures.total.iops, f64::max),
     }
 }
 
@@ -176,8 +187,27 @@ fn curve_summary(load_axis: LoadAxis, name: String, members: Vec<usize>, rows: &
 }
 
 /// From the sweet spot to the heaviest point of the curve: flat IOPS and rising latency mean
-/// the extra I/Os only queued.
+/// the extra I/Os only queued. The claim must hold for the whole workload: a heavier point of
+/// any curve of the same access (more workers, say) with more IOPS than the sweet spot's
+/// (beyond `FLAT_IOPS_PCT`) means the target was not saturated there, and that is said instead.
 fn saturation(spot: &SweepRow, members: &[usize], rows: &[SweepRow]) -> Option<String> {
+    let beyond = rows
+        .iter()
+        .filter(|r| r.access == spot.access && r.outstanding > spot.outstanding && r.iops > 0.0)
+        .max_by(|a, b| a.iops.total_cmp(&b.iops));
+    if let Some(best) =
+        beyond.filter(|b| spot.iops > 0.0 && b.iops > spot.iops * (1.0 + FLAT_IOPS_PCT / 100.0))
+    {
+        return Some(format!(
+            "not saturated at the sweet spot: past it the workload still gained, {} IOPS at QD {} x {} worker(s) ({:+.0}% over the sweet spot's {}) at {:.1}x its mean latency, so more outstanding I/Os bought IOPS at a steep latency cost",
+            thousands(best.iops),
+            best.qd,
+            best.workers,
+            100.0 * (best.iops / spot.iops - 1.0),
+            thousands(spot.iops),
+            if spot.mean_ns > 0.0 { best.mean_ns / spot.mean_ns } else { 0.0 }
+        ));
+    }
     let heaviest =
         members.iter().map(|&i| &rows[i]).filter(|r| r.iops > 0.0).max_by_key(|r| r.outstanding)?;
     if heaviest.outstanding <= spot.outstanding || spot.iops <= 0.0 || spot.mean_ns <= 0.0 {
@@ -203,6 +233,40 @@ fn saturation(spot: &SweepRow, members: &[usize], rows: &[SweepRow]) -> Option<S
     })
 }
 
+/// How certain a sweet spot is: from a single pass, or, with --repeat, whether the points
+/// beside it on its curve have IOPS within the spread of its repeats (then it is a tie).
+fn certainty(spot: &SweepRow, members: &[usize], rows: &[SweepRow]) -> String {
+    if spot.repeats <= 1 {
+        return "from a single pass (--repeat 3 shows how certain it is)".into();
+    }
+    let mut curve: Vec<&SweepRow> = members.iter().map(|&i| &rows[i]).filter(|r| r.iops > 0.0).collect();
+    curve.sort_by_key(|r| r.outstanding);
+    let at = curve.iter().position(|r| std::ptr::eq(*r, spot));
+    let neighbours = at.map_or_else(Vec::new, |at| {
+        [at.checked_sub(1), Some(at + 1)]
+            .into_iter()
+            .flatten()
+            .filter_map(|i| curve.get(i).copied())
+            .collect()
+    });
+    let spread = format!(
+        "{}-{} IOPS over its {} passes",
+        thousands(spot.iops_low),
+        thousands(spot.iops_high),
+        spot.repeats
+    );
+    let ties: Vec<String> = neighbours
+        .iter()
+        .filter(|n| n.iops_high >= spot.iops_low && n.iops_low <= spot.iops_high)
+        .map(|n| format!("QD {} x {}", n.qd, n.workers))
+        .collect();
+    if ties.is_empty() {
+        format!("certain: the points beside it lie outside its repeats' spread ({spread})")
+    } else {
+        format!("uncertain: {} within its repeats' spread ({spread}), a tie", ties.join(" and "))
+    }
+}
+
 fn verdict(load_axis: LoadAxis, rows: &[SweepRow], curves: &[CurveSummary]) -> Vec<String> {
     let mut words = Vec::new();
     if load_axis == LoadAxis::None {
@@ -217,14 +281,15 @@ fn verdict(load_axis: LoadAxis, rows: &[SweepRow], curves: &[CurveSummary]) -> V
             let r = &rows[spot.row];
             let what = if spot.knee_found { "sweet spot" } else { "best point (no knee in range)" };
             words.push(format!(
-                "{label}{what} at {} (QD {} x {} worker(s)): {} IOPS, mean {}, p99 {}; {}",
+                "{label}{what} at {} (QD {} x {} worker(s)): {} IOPS, mean {}, p99 {}; {}; {}",
                 r.name,
                 r.qd,
                 r.workers,
                 thousands(r.iops),
                 latency(r.mean_ns),
                 latency(r.p99_ns as f64),
-                spot.reason
+                spot.reason,
+                certainty(r, &curve.rows, rows)
             ));
         }
         if let Some(saturated) = &curve.saturation {

@@ -893,6 +893,7 @@ fn sweep_of(jobs: &[JobResult], names: &[String]) -> crate::sweep::SweepSummary 
             curve: 0,
             curve_name: "",
             figures: crate::sweep::PointFigures::of(result),
+            repeat_iops: vec![result.total.iops],
         })
         .collect();
     crate::sweep::summarize(iolab_spec::sweep::LoadAxis::Qd, &points)
@@ -950,6 +951,7 @@ fn a_sweep_without_a_load_axis_names_no_sweet_spot() {
             curve: 0,
             curve_name: "",
             figures: crate::sweep::PointFigures::of(result),
+            repeat_iops: vec![result.total.iops],
         })
         .collect();
     let summary = crate::sweep::summarize(iolab_spec::sweep::LoadAxis::None, &points);
@@ -1094,4 +1096,148 @@ fn scale_names_the_kernel_threads_that_were_the_wall() {
         "the wall: loop0 workers at 100% of a core (kworker/u8:1-loop0), loop1 workers at 99% of a core (kworker/u8:1-loop1) on a 2-core machine"
     );
     assert_scale_finite(&summary);
+}
+
+#[test]
+fn a_ramp_level_whose_ios_started_late_did_not_keep_up_and_says_whose_fault() {
+    use crate::ramp::{row, summarize, RampLimits};
+    let rate = |max_lag_ns: u64| iolab_stats::result::RateReport {
+        target_iops: 2_000.0,
+        arrival: iolab_spec::Arrival::Uniform,
+        scheduled_ios: 2_000,
+        completed_ios: 2_000,
+        achieved_iops: 2_000.0,
+        shortfall_pct: 0.0,
+        sustained: true,
+        max_lag_ns,
+        response: None,
+    };
+    let mut on_time = Synth::alone(A, 2_000.0, 5.0).class(ThreadClass::Worker, 1, 5.0, 20.0).build();
+    on_time.groups[0].rate = Some(rate(300_000));
+    let mut late = on_time.clone();
+    late.groups[0].rate = Some(rate(20_000_000));
+    // The lane wanted 60% of the window and ran 20%: it waited for a CPU.
+    late.cpu.threads[0].busiest_demand_pct = 60.0;
+    let limits = RampLimits::default();
+    let (kept, missed) = (row(10, &on_time, &limits), row(25, &late, &limits));
+    assert!(kept.kept_up && kept.late.is_none(), "{kept:?}");
+    assert!(missed.sustained && !missed.kept_up, "{missed:?}");
+    assert_eq!(
+        missed.late.as_deref(),
+        Some("I/Os started up to 20.0ms late: the load generator fell behind (its thread waited 40% of the level for a CPU), not the device")
+    );
+    let summary = summarize(20_000.0, limits, vec![kept, missed]);
+    assert!(
+        summary.verdict[0].contains("(10% of the"),
+        "the best level kept up is 10%: {:?}",
+        summary.verdict
+    );
+    assert!(
+        finding(&summary.verdict, "at 25%").contains("did not keep up although its I/Os completed"),
+        "{:?}",
+        summary.verdict
+    );
+}
+
+/// A sweep point measured as the zram sweep gave it: outstanding = qd x workers, mean
+/// latency by Little's law; `repeats` IOPS of each pass (the median is the point's).
+fn swept(qd: u32, workers: u32, repeats: &[f64]) -> (String, crate::sweep::PointFigures, Vec<f64>) {
+    let mut sorted = repeats.to_vec();
+    sorted.sort_by(f64::total_cmp);
+    let iops = sorted[sorted.len() / 2];
+    let mean_ns = f64::from(qd * workers) / iops * 1e9;
+    let figures = crate::sweep::PointFigures {
+        access: "4KiB random 70% read".into(),
+        qd,
+        workers,
+        total: op_summary(iops, (mean_ns / 1.1) as u64, (mean_ns * 3.0) as u64),
+        cpu_us_per_io: 2.0,
+        bottleneck: Bottleneck::Undetermined,
+    };
+    (format!("qd {qd}, workers {workers}"), figures, repeats.to_vec())
+}
+
+fn sweep_curves(
+    curves: &[Vec<(String, crate::sweep::PointFigures, Vec<f64>)>],
+) -> crate::sweep::SweepSummary {
+    let points: Vec<crate::sweep::PointOutcome<'_>> = curves
+        .iter()
+        .enumerate()
+        .flat_map(|(curve, points)| {
+            points.iter().map(move |(name, figures, repeats)| crate::sweep::PointOutcome {
+                name,
+                curve,
+                curve_name: "",
+                figures: figures.clone(),
+                repeat_iops: repeats.clone(),
+            })
+        })
+        .collect();
+    crate::sweep::summarize(iolab_spec::sweep::LoadAxis::Qd, &points)
+}
+
+#[test]
+fn a_saturation_claim_holds_for_the_whole_workload_not_the_last_point() {
+    // The zram sweep, 70/30: with 2 workers the knee is early (QD 2), yet QD 16 and 64
+    // gave far more IOPS before QD 128 fell back; "saturated at about 159,205 IOPS" was false.
+    let one = vec![
+        swept(1, 1, &[90_000.0]),
+        swept(4, 1, &[150_000.0]),
+        swept(16, 1, &[160_000.0]),
+        swept(128, 1, &[150_000.0]),
+    ];
+    let two = vec![
+        swept(2, 2, &[159_205.0]),
+        swept(16, 2, &[222_914.0]),
+        swept(64, 2, &[256_223.0]),
+        swept(128, 2, &[143_000.0]),
+    ];
+    let summary = sweep_curves(&[one, two]);
+    let claims: Vec<&String> = summary.verdict.iter().filter(|w| w.contains("saturated")).collect();
+    assert!(!claims.is_empty(), "{:#?}", summary.verdict);
+    for claim in claims {
+        assert!(!claim.contains("is saturated at about 159,205"), "{claim}");
+        assert!(!claim.contains("is saturated at about 160,000"), "2 workers gave 256,223: {claim}");
+    }
+    assert!(
+        summary.verdict.iter().any(|w| w.contains("not saturated at the sweet spot") && w.contains("256,223 IOPS at QD 64 x 2")),
+        "{:#?}",
+        summary.verdict
+    );
+}
+
+#[test]
+fn repeats_say_how_certain_a_sweet_spot_is() {
+    // Three passes each: QD 4 and QD 8 overlap (a tie); a single pass says it is one.
+    let noisy = vec![
+        swept(1, 1, &[60_000.0, 61_000.0, 59_000.0]),
+        swept(2, 1, &[110_000.0, 112_000.0, 108_000.0]),
+        swept(4, 1, &[190_000.0, 215_000.0, 200_000.0]),
+        swept(8, 1, &[205_000.0, 196_000.0, 230_000.0]),
+        swept(16, 1, &[207_000.0, 209_000.0, 204_000.0]),
+    ];
+    let summary = sweep_curves(&[noisy]);
+    let spot = finding(&summary.verdict, "sweet spot");
+    assert!(spot.contains("uncertain:") && spot.contains("within its repeats' spread"), "{spot}");
+    let row = &summary.rows[summary.curves[0].sweet_spot.as_ref().expect("a spot").row];
+    assert_eq!(row.repeats, 3);
+    assert!(row.iops_low <= row.iops && row.iops <= row.iops_high);
+
+    let clear = vec![
+        swept(1, 1, &[60_000.0, 61_000.0]),
+        swept(2, 1, &[110_000.0, 111_000.0]),
+        swept(4, 1, &[112_000.0, 113_000.0]),
+        swept(8, 1, &[113_500.0, 114_000.0]),
+    ];
+    let summary = sweep_curves(&[clear]);
+    let spot = summary
+        .verdict
+        .iter()
+        .find(|w| w.contains("sweet spot") || w.contains("best point"))
+        .expect("a spot");
+    assert!(spot.contains("certain:") && !spot.contains("uncertain"), "{spot}");
+
+    let once = vec![swept(1, 1, &[60_000.0]), swept(2, 1, &[110_000.0]), swept(4, 1, &[112_000.0])];
+    let summary = sweep_curves(&[once]);
+    assert!(summary.verdict.iter().any(|w| w.contains("from a single pass")), "{:#?}", summary.verdict);
 }

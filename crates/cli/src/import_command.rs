@@ -179,6 +179,7 @@ fn store_sweep(sweep: ImportedSweep, store: &StoreArgs) -> ExitCode {
                 cpu_us_per_io: point.summary.cpu_us_per_io.unwrap_or(0.0),
                 bottleneck: Bottleneck::Undetermined,
             },
+            repeat_iops: vec![point.summary.total.iops],
         })
         .collect();
     let summary = summarize(load_axis, &outcomes);

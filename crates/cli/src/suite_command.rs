@@ -216,6 +216,7 @@ fn run_step(
                         curve: 0,
                         curve_name: "",
                         figures: PointFigures::of(result),
+                        repeat_iops: vec![result.total.iops],
                     }
                 })
                 .collect();

@@ -128,6 +128,7 @@ fn outcomes<'a>(
                 curve: point.curve,
                 curve_name: &point.curve_name,
                 figures: (*median).clone(),
+                repeat_iops: done.iter().map(|f| f.total.iops).collect(),
             })
         })
         .collect()

@@ -41,7 +41,13 @@ pub fn ramp_text(summary: &RampSummary, run: &RunReport) -> String {
             r.level_pct,
             thousands(r.target_iops),
             thousands(r.achieved_iops),
-            if r.sustained { "yes" } else { "NO" },
+            if r.kept_up {
+                "yes"
+            } else if r.sustained {
+                "NO: late"
+            } else {
+                "NO"
+            },
             latency(r.response_mean_ns),
             latency(r.response_p99_ns as f64),
             latency(r.service_p99_ns as f64),

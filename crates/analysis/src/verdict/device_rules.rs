@@ -48,7 +48,7 @@ pub fn rate_kept(facts: &Facts<'_>) -> Option<Finding> {
     let achieved: f64 = rates.iter().map(|r| r.achieved_iops).sum();
     Finding::new(
         Bottleneck::RateLimit,
-        "The rate limit set the load: every I/O was issued on its schedule (--rate-iops), so the target was not pushed to its limit; run without --rate-iops, or `iolab ramp`, to find it.".into(),
+        "The rate limit set the load: every I/O was issued on its schedule (--rate-iops), so the target was not pushed to its limit; a closed-loop run (without --rate-iops) finds it.".into(),
         vec![format!(
             "{} IOPS asked, {} achieved; the latest start was {} behind its schedule",
             thousands(asked),

@@ -20,6 +20,7 @@ mod words;
 use iolab_stats::result::{Bottleneck, JobResult, Verdict};
 
 pub use cpu_rules::KERNEL_THREAD_LIMIT_PCT;
+pub use device_rules::{GENERATOR_WAIT_PCT, LATE_START_NS};
 pub use facts::same_disk;
 use facts::Facts;
 pub use facts::{
