@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::{json, needs_root_and, run_in, sh, stderr, LoopDevice};
+use common::{json, needs_root_and, run_in, stderr, LoopDevice};
 
 /// Runs `args` and checks the job's slot split against Little's law.
 fn closes(dir: &std::path::Path, args: &[&str], slots: f64) -> serde_json::Value {
@@ -50,8 +50,7 @@ fn littles_law_closes_on_a_loop_device_and_the_device_holds_part_of_it() {
         return common::skip!(missing, "{why}");
     }
     let dir = tempfile::tempdir().expect("temp dir");
-    let device = LoopDevice::direct("little", 128);
-    sh(&format!("dd if=/dev/urandom of={} bs=1M count=128 oflag=direct status=none", device.path()));
+    let device = LoopDevice::direct_random("little", 128);
     let job = closes(dir.path(), &["run", "--target", device.path(), "--qd", "32"], 32.0);
     let held = job["devices"][0]["avg_queue"].as_f64().expect("the device's queue");
     let in_flight = job["slots"]["in_flight"].as_f64().expect("in flight");

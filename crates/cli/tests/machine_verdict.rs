@@ -24,8 +24,7 @@ fn a_loop_device_names_its_kernel_workers() {
         return common::skip!(missing, "{why}");
     }
     let dir = tempfile::tempdir().expect("temp dir");
-    let device = LoopDevice::direct("workers", 256);
-    sh(&format!("dd if=/dev/urandom of={} bs=1M count=256 oflag=direct status=none", device.path()));
+    let device = LoopDevice::direct_random("workers", 256);
     let out = run_in(
         dir.path(),
         &[
@@ -67,8 +66,7 @@ fn another_process_writing_to_the_device_is_another_load_and_named() {
         return common::skip!(missing, "{why}");
     }
     let dir = tempfile::tempdir().expect("temp dir");
-    let device = LoopDevice::direct("neighbour", 512);
-    sh(&format!("dd if=/dev/urandom of={} bs=1M count=256 oflag=direct status=none", device.path()));
+    let device = LoopDevice::direct_random("neighbour", 512);
     // A neighbour writes the device's second half in large requests for as long as the job runs.
     let mut neighbour = Command::new("sh")
         .args([

@@ -182,6 +182,17 @@ impl LoopDevice {
         Self::attach(name, size_mib, "--direct-io=on")
     }
 
+    /// As `direct`, written full of random data first (never-written blocks read faster and
+    /// mean nothing).
+    pub fn direct_random(name: &str, size_mib: u64) -> Self {
+        let device = Self::direct(name, size_mib);
+        sh(&format!(
+            "dd if=/dev/urandom of={} bs=1M count={size_mib} oflag=direct status=none",
+            device.path()
+        ));
+        device
+    }
+
     fn attach(name: &str, size_mib: u64, flags: &str) -> Self {
         let backing = PathBuf::from(format!("/dev/shm/iolab-test-{name}-{}.img", std::process::id()));
         sh(&format!("truncate -s {size_mib}M {}", backing.display()));
