@@ -223,7 +223,10 @@ impl<'a> Holders<'a> {
             ));
         }
         if largest == self.processes_s {
-            let named: Vec<String> = self.processes.iter().take(2).map(|o| owner(o)).collect();
+            // The first is the largest; a second is named only if it did a tenth of that.
+            let first = self.processes.first().map_or(0.0, |o| o.cpu_s);
+            let named: Vec<String> =
+                self.processes.iter().take(2).filter(|o| o.cpu_s >= first / 10.0).map(|o| owner(o)).collect();
             return Some((
                 Bottleneck::OtherLoad,
                 format!("other processes held more of them than iolab ({}), so the run competed for CPU and its figures are not the device's alone; measure on a quiet machine", named.join("; ")),
