@@ -12,7 +12,7 @@ use iolab_spec::Nanos;
 use iolab_stats::cpu::{MachineCpu, ProcessCpu};
 use iolab_stats::machine::MachineReport;
 use iolab_stats::result::{DeviceActivity, SeriesPoint, StopReason};
-use iolab_stats::threads::{ThreadClassCpu, ThreadCpuTracker};
+use iolab_stats::threads::ThreadClassCpu;
 use iolab_stats::IntervalStats;
 
 use crate::devices::{DeviceSnapshot, JobDevices};
@@ -20,6 +20,7 @@ use crate::lane::{Heartbeat, LaneEvent, LaneRate, KEPT_ERRORS};
 use crate::machine_watch::MachineWatch;
 use crate::observer::{IntervalDetail, Observer, Phase, ProgressUpdate};
 use crate::shared::{Shared, CPU_SAMPLE_NS};
+use crate::thread_cpu::ThreadCpuTracker;
 
 const TICK: Duration = Duration::from_millis(200);
 

@@ -20,6 +20,7 @@ mod run;
 mod schedule;
 mod shared;
 mod start_gate;
+mod thread_cpu;
 
 pub use error::RunError;
 pub use lab::Lab;

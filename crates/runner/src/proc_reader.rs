@@ -198,14 +198,14 @@ impl ProcReader {
     }
 }
 
-fn read_into(path: &str, text: &mut String) -> io::Result<()> {
+pub fn read_into(path: &str, text: &mut String) -> io::Result<()> {
     text.clear();
     File::open(path)?.read_to_string(text)?;
     Ok(())
 }
 
 /// Clock ticks per second of /proc's times (USER_HZ).
-fn clk_tck() -> u64 {
+pub fn clk_tck() -> u64 {
     nix::unistd::sysconf(nix::unistd::SysconfVar::CLK_TCK)
         .ok()
         .flatten()

@@ -12,15 +12,12 @@
 //! thread's total, and the ticks only split it into user and system.
 //!
 //! Threads that exit: /proc forgets a thread once it exits, so its CPU counts up to the last
-//! sample that saw it. Hence `update()` about once a second, and `finish()` before the workers are
+//! sample that saw it. Hence a sample about once a second, and a last one before the workers are
 //! joined and the rings closed. io-wq workers exit only after seconds of idling, so sampling once
-//! a second loses next to nothing of theirs.
+//! a second loses next to nothing of theirs. This module is the arithmetic; the runner reads
+//! /proc (crates/runner/src/thread_cpu.rs).
 
 use std::collections::HashMap;
-use std::fmt::Write as _;
-use std::fs::File;
-use std::io::{self, Read};
-use std::path::Path;
 
 use iolab_spec::Nanos;
 use serde::{Deserialize, Serialize};
@@ -303,125 +300,6 @@ fn window_cpu(class: ThreadClass, base: &ThreadSample, last: &ThreadSample) -> (
     (user_part, run - user_part)
 }
 
-/// Samples the CPU of every thread of this process from /proc/self/task over a window.
-#[derive(Debug)]
-pub struct ThreadCpuTracker {
-    reader: TaskReader,
-    accounting: ThreadAccounting,
-}
-
-impl ThreadCpuTracker {
-    /// Reads every thread's CPU so far: the window starts now.
-    pub fn start() -> io::Result<Self> {
-        let mut reader = TaskReader {
-            clk_tck: clk_tck(),
-            schedstat: Path::new("/proc/thread-self/schedstat").exists(),
-            samples: Vec::new(),
-            stat: String::new(),
-            schedstat_text: String::new(),
-            path: String::new(),
-        };
-        let accounting = ThreadAccounting::new(reader.read_all()?);
-        Ok(ThreadCpuTracker { reader, accounting })
-    }
-
-    /// Takes a sample. Call it about once a second, so that threads which exit before the
-    /// window ends (idle io-wq workers do) are counted up to a recent point.
-    pub fn update(&mut self) -> io::Result<()> {
-        self.accounting.observe(self.reader.read_all()?);
-        Ok(())
-    }
-
-    /// Ends the window with a last sample; `window` is its wall-clock length. Call it before
-    /// joining the workers and closing the rings, or their last stretch is lost.
-    pub fn finish(mut self, window: Nanos) -> io::Result<Vec<ThreadClassCpu>> {
-        self.update()?;
-        Ok(self.accounting.finish(window))
-    }
-}
-
-/// Reads /proc/self/task, reusing its buffers from one sample to the next.
-#[derive(Debug)]
-struct TaskReader {
-    clk_tck: u64,
-    schedstat: bool,
-    samples: Vec<ThreadSample>,
-    stat: String,
-    schedstat_text: String,
-    path: String,
-}
-
-impl TaskReader {
-    fn read_all(&mut self) -> io::Result<&[ThreadSample]> {
-        self.samples.clear();
-        for entry in std::fs::read_dir("/proc/self/task")? {
-            let Some(tid) = entry?.file_name().to_str().and_then(|name| name.parse().ok()) else {
-                continue;
-            };
-            match self.read_one(tid) {
-                Ok(sample) => self.samples.push(sample),
-                // The thread exited after the listing: the next sample will not list it either.
-                Err(err) if vanished(&err) => {}
-                Err(err) => return Err(err),
-            }
-        }
-        Ok(&self.samples)
-    }
-
-    fn read_one(&mut self, tid: u32) -> io::Result<ThreadSample> {
-        self.path.clear();
-        let _ = write!(self.path, "/proc/self/task/{tid}/stat");
-        read_into(&self.path, &mut self.stat)?;
-        let schedstat = if self.schedstat {
-            self.path.truncate(self.path.len() - "stat".len());
-            self.path.push_str("schedstat");
-            read_into(&self.path, &mut self.schedstat_text)?;
-            Some(self.schedstat_text.as_str())
-        } else {
-            None
-        };
-        ThreadSample::parse(&self.stat, schedstat, self.clk_tck).ok_or_else(|| {
-            io::Error::new(
-                io::ErrorKind::InvalidData,
-                format!("unexpected contents of /proc/self/task/{tid}/stat: {:?}", self.stat),
-            )
-        })
-    }
-}
-
-fn read_into(path: &str, text: &mut String) -> io::Result<()> {
-    text.clear();
-    File::open(path)?.read_to_string(text)?;
-    Ok(())
-}
-
-/// Errors of a thread that exited between the listing and the read.
-fn vanished(err: &io::Error) -> bool {
-    err.kind() == io::ErrorKind::NotFound || err.raw_os_error() == Some(nix::libc::ESRCH)
-}
-
-/// Clock ticks per second of /proc's times (USER_HZ). This is the AT_CLKTCK entry of the auxiliary
-/// vector, which is where sysconf(_SC_CLK_TCK) gets it too; reading it from /proc keeps this
-/// crate free of `unsafe`.
-fn clk_tck() -> u64 {
-    const AT_CLKTCK: u64 = 17;
-    std::fs::read("/proc/self/auxv")
-        .ok()
-        .and_then(|auxv| auxv_entry(&auxv, AT_CLKTCK))
-        .filter(|&ticks| ticks > 0)
-        .unwrap_or(100)
-}
-
-/// The value of `key` in an auxiliary vector: (key, value) pairs of native words, ended by key 0.
-fn auxv_entry(auxv: &[u8], key: u64) -> Option<u64> {
-    const WORD: usize = std::mem::size_of::<usize>();
-    let word = |bytes: &[u8]| Some(usize::from_ne_bytes(bytes.try_into().ok()?) as u64);
-    auxv.chunks_exact(2 * WORD)
-        .map(|pair| Some((word(&pair[..WORD])?, word(&pair[WORD..])?)))
-        .take_while(|pair| pair.is_some_and(|(k, _)| k != 0))
-        .find_map(|pair| pair.filter(|&(k, _)| k == key).map(|(_, value)| value))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -620,67 +498,5 @@ mod tests {
     fn an_empty_window_reports_nothing() {
         let accounting = ThreadAccounting::new(&[sample(1, 10, ThreadClass::Other, 5, 5)]);
         assert_eq!(accounting.finish(Nanos(0)), []);
-    }
-
-    #[test]
-    fn reads_clock_ticks_from_the_auxiliary_vector() {
-        let auxv: Vec<u8> =
-            [6usize, 4096, 17, 250, 0, 0, 17, 999].iter().flat_map(|word| word.to_ne_bytes()).collect();
-        assert_eq!(auxv_entry(&auxv, 17), Some(250));
-        assert_eq!(auxv_entry(&auxv, 33), None);
-        assert_eq!(auxv_entry(&auxv[..auxv.len() / 2 - 1], 17), None);
-        assert!(clk_tck() > 0);
-    }
-
-    /// CPU time of the calling thread so far, as this module reads it.
-    fn own_cpu_ns() -> u64 {
-        let stat = std::fs::read_to_string("/proc/thread-self/stat").expect("own stat");
-        let schedstat = std::fs::read_to_string("/proc/thread-self/schedstat").ok();
-        let own = ThreadSample::parse(&stat, schedstat.as_deref(), clk_tck()).expect("a stat line");
-        own.run_ns.unwrap_or(own.user_ns + own.system_ns)
-    }
-
-    /// Thread 0 of the runner spins, is sampled once while alive, and is gone by `finish`.
-    #[test]
-    fn a_spinning_worker_thread_is_counted_after_it_exits() {
-        use std::sync::mpsc;
-        use std::time::{Duration, Instant};
-
-        let started = Instant::now();
-        let mut tracker = ThreadCpuTracker::start().expect("/proc/self/task readable");
-        let (spun_tx, spun_rx) = mpsc::channel();
-        let (exit_tx, exit_rx) = mpsc::channel::<()>();
-        let worker = std::thread::Builder::new()
-            .name(format!("{WORKER_THREAD_PREFIX}0"))
-            .spawn(move || {
-                // Spin for 200 ms of CPU, not of wall time: other tests share the cores.
-                let mut x = 0u64;
-                while own_cpu_ns() < 200 * MS {
-                    let slice = Instant::now();
-                    while slice.elapsed() < Duration::from_millis(5) {
-                        x = std::hint::black_box(x.wrapping_mul(31).wrapping_add(1));
-                    }
-                }
-                spun_tx.send(()).expect("test waits");
-                let _ = exit_rx.recv();
-            })
-            .expect("spawn");
-        spun_rx.recv().expect("worker spun");
-        tracker.update().expect("sample");
-        exit_tx.send(()).expect("worker waits");
-        worker.join().expect("worker");
-
-        let window = Nanos(started.elapsed().as_nanos() as u64);
-        let cpu = tracker.finish(window).expect("sample");
-        let workers = class_of(&cpu, ThreadClass::Worker);
-        assert_eq!(workers.threads, 1);
-        let busy_s = workers.user_s + workers.system_s;
-        assert!(busy_s > 0.1, "worker used {busy_s} s: {cpu:?}");
-        let busy_pct = 100.0 * busy_s / window.as_secs_f64();
-        assert!(
-            workers.busiest_thread_pct <= 100.0 && (workers.busiest_thread_pct - busy_pct).abs() < 1e-6,
-            "busiest {}% of {window:?}: {cpu:?}",
-            workers.busiest_thread_pct
-        );
     }
 }
