@@ -3,10 +3,12 @@
 //! costs), target scaling (how much of the sum of singles a set of targets delivers together,
 //! and what stopped it), each job's bottleneck verdict (what limited it) and a fleet's (what limited the hosts together), and the
 //! characterization rules of docs/characterization.md: the sweet spot of a load curve, SNIA
-//! steady state, and cache cliffs in a write log. Pure functions: no I/O, tested on synthetic
+//! steady state, and cache cliffs in a write log; and comparisons of stored runs (which points
+//! match, and whether a difference is beyond the run-to-run noise). Pure functions: no I/O, tested on synthetic
 //! results and series.
 
 pub mod cliff;
+pub mod compare;
 pub mod cpu;
 pub mod fleet_verdict;
 pub mod knee;

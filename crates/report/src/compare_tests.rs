@@ -1,8 +1,9 @@
 use super::*;
 use iolab_stats::encoded::EncodedHistograms;
 use iolab_stats::result::OpSummary;
+use iolab_stats::OpStats;
 use iolab_stats::{IntervalStats, PERCENTILES};
-use iolab_store::PointSummary;
+use iolab_store::{Point, PointSummary};
 
 /// Statistics of reads with these latencies (ns), 4 KiB each.
 fn recorded(latencies: &[u64]) -> OpStats {
