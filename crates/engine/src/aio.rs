@@ -232,7 +232,7 @@ impl Engine for AioEngine {
             return Queued::Busy;
         }
         assert!(request.slot < self.depth, "slot {} out of range", request.slot);
-        let buf = self.buffers.as_ref().map_or(std::ptr::null_mut(), |b| b.slot_ptr(request.slot));
+        let buf = self.buffers.as_ref().map_or(std::ptr::null_mut(), |b| b.span(request.slot, request.len));
         let iocb = Iocb {
             aio_data: u64::from(request.slot),
             aio_lio_opcode: match request.op {
@@ -373,7 +373,7 @@ mod tests {
     }
 
     fn slot_bytes(engine: &AioEngine, slot: u32) -> &[u8] {
-        let ptr = engine.buffers.as_ref().unwrap().slot_ptr(slot);
+        let ptr = engine.buffers.as_ref().unwrap().span(slot, BLOCK);
         // SAFETY: the slot's buffer holds at least BLOCK bytes and no request is in flight.
         unsafe { std::slice::from_raw_parts(ptr, BLOCK as usize) }
     }

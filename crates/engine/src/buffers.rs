@@ -62,10 +62,19 @@ impl AlignedBuffers {
         unsafe { std::slice::from_raw_parts_mut(self.base, self.layout.size()) }
     }
 
-    /// The buffer of `slot`. The pointer stays valid for the life of `self`.
-    pub fn slot_ptr(&self, slot: u32) -> *mut u8 {
+    /// The buffer of `slot` for a transfer of `len` bytes: the pointer is where the kernel may
+    /// read or write `len` bytes, and stays valid for the life of `self`. Every pointer handed
+    /// to the kernel is made here, so the check that `len` fits the slot is made once for all
+    /// engines: a request longer than the slots were made for is a bug, never memory the
+    /// kernel may overwrite.
+    pub fn span(&self, slot: u32, len: u32) -> *mut u8 {
+        assert!(
+            len as usize <= self.stride,
+            "a {len}-byte transfer does not fit a {}-byte slot",
+            self.stride
+        );
         assert!((slot as usize + 1) * self.stride <= self.layout.size(), "slot {slot} out of range");
-        // SAFETY: the assertion keeps the offset inside the allocation.
+        // SAFETY: the assertions keep the offset, and `len` bytes after it, inside the allocation.
         unsafe { self.base.add(slot as usize * self.stride) }
     }
 
@@ -79,5 +88,32 @@ impl Drop for AlignedBuffers {
     fn drop(&mut self) {
         // SAFETY: `base` came from `alloc` with this same layout and is freed once.
         unsafe { dealloc(self.base, self.layout) };
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_span_that_fits_its_slot_is_inside_the_allocation() {
+        let buffers = AlignedBuffers::new(4, 8192, 1).expect("buffers");
+        let (first, last) = (buffers.span(0, 8192), buffers.span(3, 4096));
+        assert_eq!(last as usize - first as usize, 3 * 8192);
+        assert_eq!(first as usize % ALIGN, 0);
+    }
+
+    #[test]
+    #[should_panic(expected = "does not fit")]
+    fn a_transfer_longer_than_the_slot_is_refused_before_any_pointer_is_made() {
+        let buffers = AlignedBuffers::new(2, 4096, 1).expect("buffers");
+        let _ = buffers.span(0, 8192);
+    }
+
+    #[test]
+    #[should_panic(expected = "out of range")]
+    fn a_slot_beyond_the_buffers_is_refused() {
+        let buffers = AlignedBuffers::new(2, 4096, 1).expect("buffers");
+        let _ = buffers.span(2, 4096);
     }
 }

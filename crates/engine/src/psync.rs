@@ -35,7 +35,7 @@ impl Engine for PsyncEngine {
     fn commit(&mut self, _wait_for: u32) -> Result<(), EngineError> {
         let Some(request) = self.queued.take() else { return Ok(()) };
         let fd = self.files[request.file as usize];
-        let buf = self.buffers.slot_ptr(0);
+        let buf = self.buffers.span(0, request.len);
         let len = request.len as usize;
         let offset = request.offset as libc::off_t;
         const _: () = assert!(usize::BITS == 64, "pread64's offset is one register only on 64-bit Linux");
@@ -48,8 +48,8 @@ impl Engine for PsyncEngine {
         };
         let n = loop {
             // pread64/pwrite64 take (fd, buffer, count, offset) in registers on 64-bit Linux.
-            // SAFETY: `buf` points at `max_len >= len` bytes owned by `self.buffers`, used by no
-            // other request: this engine holds one at a time.
+            // SAFETY: `buf` points at `len` bytes owned by `self.buffers` (`span` checked that
+            // they fit), used by no other request: this engine holds one at a time.
             let n = unsafe { libc::syscall(number, fd, buf, len, offset) };
             if n >= 0 || std::io::Error::last_os_error().raw_os_error() != Some(libc::EINTR) {
                 break n;

@@ -215,7 +215,7 @@ impl UringEngine {
         let fixed_files = spec.fixed_files && ring.submitter().register_files(&config.files).is_ok();
         let iovecs: Vec<libc::iovec> = (0..config.depth)
             .map(|slot| libc::iovec {
-                iov_base: buffers.slot_ptr(slot).cast(),
+                iov_base: buffers.span(slot, config.max_len).cast(),
                 iov_len: config.max_len as usize,
             })
             .collect();
@@ -304,7 +304,8 @@ impl UringEngine {
         if !pushed {
             // The submission queue is full of queued I/O: hand that over first.
             self.commit(0)?;
-            // SAFETY: as above.
+            // SAFETY: the same entry as above: the timespec it points to lives in a box as long
+            // as the ring, and the request uses no buffer.
             pushed = unsafe { self.ring.submission().push(&timer) }.is_ok();
         }
         if !pushed {
@@ -353,7 +354,7 @@ impl UringEngine {
     }
 
     fn entry(&self, request: &IoRequest) -> squeue::Entry {
-        let buf = self.buffers.as_ref().map_or(std::ptr::null_mut(), |b| b.slot_ptr(request.slot));
+        let buf = self.buffers.as_ref().map_or(std::ptr::null_mut(), |b| b.span(request.slot, request.len));
         let (len, offset, slot) = (request.len, request.offset, request.slot as u16);
         macro_rules! build {
             ($fd:expr) => {

@@ -61,7 +61,8 @@ impl OpenedTarget {
             libc::fstatat(created.dir.as_raw_fd(), name.as_ptr(), &mut there, libc::AT_SYMLINK_NOFOLLOW)
         };
         if rc == 0 && there.st_dev == ours.dev() && there.st_ino == ours.ino() {
-            // SAFETY: as above; unlinkat removes one entry of that directory, nothing else.
+            // SAFETY: the directory descriptor is open and `name` is a NUL-terminated single
+            // component; unlinkat removes that one entry of that directory, nothing else.
             unsafe { libc::unlinkat(created.dir.as_raw_fd(), name.as_ptr(), 0) };
         }
     }
