@@ -224,14 +224,7 @@ fn gradual_decline(mb_s: &[f64], hold: usize, keep: f64, rule: &CliffRule) -> Op
     })
 }
 
-/// The middle value; the mean of the two middle values for an even count.
+/// The middle value (the mean of the two middle ones for an even count); 0 for none.
 fn median(values: &[f64]) -> f64 {
-    let mut sorted = values.to_vec();
-    sorted.sort_by(f64::total_cmp);
-    let mid = sorted.len() / 2;
-    if sorted.len() % 2 == 1 {
-        sorted[mid]
-    } else {
-        (sorted[mid - 1] + sorted[mid]) / 2.0
-    }
+    iolab_stats::central::median(values).unwrap_or(0.0)
 }

@@ -107,12 +107,12 @@ fn waiting_agents(ran: &[&HostResult]) -> Option<String> {
             return None;
         }
         let own = host.total.latency.as_ref()?.mean_ns;
-        let mut others: Vec<f64> = ran
+        let others: Vec<f64> = ran
             .iter()
             .filter(|h| !std::ptr::eq(**h, *host))
             .filter_map(|h| Some(h.total.latency.as_ref()?.mean_ns))
             .collect();
-        let median = median(&mut others)?;
+        let median = iolab_stats::central::median(&others)?;
         (median > 0.0 && own >= median * SLOW_LATENCY_FACTOR).then(|| {
             format!(
                 "Host {}'s agent waited: mean latency {}, {:.1}x the other hosts' median, with no thread, core or device of it {IDLE_PCT:.0}% busy; its I/O spent that time outside the machine (the network, or storage behind it).",
@@ -195,15 +195,6 @@ fn host_line(host: &HostResult) -> String {
         line.push_str(&format!(", {}", verdict.cause.name()));
     }
     line
-}
-
-fn median(values: &mut [f64]) -> Option<f64> {
-    if values.is_empty() {
-        return None;
-    }
-    values.sort_by(f64::total_cmp);
-    let mid = values.len() / 2;
-    Some(if values.len() % 2 == 0 { (values[mid - 1] + values[mid]) / 2.0 } else { values[mid] })
 }
 
 /// "41k", "1.2M", "950": IOPS in a few characters, for a summary.

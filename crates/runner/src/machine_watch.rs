@@ -91,7 +91,7 @@ impl MachineWatch {
                 self.series.push(MachineSlice {
                     t_s: self.previous_ns.saturating_sub(self.start_ns) as f64 / 1e9,
                     duration_s: duration_ns as f64 / 1e9,
-                    busy_pct: mean(&cores),
+                    busy_pct: iolab_stats::central::mean(&cores).unwrap_or(0.0),
                     top: slice
                         .into_iter()
                         .take(SLICE_OWNERS)
@@ -208,14 +208,6 @@ fn read_interrupts() -> Vec<InterruptLine> {
 fn device_name(devnum: &str) -> Option<String> {
     let link = std::fs::read_link(format!("/sys/dev/block/{devnum}")).ok()?;
     Some(link.file_name()?.to_string_lossy().into_owned())
-}
-
-fn mean(values: &[f64]) -> f64 {
-    if values.is_empty() {
-        0.0
-    } else {
-        values.iter().sum::<f64>() / values.len() as f64
-    }
 }
 
 /// CPU time of the calling thread: what the sampling costs.

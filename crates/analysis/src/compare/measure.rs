@@ -2,6 +2,7 @@
 //! histograms), the differences against the baseline, and the noise rule that judges them.
 
 use super::*;
+use iolab_stats::central::{mean, median};
 
 /// A group's figures, one `Option<Measure>` per metric of `Metric::ALL`.
 ///
@@ -85,24 +86,9 @@ fn merged_histograms(label: &str, group: &Group, notes: &mut Vec<String>) -> Opt
     Some(all)
 }
 
-fn mean(values: &[f64]) -> Option<f64> {
-    (!values.is_empty()).then(|| values.iter().sum::<f64>() / values.len() as f64)
-}
-
 fn weighted_mean(values: &[(f64, u64)]) -> Option<f64> {
     let weight: u64 = values.iter().map(|&(_, w)| w).sum();
     (weight > 0).then(|| values.iter().map(|&(v, w)| v * w as f64).sum::<f64>() / weight as f64)
-}
-
-fn median(values: &[f64]) -> Option<f64> {
-    let mut sorted = values.to_vec();
-    sorted.sort_by(f64::total_cmp);
-    let n = sorted.len();
-    match n {
-        0 => None,
-        _ if n % 2 == 1 => Some(sorted[n / 2]),
-        _ => Some((sorted[n / 2 - 1] + sorted[n / 2]) / 2.0),
-    }
 }
 
 fn range(values: &[f64]) -> Option<(f64, f64)> {
