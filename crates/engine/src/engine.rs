@@ -77,12 +77,23 @@ pub struct EngineConfig {
     pub uring: UringSpec,
 }
 
-/// Creates an engine of `kind`.
-pub fn open_engine(kind: EngineKind, config: EngineConfig) -> Result<Box<dyn Engine>, EngineError> {
+/// What to do with an engine once it is open: generic over its type, so the code that drives
+/// it is compiled once per engine and calls it directly, not through a vtable on every I/O.
+pub trait WithEngine {
+    type Output;
+    fn with<E: Engine>(self, engine: E) -> Self::Output;
+}
+
+/// Opens an engine of `kind` and hands it to `then`: the one `match` on the engine's kind.
+pub fn open_engine<W: WithEngine>(
+    kind: EngineKind,
+    config: EngineConfig,
+    then: W,
+) -> Result<W::Output, EngineError> {
     Ok(match kind {
-        EngineKind::Uring => Box::new(crate::uring::UringEngine::new(config)?),
-        EngineKind::Psync => Box::new(crate::psync::PsyncEngine::new(config)?),
-        EngineKind::Aio => Box::new(crate::aio::AioEngine::new(config)?),
-        EngineKind::Null => Box::new(crate::null::NullEngine::new(config)),
+        EngineKind::Uring => then.with(crate::uring::UringEngine::new(config)?),
+        EngineKind::Psync => then.with(crate::psync::PsyncEngine::new(config)?),
+        EngineKind::Aio => then.with(crate::aio::AioEngine::new(config)?),
+        EngineKind::Null => then.with(crate::null::NullEngine::new(config)),
     })
 }

@@ -18,5 +18,5 @@ pub mod stamp;
 pub mod target;
 mod uring;
 
-pub use engine::{open_engine, Completion, Engine, EngineConfig, IoRequest, Op, Queued};
+pub use engine::{open_engine, Completion, Engine, EngineConfig, IoRequest, Op, Queued, WithEngine};
 pub use error::EngineError;

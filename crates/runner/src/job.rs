@@ -6,7 +6,7 @@ use std::sync::mpsc;
 use std::sync::Arc;
 use std::time::SystemTime;
 
-use iolab_engine::Op;
+use iolab_engine::{Engine, Op, WithEngine};
 use iolab_spec::{EngineKind, JobSpec, RateSpec};
 use iolab_stats::result::{
     Bottleneck, CpuReport, ErrorReport, GroupResult, IoErrorRecord, JobResult, RateReport, StuckIo,
@@ -19,7 +19,7 @@ use iolab_stats::IntervalStats;
 use crate::collector::{Collected, Collector};
 use crate::devices::{Behind, JobDevices};
 use crate::error::RunError;
-use crate::lane::{self, Heartbeat, LanePlan, LaneRate};
+use crate::lane::{self, Heartbeat, LaneEvent, LanePlan, LaneRate};
 use crate::observer::Observer;
 use crate::prepare::PreparedTarget;
 use crate::routing::{Region, Router};
@@ -82,19 +82,13 @@ pub fn run_job(
         let handle = std::thread::Builder::new()
             .name(format!("{WORKER_THREAD_PREFIX}{}", plan.lane))
             .spawn(move || {
-                let engine = match pin(plan.cpu).and_then(|()| Ok(lane::open(&plan)?)) {
-                    Ok(engine) => {
-                        let _ = ready.send((plan.lane, Ok(engine.setup())));
-                        engine
-                    }
-                    Err(e) => {
-                        let _ = ready.send((plan.lane, Err(e)));
-                        return;
-                    }
-                };
-                if let Ok(Some(shared)) = start_rx.recv() {
-                    let beat = &beats[plan.lane];
-                    lane::run(plan, engine, &shared, beat, &events);
+                let (lane, cpu) = (plan.lane, plan.cpu);
+                // The engine is made from a copy of what it needs; the thread keeps the plan.
+                let engine = lane::engine_config(&plan);
+                let then = LaneThread { plan, ready: ready.clone(), start_rx, beats, events };
+                let opened = pin(cpu).and_then(|()| Ok(lane::open(engine, then)?));
+                if let Err(e) = opened {
+                    let _ = ready.send((lane, Err(e)));
                 }
             })
             .map_err(|source| RunError::Internal { context: "cannot start an I/O thread".into(), source })?;
@@ -334,6 +328,28 @@ fn assemble(
         verdict: Verdict { cause: Bottleneck::Undetermined, summary: String::new(), evidence: Vec::new() },
         fleet: None,
         histograms: all,
+    }
+}
+
+/// A lane's thread once its engine is open: says it is ready, waits for the start, and drives
+/// the engine as its own type.
+struct LaneThread {
+    plan: LanePlan,
+    ready: mpsc::Sender<(usize, Result<Vec<&'static str>, RunError>)>,
+    start_rx: mpsc::Receiver<Option<Arc<Shared>>>,
+    beats: Arc<[Heartbeat]>,
+    events: mpsc::Sender<LaneEvent>,
+}
+
+impl WithEngine for LaneThread {
+    type Output = ();
+
+    fn with<E: Engine>(self, engine: E) {
+        let _ = self.ready.send((self.plan.lane, Ok(engine.setup())));
+        if let Ok(Some(shared)) = self.start_rx.recv() {
+            let beat = &self.beats[self.plan.lane];
+            lane::run(self.plan, engine, &shared, beat, &self.events);
+        }
     }
 }
 

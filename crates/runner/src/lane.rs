@@ -19,7 +19,9 @@ use std::sync::atomic::{AtomicU32, AtomicU64, Ordering::Relaxed};
 use std::sync::mpsc::Sender;
 use std::sync::Mutex;
 
-use iolab_engine::{open_engine, Completion, Engine, EngineConfig, EngineError, IoRequest, Op, Queued};
+use iolab_engine::{
+    open_engine, Completion, Engine, EngineConfig, EngineError, IoRequest, Op, Queued, WithEngine,
+};
 use iolab_spec::{Burst, EngineKind, UringSpec};
 use iolab_stats::result::StopReason;
 use iolab_stats::{IntervalStats, OpStats};
@@ -176,18 +178,23 @@ impl Pacing for Paced {
     }
 }
 
-/// Opens the lane's engine. Called on the lane's own thread: a ring belongs to its submitter.
-pub fn open(plan: &LanePlan) -> Result<Box<dyn Engine>, EngineError> {
-    open_engine(
-        plan.engine,
-        EngineConfig {
-            files: plan.files.clone(),
-            depth: plan.depth,
-            max_len: plan.max_len,
-            seed: plan.lane as u64 + 1,
-            uring: plan.uring,
-        },
-    )
+/// What the lane's engine is made from.
+pub fn engine_config(plan: &LanePlan) -> (EngineKind, EngineConfig) {
+    let config = EngineConfig {
+        files: plan.files.clone(),
+        depth: plan.depth,
+        max_len: plan.max_len,
+        seed: plan.lane as u64 + 1,
+        uring: plan.uring,
+    };
+    (plan.engine, config)
+}
+
+/// Opens the lane's engine and hands it to `then` (which owns the lane's plan) to drive as its
+/// own type: no virtual call per I/O. Called on the lane's own thread: a ring belongs to its
+/// submitter.
+pub fn open<W: WithEngine>(engine: (EngineKind, EngineConfig), then: W) -> Result<W::Output, EngineError> {
+    open_engine(engine.0, engine.1, then)
 }
 
 pub struct Interval {
@@ -207,21 +214,21 @@ impl Interval {
 }
 
 /// Runs the lane until the job stops; always ends with `Finished`.
-pub fn run(
+pub fn run<E: Engine>(
     mut plan: LanePlan,
-    mut engine: Box<dyn Engine>,
+    mut engine: E,
     shared: &Shared,
     heartbeat: &Heartbeat,
     events: &Sender<LaneEvent>,
 ) {
     let (error, rate) = match plan.schedule.take() {
-        None => (drive(&mut plan, engine.as_mut(), shared, heartbeat, events, &mut ClosedLoop).err(), None),
+        None => (drive(&mut plan, &mut engine, shared, heartbeat, events, &mut ClosedLoop).err(), None),
         Some(schedule) => {
             // Sleeps end at due times: without the default 50 us of timer slack the kernel may
             // add, an I/O starts on time rather than up to 50 us late. Best effort.
             let _ = nix::sys::prctl::set_timerslack(1);
             let mut paced = Paced { schedule, measure_start_ns: shared.measure_start_ns, max_lag_ns: 0 };
-            let error = drive(&mut plan, engine.as_mut(), shared, heartbeat, events, &mut paced).err();
+            let error = drive(&mut plan, &mut engine, shared, heartbeat, events, &mut paced).err();
             (error, Some(LaneRate { schedule: paced.schedule, max_lag_ns: paced.max_lag_ns }))
         }
     };
@@ -233,9 +240,9 @@ pub fn run(
     let _ = events.send(LaneEvent::Finished { lane: plan.lane, error: error.map(|e| e.to_string()), rate });
 }
 
-fn drive<P: Pacing>(
+fn drive<E: Engine, P: Pacing>(
     plan: &mut LanePlan,
-    engine: &mut dyn Engine,
+    engine: &mut E,
     shared: &Shared,
     heartbeat: &Heartbeat,
     events: &Sender<LaneEvent>,
@@ -404,8 +411,8 @@ fn drive<P: Pacing>(
 /// commit and a stuck device never returns.
 #[allow(clippy::too_many_arguments)] // the lane's own state, lent for one call
 #[inline]
-fn hand_over<D>(
-    engine: &mut dyn Engine,
+fn hand_over<E: Engine, D>(
+    engine: &mut E,
     batch: &mut Vec<u32>,
     slots: &mut [SlotInfo<D>],
     gaps: &mut [Gaps],
