@@ -17,6 +17,7 @@ pub mod ramp;
 pub mod rounds;
 pub mod scale;
 pub mod steady;
+pub mod suite;
 pub mod sweep;
 pub mod verdict;
 

@@ -10,8 +10,9 @@ use iolab_fleet::agent::{self, AgentConfig};
 use iolab_fleet::protocol::MAX_LEASE_MS;
 
 use crate::args::AgentArgs;
+use crate::args::MetricsArgs;
 use crate::exit;
-use crate::metrics_args::{self, MetricsArgs};
+use crate::metrics_args;
 
 pub fn run(args: AgentArgs) -> ExitCode {
     let from_stdin = args.token_file.as_os_str() == "-";

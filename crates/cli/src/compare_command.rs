@@ -3,26 +3,13 @@
 
 use std::process::ExitCode;
 
-use clap::Args;
 use iolab_report::{compare, compare_json, compare_text, CompareInput};
 use iolab_spec::OutputSpec;
 use iolab_store::{RunId, Store};
 
-use crate::recording::StoreArgs;
+use crate::args::{CompareArgs, StoreArgs};
 use crate::results_command::open_existing;
-use crate::{exit, session};
-
-#[derive(Debug, Args)]
-pub struct CompareArgs {
-    /// Runs to compare, the first being the baseline: ID (a whole run, point by point) or
-    /// ID:POINT (one point, by name or number, with its repeats), e.g. 12 13 or "12:qd 32" 14.
-    #[arg(required = true, num_args = 2.., value_name = "ID[:POINT]")]
-    pub sides: Vec<String>,
-
-    /// As JSON (schema iolab.compare/1).
-    #[arg(long)]
-    pub json: bool,
-}
+use crate::{exit, flow};
 
 pub fn run(args: CompareArgs, store: &StoreArgs) -> ExitCode {
     let db = match open_existing(store) {
@@ -35,7 +22,7 @@ pub fn run(args: CompareArgs, store: &StoreArgs) -> ExitCode {
     };
     let comparison = compare(&inputs);
     let text = if args.json { compare_json(&comparison) } else { compare_text(&comparison) };
-    match session::write_output(&OutputSpec::default(), &text) {
+    match flow::write_output(&OutputSpec::default(), &text) {
         Ok(()) => ExitCode::from(exit::OK),
         Err(code) => code,
     }

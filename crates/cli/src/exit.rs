@@ -1,6 +1,12 @@
-//! Exit codes (documented in README.md) and the one-line error format.
+//! Exit codes (documented in README.md), which code each outcome earns, and the one-line
+//! error format. A leaf: nothing else of the binary is used here.
 
 use std::process::ExitCode;
+
+use iolab_runner::RunError;
+use iolab_stats::fleet::HostStatus;
+use iolab_stats::result::{JobResult, RunReport, StopReason};
+use iolab_store::StoreError;
 
 /// `eprintln!` for iolab's messages: one escaped line, and no panic when stderr is full.
 macro_rules! say {
@@ -32,6 +38,63 @@ pub fn fail(code: u8, message: &str) -> ExitCode {
     ExitCode::from(code)
 }
 
+/// A usage error: prints `message` and returns `USAGE`.
+pub fn usage(message: impl std::fmt::Display) -> ExitCode {
+    fail(USAGE, &message.to_string())
+}
+
+/// The exit code of a command body whose early exits are `Err(code)`.
+pub fn of(body: Result<ExitCode, ExitCode>) -> ExitCode {
+    body.unwrap_or_else(|code| code)
+}
+
+/// The code of an error that kept a run from starting or going on.
+pub fn run_error_code(error: &RunError) -> u8 {
+    if error.is_interruption() {
+        INTERRUPTED
+    } else if error.is_user_error() {
+        USAGE
+    } else {
+        INTERNAL
+    }
+}
+
+/// The code of a results-database error: the user's to fix (another file, another --db) unless
+/// SQLite itself failed.
+pub fn store_error_code(error: &StoreError) -> u8 {
+    match error {
+        StoreError::Sqlite(_) => INTERNAL,
+        _ => USAGE,
+    }
+}
+
+/// Prints a results-database error and returns its code.
+pub fn store_failed(error: &StoreError) -> ExitCode {
+    fail(store_error_code(error), &error.to_string())
+}
+
+/// The exit code a finished run earns (README: exit codes).
+pub fn finished_run_code(report: &RunReport) -> u8 {
+    if report.interrupted {
+        return INTERRUPTED;
+    }
+    let reasons: Vec<StopReason> = report.jobs.iter().map(|j| j.stop_reason).collect();
+    if reasons.contains(&StopReason::StuckIo) {
+        STUCK
+    } else if reasons.contains(&StopReason::EngineError) {
+        INTERNAL
+    } else if report.jobs.iter().any(|j| j.errors.count > 0 || fleet_lost_a_host(j)) {
+        IO_ERRORS
+    } else {
+        OK
+    }
+}
+
+/// A fleet job whose result lacks a host's I/Os: as much a partial result as one with I/O errors.
+fn fleet_lost_a_host(job: &JobResult) -> bool {
+    job.fleet.iter().flat_map(|f| &f.hosts).any(|h| h.status == HostStatus::Failed)
+}
+
 /// Writes one line to stderr with every control character in it escaped
 /// (`iolab_spec::printable::line`): names, paths and values that users or remote hosts wrote
 /// are shown, never obeyed by the terminal, and a line feed in one cannot split the line.
@@ -46,8 +109,9 @@ pub fn say_line(line: std::fmt::Arguments<'_>) {
     let _ = std::io::stderr().lock().write_all(shown.as_bytes());
 }
 
-/// clap's errors, on one line; help and version go to stdout with success.
-pub fn clap_error(error: clap::Error) -> ExitCode {
+/// clap's errors, on one line; help and version go to stdout with success. `cli` is the
+/// command line's definition, to name the help of the subcommand the error belongs to.
+pub fn clap_error(error: clap::Error, cli: &clap::Command) -> ExitCode {
     use clap::error::ErrorKind;
     if matches!(
         error.kind(),
@@ -84,7 +148,7 @@ pub fn clap_error(error: clap::Error) -> ExitCode {
     // The help of the command the flag belongs to, when the first argument names one.
     let command = std::env::args()
         .nth(1)
-        .filter(|word| <crate::args::Cli as clap::CommandFactory>::command().find_subcommand(word).is_some())
+        .filter(|word| cli.find_subcommand(word).is_some())
         .map_or_else(|| "iolab".to_string(), |sub| format!("iolab {sub}"));
     fail(USAGE, &format!("{message} (see `{command} --help`)"))
 }

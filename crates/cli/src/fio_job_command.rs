@@ -2,24 +2,11 @@
 //! shows the iolab job file it becomes (the very text `iolab run FILE` runs).
 
 use std::io::Write;
-use std::path::PathBuf;
 use std::process::ExitCode;
 
-use clap::Args;
-
+use crate::args::FioJobArgs;
 use crate::exit;
 use crate::exit::say;
-
-#[derive(Debug, Args)]
-pub struct FioJobArgs {
-    /// A fio job file (INI: [global] and job sections).
-    #[arg(value_name = "FIO_JOB_FILE")]
-    pub file: PathBuf,
-
-    /// Print the equivalent iolab job file (TOML) on stdout.
-    #[arg(long)]
-    pub print: bool,
-}
 
 pub fn run(args: FioJobArgs) -> ExitCode {
     let translation = match iolab_fiojob::translate_file(&args.file) {

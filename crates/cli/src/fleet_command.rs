@@ -8,14 +8,12 @@ use std::time::Duration;
 use iolab_fleet::coordinator::ssh::{self, SshAgents};
 use iolab_fleet::coordinator::{hosts, Fleet, FleetConfig};
 
+use crate::args::MetricsArgs;
+use crate::args::StoreArgs;
 use crate::args::{FleetArgs, FleetStudy};
-use crate::metrics_args::MetricsArgs;
 use crate::place::Place;
 use crate::progress::ProgressLine;
-use crate::recording::StoreArgs;
-use crate::{
-    exit, metrics_args, ramp_command, run_command, session, steady_command, suite_command, sweep_command,
-};
+use crate::{exit, metrics_args, ramp_command, run_command, steady_command, suite_command, sweep_command};
 
 pub fn run(args: FleetArgs, store: &StoreArgs) -> ExitCode {
     if args.study.is_some() && (args.run.job_file.is_some() || !args.run.options.keys_set().is_empty()) {
@@ -75,7 +73,7 @@ pub fn run(args: FleetArgs, store: &StoreArgs) -> ExitCode {
     };
     let mut fleet = match Fleet::connect(&config, &mut ProgressLine::new(quiet == Some(true))) {
         Ok(fleet) => fleet,
-        Err(e) => return exit::fail(session::error_code(&e), &e.to_string()),
+        Err(e) => return exit::fail(exit::run_error_code(&e), &e.to_string()),
     };
     let watcher = served.as_mut().map(|served| &mut served.observer as &mut dyn iolab_runner::Observer);
     let mut place = Place::fleet(&mut fleet).watched_by(watcher);

@@ -6,7 +6,6 @@ use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use clap::Subcommand;
 use iolab_analysis::sweep::{summarize, PointFigures, PointOutcome};
 use iolab_fio::limits::MAX_INPUT_BYTES;
 use iolab_fio::{FioImportError, Imported, ImportedSweep};
@@ -15,29 +14,13 @@ use iolab_stats::result::Bottleneck;
 use iolab_store::{NewRun, Point, RunEnd, RunStatus, Store};
 use serde_json::{json, Value};
 
+use crate::args::{ImportSource, StoreArgs};
 use crate::exit;
 use crate::exit::say;
-use crate::recording::{code, StoreArgs};
+use crate::recording::open_store;
 
 /// Name and version of the report kept with an imported run.
 pub const IMPORT_SCHEMA: &str = "iolab.import/1";
-
-#[derive(Debug, Subcommand)]
-pub enum ImportSource {
-    /// fio's JSON output (`--output-format=json` or `json+`, fio 2.x to today's): one run per
-    /// file, one point per fio job (per group with group_reporting); with json+ its latency
-    /// bins become a histogram, so every percentile to p99.9999 and exact merges are available.
-    /// A directory stands for the .json files in it. Files over 16 MiB are refused.
-    Fio {
-        #[arg(required = true, value_name = "FILE|DIR")]
-        files: Vec<PathBuf>,
-        /// The files are the points of one sweep (one fio job per file, as bench-fio and
-        /// fio-plot write them): stored as one sweep run, each point's iodepth, numjobs, rw and
-        /// block size read from the options fio printed in it (never from the file's name).
-        #[arg(long)]
-        as_sweep: bool,
-    },
-}
 
 pub fn run(source: ImportSource, store: &StoreArgs) -> ExitCode {
     let ImportSource::Fio { files, as_sweep } = source;
@@ -65,7 +48,7 @@ pub fn run(source: ImportSource, store: &StoreArgs) -> ExitCode {
         };
     }
     // The database is opened (created when absent) as the measuring commands open it.
-    let mut db = match store.open() {
+    let mut db = match open_store(store) {
         Ok(db) => db,
         Err(code) => return code,
     };
@@ -156,7 +139,7 @@ fn keep(db: &mut Store, run: &NewRun, points: &[Point], report: Value) -> Result
         if let Some(id) = begun {
             let _ = db.delete_run(id);
         }
-        exit::fail(code(&e), &e.to_string())
+        exit::store_failed(&e)
     })
 }
 
@@ -189,7 +172,7 @@ fn store_sweep(sweep: ImportedSweep, store: &StoreArgs) -> ExitCode {
         "import": { "schema": IMPORT_SCHEMA, "files": files },
         "notes": notes,
     });
-    let mut db = match store.open() {
+    let mut db = match open_store(store) {
         Ok(db) => db,
         Err(code) => return code,
     };

@@ -5,9 +5,9 @@ mod args;
 mod cliff_command;
 mod compare_command;
 mod exit;
-mod fill;
 mod fio_job_command;
 mod fleet_command;
+mod flow;
 mod import_command;
 mod job_source;
 mod ladder_command;
@@ -22,21 +22,18 @@ mod report_command;
 mod results_command;
 mod run_command;
 mod scale_command;
-mod session;
 mod steady_command;
-mod study;
 mod suite_command;
 mod sweep_command;
-mod until_steady;
 
 use std::process::ExitCode;
 
-use clap::Parser;
+use clap::{CommandFactory, Parser};
 
 fn main() -> ExitCode {
     let cli = match args::Cli::try_parse() {
         Ok(cli) => cli,
-        Err(error) => return exit::clap_error(error),
+        Err(error) => return exit::clap_error(error, &args::Cli::command()),
     };
     match cli.command {
         args::Command::Run(run) => {

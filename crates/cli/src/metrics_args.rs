@@ -2,25 +2,15 @@
 //! (iolab_metrics). The socket is bound before anything runs, so a taken port is a usage error
 //! that costs nothing; the endpoint stops with the command.
 
-use std::net::SocketAddr;
 use std::process::ExitCode;
 
-use clap::Args;
 use iolab_metrics::{Metrics, MetricsObserver, MetricsServer};
 use iolab_runner::Observer;
 
+use crate::args::MetricsArgs;
 use crate::exit;
 use crate::exit::say;
 use crate::place::Place;
-
-#[derive(Debug, Clone, Default, Args)]
-pub struct MetricsArgs {
-    /// Serve the live figures for Prometheus at http://ADDR/metrics while the command runs,
-    /// e.g. 127.0.0.1:9464 (port 0 picks a free port; the address is printed on stderr).
-    /// The metric families are in docs/metrics.md.
-    #[arg(long, value_name = "ADDR", help_heading = "Results")]
-    pub metrics: Option<SocketAddr>,
-}
 
 /// A running endpoint and the observer that feeds it; dropping it stops the endpoint.
 pub struct Served {

@@ -11,6 +11,12 @@ use std::fs;
 use std::io::{self, Write};
 use std::os::unix::fs::{FileTypeExt, MetadataExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use iolab_spec::JobSpec;
+
+use crate::args::StoreArgs;
+use crate::exit;
 
 /// The files an output must not be: the run's targets and the results database.
 #[derive(Debug, Default)]
@@ -77,6 +83,18 @@ pub fn check(path: &Path, protected: &Protected) -> Result<(), String> {
         }
         Err(e) => Err(format!("--output {shown}: {e}")),
     }
+}
+
+/// Refuses, before anything runs, an output file that would destroy something: a target of
+/// `jobs`, the results database `store` names, a device or a directory (`check`).
+pub fn check_output(output: Option<&Path>, jobs: &[JobSpec], store: &StoreArgs) -> Result<(), ExitCode> {
+    let Some(path) = output else { return Ok(()) };
+    let targets = jobs.iter().flat_map(|job| &job.groups).flat_map(|group| &group.target.paths);
+    let mut protected = targets.fold(Protected::default(), |p, target| p.target(target));
+    if let Ok(db) = store.path() {
+        protected = protected.database(&db);
+    }
+    check(path, &protected).map_err(exit::usage)
 }
 
 /// Writes `bytes` to `path`: a regular file (or a new one) through a temporary file beside it

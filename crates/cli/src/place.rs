@@ -10,7 +10,8 @@ use iolab_fleet::coordinator::Fleet;
 use iolab_runner::{Lab, Observer, OnFailedStart, RunError};
 use iolab_spec::RunPlan;
 
-use crate::recording::{Recording, StoreArgs};
+use crate::args::StoreArgs;
+use crate::recording::Recording;
 
 pub struct Place<'f> {
     on: On<'f>,

@@ -5,48 +5,20 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use clap::Args;
 use iolab_environment::{Environment, TargetUse};
 use iolab_runner::ResultSink;
 use iolab_spec::{JobSpec, RunPlan};
 use iolab_stats::result::{JobResult, RunReport};
 use iolab_store::{NewRun, Point, RunEnd, RunId, RunStatus, Store, StoreError};
 
+use crate::args::StoreArgs;
 use crate::exit::say;
-use crate::{exit, session};
+use crate::{exit, output_file};
 
-#[derive(Debug, Clone, Args, Default)]
-pub struct StoreArgs {
-    /// The results database every run is kept in (default: $IOLAB_DB, else
-    /// $XDG_DATA_HOME/iolab/results.db, else ~/.local/share/iolab/results.db).
-    #[arg(long, value_name = "PATH", global = true)]
-    pub db: Option<PathBuf>,
-    /// Keep nothing of this run in the results database.
-    #[arg(long, global = true)]
-    pub no_store: bool,
-}
-
-impl StoreArgs {
-    /// The database to use: --db, $IOLAB_DB, then the user's data directory.
-    pub fn path(&self) -> Result<PathBuf, String> {
-        self.db
-            .clone()
-            .or_else(|| std::env::var_os("IOLAB_DB").filter(|v| !v.is_empty()).map(PathBuf::from))
-            .or_else(iolab_store::default_path)
-            .ok_or_else(|| {
-                "no results database: give --db PATH (neither HOME nor XDG_DATA_HOME is set)".into()
-            })
-    }
-
-    pub fn open(&self) -> Result<Store, ExitCode> {
-        let path = self.path().map_err(|message| exit::fail(exit::USAGE, &message))?;
-        Store::open(&path).map_err(|e| exit::fail(code(&e), &e.to_string()))
-    }
-
-    /// The database was named (--db, $IOLAB_DB), not taken by default.
-    fn named(&self) -> bool {
-        self.db.is_some() || std::env::var_os("IOLAB_DB").is_some_and(|v| !v.is_empty())
-    }
+/// Opens the results database `args` names (or the default one).
+pub fn open_store(args: &StoreArgs) -> Result<Store, ExitCode> {
+    let path = args.path().map_err(exit::usage)?;
+    Store::open(&path).map_err(|e| exit::store_failed(&e))
 }
 
 /// Whether everything a finished command measured reached the results database.
@@ -86,14 +58,14 @@ impl Recording {
     /// The output file is checked first: nothing is recorded or run for an output that would
     /// destroy a target or the database.
     pub fn start(args: &StoreArgs, kind: &str, plan: &RunPlan) -> Result<Recording, ExitCode> {
-        session::check_output(plan.output.path.as_deref(), &plan.jobs, args)?;
+        output_file::check_output(plan.output.path.as_deref(), &plan.jobs, args)?;
         Recording::start_covering(args, kind, plan, fingerprint_paths(&plan.jobs))
     }
 
     /// Records the start of a run whose targets are on other hosts (a fleet): this machine's
     /// fingerprint covers none of them, and their settings are not this machine's to warn about.
     pub fn start_remote(args: &StoreArgs, kind: &str, plan: &RunPlan) -> Result<Recording, ExitCode> {
-        session::check_output(plan.output.path.as_deref(), &[], args)?;
+        output_file::check_output(plan.output.path.as_deref(), &[], args)?;
         Recording::start_covering(args, kind, plan, Vec::new())
     }
 
@@ -122,7 +94,7 @@ impl Recording {
                 not_kept(&e);
                 Ok(Recording { active: None, failed: false })
             }
-            e => Err(exit::fail(code(&e), &e.to_string())),
+            e => Err(exit::store_failed(&e)),
         };
         let mut store = match Store::open(&path).and_then(writable) {
             Ok(store) => store,
@@ -156,7 +128,7 @@ impl Recording {
         let Some(mut active) = self.active.take() else { return Kept::All };
         let status = if report.interrupted {
             RunStatus::Interrupted
-        } else if !self.failed && session::exit_code(report) == exit::OK {
+        } else if !self.failed && exit::finished_run_code(report) == exit::OK {
             RunStatus::Complete
         } else {
             RunStatus::Failed
@@ -317,15 +289,6 @@ fn uses(jobs: &[JobSpec]) -> Vec<TargetUse> {
             })
         })
         .collect()
-}
-
-/// The exit code of a database error: the user's to fix (another file, another --db) unless
-/// SQLite itself failed.
-pub fn code(error: &StoreError) -> u8 {
-    match error {
-        StoreError::Sqlite(_) => exit::INTERNAL,
-        _ => exit::USAGE,
-    }
 }
 
 fn now_unix_s() -> i64 {

@@ -1,30 +1,15 @@
 //! `iolab report ID... -o report.html`: one self-contained HTML file with the charts of the
 //! kept runs, overlaid for comparison (iolab_html).
 
-use std::path::PathBuf;
 use std::process::ExitCode;
 
-use clap::Args;
-use iolab_store::RunId;
-
+use crate::args::{ReportArgs, StoreArgs};
 use crate::exit;
 use crate::exit::say;
-use crate::recording::StoreArgs;
 use crate::results_command::{load, open_existing};
 
-#[derive(Debug, Args)]
-pub struct ReportArgs {
-    /// The runs to chart, overlaid in that order (as `iolab results list` numbers them).
-    #[arg(required = true, value_name = "ID")]
-    pub ids: Vec<RunId>,
-
-    /// The HTML file to write.
-    #[arg(short, long, value_name = "FILE", default_value = "iolab-report.html")]
-    pub output: PathBuf,
-}
-
 pub fn run(args: ReportArgs, store: &StoreArgs) -> ExitCode {
-    if let Err(code) = crate::session::check_output(Some(&args.output), &[], store) {
+    if let Err(code) = crate::output_file::check_output(Some(&args.output), &[], store) {
         return code;
     }
     let db = match open_existing(store) {

@@ -1,72 +1,28 @@
 //! `iolab results list|show|export|delete`: the runs kept in the results database.
 
-use std::path::PathBuf;
 use std::process::ExitCode;
 
-use clap::{Subcommand, ValueEnum};
 use iolab_environment::Environment;
 use iolab_report::{export_csv, export_json, run_text, runs_text};
 use iolab_spec::OutputSpec;
 use iolab_store::{RunId, Store, StoredRun};
 
+use crate::args::{ExportFormat, ResultsAction, StoreArgs};
 use crate::exit::say;
-use crate::recording::{code, StoreArgs};
-use crate::{exit, session};
-
-#[derive(Debug, Subcommand)]
-pub enum ResultsAction {
-    /// Every kept run, newest first: id, kind, status, start, points, what was measured.
-    List {
-        /// As JSON.
-        #[arg(long)]
-        json: bool,
-    },
-    /// One run: its command, environment, points and verdicts.
-    Show {
-        id: RunId,
-        /// Everything kept, as JSON (as `export`).
-        #[arg(long)]
-        json: bool,
-        /// Judge every point again with this iolab's bottleneck rules, from the facts kept with
-        /// it, and say which verdicts changed (the database is not changed).
-        #[arg(long)]
-        rejudge: bool,
-    },
-    /// Runs as JSON (all that is kept, histograms included, to merge again elsewhere) or CSV
-    /// (one row per point).
-    Export {
-        #[arg(required = true, value_name = "ID")]
-        ids: Vec<RunId>,
-        #[arg(long, value_enum, default_value_t = ExportFormat::Json)]
-        format: ExportFormat,
-        /// Write here instead of stdout.
-        #[arg(short, long, value_name = "FILE")]
-        output: Option<PathBuf>,
-    },
-    /// Delete runs and all their points.
-    Delete {
-        #[arg(required = true, value_name = "ID")]
-        ids: Vec<RunId>,
-    },
-}
-
-#[derive(Debug, Clone, Copy, ValueEnum)]
-pub enum ExportFormat {
-    Json,
-    Csv,
-}
+use crate::recording::open_store;
+use crate::{exit, flow, output_file};
 
 pub fn run(action: ResultsAction, store: &StoreArgs) -> ExitCode {
     let mut db = match open_existing(store) {
         Ok(db) => db,
         Err(code) => return code,
     };
-    let fail = |e: iolab_store::StoreError| exit::fail(code(&e), &e.to_string());
+    let fail = |e: iolab_store::StoreError| exit::store_failed(&e);
     let stdout = OutputSpec::default();
     let written = match action {
         ResultsAction::List { json } => match db.runs() {
-            Ok(runs) if json => session::write_output(&stdout, &runs_json(&runs)),
-            Ok(runs) => session::write_output(&stdout, &runs_text(&runs)),
+            Ok(runs) if json => flow::write_output(&stdout, &runs_json(&runs)),
+            Ok(runs) => flow::write_output(&stdout, &runs_text(&runs)),
             Err(e) => Err(fail(e)),
         },
         ResultsAction::Show { id, json, rejudge } => match db.run(id) {
@@ -75,15 +31,15 @@ pub fn run(action: ResultsAction, store: &StoreArgs) -> ExitCode {
                     rejudged(&mut run);
                 }
                 if json {
-                    session::write_output(&stdout, &export_json(std::slice::from_ref(&run)))
+                    flow::write_output(&stdout, &export_json(std::slice::from_ref(&run)))
                 } else {
-                    session::write_output(&stdout, &run_text(&run, &environment_lines(&run)))
+                    flow::write_output(&stdout, &run_text(&run, &environment_lines(&run)))
                 }
             }
             Err(e) => Err(fail(e)),
         },
         ResultsAction::Export { ids, format, output } => {
-            if let Err(code) = session::check_output(output.as_deref(), &[], store) {
+            if let Err(code) = output_file::check_output(output.as_deref(), &[], store) {
                 return code;
             }
             let runs = match load(&db, &ids) {
@@ -95,9 +51,7 @@ pub fn run(action: ResultsAction, store: &StoreArgs) -> ExitCode {
                 ExportFormat::Csv => export_csv(&runs),
             };
             match text {
-                Ok(text) => {
-                    session::write_output(&OutputSpec { path: output, ..OutputSpec::default() }, &text)
-                }
+                Ok(text) => flow::write_output(&OutputSpec { path: output, ..OutputSpec::default() }, &text),
                 Err(message) => Err(exit::fail(exit::INTERNAL, &message)),
             }
         }
@@ -166,12 +120,12 @@ pub fn open_existing(store: &StoreArgs) -> Result<Store, ExitCode> {
             ),
         ));
     }
-    store.open()
+    open_store(store)
 }
 
 /// The runs `ids`, in that order.
 pub fn load(db: &Store, ids: &[RunId]) -> Result<Vec<StoredRun>, ExitCode> {
-    ids.iter().map(|&id| db.run(id).map_err(|e| exit::fail(code(&e), &e.to_string()))).collect()
+    ids.iter().map(|&id| db.run(id).map_err(|e| exit::store_failed(&e))).collect()
 }
 
 fn runs_json(runs: &[iolab_store::RunInfo]) -> String {

@@ -3,6 +3,7 @@
 
 use std::fmt::Write;
 
+use iolab_analysis::suite::Preconditioning;
 use iolab_spec::Bytes;
 use iolab_stats::result::{RunReport, StopReason};
 use serde::Serialize;
@@ -12,18 +13,6 @@ use crate::text::render_text;
 
 /// Name and version of the JSON schema of a preconditioning report.
 pub const PRECONDITION_SCHEMA: &str = "iolab.precondition/1";
-
-/// What preconditioning set out to do, beside the run itself.
-#[derive(Debug, Clone, Serialize)]
-pub struct Preconditioning {
-    pub passes: u32,
-    /// The region written on each pass (all targets together).
-    pub region_bytes: u64,
-    /// The region was discarded (trimmed) before the first pass.
-    pub trimmed: bool,
-    /// Why a requested discard did not happen.
-    pub notes: Vec<String>,
-}
 
 #[derive(Serialize)]
 struct Summary<'a> {

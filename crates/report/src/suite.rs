@@ -3,51 +3,17 @@
 
 use std::fmt::Write;
 
-use iolab_analysis::rounds::SteadyRounds;
-use iolab_analysis::sweep::SweepSummary;
+use iolab_analysis::suite::SuiteSection;
 use iolab_spec::Bytes;
 use iolab_stats::result::{JobResult, RunReport};
 use serde::Serialize;
 
-use crate::precondition::Preconditioning;
 use crate::steady::rounds_table;
 use crate::studies::{target_names, to_json};
 use iolab_stats::format::{latency, thousands};
 
 /// Name and version of the JSON schema of a suite report.
 pub const SUITE_SCHEMA: &str = "iolab.suite/1";
-
-/// One step of a suite as it ran; `jobs` are indices into the run report's jobs.
-#[derive(Debug, Clone, Serialize)]
-#[serde(tag = "kind", rename_all = "snake_case")]
-pub enum SuiteSection {
-    Table {
-        title: String,
-        jobs: Vec<usize>,
-    },
-    Curve {
-        title: String,
-        jobs: Vec<usize>,
-        summary: SweepSummary,
-    },
-    Precondition {
-        job: Option<usize>,
-        done: Preconditioning,
-    },
-    Steady {
-        title: String,
-        jobs: Vec<usize>,
-        rounds: SteadyRounds,
-    },
-    /// `jobs` row by row; `null` for a cell the target refused, said in `skipped`.
-    Matrix {
-        title: String,
-        rows: Vec<String>,
-        columns: Vec<String>,
-        jobs: Vec<Option<usize>>,
-        skipped: Vec<String>,
-    },
-}
 
 #[derive(Serialize)]
 struct Suite<'a> {

@@ -1,5 +1,5 @@
 //! A measuring session: what every job of a command shares (the io_uring check, the scratch
-//! file, the start time) and the results so far. A fixed plan runs through `run_plan`; a study
+//! file, the start time) and the results so far. A fixed plan runs through `run_jobs`; a study
 //! that decides its next job from the last result (a ramp, steady-state rounds) runs jobs here
 //! one at a time, in the same process and on the same scratch file.
 

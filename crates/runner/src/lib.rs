@@ -27,4 +27,4 @@ pub use lab::Lab;
 pub use observer::{Both, HostRate, IntervalDetail, Observer, Phase, ProgressUpdate, ResultSink, Silent};
 pub use prepare::{OpenedTargets, PreparedTarget, SCRATCH_SIZE};
 pub use remote::Remote;
-pub use run::{run_plan, OnFailedStart, RunOutcome};
+pub use run::{run_jobs, OnFailedStart};

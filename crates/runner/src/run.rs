@@ -1,18 +1,10 @@
 //! Running a whole plan: check what can fail before any I/O, then the jobs in order.
 
 use iolab_spec::RunPlan;
-use iolab_stats::result::RunReport;
 
 use crate::error::RunError;
 use crate::lab::Lab;
 use crate::observer::Observer;
-
-/// What a run produced: the report of every job that ran, and the jobs that could not start
-/// (by index in the plan), with why (the jobs before them keep their results).
-pub struct RunOutcome {
-    pub report: RunReport,
-    pub failed: Vec<(usize, RunError)>,
-}
 
 /// What to do when a job cannot start (its engine or target refuses), after an earlier job ran.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -25,13 +17,14 @@ pub enum OnFailedStart {
 
 /// Runs every job of `plan` in `lab` (here or on a fleet); stops after the current job when the
 /// lab's interrupt is set. Fails outright only when nothing could run. Each job's result goes
-/// to the lab's sink as it ends.
-pub fn run_plan(
-    mut lab: Lab<'_>,
+/// to the lab's sink as it ends, and stays in the lab; returned are the jobs that could not
+/// start (by index in the plan), with why (the jobs before them keep their results).
+pub fn run_jobs(
+    lab: &mut Lab<'_>,
     plan: &RunPlan,
     on_failed_start: OnFailedStart,
     observer: &mut dyn Observer,
-) -> Result<RunOutcome, RunError> {
+) -> Result<Vec<(usize, RunError)>, RunError> {
     // Open and check every job's targets before the first I/O, so a bad third job fails now.
     let targets = plan.jobs.iter().map(|job| lab.prepare(job, observer)).collect::<Result<Vec<_>, _>>()?;
 
@@ -58,5 +51,5 @@ pub fn run_plan(
             break;
         }
     }
-    Ok(RunOutcome { report: lab.into_report(), failed })
+    Ok(failed)
 }

@@ -1,0 +1,111 @@
+//! The command line, all of it in this directory: the commands (here), the measuring
+//! commands' arguments (`studies`), the fleet's (`fleet`), the commands over kept results
+//! (`stored`) and what every command takes (`shared`). Workload options are
+//! `iolab_spec::Options`, the table job files use too. Nothing here runs anything.
+
+mod fleet;
+mod shared;
+mod stored;
+mod studies;
+
+use clap::{Parser, Subcommand};
+
+pub use fleet::{AgentArgs, FleetArgs, FleetStudy};
+pub use shared::{MetricsArgs, StoreArgs};
+pub use stored::{CompareArgs, ExportFormat, FioJobArgs, ImportSource, ReportArgs, ResultsAction};
+pub use studies::{
+    CliffArgs, LadderArgs, PreconditionArgs, RampArgs, RunArgs, ScaleArgs, SteadyArgs, SuiteArgs, SweepArgs,
+};
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "iolab",
+    version,
+    about = "A storage characterization lab: IOPS, bandwidth, latency distributions, and what limited the run."
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+
+    #[command(flatten)]
+    pub store: StoreArgs,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Run a workload (default: 4 KiB random read, QD 32, 1 worker, 2 s ramp + 10 s, on a
+    /// 1 GiB scratch file in the current directory).
+    Run(RunArgs),
+    /// Climb the API ladder on one target: the same workload through psync, aio, io_uring,
+    /// io_uring with ring flags, with registered files and buffers, with SQPOLL and with IOPOLL
+    /// (where the device has poll queues); a table of IOPS, latency and CPU per I/O by thread,
+    /// and which interface is cheapest here (default 5 s + 1 s ramp per step).
+    Ladder(LadderArgs),
+    /// Run the workload on each target alone, then on all at once, and report the scaling
+    /// efficiency (together vs the sum of singles) and what stopped it (default 5 s + 1 s ramp
+    /// per step).
+    Scale(ScaleArgs),
+    /// Put a device in a known state, the SNIA way: optionally discard it (--trim), then write
+    /// the whole region sequentially in 128 KiB blocks, --passes times (default 2), with a
+    /// progress bar and ETA.
+    Precondition(PreconditionArgs),
+    /// Run every combination of the lists given to --qd, --workers, --bs, --read-pct and
+    /// --random-pct (e.g. --qd 1..512 for 1,2,4,...,512), one after another in one process
+    /// (default 5 s + 1 s ramp per point); a table per load curve with IOPS, MB/s, latency and
+    /// CPU per I/O, and the sweet spot: the most IOPS before latency grows faster than IOPS.
+    Sweep(SweepArgs),
+    /// Measure rounds of a workload (--runtime each, default 60 s) until steady state, the SNIA
+    /// way: the last --window rounds (5) within --max-range-pct (20%) of their average and a
+    /// least-squares slope excursion within --max-slope-pct (10%); give up after --max-rounds (25).
+    Steady(SteadyArgs),
+    /// Write the whole target (or --bytes) sequentially, logging throughput against bytes
+    /// written every 100 ms (--interval), and find each cliff where throughput drops by more
+    /// than --drop-pct and stays down: the size of a write cache or fast tier, with the rates
+    /// before and after.
+    Cliff(CliffArgs),
+    /// Run a suite on the target (default: a 1 GiB scratch file), 5 s + 1 s ramp per test unless
+    /// --runtime/--ramp say otherwise. quick: the four classic desktop tests (sequential 1 MiB
+    /// Q8T1 and Q1T1, random 4 KiB Q32T16 and Q1T1), read and write. enterprise: QD 1 latency,
+    /// random read, write and 70/30 load curves to 512 outstanding I/Os (at most 16 workers)
+    /// with their sweet spots, sequential read and write. pts: precondition (2 passes), 4 KiB
+    /// random write rounds until steady state, then an IOPS matrix of block size by mix.
+    Suite(SuiteArgs),
+    /// The latency-vs-IOPS curve: find the workload's maximum IOPS (closed loop), then run it
+    /// open-loop at --levels shares of that maximum (default 10%, 20% ... 100%), stopping early
+    /// at --max-latency (e.g. p99=2ms, on response time) or --max-cpu (machine busy %).
+    Ramp(RampArgs),
+    /// Compare kept runs side by side, each against the first: IOPS, MB/s, latency percentiles
+    /// and CPU per I/O, with relative differences and, for runs measured with --repeat,
+    /// whether each difference is larger than the run-to-run noise.
+    Compare(CompareArgs),
+    /// Write one self-contained HTML file (no network needed) with the charts of kept runs,
+    /// overlaid: IOPS and latency against load with the sweet spot, latency vs IOPS,
+    /// percentiles to 99.9999 and histograms, per-second series, CPU per I/O, cliffs,
+    /// steady-state rounds, and every verdict.
+    Report(ReportArgs),
+    /// Run a workload, or a sweep, ramp, steady-state study or suite, on many hosts at once:
+    /// each job starts on every host at one instant, the live figures are the fleet's, and the
+    /// result is one, with exactly merged histograms (the percentiles of every host's I/Os
+    /// together) and each host's share. `iolab fleet --hosts a:7878,b:7878 --token-file T
+    /// job.toml`, or `... sweep --qd 1..32 /dev/nvme0n1`.
+    Fleet(Box<FleetArgs>),
+    /// Serve jobs for fleet coordinators (`iolab fleet`) over HTTP: on 127.0.0.1:7878 unless
+    /// --listen says otherwise, every request checked against --token-file, writes only where
+    /// --allow-write allows.
+    Agent(AgentArgs),
+    /// Check a fio job file against what iolab can run, and with --print show the iolab job
+    /// file it becomes (`iolab run job.fio` runs that file): options without an equivalent are
+    /// refused, all listed (docs/job-file.md, "fio job files").
+    FioJob(FioJobArgs),
+    /// Bring results of another tool into the results database (`iolab import fio out.json`).
+    Import {
+        #[command(subcommand)]
+        source: ImportSource,
+    },
+    /// The results database (every run is kept there as it runs): list, show, export (JSON or
+    /// CSV) or delete runs.
+    Results {
+        #[command(subcommand)]
+        action: ResultsAction,
+    },
+}

@@ -1,0 +1,44 @@
+//! Arguments every command takes: where results are kept, and the live metrics endpoint.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+
+use clap::Args;
+
+#[derive(Debug, Clone, Args, Default)]
+pub struct StoreArgs {
+    /// The results database every run is kept in (default: $IOLAB_DB, else
+    /// $XDG_DATA_HOME/iolab/results.db, else ~/.local/share/iolab/results.db).
+    #[arg(long, value_name = "PATH", global = true)]
+    pub db: Option<PathBuf>,
+    /// Keep nothing of this run in the results database.
+    #[arg(long, global = true)]
+    pub no_store: bool,
+}
+
+impl StoreArgs {
+    /// The database to use: --db, $IOLAB_DB, then the user's data directory.
+    pub fn path(&self) -> Result<PathBuf, String> {
+        self.db
+            .clone()
+            .or_else(|| std::env::var_os("IOLAB_DB").filter(|v| !v.is_empty()).map(PathBuf::from))
+            .or_else(iolab_store::default_path)
+            .ok_or_else(|| {
+                "no results database: give --db PATH (neither HOME nor XDG_DATA_HOME is set)".into()
+            })
+    }
+
+    /// The database was named (--db, $IOLAB_DB), not taken by default.
+    pub fn named(&self) -> bool {
+        self.db.is_some() || std::env::var_os("IOLAB_DB").is_some_and(|v| !v.is_empty())
+    }
+}
+
+#[derive(Debug, Clone, Default, Args)]
+pub struct MetricsArgs {
+    /// Serve the live figures for Prometheus at http://ADDR/metrics while the command runs,
+    /// e.g. 127.0.0.1:9464 (port 0 picks a free port; the address is printed on stderr).
+    /// The metric families are in docs/metrics.md.
+    #[arg(long, value_name = "ADDR", help_heading = "Results")]
+    pub metrics: Option<SocketAddr>,
+}

@@ -1,0 +1,228 @@
+//! The measuring commands' arguments: `run` and each study. Their workload options are
+//! `iolab_spec::Options`, the table job files use too.
+
+use std::path::PathBuf;
+
+use clap::Args;
+use iolab_analysis::ramp::LatencyLimit;
+use iolab_analysis::rounds::Tracked;
+use iolab_analysis::steady::SteadyRule;
+use iolab_spec::suite::Suite;
+use iolab_spec::{Axis, Bytes, Options};
+
+use super::MetricsArgs;
+
+#[derive(Debug, Args)]
+pub struct RampArgs {
+    /// The target (default: a 1 GiB scratch file in the current directory).
+    #[arg(id = "target_path", value_name = "TARGET")]
+    pub target: Option<PathBuf>,
+
+    /// Levels in % of the maximum: a list (25,50,90,100) or a range (10..100/10).
+    #[arg(long, value_name = "PCTS", default_value = "10..100/10")]
+    pub levels: Axis<u32>,
+
+    /// Stop after the first level whose response time crosses this: p99=2ms, p99.9=5ms, mean=1ms.
+    #[arg(long, value_name = "WHAT=TIME")]
+    pub max_latency: Option<LatencyLimit>,
+
+    /// Stop after the first level where the machine's cores were busier than this, in %.
+    #[arg(long, value_name = "PCT", value_parser = parse_pct)]
+    pub max_cpu: Option<f64>,
+
+    #[command(flatten)]
+    pub options: Options,
+
+    #[command(flatten)]
+    pub metrics: MetricsArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct SuiteArgs {
+    /// quick, enterprise or pts.
+    #[arg(value_name = "SUITE", value_parser = parse_suite)]
+    pub suite: Suite,
+
+    /// The target (default: a 1 GiB scratch file in the current directory).
+    #[arg(id = "target_path", value_name = "TARGET")]
+    pub target: Option<PathBuf>,
+
+    #[command(flatten)]
+    pub options: Options,
+
+    #[command(flatten)]
+    pub metrics: MetricsArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct CliffArgs {
+    /// The target (default: a 1 GiB scratch file in the current directory).
+    #[arg(id = "target_path", value_name = "TARGET")]
+    pub target: Option<PathBuf>,
+
+    /// Bytes to write (default: the whole region once).
+    #[arg(long, value_name = "SIZE")]
+    pub bytes: Option<Bytes>,
+
+    /// A cliff is a drop of more than this share of the throughput before it.
+    #[arg(long, value_name = "PCT", default_value_t = 30.0)]
+    pub drop_pct: f64,
+
+    /// ... that lasts at least this many samples.
+    #[arg(long, value_name = "N", default_value_t = 5)]
+    pub hold: usize,
+
+    #[command(flatten)]
+    pub options: Options,
+}
+
+/// The steady-state detector's settings; the defaults are the SNIA PTS's (`SteadyRule::default`).
+#[derive(Debug, Clone, Args)]
+pub struct SteadyFlags {
+    /// What is compared between rounds: iops, mb-s or mean-latency.
+    #[arg(long, value_name = "WHAT", default_value = "iops", help_heading = "Steady state")]
+    pub track: Tracked,
+
+    /// Rounds in the measurement window.
+    #[arg(long, value_name = "N", default_value_t = SteadyRule::default().window, help_heading = "Steady state")]
+    pub window: usize,
+
+    /// Largest range (max - min) of the window, in % of its average.
+    #[arg(long, value_name = "PCT", default_value_t = SteadyRule::default().max_range_pct, help_heading = "Steady state")]
+    pub max_range_pct: f64,
+
+    /// Largest change of the window's least-squares line across it, in % of its average.
+    #[arg(long, value_name = "PCT", default_value_t = SteadyRule::default().max_slope_pct, help_heading = "Steady state")]
+    pub max_slope_pct: f64,
+
+    /// Rounds after which the test gives up.
+    #[arg(long, value_name = "N", default_value_t = SteadyRule::default().max_rounds, help_heading = "Steady state")]
+    pub max_rounds: usize,
+}
+
+impl SteadyFlags {
+    pub fn rule(&self) -> Result<SteadyRule, String> {
+        let rule = SteadyRule {
+            window: self.window,
+            max_range_pct: self.max_range_pct,
+            max_slope_pct: self.max_slope_pct,
+            max_rounds: self.max_rounds,
+        };
+        rule.validate().map(|()| rule)
+    }
+}
+
+#[derive(Debug, Args)]
+pub struct SteadyArgs {
+    /// The target (default: a 1 GiB scratch file in the current directory).
+    #[arg(id = "target_path", value_name = "TARGET")]
+    pub target: Option<PathBuf>,
+
+    #[command(flatten)]
+    pub steady: SteadyFlags,
+
+    #[command(flatten)]
+    pub options: Options,
+
+    #[command(flatten)]
+    pub metrics: MetricsArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct SweepArgs {
+    /// The target (default: a 1 GiB scratch file in the current directory).
+    #[arg(id = "target_path", value_name = "TARGET")]
+    pub target: Option<PathBuf>,
+
+    /// Run each point in rounds until it reaches steady state (the settings of `iolab steady`);
+    /// the point's result is its last round.
+    #[arg(long, help_heading = "Steady state")]
+    pub until_steady: bool,
+
+    #[command(flatten)]
+    pub steady: SteadyFlags,
+
+    /// Measure each point N times in a row (default 1): comparisons then tell a difference
+    /// from run-to-run noise. The table shows the repeat with the median IOPS.
+    #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=100))]
+    pub repeat: u32,
+
+    /// Continue the newest unfinished sweep of exactly these points in the results database
+    /// (interrupted or killed): the points it finished are kept, the rest are run.
+    #[arg(long)]
+    pub resume: bool,
+
+    #[command(flatten)]
+    pub options: Options,
+
+    #[command(flatten)]
+    pub metrics: MetricsArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct PreconditionArgs {
+    /// The target (default: a 1 GiB scratch file in the current directory).
+    #[arg(id = "target_path", value_name = "TARGET")]
+    pub target: Option<PathBuf>,
+
+    /// Times the whole region is written.
+    #[arg(long, value_name = "N", default_value_t = 2)]
+    pub passes: u32,
+
+    /// Discard (trim) the region before writing: BLKDISCARD on a device, a punched hole in a file.
+    #[arg(long)]
+    pub trim: bool,
+
+    #[command(flatten)]
+    pub options: Options,
+}
+
+#[derive(Debug, Args)]
+pub struct LadderArgs {
+    /// The target (default: a 1 GiB scratch file in the current directory).
+    #[arg(id = "target_path", value_name = "TARGET")]
+    pub target: Option<PathBuf>,
+
+    #[command(flatten)]
+    pub options: Options,
+}
+
+#[derive(Debug, Args)]
+pub struct ScaleArgs {
+    /// Two or more targets: files or block devices.
+    #[arg(value_name = "TARGET", num_args = 2.., required = true)]
+    pub targets: Vec<PathBuf>,
+
+    #[command(flatten)]
+    pub options: Options,
+}
+
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    /// A job file (docs/job-file.md): iolab's TOML, or a fio job file (`.fio`, `.ini`, or a
+    /// first line that opens a [section]); flags override its values.
+    #[arg(value_name = "JOB_FILE")]
+    pub job_file: Option<PathBuf>,
+
+    /// Run each job N times in a row (default 1): comparisons then tell a difference from
+    /// run-to-run noise.
+    #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=100))]
+    pub repeat: u32,
+
+    #[command(flatten)]
+    pub options: Options,
+
+    #[command(flatten)]
+    pub metrics: MetricsArgs,
+}
+
+fn parse_pct(text: &str) -> Result<f64, String> {
+    text.trim()
+        .trim_end_matches('%')
+        .parse()
+        .map_err(|_| format!("'{text}' is not a percentage; write e.g. 80 or 80%"))
+}
+
+fn parse_suite(text: &str) -> Result<Suite, String> {
+    text.parse()
+}

@@ -1,0 +1,214 @@
+//! The one flow every measuring command follows, whatever it measures: its study resolved
+//! (by the command, before this), the run recorded, the study run in a lab (here or on a fleet)
+//! with stop signals and a progress line, then the report delivered: written where the user
+//! asked, the run's end recorded, its problems said on stderr, and the exit code it earned.
+
+use std::process::ExitCode;
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
+
+use iolab_runner::{Lab, OnFailedStart, RunError};
+use iolab_spec::{OutputSpec, RunPlan};
+use iolab_stats::fleet::HostStatus;
+use iolab_stats::result::RunReport;
+
+use crate::args::StoreArgs;
+use crate::exit::say;
+use crate::place::Place;
+use crate::progress::ProgressLine;
+use crate::recording::{Kept, Recording};
+use crate::{exit, output_file};
+
+/// A measuring command's run, from recording it to its exit code.
+pub struct Measurement<'p> {
+    kind: &'p str,
+    /// Every job known in advance: what the run records, the lab checks and the output says.
+    plan: &'p RunPlan,
+    progress: ProgressLine,
+    on_failed_start: OnFailedStart,
+    /// An earlier run this one continues (`--resume`), instead of a new one.
+    continuing: Option<Recording>,
+}
+
+/// What a finished study gives the user.
+pub struct Delivery {
+    /// The report, as text or JSON as the user asked.
+    pub rendered: String,
+    /// The study's JSON report, kept with the run (`None`: a plain run, whose points say it all).
+    pub json: Option<String>,
+    /// A job that could not start after others ran: the run is kept as failed, and this is its
+    /// exit code, said (with the message, if any) after the report.
+    pub failure: Option<(u8, Option<String>)>,
+}
+
+impl Delivery {
+    /// A study's report: its JSON, or its text when the user did not ask for JSON.
+    pub fn study(output: &OutputSpec, json: String, text: impl FnOnce() -> String) -> Delivery {
+        let rendered = if output.json { json.clone() } else { text() };
+        Delivery { rendered, json: Some(json), failure: None }
+    }
+
+    /// The run failed with `error` after the jobs reported had run.
+    pub fn failed(self, error: &RunError, message: Option<String>) -> Delivery {
+        Delivery { failure: Some((exit::run_error_code(error), message)), ..self }
+    }
+}
+
+impl<'p> Measurement<'p> {
+    /// A new `kind` run of `plan`, with a plain progress line, stopping at a job that cannot start.
+    pub fn new(kind: &'p str, plan: &'p RunPlan) -> Self {
+        let progress = ProgressLine::new(plan.output.quiet);
+        Measurement { kind, plan, progress, on_failed_start: OnFailedStart::Stop, continuing: None }
+    }
+
+    /// Shows `progress` instead (a bar over a study whose length is known).
+    pub fn with_progress(self, progress: ProgressLine) -> Self {
+        Measurement { progress, ..self }
+    }
+
+    /// Goes on past a job that cannot start (each rung of a ladder stands alone).
+    pub fn skipping_failed_starts(self) -> Self {
+        Measurement { on_failed_start: OnFailedStart::Skip, ..self }
+    }
+
+    /// Continues `recording`, an earlier run of the same plan.
+    pub fn continuing(self, recording: Recording) -> Self {
+        Measurement { continuing: Some(recording), ..self }
+    }
+
+    /// Records the run (refusing an output that would destroy something, before anything runs),
+    /// runs `study` in a lab opened on the plan where `place` says, keeping each job's result as
+    /// it ends, then delivers what `render` makes of it. An error that stops the study, or a
+    /// report `render` refuses, ends the command with its code; the run keeps what it measured.
+    pub fn run<T>(
+        self,
+        store: &StoreArgs,
+        place: &mut Place<'_>,
+        study: impl FnOnce(&mut Lab<'_>, &mut ProgressLine) -> Result<T, RunError>,
+        render: impl FnOnce(T, &RunReport) -> Result<Delivery, ExitCode>,
+    ) -> ExitCode {
+        exit::of(self.measure(store, place, study, render))
+    }
+
+    fn measure<T>(
+        self,
+        store: &StoreArgs,
+        place: &mut Place<'_>,
+        study: impl FnOnce(&mut Lab<'_>, &mut ProgressLine) -> Result<T, RunError>,
+        render: impl FnOnce(T, &RunReport) -> Result<Delivery, ExitCode>,
+    ) -> Result<ExitCode, ExitCode> {
+        let Measurement { kind, plan, mut progress, on_failed_start, continuing } = self;
+        let mut recording = match continuing {
+            Some(recording) => recording,
+            None => place.record(store, kind, plan)?,
+        };
+        let interrupt = install_signals()?;
+        let ran = place.open_lab(plan, on_failed_start, &interrupt, &mut progress).and_then(|mut lab| {
+            lab.keep_results_in(&mut recording);
+            let found = study(&mut lab, &mut progress)?;
+            Ok((found, lab.into_report()))
+        });
+        let (found, report) = ran.map_err(|e| exit::fail(exit::run_error_code(&e), &e.to_string()))?;
+        let delivery = render(found, &report)?;
+        if delivery.failure.is_some() {
+            recording.mark_failed();
+        }
+        let code = deliver(&plan.output, &delivery.rendered, &report, recording, delivery.json.as_deref());
+        Ok(match delivery.failure {
+            Some((code, Some(message))) => exit::fail(code, &message),
+            Some((code, None)) => ExitCode::from(code),
+            None => code,
+        })
+    }
+}
+
+/// Installs SIGINT/SIGTERM: the first asks the run to stop and keep its results, a second ends
+/// the process at once (removing the scratch file first), for a run that does not stop by itself.
+pub fn install_signals() -> Result<Arc<AtomicBool>, ExitCode> {
+    iolab_engine::exit_cleanup::install_stop_signals()
+        .map_err(|e| exit::fail(exit::INTERNAL, &format!("cannot install the signal handler: {e}")))
+}
+
+/// Writes `text` to the output file (whole, or not at all), or stdout. Broken pipe
+/// (`iolab run | head`) is not an error.
+pub fn write_output(output: &OutputSpec, text: &str) -> Result<(), ExitCode> {
+    use std::io::Write;
+    let written = match &output.path {
+        Some(path) => output_file::write(path, text.as_bytes())
+            .map_err(|e| format!("cannot write the results to {}: {e}", path.display())),
+        None => match std::io::stdout().lock().write_all(text.as_bytes()) {
+            Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => {
+                Err(format!("cannot write the results: {e}"))
+            }
+            _ => Ok(()),
+        },
+    };
+    written.map_err(|message| exit::fail(exit::INTERNAL, &message))
+}
+
+/// Writes a finished command's `rendered` report where the user asked, records its end (with
+/// its JSON report, `study_json`) in the store, says its problems on stderr, and gives the exit
+/// code the run earned.
+fn deliver(
+    output: &OutputSpec,
+    rendered: &str,
+    report: &RunReport,
+    recording: Recording,
+    study_json: Option<&str>,
+) -> ExitCode {
+    let written = write_output(output, rendered);
+    let kept = recording.finish(report, study_json, output.quiet);
+    if let Err(code) = written {
+        return code;
+    }
+    warn_about_problems(report);
+    match exit::finished_run_code(report) {
+        exit::OK if kept == Kept::Partly => ExitCode::from(exit::NOT_KEPT),
+        code => ExitCode::from(code),
+    }
+}
+
+/// Problems are also said on stderr, so they are seen even when stdout is JSON or a file.
+pub fn warn_about_problems(report: &RunReport) {
+    for job in &report.jobs {
+        if job.errors.count > 0 {
+            let first = job.errors.first.first().map_or(String::new(), |e| {
+                format!(
+                    "; first: {} {} at offset {} ({} bytes): {}",
+                    e.target, e.op, e.offset, e.len, e.message
+                )
+            });
+            say!("iolab: warning: job '{}': {} I/O errors{first}", job.name, job.errors.count);
+        }
+        if let Some(stuck) = &job.errors.stuck {
+            say!(
+                "iolab: error: job '{}': a request to {} has not completed after {} ms; the device or kernel is stuck",
+                job.name, stuck.target, stuck.outstanding_ms
+            );
+        }
+        for host in job.fleet.iter().flat_map(|f| &f.hosts).filter(|h| h.status == HostStatus::Failed) {
+            say!(
+                "iolab: warning: job '{}': host {} failed: {}; its I/Os are not in the merged result",
+                job.name,
+                host.host,
+                host.failure.as_deref().unwrap_or("no reason given")
+            );
+        }
+        if let Some(engine) = &job.errors.engine {
+            say!("iolab: error: job '{}': {engine}", job.name);
+        }
+        for group in &job.groups {
+            if let Some(rate) = group.rate.as_ref().filter(|rate| !rate.sustained) {
+                say!(
+                    "iolab: warning: job '{}', group '{}': {}",
+                    job.name,
+                    group.name,
+                    iolab_report::rate_summary(rate)
+                );
+            }
+        }
+    }
+    if report.interrupted {
+        say!("iolab: interrupted; the results gathered so far were written");
+    }
+}

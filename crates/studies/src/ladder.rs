@@ -1,0 +1,87 @@
+//! `iolab ladder`: one workload through every I/O interface in turn (iolab_spec::ladder); a rung
+//! the target cannot take is said, and the ladder goes on.
+
+use std::path::PathBuf;
+
+use iolab_analysis::ladder::RungOutcome;
+use iolab_engine::target::has_poll_queues_behind;
+use iolab_runner::{run_jobs, Lab, Observer, OnFailedStart, RunError};
+use iolab_spec::ladder::Rung;
+use iolab_spec::{flag_name, JobSpec, Options, RunPlan, URING_KEYS};
+use iolab_stats::result::RunReport;
+
+use crate::plan;
+
+/// A ladder ready to run: each rung's job, or why the rung cannot run here.
+pub struct Ladder {
+    /// The rungs that can run, as the run is recorded.
+    pub plan: RunPlan,
+    rungs: Vec<(Rung, Result<JobSpec, String>)>,
+}
+
+impl Ladder {
+    pub fn new(options: &Options, target: Option<PathBuf>) -> Result<Ladder, String> {
+        if let Some(key) = options.keys_set().into_iter().find(|k| *k == "engine" || URING_KEYS.contains(k)) {
+            return Err(format!(
+                "the ladder chooses the engine of each step itself; drop {}",
+                flag_name(key)
+            ));
+        }
+        let base = plan::base_plan(options, target.into_iter().collect())?;
+        let base_job = base.jobs.first().ok_or("nothing to run")?;
+        let rungs: Vec<(Rung, Result<JobSpec, String>)> =
+            Rung::ALL.into_iter().map(|rung| (rung, rung_job(rung, base_job))).collect();
+        let jobs = rungs.iter().filter_map(|(_, job)| job.as_ref().ok().cloned()).collect();
+        Ok(Ladder { plan: RunPlan { jobs, output: base.output }, rungs })
+    }
+
+    /// Runs every rung that can run; one that cannot start is skipped, with why.
+    pub fn run(
+        &self,
+        lab: &mut Lab<'_>,
+        observer: &mut dyn Observer,
+    ) -> Result<Vec<(usize, RunError)>, RunError> {
+        run_jobs(lab, &self.plan, OnFailedStart::Skip, observer)
+    }
+
+    /// Each rung's result in `report`, or why it has none (`failed`: the rungs that could not
+    /// start, by index in the plan).
+    pub fn outcomes<'a>(&self, report: &'a RunReport, failed: &[(usize, RunError)]) -> Vec<RungOutcome<'a>> {
+        self.rungs
+            .iter()
+            .map(|(rung, job)| {
+                let result = match job {
+                    Err(why) => Err(why.clone()),
+                    Ok(job) => report.jobs.iter().find(|r| r.name == job.name).ok_or_else(|| {
+                        let index = self.plan.jobs.iter().position(|j| j.name == job.name);
+                        failed
+                            .iter()
+                            .find(|(i, _)| Some(*i) == index)
+                            .map_or_else(|| "not reached (interrupted)".to_string(), |(_, e)| e.to_string())
+                    }),
+                };
+                RungOutcome { rung: *rung, result }
+            })
+            .collect()
+    }
+}
+
+/// The job of `rung`, or why the rung cannot run on this target.
+fn rung_job(rung: Rung, base: &JobSpec) -> Result<JobSpec, String> {
+    if rung == Rung::UringIopoll {
+        let group = base.groups.first().ok_or("no workload")?;
+        if !group.target.direct {
+            return Err("IOPOLL needs O_DIRECT".into());
+        }
+        // The scratch file goes in the current directory.
+        let here = PathBuf::from(".");
+        let paths = if group.target.paths.is_empty() { vec![here] } else { group.target.paths.clone() };
+        if let Some(path) = paths.iter().find(|p| !has_poll_queues_behind(p)) {
+            return Err(format!(
+                "the device behind {} has no poll queues (queue/io_poll is not 1; NVMe gets them with the nvme module's poll_queues=N)",
+                path.display()
+            ));
+        }
+    }
+    Ok(rung.apply(base))
+}

@@ -1,0 +1,174 @@
+//! `iolab sweep`: every point of the sweep (iolab_spec::sweep) as a job, run in order (in rounds
+//! until steady when asked), then the curve's points from what was measured, including the
+//! points an earlier, unfinished run of the same sweep kept (`--resume`).
+
+use std::path::PathBuf;
+
+use iolab_analysis::rounds::SteadyRounds;
+use iolab_analysis::sweep::{summarize, with_steady_rounds, PointFigures, PointOutcome, SweepSummary};
+use iolab_runner::{run_jobs, Lab, Observer, OnFailedStart, RunError};
+use iolab_spec::sweep::{expand, LoadAxis, SweepPoint};
+use iolab_spec::{JobSpec, Options, RunPlan};
+use iolab_stats::result::{Bottleneck, RunReport, StopReason};
+use iolab_store::{Point, RunId};
+
+use crate::plan;
+use crate::rounds::each_until_steady;
+
+/// A sweep ready to run: each point's job resolved, repeated `repeat` times.
+pub struct Sweep {
+    /// Every job of the sweep, in order: what the run records and `--resume` matches.
+    pub plan: RunPlan,
+    load: LoadAxis,
+    points: Vec<SweepPoint>,
+    repeat: u32,
+    /// Rounds until steady at each point, from this fresh state; `None` for one run a point.
+    until_steady: Option<SteadyRounds>,
+}
+
+/// What the jobs still to run measured.
+pub struct SweepRan {
+    /// The rounds of each point, with `--until-steady`.
+    pub steady: Vec<SteadyRounds>,
+    /// A job that could not start (by index among the jobs run), after earlier ones ran.
+    pub failed: Option<(usize, RunError)>,
+}
+
+impl Sweep {
+    pub fn new(
+        options: &Options,
+        target: Option<PathBuf>,
+        repeat: u32,
+        until_steady: Option<SteadyRounds>,
+    ) -> Result<Sweep, String> {
+        let (load, points) = expand(options).map_err(|e| e.to_string())?;
+        let targets: Vec<PathBuf> = target.into_iter().collect();
+        let mut jobs = Vec::with_capacity(points.len());
+        let mut output = None;
+        for point in &points {
+            let plan = plan::base_plan(&point.flags, targets.clone())
+                .map_err(|message| format!("sweep point {}: {message}", point.name))?;
+            output.get_or_insert(plan.output);
+            jobs.extend(plan.jobs.into_iter().map(|job| JobSpec { name: point.name.clone(), ..job }));
+        }
+        let plan = plan::repeated(RunPlan { jobs, output: output.unwrap_or_default() }, repeat);
+        Ok(Sweep { plan, load, points, repeat, until_steady })
+    }
+
+    /// The run's kind in the store: rounds until steady make other points than a plain sweep,
+    /// and are never resumed as one.
+    pub fn kind(&self) -> &'static str {
+        if self.until_steady.is_some() {
+            "sweep-until-steady"
+        } else {
+            "sweep"
+        }
+    }
+
+    /// The jobs after the first `kept` (which an earlier run measured).
+    pub fn remaining(&self, kept: usize) -> RunPlan {
+        RunPlan { jobs: self.plan.jobs[kept..].to_vec(), output: self.plan.output.clone() }
+    }
+
+    /// Runs the jobs of `remaining`: each once, or each in rounds until steady.
+    pub fn run(
+        &self,
+        lab: &mut Lab<'_>,
+        remaining: &RunPlan,
+        observer: &mut dyn Observer,
+    ) -> Result<SweepRan, RunError> {
+        match &self.until_steady {
+            Some(fresh) => {
+                let steady = each_until_steady(lab, remaining, fresh, observer)?;
+                Ok(SweepRan { steady, failed: None })
+            }
+            None => {
+                let failed = run_jobs(lab, remaining, OnFailedStart::Stop, observer)?;
+                Ok(SweepRan { steady: Vec::new(), failed: failed.into_iter().next() })
+            }
+        }
+    }
+
+    /// The curve from the points `earlier` runs kept and what this one measured (`report`,
+    /// `steady`). With rounds, a point's result is its last round. A point cut short by Ctrl-C
+    /// measured less than the others and is no point of the curve; its partial result stays in
+    /// the run report.
+    pub fn summary(&self, earlier: &[Point], report: &RunReport, steady: Vec<SteadyRounds>) -> SweepSummary {
+        let mut measured: Vec<(StopReason, PointFigures)> =
+            earlier.iter().map(|point| (StopReason::Runtime, stored_figures(point))).collect();
+        if steady.is_empty() {
+            measured.extend(report.jobs.iter().map(|job| (job.stop_reason, PointFigures::of(job))));
+        } else {
+            let mut last = 0;
+            for rounds in &steady {
+                last += rounds.values.len();
+                let job = &report.jobs[last - 1];
+                measured.push((job.stop_reason, PointFigures::of(job)));
+            }
+        }
+        let outcomes = outcomes(&self.points, &measured, self.repeat as usize);
+        let summary = summarize(self.load, &outcomes);
+        if steady.is_empty() {
+            summary
+        } else {
+            with_steady_rounds(summary, steady)
+        }
+    }
+}
+
+/// The points of run `run` that a resumed sweep of `plan` keeps: those it completed, in order,
+/// up to the first one cut short (measured again, with every point after it). Stored points
+/// that are not the plan's, in its order, are refused, never deleted.
+pub fn resumable(run: RunId, stored: Vec<Point>, plan: &RunPlan) -> Result<Vec<Point>, String> {
+    let foreign = stored.iter().enumerate().find(|(index, point)| {
+        point.seq as usize != *index || plan.jobs.get(*index).is_none_or(|job| job.name != point.name)
+    });
+    if let Some((_, point)) = foreign {
+        return Err(format!(
+            "run {run} holds point {} '{}', which this sweep does not plan there; not resuming it",
+            point.seq, point.name
+        ));
+    }
+    Ok(stored.into_iter().take_while(|point| point.summary.stop_reason != "interrupted").collect())
+}
+
+/// The curve's points from what was measured, in plan order (`repeat` results a point): each
+/// point that completed at least one repeat, shown by its repeat with the median IOPS.
+fn outcomes<'a>(
+    points: &'a [SweepPoint],
+    measured: &[(StopReason, PointFigures)],
+    repeat: usize,
+) -> Vec<PointOutcome<'a>> {
+    points
+        .iter()
+        .zip(measured.chunks(repeat))
+        .filter_map(|(point, repeats)| {
+            let mut done: Vec<&PointFigures> = repeats
+                .iter()
+                .filter(|(stop, _)| *stop != StopReason::Interrupted)
+                .map(|(_, figures)| figures)
+                .collect();
+            done.sort_by(|a, b| a.total.iops.total_cmp(&b.total.iops));
+            let median = done.get(done.len() / 2)?;
+            Some(PointOutcome {
+                name: &point.name,
+                curve: point.curve,
+                curve_name: &point.curve_name,
+                figures: (*median).clone(),
+                repeat_iops: done.iter().map(|f| f.total.iops).collect(),
+            })
+        })
+        .collect()
+}
+
+/// A point kept by an earlier, unfinished run of this sweep.
+fn stored_figures(point: &Point) -> PointFigures {
+    PointFigures {
+        access: point.summary.access.clone(),
+        qd: point.summary.qd,
+        workers: point.summary.workers,
+        total: point.summary.total.clone(),
+        cpu_us_per_io: point.summary.cpu_us_per_io.unwrap_or(0.0),
+        bottleneck: point.verdict.as_ref().map_or(Bottleneck::Undetermined, |v| v.cause),
+    }
+}
