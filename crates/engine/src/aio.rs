@@ -1,5 +1,5 @@
-//! Linux native AIO (io_setup / io_submit / io_getevents): one context per worker, up to `depth`
-//! requests in flight, for kernels or setups where io_uring is missing or disabled, and to compare
+//! Linux native AIO (io_setup / io_submit / io_getevents): one context per lane, up to its `qd`
+//! requests in flight (`nr_events`, the kernel's word), for kernels or setups where io_uring is missing or disabled, and to compare
 //! against fio's libaio engine.
 //!
 //! The syscalls are made directly, with the kernel's own structures (linux/aio_abi.h) mirrored
@@ -128,7 +128,7 @@ fn is_buffered(fd: RawFd) -> bool {
 
 impl AioEngine {
     pub fn new(config: EngineConfig) -> Result<Self, EngineError> {
-        let depth = config.depth.max(1);
+        let depth = config.qd.max(1);
         let buffers = AlignedBuffers::new(depth, config.max_len, config.seed)?;
         let mut ctx: AioContext = 0;
         // io_setup requires `*ctx == 0` on entry and writes the new context there.
@@ -364,7 +364,7 @@ mod tests {
 
     fn engine(fd: RawFd, depth: u32) -> AioEngine {
         let config =
-            EngineConfig { files: vec![fd], depth, max_len: BLOCK, seed: 7, uring: UringSpec::default() };
+            EngineConfig { files: vec![fd], qd: depth, max_len: BLOCK, seed: 7, uring: UringSpec::default() };
         AioEngine::new(config).unwrap()
     }
 
@@ -446,7 +446,7 @@ mod tests {
         let Some((_temp, file)) = direct_file(1) else { return };
         let config = EngineConfig {
             files: vec![file.as_raw_fd(), -1],
-            depth: 3,
+            qd: 3,
             max_len: BLOCK,
             seed: 7,
             uring: UringSpec::default(),

@@ -69,7 +69,10 @@ pub trait Engine: Send {
 /// What an engine instance needs: its files, how many requests it may hold, the largest request.
 pub struct EngineConfig {
     pub files: Vec<RawFd>,
-    pub depth: u32,
+    /// The requests this instance holds at once: its lane's share of the group's `--qd`. Inside
+    /// each engine the kernel's words take over: io_uring's ring `entries` (this, rounded up to
+    /// a power of two) and aio's `nr_events`.
+    pub qd: u32,
     pub max_len: u32,
     /// Seeds the buffers' pseudo-random content, so no two threads write the same data.
     pub seed: u64,

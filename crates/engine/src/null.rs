@@ -11,7 +11,7 @@ pub struct NullEngine {
 
 impl NullEngine {
     pub fn new(config: EngineConfig) -> Self {
-        NullEngine { done: Vec::with_capacity(config.depth as usize), depth: config.depth as usize }
+        NullEngine { done: Vec::with_capacity(config.qd as usize), depth: config.qd as usize }
     }
 }
 

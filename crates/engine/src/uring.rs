@@ -209,11 +209,11 @@ fn describe_request(spec: &UringSpec) -> String {
 impl UringEngine {
     pub fn new(config: EngineConfig) -> Result<Self, EngineError> {
         let spec = config.uring;
-        let entries = config.depth.max(1).next_power_of_two();
+        let entries = config.qd.max(1).next_power_of_two();
         let (ring, mut granted) = build_ring(entries, &spec)?;
-        let buffers = AlignedBuffers::new(config.depth, config.max_len, config.seed)?;
+        let buffers = AlignedBuffers::new(config.qd, config.max_len, config.seed)?;
         let fixed_files = spec.fixed_files && ring.submitter().register_files(&config.files).is_ok();
-        let iovecs: Vec<libc::iovec> = (0..config.depth)
+        let iovecs: Vec<libc::iovec> = (0..config.qd)
             .map(|slot| libc::iovec {
                 iov_base: buffers.span(slot, config.max_len).cast(),
                 iov_len: config.max_len as usize,
@@ -221,7 +221,7 @@ impl UringEngine {
             .collect();
         // The ring (and its registration) is dropped before the buffers, which are leaked
         // instead if requests are still in flight.
-        let indexable = config.depth <= u32::from(u16::MAX);
+        let indexable = config.qd <= u32::from(u16::MAX);
         let fixed_buffers = spec.fixed_buffers
             && indexable
             // SAFETY: every iovec points into `buffers`, which outlives the registration (above).
@@ -482,7 +482,7 @@ mod tests {
         let (socket, peer) = UnixStream::pair().expect("socket pair");
         let config = EngineConfig {
             files: vec![socket.as_raw_fd()],
-            depth: 2,
+            qd: 2,
             max_len: 4096,
             seed: 1,
             uring: UringSpec::tuned(),
@@ -561,13 +561,8 @@ mod tests {
         let plain = || {
             let (socket, peer) = UnixStream::pair().expect("socket pair");
             let spec = UringSpec { ring_setup: RingSetup::Plain, ..UringSpec::tuned() };
-            let config = EngineConfig {
-                files: vec![socket.as_raw_fd()],
-                depth: 2,
-                max_len: 4096,
-                seed: 1,
-                uring: spec,
-            };
+            let config =
+                EngineConfig { files: vec![socket.as_raw_fd()], qd: 2, max_len: 4096, seed: 1, uring: spec };
             (UringEngine::new(config).expect("plain ring"), socket, peer)
         };
         let exchange = move |engine: &mut UringEngine, peer: &mut UnixStream| {

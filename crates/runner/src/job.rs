@@ -41,7 +41,7 @@ pub fn run_job(
     let mut plans = Vec::new();
     let mut lane_group = Vec::new();
     for (g, (group, group_targets)) in job.groups.iter().zip(targets).enumerate() {
-        let threads = group.threads();
+        let threads = group.lanes();
         let regions: Vec<Region> =
             group_targets.iter().map(|t| Region { start: t.region_start, size: t.region_size }).collect();
         for index in 0..threads {
@@ -49,7 +49,7 @@ pub fn run_job(
                 lane: plans.len(),
                 engine: group.engine,
                 uring: group.uring,
-                depth: group.depth_per_thread(),
+                qd: group.qd_per_lane(),
                 files: group_targets.iter().map(|t| t.file.as_raw_fd()).collect(),
                 max_len: group.access.max_bs().0 as u32,
                 router: Router::new(
@@ -220,7 +220,7 @@ fn assemble(
                 )),
                 qd: group.qd,
                 workers: group.workers,
-                threads: group.threads(),
+                threads: group.lanes(),
                 cpus: group.cpus.clone(),
                 read: totals.read.summary(measured_s, slo),
                 write: totals.write.summary(measured_s, slo),
@@ -230,7 +230,7 @@ fn assemble(
                     let lanes = lane_group.iter().zip(lane_rates.iter_mut()).filter(|(&lg, _)| lg == g);
                     let window = (shared.measure_start_ns, shared.window_end_ns());
                     let (scheduled, max_lag_ns) =
-                        schedule_kept(&rate, group.threads(), lanes.map(|l| l.1), window);
+                        schedule_kept(&rate, group.lanes(), lanes.map(|l| l.1), window);
                     let response = totals.response.as_ref().and_then(|r| r.latency_summary(slo));
                     RateReport::new(&rate, scheduled, totals.ios(), measured_s, max_lag_ns, response)
                 }),
@@ -414,7 +414,7 @@ fn notes(
             notes.push(format!(
                 "{label}psync holds one I/O per thread, so QD {} ran as {} threads ({} per worker)",
                 group.qd,
-                group.threads(),
+                group.lanes(),
                 group.qd
             ));
         }

@@ -6,6 +6,11 @@
 //! shares an end time), and touches shared state once per reap; per I/O it only generates the
 //! next request and records one histogram value.
 //!
+//! Words: the user's `--workers` become lanes (`GroupSpec::lanes`: one per worker, or one per
+//! outstanding I/O with psync), each a thread with its own engine instance; a lane's `qd` is its
+//! share of the user's `--qd`. Below the engine the kernel's words take over (ring entries,
+//! submission and completion queues).
+//!
 //! A lane runs closed loop (each completion makes room for the next I/O) or open loop
 //! (`--rate-iops`: each I/O is due at a time of its schedule). The loop is one generic function
 //! compiled once per `Pacing`: the closed-loop one carries no schedule, no due times and no
@@ -72,7 +77,8 @@ pub struct LanePlan {
     pub lane: usize,
     pub engine: EngineKind,
     pub uring: UringSpec,
-    pub depth: u32,
+    /// The I/Os this lane keeps in flight (`GroupSpec::qd_per_lane`).
+    pub qd: u32,
     /// The group's targets, in the order the router numbers them.
     pub files: Vec<RawFd>,
     pub max_len: u32,
@@ -182,7 +188,7 @@ impl Pacing for Paced {
 pub fn engine_config(plan: &LanePlan) -> (EngineKind, EngineConfig) {
     let config = EngineConfig {
         files: plan.files.clone(),
-        depth: plan.depth,
+        qd: plan.qd,
         max_len: plan.max_len,
         seed: plan.lane as u64 + 1,
         uring: plan.uring,
@@ -248,7 +254,7 @@ fn drive<E: Engine, P: Pacing>(
     events: &Sender<LaneEvent>,
     pacer: &mut P,
 ) -> Result<(), EngineError> {
-    let depth = plan.depth as usize;
+    let depth = plan.qd as usize;
     let targets = plan.files.len();
     let blank = SlotInfo {
         target: 0,
@@ -262,7 +268,7 @@ fn drive<E: Engine, P: Pacing>(
     // Per target: the slot gaps of hand-overs in the measured window not yet in an interval.
     let mut gaps = vec![Gaps::default(); targets];
     let mut slots = vec![blank; depth];
-    let mut free: Vec<u32> = (0..plan.depth).rev().collect();
+    let mut free: Vec<u32> = (0..plan.qd).rev().collect();
     // Queued requests not yet handed to the kernel.
     let mut batch: Vec<u32> = Vec::with_capacity(depth);
     let mut done: Vec<Completion> = Vec::with_capacity(depth);

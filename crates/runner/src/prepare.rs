@@ -61,9 +61,7 @@ pub fn check_buffer_memory(jobs: &[JobSpec]) -> Result<(), RunError> {
             .groups
             .iter()
             .map(|g| {
-                u64::from(g.threads())
-                    * u64::from(g.depth_per_thread())
-                    * g.access.max_bs().0.next_multiple_of(4096)
+                u64::from(g.lanes()) * u64::from(g.qd_per_lane()) * g.access.max_bs().0.next_multiple_of(4096)
             })
             .sum();
         if needed > available / 2 {

@@ -101,7 +101,7 @@ mod tests {
         let base = resolve(None, &flags).expect("plan").jobs.remove(0);
         let psync = Rung::Psync.apply(&base);
         assert_eq!((psync.name.as_str(), psync.groups[0].engine), ("psync", EngineKind::Psync));
-        assert_eq!(psync.groups[0].threads(), 8, "psync holds one I/O per thread");
+        assert_eq!(psync.groups[0].lanes(), 8, "psync holds one I/O per thread");
         let plain = Rung::Uring.apply(&base);
         assert_eq!(plain.groups[0].uring.ring_setup, RingSetup::Plain);
         assert!(!plain.groups[0].uring.fixed_files && !plain.groups[0].uring.fixed_buffers);

@@ -96,14 +96,16 @@ impl UringSpec {
 }
 
 impl GroupSpec {
-    /// Threads that issue I/O: a synchronous engine needs one per outstanding I/O.
-    pub fn threads(&self) -> u32 {
-        self.workers * (self.qd / self.engine.depth_per_thread(self.qd))
+    /// The group's lanes, the threads that issue its I/O: one per `--workers` with an engine
+    /// that queues (io_uring, aio, null), and one per outstanding I/O with a synchronous one
+    /// (psync: `--workers` x `--qd`).
+    pub fn lanes(&self) -> u32 {
+        self.workers * (self.qd / self.engine.qd_per_lane(self.qd))
     }
 
-    /// I/Os each thread keeps in flight.
-    pub fn depth_per_thread(&self) -> u32 {
-        self.engine.depth_per_thread(self.qd)
+    /// I/Os each lane keeps in flight: the group's `--qd`, or 1 with a synchronous engine.
+    pub fn qd_per_lane(&self) -> u32 {
+        self.engine.qd_per_lane(self.qd)
     }
 }
 

@@ -315,7 +315,7 @@ fn resolve_group(layer: &Options, name: String, seed: u64) -> Result<GroupSpec, 
     if let Some(path) = paths.iter().enumerate().find_map(|(i, p)| paths[..i].contains(p).then_some(p)) {
         return Err(invalid(format!("--target {} is given twice; name each target once", path.display())));
     }
-    let threads = u64::from(workers) * u64::from(qd / engine.depth_per_thread(qd));
+    let threads = u64::from(workers) * u64::from(qd / engine.qd_per_lane(qd));
     if threads > MAX_THREADS && engine == EngineKind::Psync {
         return Err(invalid(format!(
             "psync would need {threads} threads ({workers} workers x QD {qd}, one thread per outstanding I/O), above the {MAX_THREADS} iolab runs; lower --qd or --workers, or use --engine uring"

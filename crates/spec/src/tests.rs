@@ -28,14 +28,14 @@ fn defaults_are_4k_random_read_qd32_one_worker() {
     assert_eq!(group.access.bs_split, vec![BsWeight { bs: Bytes(4096), weight: 1 }]);
     assert_eq!((group.qd, group.workers, group.engine), (32, 1, EngineKind::Uring));
     assert!(group.target.direct && group.target.paths.is_empty());
-    assert_eq!(group.threads(), 1);
+    assert_eq!(group.lanes(), 1);
 }
 
 #[test]
 fn psync_runs_one_thread_per_outstanding_io() {
     let plan = plan(None, "engine = \"psync\"\nqd = 8\nworkers = 2").unwrap();
     let group = &plan.jobs[0].groups[0];
-    assert_eq!((group.threads(), group.depth_per_thread()), (16, 1));
+    assert_eq!((group.lanes(), group.qd_per_lane()), (16, 1));
 }
 
 #[test]

@@ -77,9 +77,9 @@ impl EngineKind {
         }
     }
 
-    /// How many I/Os one thread of this engine can hold in flight. A synchronous engine holds
-    /// one, so a queue depth of N needs N threads.
-    pub fn depth_per_thread(self, qd: u32) -> u32 {
+    /// How many I/Os one lane (thread) of this engine can hold in flight. A synchronous engine
+    /// holds one, so a queue depth of N needs N lanes.
+    pub fn qd_per_lane(self, qd: u32) -> u32 {
         match self {
             EngineKind::Psync => 1,
             EngineKind::Uring | EngineKind::Aio | EngineKind::Null => qd,
