@@ -4,7 +4,7 @@ Modules, by responsibility:
 
 - paths: where the binaries, the scratch directory and the default targets are;
 - units: sizes, number formatting, medians and ratios (pure);
-- noise: the goals and how they are judged against the run-to-run noise;
+- noise: the one noise rule (the same as `iolab compare`'s) and the goals judged with it;
 - report: printing, the rows of a block's table and of the summary, block headers;
 - children: running a tool as a child process, its rusage, and parsing its output;
 - targets: the file or device read, scratch loop/zram devices, the safety checks;

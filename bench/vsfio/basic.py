@@ -67,7 +67,7 @@ def scenario_randread_file(session):
     say(render_table(RANDREAD_COLUMNS, rows))
     iops, cpm = per_tool(pairs, "iops"), per_tool(pairs, "cpu_s_per_mio")
     iops_r, cpu_r = ratio(mi.iops, mf.iops), ratio(mi.cpu_s_per_mio, mf.cpu_s_per_mio)
-    iops_verdict = goal_verdict(*iops, GOAL_IOPS_RATIO, True, within_noise=True).text
+    iops_verdict = goal_verdict(*iops, GOAL_IOPS_RATIO, True).text
     cpu_verdict = goal_verdict(*cpm, GOAL_CPU_PER_IO_RATIO, False).text
     say()
     say(f"  IOPS ratio iolab/fio = {fmt_ratio(iops_r)} (per-pair {range_text([ratio(a.iops, b.iops) for a, b in pairs])}, "

@@ -96,7 +96,8 @@ def disturbed_runs(args, pairs):
 def noisy_reason(args, pairs, goals):
     """Why the goal figures of these pairs are not settled yet, or None: a run was disturbed by
     other work on the machine, a goal's per-pair ratios fall on both sides of its limit, or
-    either tool's figure varies by more than --noisy."""
+    either tool's figure spreads (noise.spread) by more than --noisy. Only decides whether to
+    run one more pair; the verdicts are the noise rule's (noise.goal_verdict)."""
     if len(pairs) < 2:
         return None
     bad = disturbed_runs(args, pairs)

@@ -66,8 +66,7 @@ def judged(label, metric, limit, pairs, meds):
     mine, theirs = getattr(meds[0], m.attr), getattr(meds[1], m.attr)
     r = ratio(mine, theirs)
     iolab_v, fio_v = per_tool(pairs, m.attr)
-    # the two tools may be equal in IOPS and latency: met within noise
-    verdict = goal_verdict(iolab_v, fio_v, limit, m.higher_is_better, within_noise=metric in ("iops", "mean_latency"))
+    verdict = goal_verdict(iolab_v, fio_v, limit, m.higher_is_better)
     goal = f"{'>=' if m.higher_is_better else '<='} {limit:.2f}x"
     say(f"  {m.name}: iolab {m.fmt(mine)}, fio {m.fmt(theirs)}; ratio iolab/fio {fmt_ratio(r)} "
         f"(per pair {range_text([ratio(x, y) for x, y in zip(iolab_v, fio_v)])}; spread iolab "
