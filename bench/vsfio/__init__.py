@@ -16,5 +16,6 @@ Modules, by responsibility:
 - speed: issue 3's speed scenarios (loop, loop-best, virtio, zram, zram-qd1-latency, workers2);
 - cli: the command line and the run of all scenarios.
 
-Python 3.11 standard library only.
+Python 3.11 standard library only. The tests (vsfio/tests) run with
+`python3 -m unittest discover -s bench` from the repository's root.
 """
