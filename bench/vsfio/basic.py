@@ -2,7 +2,7 @@
 issue's fio command line on a file) and the agreement blocks (both tools measure the same)."""
 
 from .children import medians
-from .commands import fio_cmd, iolab_cmd, size_arg
+from .commands import fio_cmd, iolab_cmd, pair_cmds, psync_qd1_cmds, size_arg
 from .noise import (GOAL_CPU_PER_IO_RATIO, GOAL_IOPS_RATIO, GOAL_NULL_IOS_PER_CPU, agreement_verdict,
                     goal_verdict, spread)
 from .report import SummaryRow, pair_rows, print_header, render_table, say, table_row
@@ -26,9 +26,7 @@ def tool_medians(pairs):
 def scenario_null(session):
     args = session.args
     target = session.targets.null()
-    size = size_arg(args, target)
-    ic = iolab_cmd(args, target, "null", 32, size)
-    fc = fio_cmd(args, None, "null", 32, size)
+    ic, fc = pair_cmds(args, target, "null", "null", 32, fio_target=False)
     print_header(session, "null: 4 KiB randread, QD 32, 1 worker, no I/O (engine overhead)", target,
                  [("iolab", ic), ("fio", fc)])
     say("  (fio's null engine takes no file; iolab still opens its --target but reads nothing)")
@@ -52,9 +50,7 @@ def scenario_null(session):
 def scenario_randread_file(session):
     args = session.args
     target = session.targets.io()
-    size = size_arg(args, target)
-    ic = iolab_cmd(args, target, "uring", 32, size)
-    fc = fio_cmd(args, target, "io_uring", 32, size)
+    ic, fc = pair_cmds(args, target, "uring", "io_uring", 32)
     print_header(session, "randread-file: 4 KiB random read, QD 32, 1 worker, O_DIRECT, iolab uring vs fio io_uring",
                  target, [("iolab", ic), ("fio", fc)])
     say("  (fio mean = lat_ns.mean, submission to completion; fio p99 = clat_ns, fio's default percentiles)")
@@ -135,9 +131,7 @@ def scenario_agreement(session):
 def scenario_psync(session):
     args = session.args
     target = session.targets.io()
-    size = size_arg(args, target)
-    ic = iolab_cmd(args, target, "psync", 1, size)
-    fc = fio_cmd(args, target, "psync", 1, size, extra=["--lat_percentiles=1", "--norandommap"])
+    ic, fc = psync_qd1_cmds(args, target)
     return agreement_block(session, "psync QD1",
                            "psync: 4 KiB random read, QD 1 (one thread), O_DIRECT, iolab psync vs fio psync",
                            target, ic, fc)

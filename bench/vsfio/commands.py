@@ -37,6 +37,19 @@ def fio_cmd(args, target, engine, qd, size, extra=(), numjobs=1):
     return cmd + list(extra)
 
 
+def pair_cmds(args, target, engine, fio_engine, qd, fio_target=True, fio_extra=()):
+    """iolab's and fio's command lines for one 4 KiB random-read workload on `target`, at `qd`
+    (fio_target False: fio's null engine, which takes no file)."""
+    size = size_arg(args, target)
+    return (iolab_cmd(args, target, engine, qd, size),
+            fio_cmd(args, target if fio_target else None, fio_engine, qd, size, extra=list(fio_extra)))
+
+
+def psync_qd1_cmds(args, target):
+    """psync at QD 1, fio with submission-to-completion percentiles and no random map (as iolab)."""
+    return pair_cmds(args, target, "psync", "psync", 1, fio_extra=("--lat_percentiles=1", "--norandommap"))
+
+
 # t/io_uring's flags per engine, besides -d (QD), -s/-c (batches), -p0 (no polled I/O: the loop and
 # zram devices have no poll queues), -t1 (it times every I/O, as iolab and fio do; TSC-based, no -T
 # needed: its percentiles are then in TSC ticks) and -r (runtime). io_uring: fixed buffers,

@@ -7,7 +7,8 @@ from dataclasses import replace
 
 from .best import fio_best_uring, iolab_best_uring, t_io_uring_best
 from .children import ToolFailed, medians
-from .commands import fio_cmd, iolab_cmd, size_arg, t_io_uring_note, t_io_uring_ref
+from .commands import (fio_cmd, iolab_cmd, pair_cmds, psync_qd1_cmds, size_arg, t_io_uring_note,
+                       t_io_uring_ref)
 from .noise import (GOAL_IOPS_RATIO, GOAL_LOOP_CPU_PER_IO, GOAL_QD1_MEAN_LATENCY, GOAL_VIRTIO_CPU_PER_IO,
                     GOAL_WORKERS2_IOS_PER_CPU, GOAL_ZRAM_IOS_PER_CPU, METRICS, Goal, goal_verdict, spread)
 from .report import SummaryRow, print_header, render_table, run_label, say, table_row
@@ -148,9 +149,7 @@ def scenario_loop(session):
     # 0.68x)": fio io_uring as it comes, against iolab as it comes; loop-best compares the best.
     args = session.args
     target = session.targets.device("loop")
-    size = size_arg(args, target)
-    ic = iolab_cmd(args, target, "uring", 32, size)
-    fc = fio_cmd(args, target, "io_uring", 32, size)
+    ic, fc = pair_cmds(args, target, "uring", "io_uring", 32)
     return speed_block(session, "loop", "loop: 4 KiB random read, QD 32, 1 worker, loop device with direct I/O "
                        "over tmpfs, iolab uring vs fio io_uring, both with their defaults", target, ic, fc,
                        [Goal("cpu_per_io", GOAL_LOOP_CPU_PER_IO, iops_too=True)],
@@ -233,9 +232,7 @@ def scenario_zram(session):
 def scenario_zram_qd1_latency(session):
     args = session.args
     target = session.targets.device("zram")
-    size = size_arg(args, target)
-    ic = iolab_cmd(args, target, "psync", 1, size)
-    fc = fio_cmd(args, target, "psync", 1, size, extra=["--lat_percentiles=1", "--norandommap"])
+    ic, fc = psync_qd1_cmds(args, target)
     return speed_block(session, "zram-qd1-latency", "zram-qd1-latency: 4 KiB random read, QD 1, psync, zram "
                        "filled with random data, iolab psync vs fio psync", target, ic, fc,
                        [Goal("mean_latency", GOAL_QD1_MEAN_LATENCY)],
