@@ -13,3 +13,6 @@ pub mod rounds;
 pub mod scale;
 pub mod suite;
 pub mod sweep;
+
+#[cfg(test)]
+mod tests;
