@@ -6,11 +6,15 @@
 //! pause cannot move it, and every level must last `min_hold_samples`: a dip shorter than that
 //! is a transient, not a cliff. The rule is written down in docs/characterization.md ("Cache
 //! cliff"); this file is its only implementation.
+//!
+//! What `iolab cliff` reports is also read back from the store (the HTML report draws it):
+//! every field has a default, so a report written by an older or newer iolab still reads.
 
 use iolab_stats::central::median;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct ThroughputSample {
     /// Cumulative bytes written at the end of this sample.
     pub bytes_done: u64,
@@ -49,7 +53,8 @@ impl CliffRule {
     }
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct Cliff {
     /// Bytes written at the end of the last fast sample: the fast tier's size.
     pub at_bytes: u64,
@@ -62,7 +67,8 @@ pub struct Cliff {
     pub drop_pct: f64,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct CliffReport {
     /// In the order they happened.
     pub cliffs: Vec<Cliff>,
@@ -70,6 +76,16 @@ pub struct CliffReport {
     pub judged: bool,
     /// Why the log was not judged, or a gradual decline that no cliff explains.
     pub note: Option<String>,
+}
+
+/// The summary of `iolab cliff --json`: the cliffs found, and the log they were found in.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct CliffSummary {
+    #[serde(flatten)]
+    pub found: CliffReport,
+    /// Bytes written at the end of each interval, and the throughput during it.
+    pub samples: Vec<ThroughputSample>,
 }
 
 /// Finds the cliffs in `samples` (oldest first, one per interval of equal length).

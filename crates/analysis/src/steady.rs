@@ -8,10 +8,11 @@
 //! stop at the first `Reached` or `GaveUp`: the answer for a prefix never changes when rounds
 //! are added.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// The SNIA criteria; the defaults are the PTS's.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct SteadyRule {
     /// Rounds in the measurement window.
     pub window: usize,
@@ -57,7 +58,8 @@ impl SteadyRule {
 
 /// One measurement window judged against the rule. Rounds are numbered from 1, and the fitted line
 /// is over the round numbers: value = slope_per_round x round + intercept.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct WindowCheck {
     pub first_round: usize,
     pub last_round: usize,
@@ -72,7 +74,7 @@ pub struct WindowCheck {
     pub slope_ok: bool,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "state", rename_all = "snake_case")]
 pub enum SteadyState {
     /// Both criteria held first over the window ending at `at_round`.
@@ -83,6 +85,17 @@ pub enum SteadyState {
     NotYet { latest: WindowCheck },
     /// `max_rounds` rounds without a qualifying window.
     GaveUp { latest: WindowCheck },
+}
+
+impl SteadyState {
+    /// The window that was judged: the one that qualified, else the latest; none when too short.
+    pub fn window(&self) -> Option<&WindowCheck> {
+        match self {
+            SteadyState::Reached { window, .. } => Some(window),
+            SteadyState::NotYet { latest } | SteadyState::GaveUp { latest } => Some(latest),
+            SteadyState::TooShort { .. } => None,
+        }
+    }
 }
 
 /// Judges `rounds` (one value of the tracked variable per round, oldest first) against `rule`.

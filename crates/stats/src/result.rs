@@ -346,8 +346,8 @@ pub struct DeviceActivity {
     pub rotational: Option<bool>,
 }
 
-/// What limited a job.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+/// What limited a job; `Undetermined` by default (a stored summary that does not say).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Bottleneck {
     /// A thread that submits and reaps I/O (or the cores, mostly busy with those threads).
@@ -383,6 +383,7 @@ pub enum Bottleneck {
     /// A fleet's coordinator: hosts did not run together (start skew), or it fell behind.
     Coordinator,
     /// No evidence either way.
+    #[default]
     Undetermined,
 }
 
