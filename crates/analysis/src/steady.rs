@@ -10,7 +10,8 @@
 
 use serde::{Deserialize, Serialize};
 
-/// The SNIA criteria; the defaults are the PTS's.
+/// The SNIA criteria. `Default` gives the PTS's values, and is where they are stated: the hints
+/// of `validate` and a stored report that lacks a field take them from it.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct SteadyRule {
@@ -32,10 +33,11 @@ impl Default for SteadyRule {
 
 impl SteadyRule {
     pub fn validate(&self) -> Result<(), String> {
+        let snia = SteadyRule::default();
         if self.window < 2 {
             return Err(format!(
-                "steady-state window is {} rounds; a trend needs at least 2 (the SNIA default is 5)",
-                self.window
+                "steady-state window is {} rounds; a trend needs at least 2 (the SNIA default is {})",
+                self.window, snia.window
             ));
         }
         if self.max_rounds < self.window {
@@ -44,8 +46,10 @@ impl SteadyRule {
                 self.max_rounds, self.window, self.window
             ));
         }
-        for (name, pct, default) in [("range", self.max_range_pct, 20.0), ("slope", self.max_slope_pct, 10.0)]
-        {
+        for (name, pct, default) in [
+            ("range", self.max_range_pct, snia.max_range_pct),
+            ("slope", self.max_slope_pct, snia.max_slope_pct),
+        ] {
             if !(pct.is_finite() && pct > 0.0) {
                 return Err(format!(
                     "steady-state max {name} is {pct}%; give a percentage above 0 (the SNIA default is {default}%)"
