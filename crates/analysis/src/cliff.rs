@@ -6,10 +6,15 @@
 //! pause cannot move it, and every level must last `min_hold_samples`: a dip shorter than that
 //! is a transient, not a cliff. The rule is written down in docs/characterization.md ("Cache
 //! cliff"); this file is its only implementation.
+//!
+//! What `iolab cliff` reports is also read back from the store (the HTML report draws it):
+//! every field has a default, so a report written by an older or newer iolab still reads.
 
-use serde::Serialize;
+use iolab_stats::central::median;
+use serde::{Deserialize, Serialize};
 
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct ThroughputSample {
     /// Cumulative bytes written at the end of this sample.
     pub bytes_done: u64,
@@ -48,7 +53,8 @@ impl CliffRule {
     }
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct Cliff {
     /// Bytes written at the end of the last fast sample: the fast tier's size.
     pub at_bytes: u64,
@@ -61,7 +67,8 @@ pub struct Cliff {
     pub drop_pct: f64,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct CliffReport {
     /// In the order they happened.
     pub cliffs: Vec<Cliff>,
@@ -69,6 +76,16 @@ pub struct CliffReport {
     pub judged: bool,
     /// Why the log was not judged, or a gradual decline that no cliff explains.
     pub note: Option<String>,
+}
+
+/// The summary of `iolab cliff --json`: the cliffs found, and the log they were found in.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct CliffSummary {
+    #[serde(flatten)]
+    pub found: CliffReport,
+    /// Bytes written at the end of each interval, and the throughput during it.
+    pub samples: Vec<ThroughputSample>,
 }
 
 /// Finds the cliffs in `samples` (oldest first, one per interval of equal length).
@@ -129,7 +146,7 @@ struct Change {
 fn candidate_changes(mb_s: &[f64], hold: usize, keep: f64) -> Vec<Change> {
     let first_boundary = hold;
     let steps: Vec<Option<Direction>> = (first_boundary..=mb_s.len() - hold)
-        .map(|i| step(median(&mb_s[i - hold..i]), median(&mb_s[i..i + hold]), keep))
+        .map(|i| step(level(&mb_s[i - hold..i]), level(&mb_s[i..i + hold]), keep))
         .collect();
     let mut changes = Vec::new();
     let mut run_start = first_boundary;
@@ -158,8 +175,8 @@ fn step(before: f64, after: f64, keep: f64) -> Option<Direction> {
 /// `last + hold` into the level before the run and the level after it: the least sum of absolute
 /// deviations, the earliest on a tie.
 fn split_point(mb_s: &[f64], first: usize, last: usize, hold: usize) -> usize {
-    let before = median(&mb_s[first - hold..first]);
-    let after = median(&mb_s[last..last + hold]);
+    let before = level(&mb_s[first - hold..first]);
+    let after = level(&mb_s[last..last + hold]);
     let mut cost: f64 = mb_s[first - hold..first].iter().map(|x| (x - before).abs()).sum::<f64>()
         + mb_s[first..last + hold].iter().map(|x| (x - after).abs()).sum::<f64>();
     let (mut best, mut best_cost) = (first, cost);
@@ -207,14 +224,14 @@ fn levels_around(changes: &[Change], j: usize, mb_s: &[f64]) -> (f64, f64) {
     let start = if j == 0 { 0 } else { changes[j - 1].at };
     let end = changes.get(j + 1).map_or(mb_s.len(), |next| next.at);
     let at = changes[j].at;
-    (median(&mb_s[start..at]), median(&mb_s[at..end]))
+    (level(&mb_s[start..at]), level(&mb_s[at..end]))
 }
 
 /// A note when the log ends more than the rule's share below where it began without a cliff:
 /// a slow decline (e.g. a drive heating up or a filling tier) is worth saying, but not a cliff.
 fn gradual_decline(mb_s: &[f64], hold: usize, keep: f64, rule: &CliffRule) -> Option<String> {
-    let start = median(&mb_s[..hold]);
-    let end = median(&mb_s[mb_s.len() - hold..]);
+    let start = level(&mb_s[..hold]);
+    let end = level(&mb_s[mb_s.len() - hold..]);
     (step(start, end, keep) == Some(Direction::Drop)).then(|| {
         format!(
             "throughput declined gradually from {start:.0} to {end:.0} MB/s ({:.0}% lower) with no sudden drop (more than {}% between the medians of {hold} samples on either side): no cliff",
@@ -224,7 +241,8 @@ fn gradual_decline(mb_s: &[f64], hold: usize, keep: f64, rule: &CliffRule) -> Op
     })
 }
 
-/// The middle value (the mean of the two middle ones for an even count); 0 for none.
-fn median(values: &[f64]) -> f64 {
-    iolab_stats::central::median(values).unwrap_or(0.0)
+/// The level of a run of samples: their median (`iolab_stats::central`, the mean of the two
+/// middle ones for an even count). Every run passed here holds at least one sample; 0 for none.
+fn level(samples: &[f64]) -> f64 {
+    median(samples).unwrap_or(0.0)
 }

@@ -30,6 +30,8 @@ mod knee_tests;
 #[cfg(test)]
 mod pseudo_noise;
 #[cfg(test)]
+mod read_back_tests;
+#[cfg(test)]
 mod steady_tests;
 #[cfg(test)]
 mod tests;

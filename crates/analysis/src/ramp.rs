@@ -1,5 +1,8 @@
 //! What a ramp found: the latency-vs-IOPS curve (open-loop levels as shares of the measured
 //! maximum), where the limits were crossed, and the most IOPS the target sustains within them.
+//!
+//! The summary is also read back from the store (the HTML report draws it): every field has a
+//! default, so a report written by an older or newer iolab still reads, with what it has.
 
 use std::fmt;
 use std::str::FromStr;
@@ -9,18 +12,25 @@ use iolab_stats::format::{latency, thousands};
 use iolab_stats::result::{JobResult, LatencySummary};
 use iolab_stats::threads::ThreadClass;
 use iolab_stats::PERCENTILES;
-use serde::Serialize;
+use serde::{Deserialize, Deserializer, Serialize};
 
 use crate::verdict::{GENERATOR_WAIT_PCT, LATE_START_NS};
 
 /// A latency ceiling such as `p99=2ms` or `mean=500us`, on response time (from the scheduled
 /// time, so queueing behind a late start counts).
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct LatencyLimit {
     /// The percentile, or `None` for the mean.
     pub percentile: Option<f64>,
-    #[serde(rename = "limit_ns")]
+    #[serde(rename = "limit_ns", deserialize_with = "nanoseconds")]
     pub limit: Nanos,
+}
+
+/// `limit_ns` as written: a count of nanoseconds (`Nanos` itself reads a bare number as
+/// seconds, as job files write it).
+fn nanoseconds<'de, D: Deserializer<'de>>(d: D) -> Result<Nanos, D::Error> {
+    u64::deserialize(d).map(Nanos)
 }
 
 impl LatencyLimit {
@@ -71,14 +81,16 @@ impl fmt::Display for LatencyLimit {
 }
 
 /// The limits a ramp stops at.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, Default)]
+#[serde(default)]
 pub struct RampLimits {
     pub latency: Option<LatencyLimit>,
     /// Mean busy share of the machine's cores, 0..100.
     pub max_cpu_pct: Option<f64>,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct RampRow {
     /// Share of the measured maximum asked for, 0..100.
     pub level_pct: u32,
@@ -104,7 +116,8 @@ pub struct RampRow {
     pub crossed: Option<String>,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct RampSummary {
     /// Closed-loop IOPS at the workload's QD: 100% of the ramp.
     pub max_iops: f64,

@@ -5,15 +5,16 @@ use std::fmt;
 use std::str::FromStr;
 
 use iolab_stats::result::JobResult;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::steady::{check, SteadyRule, SteadyState};
 
 /// What is compared between rounds: SNIA tracks IOPS for the IOPS test, bandwidth for the
 /// throughput test and mean latency for the latency test.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Tracked {
+    #[default]
     Iops,
     MbS,
     MeanLatency,
@@ -61,14 +62,22 @@ impl fmt::Display for Tracked {
     }
 }
 
-/// Rounds of one workload and the steady-state judgement over them.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+/// Rounds of one workload and the steady-state judgement over them. A stored report read back
+/// takes what it lacks from `SteadyRounds::default()`: IOPS, the SNIA rule, no rounds.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct SteadyRounds {
     pub tracked: Tracked,
     pub rule: SteadyRule,
     /// The tracked value of each round, in order (round 1 first).
     pub values: Vec<f64>,
     pub state: SteadyState,
+}
+
+impl Default for SteadyRounds {
+    fn default() -> Self {
+        SteadyRounds::new(Tracked::default(), SteadyRule::default())
+    }
 }
 
 impl SteadyRounds {

@@ -8,10 +8,12 @@
 //! stop at the first `Reached` or `GaveUp`: the answer for a prefix never changes when rounds
 //! are added.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
-/// The SNIA criteria; the defaults are the PTS's.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+/// The SNIA criteria. `Default` gives the PTS's values, and is where they are stated: the hints
+/// of `validate` and a stored report that lacks a field take them from it.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct SteadyRule {
     /// Rounds in the measurement window.
     pub window: usize,
@@ -31,10 +33,11 @@ impl Default for SteadyRule {
 
 impl SteadyRule {
     pub fn validate(&self) -> Result<(), String> {
+        let snia = SteadyRule::default();
         if self.window < 2 {
             return Err(format!(
-                "steady-state window is {} rounds; a trend needs at least 2 (the SNIA default is 5)",
-                self.window
+                "steady-state window is {} rounds; a trend needs at least 2 (the SNIA default is {})",
+                self.window, snia.window
             ));
         }
         if self.max_rounds < self.window {
@@ -43,8 +46,10 @@ impl SteadyRule {
                 self.max_rounds, self.window, self.window
             ));
         }
-        for (name, pct, default) in [("range", self.max_range_pct, 20.0), ("slope", self.max_slope_pct, 10.0)]
-        {
+        for (name, pct, default) in [
+            ("range", self.max_range_pct, snia.max_range_pct),
+            ("slope", self.max_slope_pct, snia.max_slope_pct),
+        ] {
             if !(pct.is_finite() && pct > 0.0) {
                 return Err(format!(
                     "steady-state max {name} is {pct}%; give a percentage above 0 (the SNIA default is {default}%)"
@@ -57,7 +62,8 @@ impl SteadyRule {
 
 /// One measurement window judged against the rule. Rounds are numbered from 1, and the fitted line
 /// is over the round numbers: value = slope_per_round x round + intercept.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct WindowCheck {
     pub first_round: usize,
     pub last_round: usize,
@@ -72,7 +78,7 @@ pub struct WindowCheck {
     pub slope_ok: bool,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "state", rename_all = "snake_case")]
 pub enum SteadyState {
     /// Both criteria held first over the window ending at `at_round`.
@@ -83,6 +89,17 @@ pub enum SteadyState {
     NotYet { latest: WindowCheck },
     /// `max_rounds` rounds without a qualifying window.
     GaveUp { latest: WindowCheck },
+}
+
+impl SteadyState {
+    /// The window that was judged: the one that qualified, else the latest; none when too short.
+    pub fn window(&self) -> Option<&WindowCheck> {
+        match self {
+            SteadyState::Reached { window, .. } => Some(window),
+            SteadyState::NotYet { latest } | SteadyState::GaveUp { latest } => Some(latest),
+            SteadyState::TooShort { .. } => None,
+        }
+    }
 }
 
 /// Judges `rounds` (one value of the tracked variable per round, oldest first) against `rule`.

@@ -1,11 +1,14 @@
 //! What a sweep found: one row per point, each load curve's sweet spot (the knee, see
 //! docs/characterization.md), and whether the curve shows the device saturated: latency rising
 //! with the load while IOPS stays flat.
+//!
+//! The summary is also read back from the store (the HTML report draws it): every field has a
+//! default, so a report written by an older or newer iolab still reads, with what it has.
 
 use iolab_spec::sweep::LoadAxis;
 use iolab_stats::format::{latency, thousands};
 use iolab_stats::result::{Bottleneck, JobResult, OpSummary};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::knee::{sweet_spot, LoadPoint, SweetSpot};
 use crate::rounds::SteadyRounds;
@@ -54,7 +57,8 @@ impl PointFigures {
     }
 }
 
-#[derive(Debug, Clone, Serialize, PartialEq)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+#[serde(default)]
 pub struct SweepRow {
     pub name: String,
     pub curve: usize,
@@ -78,7 +82,8 @@ pub struct SweepRow {
     pub iops_high: f64,
 }
 
-#[derive(Debug, Clone, Serialize, PartialEq)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+#[serde(default)]
 pub struct CurveSummary {
     /// What the curve's points share ("bs 16KiB, read 70%"); empty for a single curve.
     pub name: String,
@@ -90,14 +95,16 @@ pub struct CurveSummary {
     pub saturation: Option<String>,
 }
 
-#[derive(Debug, Clone, Serialize, PartialEq)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+#[serde(default)]
 pub struct SweetSpotRow {
     pub row: usize,
     pub knee_found: bool,
     pub reason: String,
 }
 
-#[derive(Debug, Clone, Serialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(default)]
 pub struct SweepSummary {
     pub load_axis: LoadAxis,
     /// With --until-steady: each point's rounds and whether they settled, in point order
@@ -106,6 +113,19 @@ pub struct SweepSummary {
     pub rows: Vec<SweepRow>,
     pub curves: Vec<CurveSummary>,
     pub verdict: Vec<String>,
+}
+
+impl Default for SweepSummary {
+    /// What a report lacking the fields reads as: a load curve (drawn as one), with nothing in it.
+    fn default() -> Self {
+        SweepSummary {
+            load_axis: LoadAxis::Qd,
+            steady: Vec::new(),
+            rows: Vec::new(),
+            curves: Vec::new(),
+            verdict: Vec::new(),
+        }
+    }
 }
 
 /// Adds each point's steady-state rounds (in point order) and says which points never settled.

@@ -1,5 +1,8 @@
 //! Number formatting for the human lines of `describe()`: capacities in decimal units, as drive
-//! vendors print them, memory in binary units, as `free` does.
+//! vendors print them, memory in binary units, as `free` does. Counts take iolab's one thousands
+//! separator, `iolab_stats::format::thousands`.
+
+use iolab_stats::format::thousands;
 
 /// Bytes in decimal units with one decimal: "2.0 TB", "512.0 kB", "0 B".
 pub(crate) fn decimal_bytes(bytes: u64) -> String {
@@ -30,13 +33,8 @@ pub(crate) fn plural(count: u64, noun: &str) -> String {
     if count == 1 {
         format!("1 {noun}")
     } else {
-        format!("{} {noun}s", thousands(count))
+        format!("{} {noun}s", thousands(count as f64))
     }
-}
-
-/// "1,027,083": the one thousands separator of iolab's reports.
-pub(crate) fn thousands(n: u64) -> String {
-    iolab_stats::format::thousands(n as f64)
 }
 
 /// CPU numbers as ranges: [0, 1, 2, 5] -> "0-2,5".
@@ -67,8 +65,6 @@ mod tests {
         assert_eq!(decimal_bytes(2_000_398_934_016), "2.0 TB");
         assert_eq!(decimal_bytes(12_300_000_000_000), "12.3 TB");
         assert_eq!(binary_bytes(24 * 1024 * 1024 * 1024), "24.0 GiB");
-        assert_eq!(thousands(1_027_083), "1,027,083");
-        assert_eq!(thousands(100), "100");
         assert_eq!(plural(1, "error"), "1 error");
         assert_eq!(plural(1000, "error"), "1,000 errors");
         assert_eq!(cpu_list(&[0, 1, 2, 5, 7, 8]), "0-2,5,7-8");

@@ -2,6 +2,7 @@
 //! 2.0, section 5.16.1.3): a pure parser over its 512 bytes and the difference between two
 //! reads, taken before and after a run. Reading it from a device is [`crate::nvme_ioctl`]'s job.
 
+use iolab_stats::format::thousands;
 use serde::{Deserialize, Serialize};
 
 use crate::format::{decimal_bytes, plural};
@@ -209,8 +210,8 @@ impl HealthDelta {
             format!("{} read", decimal_bytes(self.data_read_bytes)),
             format!(
                 "{} write / {} read commands",
-                crate::format::thousands(self.host_write_commands),
-                crate::format::thousands(self.host_read_commands)
+                thousands(self.host_write_commands as f64),
+                thousands(self.host_read_commands as f64)
             ),
             format!(
                 "{} → {}",

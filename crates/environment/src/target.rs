@@ -5,7 +5,8 @@
 
 use std::path::{Path, PathBuf};
 
-use iolab_engine::target::{backing, Backing, DeviceNumber, QueueInfo};
+use iolab_engine::target::{backing, Backing, DeviceNumber};
+use iolab_stats::result::QueueInfo;
 use serde::{Deserialize, Serialize};
 
 use crate::format::decimal_bytes;
@@ -76,17 +77,10 @@ pub struct DeviceFacts {
     pub logical_block_bytes: Option<u32>,
     /// `queue/physical_block_size`: the smallest I/O it writes without read-modify-write.
     pub physical_block_bytes: Option<u32>,
-    /// The active I/O scheduler ("none", "mq-deadline", "bfq", "kyber"); `None` for bio-based
-    /// devices (zram, device-mapper) that have no choice.
-    pub scheduler: Option<String>,
-    /// `queue/nr_requests`: requests the block layer holds per hardware queue.
-    pub nr_requests: Option<u32>,
-    /// Hardware queues (`mq/*`).
-    pub hw_queues: Option<u32>,
-    /// Commands the device or driver takes at once per hardware queue.
-    pub hw_queue_depth: Option<u32>,
-    /// `queue/rotational` (virtual disks often claim 1 whatever backs them).
-    pub rotational: Option<bool>,
+    /// The request queue (`nr_requests`, `hw_queue_depth`, `hw_queues`, `scheduler`,
+    /// `rotational`), flattened: its fields are the device's in the JSON.
+    #[serde(flatten)]
+    pub queue: QueueInfo,
     /// `queue/write_cache`: "write back" (a volatile cache the kernel flushes) or "write
     /// through" (writes complete on the media, or the kernel believes so).
     pub write_cache: Option<String>,
@@ -189,10 +183,10 @@ impl DeviceFacts {
         if let (Some(logical), Some(physical)) = (self.logical_block_bytes, self.physical_block_bytes) {
             parts.push(format!("{logical}/{physical} B sectors"));
         }
-        parts.extend(self.scheduler.clone());
-        parts.extend(self.nr_requests.map(|n| format!("nr_requests {n}")));
+        parts.extend(self.queue.scheduler.clone());
+        parts.extend(self.queue.nr_requests.map(|n| format!("nr_requests {n}")));
         parts.extend(self.write_cache.clone());
-        if self.rotational == Some(true) {
+        if self.queue.rotational == Some(true) {
             parts.push("rotational".into());
         }
         if let Some(looped) = &self.loop_device {
@@ -246,11 +240,7 @@ pub(crate) fn read_device(dir: &Path, major_minor: &str, queue: QueueInfo) -> De
         capacity_bytes: number(dir.join("size")).map(|sectors| sectors * 512),
         logical_block_bytes: number(disk_dir.join("queue/logical_block_size")).map(|n| n as u32),
         physical_block_bytes: number(disk_dir.join("queue/physical_block_size")).map(|n| n as u32),
-        scheduler: queue.scheduler,
-        nr_requests: queue.nr_requests,
-        hw_queues: queue.hw_queues,
-        hw_queue_depth: queue.hw_queue_depth,
-        rotational: queue.rotational,
+        queue,
         write_cache: text(disk_dir.join("queue/write_cache")),
         loop_device: loop_dir.exists().then(|| LoopFacts {
             backing_file: text(loop_dir.join("backing_file")).map(PathBuf::from),

@@ -64,11 +64,7 @@ fn reads_an_nvme_partition_with_its_disk_model_and_firmware() {
             capacity_bytes: Some(2_097_152 * 512),
             logical_block_bytes: Some(512),
             physical_block_bytes: Some(512),
-            scheduler: Some("none".into()),
-            nr_requests: Some(1023),
-            hw_queues: Some(8),
-            hw_queue_depth: Some(1023),
-            rotational: Some(false),
+            queue: queue("none", false),
             write_cache: Some("write back".into()),
             loop_device: None,
         }
@@ -145,6 +141,27 @@ fn reads_a_loop_device_and_its_backing_file() {
     );
     assert_eq!((&loop3.driver, &loop3.model, &loop3.serial), (&None, &None, &None));
     assert_eq!(loop3.describe(), "loop3, 1.0 MB, write back, loop over /dev/shm/disk.img (dio off)");
+}
+
+#[test]
+fn the_queue_is_stored_flat_as_before_and_older_facts_still_read() {
+    let sys = tempfile::tempdir().expect("temp dir");
+    let device = read_device(sys.path(), "8:0", queue("mq-deadline", true));
+    let json = serde_json::to_value(&device).expect("JSON");
+    assert_eq!(json["nr_requests"], 1023, "{json}");
+    assert_eq!(
+        (&json["hw_queues"], &json["scheduler"], &json["rotational"]),
+        (&8.into(), &"mq-deadline".into(), &true.into())
+    );
+    assert!(json.get("queue").is_none(), "{json}");
+    assert_eq!(serde_json::from_value::<DeviceFacts>(json.clone()).expect("read back"), device);
+    // Facts stored before the queue was read lack its fields: they read as unknown.
+    let mut older = json;
+    for key in ["nr_requests", "hw_queue_depth", "hw_queues", "scheduler", "rotational"] {
+        older.as_object_mut().expect("an object").remove(key);
+    }
+    let older: DeviceFacts = serde_json::from_value(older).expect("older facts");
+    assert_eq!(older.queue, QueueInfo::default());
 }
 
 #[test]

@@ -4,6 +4,8 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
+use iolab_stats::result::QueueInfo;
+
 use super::*;
 
 fn host(governors: Option<&[(&str, &[u32])]>) -> HostFacts {
@@ -33,11 +35,13 @@ fn nvme(scheduler: &str) -> DeviceFacts {
         capacity_bytes: Some(2_000_398_934_016),
         logical_block_bytes: Some(512),
         physical_block_bytes: Some(512),
-        scheduler: Some(scheduler.into()),
-        nr_requests: Some(1023),
-        hw_queues: Some(4),
-        hw_queue_depth: Some(1023),
-        rotational: Some(false),
+        queue: QueueInfo {
+            nr_requests: Some(1023),
+            hw_queue_depth: Some(1023),
+            hw_queues: Some(4),
+            scheduler: Some(scheduler.into()),
+            rotational: Some(false),
+        },
         write_cache: Some("write back".into()),
         loop_device: None,
     }
@@ -108,7 +112,7 @@ fn warns_about_every_setting_that_distorts_results() {
 #[test]
 fn a_scheduler_on_a_spinning_disk_is_not_a_warning() {
     let mut disk = nvme("mq-deadline");
-    disk.rotational = Some(true);
+    disk.queue.rotational = Some(true);
     let env = Environment {
         host: host(None),
         targets: vec![target("/dev/sda", TargetKind::BlockDevice, Some(disk))],

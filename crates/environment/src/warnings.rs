@@ -78,8 +78,8 @@ fn target_warnings(target: &TargetFacts, usage: &TargetUse, out: &mut Vec<String
 fn device_warnings(device: &DeviceFacts, usage: &TargetUse, out: &mut Vec<String>) {
     let node = format!("/dev/{}", device.name);
     let disk = device.disk_name();
-    if let Some(scheduler) = device.scheduler.as_deref().filter(|s| *s != "none") {
-        if device.rotational == Some(false) {
+    if let Some(scheduler) = device.queue.scheduler.as_deref().filter(|s| *s != "none") {
+        if device.queue.rotational == Some(false) {
             out.push(format!(
                 "{node} is non-rotational but uses the {scheduler} I/O scheduler, which adds CPU time \
                  and locking to every request and caps IOPS; set none with \

@@ -231,10 +231,10 @@ fn study_verdict(out: &mut String, study: &Study) {
     match study {
         Study::Ramp(ramp) => lines.extend(ramp.verdict.iter().cloned()),
         Study::Cliff(cliff) => {
-            if let Some(note) = &cliff.note {
+            if let Some(note) = &cliff.found.note {
                 lines.push(note.clone());
             }
-            for c in &cliff.cliffs {
+            for c in &cliff.found.cliffs {
                 lines.push(format!(
                     "cliff after {} bytes written: {:.0} MB/s before, {:.0} MB/s after (-{:.0}%)",
                     c.at_bytes, c.before_mb_s, c.after_mb_s, c.drop_pct
@@ -245,7 +245,7 @@ fn study_verdict(out: &mut String, study: &Study) {
     }
     for (what, rounds) in study.steady_rounds() {
         let prefix = if what.is_empty() { String::new() } else { format!("{what}: ") };
-        lines.push(format!("{prefix}{}", rounds.outcome()));
+        lines.push(format!("{prefix}{}", crate::studies::outcome(rounds)));
     }
     if lines.is_empty() {
         return;

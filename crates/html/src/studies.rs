@@ -1,9 +1,15 @@
-//! The parts of the study reports (docs/results-schema.md) the charts read, as the store keeps
-//! them: a run's `report` is the command's own `--json` output, `{ "schema", "summary", "run" }`.
-//!
-//! These mirror the analysis crate's types field by field but only for what is drawn, and every
-//! field has a default: a report written by an older or newer iolab still renders what it has.
+//! The study reports (docs/results-schema.md) the charts read, as the store keeps them: a run's
+//! `report` is the command's own `--json` output, `{ "schema", "summary", "run" }`, read into
+//! the analysis crate's own types. Every field of those has a default and unknown fields are
+//! skipped, so a report written by an older or newer iolab still renders what it has; a value this
+//! version does not know (a steady state or bottleneck added later) leaves the study undrawn, its
+//! points still drawn.
 
+use iolab_analysis::cliff::CliffSummary;
+use iolab_analysis::ramp::RampSummary;
+use iolab_analysis::rounds::{SteadyRounds, Tracked};
+use iolab_analysis::steady::SteadyState;
+use iolab_analysis::sweep::SweepSummary;
 use serde::Deserialize;
 use serde_json::Value;
 
@@ -84,188 +90,29 @@ impl Study {
     }
 }
 
-#[derive(Debug, Clone, Default, Deserialize)]
-#[serde(default)]
-pub struct SweepSummary {
-    /// "qd", "workers" or "none".
-    pub load_axis: String,
-    pub steady: Vec<SteadyRounds>,
-    pub rows: Vec<SweepRow>,
-    pub curves: Vec<Curve>,
-    pub verdict: Vec<String>,
+/// The unit of a steady test's tracked value, as the page prints it.
+pub fn unit(tracked: Tracked) -> &'static str {
+    match tracked {
+        Tracked::Iops => "IOPS",
+        Tracked::MbS => "MB/s",
+        Tracked::MeanLatency => "µs mean latency",
+    }
 }
 
-#[derive(Debug, Clone, Default, Deserialize)]
-#[serde(default)]
-pub struct SweepRow {
-    pub name: String,
-    pub qd: u32,
-    pub workers: u32,
-    pub outstanding: u32,
-    pub iops: f64,
-    pub mb_s: f64,
-    pub mean_ns: f64,
-    pub p99_ns: f64,
-    pub cpu_us_per_io: Option<f64>,
-}
-
-#[derive(Debug, Clone, Default, Deserialize)]
-#[serde(default)]
-pub struct Curve {
-    pub name: String,
-    pub rows: Vec<usize>,
-    pub sweet_spot: Option<SweetSpot>,
-    pub saturation: Option<String>,
-}
-
-#[derive(Debug, Clone, Default, Deserialize)]
-#[serde(default)]
-pub struct SweetSpot {
-    pub row: usize,
-    pub knee_found: bool,
-    pub reason: String,
-}
-
-#[derive(Debug, Clone, Default, Deserialize)]
-#[serde(default)]
-pub struct SteadyRounds {
-    /// "iops", "mb_s" or "mean_latency".
-    pub tracked: String,
-    pub rule: SteadyRule,
-    pub values: Vec<f64>,
-    pub state: SteadyState,
-}
-
-impl SteadyRounds {
-    /// The unit of the tracked value, as `iolab steady` prints it.
-    pub fn unit(&self) -> &'static str {
-        match self.tracked.as_str() {
-            "mb_s" => "MB/s",
-            "mean_latency" => "µs mean latency",
-            _ => "IOPS",
+/// "steady state reached at round 7", "NOT reached: gave up after 8 rounds".
+pub fn outcome(rounds: &SteadyRounds) -> String {
+    match &rounds.state {
+        SteadyState::Reached { at_round, .. } => format!("steady state reached at round {at_round}"),
+        SteadyState::TooShort { rounds, needed } => {
+            format!("not judged: {rounds} round(s) ran, the window needs {needed}")
+        }
+        SteadyState::GaveUp { .. } => {
+            format!("steady state NOT reached: gave up after {} rounds", rounds.values.len())
+        }
+        SteadyState::NotYet { .. } => {
+            format!("steady state NOT reached in the {} round(s) that ran", rounds.values.len())
         }
     }
-
-    /// The window that was judged: the one that qualified, else the latest.
-    pub fn window(&self) -> Option<&Window> {
-        self.state.window.as_ref().or(self.state.latest.as_ref())
-    }
-
-    /// "steady state reached at round 7", "NOT reached: gave up after 8 rounds".
-    pub fn outcome(&self) -> String {
-        match self.state.state.as_str() {
-            "reached" => format!("steady state reached at round {}", self.state.at_round.unwrap_or_default()),
-            "too_short" => format!(
-                "not judged: {} round(s) ran, the window needs {}",
-                self.state.rounds.unwrap_or(self.values.len()),
-                self.state.needed.unwrap_or(self.rule.window)
-            ),
-            "gave_up" => format!("steady state NOT reached: gave up after {} rounds", self.values.len()),
-            _ => format!("steady state NOT reached in the {} round(s) that ran", self.values.len()),
-        }
-    }
-}
-
-#[derive(Debug, Clone, Deserialize)]
-#[serde(default)]
-pub struct SteadyRule {
-    pub window: usize,
-    pub max_range_pct: f64,
-    pub max_slope_pct: f64,
-    pub max_rounds: usize,
-}
-
-impl Default for SteadyRule {
-    /// The SNIA defaults, as iolab's.
-    fn default() -> Self {
-        SteadyRule { window: 5, max_range_pct: 20.0, max_slope_pct: 10.0, max_rounds: 25 }
-    }
-}
-
-/// The state, with the fields of every variant optional (the JSON is internally tagged).
-#[derive(Debug, Clone, Default, Deserialize)]
-#[serde(default)]
-pub struct SteadyState {
-    pub state: String,
-    pub at_round: Option<usize>,
-    pub window: Option<Window>,
-    pub latest: Option<Window>,
-    pub rounds: Option<usize>,
-    pub needed: Option<usize>,
-}
-
-#[derive(Debug, Clone, Default, Deserialize)]
-#[serde(default)]
-pub struct Window {
-    pub first_round: usize,
-    pub last_round: usize,
-    pub average: f64,
-    pub range_pct: f64,
-    pub slope_per_round: f64,
-    pub intercept: f64,
-    pub slope_excursion_pct: f64,
-    pub range_ok: bool,
-    pub slope_ok: bool,
-}
-
-#[derive(Debug, Clone, Default, Deserialize)]
-#[serde(default)]
-pub struct CliffSummary {
-    pub cliffs: Vec<Cliff>,
-    pub judged: bool,
-    pub note: Option<String>,
-    pub samples: Vec<ThroughputSample>,
-}
-
-#[derive(Debug, Clone, Default, Deserialize)]
-#[serde(default)]
-pub struct Cliff {
-    pub at_bytes: u64,
-    pub before_mb_s: f64,
-    pub after_mb_s: f64,
-    pub drop_pct: f64,
-}
-
-#[derive(Debug, Clone, Default, Deserialize)]
-#[serde(default)]
-pub struct ThroughputSample {
-    pub bytes_done: u64,
-    pub mb_s: f64,
-}
-
-#[derive(Debug, Clone, Default, Deserialize)]
-#[serde(default)]
-pub struct RampSummary {
-    pub max_iops: f64,
-    pub limits: RampLimits,
-    pub rows: Vec<RampRow>,
-    pub verdict: Vec<String>,
-}
-
-#[derive(Debug, Clone, Default, Deserialize)]
-#[serde(default)]
-pub struct RampLimits {
-    pub latency: Option<LatencyLimit>,
-}
-
-#[derive(Debug, Clone, Default, Deserialize)]
-#[serde(default)]
-pub struct LatencyLimit {
-    /// `None`: the mean.
-    pub percentile: Option<f64>,
-    pub limit_ns: f64,
-}
-
-#[derive(Debug, Clone, Default, Deserialize)]
-#[serde(default)]
-pub struct RampRow {
-    pub level_pct: u32,
-    pub achieved_iops: f64,
-    pub sustained: bool,
-    pub response_mean_ns: f64,
-    pub response_p99_ns: f64,
-    pub service_p99_ns: f64,
-    pub crossed: Option<String>,
 }
 
 #[derive(Debug, Clone, Default, Deserialize)]

@@ -2,8 +2,8 @@
 //! read by the collector when the measured window opens and closes, and turned into
 //! `DeviceActivity`. The lanes never touch sysfs.
 
-use iolab_engine::target::{self, Backing, BlockDevice, DeviceStat, QueueInfo};
-use iolab_stats::result::DeviceActivity;
+use iolab_engine::target::{self, Backing, BlockDevice, DeviceStat};
+use iolab_stats::result::{DeviceActivity, QueueInfo};
 
 use crate::prepare::PreparedTarget;
 

@@ -39,19 +39,46 @@ pub const MAX_RATE_IOPS: u64 = 1_000_000_000;
 /// Thresholds every report includes, in addition to the user's `--slo`.
 pub const STANDARD_SLO: [Nanos; 2] = [Nanos(1_000_000), Nanos(2_000_000)];
 
-/// The built-in defaults: 4 KiB random read, QD 32, one worker, 2 s ramp + 10 s measured,
-/// O_DIRECT through io_uring.
+/// The built-in defaults, each stated here once: `defaults()` lays them under every run, and
+/// the resolver falls back on them where a layer above cleared a key (`--buffered` clears
+/// `direct`, `--bs-split` clears `bs`).
+struct Builtin {
+    rw: Rw,
+    bs: Bytes,
+    qd: u32,
+    workers: u32,
+    engine: EngineKind,
+    runtime: Nanos,
+    ramp: Nanos,
+    io_timeout: Nanos,
+    direct: bool,
+}
+
+/// 4 KiB random read, QD 32, one worker, 2 s ramp + 10 s measured, O_DIRECT through io_uring.
+const BUILTIN: Builtin = Builtin {
+    rw: Rw::RandRead,
+    bs: Bytes(4096),
+    qd: 32,
+    workers: 1,
+    engine: EngineKind::Uring,
+    runtime: Nanos::from_secs(10),
+    ramp: Nanos::from_secs(2),
+    io_timeout: Nanos::from_secs(60),
+    direct: true,
+};
+
+/// The built-in defaults (`BUILTIN`, and `DEFAULT_SEED`) as the bottom layer of every run.
 pub fn defaults() -> Options {
     Options {
-        rw: Some(Rw::RandRead),
-        bs: Some(Axis::one(Bytes(4096))),
-        qd: Some(Axis::one(32)),
-        workers: Some(Axis::one(1)),
-        engine: Some(EngineKind::Uring),
-        runtime: Some(Nanos::from_secs(10)),
-        ramp: Some(Nanos::from_secs(2)),
-        io_timeout: Some(Nanos::from_secs(60)),
-        direct: Some(true),
+        rw: Some(BUILTIN.rw),
+        bs: Some(Axis::one(BUILTIN.bs)),
+        qd: Some(Axis::one(BUILTIN.qd)),
+        workers: Some(Axis::one(BUILTIN.workers)),
+        engine: Some(BUILTIN.engine),
+        runtime: Some(BUILTIN.runtime),
+        ramp: Some(BUILTIN.ramp),
+        io_timeout: Some(BUILTIN.io_timeout),
+        direct: Some(BUILTIN.direct),
         seed: Some(DEFAULT_SEED),
         ..Options::default()
     }
@@ -148,7 +175,7 @@ fn resolve_job(
     name: String,
 ) -> Result<JobSpec, SpecError> {
     let whole = job_layer.overlay(flags);
-    let runtime = whole.runtime.unwrap_or_default();
+    let runtime = whole.runtime.unwrap_or(BUILTIN.runtime);
     if runtime.0 == 0 {
         return Err(invalid("--runtime must be above 0 (e.g. --runtime 30s)"));
     }
@@ -156,7 +183,7 @@ fn resolve_job(
     if interval < MIN_INTERVAL {
         return Err(invalid(format!("--interval {interval} is too short; use {MIN_INTERVAL} or more")));
     }
-    let io_timeout = whole.io_timeout.unwrap_or_default();
+    let io_timeout = whole.io_timeout.unwrap_or(BUILTIN.io_timeout);
     if io_timeout < Nanos::from_millis(100) {
         return Err(invalid(format!(
             "--io-timeout {io_timeout} is too short to tell a stuck request; use 100ms or more"
@@ -205,7 +232,7 @@ fn resolve_job(
     Ok(JobSpec {
         name,
         runtime,
-        ramp: whole.ramp.unwrap_or_default(),
+        ramp: whole.ramp.unwrap_or(BUILTIN.ramp),
         interval,
         io_limit: whole.io_limit,
         io_timeout,
@@ -237,14 +264,14 @@ fn percent(value: Option<u32>, flag: &str) -> Result<Option<u32>, SpecError> {
 }
 
 fn resolve_group(layer: &Options, name: String, seed: u64) -> Result<GroupSpec, SpecError> {
-    let (rw_read, rw_random) = layer.rw.unwrap_or(Rw::RandRead).shares();
+    let (rw_read, rw_random) = layer.rw.unwrap_or(BUILTIN.rw).shares();
     let read_pct = percent(single(&layer.read_pct, "read-pct")?, "read-pct")?.unwrap_or(rw_read);
     let random_pct = percent(single(&layer.random_pct, "random-pct")?, "random-pct")?.unwrap_or(rw_random);
 
     let bs_split = match (&layer.bs_split, single(&layer.bs, "bs")?) {
         (Some(split), _) => split.0.clone(),
         (None, Some(bs)) => vec![BsWeight { bs, weight: 1 }],
-        (None, None) => vec![BsWeight { bs: Bytes(4096), weight: 1 }],
+        (None, None) => vec![BsWeight { bs: BUILTIN.bs, weight: 1 }],
     };
     if let Some(zero) = bs_split.iter().find(|w| w.bs.0 == 0) {
         return Err(invalid(format!("block size must be above 0 (got {})", zero.bs)));
@@ -255,7 +282,7 @@ fn resolve_group(layer: &Options, name: String, seed: u64) -> Result<GroupSpec, 
             huge.bs
         )));
     }
-    let min_bs = bs_split.iter().map(|w| w.bs).min().unwrap_or(Bytes(4096));
+    let min_bs = bs_split.iter().map(|w| w.bs).min().unwrap_or(BUILTIN.bs);
     let align = layer.align.unwrap_or(min_bs);
     if align.0 == 0 {
         return Err(invalid("--align must be above 0 (e.g. --align 4k)"));
@@ -270,7 +297,7 @@ fn resolve_group(layer: &Options, name: String, seed: u64) -> Result<GroupSpec, 
 
     let rate = resolve_rate(layer, burst.is_some())?;
 
-    let qd = single(&layer.qd, "qd")?.unwrap_or(32);
+    let qd = single(&layer.qd, "qd")?.unwrap_or(BUILTIN.qd);
     if qd == 0 {
         return Err(invalid("--qd must be 1 or more (got 0)"));
     }
@@ -279,11 +306,11 @@ fn resolve_group(layer: &Options, name: String, seed: u64) -> Result<GroupSpec, 
             "--qd {qd} is above the {MAX_QD} requests one io_uring can hold; use a smaller --qd or more --workers"
         )));
     }
-    let workers = single(&layer.workers, "workers")?.unwrap_or(1);
+    let workers = single(&layer.workers, "workers")?.unwrap_or(BUILTIN.workers);
     if workers == 0 {
         return Err(invalid("--workers must be 1 or more (got 0)"));
     }
-    let engine = layer.engine.unwrap_or(EngineKind::Uring);
+    let engine = layer.engine.unwrap_or(BUILTIN.engine);
     let submit_batch = layer.submit_batch.unwrap_or(DEFAULT_SUBMIT_BATCH);
     if submit_batch == 0 {
         return Err(invalid("--submit-batch must be 1 or more (got 0)"));
@@ -343,7 +370,7 @@ fn resolve_group(layer: &Options, name: String, seed: u64) -> Result<GroupSpec, 
             stripe,
             size,
             offset: layer.offset.unwrap_or_default(),
-            direct: layer.direct.unwrap_or(true) && !layer.buffered.unwrap_or(false),
+            direct: layer.direct.unwrap_or(BUILTIN.direct) && !layer.buffered.unwrap_or(false),
             allow_destroy: layer.allow_destroy.unwrap_or(false),
             keep: layer.keep.unwrap_or(false),
         },

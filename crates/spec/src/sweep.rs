@@ -5,7 +5,7 @@
 //! per value of every other swept option, workers included), else workers. Its sweet spot is
 //! found by `iolab_analysis::knee`.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::axis::Axis;
 use crate::error::{invalid, SpecError};
@@ -16,7 +16,7 @@ use crate::units::Bytes;
 pub const MAX_POINTS: usize = 10_000;
 
 /// Which option a curve's points climb.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum LoadAxis {
     Qd,

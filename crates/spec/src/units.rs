@@ -20,11 +20,11 @@ pub struct Nanos(pub u64);
 impl Nanos {
     pub const PER_SEC: u64 = 1_000_000_000;
 
-    pub fn from_secs(secs: u64) -> Self {
+    pub const fn from_secs(secs: u64) -> Self {
         Nanos(secs * Self::PER_SEC)
     }
 
-    pub fn from_millis(ms: u64) -> Self {
+    pub const fn from_millis(ms: u64) -> Self {
         Nanos(ms * 1_000_000)
     }
 

@@ -312,6 +312,26 @@ pub struct StuckIo {
     pub in_flight: u32,
 }
 
+/// A block device's request queue: its limits and settings, as sysfs shows them; what sysfs does
+/// not have is `None`. The engine reads it (`BlockDevice::queue`), and the environment's
+/// `DeviceFacts` holds it flattened: its fields sit beside the device's own in the JSON.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct QueueInfo {
+    /// `queue/nr_requests`: the requests the block layer holds per hardware queue (in the
+    /// scheduler and the driver together). Bio-based devices (zram, device-mapper) have none.
+    pub nr_requests: Option<u32>,
+    /// The commands the device (or its driver) takes at once, per hardware queue:
+    /// `device/queue_depth` for SCSI (SATA, SAS), else blk-mq's `mq/0/nr_tags`.
+    pub hw_queue_depth: Option<u32>,
+    /// The hardware queues (`mq/*`): NVMe has one per CPU or so, most others one.
+    pub hw_queues: Option<u32>,
+    /// The active I/O scheduler ("none", "mq-deadline", "bfq", "kyber"); `None` for bio-based
+    /// devices (zram, device-mapper), which have no choice.
+    pub scheduler: Option<String>,
+    /// `queue/rotational` (virtual disks often claim 1 whatever backs them).
+    pub rotational: Option<bool>,
+}
+
 /// What one block device did over the measured window, from its sysfs `stat` counters, and its
 /// request queue. The counters are the device's own: they include I/O of other processes (and
 /// the filesystem's metadata and writeback) on the same device.
@@ -334,20 +354,18 @@ pub struct DeviceActivity {
     /// Mean time from issue to completion of a read, in the device; `None` without reads.
     pub read_await_us: Option<f64>,
     pub write_await_us: Option<f64>,
-    /// `queue/nr_requests`: requests the block layer holds per hardware queue.
+    // The request queue, field for field as `QueueInfo` documents it (the runner copies them
+    // from it). To be a flattened `queue: QueueInfo`, which keeps this JSON, once the text
+    // report reads `d.queue` (issue 21, item 4).
     pub nr_requests: Option<u32>,
-    /// Commands the device takes at once per hardware queue (`device/queue_depth` for SCSI,
-    /// else blk-mq's `mq/0/nr_tags`).
     pub hw_queue_depth: Option<u32>,
-    /// Hardware queues (`mq/*`): several on NVMe, one on most others.
     pub hw_queues: Option<u32>,
-    /// The active I/O scheduler ("none", "mq-deadline", ...); `None` for bio-based devices.
     pub scheduler: Option<String>,
     pub rotational: Option<bool>,
 }
 
-/// What limited a job.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+/// What limited a job; `Undetermined` by default (a stored summary that does not say).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Bottleneck {
     /// A thread that submits and reaps I/O (or the cores, mostly busy with those threads).
@@ -383,6 +401,7 @@ pub enum Bottleneck {
     /// A fleet's coordinator: hosts did not run together (start skew), or it fell behind.
     Coordinator,
     /// No evidence either way.
+    #[default]
     Undetermined,
 }
 

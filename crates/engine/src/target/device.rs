@@ -10,6 +10,8 @@
 use std::io;
 use std::path::{Path, PathBuf};
 
+use iolab_stats::result::QueueInfo;
+
 /// A block device's major and minor numbers, written `major:minor` by sysfs and mountinfo.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct DeviceNumber {
@@ -176,22 +178,6 @@ fn active_scheduler(text: &str) -> Option<String> {
         _ => words.iter().find(|w| w.starts_with('['))?.trim_matches(['[', ']']),
     };
     (!active.is_empty()).then(|| active.to_string())
-}
-
-/// A request queue's limits and settings, as sysfs shows them.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct QueueInfo {
-    /// `queue/nr_requests`: the requests the block layer holds per hardware queue (in the
-    /// scheduler and the driver together). Bio-based devices (zram, device-mapper) have none.
-    pub nr_requests: Option<u32>,
-    /// The commands the device (or its driver) takes at once, per hardware queue:
-    /// `device/queue_depth` for SCSI, else `mq/0/nr_tags`.
-    pub hw_queue_depth: Option<u32>,
-    /// The hardware queues (`mq/*`): NVMe has one per CPU or so, most others one.
-    pub hw_queues: Option<u32>,
-    /// The active I/O scheduler ("none", "mq-deadline", ...).
-    pub scheduler: Option<String>,
-    pub rotational: Option<bool>,
 }
 
 /// A block device's I/O counters (/sys/block/X/stat, Documentation/block/stat.rst), cumulative

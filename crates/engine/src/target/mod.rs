@@ -13,9 +13,7 @@ use std::path::{Path, PathBuf};
 
 use thiserror::Error;
 
-pub use device::{
-    backing, has_poll_queues_behind, Backing, BlockDevice, DeviceNumber, DeviceStat, QueueInfo,
-};
+pub use device::{backing, has_poll_queues_behind, Backing, BlockDevice, DeviceNumber, DeviceStat};
 pub use discard::discard;
 pub use layout::{lay_out, lay_out_file, Layout};
 pub use opened::{open_directory, set_run_flags, Access, OpenedTarget};

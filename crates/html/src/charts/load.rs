@@ -1,9 +1,13 @@
 //! Charts against load: IOPS and latency against outstanding I/Os (sweeps), latency against
 //! IOPS (sweeps and ramps), and CPU per I/O against IOPS.
 
+use iolab_analysis::ramp::{RampRow, RampSummary};
+use iolab_analysis::sweep::{CurveSummary, SweepRow, SweepSummary};
+use iolab_spec::sweep::LoadAxis;
+
 use crate::charts::{latency_unit, named, Figure};
 use crate::plot::{Axis, Chart, Line, Mark};
-use crate::studies::{Curve, SweepRow, SweepSummary};
+use crate::studies::Study;
 use crate::{HtmlError, Subject};
 
 /// Each sweep curve with its rows (in load order), its colour and its legend name.
@@ -19,7 +23,7 @@ fn curves<'a>(subjects: &'a [Subject<'a>]) -> Vec<CurveView<'a>> {
     for subject in subjects {
         let mut index = 0;
         for sweep in subject.study.sweeps() {
-            if sweep.load_axis == "none" {
+            if sweep.load_axis == LoadAxis::None {
                 index += sweep.curves.len();
                 continue;
             }
@@ -37,7 +41,7 @@ fn view<'a>(
     subject: &'a Subject<'a>,
     index: usize,
     sweep: &'a SweepSummary,
-    curve: &'a Curve,
+    curve: &'a CurveSummary,
 ) -> CurveView<'a> {
     let mut rows: Vec<&SweepRow> = curve.rows.iter().filter_map(|&i| sweep.rows.get(i)).collect();
     rows.sort_by_key(|r| outstanding(r));
@@ -52,16 +56,14 @@ fn view<'a>(
 /// Mean (solid) and p99 (dashed) latency of every curve against `x_of` each row, the sweet
 /// spot ringed on the mean.
 fn mean_and_p99(title: &str, x: Axis, views: &[CurveView<'_>], x_of: impl Fn(&SweepRow) -> f64) -> Chart {
-    let largest = views.iter().flat_map(|v| &v.rows).map(|r| r.p99_ns.max(r.mean_ns)).fold(0.0, f64::max);
+    let largest = views.iter().flat_map(|v| &v.rows).map(|r| p99_ns(r).max(r.mean_ns)).fold(0.0, f64::max);
     let (scale, unit) = latency_unit(largest);
     let all_latencies =
-        views.iter().flat_map(|v| &v.rows).flat_map(|r| [r.mean_ns / scale, r.p99_ns / scale]);
+        views.iter().flat_map(|v| &v.rows).flat_map(|r| [r.mean_ns / scale, p99_ns(r) / scale]);
     let y = Axis::auto(format!("latency ({unit})"), all_latencies, 20.0);
     let mut chart = Chart::new(title, x, y);
     for v in views {
-        for (what, dashed, of) in
-            [("mean", false, mean_ns as fn(&SweepRow) -> f64), ("p99", true, |r: &SweepRow| r.p99_ns)]
-        {
+        for (what, dashed, of) in [("mean", false, mean_ns as fn(&SweepRow) -> f64), ("p99", true, p99_ns)] {
             chart.lines.push(Line {
                 name: format!("{} · {what}", v.name),
                 color: v.color,
@@ -83,6 +85,10 @@ fn mean_and_p99(title: &str, x: Axis, views: &[CurveView<'_>], x_of: impl Fn(&Sw
 
 fn mean_ns(row: &SweepRow) -> f64 {
     row.mean_ns
+}
+
+fn p99_ns(row: &SweepRow) -> f64 {
+    row.p99_ns as f64
 }
 
 fn outstanding(row: &SweepRow) -> u32 {
@@ -140,22 +146,22 @@ pub(crate) fn latency_vs_iops(subjects: &[Subject<'_>]) -> Result<Vec<Figure>, H
 
 /// A ramp's open-loop levels: response time (from each I/O's scheduled time) against achieved IOPS.
 pub(crate) fn ramp(subjects: &[Subject<'_>]) -> Result<Vec<Figure>, HtmlError> {
-    let ramps: Vec<(&Subject<'_>, &crate::studies::RampSummary)> = subjects
+    let ramps: Vec<(&Subject<'_>, &RampSummary)> = subjects
         .iter()
         .filter_map(|s| match &s.study {
-            crate::studies::Study::Ramp(r) if !r.rows.is_empty() => Some((s, r)),
+            Study::Ramp(r) if !r.rows.is_empty() => Some((s, r)),
             _ => None,
         })
         .collect();
     if ramps.is_empty() {
         return Ok(Vec::new());
     }
-    let largest = ramps.iter().flat_map(|(_, r)| &r.rows).map(|r| r.response_p99_ns).fold(0.0, f64::max);
+    let largest = ramps.iter().flat_map(|(_, r)| &r.rows).map(response_p99_ns).fold(0.0, f64::max);
     let (scale, unit) = latency_unit(largest);
     let values = ramps
         .iter()
         .flat_map(|(_, r)| &r.rows)
-        .flat_map(|r| [r.response_p99_ns / scale, r.response_mean_ns / scale, r.service_p99_ns / scale]);
+        .flat_map(|r| [response_p99_ns(r) / scale, r.response_mean_ns / scale, service_p99_ns(r) / scale]);
     let y = Axis::auto(format!("latency ({unit})"), values, 20.0);
     let mut chart = Chart::new(
         "Ramp: response latency against achieved IOPS",
@@ -167,7 +173,7 @@ pub(crate) fn ramp(subjects: &[Subject<'_>]) -> Result<Vec<Figure>, HtmlError> {
     );
     for (subject, summary) in &ramps {
         let color = subject.color(0);
-        let series = |f: &dyn Fn(&crate::studies::RampRow) -> f64| {
+        let series = |f: &dyn Fn(&RampRow) -> f64| {
             summary.rows.iter().map(|r| (r.achieved_iops, f(r) / scale)).collect()
         };
         chart.lines.push(Line {
@@ -175,7 +181,7 @@ pub(crate) fn ramp(subjects: &[Subject<'_>]) -> Result<Vec<Figure>, HtmlError> {
             color,
             dashed: false,
             markers: true,
-            points: series(&|r| r.response_p99_ns),
+            points: series(&response_p99_ns),
         });
         chart.lines.push(Line {
             name: named(subject, "response mean"),
@@ -190,12 +196,12 @@ pub(crate) fn ramp(subjects: &[Subject<'_>]) -> Result<Vec<Figure>, HtmlError> {
             color: lighter,
             dashed: true,
             markers: false,
-            points: series(&|r| r.service_p99_ns),
+            points: series(&service_p99_ns),
         });
         for row in summary.rows.iter().filter(|r| r.crossed.is_some() || !r.sustained) {
             let why = row.crossed.clone().unwrap_or_else(|| "not sustained".into());
             chart.marks.push(Mark {
-                at: (row.achieved_iops, row.response_p99_ns / scale),
+                at: (row.achieved_iops, response_p99_ns(row) / scale),
                 label: format!("{}%: {why}", row.level_pct),
                 color,
             });
@@ -203,15 +209,16 @@ pub(crate) fn ramp(subjects: &[Subject<'_>]) -> Result<Vec<Figure>, HtmlError> {
         if let Some(limit) = &summary.limits.latency {
             let what = limit.percentile.map_or("mean".to_string(), |p| format!("p{p}"));
             let top = summary.rows.iter().map(|r| r.achieved_iops).fold(0.0, f64::max);
+            let limit_ns = limit.limit.0 as f64;
             chart.lines.push(Line {
                 name: named(
                     subject,
-                    &format!("limit {what} = {} {unit}", crate::plot::number(limit.limit_ns / scale)),
+                    &format!("limit {what} = {} {unit}", crate::plot::number(limit_ns / scale)),
                 ),
                 color: plotters::style::RGBColor(90, 90, 90),
                 dashed: true,
                 markers: false,
-                points: vec![(0.0, limit.limit_ns / scale), (top, limit.limit_ns / scale)],
+                points: vec![(0.0, limit_ns / scale), (top, limit_ns / scale)],
             });
         }
         caption.push_str(&format!(
@@ -223,6 +230,14 @@ pub(crate) fn ramp(subjects: &[Subject<'_>]) -> Result<Vec<Figure>, HtmlError> {
     Ok(vec![Figure::new("ramp", &chart, caption)?])
 }
 
+fn response_p99_ns(row: &RampRow) -> f64 {
+    row.response_p99_ns as f64
+}
+
+fn service_p99_ns(row: &RampRow) -> f64 {
+    row.service_p99_ns as f64
+}
+
 /// Process CPU per I/O against IOPS, wherever it was measured (not in a fio import).
 pub(crate) fn cpu_per_io(subjects: &[Subject<'_>]) -> Result<Vec<Figure>, HtmlError> {
     let mut chart = Chart::new(
@@ -232,11 +247,11 @@ pub(crate) fn cpu_per_io(subjects: &[Subject<'_>]) -> Result<Vec<Figure>, HtmlEr
     );
     let views = curves(subjects);
     for v in &views {
-        let points: Vec<(f64, f64)> =
-            v.rows.iter().filter_map(|r| Some((r.iops, r.cpu_us_per_io?))).collect();
+        let points: Vec<(f64, f64)> = v.rows.iter().map(|r| (r.iops, r.cpu_us_per_io)).collect();
         chart.lines.push(Line { name: v.name.clone(), color: v.color, dashed: false, markers: true, points });
     }
-    for subject in subjects.iter().filter(|s| s.study.sweeps().iter().all(|w| w.load_axis == "none")) {
+    for subject in subjects.iter().filter(|s| s.study.sweeps().iter().all(|w| w.load_axis == LoadAxis::None))
+    {
         let points: Vec<(f64, f64)> = subject
             .run
             .points

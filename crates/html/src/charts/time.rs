@@ -1,11 +1,13 @@
 //! Charts over time or progress: per-interval series, the cliff log (throughput against bytes
 //! written), and steady-state rounds with the window and both SNIA criteria.
 
+use iolab_analysis::rounds::SteadyRounds;
+use iolab_analysis::steady::SteadyState;
 use plotters::style::RGBColor;
 
 use crate::charts::{latency_unit, named, Figure};
 use crate::plot::{number, Axis, Band, Chart, Line, Rule};
-use crate::studies::{SteadyRounds, Study};
+use crate::studies::{outcome, unit, Study};
 use crate::{HtmlError, Subject};
 
 /// Lines of the time-series charts: more would be a tangle; the rest are named in the caption.
@@ -80,12 +82,12 @@ pub(crate) fn cliff(subjects: &[Subject<'_>]) -> Result<Vec<Figure>, HtmlError> 
         Axis::linear("throughput (MB/s, 10^6 bytes per second)"),
     );
     let mut caption = String::from("Each sample is one interval of the sequential fill. A cliff (dashed line) is where throughput fell and stayed down: the bytes written before it are the size of the fast tier (write cache, SLC).");
-    for (subject, found) in &cliffs {
-        let color = subject.color(0);
-        let points = found.samples.iter().map(|s| (s.bytes_done as f64 / scale, s.mb_s)).collect();
+    for (subject, summary) in &cliffs {
+        let (color, found) = (subject.color(0), &summary.found);
+        let points = summary.samples.iter().map(|s| (s.bytes_done as f64 / scale, s.mb_s)).collect();
         chart.lines.push(Line { name: subject.name.clone(), color, dashed: false, markers: true, points });
         let mut levels = Vec::new();
-        let end = found.samples.last().map_or(0.0, |s| s.bytes_done as f64 / scale);
+        let end = summary.samples.last().map_or(0.0, |s| s.bytes_done as f64 / scale);
         for (index, cliff) in found.cliffs.iter().enumerate() {
             let at = cliff.at_bytes as f64 / scale;
             let from = found.cliffs.get(index.wrapping_sub(1)).map_or(0.0, |c| c.at_bytes as f64 / scale);
@@ -147,7 +149,7 @@ pub(crate) fn steady(subjects: &[Subject<'_>]) -> Result<Vec<Figure>, HtmlError>
     let total = all.len();
     for (subject, what, rounds) in all.into_iter().take(MAX_STEADY) {
         let chart = steady_chart(named(subject, &what), subject.color(0), rounds);
-        let outcome = rounds.outcome();
+        let outcome = outcome(rounds);
         let mut caption = format!(
             "{}{}. The shaded columns are the measurement window (the last {} rounds judged). Steady state needs both: every value of the window inside the band (average ± {}%, a range of at most {}% of the average), and the least-squares line changing by at most {}% of the average across the window (SNIA PTS).",
             outcome.get(..1).unwrap_or_default().to_uppercase(),
@@ -166,16 +168,16 @@ pub(crate) fn steady(subjects: &[Subject<'_>]) -> Result<Vec<Figure>, HtmlError>
 }
 
 fn steady_chart(name: String, color: RGBColor, rounds: &SteadyRounds) -> Chart {
-    let unit = rounds.unit();
+    let unit = unit(rounds.tracked);
     let mut x = Axis::linear("round");
     x.from_zero = false;
-    let outcome = match rounds.state.state.as_str() {
-        "reached" => "reached",
-        "too_short" => "not judged",
-        _ => "NOT reached",
+    let outcome = match rounds.state {
+        SteadyState::Reached { .. } => "reached",
+        SteadyState::TooShort { .. } => "not judged",
+        SteadyState::NotYet { .. } | SteadyState::GaveUp { .. } => "NOT reached",
     };
     let mut chart = Chart::new(format!("Steady state {outcome}: {name}"), x, Axis::linear(unit));
-    if let Some(w) = rounds.window() {
+    if let Some(w) = rounds.state.window() {
         let (first, last) = (w.first_round as f64, w.last_round as f64);
         chart.bands.push(Band {
             name: format!("measurement window: rounds {}-{}", w.first_round, w.last_round),
