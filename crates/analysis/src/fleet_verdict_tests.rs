@@ -5,7 +5,9 @@
 //! test changes the few figures of the situation it judges.
 
 use iolab_stats::fleet::{FleetReport, HostResult, HostStatus};
-use iolab_stats::result::{Bottleneck, CpuReport, DeviceActivity, LatencySummary, OpSummary, Verdict};
+use iolab_stats::result::{
+    Bottleneck, CpuReport, DeviceActivity, LatencySummary, OpSummary, QueueInfo, Verdict,
+};
 use iolab_stats::threads::{ThreadClass, ThreadClassCpu};
 
 use crate::fleet_verdict::judge_fleet;
@@ -47,11 +49,13 @@ fn device(util_pct: f64) -> DeviceActivity {
         avg_queue: 4.0,
         read_await_us: Some(80.0),
         write_await_us: None,
-        nr_requests: Some(1023),
-        hw_queue_depth: Some(1023),
-        hw_queues: Some(8),
-        scheduler: Some("none".into()),
-        rotational: Some(false),
+        queue: QueueInfo {
+            nr_requests: Some(1023),
+            hw_queue_depth: Some(1023),
+            hw_queues: Some(8),
+            scheduler: Some("none".into()),
+            rotational: Some(false),
+        },
     }
 }
 

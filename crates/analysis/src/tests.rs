@@ -7,7 +7,7 @@
 use iolab_spec::ladder::Rung;
 use iolab_stats::result::{
     Bottleneck, CpuReport, ErrorReport, GroupResult, JobResult, LatencySummary, OpSummary, Percentile,
-    StopReason, TargetResult, Verdict,
+    QueueInfo, StopReason, TargetResult, Verdict,
 };
 use iolab_stats::threads::{ThreadClass, ThreadClassCpu};
 
@@ -1063,11 +1063,7 @@ fn scale_names_the_kernel_threads_that_were_the_wall() {
         avg_queue: 16.0,
         read_await_us: None,
         write_await_us: None,
-        nr_requests: None,
-        hw_queue_depth: None,
-        hw_queues: None,
-        scheduler: None,
-        rotational: None,
+        queue: QueueInfo::default(),
     };
     together.devices = vec![device("loop0"), device("loop1")];
     let worker = |device: &str, pct: f64| CpuOwner {

@@ -5,8 +5,8 @@
 //! a two-core machine. Each test changes the few figures of the situation it judges.
 
 use iolab_stats::result::{
-    Bottleneck, CpuReport, DeviceActivity, ErrorReport, GroupResult, JobResult, OpSummary, StopReason,
-    TargetResult, Verdict,
+    Bottleneck, CpuReport, DeviceActivity, ErrorReport, GroupResult, JobResult, OpSummary, QueueInfo,
+    StopReason, TargetResult, Verdict,
 };
 use iolab_stats::threads::{ThreadClass, ThreadClassCpu};
 
@@ -52,11 +52,13 @@ fn device(name: &str, util_pct: f64, avg_queue: f64) -> DeviceActivity {
         avg_queue,
         read_await_us: Some(avg_queue / IOPS * 1e6),
         write_await_us: None,
-        nr_requests: Some(256),
-        hw_queue_depth: Some(1023),
-        hw_queues: Some(1),
-        scheduler: Some("none".into()),
-        rotational: Some(false),
+        queue: QueueInfo {
+            nr_requests: Some(256),
+            hw_queue_depth: Some(1023),
+            hw_queues: Some(1),
+            scheduler: Some("none".into()),
+            rotational: Some(false),
+        },
     }
 }
 
@@ -232,7 +234,8 @@ fn other_io_on_the_device_is_another_load_and_does_not_fill_the_jobs_queue() {
 fn one_io_at_a_time_keeps_a_disk_busy_without_saturating_it() {
     let mut job = base();
     qd(&mut job, 1);
-    *vdb(&mut job) = DeviceActivity { rotational: Some(true), ..device("vdb", 97.0, 1.02) };
+    *vdb(&mut job) = device("vdb", 97.0, 1.02);
+    vdb(&mut job).queue.rotational = Some(true);
     assert_cause(&job, Bottleneck::Concurrency);
 }
 
@@ -350,9 +353,12 @@ fn a_device_queue_smaller_than_the_qd_is_the_limit() {
     let mut job = base();
     qd(&mut job, 64);
     *vdb(&mut job) = DeviceActivity {
-        hw_queue_depth: Some(31),
-        nr_requests: Some(64),
-        scheduler: Some("mq-deadline".into()),
+        queue: QueueInfo {
+            hw_queue_depth: Some(31),
+            nr_requests: Some(64),
+            scheduler: Some("mq-deadline".into()),
+            ..QueueInfo::default()
+        },
         ..device("vdb", 100.0, 62.0)
     };
     // The device also qualifies as busy and full; the queue comes first.
@@ -365,7 +371,8 @@ fn a_device_queue_smaller_than_the_qd_is_the_limit() {
 fn nr_requests_below_the_qd_is_the_limit() {
     let mut job = base();
     qd(&mut job, 128);
-    *vdb(&mut job) = DeviceActivity { nr_requests: Some(64), ..device("vdb", 100.0, 63.0) };
+    *vdb(&mut job) = device("vdb", 100.0, 63.0);
+    vdb(&mut job).queue = QueueInfo { nr_requests: Some(64), ..QueueInfo::default() };
     let v = assert_cause(&job, Bottleneck::Queue);
     assert!(v.summary.contains("its queue holds 64 requests (nr_requests)"), "{}", v.summary);
 }
@@ -376,8 +383,8 @@ fn several_hardware_queues_take_more_than_one() {
     qd(&mut job, 32);
     job.groups[0].workers = 4;
     job.groups[0].threads = 4;
-    *vdb(&mut job) =
-        DeviceActivity { nr_requests: Some(32), hw_queues: Some(8), ..device("vdb", 100.0, 120.0) };
+    *vdb(&mut job) = device("vdb", 100.0, 120.0);
+    vdb(&mut job).queue = QueueInfo { nr_requests: Some(32), hw_queues: Some(8), ..QueueInfo::default() };
     // 128 outstanding against 4 reachable queues of 32: no queue limit, the device is full.
     assert_cause(&job, Bottleneck::Device);
 }

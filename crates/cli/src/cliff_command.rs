@@ -5,7 +5,7 @@
 
 use std::process::ExitCode;
 
-use iolab_analysis::cliff::{find_cliffs, CliffRule};
+use iolab_analysis::cliff::{find_cliffs, CliffRule, CliffSummary};
 use iolab_report::{cliff_json, cliff_text};
 use iolab_studies::cliff::{samples, Cliff};
 
@@ -26,9 +26,10 @@ pub fn run(args: CliffArgs, store: &StoreArgs) -> ExitCode {
         |lab, progress| cliff.run(lab, progress),
         |(), report| {
             let samples = report.jobs.first().map(samples).unwrap_or_default();
-            let found = find_cliffs(&samples, &cliff.rule);
-            let json = cliff_json(&found, &samples, report);
-            Ok(Delivery::study(&cliff.plan.output, json, || cliff_text(&found, &samples, report)))
+            let summary = CliffSummary { found: find_cliffs(&samples, &cliff.rule), samples };
+            Ok(Delivery::study(&cliff.plan.output, cliff_json(&summary, report), || {
+                cliff_text(&summary, report)
+            }))
         },
     )
 }

@@ -209,13 +209,9 @@ fn failures(parts: &[HostPart]) -> String {
     }
 }
 
+/// The hosts' mean of a figure; 0 with no host.
 fn mean(values: impl Iterator<Item = f64>) -> f64 {
-    let (sum, n) = values.fold((0.0, 0usize), |(s, n), v| (s + v, n + 1));
-    if n == 0 {
-        0.0
-    } else {
-        sum / n as f64
-    }
+    iolab_stats::central::mean(&values.collect::<Vec<_>>()).unwrap_or(0.0)
 }
 
 /// The union's summary (exact I/Os, bytes and latencies) with the rates the sum of the hosts'

@@ -9,8 +9,8 @@ use iolab_spec::{JobSpec, Nanos};
 use iolab_stats::encoded::EncodedHistograms;
 use iolab_stats::fleet::HostStatus;
 use iolab_stats::result::{
-    Bottleneck, CpuReport, DeviceActivity, ErrorReport, GroupResult, IoErrorRecord, JobResult, RateReport,
-    SeriesPoint, StopReason, TargetResult, Verdict,
+    Bottleneck, CpuReport, DeviceActivity, ErrorReport, GroupResult, IoErrorRecord, JobResult, QueueInfo,
+    RateReport, SeriesPoint, StopReason, TargetResult, Verdict,
 };
 use iolab_stats::threads::{ThreadClass, ThreadClassCpu};
 use iolab_stats::{IntervalStats, OpStats, PERCENTILES};
@@ -212,11 +212,7 @@ fn agent_result(own: &Recorded, measured_s: f64, start: u64, job: &JobSpec) -> A
             avg_queue: 60.0,
             read_await_us: None,
             write_await_us: None,
-            nr_requests: None,
-            hw_queue_depth: None,
-            hw_queues: None,
-            scheduler: None,
-            rotational: None,
+            queue: QueueInfo::default(),
         }],
         verdict: verdict(Bottleneck::Device),
         fleet: None,

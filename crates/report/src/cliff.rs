@@ -3,10 +3,9 @@
 
 use std::fmt::Write;
 
-use iolab_analysis::cliff::{CliffReport, ThroughputSample};
+use iolab_analysis::cliff::CliffSummary;
 use iolab_spec::Bytes;
 use iolab_stats::result::RunReport;
-use serde::Serialize;
 
 use crate::studies::to_json;
 use crate::text::render_text;
@@ -18,20 +17,12 @@ const PROFILE_ROWS: usize = 20;
 /// Width of the longest bar of the profile.
 const BAR_WIDTH: f64 = 40.0;
 
-#[derive(Serialize)]
-struct Cliffs<'a> {
-    #[serde(flatten)]
-    found: &'a CliffReport,
-    /// The log the cliffs were found in: bytes written at the end of each interval, and the
-    /// throughput during it.
-    samples: &'a [ThroughputSample],
+pub fn cliff_json(summary: &CliffSummary, run: &RunReport) -> String {
+    to_json(CLIFF_SCHEMA, summary, run)
 }
 
-pub fn cliff_json(found: &CliffReport, samples: &[ThroughputSample], run: &RunReport) -> String {
-    to_json(CLIFF_SCHEMA, &Cliffs { found, samples }, run)
-}
-
-pub fn cliff_text(found: &CliffReport, samples: &[ThroughputSample], run: &RunReport) -> String {
+pub fn cliff_text(summary: &CliffSummary, run: &RunReport) -> String {
+    let CliffSummary { found, samples } = summary;
     let mut out = render_text(run);
     let _ = writeln!(out, "\nthroughput against bytes written ({} samples):", samples.len());
     let peak = samples.iter().map(|s| s.mb_s).fold(0.0, f64::max);

@@ -4,7 +4,6 @@
 use std::fmt::Write;
 
 use iolab_analysis::rounds::SteadyRounds;
-use iolab_analysis::steady::SteadyState;
 use iolab_stats::result::{JobResult, RunReport};
 
 use crate::studies::{to_json, verdict, workload};
@@ -30,11 +29,7 @@ pub fn steady_text(rounds: &SteadyRounds, run: &RunReport) -> String {
 
 /// The rounds with their tracked value; `>` marks the window that was judged.
 pub(crate) fn rounds_table(out: &mut String, rounds: &SteadyRounds, jobs: &[JobResult]) {
-    let window = match &rounds.state {
-        SteadyState::Reached { window, .. } => Some(window),
-        SteadyState::NotYet { latest } | SteadyState::GaveUp { latest } => Some(latest),
-        SteadyState::TooShort { .. } => None,
-    };
+    let window = rounds.state.window();
     let _ = writeln!(
         out,
         "  {:>7}{:>14}{:>12}{:>10}{:>10}{:>10}   {}",

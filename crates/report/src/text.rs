@@ -122,17 +122,17 @@ fn device_text(out: &mut String, d: &DeviceActivity) {
         .filter_map(|(what, us)| us.map(|us| format!("{what} {}", latency(us * 1e3))))
         .collect();
     let mut queue = Vec::new();
-    if let Some(scheduler) = &d.scheduler {
+    if let Some(scheduler) = &d.queue.scheduler {
         queue.push(scheduler.clone());
     }
-    if let Some(nr) = d.nr_requests {
+    if let Some(nr) = d.queue.nr_requests {
         queue.push(format!("nr_requests {nr}"));
     }
-    if let Some(depth) = d.hw_queue_depth {
-        let queues = d.hw_queues.filter(|&n| n > 1).map_or(String::new(), |n| format!(" x {n} queues"));
+    if let Some(depth) = d.queue.hw_queue_depth {
+        let queues = d.queue.hw_queues.filter(|&n| n > 1).map_or(String::new(), |n| format!(" x {n} queues"));
         queue.push(format!("hw queue depth {depth}{queues}"));
     }
-    match d.rotational {
+    match d.queue.rotational {
         Some(true) => queue.push("rotational".into()),
         Some(false) => queue.push("non-rotational".into()),
         None => {}
@@ -437,7 +437,7 @@ fn problems_text(out: &mut String, job: &JobResult) {
 
 #[cfg(test)]
 mod tests {
-    use iolab_stats::result::Bottleneck;
+    use iolab_stats::result::{Bottleneck, QueueInfo};
 
     use super::*;
 
@@ -453,11 +453,13 @@ mod tests {
             avg_queue: 31.64,
             read_await_us: Some(2_512.0),
             write_await_us: Some(880.0),
-            nr_requests: Some(256),
-            hw_queue_depth: Some(128),
-            hw_queues: Some(1),
-            scheduler: Some("mq-deadline".into()),
-            rotational: Some(true),
+            queue: QueueInfo {
+                nr_requests: Some(256),
+                hw_queue_depth: Some(128),
+                hw_queues: Some(1),
+                scheduler: Some("mq-deadline".into()),
+                rotational: Some(true),
+            },
         }
     }
 
@@ -473,11 +475,7 @@ mod tests {
             device: "zram5".into(),
             writes: 0,
             write_await_us: None,
-            nr_requests: None,
-            hw_queue_depth: None,
-            hw_queues: None,
-            scheduler: None,
-            rotational: Some(false),
+            queue: QueueInfo { rotational: Some(false), ..QueueInfo::default() },
             ..vda()
         };
         let mut out = String::new();

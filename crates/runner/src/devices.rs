@@ -120,11 +120,7 @@ pub fn activity(
         avg_queue: per_window(ms(before.time_in_queue_ms, after.time_in_queue_ms)),
         read_await_us: await_us(reads, ms(before.read_ms, after.read_ms)),
         write_await_us: await_us(writes, ms(before.write_ms, after.write_ms)),
-        nr_requests: queue.nr_requests,
-        hw_queue_depth: queue.hw_queue_depth,
-        hw_queues: queue.hw_queues,
-        scheduler: queue.scheduler.clone(),
-        rotational: queue.rotational,
+        queue: queue.clone(),
     }
 }
 
@@ -156,7 +152,7 @@ mod tests {
         assert_eq!(a.read_await_us, Some(3_000.0));
         assert_eq!(a.write_await_us, Some(5_000.0));
         assert_eq!(
-            (a.nr_requests, a.hw_queue_depth, a.scheduler.as_deref()),
+            (a.queue.nr_requests, a.queue.hw_queue_depth, a.queue.scheduler.as_deref()),
             (Some(256), Some(128), Some("mq-deadline"))
         );
     }

@@ -68,7 +68,10 @@ pub struct Heartbeat {
     pub in_flight: AtomicU32,
     /// Requests that failed or came back short.
     pub errors: AtomicU64,
-    /// Locked by the lane once per batch while it records; free while the lane waits.
+    /// Locked by the lane once per batch while it records; free while the lane waits, so the
+    /// watchdog can take a stuck lane's partial interval. Taking it at every pass, even at
+    /// batch 1, was measured to cost nothing visible: null engine, QD 1, 6 alternating 3 s runs
+    /// per binary, 64.1 ns per I/O with the lock and 67.4 without it (noise is about 5%).
     pub current: Mutex<Option<Interval>>,
 }
 

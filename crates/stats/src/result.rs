@@ -313,8 +313,9 @@ pub struct StuckIo {
 }
 
 /// A block device's request queue: its limits and settings, as sysfs shows them; what sysfs does
-/// not have is `None`. The engine reads it (`BlockDevice::queue`), and the environment's
-/// `DeviceFacts` holds it flattened: its fields sit beside the device's own in the JSON.
+/// not have is `None`. The engine reads it (`BlockDevice::queue`); the environment's
+/// `DeviceFacts` and a job's `DeviceActivity` hold it flattened: its fields sit beside the
+/// device's own in the JSON.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct QueueInfo {
     /// `queue/nr_requests`: the requests the block layer holds per hardware queue (in the
@@ -354,14 +355,9 @@ pub struct DeviceActivity {
     /// Mean time from issue to completion of a read, in the device; `None` without reads.
     pub read_await_us: Option<f64>,
     pub write_await_us: Option<f64>,
-    // The request queue, field for field as `QueueInfo` documents it (the runner copies them
-    // from it). To be a flattened `queue: QueueInfo`, which keeps this JSON, once the text
-    // report reads `d.queue` (issue 21, item 4).
-    pub nr_requests: Option<u32>,
-    pub hw_queue_depth: Option<u32>,
-    pub hw_queues: Option<u32>,
-    pub scheduler: Option<String>,
-    pub rotational: Option<bool>,
+    /// The device's request queue; its fields sit beside the counters in the JSON.
+    #[serde(flatten)]
+    pub queue: QueueInfo,
 }
 
 /// What limited a job; `Undetermined` by default (a stored summary that does not say).

@@ -116,13 +116,13 @@ impl Load<'_> {
     /// CPU to one hardware queue).
     pub fn queue_limit(&self) -> Option<(f64, String)> {
         let a = self.activity;
-        let (limit, what) = match (a.nr_requests, a.hw_queue_depth) {
+        let (limit, what) = match (a.queue.nr_requests, a.queue.hw_queue_depth) {
             (Some(nr), Some(hw)) if hw < nr => (hw, format!("the device takes {hw} commands at once")),
             (Some(nr), _) => (nr, format!("its queue holds {nr} requests (nr_requests)")),
             (None, Some(hw)) => (hw, format!("the device takes {hw} commands at once")),
             (None, None) => return None,
         };
-        let queues = f64::from(a.hw_queues.unwrap_or(1).max(1)).min(self.threads.ceil().max(1.0));
+        let queues = f64::from(a.queue.hw_queues.unwrap_or(1).max(1)).min(self.threads.ceil().max(1.0));
         let what = if queues > 1.0 { format!("{what} on each of {queues} hardware queues") } else { what };
         Some((f64::from(limit) * queues, what))
     }
