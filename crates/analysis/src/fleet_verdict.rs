@@ -7,6 +7,7 @@
 //! host that looks idle, so the network comes next; only then do the hosts' own verdicts (each
 //! judged by `verdict::judge` on its own figures) say what limited the fleet.
 
+use iolab_stats::central::share_pct;
 use iolab_stats::fleet::{FleetReport, HostResult, HostStatus};
 use iolab_stats::format::{latency, thousands};
 use iolab_stats::result::{Bottleneck, Verdict};
@@ -55,7 +56,7 @@ fn coordinator(report: &FleetReport, measured_s: f64) -> Option<String> {
         return Some(format!(
             "Hosts started up to {} apart ({:.0}% of the {measured_s:.1} s window): the coordinator could not start them together, so the merged rates add up hosts that were not all running at once.",
             latency(skew_ns as f64),
-            pct(skew_ns as f64, window_ns)
+            share_pct(skew_ns as f64, window_ns)
         ));
     }
     (report.max_stream_lag_ms > MAX_STREAM_LAG_MS).then(|| {
@@ -79,7 +80,7 @@ fn saturated_link(ran: &[&HostResult]) -> Option<String> {
         host.host,
         thousands(host.total.mb_s),
         thousands(link),
-        pct(host.total.mb_s, link)
+        share_pct(host.total.mb_s, link)
     ))
 }
 
@@ -161,7 +162,7 @@ fn evidence(report: &FleetReport, measured_s: f64) -> Vec<String> {
         lines.push(format!(
             "start skew {} ({:.2}% of the {measured_s:.1} s window)",
             latency(report.start_skew_ns as f64),
-            pct(report.start_skew_ns as f64, measured_s * 1e9)
+            share_pct(report.start_skew_ns as f64, measured_s * 1e9)
         ));
     }
     if report.max_stream_lag_ms > 0.0 {
@@ -213,12 +214,4 @@ fn short(value: f64) -> String {
 fn capital(text: &str) -> String {
     let mut chars = text.chars();
     chars.next().map_or_else(String::new, |first| first.to_uppercase().chain(chars).collect())
-}
-
-fn pct(part: f64, whole: f64) -> f64 {
-    if whole > 0.0 {
-        part / whole * 100.0
-    } else {
-        0.0
-    }
 }

@@ -7,6 +7,7 @@
 //! match, and whether a difference is beyond the run-to-run noise). Pure functions: no I/O, tested on synthetic
 //! results and series.
 
+pub mod blend;
 pub mod cliff;
 pub mod compare;
 pub mod cpu;

@@ -1,6 +1,7 @@
 //! What a scaling run found: the aggregate against the sum of the singles (the scaling
 //! efficiency) and, when it falls short, what stopped it, with the evidence.
 
+use iolab_stats::central::share_pct;
 use iolab_stats::machine::OwnerKind;
 use iolab_stats::result::{Bottleneck, JobResult};
 use iolab_stats::threads::ThreadClass;
@@ -45,13 +46,13 @@ pub fn summarize(singles: &[&JobResult], together: &JobResult) -> ScaleSummary {
                 target,
                 alone_iops: alone.total.iops,
                 together_iops: group.total.iops,
-                kept_pct: pct(group.total.iops, alone.total.iops),
+                kept_pct: share_pct(group.total.iops, alone.total.iops),
                 alone_cpu_us_per_io: alone.cpu.us_per_io,
             }
         })
         .collect();
     let sum: f64 = rows.iter().map(|r| r.alone_iops).sum();
-    let efficiency = pct(together.total.iops, sum);
+    let efficiency = share_pct(together.total.iops, sum);
     let verdict = verdict(&rows, singles, together, efficiency);
     ScaleSummary {
         rows,
@@ -94,14 +95,6 @@ fn walls(together: &JobResult) -> Vec<String> {
         words.push(format!("the together run's verdict ({}): {}", verdict.cause.name(), verdict.summary));
     }
     words
-}
-
-fn pct(part: f64, whole: f64) -> f64 {
-    if whole > 0.0 {
-        part / whole * 100.0
-    } else {
-        0.0
-    }
 }
 
 fn verdict(rows: &[ScaleRow], singles: &[&JobResult], together: &JobResult, efficiency: f64) -> Vec<String> {

@@ -1237,3 +1237,28 @@ fn repeats_say_how_certain_a_sweet_spot_is() {
     let summary = sweep_curves(&[once]);
     assert!(summary.verdict.iter().any(|w| w.contains("from a single pass")), "{:#?}", summary.verdict);
 }
+
+#[test]
+fn a_blender_names_the_group_that_lost_to_the_others_and_how_its_tail_grew() {
+    let db = Synth::alone("/dev/a", 30_000.0, 2.0).latency_us(100.0, 200.0).build();
+    let backup = Synth::alone("/dev/b", 1_000.0, 2.0).latency_us(500.0, 900.0).build();
+    let together =
+        Synth::together(&[("/dev/a", 12_000.0), ("/dev/b", 980.0)], 2.0).latency_us(300.0, 800.0).build();
+    let s = crate::blend::summarize(&[&db, &backup], &together);
+    let kept: Vec<f64> = s.rows.iter().map(|r| r.kept_pct.round()).collect();
+    assert_eq!(kept, [40.0, 98.0]);
+    assert_eq!((s.rows[0].alone_p99_ns, s.rows[0].together_p99_ns), (Some(200_000), Some(800_000)));
+    assert!((s.kept_pct - 12_980.0 / 31_000.0 * 100.0).abs() < 1e-9);
+    // Only the group below 90% is named: the backup kept its pace.
+    assert_eq!(s.verdict.len(), 1, "{:?}", s.verdict);
+    assert!(
+        s.verdict[0].starts_with("t1 ") && s.verdict[0].contains("kept 40% of its IOPS"),
+        "{:?}",
+        s.verdict
+    );
+    assert!(s.verdict[0].contains("p99 grew 4.0x (200us to 800us)"), "{:?}", s.verdict);
+
+    let calm = Synth::together(&[("/dev/a", 29_000.0), ("/dev/b", 990.0)], 2.0).build();
+    let s = crate::blend::summarize(&[&db, &backup], &calm);
+    assert!(s.verdict[0].contains("do not slow each other"), "{:?}", s.verdict);
+}

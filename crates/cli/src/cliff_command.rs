@@ -14,7 +14,7 @@ use crate::exit;
 use crate::flow::{Delivery, Measurement};
 use crate::place::Place;
 
-pub fn run(args: CliffArgs, store: &StoreArgs) -> ExitCode {
+pub fn run(store: &StoreArgs, args: CliffArgs) -> ExitCode {
     let rule = CliffRule { drop_pct: args.drop_pct, min_hold_samples: args.hold };
     let cliff = match Cliff::new(&args.options, args.target, args.bytes, rule) {
         Ok(cliff) => cliff,

@@ -8,9 +8,7 @@ use std::time::Duration;
 use iolab_fleet::coordinator::ssh::{self, SshAgents};
 use iolab_fleet::coordinator::{hosts, Fleet, FleetConfig};
 
-use crate::args::MetricsArgs;
-use crate::args::StoreArgs;
-use crate::args::{FleetArgs, FleetStudy};
+use crate::args::{FleetArgs, FleetStudy, KeepArgs, MetricsArgs, StoreArgs};
 use crate::place::Place;
 use crate::progress::ProgressLine;
 use crate::{exit, metrics_args, ramp_command, run_command, steady_command, suite_command, sweep_command};
@@ -28,14 +26,16 @@ pub fn run(args: FleetArgs, store: &StoreArgs) -> ExitCode {
             "--netbench needs agents that reach each other; agents started with --ssh listen on their hosts' loopback only: start them with --listen on a reachable address and use --hosts",
         );
     }
-    let (quiet, metrics) = match &args.study {
-        None => (args.run.options.quiet, &args.run.metrics),
-        Some(FleetStudy::Run(run)) => (run.options.quiet, &run.metrics),
-        Some(FleetStudy::Sweep(sweep)) => (sweep.options.quiet, &sweep.metrics),
-        Some(FleetStudy::Ramp(ramp)) => (ramp.options.quiet, &ramp.metrics),
-        Some(FleetStudy::Steady(steady)) => (steady.options.quiet, &steady.metrics),
-        Some(FleetStudy::Suite(suite)) => (suite.options.quiet, &suite.metrics),
+    let (quiet, metrics, keep) = match &args.study {
+        None => (args.run.options.quiet, &args.run.metrics, args.run.keep),
+        Some(FleetStudy::Run(run)) => (run.options.quiet, &run.metrics, run.keep),
+        Some(FleetStudy::Sweep(sweep)) => (sweep.options.quiet, &sweep.metrics, sweep.keep),
+        Some(FleetStudy::Ramp(ramp)) => (ramp.options.quiet, &ramp.metrics, ramp.keep),
+        Some(FleetStudy::Steady(steady)) => (steady.options.quiet, &steady.metrics, steady.keep),
+        Some(FleetStudy::Suite(suite)) => (suite.options.quiet, &suite.metrics, suite.keep),
     };
+    // Before the subcommand or after it, as --metrics.
+    let store = &store.keeping(KeepArgs { no_store: keep.no_store || args.run.keep.no_store });
     // Before the subcommand (`iolab fleet --metrics ADDR sweep ...`) or after it: either serves.
     let metrics = MetricsArgs { metrics: metrics.metrics.or(args.run.metrics.metrics) };
     // Bound before any host is asked for anything: a taken port costs nothing.

@@ -22,6 +22,8 @@ use crate::{exit, output_file};
 /// A measuring command's run, from recording it to its exit code.
 pub struct Measurement<'p> {
     kind: &'p str,
+    /// What ran, where the jobs cannot say it ("suite quick").
+    title: Option<String>,
     /// Every job known in advance: what the run records, the lab checks and the output says.
     plan: &'p RunPlan,
     progress: ProgressLine,
@@ -58,7 +60,19 @@ impl<'p> Measurement<'p> {
     /// A new `kind` run of `plan`, with a plain progress line, stopping at a job that cannot start.
     pub fn new(kind: &'p str, plan: &'p RunPlan) -> Self {
         let progress = ProgressLine::new(plan.output.quiet);
-        Measurement { kind, plan, progress, on_failed_start: OnFailedStart::Stop, continuing: None }
+        Measurement {
+            kind,
+            title: None,
+            plan,
+            progress,
+            on_failed_start: OnFailedStart::Stop,
+            continuing: None,
+        }
+    }
+
+    /// Names what ran in the results list, where the jobs cannot ("suite quick").
+    pub fn titled(self, title: String) -> Self {
+        Measurement { title: Some(title), ..self }
     }
 
     /// Shows `progress` instead (a bar over a study whose length is known).
@@ -97,10 +111,10 @@ impl<'p> Measurement<'p> {
         study: impl FnOnce(&mut Lab<'_>, &mut ProgressLine) -> Result<T, RunError>,
         render: impl FnOnce(T, &RunReport) -> Result<Delivery, ExitCode>,
     ) -> Result<ExitCode, ExitCode> {
-        let Measurement { kind, plan, mut progress, on_failed_start, continuing } = self;
+        let Measurement { kind, title, plan, mut progress, on_failed_start, continuing } = self;
         let mut recording = match continuing {
             Some(recording) => recording,
-            None => place.record(store, kind, plan)?,
+            None => place.record(store, kind, title.as_deref(), plan)?,
         };
         let interrupt = install_signals()?;
         let ran = place.open_lab(plan, on_failed_start, &interrupt, &mut progress).and_then(|mut lab| {

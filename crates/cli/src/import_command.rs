@@ -60,7 +60,8 @@ pub fn run(source: ImportSource, store: &StoreArgs) -> ExitCode {
                 for note in &notes {
                     say!("iolab: {name}: {note}");
                 }
-                say!("iolab: imported {name} as run {id} ({} points)", points.len());
+                let plural = if points.len() == 1 { "" } else { "s" };
+                say!("iolab: imported {name} as run {id} ({} point{plural})", points.len());
             }
             Err(code) => return code,
         }

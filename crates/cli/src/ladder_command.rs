@@ -12,7 +12,7 @@ use crate::exit;
 use crate::flow::{Delivery, Measurement};
 use crate::place::Place;
 
-pub fn run(args: LadderArgs, store: &StoreArgs) -> ExitCode {
+pub fn run(store: &StoreArgs, args: LadderArgs) -> ExitCode {
     let ladder = match Ladder::new(&args.options, args.target) {
         Ok(ladder) => ladder,
         Err(message) => return exit::usage(message),

@@ -35,32 +35,44 @@ fn main() -> ExitCode {
         Ok(cli) => cli,
         Err(error) => return exit::clap_error(error, &args::Cli::command()),
     };
+    let store = &cli.store;
     match cli.command {
         args::Command::Run(run) => {
-            metrics_args::here(&run.metrics.clone(), "run", |place| run_command::run(run, &cli.store, place))
+            let store = store.keeping(run.keep);
+            metrics_args::here(&run.metrics.clone(), "run", |place| run_command::run(run, &store, place))
         }
-        args::Command::Ladder(ladder) => ladder_command::run(ladder, &cli.store),
-        args::Command::Scale(scale) => scale_command::run(scale, &cli.store),
-        args::Command::Precondition(args) => precondition_command::run(args, &cli.store),
-        args::Command::Sweep(args) => metrics_args::here(&args.metrics.clone(), "sweep", |place| {
-            sweep_command::run(args, &cli.store, place)
-        }),
-        args::Command::Steady(args) => metrics_args::here(&args.metrics.clone(), "steady", |place| {
-            steady_command::run(args, &cli.store, place)
-        }),
-        args::Command::Cliff(args) => cliff_command::run(args, &cli.store),
-        args::Command::Suite(args) => metrics_args::here(&args.metrics.clone(), "suite", |place| {
-            suite_command::run(args, &cli.store, place)
-        }),
-        args::Command::Ramp(args) => metrics_args::here(&args.metrics.clone(), "ramp", |place| {
-            ramp_command::run(args, &cli.store, place)
-        }),
-        args::Command::Compare(args) => compare_command::run(args, &cli.store),
-        args::Command::Report(args) => report_command::run(args, &cli.store),
-        args::Command::Fleet(args) => fleet_command::run(*args, &cli.store),
+        args::Command::Ladder(args) => ladder_command::run(&store.keeping(args.keep), args),
+        args::Command::Scale(args) => scale_command::run(&store.keeping(args.keep), args),
+        args::Command::Precondition(args) => precondition_command::run(&store.keeping(args.keep), args),
+        args::Command::Cliff(args) => cliff_command::run(&store.keeping(args.keep), args),
+        args::Command::Sweep(args) => {
+            let store = store.keeping(args.keep);
+            metrics_args::here(&args.metrics.clone(), "sweep", |place| {
+                sweep_command::run(args, &store, place)
+            })
+        }
+        args::Command::Steady(args) => {
+            let store = store.keeping(args.keep);
+            metrics_args::here(&args.metrics.clone(), "steady", |place| {
+                steady_command::run(args, &store, place)
+            })
+        }
+        args::Command::Suite(args) => {
+            let store = store.keeping(args.keep);
+            metrics_args::here(&args.metrics.clone(), "suite", |place| {
+                suite_command::run(args, &store, place)
+            })
+        }
+        args::Command::Ramp(args) => {
+            let store = store.keeping(args.keep);
+            metrics_args::here(&args.metrics.clone(), "ramp", |place| ramp_command::run(args, &store, place))
+        }
+        args::Command::Compare(args) => compare_command::run(args, store),
+        args::Command::Report(args) => report_command::run(args, store),
+        args::Command::Fleet(args) => fleet_command::run(*args, store),
         args::Command::Agent(args) => agent_command::run(args),
         args::Command::FioJob(args) => fio_job_command::run(args),
-        args::Command::Import { source } => import_command::run(source, &cli.store),
-        args::Command::Results { action } => results_command::run(action, &cli.store),
+        args::Command::Import { source } => import_command::run(source, store),
+        args::Command::Results { action } => results_command::run(action, store),
     }
 }

@@ -40,10 +40,19 @@ impl<'f> Place<'f> {
 
     /// Starts keeping a `kind` run of `plan`. A fleet's runs are their own kind ("fleet sweep"),
     /// and this machine's fingerprint says nothing of the hosts' targets, so it covers none.
-    pub fn record(&self, store: &StoreArgs, kind: &str, plan: &RunPlan) -> Result<Recording, ExitCode> {
+    pub fn record(
+        &self,
+        store: &StoreArgs,
+        kind: &str,
+        title: Option<&str>,
+        plan: &RunPlan,
+    ) -> Result<Recording, ExitCode> {
         match self.on {
-            On::Here => Recording::start(store, kind, plan),
-            On::Fleet(_) => Recording::start_remote(store, &format!("fleet {kind}"), plan),
+            On::Here => Recording::start(store, kind, title, plan),
+            On::Fleet(_) => {
+                let title = title.map(|t| format!("fleet {t}"));
+                Recording::start_remote(store, &format!("fleet {kind}"), title.as_deref(), plan)
+            }
         }
     }
 

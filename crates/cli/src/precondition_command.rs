@@ -12,7 +12,7 @@ use crate::exit;
 use crate::flow::{Delivery, Measurement};
 use crate::place::Place;
 
-pub fn run(args: PreconditionArgs, store: &StoreArgs) -> ExitCode {
+pub fn run(store: &StoreArgs, args: PreconditionArgs) -> ExitCode {
     let precondition = match Precondition::new(&args.options, args.target, args.passes, args.trim) {
         Ok(precondition) => precondition,
         Err(message) => return exit::usage(message),

@@ -57,21 +57,32 @@ impl Recording {
     /// that cannot be opened (no writable home) only costs the keeping, with a warning.
     /// The output file is checked first: nothing is recorded or run for an output that would
     /// destroy a target or the database.
-    pub fn start(args: &StoreArgs, kind: &str, plan: &RunPlan) -> Result<Recording, ExitCode> {
+    /// `title` names what ran where the jobs cannot ("suite quick").
+    pub fn start(
+        args: &StoreArgs,
+        kind: &str,
+        title: Option<&str>,
+        plan: &RunPlan,
+    ) -> Result<Recording, ExitCode> {
         output_file::check_output(plan.output.path.as_deref(), &plan.jobs, args)?;
-        Recording::start_covering(args, kind, plan, fingerprint_paths(&plan.jobs))
+        Recording::start_covering(args, (kind, title), plan, fingerprint_paths(&plan.jobs))
     }
 
     /// Records the start of a run whose targets are on other hosts (a fleet): this machine's
     /// fingerprint covers none of them, and their settings are not this machine's to warn about.
-    pub fn start_remote(args: &StoreArgs, kind: &str, plan: &RunPlan) -> Result<Recording, ExitCode> {
+    pub fn start_remote(
+        args: &StoreArgs,
+        kind: &str,
+        title: Option<&str>,
+        plan: &RunPlan,
+    ) -> Result<Recording, ExitCode> {
         output_file::check_output(plan.output.path.as_deref(), &[], args)?;
-        Recording::start_covering(args, kind, plan, Vec::new())
+        Recording::start_covering(args, (kind, title), plan, Vec::new())
     }
 
     fn start_covering(
         args: &StoreArgs,
-        kind: &str,
+        (kind, title): (&str, Option<&str>),
         plan: &RunPlan,
         paths: Vec<PathBuf>,
     ) -> Result<Recording, ExitCode> {
@@ -100,7 +111,7 @@ impl Recording {
             Ok(store) => store,
             Err(e) => return unkept(e),
         };
-        let run = match store.begin_run(&new_run(kind, &plan.jobs, &before)) {
+        let run = match store.begin_run(&new_run(kind, title, &plan.jobs, &before)) {
             Ok(run) => run,
             Err(e) => return unkept(e),
         };
@@ -229,10 +240,10 @@ fn not_kept(error: &StoreError) {
 }
 
 /// What the store records of a run as it starts.
-fn new_run(kind: &str, jobs: &[JobSpec], environment: &Environment) -> NewRun {
+fn new_run(kind: &str, title: Option<&str>, jobs: &[JobSpec], environment: &Environment) -> NewRun {
     NewRun {
         kind: kind.to_string(),
-        label: label(kind, jobs),
+        label: label(kind, title, jobs),
         command: std::env::args().collect(),
         iolab_version: env!("CARGO_PKG_VERSION").to_string(),
         host: std::fs::read_to_string("/proc/sys/kernel/hostname")
@@ -244,13 +255,37 @@ fn new_run(kind: &str, jobs: &[JobSpec], environment: &Environment) -> NewRun {
     }
 }
 
-/// "sweep randread 4KiB on /dev/loop0, 8 jobs".
-fn label(kind: &str, jobs: &[JobSpec]) -> String {
-    let Some(group) = jobs.first().and_then(|j| j.groups.first()) else { return kind.to_string() };
+/// What the run was, in one line: "sweep randread 4KiB on /dev/loop0, 8 points", "run of 2
+/// groups (randread 4KiB; write 1MiB) on a scratch file", "run randread 4KiB on f, 3 repeats",
+/// "suite quick on /dev/loop0" (a `title` says what the jobs cannot).
+fn label(kind: &str, title: Option<&str>, jobs: &[JobSpec]) -> String {
     let targets = target_paths(jobs);
     let on = if targets.is_empty() { "a scratch file".to_string() } else { targets.join(", ") };
-    let count = if jobs.len() > 1 { format!(", {} jobs", jobs.len()) } else { String::new() };
-    format!("{kind} {} on {on}{count}", group.access.describe())
+    if let Some(title) = title {
+        return format!("{title} on {on}");
+    }
+    let Some(first) = jobs.first() else { return kind.to_string() };
+    let what = match first.groups.as_slice() {
+        [one] => one.access.describe(),
+        groups => {
+            let each: Vec<String> = groups.iter().map(|g| g.access.describe()).collect();
+            format!("of {} groups ({})", groups.len(), each.join("; "))
+        }
+    };
+    // Repeats run under one name, one after the other.
+    let mut names: Vec<&str> = jobs.iter().map(|j| j.name.as_str()).collect();
+    names.dedup();
+    let distinct = names.len();
+    let repeats = if jobs.len() % distinct == 0 { jobs.len() / distinct } else { 1 };
+    let mut counts = Vec::new();
+    if distinct > 1 {
+        counts.push(format!("{distinct} {}", if kind.ends_with("sweep") { "points" } else { "jobs" }));
+    }
+    if repeats > 1 {
+        counts.push(format!("{repeats} repeats"));
+    }
+    let counts = if counts.is_empty() { String::new() } else { format!(", {}", counts.join(" x ")) };
+    format!("{kind} {what} on {on}{counts}")
 }
 
 /// Each distinct target the jobs name, in order (none: the scratch file).

@@ -1,15 +1,18 @@
-//! `iolab run`: resolve the plan, run it, write the results, and choose the exit code.
+//! `iolab run`: resolve the plan, run it, write the results, and choose the exit code; with
+//! `--each-alone`, each concurrent group of the job alone, then together (iolab_analysis::blend).
 
 use std::process::ExitCode;
 
-use iolab_report::{render_json, render_text};
+use iolab_analysis::blend::summarize;
+use iolab_report::{blend_json, blend_text, render_json, render_text};
 use iolab_runner::{run_jobs, OnFailedStart};
-use iolab_spec::resolve;
-use iolab_studies::plan;
+use iolab_spec::{resolve, RunPlan};
+use iolab_studies::{plan, scale};
 
 use crate::args::{RunArgs, StoreArgs};
 use crate::flow::{Delivery, Measurement};
 use crate::place::Place;
+use crate::scale_command::alone_then_together;
 use crate::{exit, job_source};
 
 pub fn run(args: RunArgs, store: &StoreArgs, place: &mut Place<'_>) -> ExitCode {
@@ -25,6 +28,13 @@ fn measure(args: RunArgs, store: &StoreArgs, place: &mut Place<'_>) -> Result<Ex
         .transpose()
         .map_err(exit::usage)?;
     let plan = resolve(file.as_ref(), &args.options).map_err(exit::usage)?;
+    if args.each_alone {
+        if args.repeat > 1 {
+            return Err(exit::usage("--each-alone does not combine with --repeat"));
+        }
+        let plan = scale::each_alone(plan).map_err(exit::usage)?;
+        return Ok(each_alone(&plan, store, place));
+    }
     let plan = plan::repeated(plan, args.repeat);
     Ok(Measurement::new("run", &plan).run(
         store,
@@ -40,4 +50,19 @@ fn measure(args: RunArgs, store: &StoreArgs, place: &mut Place<'_>) -> Result<Ex
             })
         },
     ))
+}
+
+/// Each concurrent group alone, then all together, and what each lost to the others.
+fn each_alone(plan: &RunPlan, store: &StoreArgs, place: &mut Place<'_>) -> ExitCode {
+    Measurement::new("blend", plan).run(
+        store,
+        place,
+        |lab, progress| run_jobs(lab, plan, OnFailedStart::Stop, progress),
+        |failed, report| {
+            alone_then_together(plan, &failed, report, "interference run", |alone, together| {
+                let summary = summarize(alone, together);
+                (blend_json(&summary, report), blend_text(&summary, report))
+            })
+        },
+    )
 }

@@ -5,7 +5,9 @@ use std::process::ExitCode;
 
 use iolab_analysis::scale::summarize;
 use iolab_report::{render_json, render_text, scale_json, scale_text};
-use iolab_runner::{run_jobs, OnFailedStart};
+use iolab_runner::{run_jobs, OnFailedStart, RunError};
+use iolab_spec::RunPlan;
+use iolab_stats::result::{JobResult, RunReport};
 use iolab_studies::scale;
 
 use crate::args::{ScaleArgs, StoreArgs};
@@ -13,7 +15,7 @@ use crate::exit;
 use crate::flow::{Delivery, Measurement};
 use crate::place::Place;
 
-pub fn run(args: ScaleArgs, store: &StoreArgs) -> ExitCode {
+pub fn run(store: &StoreArgs, args: ScaleArgs) -> ExitCode {
     let plan = match scale::plan(&args.options, args.targets) {
         Ok(plan) => plan,
         Err(message) => return exit::usage(message),
@@ -23,26 +25,40 @@ pub fn run(args: ScaleArgs, store: &StoreArgs) -> ExitCode {
         &mut Place::here(),
         |lab, progress| run_jobs(lab, &plan, OnFailedStart::Stop, progress),
         |failed, report| {
-            if let Some((_, e)) = failed.first() {
-                return Err(exit::fail(
-                    exit::run_error_code(e),
-                    &format!("a step of the scaling run could not start: {e}"),
-                ));
-            }
-            Ok(match report.jobs.split_last() {
-                Some((together, singles)) if report.jobs.len() == plan.jobs.len() => {
-                    let singles: Vec<_> = singles.iter().collect();
-                    let summary = summarize(&singles, together);
-                    Delivery::study(&plan.output, scale_json(&summary, report), || {
-                        scale_text(&summary, report)
-                    })
-                }
-                // Interrupted before the last step: the steps that ran, without a verdict.
-                _ => {
-                    let rendered = if plan.output.json { render_json(report) } else { render_text(report) };
-                    Delivery { rendered, json: None, failure: None }
-                }
+            alone_then_together(&plan, &failed, report, "scaling run", |singles, together| {
+                let summary = summarize(singles, together);
+                (scale_json(&summary, report), scale_text(&summary, report))
             })
         },
     )
+}
+
+/// The report of a run of singles then one together (`scale`, `run --each-alone`): `judge`
+/// makes the study's JSON and text from them; a run cut short before the last step shows the
+/// steps that ran, without a verdict; a step that could not start fails the command.
+pub fn alone_then_together(
+    plan: &RunPlan,
+    failed: &[(usize, RunError)],
+    report: &RunReport,
+    what: &str,
+    judge: impl FnOnce(&[&JobResult], &JobResult) -> (String, String),
+) -> Result<Delivery, ExitCode> {
+    if let Some((_, e)) = failed.first() {
+        return Err(exit::fail(
+            exit::run_error_code(e),
+            &format!("a step of the {what} could not start: {e}"),
+        ));
+    }
+    Ok(match report.jobs.split_last() {
+        Some((together, singles)) if report.jobs.len() == plan.jobs.len() => {
+            let singles: Vec<_> = singles.iter().collect();
+            let (json, text) = judge(&singles, together);
+            Delivery::study(&plan.output, json, || text)
+        }
+        // Interrupted before the last step: the steps that ran, without a verdict.
+        _ => {
+            let rendered = if plan.output.json { render_json(report) } else { render_text(report) };
+            Delivery { rendered, json: None, failure: None }
+        }
+    })
 }

@@ -21,7 +21,7 @@ pub fn run(args: SuiteArgs, store: &StoreArgs, place: &mut Place<'_>) -> ExitCod
     let name = args.suite.name();
     let progress =
         ProgressLine::with_plan(suite.plan.output.quiet, &format!("suite {name}"), suite.planned_s());
-    Measurement::new("suite", &suite.plan).with_progress(progress).run(
+    Measurement::new("suite", &suite.plan).titled(format!("suite {name}")).with_progress(progress).run(
         store,
         place,
         |lab, progress| Ok(suite.run(lab, progress)),

@@ -29,11 +29,14 @@ fn lab() -> tempfile::TempDir {
     dir
 }
 
-/// iolab in `dir`, keeping nothing, with HOME there and TARGET (the classic files' target) set.
+/// iolab in `dir`, keeping nothing (a run), with HOME there and TARGET (the classic files'
+/// target) set.
 fn iolab_in(dir: &Path, args: &[&str]) -> Output {
+    // `fio-job` keeps nothing and does not take --no-store.
+    let keep_nothing: &[&str] = if args.first() == Some(&"run") { &["--no-store"] } else { &[] };
     iolab()
         .args(args)
-        .arg("--no-store")
+        .args(keep_nothing)
         .env("HOME", dir)
         .env("TARGET", "t")
         .current_dir(dir)

@@ -1,6 +1,5 @@
-//! `iolab ladder` and `iolab scale` end to end: every step runs (or says why not), the tables
-//! and verdicts come out, and JSON carries the full run.
-
+//! `iolab ladder`, `iolab scale` and `iolab run --each-alone` end to end: every step runs (or
+//! says why not), the tables and verdicts come out, and JSON carries the full run.
 mod common;
 
 use common::{json, needs_root_and, run_in, skip, stderr, Missing, ZramDevice};
@@ -122,4 +121,43 @@ fn scale_over_zram_devices_reports_efficiency_and_a_cause() {
     assert!(verdict.len() >= 2, "the efficiency and what it means: {verdict:?}");
     let rows = summary["rows"].as_array().expect("rows");
     assert!(rows.iter().all(|r| r["together_iops"].as_f64().expect("together") > 0.0), "{rows:?}");
+}
+
+#[test]
+fn each_alone_runs_each_group_alone_then_together_and_says_what_each_kept() {
+    let dir = file_dir();
+    let job = "engine = \"null\"\n[[job]]\nname = \"blender\"\n[[job.group]]\nname = \"db\"\ntarget = \"a\"\nrw = \"randread\"\nqd = 8\n[[job.group]]\nname = \"backup\"\ntarget = \"c\"\nsize = \"8m\"\nrw = \"write\"\nbs = \"128k\"\nqd = 2\n";
+    std::fs::write(dir.path().join("blend.toml"), job).expect("job file");
+    let out =
+        run_in(dir.path(), &[&["run", "blend.toml", "--each-alone", "--json", "-q"][..], &QUICK].concat());
+    assert!(out.status.success(), "{}", stderr(&out));
+    let report = json(&out);
+    assert_eq!(report["schema"], "iolab.blend/1");
+    let jobs: Vec<&str> = report["run"]["jobs"]
+        .as_array()
+        .expect("jobs")
+        .iter()
+        .map(|j| j["name"].as_str().expect("name"))
+        .collect();
+    assert_eq!(jobs, ["alone: db", "alone: backup", "together: 2 groups"]);
+    let rows = report["summary"]["rows"].as_array().expect("rows");
+    let groups: Vec<&str> = rows.iter().map(|r| r["group"].as_str().expect("group")).collect();
+    assert_eq!(groups, ["db", "backup"]);
+    for row in rows {
+        assert!(row["alone_iops"].as_f64().expect("alone") > 0.0, "{row}");
+        assert!(row["together_iops"].as_f64().expect("together") > 0.0, "{row}");
+    }
+    assert!(!report["summary"]["verdict"].as_array().expect("verdict").is_empty());
+
+    let text = run_in(dir.path(), &[&["run", "blend.toml", "--each-alone", "-q"][..], &QUICK].concat());
+    assert!(text.status.success(), "{}", stderr(&text));
+    let text = String::from_utf8_lossy(&text.stdout);
+    assert!(text.contains("each group alone, then all 2 together") && text.contains("verdict:"), "{text}");
+
+    std::fs::write(dir.path().join("one.toml"), "engine = \"null\"\ntarget = \"a\"\n").expect("job file");
+    let refused = run_in(dir.path(), &["run", "one.toml", "--each-alone"]);
+    assert_eq!(refused.status.code(), Some(2));
+    assert!(stderr(&refused).contains("has one group"), "{}", stderr(&refused));
+    let repeated = run_in(dir.path(), &["run", "blend.toml", "--each-alone", "--repeat", "2"]);
+    assert_eq!(repeated.status.code(), Some(2));
 }

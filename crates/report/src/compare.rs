@@ -10,7 +10,7 @@ fn shown(metric: Metric, value: f64) -> String {
     match metric {
         Metric::Iops => thousands(value),
         Metric::MbS => format!("{value:.1}"),
-        Metric::CpuUsPerIo => format!("{value:.2}us"),
+        Metric::CpuUsPerIo => latency(value * 1e3),
         _ => latency(value),
     }
 }

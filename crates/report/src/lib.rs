@@ -3,6 +3,7 @@
 //! JSON goes to its own writer and nothing else is ever written there: warnings and errors
 //! belong on stderr, so JSON output always parses.
 
+mod blend;
 mod cliff;
 mod compare;
 mod export;
@@ -16,6 +17,7 @@ mod suite;
 mod sweep;
 mod text;
 
+pub use blend::{blend_json, blend_text, BLEND_SCHEMA};
 pub use cliff::{cliff_json, cliff_text, CLIFF_SCHEMA};
 pub use compare::{
     compare, compare_json, compare_text, CompareInput, Comparison, COMPARE_SCHEMA, NOISE_RULE,

@@ -65,7 +65,7 @@ pub fn run_text(run: &StoredRun, environment: &[String]) -> String {
     );
     for point in &run.points {
         let total = &point.summary.total;
-        let cpu = point.summary.cpu_us_per_io.map_or_else(|| "-".to_string(), |us| format!("{us:.2}us"));
+        let cpu = point.summary.cpu_us_per_io.map_or_else(|| "-".to_string(), |us| latency(us * 1e3));
         let _ = writeln!(
             out,
             "  {:>4}  {:<24}{:>7}{:>8}{:>12}{:>10.1}{:>10}{:>10}{:>10}{:>10}  {}",

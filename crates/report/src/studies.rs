@@ -79,7 +79,8 @@ pub fn ladder_text(summary: &LadderSummary, run: &RunReport) -> String {
             let _ = writeln!(out, "  {:<17}{:<34}  not run: {why}", row.name, row.what);
             continue;
         }
-        let us = |v: f64| format!("{v:.2}us");
+        // CPU per I/O in the unit that reads best: 1.18ms, not 1175.56us.
+        let us = |v: f64| latency(v * 1e3);
         let _ = writeln!(
             out,
             "  {:<17}{:<34}{:>11}{:>9}{:>9}{:>10}{:>9}{:>9}{:>9}{:>10}  {}{}",
@@ -118,22 +119,22 @@ pub fn scale_text(summary: &ScaleSummary, run: &RunReport) -> String {
     for row in &summary.rows {
         let _ = writeln!(
             out,
-            "  {:<28}{:>14}{:>14}{:>7.0}%{:>10.2}us",
+            "  {:<28}{:>14}{:>14}{:>7.0}%{:>12}",
             row.target,
             thousands(row.alone_iops),
             thousands(row.together_iops),
             row.kept_pct,
-            row.alone_cpu_us_per_io
+            latency(row.alone_cpu_us_per_io * 1e3)
         );
     }
     let _ = writeln!(
         out,
-        "  {:<28}{:>14}{:>14}{:>7.0}%{:>10.2}us",
+        "  {:<28}{:>14}{:>14}{:>7.0}%{:>12}",
         "all",
         thousands(summary.sum_of_singles_iops),
         thousands(summary.together_iops),
         summary.efficiency_pct,
-        summary.together_cpu_us_per_io
+        latency(summary.together_cpu_us_per_io * 1e3)
     );
     verdict(&mut out, &summary.verdict);
     crate::shown(out)

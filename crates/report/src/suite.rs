@@ -108,14 +108,14 @@ fn job_table<'a>(out: &mut String, jobs: impl Iterator<Item = &'a JobResult>) {
         };
         let _ = writeln!(
             out,
-            "  {:<22}{:>12}{:>10.1}{:>10}{:>10}{:>10}{:>8.2}us",
+            "  {:<22}{:>12}{:>10.1}{:>10}{:>10}{:>10}{:>10}",
             job.name,
             thousands(job.total.iops),
             job.total.mb_s,
             latency(job.total.latency.as_ref().map_or(0.0, |l| l.mean_ns)),
             latency(pct(99.0)),
             latency(pct(99.99)),
-            job.cpu.us_per_io
+            latency(job.cpu.us_per_io * 1e3)
         );
     }
 }

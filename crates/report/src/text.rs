@@ -139,7 +139,7 @@ fn device_text(out: &mut String, d: &DeviceActivity) {
     }
     let _ = writeln!(
         out,
-        "  device {}: {:.0}% busy, avg queue {:.1}, {} IOPS ({} read, {} write){}{}",
+        "  device {}: {:.0}% busy, avg queue {:.1}, {} IOPS ({} reads and {} writes completed){}{}",
         d.device,
         d.util_pct,
         d.avg_queue,
@@ -469,7 +469,7 @@ mod tests {
         device_text(&mut out, &vda());
         assert_eq!(
             out,
-            "  device vda: 97% busy, avg queue 31.6, 12,304 IOPS (123,000 read, 45 write), await read 2.51ms write 880us; mq-deadline, nr_requests 256, hw queue depth 128, rotational\n"
+            "  device vda: 97% busy, avg queue 31.6, 12,304 IOPS (123,000 reads and 45 writes completed), await read 2.51ms write 880us; mq-deadline, nr_requests 256, hw queue depth 128, rotational\n"
         );
         let zram = DeviceActivity {
             device: "zram5".into(),
@@ -482,7 +482,7 @@ mod tests {
         device_text(&mut out, &zram);
         assert_eq!(
             out,
-            "  device zram5: 97% busy, avg queue 31.6, 12,304 IOPS (123,000 read, 0 write), await read 2.51ms; non-rotational\n"
+            "  device zram5: 97% busy, avg queue 31.6, 12,304 IOPS (123,000 reads and 0 writes completed), await read 2.51ms; non-rotational\n"
         );
     }
 

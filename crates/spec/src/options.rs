@@ -107,7 +107,8 @@ pub struct Options {
     #[arg(long, value_name = "N", help_heading = "Load")]
     pub workers: Option<Axis<u32>>,
 
-    /// I/O engine: uring (default), psync (one thread per outstanding I/O) or null (no I/O).
+    /// I/O engine: uring (default), aio (Linux native AIO), psync (one thread per outstanding
+    /// I/O) or null (no I/O).
     #[arg(long, value_name = "ENGINE", help_heading = "Load")]
     pub engine: Option<EngineKind>,
 

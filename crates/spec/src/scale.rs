@@ -1,5 +1,6 @@
-//! Target scaling: the same workload on each target alone, then on all of them at once, so the
-//! aggregate can be held against the sum of the singles.
+//! Studies of concurrency across a job: target scaling (the same workload on each target alone,
+//! then on all of them at once, so the aggregate can be held against the sum of the singles),
+//! and a blender's interference (each concurrent group alone, then all together).
 
 use std::path::PathBuf;
 
@@ -37,6 +38,28 @@ pub fn plan(base: &JobSpec) -> Result<Vec<JobSpec>, SpecError> {
         groups: paths.iter().enumerate().map(|(i, path)| alone(i, path)).collect(),
         ..base.clone()
     });
+    Ok(jobs)
+}
+
+/// The jobs of an interference run (`--each-alone`) of `base`'s concurrent groups: each group
+/// alone, in order, then the job as written, every group at once.
+pub fn each_alone(base: &JobSpec) -> Result<Vec<JobSpec>, SpecError> {
+    if base.groups.len() < 2 {
+        return Err(invalid(format!(
+            "--each-alone compares a job's concurrent groups, alone and together; job '{}' has one group (give a job file with several [[job.group]] tables)",
+            base.name
+        )));
+    }
+    let mut jobs: Vec<JobSpec> = base
+        .groups
+        .iter()
+        .map(|group| JobSpec {
+            name: format!("alone: {}", group.name),
+            groups: vec![group.clone()],
+            ..base.clone()
+        })
+        .collect();
+    jobs.push(JobSpec { name: format!("together: {} groups", base.groups.len()), ..base.clone() });
     Ok(jobs)
 }
 

@@ -1,4 +1,5 @@
-//! The mean and the median of plain figures, one definition for every crate that needs them.
+//! The mean and the median of plain figures, and a share in %, one definition for every crate
+//! that needs them.
 //! (Latency percentiles are never taken this way: they come from merged histograms.)
 
 /// The arithmetic mean; `None` for no values.
@@ -15,6 +16,15 @@ pub fn median(values: &[f64]) -> Option<f64> {
         0 => None,
         n if n % 2 == 1 => Some(sorted[mid]),
         _ => Some((sorted[mid - 1] + sorted[mid]) / 2.0),
+    }
+}
+
+/// `part` as a share of `whole`, in %; 0 when `whole` is not above 0.
+pub fn share_pct(part: f64, whole: f64) -> f64 {
+    if whole > 0.0 {
+        part / whole * 100.0
+    } else {
+        0.0
     }
 }
 

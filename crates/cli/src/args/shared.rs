@@ -11,12 +11,26 @@ pub struct StoreArgs {
     /// $XDG_DATA_HOME/iolab/results.db, else ~/.local/share/iolab/results.db).
     #[arg(long, value_name = "PATH", global = true)]
     pub db: Option<PathBuf>,
+    /// Set from a measuring command's `--no-store` (`KeepArgs`): the commands that only read
+    /// the database do not offer it.
+    #[arg(skip)]
+    pub no_store: bool,
+}
+
+/// Whether a measuring command keeps its run.
+#[derive(Debug, Clone, Copy, Default, Args)]
+pub struct KeepArgs {
     /// Keep nothing of this run in the results database.
-    #[arg(long, global = true)]
+    #[arg(long, help_heading = "Results")]
     pub no_store: bool,
 }
 
 impl StoreArgs {
+    /// The database for a measuring command, keeping its run or not as `keep` says.
+    pub fn keeping(&self, keep: KeepArgs) -> StoreArgs {
+        StoreArgs { no_store: keep.no_store, ..self.clone() }
+    }
+
     /// The database to use: --db, $IOLAB_DB, then the user's data directory.
     pub fn path(&self) -> Result<PathBuf, String> {
         self.db

@@ -10,7 +10,7 @@ use iolab_analysis::steady::SteadyRule;
 use iolab_spec::suite::Suite;
 use iolab_spec::{Axis, Bytes, Options};
 
-use super::MetricsArgs;
+use super::{KeepArgs, MetricsArgs};
 
 #[derive(Debug, Args)]
 pub struct RampArgs {
@@ -34,6 +34,9 @@ pub struct RampArgs {
     pub options: Options,
 
     #[command(flatten)]
+    pub keep: KeepArgs,
+
+    #[command(flatten)]
     pub metrics: MetricsArgs,
 }
 
@@ -49,6 +52,9 @@ pub struct SuiteArgs {
 
     #[command(flatten)]
     pub options: Options,
+
+    #[command(flatten)]
+    pub keep: KeepArgs,
 
     #[command(flatten)]
     pub metrics: MetricsArgs,
@@ -74,6 +80,9 @@ pub struct CliffArgs {
 
     #[command(flatten)]
     pub options: Options,
+
+    #[command(flatten)]
+    pub keep: KeepArgs,
 }
 
 /// The steady-state detector's settings; the defaults are the SNIA PTS's (`SteadyRule::default`).
@@ -125,6 +134,9 @@ pub struct SteadyArgs {
     pub options: Options,
 
     #[command(flatten)]
+    pub keep: KeepArgs,
+
+    #[command(flatten)]
     pub metrics: MetricsArgs,
 }
 
@@ -156,6 +168,9 @@ pub struct SweepArgs {
     pub options: Options,
 
     #[command(flatten)]
+    pub keep: KeepArgs,
+
+    #[command(flatten)]
     pub metrics: MetricsArgs,
 }
 
@@ -175,6 +190,9 @@ pub struct PreconditionArgs {
 
     #[command(flatten)]
     pub options: Options,
+
+    #[command(flatten)]
+    pub keep: KeepArgs,
 }
 
 #[derive(Debug, Args)]
@@ -185,6 +203,9 @@ pub struct LadderArgs {
 
     #[command(flatten)]
     pub options: Options,
+
+    #[command(flatten)]
+    pub keep: KeepArgs,
 }
 
 #[derive(Debug, Args)]
@@ -195,6 +216,9 @@ pub struct ScaleArgs {
 
     #[command(flatten)]
     pub options: Options,
+
+    #[command(flatten)]
+    pub keep: KeepArgs,
 }
 
 #[derive(Debug, Args)]
@@ -209,8 +233,16 @@ pub struct RunArgs {
     #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=100))]
     pub repeat: u32,
 
+    /// For a job of several concurrent groups (an I/O blender): run each group alone, then all
+    /// together, and say how much of its IOPS each kept beside the others and how its p99 grew.
+    #[arg(long)]
+    pub each_alone: bool,
+
     #[command(flatten)]
     pub options: Options,
+
+    #[command(flatten)]
+    pub keep: KeepArgs,
 
     #[command(flatten)]
     pub metrics: MetricsArgs,
