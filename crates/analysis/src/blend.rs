@@ -5,12 +5,12 @@
 
 use iolab_stats::central::share_pct;
 use iolab_stats::result::{GroupResult, JobResult, OpSummary};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// A group that kept less than this share of its IOPS alone lost to the others.
 pub const KEPT_PCT: f64 = 90.0;
 
-#[derive(Debug, Clone, Serialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct BlendRow {
     pub group: String,
     pub access: String,
@@ -22,7 +22,7 @@ pub struct BlendRow {
     pub together_p99_ns: Option<u64>,
 }
 
-#[derive(Debug, Clone, Serialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct BlendSummary {
     pub rows: Vec<BlendRow>,
     pub sum_alone_iops: f64,

@@ -10,7 +10,7 @@ use iolab_spec::ladder::Rung;
 use iolab_stats::machine::OwnerKind;
 use iolab_stats::result::JobResult;
 use iolab_stats::threads::ThreadClass;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::cpu;
 
@@ -20,11 +20,11 @@ pub const NOISE_PCT: f64 = 3.0;
 /// io-wq threads taking this share of a rung's CPU or more mean io_uring punted its requests.
 pub const PUNT_SHARE_PCT: f64 = 10.0;
 
-#[derive(Debug, Clone, Serialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct LadderRow {
     pub rung: Rung,
-    pub name: &'static str,
-    pub what: &'static str,
+    pub name: String,
+    pub what: String,
     /// Why the rung did not run (e.g. no poll queues), else `None`.
     pub skipped: Option<String>,
     /// What the kernel granted the engine.
@@ -47,7 +47,7 @@ pub struct LadderRow {
     pub busiest_outside: Option<String>,
 }
 
-#[derive(Debug, Clone, Serialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct LadderSummary {
     pub rows: Vec<LadderRow>,
     /// Plain-words findings, most important first.
@@ -70,8 +70,8 @@ fn row(outcome: &RungOutcome<'_>) -> LadderRow {
     let rung = outcome.rung;
     let mut row = LadderRow {
         rung,
-        name: rung.name(),
-        what: rung.describe(),
+        name: rung.name().to_string(),
+        what: rung.describe().to_string(),
         skipped: None,
         engine_setup: Vec::new(),
         iops: 0.0,

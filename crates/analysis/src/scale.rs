@@ -5,7 +5,7 @@ use iolab_stats::central::share_pct;
 use iolab_stats::machine::OwnerKind;
 use iolab_stats::result::{Bottleneck, JobResult};
 use iolab_stats::threads::ThreadClass;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::cpu;
 use crate::ladder::PUNT_SHARE_PCT;
@@ -14,7 +14,7 @@ use crate::verdict::{same_disk, KERNEL_THREAD_LIMIT_PCT};
 /// At or above this efficiency, the targets scale.
 pub const SCALES_PCT: f64 = 90.0;
 
-#[derive(Debug, Clone, Serialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct ScaleRow {
     pub target: String,
     pub alone_iops: f64,
@@ -24,7 +24,7 @@ pub struct ScaleRow {
     pub alone_cpu_us_per_io: f64,
 }
 
-#[derive(Debug, Clone, Serialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct ScaleSummary {
     pub rows: Vec<ScaleRow>,
     pub sum_of_singles_iops: f64,

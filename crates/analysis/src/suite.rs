@@ -2,13 +2,13 @@
 //! table of jobs, a load curve with its sweet spot, preconditioning, steady-state rounds, a
 //! matrix of IOPS. `iolab precondition` reports its `Preconditioning` alone.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::rounds::SteadyRounds;
 use crate::sweep::SweepSummary;
 
 /// One step of a suite as it ran; `jobs` are indices into the run report's jobs.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum SuiteSection {
     Table {
@@ -40,7 +40,7 @@ pub enum SuiteSection {
 }
 
 /// What preconditioning set out to do, beside the run itself.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Preconditioning {
     pub passes: u32,
     /// The region written on each pass (all targets together).

@@ -310,14 +310,17 @@ fn ladder_names_the_cheapest_and_the_fastest_rung_with_their_figures() {
         "cheapest on this target: psync at 1.50 us of CPU per I/O (90000 IOPS); fastest: aio at 160000 IOPS (1.80 us per I/O)"
     );
     let row = &summary.rows[0];
-    assert_eq!((row.rung, row.name, row.what), (Rung::Psync, "psync", Rung::Psync.describe()));
+    assert_eq!(
+        (row.rung, row.name.as_str(), row.what.as_str()),
+        (Rung::Psync, "psync", Rung::Psync.describe())
+    );
     assert_eq!(row.skipped, None);
     assert_eq!((row.p50_ns, row.p99_ns), (11_000, 30_000));
     assert!(close(row.iops, 90_000.0), "{row:?}");
     assert!(close(row.cpu_us_per_io, 1.5), "{row:?}");
     assert!(close(row.worker_us_per_io, 1.4), "{row:?}");
     assert_eq!((row.io_wq_us_per_io, row.sqpoll_us_per_io, row.io_wq_threads), (0.0, 0.0, 0));
-    assert_eq!(summary.rows.iter().map(|r| r.name).collect::<Vec<_>>(), ["psync", "aio", "uring"]);
+    assert_eq!(summary.rows.iter().map(|r| r.name.as_str()).collect::<Vec<_>>(), ["psync", "aio", "uring"]);
     // No io-wq anywhere: no punting finding; no uring+flags: no flags finding.
     assert_eq!(summary.verdict.len(), 1, "{:#?}", summary.verdict);
     assert_ladder_finite(&summary);
@@ -511,7 +514,7 @@ fn skipped_rung_is_a_row_and_a_finding() {
     let summary =
         ladder::summarize(&[ran(Rung::UringRegistered, &registered), skipped(Rung::UringIopoll, why)]);
     let row = &summary.rows[1];
-    assert_eq!((row.rung, row.name), (Rung::UringIopoll, "uring+iopoll"));
+    assert_eq!((row.rung, row.name.as_str()), (Rung::UringIopoll, "uring+iopoll"));
     assert_eq!(row.skipped.as_deref(), Some(why));
     assert_eq!((row.iops, row.cpu_us_per_io, row.p50_ns, row.p99_ns), (0.0, 0.0, 0, 0));
     assert!(row.engine_setup.is_empty());

@@ -54,7 +54,9 @@ fn measure(args: RunArgs, store: &StoreArgs, place: &mut Place<'_>) -> Result<Ex
 
 /// Each concurrent group alone, then all together, and what each lost to the others.
 fn each_alone(plan: &RunPlan, store: &StoreArgs, place: &mut Place<'_>) -> ExitCode {
-    Measurement::new("blend", plan).run(
+    let groups: Vec<&str> =
+        plan.jobs.last().map_or(Vec::new(), |j| j.groups.iter().map(|g| g.name.as_str()).collect());
+    Measurement::new("blend", plan).titled(format!("blend of {}", groups.join(", "))).run(
         store,
         place,
         |lab, progress| run_jobs(lab, plan, OnFailedStart::Stop, progress),

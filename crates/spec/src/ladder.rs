@@ -2,13 +2,13 @@
 //! (synchronous psync) to the most tuned io_uring, so the cost of each step is measured on the
 //! user's own target rather than assumed.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::model::{JobSpec, UringSpec};
 use crate::values::{EngineKind, RingSetup};
 
 /// One rung of the ladder.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Rung {
     /// pread/pwrite, one thread per outstanding I/O.
