@@ -129,7 +129,7 @@ fn is_buffered(fd: RawFd) -> bool {
 impl AioEngine {
     pub fn new(config: EngineConfig) -> Result<Self, EngineError> {
         let depth = config.qd.max(1);
-        let buffers = AlignedBuffers::new(depth, config.max_len, config.seed)?;
+        let buffers = AlignedBuffers::new(depth, config.max_len, config.seed, config.origin)?;
         let mut ctx: AioContext = 0;
         // io_setup requires `*ctx == 0` on entry and writes the new context there.
         // SAFETY: `ctx` is a live, zeroed aio_context_t the kernel may write.
@@ -232,7 +232,7 @@ impl Engine for AioEngine {
             return Queued::Busy;
         }
         assert!(request.slot < self.depth, "slot {} out of range", request.slot);
-        let buf = self.buffers.as_ref().map_or(std::ptr::null_mut(), |b| b.span(request.slot, request.len));
+        let buf = self.buffers.as_ref().map_or(std::ptr::null_mut(), |b| b.io_span(request.slot, &request));
         let iocb = Iocb {
             aio_data: u64::from(request.slot),
             aio_lio_opcode: match request.op {
@@ -363,8 +363,14 @@ mod tests {
     }
 
     fn engine(fd: RawFd, depth: u32) -> AioEngine {
-        let config =
-            EngineConfig { files: vec![fd], qd: depth, max_len: BLOCK, seed: 7, uring: UringSpec::default() };
+        let config = EngineConfig {
+            files: vec![fd],
+            qd: depth,
+            max_len: BLOCK,
+            seed: 7,
+            origin: None,
+            uring: UringSpec::default(),
+        };
         AioEngine::new(config).unwrap()
     }
 
@@ -449,6 +455,7 @@ mod tests {
             qd: 3,
             max_len: BLOCK,
             seed: 7,
+            origin: None,
             uring: UringSpec::default(),
         };
         let mut engine = AioEngine::new(config).unwrap();

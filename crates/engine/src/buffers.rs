@@ -6,7 +6,9 @@
 
 use std::alloc::{alloc, dealloc, Layout};
 
+use crate::engine::{IoRequest, Op};
 use crate::error::EngineError;
+use crate::stamp::WriteStamp;
 
 const ALIGN: usize = 4096;
 
@@ -14,6 +16,9 @@ pub struct AlignedBuffers {
     base: *mut u8,
     layout: Layout,
     stride: usize,
+    /// Stamps every write (`stamp::WriteStamp`); `None` sends the buffers as filled, the same
+    /// bytes from a slot on every write (for the benchmark that measures what stamping costs).
+    writes: Option<WriteStamp>,
 }
 
 // SAFETY: the allocation is owned by this struct and only reached through it; the raw pointer
@@ -21,7 +26,8 @@ pub struct AlignedBuffers {
 unsafe impl Send for AlignedBuffers {}
 
 impl AlignedBuffers {
-    pub fn new(slots: u32, max_len: u32, seed: u64) -> Result<Self, EngineError> {
+    /// `origin` names the writer in every write's stamp (`stamp::origin`); `None` stamps nothing.
+    pub fn new(slots: u32, max_len: u32, seed: u64, origin: Option<u64>) -> Result<Self, EngineError> {
         let stride = (max_len as usize).div_ceil(ALIGN).max(1) * ALIGN;
         let size = stride * slots.max(1) as usize;
         let layout = Layout::from_size_align(size, ALIGN).map_err(|_| EngineError::Syscall {
@@ -36,7 +42,7 @@ impl AlignedBuffers {
                 source: std::io::Error::from_raw_os_error(libc::ENOMEM),
             });
         }
-        let mut buffers = AlignedBuffers { base, layout, stride };
+        let mut buffers = AlignedBuffers { base, layout, stride, writes: origin.map(WriteStamp::new) };
         buffers.fill(seed);
         crate::stamp::mark_blocks(buffers.as_mut_slice());
         Ok(buffers)
@@ -78,6 +84,20 @@ impl AlignedBuffers {
         unsafe { self.base.add(slot as usize * self.stride) }
     }
 
+    /// The buffer of `slot` for `request`: as `span`, and a write's bytes stamped first (each
+    /// sector with the writer, the write's number and its offset). Reads cost nothing more.
+    pub fn io_span(&self, slot: u32, request: &IoRequest) -> *mut u8 {
+        let ptr = self.span(slot, request.len);
+        if let (Op::Write, Some(writes)) = (request.op, &self.writes) {
+            // SAFETY: `span` checked that `len` bytes from `ptr` are inside the allocation, and
+            // the slot is free: an engine is handed a slot only after its last request was
+            // reaped, so neither the kernel nor another request reads or writes these bytes now.
+            let bytes = unsafe { std::slice::from_raw_parts_mut(ptr, request.len as usize) };
+            writes.stamp(bytes, request.offset);
+        }
+        ptr
+    }
+
     /// Gives up the memory without freeing it: for when the kernel may still write into it.
     pub fn leak(self) {
         std::mem::forget(self);
@@ -97,7 +117,7 @@ mod tests {
 
     #[test]
     fn a_span_that_fits_its_slot_is_inside_the_allocation() {
-        let buffers = AlignedBuffers::new(4, 8192, 1).expect("buffers");
+        let buffers = AlignedBuffers::new(4, 8192, 1, None).expect("buffers");
         let (first, last) = (buffers.span(0, 8192), buffers.span(3, 4096));
         assert_eq!(last as usize - first as usize, 3 * 8192);
         assert_eq!(first as usize % ALIGN, 0);
@@ -106,14 +126,14 @@ mod tests {
     #[test]
     #[should_panic(expected = "does not fit")]
     fn a_transfer_longer_than_the_slot_is_refused_before_any_pointer_is_made() {
-        let buffers = AlignedBuffers::new(2, 4096, 1).expect("buffers");
+        let buffers = AlignedBuffers::new(2, 4096, 1, None).expect("buffers");
         let _ = buffers.span(0, 8192);
     }
 
     #[test]
     #[should_panic(expected = "out of range")]
     fn a_slot_beyond_the_buffers_is_refused() {
-        let buffers = AlignedBuffers::new(2, 4096, 1).expect("buffers");
+        let buffers = AlignedBuffers::new(2, 4096, 1, None).expect("buffers");
         let _ = buffers.span(2, 4096);
     }
 }

@@ -76,6 +76,9 @@ pub struct EngineConfig {
     pub max_len: u32,
     /// Seeds the buffers' pseudo-random content, so no two threads write the same data.
     pub seed: u64,
+    /// Names this writer in the stamp of every sector it writes (`stamp::origin`), so no two
+    /// sectors of a run are equal; `None` sends the buffers unstamped (benchmarks only).
+    pub origin: Option<u64>,
     /// io_uring's tuning; other engines ignore it.
     pub uring: UringSpec,
 }

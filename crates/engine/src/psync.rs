@@ -15,7 +15,7 @@ pub struct PsyncEngine {
 impl PsyncEngine {
     pub fn new(config: EngineConfig) -> Result<Self, EngineError> {
         Ok(PsyncEngine {
-            buffers: AlignedBuffers::new(1, config.max_len, config.seed)?,
+            buffers: AlignedBuffers::new(1, config.max_len, config.seed, config.origin)?,
             files: config.files,
             queued: None,
             done: None,
@@ -35,7 +35,7 @@ impl Engine for PsyncEngine {
     fn commit(&mut self, _wait_for: u32) -> Result<(), EngineError> {
         let Some(request) = self.queued.take() else { return Ok(()) };
         let fd = self.files[request.file as usize];
-        let buf = self.buffers.span(0, request.len);
+        let buf = self.buffers.io_span(0, &request);
         let len = request.len as usize;
         let offset = request.offset as libc::off_t;
         const _: () = assert!(usize::BITS == 64, "pread64's offset is one register only on 64-bit Linux");

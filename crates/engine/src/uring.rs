@@ -211,7 +211,7 @@ impl UringEngine {
         let spec = config.uring;
         let entries = config.qd.max(1).next_power_of_two();
         let (ring, mut granted) = build_ring(entries, &spec)?;
-        let buffers = AlignedBuffers::new(config.qd, config.max_len, config.seed)?;
+        let buffers = AlignedBuffers::new(config.qd, config.max_len, config.seed, config.origin)?;
         let fixed_files = spec.fixed_files && ring.submitter().register_files(&config.files).is_ok();
         let iovecs: Vec<libc::iovec> = (0..config.qd)
             .map(|slot| libc::iovec {
@@ -354,7 +354,7 @@ impl UringEngine {
     }
 
     fn entry(&self, request: &IoRequest) -> squeue::Entry {
-        let buf = self.buffers.as_ref().map_or(std::ptr::null_mut(), |b| b.span(request.slot, request.len));
+        let buf = self.buffers.as_ref().map_or(std::ptr::null_mut(), |b| b.io_span(request.slot, request));
         let (len, offset, slot) = (request.len, request.offset, request.slot as u16);
         macro_rules! build {
             ($fd:expr) => {

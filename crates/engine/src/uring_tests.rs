@@ -17,6 +17,7 @@ fn socket_engine() -> Option<(UringEngine, UnixStream, UnixStream)> {
         qd: 2,
         max_len: 4096,
         seed: 1,
+        origin: None,
         uring: UringSpec::tuned(),
     };
     match UringEngine::new(config) {
@@ -87,8 +88,14 @@ fn a_registered_ring_enters_by_index_on_its_own_thread_only() {
     let plain = || {
         let (socket, peer) = UnixStream::pair().expect("socket pair");
         let spec = UringSpec { ring_setup: RingSetup::Plain, ..UringSpec::tuned() };
-        let config =
-            EngineConfig { files: vec![socket.as_raw_fd()], qd: 2, max_len: 4096, seed: 1, uring: spec };
+        let config = EngineConfig {
+            files: vec![socket.as_raw_fd()],
+            qd: 2,
+            max_len: 4096,
+            seed: 1,
+            origin: None,
+            uring: spec,
+        };
         (UringEngine::new(config).expect("plain ring"), socket, peer)
     };
     let exchange = move |engine: &mut UringEngine, peer: &mut UnixStream| {

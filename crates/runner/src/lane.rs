@@ -25,7 +25,7 @@ use std::sync::mpsc::Sender;
 use std::sync::Mutex;
 
 use iolab_engine::{
-    open_engine, Completion, Engine, EngineConfig, EngineError, IoRequest, Op, Queued, WithEngine,
+    open_engine, stamp, Completion, Engine, EngineConfig, EngineError, IoRequest, Op, Queued, WithEngine,
 };
 use iolab_spec::{Burst, EngineKind, UringSpec};
 use iolab_stats::result::StopReason;
@@ -194,6 +194,8 @@ pub fn engine_config(plan: &LanePlan) -> (EngineKind, EngineConfig) {
         qd: plan.qd,
         max_len: plan.max_len,
         seed: plan.lane as u64 + 1,
+        // Every write stamped, unless a benchmark measures what the stamp costs.
+        origin: std::env::var_os("IOLAB_UNSTAMPED_WRITES").is_none().then(|| stamp::origin(plan.lane)),
         uring: plan.uring,
     };
     (plan.engine, config)
