@@ -180,6 +180,26 @@ pub fn number(value: f64) -> String {
     }
 }
 
+/// A figure of a table, to three significant figures whatever its size, so figures of one
+/// column read alike: "85.0k" beside "104k", "1.23M", "950", "0.0123".
+pub fn sig3(value: f64) -> String {
+    if value == 0.0 || !value.is_finite() {
+        return "0".to_string();
+    }
+    // Rounded first, so 9,999.7 reads "10.0k", not "10.00k".
+    let step = 10f64.powi(value.abs().log10().floor() as i32 - 2);
+    let rounded = (value / step).round() * step;
+    let (scaled, suffix) = if rounded.abs() >= 1e6 {
+        (rounded / 1e6, "M")
+    } else if rounded.abs() >= 1e4 {
+        (rounded / 1e3, "k")
+    } else {
+        (rounded, "")
+    };
+    let decimals = (2 - scaled.abs().log10().floor() as i32).max(0) as usize;
+    format!("{scaled:.decimals$}{suffix}")
+}
+
 fn trim(text: &str) -> String {
     if text.contains('.') {
         text.trim_end_matches('0').trim_end_matches('.').to_string()
@@ -262,6 +282,15 @@ mod tests {
         assert_eq!(number(0.25), "0.25");
         assert_eq!(number(40.0), "40");
         assert_eq!(nice_step(13.0), 20.0);
+    }
+
+    #[test]
+    fn table_figures_have_three_significant_figures() {
+        let shown: Vec<String> = [85_000.0, 104_200.0, 1_234_567.0, 950.0, 12.345, 0.012_34, 9_999.7, 0.0]
+            .iter()
+            .map(|&v| sig3(v))
+            .collect();
+        assert_eq!(shown, ["85.0k", "104k", "1.23M", "950", "12.3", "0.0123", "10.0k", "0"]);
     }
 
     #[test]
