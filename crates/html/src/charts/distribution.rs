@@ -6,7 +6,7 @@ use iolab_stats::OpStats;
 use plotters::style::RGBColor;
 
 use crate::charts::{chosen_points, latency_unit, named, Chosen, Figure};
-use crate::plot::{Axis, Chart, Line, Scale};
+use crate::plot::{self, Axis, Chart, Line, Scale};
 use crate::{workload, HtmlError, Subject};
 
 /// Bucket width of the histogram chart: each bucket is this factor wider than the last
@@ -22,19 +22,21 @@ pub(crate) fn percentiles(subjects: &[Subject<'_>]) -> Result<Vec<Figure>, HtmlE
         for Chosen { point, what, color } in chosen_points(subject) {
             let workload = workload::of(point);
             let Some(latency) = &point.summary.total.latency else { continue };
-            let mut add = |name: String, dashed: bool, latency: &LatencySummary| {
+            let mut add = |name: String, color: RGBColor, dashed: bool, latency: &LatencySummary| {
                 let points: Vec<(f64, f64)> =
                     latency.percentiles.iter().filter(|p| p.p < 100.0).map(|p| (p.p, p.ns as f64)).collect();
                 if !points.is_empty() {
                     wanted.push((workload.clone(), Line { name, color, dashed, markers: true, points }));
                 }
             };
-            add(named(subject, &what), false, latency);
+            add(named(subject, &what), color, false, latency);
             let groups = workload::groups(point);
-            for group in groups.iter().filter(|_| groups.len() > 1) {
+            for (index, group) in groups.iter().enumerate().filter(|_| groups.len() > 1) {
                 let Ok(op) = serde_json::from_value::<OpSummary>(group.total.clone()) else { continue };
                 if let Some(latency) = &op.latency {
-                    add(named(subject, &format!("{what}: group {} ({})", group.name, group.access)), true, latency);
+                    // Each group a shade of the run's colour: one run, told apart within it.
+                    let name = named(subject, &format!("{what}: group {} ({})", group.name, group.access));
+                    add(name, plot::shade(color, index + 1), true, latency);
                 }
             }
         }

@@ -106,16 +106,17 @@ pub(crate) fn chosen_points<'a>(subject: &'a Subject<'_>) -> Vec<Chosen<'a>> {
         "ramp" => points.first().into_iter().collect(),
         _ => points.iter().collect(),
     };
-    let several = pick.len() > 1;
+    // Shades count within a workload: the points that share a panel are the ones to tell apart.
+    let mut seen: Vec<String> = Vec::new();
     pick.into_iter()
-        .enumerate()
-        .map(|(i, point)| {
-            let color = subject.color(if several { i } else { 0 });
-            Chosen { point, what: point.name.clone(), color }
+        .map(|point| {
+            let workload = crate::workload::of(point);
+            let index = seen.iter().filter(|w| **w == workload).count();
+            seen.push(workload);
+            Chosen { point, what: point.name.clone(), color: subject.color(index) }
         })
         .collect()
 }
-
 
 /// "#12 sweep /dev/nvme0n1 · qd 8": a run's name with what of it a line shows.
 pub(crate) fn named(subject: &Subject<'_>, what: &str) -> String {
