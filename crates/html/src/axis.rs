@@ -98,8 +98,9 @@ impl Axis {
                 (if self.from_zero && low >= 0.0 { low } else { low - pad }, high + pad)
             }
             Scale::Log => {
-                let pad = ((high - low) * 0.06).max(0.08);
-                (low - pad, high + pad)
+                // Out to the next 1-2-5 value each side, so the lowest and highest points have a
+                // labelled tick beyond them to be read against.
+                (snap(low - 0.02, false), snap(high + 0.02, true))
             }
             Scale::Nines => (0.2, high.max(2.0) + 0.2),
         }
@@ -153,6 +154,19 @@ impl Axis {
             }
         }
     }
+}
+
+/// `placed` (a log10) moved down (or `up`) to the nearest log10 of 1, 2 or 5 times a power of ten.
+fn snap(placed: f64, up: bool) -> f64 {
+    let grid = [0.0, 2f64.log10(), 5f64.log10(), 1.0];
+    let decade = placed.floor();
+    let within = placed - decade;
+    let step = if up {
+        grid.iter().copied().find(|g| *g >= within - 1e-9)
+    } else {
+        grid.iter().rev().copied().find(|g| *g <= within + 1e-9)
+    };
+    decade + step.unwrap_or(within)
 }
 
 /// 1, 2 or 5 times a power of ten, at least `raw`.
@@ -248,6 +262,13 @@ mod tests {
         let (bold, _) = axis.ticks(low, high);
         let labels: Vec<String> = bold.iter().map(|&v| axis.label_at(v)).collect();
         assert!(labels.contains(&"1".to_string()) && labels.contains(&"1000".to_string()), "{labels:?}");
+    }
+
+    #[test]
+    fn log_axes_reach_a_tick_beyond_each_end() {
+        let axis = Axis::log("latency (ms)");
+        let (low, high) = axis.span(&[0.03_f64.log10(), 8.0_f64.log10()]);
+        assert!((10f64.powf(low) - 0.02).abs() < 1e-9 && (10f64.powf(high) - 10.0).abs() < 1e-9, "{low} {high}");
     }
 
     #[test]
