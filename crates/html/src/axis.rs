@@ -268,7 +268,10 @@ mod tests {
     fn log_axes_reach_a_tick_beyond_each_end() {
         let axis = Axis::log("latency (ms)");
         let (low, high) = axis.span(&[0.03_f64.log10(), 8.0_f64.log10()]);
-        assert!((10f64.powf(low) - 0.02).abs() < 1e-9 && (10f64.powf(high) - 10.0).abs() < 1e-9, "{low} {high}");
+        assert!(
+            (10f64.powf(low) - 0.02).abs() < 1e-9 && (10f64.powf(high) - 10.0).abs() < 1e-9,
+            "{low} {high}"
+        );
     }
 
     #[test]

@@ -118,7 +118,8 @@ fn leaves(value: &Value) -> Vec<(String, Value)> {
             Value::Object(map) => map.iter().for_each(|(k, v)| walk(&join(k), v, out)),
             Value::Array(items) if items.iter().all(Value::is_object) && !items.is_empty() => {
                 for (index, item) in items.iter().enumerate() {
-                    let name = item.get("path").and_then(Value::as_str).map_or(index.to_string(), String::from);
+                    let name =
+                        item.get("path").and_then(Value::as_str).map_or(index.to_string(), String::from);
                     walk(&format!("{prefix}[{name}]"), item, out);
                 }
             }
@@ -140,7 +141,9 @@ fn shown(key: &str, value: &Value) -> String {
         Value::Bool(false) => "no".to_string(),
         Value::Array(items) if items.is_empty() => "none".to_string(),
         Value::Array(items) => items.iter().map(|v| shown(key, v)).collect::<Vec<_>>().join(", "),
-        Value::Object(map) => flat(map).iter().map(|(k, v)| format!("{k} {v}")).collect::<Vec<_>>().join(", "),
+        Value::Object(map) => {
+            flat(map).iter().map(|(k, v)| format!("{k} {v}")).collect::<Vec<_>>().join(", ")
+        }
         other => other.to_string(),
     }
 }

@@ -7,10 +7,10 @@ use std::fmt::Write;
 use iolab_store::Point;
 
 use crate::charts::{latency_unit, Figure};
-use crate::{environment, workload};
 use crate::plot::sig3;
 use crate::studies::Study;
 use crate::Subject;
+use crate::{environment, workload};
 
 const STYLE: &str = r#"
 body { font-family: system-ui, -apple-system, "Segoe UI", Roboto, "DejaVu Sans", sans-serif; font-size: 15px;
@@ -47,7 +47,12 @@ details summary { cursor: pointer; color: #555; font-size: 14px; }
 /// The whole document.
 /// `hosts[i]` is the Hosts panel (or panels) of `subjects[i]`, already drawn; "" for none.
 /// `summary` is the comparison the page opens with (`summary::html`).
-pub(crate) fn document(subjects: &[Subject<'_>], summary: &str, figures: &[Figure], hosts: &[String]) -> String {
+pub(crate) fn document(
+    subjects: &[Subject<'_>],
+    summary: &str,
+    figures: &[Figure],
+    hosts: &[String],
+) -> String {
     let mut out = String::new();
     let title = if subjects.len() == 1 {
         format!("iolab report: {}", subjects[0].name)

@@ -56,7 +56,8 @@ pub fn color(index: usize) -> RGBColor {
 /// The `index`-th line of one run: the run's colour, then darker and lighter by turns (mixed
 /// with black or white), far enough apart to tell two lines of one run from each other.
 pub fn shade(color: RGBColor, index: usize) -> RGBColor {
-    let (toward, share) = [(0.0, 0.0), (0.0, 0.45), (255.0, 0.5), (0.0, 0.7), (255.0, 0.72), (0.0, 0.25)][index % 6];
+    let (toward, share) =
+        [(0.0, 0.0), (0.0, 0.45), (255.0, 0.5), (0.0, 0.7), (255.0, 0.72), (0.0, 0.25)][index % 6];
     let channel = |c: u8| (f64::from(c) * (1.0 - share) + toward * share).round() as u8;
     RGBColor(channel(color.0), channel(color.1), channel(color.2))
 }
@@ -315,9 +316,15 @@ impl Chart {
         for (px, py, mark) in labels {
             let width = label_width(&mark.label);
             let covered = |b: &[i32; 4]| {
-                let hits = data.iter().filter(|(x, y)| b[0] - 3 <= *x && *x <= b[2] + 3 && b[1] - 3 <= *y && *y <= b[3] + 3);
+                let hits = data
+                    .iter()
+                    .filter(|(x, y)| b[0] - 3 <= *x && *x <= b[2] + 3 && b[1] - 3 <= *y && *y <= b[3] + 3);
                 hits.count()
-                    + 1000 * taken.iter().filter(|t| b[0] < t[2] && t[0] < b[2] && b[1] < t[3] && t[1] < b[3]).count()
+                    + 1000
+                        * taken
+                            .iter()
+                            .filter(|t| b[0] < t[2] && t[0] < b[2] && b[1] < t[3] && t[1] < b[3])
+                            .count()
             };
             let candidates = [-34, 12, -56, 34, -78, 56, -100, 78, -122, 100, -144, 122]
                 .into_iter()
@@ -325,11 +332,13 @@ impl Chart {
                 .map(|(x0, dy)| [x0, py + dy, x0 + width, py + dy + 20])
                 .filter(|b| b[0] >= left && b[2] <= right && b[1] >= top && b[3] <= bottom);
             // The nearest place that covers nothing, else the one that covers least.
-            let label_box = candidates.min_by_key(|b| covered(b)).unwrap_or([px + 14, py - 34, px + 14 + width, py - 14]);
+            let label_box =
+                candidates.min_by_key(|b| covered(b)).unwrap_or([px + 14, py - 34, px + 14 + width, py - 14]);
             taken.push(label_box);
             // A leader from the ring to its label, so each label plainly belongs to one ring.
             let end_x = if label_box[0] > px { label_box[0] } else { label_box[2] };
-            let leader = PathElement::new(vec![(px, py), (end_x, label_box[1] + 10)], mark.color.stroke_width(1));
+            let leader =
+                PathElement::new(vec![(px, py), (end_x, label_box[1] + 10)], mark.color.stroke_width(1));
             area.draw(&leader).map_err(draw)?;
             area.draw(&Rectangle::new(
                 [(label_box[0], label_box[1]), (label_box[2], label_box[3])],
@@ -341,7 +350,8 @@ impl Chart {
                 .style(FontStyle::Bold)
                 .color(&darker(mark.color))
                 .pos(Pos::new(HPos::Left, VPos::Top));
-            area.draw(&Text::new(mark.label.clone(), (label_box[0] + 4, label_box[1] + 2), style)).map_err(draw)?;
+            area.draw(&Text::new(mark.label.clone(), (label_box[0] + 4, label_box[1] + 2), style))
+                .map_err(draw)?;
         }
         Ok(())
     }

@@ -120,7 +120,11 @@ fn differences(entries: &[Entry<'_>]) -> Vec<Option<[Option<Difference>; 2]>> {
 
 /// "4KiB random read: #3 is fastest, 212k IOPS at qd 16 (sweet spot); #1 gives 26% fewer
 /// (p99 40% higher), noise unknown."
-fn sentence(workload: &str, entries: &[Entry<'_>], differences: &[Option<[Option<Difference>; 2]>]) -> String {
+fn sentence(
+    workload: &str,
+    entries: &[Entry<'_>],
+    differences: &[Option<[Option<Difference>; 2]>],
+) -> String {
     let first = &entries[0];
     let mut text = format!(
         "<strong>{}</strong>: {} is fastest, {} IOPS at {}",
@@ -141,11 +145,16 @@ fn sentence(workload: &str, entries: &[Entry<'_>], differences: &[Option<[Option
             tagged(entry.subject),
             -iops.pct,
             esc(&entry.what),
-            p99.as_ref().map_or_else(String::new, |d| format!(" (p99 {:.0}% {})", d.pct.abs(), if d.pct >= 0.0 { "higher" } else { "lower" })),
+            p99.as_ref().map_or_else(String::new, |d| format!(
+                " (p99 {:.0}% {})",
+                d.pct.abs(),
+                if d.pct >= 0.0 { "higher" } else { "lower" }
+            )),
             if iops.noise == Noise::Unknown { String::new() } else { format!(", {}", noise(iops)) }
         );
     }
-    let unknown = differences.iter().flatten().any(|d| d[0].as_ref().is_some_and(|d| d.noise == Noise::Unknown));
+    let unknown =
+        differences.iter().flatten().any(|d| d[0].as_ref().is_some_and(|d| d.noise == Noise::Unknown));
     text.push_str(if unknown { " (each measured once: noise unknown)." } else { "." });
     text
 }
@@ -165,12 +174,27 @@ fn noise(difference: &Difference) -> &'static str {
 
 /// The run's id in its colour, named in full on hover.
 fn tagged(subject: &Subject<'_>) -> String {
-    format!("{}<strong title=\"{}\">{}</strong>", swatch(subject.base), esc(&subject.name), esc(&subject.tag()))
+    format!(
+        "{}<strong title=\"{}\">{}</strong>",
+        swatch(subject.base),
+        esc(&subject.name),
+        esc(&subject.tag())
+    )
 }
 
-fn row(out: &mut String, entry: &Entry<'_>, fastest: bool, difference: Option<&[Option<Difference>; 2]>, scale: f64) {
+fn row(
+    out: &mut String,
+    entry: &Entry<'_>,
+    fastest: bool,
+    difference: Option<&[Option<Difference>; 2]>,
+    scale: f64,
+) {
     let versus = match difference.and_then(|d| d[0].as_ref()) {
-        Some(d) => format!("{:+.0}%{}", d.pct, if d.noise == Noise::Unknown { String::new() } else { format!(" ({})", noise(d)) }),
+        Some(d) => format!(
+            "{:+.0}%{}",
+            d.pct,
+            if d.noise == Noise::Unknown { String::new() } else { format!(" ({})", noise(d)) }
+        ),
         None if fastest => "fastest".to_string(),
         None => "—".to_string(),
     };

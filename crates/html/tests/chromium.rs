@@ -98,14 +98,20 @@ fn lay_out(browser: &Path, html: &str, dir: &Path, name: &str) -> Laid {
         .expect("writes the measured copy");
     let mut dump = Command::new(browser);
     common(&mut dump);
-    let output = dump.arg("--dump-dom").arg(format!("file://{}", measured.display())).output().expect("chromium starts");
+    let output = dump
+        .arg("--dump-dom")
+        .arg(format!("file://{}", measured.display()))
+        .output()
+        .expect("chromium starts");
     let dom = String::from_utf8_lossy(&output.stdout);
     let json = dom
         .rsplit("<pre id=\"iolab-checks\">")
         .next()
         .filter(|_| dom.contains("<pre id=\"iolab-checks\">{"))
         .and_then(|rest| rest.split("</pre>").next())
-        .unwrap_or_else(|| panic!("the script did not run; chromium said: {}", String::from_utf8_lossy(&output.stderr)));
+        .unwrap_or_else(|| {
+            panic!("the script did not run; chromium said: {}", String::from_utf8_lossy(&output.stderr))
+        });
     let json = json.replace("&lt;", "<").replace("&gt;", ">").replace("&quot;", "\"").replace("&amp;", "&");
     let value: serde_json::Value = serde_json::from_str(&json).expect("the script's JSON");
     let strings = |v: &serde_json::Value| -> Vec<String> {
@@ -116,7 +122,13 @@ fn lay_out(browser: &Path, html: &str, dir: &Path, name: &str) -> Laid {
             .as_array()
             .into_iter()
             .flatten()
-            .map(|f| (f["kind"].as_str().unwrap_or_default().into(), f["workload"].as_str().unwrap_or_default().into(), strings(&f["texts"])))
+            .map(|f| {
+                (
+                    f["kind"].as_str().unwrap_or_default().into(),
+                    f["workload"].as_str().unwrap_or_default().into(),
+                    strings(&f["texts"]),
+                )
+            })
             .collect(),
         overflows: strings(&value["overflows"]),
         summary: value["summary"].as_str().map(String::from),
@@ -128,7 +140,9 @@ fn block_sizes(text: &str) -> Vec<String> {
     text.split(|c: char| !c.is_ascii_alphanumeric())
         .filter(|w| {
             let digits = w.trim_end_matches(char::is_alphabetic);
-            !digits.is_empty() && digits.chars().all(|c| c.is_ascii_digit()) && ["KiB", "MiB", "GiB"].contains(&&w[digits.len()..])
+            !digits.is_empty()
+                && digits.chars().all(|c| c.is_ascii_digit())
+                && ["KiB", "MiB", "GiB"].contains(&&w[digits.len()..])
         })
         .map(String::from)
         .collect()
@@ -170,11 +184,15 @@ fn a_comparison_of_several_kinds_reads_cleanly_in_chromium() {
             panic!("no {kind} panel for {workload}");
         };
         for id in ids {
-            assert!(texts.iter().any(|t| t.starts_with(&format!("#{id} "))), "{kind} {workload}: run {id} is missing");
+            assert!(
+                texts.iter().any(|t| t.starts_with(&format!("#{id} "))),
+                "{kind} {workload}: run {id} is missing"
+            );
         }
     }
     // The blender's groups are each drawn beside its total.
-    let (_, _, texts) = laid.figures.iter().find(|(k, w, _)| k == "percentiles" && w == blender).expect("the blender panel");
+    let (_, _, texts) =
+        laid.figures.iter().find(|(k, w, _)| k == "percentiles" && w == blender).expect("the blender panel");
     for group in ["group oltp (4KiB random read)", "group backup (128KiB sequential write)"] {
         assert!(texts.iter().any(|t| t.ends_with(group)), "the blender's {group}: {texts:?}");
     }

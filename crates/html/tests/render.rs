@@ -96,7 +96,10 @@ fn every_chart_kind_is_drawn_from_real_runs() {
     for kind in ["qd-iops", "qd-latency", "latency-iops"] {
         let svg = &figure(&all, kind);
         let labels = texts(svg);
-        assert!(labels.iter().any(|t| t == "#1 sweet spot: qd 8"), "{kind}: run 1's sweet spot in {labels:?}");
+        assert!(
+            labels.iter().any(|t| t == "#1 sweet spot: qd 8"),
+            "{kind}: run 1's sweet spot in {labels:?}"
+        );
         assert!(labels.iter().any(|t| t == "#2 sweet spot: bs 64KiB, qd 2"), "{kind}: run 2's knee");
         assert!(labels.iter().any(|t| t == "#2 best (no knee): bs 4KiB, qd 8"), "{kind}: run 2's best point");
     }

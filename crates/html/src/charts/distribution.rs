@@ -52,7 +52,8 @@ pub(crate) fn percentiles(subjects: &[Subject<'_>]) -> Result<Vec<Figure>, HtmlE
             binary: false,
             whole: false,
         };
-        let mut chart = Chart::new("Latency percentiles", x, Axis::log(format!("latency ({unit}), log scale")));
+        let mut chart =
+            Chart::new("Latency percentiles", x, Axis::log(format!("latency ({unit}), log scale")));
         for mut line in lines {
             line.points.iter_mut().for_each(|p| p.1 /= scale);
             chart.lines.push(line);
@@ -96,7 +97,13 @@ pub(crate) fn histogram(subjects: &[Subject<'_>]) -> Result<Vec<Figure>, HtmlErr
         let y = Axis::log("share of I/Os per bucket (%), log scale");
         let mut chart = Chart::new("Latency histogram", x, y);
         for (name, color, stats) in lines {
-            chart.lines.push(Line { name, color, dashed: false, markers: false, points: density(&stats, scale) });
+            chart.lines.push(Line {
+                name,
+                color,
+                dashed: false,
+                markers: false,
+                points: density(&stats, scale),
+            });
         }
         let mut caption = format!(
             "Reads and writes together, from the exact histogram the store keeps. Each bucket is {:.0}% wider than the one before; the height is its share of all I/Os, so the tail shows down to single I/Os. Gaps are buckets with none.",

@@ -7,9 +7,9 @@ use iolab_analysis::sweep::{CurveSummary, SweepRow, SweepSummary};
 use iolab_spec::sweep::LoadAxis;
 
 use crate::charts::{latency_unit, named, Figure};
-use crate::workload;
 use crate::plot::{Axis, Chart, Line, Mark};
 use crate::studies::Study;
+use crate::workload;
 use crate::{HtmlError, Subject};
 
 /// Each sweep curve with its rows (in load order), its colour and its legend name.
@@ -125,7 +125,13 @@ pub(crate) fn load_curves(subjects: &[Subject<'_>]) -> Result<Vec<Figure>, HtmlE
         let mut iops = Chart::new("IOPS against outstanding I/Os", x.clone(), y);
         for v in &views {
             let points = v.rows.iter().map(|r| (f64::from(outstanding(r)), r.iops)).collect();
-            iops.lines.push(Line { name: v.name.clone(), color: v.color, dashed: false, markers: true, points });
+            iops.lines.push(Line {
+                name: v.name.clone(),
+                color: v.color,
+                dashed: false,
+                markers: true,
+                points,
+            });
             if let Some((row, label)) = &v.spot {
                 iops.marks.push(Mark {
                     at: (f64::from(outstanding(row)), row.iops),
@@ -264,11 +270,17 @@ pub(crate) fn cpu_per_io(subjects: &[Subject<'_>]) -> Result<Vec<Figure>, HtmlEr
     for subject in subjects.iter().filter(|s| s.study.sweeps().iter().all(|w| w.load_axis == LoadAxis::None))
     {
         let measured = subject.run.points.iter().filter(|p| p.summary.total.iops > 0.0);
-        let points = measured.filter_map(|p| Some((workload::of(p), (p.summary.total.iops, p.summary.cpu_us_per_io?))));
+        let points = measured
+            .filter_map(|p| Some((workload::of(p), (p.summary.total.iops, p.summary.cpu_us_per_io?))));
         for (workload, points) in workload::grouped(points) {
             // Points of one run that are not a load curve are not joined: a line would claim an order.
-            let mut line =
-                Line { name: subject.name.clone(), color: subject.color(0), dashed: false, markers: true, points: Vec::new() };
+            let mut line = Line {
+                name: subject.name.clone(),
+                color: subject.color(0),
+                dashed: false,
+                markers: true,
+                points: Vec::new(),
+            };
             for point in points {
                 line.points.extend([point, (f64::NAN, f64::NAN)]);
             }

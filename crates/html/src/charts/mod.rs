@@ -39,7 +39,12 @@ impl Figure {
     }
 
     /// A panel of one workload: the workload in its title and its `data-workload`.
-    fn panel(kind: &'static str, mut chart: Chart, workload: &str, caption: impl Into<String>) -> Result<Figure, HtmlError> {
+    fn panel(
+        kind: &'static str,
+        mut chart: Chart,
+        workload: &str,
+        caption: impl Into<String>,
+    ) -> Result<Figure, HtmlError> {
         if !workload.is_empty() {
             chart.title = format!("{}: {workload}", chart.title);
         }

@@ -32,7 +32,8 @@ pub(crate) fn series(subjects: &[Subject<'_>]) -> Result<Vec<Figure>, HtmlError>
         let iops_axis = Axis::auto("IOPS (I/Os per second)", all().map(|s| s.iops), 20.0);
         let mut iops = Chart::new("IOPS per interval", x(), iops_axis);
         let (scale, unit) = latency_unit(all().map(|s| s.p99_ns as f64).fold(0.0, f64::max));
-        let p99_axis = Axis::auto(format!("p99 latency ({unit})"), all().map(|s| s.p99_ns as f64 / scale), 30.0);
+        let p99_axis =
+            Axis::auto(format!("p99 latency ({unit})"), all().map(|s| s.p99_ns as f64 / scale), 30.0);
         let mut p99 = Chart::new("p99 latency per interval", x(), p99_axis);
         let mut interval: f64 = 0.0;
         for (name, color, point) in &chosen {
@@ -49,7 +50,8 @@ pub(crate) fn series(subjects: &[Subject<'_>]) -> Result<Vec<Figure>, HtmlError>
             "one value per interval (up to {} s; a job's last interval may be shorter), drawn at its middle",
             number(interval)
         );
-        let caption = format!("IOPS of each run's point(s) shown: {each}. A stall shows as a point at zero IOPS.");
+        let caption =
+            format!("IOPS of each run's point(s) shown: {each}. A stall shows as a point at zero IOPS.");
         figures.push(Figure::panel("series-iops", iops, &workload, caption)?);
         let caption = format!("The 99th percentile latency of the I/Os completed in each interval, {each}. A spike is an interval whose slowest 1% were slow; compare it with the IOPS chart above.");
         figures.push(Figure::panel("series-p99", p99, &workload, caption)?);
