@@ -16,6 +16,25 @@ fn chromium() -> Option<PathBuf> {
         .find(|candidate| candidate.is_file())
 }
 
+/// Chromium, or `None` once the test's skip is recorded with its reason.
+fn chromium_or_skip() -> Option<PathBuf> {
+    let found = chromium();
+    if found.is_none() {
+        iolab_test_support::skip!(
+            iolab_test_support::Missing::Chromium,
+            "no chromium on PATH (apt-get install chromium)"
+        );
+    }
+    found
+}
+
+/// Where pages and screenshots are written: IOLAB_HTML_KEEP to keep them, else `scratch`.
+fn keep_dir(scratch: &Path) -> PathBuf {
+    let dir = std::env::var_os("IOLAB_HTML_KEEP").map_or_else(|| scratch.to_path_buf(), PathBuf::from);
+    std::fs::create_dir_all(&dir).expect("the output directory");
+    dir
+}
+
 /// Share of the image's pixels that are not (near) white, and its size.
 fn ink(png_path: &Path) -> (f64, u32, u32) {
     let file = std::fs::File::open(png_path).expect("the screenshot exists");
@@ -32,12 +51,7 @@ fn ink(png_path: &Path) -> (f64, u32, u32) {
 
 #[test]
 fn headless_chromium_renders_the_report() {
-    let Some(browser) = chromium() else {
-        return iolab_test_support::skip!(
-            iolab_test_support::Missing::Chromium,
-            "no chromium on PATH (apt-get install chromium)"
-        );
-    };
+    let Some(browser) = chromium_or_skip() else { return };
     let runs = vec![
         support::iolab_run(1, "sweep", "sweep.json"),
         support::iolab_run(2, "sweep", "sweep_bs.json"),
@@ -49,8 +63,7 @@ fn headless_chromium_renders_the_report() {
     ];
     let html = iolab_html::render(&runs).expect("renders");
     let scratch = tempfile::tempdir().expect("a temp dir");
-    let dir = std::env::var_os("IOLAB_HTML_KEEP").map_or_else(|| scratch.path().to_path_buf(), PathBuf::from);
-    std::fs::create_dir_all(&dir).expect("the output directory");
+    let dir = keep_dir(scratch.path());
     let page = dir.join("report.html");
     std::fs::write(&page, html).expect("writes the page");
     let shot = dir.join("report.png");
@@ -152,17 +165,11 @@ fn block_sizes(text: &str) -> Vec<String> {
 /// 1 MiB, a quick suite, a blender job of two groups, a fio import) reads without editing.
 #[test]
 fn a_comparison_of_several_kinds_reads_cleanly_in_chromium() {
-    let Some(browser) = chromium() else {
-        return iolab_test_support::skip!(
-            iolab_test_support::Missing::Chromium,
-            "no chromium on PATH (apt-get install chromium)"
-        );
-    };
+    let Some(browser) = chromium_or_skip() else { return };
     let runs = support::comparison_runs();
     let html = iolab_html::render(&runs).expect("renders");
     let scratch = tempfile::tempdir().expect("a temp dir");
-    let dir = std::env::var_os("IOLAB_HTML_KEEP").map_or_else(|| scratch.path().to_path_buf(), PathBuf::from);
-    std::fs::create_dir_all(&dir).expect("the output directory");
+    let dir = keep_dir(scratch.path());
     let laid = lay_out(&browser, &html, &dir, "comparison");
 
     // Every requested run in every panel it has data for (ids as stored: 1 sweep 4 KiB,
