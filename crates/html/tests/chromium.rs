@@ -175,7 +175,7 @@ fn a_comparison_of_several_kinds_reads_cleanly_in_chromium() {
     // Every requested run in every panel it has data for (ids as stored: 1 sweep 4 KiB,
     // 2 sweep 1 MiB, 3 sweep 4 KiB on the other target, 4 suite, 5 blender, 6 fio).
     let blender = "4KiB random read + 128KiB sequential write";
-    let expected: [(&str, &str, &[i64]); 9] = [
+    let expected: [(&str, &str, &[i64]); 12] = [
         ("percentiles", "4KiB random read", &[1, 3, 4, 6]),
         ("percentiles", "1MiB random read", &[2]),
         ("percentiles", "1MiB sequential write", &[4]),
@@ -185,6 +185,9 @@ fn a_comparison_of_several_kinds_reads_cleanly_in_chromium() {
         ("qd-iops", "4KiB random read", &[1, 3]),
         ("qd-iops", "1MiB random read", &[2]),
         ("cpu-per-io", "4KiB random read", &[1, 3, 4]),
+        ("series-iops", "4KiB random read", &[1, 3, 4]),
+        ("series-p99", "4KiB random read", &[1, 3, 4]),
+        ("series-iops", blender, &[5]),
     ];
     for (kind, workload, ids) in expected {
         let Some((_, _, texts)) = laid.figures.iter().find(|(k, w, _)| k == kind && w == workload) else {
