@@ -20,7 +20,7 @@ use crate::{workload, Subject};
 struct Entry<'a> {
     subject: &'a Subject<'a>,
     point: &'a Point,
-    /// "qd 8 (sweet spot)", "RND4K Q1T1 read".
+    /// "sweet spot at qd 8", "RND4K Q1T1 read".
     what: String,
 }
 
@@ -34,6 +34,8 @@ fn entries<'a>(subjects: &'a [Subject<'a>]) -> Vec<(String, Vec<Entry<'a>>)> {
         {
             let best = chosen.into_iter().max_by(|a, b| iops(a.point).total_cmp(&iops(b.point)));
             if let Some(Chosen { point, what, .. }) = best {
+                let what =
+                    what.strip_suffix(" (sweet spot)").map_or(what.clone(), |n| format!("sweet spot at {n}"));
                 all.push((workload, Entry { subject, point, what }));
             }
         }
@@ -118,8 +120,8 @@ fn differences(entries: &[Entry<'_>]) -> Vec<Option<[Option<Difference>; 2]>> {
     (0..entries.len()).map(|k| (k > 0).then(|| [metric(Metric::Iops, k), metric(Metric::P99Ns, k)])).collect()
 }
 
-/// "4KiB random read: #3 is fastest, 212k IOPS at qd 16 (sweet spot); #1 gives 26% fewer
-/// (p99 40% higher), noise unknown."
+/// "4KiB random read: #3 is fastest, 212k IOPS (sweet spot at qd 16); #1 gives 26% fewer IOPS
+/// (sweet spot at qd 4) with a 40% higher p99 (each measured once: noise unknown)."
 fn sentence(
     workload: &str,
     entries: &[Entry<'_>],
@@ -127,7 +129,7 @@ fn sentence(
 ) -> String {
     let first = &entries[0];
     let mut text = format!(
-        "<strong>{}</strong>: {} is fastest, {} IOPS at {}",
+        "<strong>{}</strong>: {} is fastest, {} IOPS ({})",
         esc(workload),
         tagged(first.subject),
         sig3(iops(first.point)),
@@ -141,12 +143,12 @@ fn sentence(
         };
         let _ = write!(
             text,
-            "; {} gives {:.0}% fewer IOPS at {}{}{}",
+            "; {} gives {:.0}% fewer IOPS ({}){}{}",
             tagged(entry.subject),
             -iops.pct,
             esc(&entry.what),
             p99.as_ref().map_or_else(String::new, |d| format!(
-                " (p99 {:.0}% {})",
+                " with a {:.0}% {} p99",
                 d.pct.abs(),
                 if d.pct >= 0.0 { "higher" } else { "lower" }
             )),

@@ -221,3 +221,63 @@ fn a_chart_with_nothing_drawable_is_left_out() {
     assert!(figures(&html).is_empty());
     assert!(html.contains("None of these runs has data to chart."));
 }
+
+/// The summary (issue 20, item 7): per workload, the fastest run first and each other run's
+/// difference as `iolab compare` computes it; runs of other workloads are not compared.
+#[test]
+fn the_summary_compares_runs_where_they_ran_the_same_workload() {
+    let runs = support::comparison_runs();
+    let html = render(&runs).expect("renders");
+    let summary = html
+        .split("<section class=\"summary\">")
+        .nth(1)
+        .expect("a summary")
+        .split("</section>")
+        .next()
+        .unwrap_or_default();
+    let comparison = summary.split("<table").next().unwrap_or_default();
+    assert!(comparison.contains("<strong>4KiB random read</strong>: "), "{comparison}");
+    // The 1 MiB sweep is alone in its workload: listed in the table, compared with nothing.
+    assert!(!comparison.contains("1MiB random read") && summary.contains("1MiB random read"));
+    // #1 against the fastest (#4's RND4K Q32T16 read), to the percent.
+    let iops = |run: usize, point: &str| {
+        runs[run].points.iter().find(|p| p.name == point).map(|p| p.summary.total.iops).expect("the point")
+    };
+    let fewer = (1.0 - iops(0, "qd 16") / iops(3, "RND4K Q32T16 read")) * 100.0;
+    assert!(
+        comparison.contains(&format!("gives {fewer:.0}% fewer IOPS (sweet spot at qd 16)")),
+        "{comparison}"
+    );
+    assert!(comparison.contains("each measured once: noise unknown"), "single runs say so");
+}
+
+/// With repeats (`--repeat`), the summary judges noise by compare's rule: a 4x difference
+/// between repeats that agree within 2% is beyond it.
+#[test]
+fn repeated_points_are_judged_beyond_noise() {
+    let repeat = |mut run: iolab_store::StoredRun| {
+        let again: Vec<_> = run
+            .points
+            .iter()
+            .map(|p| {
+                let mut p = p.clone();
+                p.seq += 100;
+                p.summary.total.iops *= 1.02;
+                p
+            })
+            .collect();
+        run.points.extend(again);
+        run
+    };
+    let runs = [
+        repeat(support::stored_run("stored_sweep_4k.json")),
+        repeat(support::stored_run("stored_sweep_4k_b.json")),
+    ];
+    let html = render(&runs).expect("renders");
+    let summary = html.split("<section class=\"summary\">").nth(1).expect("a summary");
+    assert!(
+        summary.contains("fewer IOPS (sweet spot at qd 16) with a") && summary.contains(", beyond noise"),
+        "{summary}"
+    );
+    assert!(!summary.contains("noise unknown"));
+}
