@@ -3,11 +3,14 @@
 //! opens anywhere, offline, years later.
 //!
 //! It reads only what the store keeps (each point's summary, series, verdict and histograms,
-//! and the command's own report), never re-runs anything. Several runs are overlaid in each
-//! chart, each named "#ID kind target" in the legend, with one colour per run (per curve of a
-//! sweep) throughout the page. A point run across a fleet gets a Hosts panel: each host's
-//! figures, start offset, verdict and link, and its IOPS over time. A chart is drawn only where some run has its data, so a run
-//! imported from fio (no series, CPU or histograms) renders what it has.
+//! and the command's own report), never re-runs anything. It opens with a summary: per workload
+//! which run is fastest, by how much and whether beyond noise (`iolab compare`'s rule), and
+//! each run's sweet spot and what limited it. Several runs are overlaid in each chart, one
+//! panel per workload (block size and mix), each run named "#ID kind target" in the legend and
+//! drawn in one colour throughout the page (its several lines in shades of it). A point run
+//! across a fleet gets a Hosts panel: each host's figures, start offset, verdict and link, and
+//! its IOPS over time. A chart is drawn only where some run has its data, so a run imported from
+//! fio (no series or histograms) renders what it has.
 
 mod axis;
 mod charts;

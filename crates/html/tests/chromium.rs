@@ -87,6 +87,10 @@ fn headless_chromium_renders_the_report() {
 struct Laid {
     figures: Vec<(String, String, Vec<String>)>,
     overflows: Vec<String>,
+    /// Sweet-spot labels drawn over a data point.
+    covered: Vec<String>,
+    /// Labels on a box (the sweet spots) the script checked.
+    labels: u64,
     summary: Option<String>,
 }
 
@@ -144,6 +148,8 @@ fn lay_out(browser: &Path, html: &str, dir: &Path, name: &str) -> Laid {
             })
             .collect(),
         overflows: strings(&value["overflows"]),
+        covered: strings(&value["covered"]),
+        labels: value["labels"].as_u64().unwrap_or(0),
         summary: value["summary"].as_str().map(String::from),
     }
 }
@@ -221,6 +227,9 @@ fn a_comparison_of_several_kinds_reads_cleanly_in_chromium() {
     }
     assert!(laid.figures.iter().any(|(k, _, _)| k == "qd-iops"), "the sweeps are charted");
     assert!(laid.overflows.is_empty(), "text overflows its box: {:#?}", laid.overflows);
+    assert!(laid.covered.is_empty(), "labels hide data: {:#?}", laid.covered);
+    // Three sweeps, a sweet spot each, on each of three load charts: all were measured.
+    assert!(laid.labels >= 9, "only {} sweet-spot labels were found to check", laid.labels);
     let summary = laid.summary.expect("the page opens with a summary");
     assert!(summary.contains("4KiB random read: #") && summary.contains("is fastest"), "{summary}");
     for id in 1..=6 {

@@ -6,6 +6,8 @@
     inner.top >= outer.top - slack && inner.bottom <= outer.bottom + slack;
   const describe = (el) => el.tagName + ' "' + (el.textContent || '').trim().slice(0, 60) + '"';
   const overflows = [];
+  const covered = [];
+  let labels = 0;
   const figures = [];
   for (const figure of document.querySelectorAll('figure.chart')) {
     const svg = figure.querySelector('svg');
@@ -17,8 +19,19 @@
       if (!inside(t, box, 1)) overflows.push(figure.dataset.chart + ': ' + describe(text) + ' leaves its chart');
       // A label drawn on a white box (sweet spots) must fit that box.
       const back = text.previousElementSibling;
-      if (back && back.tagName === 'rect' && back.getAttribute('fill') === '#FFFFFF' && !inside(t, back.getBoundingClientRect(), 1)) {
-        overflows.push(figure.dataset.chart + ': ' + describe(text) + ' overflows its label box');
+      // (The chart's own white background is a rect too: a label's box is one line high.)
+      if (back && back.tagName === 'rect' && back.getAttribute('fill') === '#FFFFFF' && back.getBoundingClientRect().height < 40) {
+        const label = back.getBoundingClientRect();
+        labels += 1;
+        if (!inside(t, label, 1)) overflows.push(figure.dataset.chart + ': ' + describe(text) + ' overflows its label box');
+        // A label covers no data point (its markers).
+        for (const dot of svg.querySelectorAll('circle')) {
+          const d = dot.getBoundingClientRect();
+          const x = (d.left + d.right) / 2, y = (d.top + d.bottom) / 2;
+          if (x > label.left && x < label.right && y > label.top && y < label.bottom) {
+            covered.push(figure.dataset.chart + ' ' + figure.dataset.workload + ': ' + describe(text) + ' covers a data point');
+          }
+        }
       }
     }
     figures.push({ kind: figure.dataset.chart, workload: figure.dataset.workload, texts });
@@ -34,6 +47,8 @@
   const result = {
     figures,
     overflows,
+    covered,
+    labels,
     summary: summary ? summary.textContent : null,
     page_width: document.documentElement.scrollWidth,
     window_width: window.innerWidth,
