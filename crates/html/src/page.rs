@@ -206,7 +206,7 @@ fn points_table(out: &mut String, subject: &Subject<'_>) {
     }
     out.push_str("</table>\n");
     if !spots.is_empty() {
-        out.push_str("<p class=\"note\">★ the sweet spot of a load curve: the most IOPS before latency grows faster than IOPS.</p>\n");
+        out.push_str("<p class=\"note\">★ the sweet spot of a load curve: the most IOPS before latency grows faster than IOPS (where latency never did, no knee was found, its best point).</p>\n");
     }
 }
 

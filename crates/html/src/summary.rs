@@ -34,8 +34,11 @@ fn entries<'a>(subjects: &'a [Subject<'a>]) -> Vec<(String, Vec<Entry<'a>>)> {
         {
             let best = chosen.into_iter().max_by(|a, b| iops(a.point).total_cmp(&iops(b.point)));
             if let Some(Chosen { point, what, .. }) = best {
-                let what =
-                    what.strip_suffix(" (sweet spot)").map_or(what.clone(), |n| format!("sweet spot at {n}"));
+                let what = match (what.strip_suffix(" (sweet spot)"), what.strip_suffix(" (best, no knee)")) {
+                    (Some(name), _) => format!("sweet spot at {name}"),
+                    (_, Some(name)) => format!("best at {name}, no knee"),
+                    _ => what,
+                };
                 all.push((workload, Entry { subject, point, what }));
             }
         }

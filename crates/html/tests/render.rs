@@ -245,7 +245,7 @@ fn the_summary_compares_runs_where_they_ran_the_same_workload() {
     };
     let fewer = (1.0 - iops(0, "qd 16") / iops(3, "RND4K Q32T16 read")) * 100.0;
     assert!(
-        comparison.contains(&format!("gives {fewer:.0}% fewer IOPS (sweet spot at qd 16)")),
+        comparison.contains(&format!("gives {fewer:.0}% fewer IOPS (best at qd 16, no knee)")),
         "{comparison}"
     );
     assert!(comparison.contains("each measured once: noise unknown"), "single runs say so");
@@ -276,7 +276,7 @@ fn repeated_points_are_judged_beyond_noise() {
     let html = render(&runs).expect("renders");
     let summary = html.split("<section class=\"summary\">").nth(1).expect("a summary");
     assert!(
-        summary.contains("fewer IOPS (sweet spot at qd 16) with a") && summary.contains(", beyond noise"),
+        summary.contains("fewer IOPS (best at qd 16, no knee) with a") && summary.contains(", beyond noise"),
         "{summary}"
     );
     assert!(!summary.contains("noise unknown"));

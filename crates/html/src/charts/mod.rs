@@ -95,9 +95,12 @@ pub(crate) fn chosen_points<'a>(subject: &'a Subject<'_>) -> Vec<Chosen<'a>> {
     let mut curve_index = 0;
     for sweep in subject.study.sweeps() {
         for curve in &sweep.curves {
-            let row = curve.sweet_spot.as_ref().and_then(|spot| sweep.rows.get(spot.row));
+            let spot = curve.sweet_spot.as_ref();
+            let row = spot.and_then(|spot| sweep.rows.get(spot.row));
             if let Some((row, point)) = row.and_then(|r| Some((r, subject.point_named(&r.name)?))) {
-                let what = format!("{} (sweet spot)", row.name);
+                // Without a knee the best point is no sweet spot, and is not called one.
+                let knee = spot.is_some_and(|s| s.knee_found);
+                let what = format!("{} ({})", row.name, if knee { "sweet spot" } else { "best, no knee" });
                 spots.push(Chosen { point, what, color: subject.color(curve_index) });
             }
             curve_index += 1;
