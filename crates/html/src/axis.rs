@@ -97,9 +97,14 @@ impl Axis {
                 let pad = (high - low) * 0.06;
                 (if self.from_zero && low >= 0.0 { low } else { low - pad }, high + pad)
             }
+            Scale::Log if self.binary => {
+                let pad = ((high - low) * 0.06).max(0.08);
+                (low - pad, high + pad)
+            }
             Scale::Log => {
                 // Out to the next 1-2-5 value each side, so the lowest and highest points have a
-                // labelled tick beyond them to be read against.
+                // labelled tick beyond them to be read against (a binary axis is ticked at its
+                // points' own powers of two).
                 (snap(low - 0.02, false), snap(high + 0.02, true))
             }
             Scale::Nines => (0.2, high.max(2.0) + 0.2),

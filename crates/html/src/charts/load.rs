@@ -6,7 +6,7 @@ use iolab_analysis::ramp::{RampRow, RampSummary};
 use iolab_analysis::sweep::{CurveSummary, SweepRow, SweepSummary};
 use iolab_spec::sweep::LoadAxis;
 
-use crate::charts::{latency_unit, named, Figure};
+use crate::charts::{curve_color, latency_unit, named, Figure};
 use crate::plot::{Axis, Chart, Line, Mark};
 use crate::studies::Study;
 use crate::workload;
@@ -55,7 +55,7 @@ fn view<'a>(
         Some((row, format!("{} {word}: {}", subject.tag(), row.name)))
     });
     let workload = rows.first().map(|r| r.access.clone()).unwrap_or_default();
-    CurveView { name: named(subject, &curve.name), color: subject.color(index), rows, spot, workload }
+    CurveView { name: named(subject, &curve.name), color: curve_color(subject, index), rows, spot, workload }
 }
 
 /// The curves of each workload, one panel each.

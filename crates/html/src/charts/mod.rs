@@ -101,7 +101,7 @@ pub(crate) fn chosen_points<'a>(subject: &'a Subject<'_>) -> Vec<Chosen<'a>> {
                 // Without a knee the best point is no sweet spot, and is not called one.
                 let knee = spot.is_some_and(|s| s.knee_found);
                 let what = format!("{} ({})", row.name, if knee { "sweet spot" } else { "best, no knee" });
-                spots.push(Chosen { point, what, color: subject.color(curve_index) });
+                spots.push(Chosen { point, what, color: curve_color(subject, curve_index) });
             }
             curve_index += 1;
         }
@@ -124,6 +124,22 @@ pub(crate) fn chosen_points<'a>(subject: &'a Subject<'_>) -> Vec<Chosen<'a>> {
             Chosen { point, what: point.name.clone(), color: subject.color(index) }
         })
         .collect()
+}
+
+/// The shade of a run's `curve`-th sweep curve, counted among its curves of the same workload:
+/// only curves that share a panel need telling apart, so a lone curve has the run's own colour.
+pub(crate) fn curve_color(subject: &Subject<'_>, curve: usize) -> RGBColor {
+    let sweeps = subject.study.sweeps();
+    let workloads: Vec<&str> = sweeps
+        .iter()
+        .flat_map(|s| {
+            s.curves
+                .iter()
+                .map(move |c| c.rows.first().and_then(|&r| s.rows.get(r)).map_or("", |r| r.access.as_str()))
+        })
+        .collect();
+    let own = workloads.get(curve).copied().unwrap_or_default();
+    subject.color(workloads.iter().take(curve).filter(|w| **w == own).count())
 }
 
 /// "#12 sweep /dev/nvme0n1 · qd 8": a run's name with what of it a line shows.
