@@ -8,7 +8,9 @@
 
 use std::fmt::Write;
 
-use iolab_analysis::compare::{compare, CompareInput, Difference, Metric, Noise, SINGLE_RUNS_NOTE};
+use iolab_analysis::compare::{
+    compare, CompareInput, Difference, Metric, Noise, NOISE_RULE, SINGLE_RUNS_NOTE,
+};
 use iolab_store::Point;
 
 use crate::charts::{chosen_points, latency_unit, Chosen};
@@ -95,8 +97,8 @@ pub(crate) fn html(subjects: &[Subject<'_>]) -> String {
         out,
         "<table class=\"summary\">\n<tr><th>run</th><th>point shown</th><th class=\"num\">IOPS</th><th class=\"num\">p99 ({unit})</th><th class=\"num\">IOPS vs fastest</th><th>what limited it</th></tr>\n{rows}</table>"
     );
-    let mut note = String::from(
-        "Each run is shown by its sweet spot (the most IOPS before latency grows faster than IOPS) or, without a load curve, by its point with the most IOPS. Differences are judged by iolab compare's rule: beyond noise when the repeats' ranges do not overlap and the difference exceeds their spread.",
+    let mut note = format!(
+        "Each run is shown by its sweet spot (the most IOPS before latency grows faster than IOPS) or, without a load curve, by its point with the most IOPS. Differences are judged by iolab compare's rule: {NOISE_RULE}."
     );
     if single {
         let _ = write!(note, " Here: {SINGLE_RUNS_NOTE}.");
