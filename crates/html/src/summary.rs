@@ -76,7 +76,7 @@ pub(crate) fn html(subjects: &[Subject<'_>]) -> String {
         if entries.len() > 1 {
             words.push(sentence(&workload, &entries, &differences));
         }
-        let _ = writeln!(rows, "<tr class=\"workload\"><th colspan=\"6\">{}</th></tr>", esc(&workload));
+        let _ = writeln!(rows, "<tr class=\"workload\"><th colspan=\"7\">{}</th></tr>", esc(&workload));
         for (index, (entry, difference)) in entries.iter().zip(&differences).enumerate() {
             row(&mut rows, entry, index == 0 && entries.len() > 1, difference.as_ref(), scale);
         }
@@ -95,7 +95,7 @@ pub(crate) fn html(subjects: &[Subject<'_>]) -> String {
     }
     let _ = writeln!(
         out,
-        "<table class=\"summary\">\n<tr><th>run</th><th>point shown</th><th class=\"num\">IOPS</th><th class=\"num\">p99 ({unit})</th><th class=\"num\">IOPS vs fastest</th><th>what limited it</th></tr>\n{rows}</table>"
+        "<table class=\"summary\">\n<tr><th>run</th><th>point shown</th><th class=\"num\">IOPS</th><th class=\"num\">MB/s</th><th class=\"num\">p99 ({unit})</th><th class=\"num\">IOPS vs fastest</th><th>what limited it</th></tr>\n{rows}</table>"
     );
     let mut note = format!(
         "Each run is shown by its sweet spot (the most IOPS before latency grows faster than IOPS) or, without a load curve, by its point with the most IOPS. Differences are judged by iolab compare's rule: {NOISE_RULE}."
@@ -212,12 +212,13 @@ fn row(
     };
     let _ = writeln!(
         out,
-        "<tr><td class=\"run\">{}<a href=\"#run-{}\">{}</a></td><td>{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td>{limited}</td></tr>",
+        "<tr><td class=\"run\">{}<a href=\"#run-{}\">{}</a></td><td>{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td>{limited}</td></tr>",
         swatch(entry.subject.base),
         entry.subject.run.info.id,
         esc(&entry.subject.name),
         esc(&entry.what),
         sig3(iops(entry.point)),
+        sig3(entry.point.summary.total.mb_s),
         p99_ns(entry.point).map_or_else(|| "—".to_string(), |ns| sig3(ns / scale)),
         versus
     );
