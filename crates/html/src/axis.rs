@@ -97,9 +97,15 @@ impl Axis {
                 let pad = (high - low) * 0.06;
                 (if self.from_zero && low >= 0.0 { low } else { low - pad }, high + pad)
             }
-            Scale::Log => {
+            Scale::Log if self.binary => {
                 let pad = ((high - low) * 0.06).max(0.08);
                 (low - pad, high + pad)
+            }
+            Scale::Log => {
+                // Out to the next 1-2-5 value each side, so the lowest and highest points have a
+                // labelled tick beyond them to be read against (a binary axis is ticked at its
+                // points' own powers of two).
+                (snap(low - 0.02, false), snap(high + 0.02, true))
             }
             Scale::Nines => (0.2, high.max(2.0) + 0.2),
         }
@@ -155,6 +161,19 @@ impl Axis {
     }
 }
 
+/// `placed` (a log10) moved down (or `up`) to the nearest log10 of 1, 2 or 5 times a power of ten.
+fn snap(placed: f64, up: bool) -> f64 {
+    let grid = [0.0, 2f64.log10(), 5f64.log10(), 1.0];
+    let decade = placed.floor();
+    let within = placed - decade;
+    let step = if up {
+        grid.iter().copied().find(|g| *g >= within - 1e-9)
+    } else {
+        grid.iter().rev().copied().find(|g| *g <= within + 1e-9)
+    };
+    decade + step.unwrap_or(within)
+}
+
 /// 1, 2 or 5 times a power of ten, at least `raw`.
 fn nice_step(raw: f64) -> f64 {
     if !(raw.is_finite() && raw > 0.0) {
@@ -178,6 +197,26 @@ pub fn number(value: f64) -> String {
     } else {
         trim(&format!("{value:.3}"))
     }
+}
+
+/// A figure of a table, to three significant figures whatever its size, so figures of one
+/// column read alike: "85.0k" beside "104k", "1.23M", "950", "0.0123".
+pub fn sig3(value: f64) -> String {
+    if value == 0.0 || !value.is_finite() {
+        return "0".to_string();
+    }
+    // Rounded first, so 9,999.7 reads "10.0k", not "10.00k".
+    let step = 10f64.powi(value.abs().log10().floor() as i32 - 2);
+    let rounded = (value / step).round() * step;
+    let (scaled, suffix) = if rounded.abs() >= 1e6 {
+        (rounded / 1e6, "M")
+    } else if rounded.abs() >= 1e4 {
+        (rounded / 1e3, "k")
+    } else {
+        (rounded, "")
+    };
+    let decimals = (2 - scaled.abs().log10().floor() as i32).max(0) as usize;
+    format!("{scaled:.decimals$}{suffix}")
 }
 
 fn trim(text: &str) -> String {
@@ -231,6 +270,16 @@ mod tests {
     }
 
     #[test]
+    fn log_axes_reach_a_tick_beyond_each_end() {
+        let axis = Axis::log("latency (ms)");
+        let (low, high) = axis.span(&[0.03_f64.log10(), 8.0_f64.log10()]);
+        assert!(
+            (10f64.powf(low) - 0.02).abs() < 1e-9 && (10f64.powf(high) - 10.0).abs() < 1e-9,
+            "{low} {high}"
+        );
+    }
+
+    #[test]
     fn binary_ticks_are_powers_of_two() {
         let axis = Axis { binary: true, ..Axis::log("outstanding I/Os") };
         let (low, high) = axis.span(&[1.0_f64.log10(), 64.0_f64.log10()]);
@@ -262,6 +311,15 @@ mod tests {
         assert_eq!(number(0.25), "0.25");
         assert_eq!(number(40.0), "40");
         assert_eq!(nice_step(13.0), 20.0);
+    }
+
+    #[test]
+    fn table_figures_have_three_significant_figures() {
+        let shown: Vec<String> = [85_000.0, 104_200.0, 1_234_567.0, 950.0, 12.345, 0.012_34, 9_999.7, 0.0]
+            .iter()
+            .map(|&v| sig3(v))
+            .collect();
+        assert_eq!(shown, ["85.0k", "104k", "1.23M", "950", "12.3", "0.0123", "10.0k", "0"]);
     }
 
     #[test]

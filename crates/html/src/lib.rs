@@ -3,19 +3,25 @@
 //! opens anywhere, offline, years later.
 //!
 //! It reads only what the store keeps (each point's summary, series, verdict and histograms,
-//! and the command's own report), never re-runs anything. Several runs are overlaid in each
-//! chart, each named "#ID kind target" in the legend, with one colour per run (per curve of a
-//! sweep) throughout the page. A point run across a fleet gets a Hosts panel: each host's
-//! figures, start offset, verdict and link, and its IOPS over time. A chart is drawn only where some run has its data, so a run
-//! imported from fio (no series, CPU or histograms) renders what it has.
+//! and the command's own report), never re-runs anything. It opens with a summary: per workload
+//! which run is fastest, by how much and whether beyond noise (`iolab compare`'s rule), and
+//! each run's sweet spot and what limited it. Several runs are overlaid in each chart, one
+//! panel per workload (block size and mix), each run named "#ID kind target" in the legend and
+//! drawn in one colour throughout the page (its several lines in shades of it). A point run
+//! across a fleet gets a Hosts panel: each host's figures, start offset, verdict and link, and
+//! its IOPS over time. A chart is drawn only where some run has its data, so a run imported from
+//! fio (no series or histograms) renders what it has.
 
 mod axis;
 mod charts;
+mod environment;
 mod fleet;
 mod hosts;
 mod page;
 mod plot;
 mod studies;
+mod summary;
+mod workload;
 
 use iolab_store::{Point, StoredRun};
 use plotters::style::RGBColor;
@@ -35,20 +41,20 @@ pub fn render(runs: &[StoredRun]) -> Result<String, HtmlError> {
     if runs.is_empty() {
         return Err(HtmlError::NoRuns);
     }
-    let mut next_color = 0;
     let subjects: Vec<Subject<'_>> = runs
         .iter()
-        .map(|run| {
-            let study = Study::of(run.report.as_ref());
-            let curves = study.sweeps().iter().map(|s| s.curves.len()).sum::<usize>().max(1);
-            let colors = (next_color..next_color + curves).map(plot::color).collect();
-            next_color += curves;
-            Subject { name: run_name(run), run, study, colors }
+        .enumerate()
+        .map(|(index, run)| Subject {
+            name: run_name(run),
+            run,
+            study: Study::of(run.report.as_ref()),
+            base: plot::color(index),
         })
         .collect();
     let figures = charts::all(&subjects)?;
     let hosts = subjects.iter().map(hosts::panels).collect::<Result<Vec<_>, _>>()?;
-    Ok(page::document(&subjects, &figures, &hosts))
+    let summary = summary::html(&subjects);
+    Ok(page::document(&subjects, &summary, &figures, &hosts))
 }
 
 /// A run as the report shows it.
@@ -57,13 +63,20 @@ pub(crate) struct Subject<'a> {
     /// "#12 sweep /dev/nvme0n1": what every legend calls it.
     pub name: String,
     pub study: Study,
-    /// The run's colour, then one per further curve of its sweeps.
-    pub colors: Vec<RGBColor>,
+    /// The run's colour, the same in every chart and table of the page.
+    pub base: RGBColor,
 }
 
 impl Subject<'_> {
-    pub fn color(&self, curve: usize) -> RGBColor {
-        self.colors.get(curve).or(self.colors.first()).copied().unwrap_or(plot::PALETTE[0])
+    /// The run's colour for its `index`-th line of one kind (a sweep's curves, a suite's
+    /// points): its own hue, darker or lighter by turns, so a colour never means two runs.
+    pub fn color(&self, index: usize) -> RGBColor {
+        plot::shade(self.base, index)
+    }
+
+    /// "#12": what a label in a chart calls the run (the legend gives its full name).
+    pub fn tag(&self) -> String {
+        format!("#{}", self.run.info.id)
     }
 
     /// The point a sweep row was measured by: the point of that name, or with

@@ -5,12 +5,12 @@ use iolab_stats::format::utc;
 use std::fmt::Write;
 
 use iolab_store::Point;
-use serde_json::Value;
 
 use crate::charts::{latency_unit, Figure};
-use crate::plot::number;
+use crate::plot::sig3;
 use crate::studies::Study;
 use crate::Subject;
+use crate::{environment, workload};
 
 const STYLE: &str = r#"
 body { font-family: system-ui, -apple-system, "Segoe UI", Roboto, "DejaVu Sans", sans-serif; font-size: 15px;
@@ -26,7 +26,12 @@ table { border-collapse: collapse; background: #fff; margin: 6px 0 14px; font-si
 th, td { border: 1px solid #ddd; padding: 4px 8px; text-align: left; vertical-align: top; }
 td.num, th.num { text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap; }
 th { background: #f0f0f0; }
-table.points td:first-child { white-space: nowrap; }
+table.points td:first-child, table.summary td.run { white-space: nowrap; }
+table.summary tr.workload th { background: #e8eef6; }
+table.points, table.summary { font-size: 13px; }
+tr.sweet-spot td { background: #fff6d6; font-weight: bold; }
+table.targets td { word-break: break-all; }
+.summary ul.comparison { background: #fff; border: 1px solid #ddd; border-radius: 6px; padding: 10px 10px 10px 30px; }
 code { font-size: 13px; word-break: break-all; }
 .swatch { display: inline-block; width: 12px; height: 12px; border-radius: 2px; margin-right: 6px; vertical-align: -1px; }
 .verdict { background: #fff; border-left: 4px solid #888; padding: 6px 12px; margin: 6px 0; }
@@ -41,7 +46,13 @@ details summary { cursor: pointer; color: #555; font-size: 14px; }
 
 /// The whole document.
 /// `hosts[i]` is the Hosts panel (or panels) of `subjects[i]`, already drawn; "" for none.
-pub(crate) fn document(subjects: &[Subject<'_>], figures: &[Figure], hosts: &[String]) -> String {
+/// `summary` is the comparison the page opens with (`summary::html`).
+pub(crate) fn document(
+    subjects: &[Subject<'_>],
+    summary: &str,
+    figures: &[Figure],
+    hosts: &[String],
+) -> String {
     let mut out = String::new();
     let title = if subjects.len() == 1 {
         format!("iolab report: {}", subjects[0].name)
@@ -55,6 +66,7 @@ pub(crate) fn document(subjects: &[Subject<'_>], figures: &[Figure], hosts: &[St
         esc(&title)
     );
     runs_table(&mut out, subjects);
+    out.push_str(summary);
     if figures.is_empty() {
         out.push_str("<p class=\"note\">None of these runs has data to chart.</p>\n");
     } else {
@@ -74,11 +86,17 @@ pub(crate) fn document(subjects: &[Subject<'_>], figures: &[Figure], hosts: &[St
 pub(crate) fn figure_html(out: &mut String, figure: &Figure) {
     let _ = write!(
         out,
-        "<figure class=\"chart\" data-chart=\"{}\">\n{}\n<figcaption>{}</figcaption>\n</figure>\n",
+        "<figure class=\"chart\" data-chart=\"{}\" data-workload=\"{}\">\n{}\n<figcaption>{}</figcaption>\n</figure>\n",
         figure.kind,
+        esc(&figure.workload),
         figure.svg.trim(),
         esc(&figure.caption)
     );
+}
+
+/// A square of a run's colour, as its lines have in the charts.
+pub(crate) fn swatch(color: plotters::style::RGBColor) -> String {
+    format!("<span class=\"swatch\" style=\"background: rgb({},{},{})\"></span>", color.0, color.1, color.2)
 }
 
 /// One line per run, with the colour it has in the charts.
@@ -86,13 +104,11 @@ fn runs_table(out: &mut String, subjects: &[Subject<'_>]) {
     out.push_str("<table class=\"runs\">\n<tr><th>run</th><th>what</th><th>status</th><th>started (UTC)</th><th>host</th><th class=\"num\">points</th></tr>\n");
     for s in subjects {
         let info = &s.run.info;
-        let c = s.color(0);
+        let c = s.base;
         let _ = writeln!(
             out,
-            "<tr><td><span class=\"swatch\" style=\"background: rgb({},{},{})\"></span><a href=\"#run-{}\">{}</a></td><td>{}</td><td class=\"status-{}\">{}</td><td>{}</td><td>{}</td><td class=\"num\">{}</td></tr>",
-            c.0,
-            c.1,
-            c.2,
+            "<tr><td>{}<a href=\"#run-{}\">{}</a></td><td>{}</td><td class=\"status-{}\">{}</td><td>{}</td><td>{}</td><td class=\"num\">{}</td></tr>",
+            swatch(c),
             info.id,
             esc(&s.name),
             esc(&info.label),
@@ -127,54 +143,16 @@ fn run_section(out: &mut String, subject: &Subject<'_>, hosts: &str) {
     }
     let _ = writeln!(out, "<tr><th>command</th><td><code>{}</code></td></tr>", esc(&command));
     out.push_str("</table>\n</div>\n");
-    environment(out, "Environment", &run.environment);
-    if let Some(after) = &run.environment_after {
-        environment(out, "Environment after the run", after);
-    }
+    environment::facts(out, &run.environment);
     out.push_str("</div>\n");
+    environment::targets(out, &run.environment);
+    if let Some(after) = &run.environment_after {
+        environment::changes(out, &run.environment, after);
+    }
     points_table(out, subject);
     out.push_str(hosts);
     study_verdict(out, &subject.study);
     point_verdicts(out, &run.points);
-}
-
-/// A free-form JSON object as key/value rows: nested objects flattened one level
-/// ("device.model"), lists and deeper objects shown compactly.
-fn environment(out: &mut String, title: &str, value: &Value) {
-    let Value::Object(map) = value else { return };
-    if map.is_empty() {
-        return;
-    }
-    let _ = writeln!(out, "<div>\n<h3>{}</h3>\n<table class=\"environment\">", esc(title));
-    for (key, value) in map {
-        match value {
-            Value::Object(inner) if !inner.is_empty() => {
-                for (inner_key, inner_value) in inner {
-                    let _ = writeln!(
-                        out,
-                        "<tr><th>{}.{}</th><td>{}</td></tr>",
-                        esc(key),
-                        esc(inner_key),
-                        esc(&scalar(inner_value))
-                    );
-                }
-            }
-            other => {
-                let _ = writeln!(out, "<tr><th>{}</th><td>{}</td></tr>", esc(key), esc(&scalar(other)));
-            }
-        }
-    }
-    out.push_str("</table>\n</div>\n");
-}
-
-fn scalar(value: &Value) -> String {
-    match value {
-        Value::String(text) => text.clone(),
-        Value::Null => "—".to_string(),
-        Value::Array(items) if items.is_empty() => "none".to_string(),
-        Value::Array(items) => items.iter().map(scalar).collect::<Vec<_>>().join(", "),
-        other => other.to_string(),
-    }
 }
 
 /// Each point's figures, as the text report gives them.
@@ -190,32 +168,59 @@ fn points_table(out: &mut String, subject: &Subject<'_>) {
         .map(|l| percentile(l, 99.0).unwrap_or(l.mean_ns))
         .fold(0.0, f64::max);
     let (scale, unit) = latency_unit(largest);
+    let spots = sweet_spots(subject);
+    // One engine is said once, in the run's name; a column only where they differ.
+    let engines = points.iter().map(|p| &p.summary.engine).collect::<std::collections::BTreeSet<_>>();
+    let engine_column = engines.len() > 1;
+    // Likewise the stop reason, said only where some point stopped for another reason than its runtime.
+    let stop_column = points.iter().any(|p| p.summary.stop_reason != "runtime");
     let _ = writeln!(
         out,
-        "<h3>Points</h3>\n<table class=\"points\">\n<tr><th>point</th><th>access</th><th>engine</th><th class=\"num\">QD × workers</th><th class=\"num\">IOPS</th><th class=\"num\">MB/s</th><th class=\"num\">mean ({unit})</th><th class=\"num\">p99 ({unit})</th><th class=\"num\">p99.99 ({unit})</th><th class=\"num\">CPU/I/O (µs)</th><th>stop</th></tr>"
+        "<h3>Points</h3>\n<table class=\"points\">\n<tr><th>point</th><th>workload</th>{}<th class=\"num\">QD × workers</th><th class=\"num\">IOPS</th><th class=\"num\">MB/s</th><th class=\"num\">mean ({unit})</th><th class=\"num\">p99 ({unit})</th><th class=\"num\">p99.99 ({unit})</th><th class=\"num\">CPU/I/O (µs)</th>{}</tr>",
+        if engine_column { "<th>engine</th>" } else { "" },
+        if stop_column { "<th>stop</th>" } else { "" }
     );
     for point in points {
         let s = &point.summary;
         let latency = s.total.latency.as_ref();
-        let show = |ns: Option<f64>| ns.map_or_else(|| "—".to_string(), |v| number(v / scale));
+        let show = |ns: Option<f64>| ns.map_or_else(|| "—".to_string(), |v| sig3(v / scale));
+        let spot = spots.contains(&point.seq);
         let _ = writeln!(
             out,
-            "<tr><td>{}</td><td>{}</td><td>{}</td><td class=\"num\">{} × {}</td><td class=\"num\">{}</td><td class=\"num\">{:.1}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td>{}</td></tr>",
+            "<tr{}><td>{}{}</td><td>{}</td>{}<td class=\"num\">{} × {}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td>{}</tr>",
+            if spot { " class=\"sweet-spot\"" } else { "" },
+            if spot { "<span title=\"sweet spot\">★</span> " } else { "" },
             esc(&point.name),
-            esc(&s.access),
-            esc(&s.engine),
+            esc(&workload::of(point)),
+            if engine_column { format!("<td>{}</td>", esc(&s.engine)) } else { String::new() },
             s.qd,
             s.workers,
-            number(s.total.iops),
-            s.total.mb_s,
+            sig3(s.total.iops),
+            sig3(s.total.mb_s),
             show(latency.map(|l| l.mean_ns)),
             show(latency.and_then(|l| percentile(l, 99.0))),
             show(latency.and_then(|l| percentile(l, 99.99))),
-            s.cpu_us_per_io.map_or_else(|| "—".to_string(), |v| format!("{v:.2}")),
-            esc(&s.stop_reason)
+            s.cpu_us_per_io.map_or_else(|| "—".to_string(), sig3),
+            if stop_column { format!("<td>{}</td>", esc(&s.stop_reason)) } else { String::new() }
         );
     }
     out.push_str("</table>\n");
+    if !spots.is_empty() {
+        out.push_str("<p class=\"note\">★ the sweet spot of a load curve: the most IOPS before latency grows faster than IOPS (where latency never did, no knee was found, its best point).</p>\n");
+    }
+}
+
+/// The `seq` of each point that is a sweep curve's sweet spot.
+fn sweet_spots(subject: &Subject<'_>) -> Vec<u32> {
+    let mut seqs = Vec::new();
+    for sweep in subject.study.sweeps() {
+        for spot in sweep.curves.iter().filter_map(|c| c.sweet_spot.as_ref()) {
+            if let Some(point) = sweep.rows.get(spot.row).and_then(|r| subject.point_named(&r.name)) {
+                seqs.push(point.seq);
+            }
+        }
+    }
+    seqs
 }
 
 fn percentile(latency: &iolab_stats::result::LatencySummary, p: f64) -> Option<f64> {

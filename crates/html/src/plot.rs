@@ -7,7 +7,7 @@ use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 
 use crate::axis::Ticked;
-pub use crate::axis::{number, Axis, Scale};
+pub use crate::axis::{number, sig3, Axis, Scale};
 use crate::HtmlError;
 
 /// Width of every chart in CSS pixels: fits a laptop screen beside nothing else.
@@ -51,6 +51,15 @@ pub const PALETTE: [RGBColor; 20] = [
 
 pub fn color(index: usize) -> RGBColor {
     PALETTE[index % PALETTE.len()]
+}
+
+/// The `index`-th line of one run: the run's colour, then darker and lighter by turns (mixed
+/// with black or white), far enough apart to tell two lines of one run from each other.
+pub fn shade(color: RGBColor, index: usize) -> RGBColor {
+    let (toward, share) =
+        [(0.0, 0.0), (0.0, 0.45), (255.0, 0.5), (0.0, 0.7), (255.0, 0.72), (0.0, 0.25)][index % 6];
+    let channel = |c: u8| (f64::from(c) * (1.0 - share) + toward * share).round() as u8;
+    RGBColor(channel(color.0), channel(color.1), channel(color.2))
 }
 
 /// One line of a chart; a NaN point breaks it into pieces (a bucket with no I/Os).
@@ -280,8 +289,16 @@ impl Chart {
                 }
             }
         }
-        // Rings first, then the labels around them, each placed where it covers no other
-        // label or ring (two sweet spots at one QD would otherwise print over each other).
+        // Rings first, then the labels around them, each placed where it covers no line, ring
+        // or other label (two sweet spots at one QD would otherwise print over each other),
+        // in its run's colour: the label says whose it is, the colour shows it.
+        let mut data: Vec<(i32, i32)> = Vec::new();
+        for line in &self.lines {
+            for piece in self.pieces(line) {
+                let pixels: Vec<(i32, i32)> = piece.iter().map(|p| chart.backend_coord(p)).collect();
+                data.extend(along(&pixels));
+            }
+        }
         let mut taken: Vec<[i32; 4]> = Vec::new();
         let mut labels = Vec::new();
         for mark in &self.marks {
@@ -292,25 +309,36 @@ impl Chart {
             chart.draw_series(std::iter::once(ring)).map_err(draw)?;
             let (px, py) = chart.backend_coord(&at);
             taken.push([px - 12, py - 12, px + 12, py + 12]);
-            labels.push((px, py, mark.label.clone()));
+            labels.push((px, py, mark));
         }
         let (top, bottom) = (TITLE_ROOM as i32, PLOT_HEIGHT as i32 - 58);
-        for (px, py, text) in labels {
-            let width = text.chars().count() as i32 * 8 + 8;
-            let x0 = if px + 16 + width < WIDTH as i32 - 24 { px + 14 } else { px - 14 - width };
-            let fits = |dy: &i32| {
-                let b = [x0, py + dy, x0 + width, py + dy + 20];
-                b[1] >= top
-                    && b[3] <= bottom
-                    && !taken.iter().any(|t| b[0] < t[2] && t[0] < b[2] && b[1] < t[3] && t[1] < b[3])
+        let (left, right) = (96, WIDTH as i32 - 28);
+        for (px, py, mark) in labels {
+            let width = label_width(&mark.label);
+            let covered = |b: &[i32; 4]| {
+                let hits = data
+                    .iter()
+                    .filter(|(x, y)| b[0] - 3 <= *x && *x <= b[2] + 3 && b[1] - 3 <= *y && *y <= b[3] + 3);
+                hits.count()
+                    + 1000
+                        * taken
+                            .iter()
+                            .filter(|t| b[0] < t[2] && t[0] < b[2] && b[1] < t[3] && t[1] < b[3])
+                            .count()
             };
-            let dy = [-34, 12, -56, 34, -78, 56, -100, 78].into_iter().find(fits).unwrap_or(-34);
-            let label_box = [x0, py + dy, x0 + width, py + dy + 20];
+            let candidates = [-34, 12, -56, 34, -78, 56, -100, 78, -122, 100, -144, 122]
+                .into_iter()
+                .flat_map(|dy| [(px + 14, dy), (px - 14 - width, dy)])
+                .map(|(x0, dy)| [x0, py + dy, x0 + width, py + dy + 20])
+                .filter(|b| b[0] >= left && b[2] <= right && b[1] >= top && b[3] <= bottom);
+            // The nearest place that covers nothing, else the one that covers least.
+            let label_box =
+                candidates.min_by_key(|b| covered(b)).unwrap_or([px + 14, py - 34, px + 14 + width, py - 14]);
             taken.push(label_box);
             // A leader from the ring to its label, so each label plainly belongs to one ring.
-            let end_x = if x0 > px { label_box[0] } else { label_box[2] };
+            let end_x = if label_box[0] > px { label_box[0] } else { label_box[2] };
             let leader =
-                PathElement::new(vec![(px, py), (end_x, py + dy + 10)], RGBColor(90, 90, 90).stroke_width(1));
+                PathElement::new(vec![(px, py), (end_x, label_box[1] + 10)], mark.color.stroke_width(1));
             area.draw(&leader).map_err(draw)?;
             area.draw(&Rectangle::new(
                 [(label_box[0], label_box[1]), (label_box[2], label_box[3])],
@@ -320,9 +348,10 @@ impl Chart {
             let style = (FONT, TICK_FONT)
                 .into_font()
                 .style(FontStyle::Bold)
-                .color(&BLACK)
+                .color(&darker(mark.color))
                 .pos(Pos::new(HPos::Left, VPos::Top));
-            area.draw(&Text::new(text, (x0 + 4, py + dy + 2), style)).map_err(draw)?;
+            area.draw(&Text::new(mark.label.clone(), (label_box[0] + 4, label_box[1] + 2), style))
+                .map_err(draw)?;
         }
         Ok(())
     }
@@ -340,6 +369,29 @@ impl Chart {
         pieces.retain(|p| !p.is_empty());
         pieces
     }
+}
+
+/// Pixels along a line drawn through `pixels`, a few apart: what a label must not cover.
+fn along(pixels: &[(i32, i32)]) -> Vec<(i32, i32)> {
+    let mut out: Vec<(i32, i32)> = pixels.first().copied().into_iter().collect();
+    for pair in pixels.windows(2) {
+        let ((x0, y0), (x1, y1)) = (pair[0], pair[1]);
+        let steps = ((x1 - x0).abs().max((y1 - y0).abs()) / 4).max(1);
+        out.extend((1..=steps).map(|i| (x0 + (x1 - x0) * i / steps, y0 + (y1 - y0) * i / steps)));
+    }
+    out
+}
+
+/// A label's width in pixels at the tick font, bold (an overestimate: browsers' sans-serif
+/// averages under 9 px a character at 14 px).
+fn label_width(text: &str) -> i32 {
+    text.chars().count() as i32 * 9 + 8
+}
+
+/// A run's colour, darkened enough to be read as text on white.
+fn darker(color: RGBColor) -> RGBColor {
+    let channel = |c: u8| (f64::from(c) * 0.75) as u8;
+    RGBColor(channel(color.0), channel(color.1), channel(color.2))
 }
 
 /// As many columns as the longest entry allows, at most 3.

@@ -16,6 +16,25 @@ fn chromium() -> Option<PathBuf> {
         .find(|candidate| candidate.is_file())
 }
 
+/// Chromium, or `None` once the test's skip is recorded with its reason.
+fn chromium_or_skip() -> Option<PathBuf> {
+    let found = chromium();
+    if found.is_none() {
+        iolab_test_support::skip!(
+            iolab_test_support::Missing::Chromium,
+            "no chromium on PATH (apt-get install chromium)"
+        );
+    }
+    found
+}
+
+/// Where pages and screenshots are written: IOLAB_HTML_KEEP to keep them, else `scratch`.
+fn keep_dir(scratch: &Path) -> PathBuf {
+    let dir = std::env::var_os("IOLAB_HTML_KEEP").map_or_else(|| scratch.to_path_buf(), PathBuf::from);
+    std::fs::create_dir_all(&dir).expect("the output directory");
+    dir
+}
+
 /// Share of the image's pixels that are not (near) white, and its size.
 fn ink(png_path: &Path) -> (f64, u32, u32) {
     let file = std::fs::File::open(png_path).expect("the screenshot exists");
@@ -32,12 +51,7 @@ fn ink(png_path: &Path) -> (f64, u32, u32) {
 
 #[test]
 fn headless_chromium_renders_the_report() {
-    let Some(browser) = chromium() else {
-        return iolab_test_support::skip!(
-            iolab_test_support::Missing::Chromium,
-            "no chromium on PATH (apt-get install chromium)"
-        );
-    };
+    let Some(browser) = chromium_or_skip() else { return };
     let runs = vec![
         support::iolab_run(1, "sweep", "sweep.json"),
         support::iolab_run(2, "sweep", "sweep_bs.json"),
@@ -49,8 +63,7 @@ fn headless_chromium_renders_the_report() {
     ];
     let html = iolab_html::render(&runs).expect("renders");
     let scratch = tempfile::tempdir().expect("a temp dir");
-    let dir = std::env::var_os("IOLAB_HTML_KEEP").map_or_else(|| scratch.path().to_path_buf(), PathBuf::from);
-    std::fs::create_dir_all(&dir).expect("the output directory");
+    let dir = keep_dir(scratch.path());
     let page = dir.join("report.html");
     std::fs::write(&page, html).expect("writes the page");
     let shot = dir.join("report.png");
@@ -68,4 +81,157 @@ fn headless_chromium_renders_the_report() {
     assert_eq!((width, height), (1280, 4000));
     // Charts, tables and text: a page that rendered nothing (or only a background) has ~0.
     assert!(share > 0.03, "only {:.1}% of the pixels are not white", share * 100.0);
+}
+
+/// The page laid out by Chromium, as `tests/chromium_bar.js` measured it.
+struct Laid {
+    figures: Vec<(String, String, Vec<String>)>,
+    overflows: Vec<String>,
+    /// Sweet-spot labels drawn over a data point.
+    covered: Vec<String>,
+    /// Labels on a box (the sweet spots) the script checked.
+    labels: u64,
+    summary: Option<String>,
+}
+
+/// Opens `html` (with the measuring script added to a copy) in headless Chromium, keeps a
+/// screenshot of the page as given beside it, and returns what the script found.
+fn lay_out(browser: &Path, html: &str, dir: &Path, name: &str) -> Laid {
+    let page = dir.join(format!("{name}.html"));
+    std::fs::write(&page, html).expect("writes the page");
+    let screenshot = dir.join(format!("{name}.png"));
+    let common = |cmd: &mut Command| {
+        cmd.args(["--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars", "--no-first-run"])
+            .arg(format!("--user-data-dir={}", dir.join("profile").display()))
+            .arg("--window-size=1280,12000");
+    };
+    let mut shot = Command::new(browser);
+    common(&mut shot);
+    shot.arg(format!("--screenshot={}", screenshot.display())).arg(format!("file://{}", page.display()));
+    let _ = shot.output().expect("chromium starts");
+    let script = include_str!("chromium_bar.js");
+    let measured = dir.join(format!("{name}-measured.html"));
+    std::fs::write(&measured, html.replace("</body>", &format!("<script>{script}</script>\n</body>")))
+        .expect("writes the measured copy");
+    let mut dump = Command::new(browser);
+    common(&mut dump);
+    let output = dump
+        .arg("--dump-dom")
+        .arg(format!("file://{}", measured.display()))
+        .output()
+        .expect("chromium starts");
+    let dom = String::from_utf8_lossy(&output.stdout);
+    let json = dom
+        .rsplit("<pre id=\"iolab-checks\">")
+        .next()
+        .filter(|_| dom.contains("<pre id=\"iolab-checks\">{"))
+        .and_then(|rest| rest.split("</pre>").next())
+        .unwrap_or_else(|| {
+            panic!("the script did not run; chromium said: {}", String::from_utf8_lossy(&output.stderr))
+        });
+    let json = json.replace("&lt;", "<").replace("&gt;", ">").replace("&quot;", "\"").replace("&amp;", "&");
+    let value: serde_json::Value = serde_json::from_str(&json).expect("the script's JSON");
+    let strings = |v: &serde_json::Value| -> Vec<String> {
+        v.as_array().into_iter().flatten().filter_map(|s| s.as_str().map(String::from)).collect()
+    };
+    Laid {
+        figures: value["figures"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(|f| {
+                (
+                    f["kind"].as_str().unwrap_or_default().into(),
+                    f["workload"].as_str().unwrap_or_default().into(),
+                    strings(&f["texts"]),
+                )
+            })
+            .collect(),
+        overflows: strings(&value["overflows"]),
+        covered: strings(&value["covered"]),
+        labels: value["labels"].as_u64().unwrap_or(0),
+        summary: value["summary"].as_str().map(String::from),
+    }
+}
+
+/// Block sizes named in `text`: "4KiB", "128KiB", "1MiB".
+fn block_sizes(text: &str) -> Vec<String> {
+    text.split(|c: char| !c.is_ascii_alphanumeric())
+        .filter(|w| {
+            let digits = w.trim_end_matches(char::is_alphabetic);
+            !digits.is_empty()
+                && digits.chars().all(|c| c.is_ascii_digit())
+                && ["KiB", "MiB", "GiB"].contains(&&w[digits.len()..])
+        })
+        .map(String::from)
+        .collect()
+}
+
+/// Issue 20's bar: what a storage engineer compares (sweeps of 4 KiB on two targets and of
+/// 1 MiB, a quick suite, a blender job of two groups, a fio import) reads without editing.
+#[test]
+fn a_comparison_of_several_kinds_reads_cleanly_in_chromium() {
+    let Some(browser) = chromium_or_skip() else { return };
+    let runs = support::comparison_runs();
+    let html = iolab_html::render(&runs).expect("renders");
+    let scratch = tempfile::tempdir().expect("a temp dir");
+    let dir = keep_dir(scratch.path());
+    let laid = lay_out(&browser, &html, &dir, "comparison");
+
+    // Every requested run in every panel it has data for, and no other (ids as stored: 1 sweep 4 KiB,
+    // 2 sweep 1 MiB, 3 sweep 4 KiB on the other target, 4 suite, 5 blender, 6 fio).
+    let blender = "4KiB random read + 128KiB sequential write";
+    let expected: [(&str, &str, &[i64]); 12] = [
+        ("percentiles", "4KiB random read", &[1, 3, 4, 6]),
+        ("percentiles", "1MiB random read", &[2]),
+        ("percentiles", "1MiB sequential write", &[4]),
+        ("percentiles", blender, &[5]),
+        ("histogram", "4KiB random read", &[1, 3, 4]),
+        ("histogram", blender, &[5]),
+        ("qd-iops", "4KiB random read", &[1, 3]),
+        ("qd-iops", "1MiB random read", &[2]),
+        ("cpu-per-io", "4KiB random read", &[1, 3, 4, 6]),
+        ("series-iops", "4KiB random read", &[1, 3, 4]),
+        ("series-p99", "4KiB random read", &[1, 3, 4]),
+        ("series-iops", blender, &[5]),
+    ];
+    for (kind, workload, ids) in expected {
+        let Some((_, _, texts)) = laid.figures.iter().find(|(k, w, _)| k == kind && w == workload) else {
+            panic!("no {kind} panel for {workload}");
+        };
+        // Exactly these runs: a run missing was left out, one more is of another workload.
+        for id in 1..=6 {
+            let named = texts.iter().any(|t| t.starts_with(&format!("#{id} ")));
+            assert_eq!(named, ids.contains(&id), "{kind} {workload}: run {id} (expected {ids:?})");
+        }
+    }
+    // The blender's groups are each drawn beside its total.
+    let (_, _, texts) =
+        laid.figures.iter().find(|(k, w, _)| k == "percentiles" && w == blender).expect("the blender panel");
+    for group in ["group oltp (4KiB random read)", "group backup (128KiB sequential write)"] {
+        assert!(texts.iter().any(|t| t.ends_with(group)), "the blender's {group}: {texts:?}");
+    }
+    for (kind, workload, texts) in &laid.figures {
+        // No panel mixes block sizes: every one it names is its workload's.
+        let own = block_sizes(workload);
+        for text in texts {
+            for size in block_sizes(text) {
+                assert!(own.contains(&size), "{kind} {workload}: '{text}' is of another block size");
+            }
+        }
+        // Every sweet-spot label names its run.
+        for label in texts.iter().filter(|t| t.contains("sweet spot:") || t.contains("best (no knee):")) {
+            assert!(label.starts_with('#'), "{kind} {workload}: '{label}' does not name its run");
+        }
+    }
+    assert!(laid.figures.iter().any(|(k, _, _)| k == "qd-iops"), "the sweeps are charted");
+    assert!(laid.overflows.is_empty(), "text overflows its box: {:#?}", laid.overflows);
+    assert!(laid.covered.is_empty(), "labels hide data: {:#?}", laid.covered);
+    // Three sweeps, a sweet spot each, on each of three load charts: all were measured.
+    assert!(laid.labels >= 9, "only {} sweet-spot labels were found to check", laid.labels);
+    let summary = laid.summary.expect("the page opens with a summary");
+    assert!(summary.contains("4KiB random read: #") && summary.contains("is fastest"), "{summary}");
+    for id in 1..=6 {
+        assert!(summary.contains(&format!("#{id} ")), "the summary leaves out run {id}: {summary}");
+    }
 }

@@ -12,17 +12,18 @@ fn figures(html: &str) -> Vec<(String, String)> {
         .skip(1)
         .map(|rest| {
             let (kind, body) = rest.split_once('"').expect("a quoted kind");
+            let body = body.split_once('>').expect("the tag's end").1;
             let body = body.split("</figure>").next().expect("a closed figure");
             (kind.to_string(), body.to_string())
         })
         .collect()
 }
 
-fn figure<'a>(all: &'a [(String, String)], kind: &str) -> &'a str {
-    all.iter()
-        .find(|(k, _)| k == kind)
-        .map(|(_, body)| body.as_str())
-        .unwrap_or_else(|| panic!("no {kind} chart; have {:?}", all.iter().map(|f| &f.0).collect::<Vec<_>>()))
+/// Every panel of chart `kind` (one per workload), one after another.
+fn figure(all: &[(String, String)], kind: &str) -> String {
+    let panels: Vec<&str> = all.iter().filter(|(k, _)| k == kind).map(|(_, body)| body.as_str()).collect();
+    assert!(!panels.is_empty(), "no {kind} chart; have {:?}", all.iter().map(|f| &f.0).collect::<Vec<_>>());
+    panels.concat()
 }
 
 /// The text of every `<text>` element of `svg`, trimmed.
@@ -76,8 +77,8 @@ fn every_chart_kind_is_drawn_from_real_runs() {
         ("steady", &["round", "IOPS"], &[3]),
     ];
     for (kind, axes, legend) in expected {
-        let svg = figure(&all, kind);
-        assert!(svg.trim_start_matches('>').trim_start().starts_with("<svg "), "{kind}: no svg");
+        let svg = &figure(&all, kind);
+        assert!(svg.trim_start().starts_with("<svg "), "{kind}: no svg");
         for axis in axes {
             assert!(has_text(svg, axis), "{kind}: no axis label '{axis}' in {:?}", texts(svg));
         }
@@ -93,16 +94,20 @@ fn every_chart_kind_is_drawn_from_real_runs() {
 
     // The sweet spots: run 1's knee at qd 8, run 2's per curve, on each load chart.
     for kind in ["qd-iops", "qd-latency", "latency-iops"] {
-        let svg = figure(&all, kind);
+        let svg = &figure(&all, kind);
         let labels = texts(svg);
-        assert!(labels.iter().any(|t| t == "sweet spot: qd 8"), "{kind}: run 1's sweet spot in {labels:?}");
-        assert!(labels.iter().any(|t| t == "sweet spot: bs 64KiB, qd 2"), "{kind}: run 2's knee");
-        assert!(labels.iter().any(|t| t == "best (no knee): bs 4KiB, qd 8"), "{kind}: run 2's best point");
+        assert!(
+            labels.iter().any(|t| t == "#1 sweet spot: qd 8"),
+            "{kind}: run 1's sweet spot in {labels:?}"
+        );
+        assert!(labels.iter().any(|t| t == "#2 sweet spot: bs 64KiB, qd 2"), "{kind}: run 2's knee");
+        assert!(labels.iter().any(|t| t == "#2 best (no knee): bs 4KiB, qd 8"), "{kind}: run 2's best point");
     }
-    // Six histograms at most; the rest are named in the caption.
+    // Every run with a histogram is in the histogram panel of its workload: none left out.
     let histogram = figure(&all, "histogram");
-    assert!(!has_text(histogram, "#6 cliff "), "a seventh histogram");
-    assert!(histogram.contains("Left out to keep the lines apart") && histogram.contains("#9 ramp "));
+    for id in [6, 9] {
+        assert!(has_text(&histogram, &format!("#{id} ")), "run {id} is left out of the histograms");
+    }
     // Steady state: the steady run and each point of the sweep run --until-steady.
     let steady: Vec<&String> = all.iter().filter(|(k, _)| k == "steady").map(|(_, b)| b).collect();
     assert_eq!(steady.len(), 3);
@@ -116,7 +121,7 @@ fn every_chart_kind_is_drawn_from_real_runs() {
         );
     }
     // The cliff run's cliff is marked; the flat one says why there is none.
-    let cliff = figure(&all, "cliff");
+    let cliff = &figure(&all, "cliff");
     assert!(has_text(cliff, "cliff 1: -40% after 95.7 MiB"), "the cliff is labelled");
     assert!(cliff.contains("#6 cliff uring iolab-scratch-21028.dat: no cliff"), "the flat log is explained");
 }
@@ -163,7 +168,7 @@ fn a_fio_import_alone_renders_what_it_has() {
     let all = figures(&html);
     let kinds: Vec<&str> = all.iter().map(|(k, _)| k.as_str()).collect();
     assert_eq!(kinds, ["percentiles"], "fio JSON has percentiles only");
-    assert!(has_text(figure(&all, "percentiles"), "#3 fio "));
+    assert!(has_text(&figure(&all, "percentiles"), "#3 fio "));
     assert!(html.contains("<td>randread 4k</td>"));
 }
 
@@ -174,9 +179,9 @@ fn points_without_histograms_are_left_out_of_the_histogram_only() {
     other.points.iter_mut().for_each(|p| p.histograms = None);
     let html = render(&[run.clone(), other.clone()]).expect("renders");
     let all = figures(&html);
-    let histogram = figure(&all, "histogram");
+    let histogram = &figure(&all, "histogram");
     assert!(has_text(histogram, "#7 run ") && !has_text(histogram, "#8 run "));
-    assert!(has_text(figure(&all, "percentiles"), "#8 run "));
+    assert!(has_text(&figure(&all, "percentiles"), "#8 run "));
 
     // A damaged histogram is said in the caption, not fatal.
     if let Some(h) = run.points[0].histograms.as_mut() {
@@ -215,4 +220,64 @@ fn a_chart_with_nothing_drawable_is_left_out() {
     let html = render(&[run]).expect("renders");
     assert!(figures(&html).is_empty());
     assert!(html.contains("None of these runs has data to chart."));
+}
+
+/// The summary (issue 20, item 7): per workload, the fastest run first and each other run's
+/// difference as `iolab compare` computes it; runs of other workloads are not compared.
+#[test]
+fn the_summary_compares_runs_where_they_ran_the_same_workload() {
+    let runs = support::comparison_runs();
+    let html = render(&runs).expect("renders");
+    let summary = html
+        .split("<section class=\"summary\">")
+        .nth(1)
+        .expect("a summary")
+        .split("</section>")
+        .next()
+        .unwrap_or_default();
+    let comparison = summary.split("<table").next().unwrap_or_default();
+    assert!(comparison.contains("<strong>4KiB random read</strong>: "), "{comparison}");
+    // The 1 MiB sweep is alone in its workload: listed in the table, compared with nothing.
+    assert!(!comparison.contains("1MiB random read") && summary.contains("1MiB random read"));
+    // #1 against the fastest (#4's RND4K Q32T16 read), to the percent.
+    let iops = |run: usize, point: &str| {
+        runs[run].points.iter().find(|p| p.name == point).map(|p| p.summary.total.iops).expect("the point")
+    };
+    let fewer = (1.0 - iops(0, "qd 16") / iops(3, "RND4K Q32T16 read")) * 100.0;
+    assert!(
+        comparison.contains(&format!("gives {fewer:.0}% fewer IOPS (best at qd 16, no knee)")),
+        "{comparison}"
+    );
+    assert!(comparison.contains("each measured once: noise unknown"), "single runs say so");
+}
+
+/// With repeats (`--repeat`), the summary judges noise by compare's rule: a 4x difference
+/// between repeats that agree within 2% is beyond it.
+#[test]
+fn repeated_points_are_judged_beyond_noise() {
+    let repeat = |mut run: iolab_store::StoredRun| {
+        let again: Vec<_> = run
+            .points
+            .iter()
+            .map(|p| {
+                let mut p = p.clone();
+                p.seq += 100;
+                p.summary.total.iops *= 1.02;
+                p
+            })
+            .collect();
+        run.points.extend(again);
+        run
+    };
+    let runs = [
+        repeat(support::stored_run("stored_sweep_4k.json")),
+        repeat(support::stored_run("stored_sweep_4k_b.json")),
+    ];
+    let html = render(&runs).expect("renders");
+    let summary = html.split("<section class=\"summary\">").nth(1).expect("a summary");
+    assert!(
+        summary.contains("fewer IOPS (best at qd 16, no knee) with a") && summary.contains(", beyond noise"),
+        "{summary}"
+    );
+    assert!(!summary.contains("noise unknown"));
 }

@@ -1,13 +1,15 @@
 //! Charts against load: IOPS and latency against outstanding I/Os (sweeps), latency against
-//! IOPS (sweeps and ramps), and CPU per I/O against IOPS.
+//! IOPS (sweeps and ramps), and CPU per I/O against IOPS. Load charts are drawn one panel per
+//! workload (block size and mix): a 1 MiB curve beside a 4 KiB one would lie flat along zero.
 
 use iolab_analysis::ramp::{RampRow, RampSummary};
 use iolab_analysis::sweep::{CurveSummary, SweepRow, SweepSummary};
 use iolab_spec::sweep::LoadAxis;
 
-use crate::charts::{latency_unit, named, Figure};
+use crate::charts::{curve_color, latency_unit, named, Figure};
 use crate::plot::{Axis, Chart, Line, Mark};
 use crate::studies::Study;
+use crate::workload;
 use crate::{HtmlError, Subject};
 
 /// Each sweep curve with its rows (in load order), its colour and its legend name.
@@ -16,6 +18,8 @@ struct CurveView<'a> {
     color: plotters::style::RGBColor,
     rows: Vec<&'a SweepRow>,
     spot: Option<(&'a SweepRow, String)>,
+    /// Its rows' workload: the panel it is drawn in.
+    workload: String,
 }
 
 fn curves<'a>(subjects: &'a [Subject<'a>]) -> Vec<CurveView<'a>> {
@@ -48,9 +52,20 @@ fn view<'a>(
     let spot = curve.sweet_spot.as_ref().and_then(|spot| {
         let row = sweep.rows.get(spot.row)?;
         let word = if spot.knee_found { "sweet spot" } else { "best (no knee)" };
-        Some((row, format!("{word}: {}", row.name)))
+        Some((row, format!("{} {word}: {}", subject.tag(), row.name)))
     });
-    CurveView { name: named(subject, &curve.name), color: subject.color(index), rows, spot }
+    let workload = rows.first().map(|r| r.access.clone()).unwrap_or_default();
+    CurveView { name: named(subject, &curve.name), color: curve_color(subject, index), rows, spot, workload }
+}
+
+/// The curves of each workload, one panel each.
+fn panels<'a>(subjects: &'a [Subject<'a>]) -> Vec<(String, Vec<CurveView<'a>>)> {
+    workload::grouped(curves(subjects).into_iter().map(|v| (v.workload.clone(), v)))
+}
+
+/// An IOPS axis: linear from 0, or log where the panel's IOPS span more than 20x.
+fn iops_axis(label: &str, values: impl IntoIterator<Item = f64>) -> Axis {
+    Axis::auto(label, values, 20.0)
 }
 
 /// Mean (solid) and p99 (dashed) latency of every curve against `x_of` each row, the sweet
@@ -99,49 +114,55 @@ fn outstanding(row: &SweepRow) -> u32 {
     }
 }
 
-/// IOPS, then latency (mean and p99), against outstanding I/Os: one line per sweep curve.
+/// IOPS, then latency (mean and p99), against outstanding I/Os: one line per sweep curve, one
+/// pair of panels per workload.
 pub(crate) fn load_curves(subjects: &[Subject<'_>]) -> Result<Vec<Figure>, HtmlError> {
-    let views = curves(subjects);
-    if views.is_empty() {
-        return Ok(Vec::new());
-    }
-    let loads = views.iter().flat_map(|v| v.rows.iter().map(|r| f64::from(outstanding(r))));
-    let x = Axis { binary: true, ..Axis::auto("outstanding I/Os (QD × workers)", loads, 7.0) };
-    let mut iops =
-        Chart::new("IOPS against outstanding I/Os", x.clone(), Axis::linear("IOPS (I/Os per second)"));
-    for v in &views {
-        let points = v.rows.iter().map(|r| (f64::from(outstanding(r)), r.iops)).collect();
-        iops.lines.push(Line { name: v.name.clone(), color: v.color, dashed: false, markers: true, points });
-        if let Some((row, label)) = &v.spot {
-            iops.marks.push(Mark {
-                at: (f64::from(outstanding(row)), row.iops),
-                label: label.clone(),
+    let mut figures = Vec::new();
+    for (workload, views) in panels(subjects) {
+        let loads = views.iter().flat_map(|v| v.rows.iter().map(|r| f64::from(outstanding(r))));
+        let x = Axis { binary: true, ..Axis::auto("outstanding I/Os (QD × workers)", loads, 7.0) };
+        let y = iops_axis("IOPS (I/Os per second)", views.iter().flat_map(|v| v.rows.iter().map(|r| r.iops)));
+        let mut iops = Chart::new("IOPS against outstanding I/Os", x.clone(), y);
+        for v in &views {
+            let points = v.rows.iter().map(|r| (f64::from(outstanding(r)), r.iops)).collect();
+            iops.lines.push(Line {
+                name: v.name.clone(),
                 color: v.color,
+                dashed: false,
+                markers: true,
+                points,
             });
+            if let Some((row, label)) = &v.spot {
+                iops.marks.push(Mark {
+                    at: (f64::from(outstanding(row)), row.iops),
+                    label: label.clone(),
+                    color: v.color,
+                });
+            }
         }
+        let latency = mean_and_p99("Latency (mean and p99) against outstanding I/Os", x, &views, |r| {
+            f64::from(outstanding(r))
+        });
+        figures.push(Figure::panel("qd-iops", iops, &workload, "Each sweep curve's IOPS at each load; the ringed point is its sweet spot: the most IOPS before latency grows faster than IOPS.")?);
+        figures.push(Figure::panel("qd-latency", latency, &workload, "Solid: mean latency; dashed: p99, of the same points. The ringed point is the sweet spot (on the mean).")?);
     }
-    let latency = mean_and_p99("Latency (mean and p99) against outstanding I/Os", x, &views, |r| {
-        f64::from(outstanding(r))
-    });
-    Ok(vec![
-        Figure::new("qd-iops", &iops, "Each sweep curve's IOPS at each load; the ringed point is its sweet spot: the most IOPS before latency grows faster than IOPS.")?,
-        Figure::new("qd-latency", &latency, "Solid: mean latency; dashed: p99, of the same points. The ringed point is the sweet spot (on the mean).")?,
-    ])
+    Ok(figures)
 }
 
 /// Latency against IOPS for every sweep curve: how much latency each extra I/O per second costs.
 pub(crate) fn latency_vs_iops(subjects: &[Subject<'_>]) -> Result<Vec<Figure>, HtmlError> {
-    let views = curves(subjects);
-    if views.is_empty() {
-        return Ok(Vec::new());
+    let mut figures = Vec::new();
+    for (workload, views) in panels(subjects) {
+        let x = iops_axis("IOPS (I/Os per second)", views.iter().flat_map(|v| v.rows.iter().map(|r| r.iops)));
+        let chart = mean_and_p99("Latency against IOPS", x, &views, |r| r.iops);
+        figures.push(Figure::panel(
+            "latency-iops",
+            chart,
+            &workload,
+            "Each point is one load of a sweep, from light (left) to heavy; where a curve turns upward, extra load buys latency, not IOPS.",
+        )?);
     }
-    let chart =
-        mean_and_p99("Latency against IOPS", Axis::linear("IOPS (I/Os per second)"), &views, |r| r.iops);
-    Ok(vec![Figure::new(
-        "latency-iops",
-        &chart,
-        "Each point is one load of a sweep, from light (left) to heavy; where a curve turns upward, extra load buys latency, not IOPS.",
-    )?])
+    Ok(figures)
 }
 
 /// A ramp's open-loop levels: response time (from each I/O's scheduled time) against achieved IOPS.
@@ -238,48 +259,48 @@ fn service_p99_ns(row: &RampRow) -> f64 {
     row.service_p99_ns as f64
 }
 
-/// Process CPU per I/O against IOPS, wherever it was measured (not in a fio import).
+/// Process CPU per I/O against IOPS, wherever it was measured (not in a fio import), one panel
+/// per workload, on log scales where the values span decades.
 pub(crate) fn cpu_per_io(subjects: &[Subject<'_>]) -> Result<Vec<Figure>, HtmlError> {
-    let mut chart = Chart::new(
-        "CPU per I/O against IOPS",
-        Axis::linear("IOPS (I/Os per second)"),
-        Axis::linear("CPU per I/O (µs of iolab's CPU)"),
-    );
-    let views = curves(subjects);
-    for v in &views {
+    let mut lines: Vec<(String, Line)> = Vec::new();
+    for v in curves(subjects) {
         let points: Vec<(f64, f64)> = v.rows.iter().map(|r| (r.iops, r.cpu_us_per_io)).collect();
-        chart.lines.push(Line { name: v.name.clone(), color: v.color, dashed: false, markers: true, points });
+        lines.push((v.workload, Line { name: v.name, color: v.color, dashed: false, markers: true, points }));
     }
     for subject in subjects.iter().filter(|s| s.study.sweeps().iter().all(|w| w.load_axis == LoadAxis::None))
     {
-        let points: Vec<(f64, f64)> = subject
-            .run
-            .points
-            .iter()
-            .filter(|p| p.summary.total.iops > 0.0)
-            .filter_map(|p| Some((p.summary.total.iops, p.summary.cpu_us_per_io?)))
-            .collect();
-        // Points of one run that are not a load curve are not joined: a line would claim an order.
-        let mut line = Line {
-            name: subject.name.clone(),
-            color: subject.color(0),
-            dashed: false,
-            markers: true,
-            points: Vec::new(),
-        };
-        for point in points {
-            line.points.push(point);
-            line.points.push((f64::NAN, f64::NAN));
+        let measured = subject.run.points.iter().filter(|p| p.summary.total.iops > 0.0);
+        let points = measured
+            .filter_map(|p| Some((workload::of(p), (p.summary.total.iops, p.summary.cpu_us_per_io?))));
+        for (workload, points) in workload::grouped(points) {
+            // Points of one run that are not a load curve are not joined: a line would claim an order.
+            let mut line = Line {
+                name: subject.name.clone(),
+                color: subject.color(0),
+                dashed: false,
+                markers: true,
+                points: Vec::new(),
+            };
+            for point in points {
+                line.points.extend([point, (f64::NAN, f64::NAN)]);
+            }
+            lines.push((workload, line));
         }
-        chart.lines.push(line);
     }
-    chart.lines.retain(|l| l.points.iter().any(|p| p.0.is_finite()));
-    if chart.is_empty() {
-        return Ok(Vec::new());
+    lines.retain(|(_, l)| l.points.iter().any(|p| p.0.is_finite() && p.1 > 0.0));
+    let mut figures = Vec::new();
+    for (workload, lines) in workload::grouped(lines) {
+        let all = || lines.iter().flat_map(|l| &l.points);
+        let x = iops_axis("IOPS (I/Os per second)", all().map(|p| p.0));
+        let y = Axis::auto("CPU per I/O (µs of iolab's CPU)", all().map(|p| p.1), 20.0);
+        let mut chart = Chart::new("CPU per I/O against IOPS", x, y);
+        chart.lines = lines;
+        figures.push(Figure::panel(
+            "cpu-per-io",
+            chart,
+            &workload,
+            "Microseconds of iolab's process CPU (user + system, every thread) per completed I/O. Sweep curves are joined in load order; other runs' points stand alone.",
+        )?);
     }
-    Ok(vec![Figure::new(
-        "cpu-per-io",
-        &chart,
-        "Microseconds of iolab's process CPU (user + system, every thread) per completed I/O. Sweep curves are joined in load order; other runs' points stand alone.",
-    )?])
+    Ok(figures)
 }

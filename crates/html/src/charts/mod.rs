@@ -18,6 +18,9 @@ pub(crate) struct Figure {
     /// Which chart it is ("qd-iops", "steady"): the `data-chart` of its `<figure>`.
     pub kind: &'static str,
     pub svg: String,
+    /// The workload it shows ("4KiB random read"): its `data-workload`; "" for a chart of
+    /// one study (a cliff log, steady rounds).
+    pub workload: String,
     /// How to read it, and what was left out; plain text.
     pub caption: String,
     /// Nothing in it could be drawn (every value 0 on a log axis, say): left off the page.
@@ -26,7 +29,28 @@ pub(crate) struct Figure {
 
 impl Figure {
     fn new(kind: &'static str, chart: &Chart, caption: impl Into<String>) -> Result<Figure, HtmlError> {
-        Ok(Figure { kind, svg: chart.svg()?, caption: caption.into(), empty: chart.is_empty() })
+        Ok(Figure {
+            kind,
+            svg: chart.svg()?,
+            workload: String::new(),
+            caption: caption.into(),
+            empty: chart.is_empty(),
+        })
+    }
+
+    /// A panel of one workload: the workload in its title and its `data-workload`.
+    fn panel(
+        kind: &'static str,
+        mut chart: Chart,
+        workload: &str,
+        caption: impl Into<String>,
+    ) -> Result<Figure, HtmlError> {
+        if !workload.is_empty() {
+            chart.title = format!("{}: {workload}", chart.title);
+        }
+        let mut figure = Figure::new(kind, &chart, caption)?;
+        figure.workload = workload.to_string();
+        Ok(figure)
     }
 }
 
@@ -63,18 +87,21 @@ pub(crate) struct Chosen<'a> {
 }
 
 /// The points whose latency distribution a run shows: each sweep curve's sweet spot (in the
-/// curve's colour, as in the load charts), a steady test's last round, a ramp's closed-loop
-/// maximum, else every point (up to 6, in shades of the run's colour).
+/// curve's shade, as in the load charts), a steady test's last round, a ramp's closed-loop
+/// maximum, else every point (in shades of the run's colour; each lands in its workload's panel).
 pub(crate) fn chosen_points<'a>(subject: &'a Subject<'_>) -> Vec<Chosen<'a>> {
     let points = &subject.run.points;
     let mut spots = Vec::new();
     let mut curve_index = 0;
     for sweep in subject.study.sweeps() {
         for curve in &sweep.curves {
-            let row = curve.sweet_spot.as_ref().and_then(|spot| sweep.rows.get(spot.row));
+            let spot = curve.sweet_spot.as_ref();
+            let row = spot.and_then(|spot| sweep.rows.get(spot.row));
             if let Some((row, point)) = row.and_then(|r| Some((r, subject.point_named(&r.name)?))) {
-                let what = format!("{} (sweet spot)", row.name);
-                spots.push(Chosen { point, what, color: subject.color(curve_index) });
+                // Without a knee the best point is no sweet spot, and is not called one.
+                let knee = spot.is_some_and(|s| s.knee_found);
+                let what = format!("{} ({})", row.name, if knee { "sweet spot" } else { "best, no knee" });
+                spots.push(Chosen { point, what, color: curve_color(subject, curve_index) });
             }
             curve_index += 1;
         }
@@ -85,23 +112,34 @@ pub(crate) fn chosen_points<'a>(subject: &'a Subject<'_>) -> Vec<Chosen<'a>> {
     let pick: Vec<&Point> = match subject.run.info.kind.as_str() {
         "steady" | "precondition" => points.last().into_iter().collect(),
         "ramp" => points.first().into_iter().collect(),
-        _ => points.iter().take(6).collect(),
+        _ => points.iter().collect(),
     };
-    let several = pick.len() > 1;
+    // Shades count within a workload: the points that share a panel are the ones to tell apart.
+    let mut seen: Vec<String> = Vec::new();
     pick.into_iter()
-        .enumerate()
-        .map(|(i, point)| {
-            let color = if several { shade(subject.color(0), i) } else { subject.color(0) };
-            Chosen { point, what: point.name.clone(), color }
+        .map(|point| {
+            let workload = crate::workload::of(point);
+            let index = seen.iter().filter(|w| **w == workload).count();
+            seen.push(workload);
+            Chosen { point, what: point.name.clone(), color: subject.color(index) }
         })
         .collect()
 }
 
-/// The `index`-th of several points of one run: the run's colour, darker or lighter by turns.
-fn shade(color: RGBColor, index: usize) -> RGBColor {
-    let factor = [1.0, 0.6, 1.35, 0.4, 1.6, 0.8][index % 6];
-    let channel = |c: u8| (f64::from(c) * factor).clamp(0.0, 235.0) as u8;
-    RGBColor(channel(color.0), channel(color.1), channel(color.2))
+/// The shade of a run's `curve`-th sweep curve, counted among its curves of the same workload:
+/// only curves that share a panel need telling apart, so a lone curve has the run's own colour.
+pub(crate) fn curve_color(subject: &Subject<'_>, curve: usize) -> RGBColor {
+    let sweeps = subject.study.sweeps();
+    let workloads: Vec<&str> = sweeps
+        .iter()
+        .flat_map(|s| {
+            s.curves
+                .iter()
+                .map(move |c| c.rows.first().and_then(|&r| s.rows.get(r)).map_or("", |r| r.access.as_str()))
+        })
+        .collect();
+    let own = workloads.get(curve).copied().unwrap_or_default();
+    subject.color(workloads.iter().take(curve).filter(|w| **w == own).count())
 }
 
 /// "#12 sweep /dev/nvme0n1 · qd 8": a run's name with what of it a line shows.

@@ -5,61 +5,58 @@ use iolab_analysis::rounds::SteadyRounds;
 use iolab_analysis::steady::SteadyState;
 use plotters::style::RGBColor;
 
-use crate::charts::{latency_unit, named, Figure};
+use crate::charts::{chosen_points, latency_unit, named, Chosen, Figure};
 use crate::plot::{number, Axis, Band, Chart, Line, Rule};
 use crate::studies::{outcome, unit, Study};
-use crate::{HtmlError, Subject};
+use crate::{workload, HtmlError, Subject};
 
-/// Lines of the time-series charts: more would be a tangle; the rest are named in the caption.
-const MAX_SERIES: usize = 8;
 /// Steady-state charts drawn at most (a sweep --until-steady has one per point).
 const MAX_STEADY: usize = 12;
 
-/// IOPS and p99 per interval of every point with at least two intervals.
+/// IOPS and p99 per interval of the points each run is shown by (a sweep's sweet spots, a
+/// steady test's last round, else its points: `chosen_points`), one pair of panels per
+/// workload, each line in its run's colour.
 pub(crate) fn series(subjects: &[Subject<'_>]) -> Result<Vec<Figure>, HtmlError> {
     let mut chosen = Vec::new();
-    let mut left_out = 0;
     for subject in subjects {
-        let long: Vec<_> = subject.run.points.iter().filter(|p| p.series.len() >= 2).collect();
-        for (index, point) in long.iter().enumerate() {
-            if chosen.len() == MAX_SERIES {
-                left_out += 1;
-                continue;
+        for Chosen { point, what, color } in chosen_points(subject) {
+            if point.series.len() >= 2 {
+                chosen.push((workload::of(point), (named(subject, &what), color, point)));
             }
-            let color = if long.len() > 1 { crate::plot::color(chosen.len()) } else { subject.color(0) };
-            let what = if long.len() > 1 || subject.run.points.len() > 1 { point.name.as_str() } else { "" };
-            chosen.push((named(subject, what), color, *point, index));
         }
     }
-    if chosen.is_empty() {
-        return Ok(Vec::new());
+    let mut figures = Vec::new();
+    for (workload, chosen) in workload::grouped(chosen) {
+        let x = || Axis::linear("time since the measurement started (s)");
+        let all = || chosen.iter().flat_map(|c| &c.2.series);
+        let iops_axis = Axis::auto("IOPS (I/Os per second)", all().map(|s| s.iops), 20.0);
+        let mut iops = Chart::new("IOPS per interval", x(), iops_axis);
+        let (scale, unit) = latency_unit(all().map(|s| s.p99_ns as f64).fold(0.0, f64::max));
+        let p99_axis =
+            Axis::auto(format!("p99 latency ({unit})"), all().map(|s| s.p99_ns as f64 / scale), 30.0);
+        let mut p99 = Chart::new("p99 latency per interval", x(), p99_axis);
+        let mut interval: f64 = 0.0;
+        for (name, color, point) in &chosen {
+            let middle = |s: &iolab_stats::result::SeriesPoint| s.t_s + s.duration_s / 2.0;
+            interval = point.series.iter().map(|s| s.duration_s).fold(interval, f64::max);
+            // Dots only where they can be told apart; a long series is its line.
+            let markers = point.series.len() <= 40;
+            let points = point.series.iter().map(|s| (middle(s), s.iops)).collect();
+            iops.lines.push(Line { name: name.clone(), color: *color, dashed: false, markers, points });
+            let points = point.series.iter().map(|s| (middle(s), s.p99_ns as f64 / scale)).collect();
+            p99.lines.push(Line { name: name.clone(), color: *color, dashed: false, markers, points });
+        }
+        let each = format!(
+            "one value per interval (up to {} s; a job's last interval may be shorter), drawn at its middle",
+            number(interval)
+        );
+        let caption =
+            format!("IOPS of each run's point(s) shown: {each}. A stall shows as a point at zero IOPS.");
+        figures.push(Figure::panel("series-iops", iops, &workload, caption)?);
+        let caption = format!("The 99th percentile latency of the I/Os completed in each interval, {each}. A spike is an interval whose slowest 1% were slow; compare it with the IOPS chart above.");
+        figures.push(Figure::panel("series-p99", p99, &workload, caption)?);
     }
-    let x = || Axis::linear("time since the measurement started (s)");
-    let mut iops = Chart::new("IOPS per interval", x(), Axis::linear("IOPS (I/Os per second)"));
-    let largest = chosen.iter().flat_map(|c| &c.2.series).map(|s| s.p99_ns as f64).fold(0.0, f64::max);
-    let (scale, unit) = latency_unit(largest);
-    let p99s = chosen.iter().flat_map(|c| &c.2.series).map(|s| s.p99_ns as f64 / scale);
-    let mut p99 =
-        Chart::new("p99 latency per interval", x(), Axis::auto(format!("p99 latency ({unit})"), p99s, 30.0));
-    let mut interval: f64 = 0.0;
-    for (name, color, point, _) in &chosen {
-        let middle = |s: &iolab_stats::result::SeriesPoint| s.t_s + s.duration_s / 2.0;
-        interval = point.series.iter().map(|s| s.duration_s).fold(interval, f64::max);
-        let points = point.series.iter().map(|s| (middle(s), s.iops)).collect();
-        iops.lines.push(Line { name: name.clone(), color: *color, dashed: false, markers: true, points });
-        let points = point.series.iter().map(|s| (middle(s), s.p99_ns as f64 / scale)).collect();
-        p99.lines.push(Line { name: name.clone(), color: *color, dashed: false, markers: true, points });
-    }
-    let mut caption = format!(
-        "One value per interval (up to {} s; a job's last interval may be shorter), drawn at its middle. A stall shows as a point at zero IOPS.",
-        number(interval)
-    );
-    if left_out > 0 {
-        caption.push_str(&format!(
-            " {left_out} more point(s) with series are left out; report fewer runs to see them."
-        ));
-    }
-    Ok(vec![Figure::new("series-iops", &iops, caption.clone())?, Figure::new("series-p99", &p99, caption)?])
+    Ok(figures)
 }
 
 /// Throughput against bytes written, every cliff run overlaid, each cliff marked where it began.

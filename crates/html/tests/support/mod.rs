@@ -249,3 +249,46 @@ pub fn all_runs() -> Vec<StoredRun> {
         fio_run(10, "fio.json"),
     ]
 }
+
+/// A run exported by `iolab results export ID --format json` (trimmed by trim_export.py): the
+/// stored run exactly as the store keeps it, histograms included.
+pub fn stored_run(file: &str) -> StoredRun {
+    let doc = fixture(file);
+    let field = |name: &str| doc.get(name).cloned().unwrap_or(Value::Null);
+    let text = |name: &str| doc[name].as_str().unwrap_or_default().to_string();
+    StoredRun {
+        info: RunInfo {
+            id: doc["id"].as_i64().expect("an id"),
+            kind: text("kind"),
+            label: text("label"),
+            command: serde_json::from_value(field("command")).unwrap_or_default(),
+            iolab_version: text("iolab_version"),
+            host: text("host"),
+            started_at_unix_s: doc["started_at_unix_s"].as_i64().unwrap_or(0),
+            finished_at_unix_s: doc["finished_at_unix_s"].as_i64(),
+            status: serde_json::from_value(field("status")).unwrap_or(RunStatus::Complete),
+            points: doc["points"].as_array().map_or(0, Vec::len),
+        },
+        plan: field("plan"),
+        environment: field("environment"),
+        environment_after: doc.get("environment_after").filter(|v| !v.is_null()).cloned(),
+        report: doc.get("report").filter(|v| !v.is_null()).cloned(),
+        points: serde_json::from_value(field("points")).unwrap_or_else(|e| panic!("{file}: points: {e}")),
+    }
+}
+
+/// What a storage engineer compares, as real stored runs: sweeps of 4 KiB on two targets and
+/// of 1 MiB, a quick suite, a two-group blender job and a fio import (see fixtures/README.md).
+pub fn comparison_runs() -> Vec<StoredRun> {
+    [
+        "stored_sweep_4k.json",
+        "stored_sweep_1m.json",
+        "stored_sweep_4k_b.json",
+        "stored_suite.json",
+        "stored_blender.json",
+        "stored_fio.json",
+    ]
+    .into_iter()
+    .map(stored_run)
+    .collect()
+}

@@ -1,0 +1,54 @@
+//! What a point measured, as the report groups it: its block size and mix ("4KiB random read"),
+//! or for a job of several concurrent groups (an I/O blender) each group's, joined with " + ".
+//! Charts draw one panel per workload, so a 1 MiB curve never shares an axis with a 4 KiB one,
+//! and the summary compares runs only where they ran the same workload.
+
+use iolab_store::Point;
+use serde_json::Value;
+
+/// The workload of `point`.
+pub(crate) fn of(point: &Point) -> String {
+    let groups = groups(point);
+    if groups.len() < 2 {
+        return point.summary.access.clone();
+    }
+    let mut accesses: Vec<&str> = Vec::new();
+    for group in &groups {
+        if !accesses.contains(&group.access.as_str()) {
+            accesses.push(&group.access);
+        }
+    }
+    accesses.join(" + ")
+}
+
+/// A group of a job as its stored result gives it: what it ran and its own latency.
+pub(crate) struct Group<'a> {
+    pub name: String,
+    pub access: String,
+    pub total: &'a Value,
+}
+
+/// The groups of a job that ran several at once (none for a one-group job or an import).
+pub(crate) fn groups(point: &Point) -> Vec<Group<'_>> {
+    let Some(groups) = point.result.get("groups").and_then(Value::as_array) else { return Vec::new() };
+    groups
+        .iter()
+        .map(|g| Group {
+            name: g.get("name").and_then(Value::as_str).unwrap_or_default().to_string(),
+            access: g.get("access").and_then(Value::as_str).unwrap_or_default().to_string(),
+            total: &g["total"],
+        })
+        .collect()
+}
+
+/// `items` grouped by their workload, each group in the order its first item came.
+pub(crate) fn grouped<T>(items: impl IntoIterator<Item = (String, T)>) -> Vec<(String, Vec<T>)> {
+    let mut out: Vec<(String, Vec<T>)> = Vec::new();
+    for (workload, item) in items {
+        match out.iter_mut().find(|(w, _)| *w == workload) {
+            Some((_, list)) => list.push(item),
+            None => out.push((workload, vec![item])),
+        }
+    }
+    out
+}
