@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""What unique write data costs (issue 15): every sector iolab writes is stamped with its writer,
+"""What unique write data costs (issue 15): every 4 KiB block iolab writes is stamped with its writer,
 the write's number and its offset, so no two blocks of a run are equal. This measures the stamp
 against the old constant buffers (the same bytes from a slot on every write), which
 `IOLAB_UNSTAMPED_WRITES=1` restores for this benchmark only.

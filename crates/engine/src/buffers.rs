@@ -85,7 +85,7 @@ impl AlignedBuffers {
     }
 
     /// The buffer of `slot` for `request`: as `span`, and a write's bytes stamped first (each
-    /// sector with the writer, the write's number and its offset). Reads cost nothing more.
+    /// 4 KiB block with the writer, the write's number and its offset). Reads cost nothing more.
     pub fn io_span(&self, slot: u32, request: &IoRequest) -> *mut u8 {
         let ptr = self.span(slot, request.len);
         if let (Op::Write, Some(writes)) = (request.op, &self.writes) {
