@@ -169,7 +169,8 @@ impl Point {
             spec: json(serde_json::to_value(&result.spec)),
             summary: PointSummary {
                 engine: group.map_or_else(String::new, |g| g.engine.clone()),
-                access: group.map_or_else(String::new, |g| g.access.clone()),
+                // A blender's groups run at once: all of them, as the HTML report names its workload.
+                access: result.groups.iter().map(|g| g.access.as_str()).collect::<Vec<_>>().join(" + "),
                 qd: group.map_or(0, |g| g.qd),
                 workers: result.groups.iter().map(|g| g.workers).sum(),
                 targets: result
