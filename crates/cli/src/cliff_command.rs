@@ -16,7 +16,7 @@ use crate::place::Place;
 
 pub fn run(store: &StoreArgs, args: CliffArgs) -> ExitCode {
     let rule = CliffRule { drop_pct: args.drop_pct, min_hold_samples: args.hold };
-    let cliff = match Cliff::new(&args.options, args.target, args.bytes, rule) {
+    let cliff = match Cliff::new(&args.workload.options, args.target, args.bytes, rule) {
         Ok(cliff) => cliff,
         Err(message) => return exit::usage(message),
     };

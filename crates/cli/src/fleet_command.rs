@@ -14,7 +14,9 @@ use crate::progress::ProgressLine;
 use crate::{exit, metrics_args, ramp_command, run_command, steady_command, suite_command, sweep_command};
 
 pub fn run(args: FleetArgs, store: &StoreArgs) -> ExitCode {
-    if args.study.is_some() && (args.run.job_file.is_some() || !args.run.options.keys_set().is_empty()) {
+    if args.study.is_some()
+        && (args.run.job_file.is_some() || !args.run.workload.options.keys_set().is_empty())
+    {
         return exit::fail(
             exit::USAGE,
             "put the workload's options after the subcommand: iolab fleet --hosts ... sweep --qd 1..32",
@@ -27,15 +29,17 @@ pub fn run(args: FleetArgs, store: &StoreArgs) -> ExitCode {
         );
     }
     let (quiet, metrics, keep) = match &args.study {
-        None => (args.run.options.quiet, &args.run.metrics, args.run.keep),
-        Some(FleetStudy::Run(run)) => (run.options.quiet, &run.metrics, run.keep),
-        Some(FleetStudy::Sweep(sweep)) => (sweep.options.quiet, &sweep.metrics, sweep.keep),
-        Some(FleetStudy::Ramp(ramp)) => (ramp.options.quiet, &ramp.metrics, ramp.keep),
-        Some(FleetStudy::Steady(steady)) => (steady.options.quiet, &steady.metrics, steady.keep),
-        Some(FleetStudy::Suite(suite)) => (suite.options.quiet, &suite.metrics, suite.keep),
+        None => (args.run.workload.options.quiet, &args.run.metrics, args.run.workload.keep),
+        Some(FleetStudy::Run(run)) => (run.workload.options.quiet, &run.metrics, run.workload.keep),
+        Some(FleetStudy::Sweep(sweep)) => (sweep.workload.options.quiet, &sweep.metrics, sweep.workload.keep),
+        Some(FleetStudy::Ramp(ramp)) => (ramp.workload.options.quiet, &ramp.metrics, ramp.workload.keep),
+        Some(FleetStudy::Steady(steady)) => {
+            (steady.workload.options.quiet, &steady.metrics, steady.workload.keep)
+        }
+        Some(FleetStudy::Suite(suite)) => (suite.workload.options.quiet, &suite.metrics, suite.workload.keep),
     };
     // Before the subcommand or after it, as --metrics.
-    let store = &store.keeping(KeepArgs { no_store: keep.no_store || args.run.keep.no_store });
+    let store = &store.keeping(KeepArgs { no_store: keep.no_store || args.run.workload.keep.no_store });
     // Before the subcommand (`iolab fleet --metrics ADDR sweep ...`) or after it: either serves.
     let metrics = MetricsArgs { metrics: metrics.metrics.or(args.run.metrics.metrics) };
     // Bound before any host is asked for anything: a taken port costs nothing.

@@ -13,7 +13,7 @@ use crate::flow::{Delivery, Measurement};
 use crate::place::Place;
 
 pub fn run(store: &StoreArgs, args: LadderArgs) -> ExitCode {
-    let ladder = match Ladder::new(&args.options, args.target) {
+    let ladder = match Ladder::new(&args.workload.options, args.target) {
         Ok(ladder) => ladder,
         Err(message) => return exit::usage(message),
     };

@@ -38,33 +38,35 @@ fn main() -> ExitCode {
     let store = &cli.store;
     match cli.command {
         args::Command::Run(run) => {
-            let store = store.keeping(run.keep);
+            let store = store.keeping(run.workload.keep);
             metrics_args::here(&run.metrics.clone(), "run", |place| run_command::run(run, &store, place))
         }
-        args::Command::Ladder(args) => ladder_command::run(&store.keeping(args.keep), args),
-        args::Command::Scale(args) => scale_command::run(&store.keeping(args.keep), args),
-        args::Command::Precondition(args) => precondition_command::run(&store.keeping(args.keep), args),
-        args::Command::Cliff(args) => cliff_command::run(&store.keeping(args.keep), args),
+        args::Command::Ladder(args) => ladder_command::run(&store.keeping(args.workload.keep), args),
+        args::Command::Scale(args) => scale_command::run(&store.keeping(args.workload.keep), args),
+        args::Command::Precondition(args) => {
+            precondition_command::run(&store.keeping(args.workload.keep), args)
+        }
+        args::Command::Cliff(args) => cliff_command::run(&store.keeping(args.workload.keep), args),
         args::Command::Sweep(args) => {
-            let store = store.keeping(args.keep);
+            let store = store.keeping(args.workload.keep);
             metrics_args::here(&args.metrics.clone(), "sweep", |place| {
                 sweep_command::run(args, &store, place)
             })
         }
         args::Command::Steady(args) => {
-            let store = store.keeping(args.keep);
+            let store = store.keeping(args.workload.keep);
             metrics_args::here(&args.metrics.clone(), "steady", |place| {
                 steady_command::run(args, &store, place)
             })
         }
         args::Command::Suite(args) => {
-            let store = store.keeping(args.keep);
+            let store = store.keeping(args.workload.keep);
             metrics_args::here(&args.metrics.clone(), "suite", |place| {
                 suite_command::run(args, &store, place)
             })
         }
         args::Command::Ramp(args) => {
-            let store = store.keeping(args.keep);
+            let store = store.keeping(args.workload.keep);
             metrics_args::here(&args.metrics.clone(), "ramp", |place| ramp_command::run(args, &store, place))
         }
         args::Command::Compare(args) => compare_command::run(args, store),

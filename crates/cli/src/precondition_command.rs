@@ -13,7 +13,7 @@ use crate::flow::{Delivery, Measurement};
 use crate::place::Place;
 
 pub fn run(store: &StoreArgs, args: PreconditionArgs) -> ExitCode {
-    let precondition = match Precondition::new(&args.options, args.target, args.passes, args.trim) {
+    let precondition = match Precondition::new(&args.workload.options, args.target, args.passes, args.trim) {
         Ok(precondition) => precondition,
         Err(message) => return exit::usage(message),
     };

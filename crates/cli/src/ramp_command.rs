@@ -20,7 +20,8 @@ pub fn run(args: RampArgs, store: &StoreArgs, place: &mut Place<'_>) -> ExitCode
 
 fn measure(args: RampArgs, store: &StoreArgs, place: &mut Place<'_>) -> Result<ExitCode, ExitCode> {
     let limits = RampLimits { latency: args.max_latency, max_cpu_pct: args.max_cpu };
-    let ramp = Ramp::new(&args.options, args.target, args.levels.0.clone(), limits).map_err(exit::usage)?;
+    let ramp =
+        Ramp::new(&args.workload.options, args.target, args.levels.0.clone(), limits).map_err(exit::usage)?;
     let progress = ProgressLine::with_plan(ramp.plan.output.quiet, "ramp", ramp.planned_s());
     Ok(Measurement::new("ramp", &ramp.plan).with_progress(progress).run(
         store,

@@ -20,14 +20,14 @@ pub fn run(args: RunArgs, store: &StoreArgs, place: &mut Place<'_>) -> ExitCode 
 }
 
 fn measure(args: RunArgs, store: &StoreArgs, place: &mut Place<'_>) -> Result<ExitCode, ExitCode> {
-    let quiet = args.options.quiet == Some(true);
+    let quiet = args.workload.options.quiet == Some(true);
     let file = args
         .job_file
         .as_deref()
         .map(|path| job_source::load(path, quiet))
         .transpose()
         .map_err(exit::usage)?;
-    let plan = resolve(file.as_ref(), &args.options).map_err(exit::usage)?;
+    let plan = resolve(file.as_ref(), &args.workload.options).map_err(exit::usage)?;
     if args.each_alone {
         if args.repeat > 1 {
             return Err(exit::usage("--each-alone does not combine with --repeat"));

@@ -16,7 +16,7 @@ use crate::flow::{Delivery, Measurement};
 use crate::place::Place;
 
 pub fn run(store: &StoreArgs, args: ScaleArgs) -> ExitCode {
-    let plan = match scale::plan(&args.options, args.targets) {
+    let plan = match scale::plan(&args.workload.options, args.targets) {
         Ok(plan) => plan,
         Err(message) => return exit::usage(message),
     };

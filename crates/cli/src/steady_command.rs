@@ -17,8 +17,9 @@ pub fn run(args: SteadyArgs, store: &StoreArgs, place: &mut Place<'_>) -> ExitCo
 
 fn measure(args: SteadyArgs, store: &StoreArgs, place: &mut Place<'_>) -> Result<ExitCode, ExitCode> {
     let fresh = SteadyRounds::new(args.steady.track, args.steady.rule().map_err(exit::usage)?);
-    let (plan, job) = plan::one_workload(&rounds::round_defaults(), &args.options, args.target, "steady")
-        .map_err(exit::usage)?;
+    let (plan, job) =
+        plan::one_workload(&rounds::round_defaults(), &args.workload.options, args.target, "steady")
+            .map_err(exit::usage)?;
     Ok(Measurement::new("steady", &plan).run(
         store,
         place,

@@ -14,7 +14,7 @@ use crate::place::Place;
 use crate::progress::ProgressLine;
 
 pub fn run(args: SuiteArgs, store: &StoreArgs, place: &mut Place<'_>) -> ExitCode {
-    let suite = match Suite::new(args.suite, &args.options, args.target) {
+    let suite = match Suite::new(args.suite, &args.workload.options, args.target) {
         Ok(suite) => suite,
         Err(message) => return exit::usage(message),
     };

@@ -31,7 +31,8 @@ fn measure(args: SweepArgs, store: &StoreArgs, place: &mut Place<'_>) -> Result<
         true => Some(SteadyRounds::new(args.steady.track, args.steady.rule().map_err(exit::usage)?)),
         false => None,
     };
-    let sweep = Sweep::new(&args.options, args.target, args.repeat, until_steady).map_err(exit::usage)?;
+    let sweep =
+        Sweep::new(&args.workload.options, args.target, args.repeat, until_steady).map_err(exit::usage)?;
     let mut measurement = Measurement::new(sweep.kind(), &sweep.plan);
     let mut earlier = Vec::new();
     if args.resume {

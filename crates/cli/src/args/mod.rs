@@ -11,7 +11,7 @@ mod studies;
 use clap::{Parser, Subcommand};
 
 pub use fleet::{AgentArgs, FleetArgs, FleetStudy};
-pub use shared::{KeepArgs, MetricsArgs, StoreArgs};
+pub use shared::{KeepArgs, MetricsArgs, StoreArgs, WorkloadArgs};
 pub use stored::{CompareArgs, ExportFormat, FioJobArgs, ImportSource, ReportArgs, ResultsAction};
 pub use studies::{
     CliffArgs, LadderArgs, PreconditionArgs, RampArgs, RunArgs, ScaleArgs, SteadyArgs, SuiteArgs, SweepArgs,

@@ -4,6 +4,7 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 
 use clap::Args;
+use iolab_spec::Options;
 
 #[derive(Debug, Clone, Args, Default)]
 pub struct StoreArgs {
@@ -15,6 +16,17 @@ pub struct StoreArgs {
     /// the database do not offer it.
     #[arg(skip)]
     pub no_store: bool,
+}
+
+/// What every measuring command takes: the workload's options (the table job files use too)
+/// and whether the run is kept.
+#[derive(Debug, Clone, Default, Args)]
+pub struct WorkloadArgs {
+    #[command(flatten)]
+    pub options: Options,
+
+    #[command(flatten)]
+    pub keep: KeepArgs,
 }
 
 /// Whether a measuring command keeps its run.

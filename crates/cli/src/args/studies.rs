@@ -8,9 +8,9 @@ use iolab_analysis::ramp::LatencyLimit;
 use iolab_analysis::rounds::Tracked;
 use iolab_analysis::steady::SteadyRule;
 use iolab_spec::suite::Suite;
-use iolab_spec::{Axis, Bytes, Options};
+use iolab_spec::{Axis, Bytes};
 
-use super::{KeepArgs, MetricsArgs};
+use super::{MetricsArgs, WorkloadArgs};
 
 #[derive(Debug, Args)]
 pub struct RampArgs {
@@ -31,10 +31,7 @@ pub struct RampArgs {
     pub max_cpu: Option<f64>,
 
     #[command(flatten)]
-    pub options: Options,
-
-    #[command(flatten)]
-    pub keep: KeepArgs,
+    pub workload: WorkloadArgs,
 
     #[command(flatten)]
     pub metrics: MetricsArgs,
@@ -51,10 +48,7 @@ pub struct SuiteArgs {
     pub target: Option<PathBuf>,
 
     #[command(flatten)]
-    pub options: Options,
-
-    #[command(flatten)]
-    pub keep: KeepArgs,
+    pub workload: WorkloadArgs,
 
     #[command(flatten)]
     pub metrics: MetricsArgs,
@@ -79,10 +73,7 @@ pub struct CliffArgs {
     pub hold: usize,
 
     #[command(flatten)]
-    pub options: Options,
-
-    #[command(flatten)]
-    pub keep: KeepArgs,
+    pub workload: WorkloadArgs,
 }
 
 /// The steady-state detector's settings; the defaults are the SNIA PTS's (`SteadyRule::default`).
@@ -131,10 +122,7 @@ pub struct SteadyArgs {
     pub steady: SteadyFlags,
 
     #[command(flatten)]
-    pub options: Options,
-
-    #[command(flatten)]
-    pub keep: KeepArgs,
+    pub workload: WorkloadArgs,
 
     #[command(flatten)]
     pub metrics: MetricsArgs,
@@ -165,10 +153,7 @@ pub struct SweepArgs {
     pub resume: bool,
 
     #[command(flatten)]
-    pub options: Options,
-
-    #[command(flatten)]
-    pub keep: KeepArgs,
+    pub workload: WorkloadArgs,
 
     #[command(flatten)]
     pub metrics: MetricsArgs,
@@ -189,10 +174,7 @@ pub struct PreconditionArgs {
     pub trim: bool,
 
     #[command(flatten)]
-    pub options: Options,
-
-    #[command(flatten)]
-    pub keep: KeepArgs,
+    pub workload: WorkloadArgs,
 }
 
 #[derive(Debug, Args)]
@@ -202,10 +184,7 @@ pub struct LadderArgs {
     pub target: Option<PathBuf>,
 
     #[command(flatten)]
-    pub options: Options,
-
-    #[command(flatten)]
-    pub keep: KeepArgs,
+    pub workload: WorkloadArgs,
 }
 
 #[derive(Debug, Args)]
@@ -215,10 +194,7 @@ pub struct ScaleArgs {
     pub targets: Vec<PathBuf>,
 
     #[command(flatten)]
-    pub options: Options,
-
-    #[command(flatten)]
-    pub keep: KeepArgs,
+    pub workload: WorkloadArgs,
 }
 
 #[derive(Debug, Args)]
@@ -239,10 +215,7 @@ pub struct RunArgs {
     pub each_alone: bool,
 
     #[command(flatten)]
-    pub options: Options,
-
-    #[command(flatten)]
-    pub keep: KeepArgs,
+    pub workload: WorkloadArgs,
 
     #[command(flatten)]
     pub metrics: MetricsArgs,
