@@ -7,6 +7,7 @@
 //! smaller ones).
 
 use iolab_spec::ladder::Rung;
+use iolab_stats::format::thousands;
 use iolab_stats::machine::OwnerKind;
 use iolab_stats::result::JobResult;
 use iolab_stats::threads::ThreadClass;
@@ -163,12 +164,12 @@ fn verdict(rows: &[LadderRow]) -> Vec<String> {
     let cheapest = ran.iter().copied().min_by(|a, b| a.cpu_us_per_io.total_cmp(&b.cpu_us_per_io));
     if let (Some(fastest), Some(cheapest)) = (fastest, cheapest) {
         words.push(format!(
-            "cheapest on this target: {} at {:.2} us of CPU per I/O ({} IOPS); fastest: {} at {:.0} IOPS ({:.2} us per I/O)",
+            "cheapest on this target: {} at {:.2} us of CPU per I/O ({} IOPS); fastest: {} at {} IOPS ({:.2} us per I/O)",
             cheapest.name,
             cheapest.cpu_us_per_io,
-            cheapest.iops.round(),
+            thousands(cheapest.iops),
             fastest.name,
-            fastest.iops,
+            thousands(fastest.iops),
             fastest.cpu_us_per_io
         ));
     }

@@ -307,7 +307,7 @@ fn ladder_names_the_cheapest_and_the_fastest_rung_with_their_figures() {
 
     assert_eq!(
         summary.verdict[0],
-        "cheapest on this target: psync at 1.50 us of CPU per I/O (90000 IOPS); fastest: aio at 160000 IOPS (1.80 us per I/O)"
+        "cheapest on this target: psync at 1.50 us of CPU per I/O (90,000 IOPS); fastest: aio at 160,000 IOPS (1.80 us per I/O)"
     );
     let row = &summary.rows[0];
     assert_eq!(
@@ -559,7 +559,7 @@ fn rung_without_io_is_neither_cheapest_nor_fastest() {
     ]);
     assert_eq!(
         summary.verdict[0],
-        "cheapest on this target: psync at 1.50 us of CPU per I/O (50000 IOPS); fastest: aio at 60000 IOPS (1.70 us per I/O)"
+        "cheapest on this target: psync at 1.50 us of CPU per I/O (50,000 IOPS); fastest: aio at 60,000 IOPS (1.70 us per I/O)"
     );
     assert!(!mentions(&summary.verdict, "uring+sqpoll"), "{:#?}", summary.verdict);
     assert_ladder_finite(&summary);
