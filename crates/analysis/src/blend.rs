@@ -61,13 +61,9 @@ fn row(together: &GroupResult, alone: &OpSummary) -> BlendRow {
         alone_iops: alone.iops,
         together_iops: together.total.iops,
         kept_pct: share_pct(together.total.iops, alone.iops),
-        alone_p99_ns: p99(alone),
-        together_p99_ns: p99(&together.total),
+        alone_p99_ns: alone.percentile(99.0),
+        together_p99_ns: together.total.percentile(99.0),
     }
-}
-
-fn p99(summary: &OpSummary) -> Option<u64> {
-    summary.latency.as_ref()?.percentiles.iter().find(|p| p.p == 99.0).map(|p| p.ns)
 }
 
 /// "db (randread 4KiB) kept 41% of its IOPS beside the others (12,000 of 29,300) and its p99

@@ -63,7 +63,7 @@ fn each_alone(plan: &RunPlan, store: &StoreArgs, place: &mut Place<'_>) -> ExitC
         |failed, report| {
             alone_then_together(plan, &failed, report, "interference run", |alone, together| {
                 let summary = summarize(alone, together);
-                (blend_json(&summary, report), blend_text(&summary, report))
+                Delivery::study(&plan.output, blend_json(&summary, report), || blend_text(&summary, report))
             })
         },
     )

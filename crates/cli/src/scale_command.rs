@@ -27,21 +27,21 @@ pub fn run(store: &StoreArgs, args: ScaleArgs) -> ExitCode {
         |failed, report| {
             alone_then_together(&plan, &failed, report, "scaling run", |singles, together| {
                 let summary = summarize(singles, together);
-                (scale_json(&summary, report), scale_text(&summary, report))
+                Delivery::study(&plan.output, scale_json(&summary, report), || scale_text(&summary, report))
             })
         },
     )
 }
 
 /// The report of a run of singles then one together (`scale`, `run --each-alone`): `judge`
-/// makes the study's JSON and text from them; a run cut short before the last step shows the
+/// makes the study's report from them; a run cut short before the last step shows the
 /// steps that ran, without a verdict; a step that could not start fails the command.
 pub fn alone_then_together(
     plan: &RunPlan,
     failed: &[(usize, RunError)],
     report: &RunReport,
     what: &str,
-    judge: impl FnOnce(&[&JobResult], &JobResult) -> (String, String),
+    judge: impl FnOnce(&[&JobResult], &JobResult) -> Delivery,
 ) -> Result<Delivery, ExitCode> {
     if let Some((_, e)) = failed.first() {
         return Err(exit::fail(
@@ -52,8 +52,7 @@ pub fn alone_then_together(
     Ok(match report.jobs.split_last() {
         Some((together, singles)) if report.jobs.len() == plan.jobs.len() => {
             let singles: Vec<_> = singles.iter().collect();
-            let (json, text) = judge(&singles, together);
-            Delivery::study(&plan.output, json, || text)
+            judge(&singles, together)
         }
         // Interrupted before the last step: the steps that ran, without a verdict.
         _ => {

@@ -89,9 +89,9 @@ impl AlignedBuffers {
     pub fn io_span(&self, slot: u32, request: &IoRequest) -> *mut u8 {
         let ptr = self.span(slot, request.len);
         if let (Op::Write, Some(writes)) = (request.op, &self.writes) {
-            // SAFETY: `span` checked that `len` bytes from `ptr` are inside the allocation, and
-            // the slot is free: an engine is handed a slot only after its last request was
-            // reaped, so neither the kernel nor another request reads or writes these bytes now.
+            // An engine is handed a slot only after its last request was reaped, so neither the
+            // kernel nor another request reads or writes these bytes now.
+            // SAFETY: `span` kept `len` bytes from `ptr` inside the allocation; the slot is free.
             let bytes = unsafe { std::slice::from_raw_parts_mut(ptr, request.len as usize) };
             writes.stamp(bytes, request.offset);
         }

@@ -5,8 +5,6 @@ use iolab_stats::PERCENTILES;
 use iolab_store::StoredRun;
 use serde::Serialize;
 
-use crate::results::percentile_ns;
-
 /// Name and version of the JSON export's schema.
 pub const EXPORT_SCHEMA: &str = "iolab.export/1";
 
@@ -92,7 +90,7 @@ pub fn export_csv(runs: &[StoredRun]) -> Result<String, String> {
                 opt(latency.map(|l| l.stdev_ns.to_string())),
                 opt(latency.map(|l| l.max_ns.to_string())),
             ];
-            row.extend(PERCENTILES.iter().map(|&p| opt(percentile_ns(&s.total, p).map(|ns| ns.to_string()))));
+            row.extend(PERCENTILES.iter().map(|&p| opt(s.total.percentile(p).map(|ns| ns.to_string()))));
             row.push(opt(s.cpu_us_per_io.map(|us| us.to_string())));
             row.push(opt(point.verdict.as_ref().map(|v| v.cause.name().to_string())));
             row.push(opt(point.verdict.as_ref().map(|v| v.summary.clone())));

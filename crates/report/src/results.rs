@@ -94,13 +94,8 @@ pub fn run_text(run: &StoredRun, environment: &[String]) -> String {
     crate::shown(out)
 }
 
-/// The latency at percentile `p` of `op`, when the source gave it.
-pub fn percentile_ns(op: &OpSummary, p: f64) -> Option<u64> {
-    op.latency.as_ref()?.percentiles.iter().find(|x| (x.p - p).abs() < 1e-9).map(|x| x.ns)
-}
-
 fn percentile_text(op: &OpSummary, p: f64) -> String {
-    percentile_ns(op, p).map_or_else(|| "-".into(), |ns| latency(ns as f64))
+    op.percentile(p).map_or_else(|| "-".into(), |ns| latency(ns as f64))
 }
 
 /// "2026-11-22 14:03": the start of a run, to the minute (UTC).

@@ -225,6 +225,14 @@ pub struct OpSummary {
     pub latency: Option<LatencySummary>,
 }
 
+impl OpSummary {
+    /// The latency at percentile `p` (e.g. 99.0) as the result reported it; `None` without
+    /// I/Os of this kind or when the source did not give that percentile.
+    pub fn percentile(&self, p: f64) -> Option<u64> {
+        self.latency.as_ref()?.percentiles.iter().find(|x| (x.p - p).abs() < 1e-9).map(|x| x.ns)
+    }
+}
+
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct LatencySummary {
     pub min_ns: u64,
