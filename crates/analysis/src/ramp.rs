@@ -127,7 +127,7 @@ pub struct RampSummary {
 }
 
 fn p99(latency: Option<&LatencySummary>) -> u64 {
-    latency.and_then(|l| l.percentiles.iter().find(|x| x.p == 99.0)).map_or(0, |x| x.ns)
+    latency.and_then(|l| l.percentile(99.0)).unwrap_or(0)
 }
 
 /// One level's row, with the limit it crossed if any.

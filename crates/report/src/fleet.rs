@@ -56,6 +56,5 @@ fn mean(op: &OpSummary) -> String {
 }
 
 fn p99(op: &OpSummary) -> String {
-    let p99 = op.latency.as_ref().and_then(|l| l.percentiles.iter().find(|p| p.p == 99.0));
-    p99.map_or_else(|| "-".into(), |p| latency(p.ns as f64))
+    op.percentile(99.0).map_or_else(|| "-".into(), |ns| latency(ns as f64))
 }

@@ -45,12 +45,7 @@ pub(crate) fn rounds_table(out: &mut String, rounds: &SteadyRounds, jobs: &[JobR
         let round = index + 1;
         let mark =
             if window.is_some_and(|w| (w.first_round..=w.last_round).contains(&round)) { ">" } else { " " };
-        let p99 = job
-            .total
-            .latency
-            .as_ref()
-            .and_then(|l| l.percentiles.iter().find(|p| p.p == 99.0))
-            .map_or(0, |p| p.ns);
+        let p99 = job.total.percentile(99.0).unwrap_or(0);
         let _ = writeln!(
             out,
             "{mark} {:>7}{:>14}{:>12.1}{:>10}{:>10}{:>8.2}us   {:.1}",

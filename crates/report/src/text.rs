@@ -286,10 +286,8 @@ fn per_target(out: &mut String, group: &iolab_stats::result::GroupResult) {
     let _ = writeln!(out, "  {:<24}{:>14}{:>11}{:>9}{:>9}", "target", "IOPS", "MB/s", "mean", "p99");
     for target in &group.targets {
         let t = &target.total;
-        let (mean, p99) = t.latency.as_ref().map_or((0.0, 0.0), |l| {
-            let p99 = l.percentiles.iter().find(|p| p.p == 99.0).map_or(0, |p| p.ns);
-            (l.mean_ns, p99 as f64)
-        });
+        let (mean, p99) =
+            t.latency.as_ref().map_or((0.0, 0.0), |l| (l.mean_ns, l.percentile(99.0).unwrap_or(0) as f64));
         let _ = writeln!(
             out,
             "  {:<24}{:>14}{:>11.2}{:>9}{:>9}",

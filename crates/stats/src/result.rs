@@ -229,7 +229,7 @@ impl OpSummary {
     /// The latency at percentile `p` (e.g. 99.0) as the result reported it; `None` without
     /// I/Os of this kind or when the source did not give that percentile.
     pub fn percentile(&self, p: f64) -> Option<u64> {
-        self.latency.as_ref()?.percentiles.iter().find(|x| (x.p - p).abs() < 1e-9).map(|x| x.ns)
+        self.latency.as_ref()?.percentile(p)
     }
 }
 
@@ -242,6 +242,13 @@ pub struct LatencySummary {
     pub percentiles: Vec<Percentile>,
     /// Share of I/Os completed within each threshold (1 ms, 2 ms and the user's --slo).
     pub within: Vec<Within>,
+}
+
+impl LatencySummary {
+    /// The latency at percentile `p` (e.g. 99.0), if the summary gives that percentile.
+    pub fn percentile(&self, p: f64) -> Option<u64> {
+        self.percentiles.iter().find(|x| (x.p - p).abs() < 1e-9).map(|x| x.ns)
+    }
 }
 
 #[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq)]

@@ -70,7 +70,7 @@ impl Store {
                 tx.query_row("SELECT environment_id FROM runs WHERE id = ?1", [run], |row| row.get(0))?;
             let total = &point.summary.total;
             let latency = total.latency.as_ref();
-            let p99 = latency.and_then(|l| l.percentiles.iter().find(|p| p.p == 99.0)).map(|p| p.ns as i64);
+            let p99 = total.percentile(99.0).map(|ns| ns as i64);
             tx.execute(
                 "INSERT INTO points (run_id, seq, name, source, completed_at, environment_id, iops, mb_s,
                      mean_ns, p99_ns, spec, summary, series, verdict, histograms, result)
