@@ -13,9 +13,9 @@ use clap::{Parser, Subcommand};
 pub use fleet::{AgentArgs, FleetArgs, FleetStudy};
 pub use shared::{KeepArgs, MetricsArgs, StoreArgs, WorkloadArgs};
 pub use stored::{CompareArgs, ExportFormat, FioJobArgs, ImportSource, ReportArgs, ResultsAction};
+pub use studies::CacheArgs;
 pub use studies::{
-    CacheArgs, CliffArgs, LadderArgs, PreconditionArgs, RampArgs, RunArgs, ScaleArgs, SteadyArgs, SuiteArgs,
-    SweepArgs,
+    CliffArgs, LadderArgs, PreconditionArgs, RampArgs, RunArgs, ScaleArgs, SteadyArgs, SuiteArgs, SweepArgs,
 };
 
 #[derive(Debug, Parser)]
