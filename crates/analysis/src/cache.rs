@@ -18,22 +18,38 @@ use iolab_spec::Bytes;
 use iolab_stats::central::median;
 use serde::{Deserialize, Serialize};
 
-/// Points past a tier whose share of hits in the tiers found is above this are not used to
-/// judge the next level: dividing by the small share of misses would magnify their noise.
-const MAX_HIT_SHARE: f64 = 0.8;
+/// Points past a tier whose share of hits in the tiers found is above this (working sets less
+/// than twice the tier) are not used to judge the next level: dividing by the small share of
+/// misses would magnify their noise, and a real cache under pressure hits less than C/W there
+/// (an LRU thrashes), which would read as a tier of its own.
+const MAX_HIT_SHARE: f64 = 0.5;
 
 /// One working set measured: random reads over it after it was read once.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct CachePoint {
     pub working_set_bytes: u64,
-    /// Mean read latency (service time), ns: what the rule judges.
+    /// Mean read latency (service time), ns.
     pub mean_ns: f64,
+    /// Mean of the fastest 99% of the reads, ns: what the rule judges. A few misses raise it at
+    /// once, while the rare stalls of a busy machine (fewer than 1% of reads) do not.
+    pub trimmed_ns: f64,
     pub p50_ns: u64,
     pub p99_ns: u64,
     pub iops: f64,
     /// Measured to refine a tier's size (bisection), not one of the sizes asked for.
     pub refined: bool,
+}
+
+impl CachePoint {
+    /// The latency the rule judges: the trimmed mean, or the mean where there is none.
+    pub fn level_ns(&self) -> f64 {
+        if self.trimmed_ns > 0.0 {
+            self.trimmed_ns
+        } else {
+            self.mean_ns
+        }
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
@@ -45,11 +61,14 @@ pub struct CacheRule {
     /// Refine each tier's bracket until the smallest working set beyond it is within this share
     /// of the largest inside it, in percent.
     pub precision_pct: f64,
+    /// And by more than this, ns: smaller rises are the jitter of iolab's own path (a page-cache
+    /// hit costs 1-2 µs), never a tier of storage.
+    pub min_rise_ns: f64,
 }
 
 impl Default for CacheRule {
     fn default() -> Self {
-        CacheRule { rise_pct: 50.0, precision_pct: 10.0 }
+        CacheRule { rise_pct: 50.0, precision_pct: 10.0, min_rise_ns: 1_000.0 }
     }
 }
 
@@ -67,11 +86,15 @@ impl CacheRule {
                 self.precision_pct
             ));
         }
+        if !(self.min_rise_ns >= 0.0 && self.min_rise_ns.is_finite()) {
+            return Err(format!("cache minimum rise is {} ns; give 0 or more", self.min_rise_ns));
+        }
         Ok(())
     }
 
-    fn keep(&self) -> f64 {
-        1.0 + self.rise_pct / 100.0
+    /// The highest latency still on a level of `level` ns.
+    pub fn ceiling(&self, level: f64) -> f64 {
+        (level * (1.0 + self.rise_pct / 100.0)).max(level + self.min_rise_ns)
     }
 }
 
@@ -86,7 +109,7 @@ pub struct Tier {
     /// `upper_bytes` is within the rule's precision of `size_bytes`.
     pub resolved: bool,
     /// The latency of a read this tier serves, ns: the level of the points inside it (for the
-    /// first tier, their median mean latency).
+    /// first tier, the median of their trimmed means).
     pub hit_ns: f64,
     /// The latency of a read it misses, ns: the level after it (the next tier's, or the
     /// backing store's), judged on the misses alone.
@@ -196,12 +219,13 @@ pub fn find_tiers(points: &[CachePoint], rule: &CacheRule) -> CacheTiers {
         let mut step = None;
         for (k, pair) in usable.windows(2).enumerate() {
             let here = median(&level).unwrap_or(0.0);
-            if miss(pair[1]) > here * rule.keep() && confirmed(&usable[k + 2..], here * rule.keep(), miss) {
+            let ceiling = rule.ceiling(here);
+            if miss(pair[1]) > ceiling && confirmed(&usable[k + 2..], ceiling, miss) {
                 step = Some((pair[0], pair[1], here));
                 break;
             }
             // A lone spike that the next point does not confirm is noise, not part of the level.
-            if miss(pair[1]) <= here * rule.keep() {
+            if miss(pair[1]) <= ceiling {
                 level.push(miss(pair[1]));
             }
         }
@@ -253,7 +277,7 @@ pub fn promotion(samples: &[LatencySample], target_ns: f64) -> (Option<f64>, boo
 /// A hot set is polluted when its latency after a scan is more than the rule's share above
 /// its latency before.
 pub fn polluted(before: &CachePoint, after: &CachePoint, rule: &CacheRule) -> bool {
-    after.mean_ns > before.mean_ns * rule.keep()
+    after.level_ns() > rule.ceiling(before.level_ns())
 }
 
 fn sorted(points: &[CachePoint]) -> Vec<CachePoint> {
@@ -291,19 +315,20 @@ fn miss_ns(found: &[Found], point: &CachePoint) -> f64 {
     }
     let share = below / w;
     if share >= 1.0 {
-        return point.mean_ns;
+        return point.level_ns();
     }
-    (point.mean_ns - hits) / (1.0 - share)
+    (point.level_ns() - hits) / (1.0 - share)
 }
 
 fn flat_note(points: &[CachePoint], rule: &CacheRule) -> String {
     let (first, last) = (points[0], points[points.len() - 1]);
     format!(
-        "no tier between working sets of {} and {}: latency never rose more than {}% above its level and stayed up (mean {:.1} µs at the smallest, {:.1} µs at the largest)",
+        "no tier between working sets of {} and {}: latency never rose more than {}% (and {} µs) above its level and stayed up ({:.1} µs at the smallest, {:.1} µs at the largest, mean of the fastest 99%)",
         Bytes(first.working_set_bytes),
         Bytes(last.working_set_bytes),
         rule.rise_pct,
-        first.mean_ns / 1e3,
-        last.mean_ns / 1e3
+        rule.min_rise_ns / 1e3,
+        first.level_ns() / 1e3,
+        last.level_ns() / 1e3
     )
 }

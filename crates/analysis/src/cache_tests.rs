@@ -37,6 +37,7 @@ impl Hierarchy {
         CachePoint {
             working_set_bytes: w,
             mean_ns,
+            trimmed_ns: mean_ns,
             p50_ns: mean_ns as u64,
             p99_ns: mean_ns as u64,
             iops: 1e9 / mean_ns,

@@ -14,7 +14,8 @@ use crate::flow::{Delivery, Measurement};
 use crate::place::Place;
 
 pub fn run(store: &StoreArgs, args: CacheArgs) -> ExitCode {
-    let rule = CacheRule { rise_pct: args.rise_pct, precision_pct: args.precision_pct };
+    let rule =
+        CacheRule { rise_pct: args.rise_pct, precision_pct: args.precision_pct, ..CacheRule::default() };
     let study = match CacheStudy::new(
         &args.workload.options,
         args.target,

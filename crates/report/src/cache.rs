@@ -58,9 +58,10 @@ pub fn cache_text(summary: &CacheSummary, run: &RunReport) -> String {
             .map_or(String::new(), |i| format!("  <- {} fits", tier_name(i)));
         let _ = writeln!(
             out,
-            "  {:>12}{:>7.1}%{:>11}{:>10}{:>10}{:>12}{}{mark}",
+            "  {:>12}{:>7.1}%{:>11}{:>11}{:>10}{:>10}{:>12}{}{mark}",
             Bytes(p.working_set_bytes).to_string(),
             share,
+            latency(p.level_ns()),
             latency(p.mean_ns),
             latency(p.p50_ns as f64),
             latency(p.p99_ns as f64),
@@ -68,7 +69,8 @@ pub fn cache_text(summary: &CacheSummary, run: &RunReport) -> String {
             if p.refined { " (refining)" } else { "" }
         );
     }
-    let _ = writeln!(out);
+    let _ =
+        writeln!(out, "  (mean 99%: the mean of the fastest 99% of reads, what the tiers are judged on)\n");
     let found = &summary.found;
     if !found.judged || found.tiers.is_empty() {
         let _ = writeln!(out, "tiers: none: {}", found.note.as_deref().unwrap_or("nothing judged"));

@@ -31,6 +31,13 @@ const UNBOUNDED: Nanos = Nanos(100 * 365 * 24 * 3600 * 1_000_000_000);
 const STEP_RUNTIME: Nanos = Nanos(2_000_000_000);
 /// The shortest series interval iolab takes (iolab_spec's own limit).
 const MIN_INTERVAL: Nanos = Nanos(50_000_000);
+/// Random reads before each measurement unless the user gives --ramp: after the warm pass
+/// (sequential) the cache settles into the random workload's own state (an LRU's lists,
+/// a tier's promotions) before it is measured.
+const STEP_RAMP: Nanos = Nanos(1_000_000_000);
+/// The share of reads the judged latency is the mean of: the slowest 1% (a busy machine's
+/// stalls) are left out.
+const KEPT: f64 = 0.99;
 /// Intervals of the promotion run: its latency is judged interval by interval.
 const PROMOTION_INTERVALS: u64 = 20;
 
@@ -82,7 +89,7 @@ impl CacheStudy {
             rw: Some(Rw::RandRead),
             qd: Some(Axis::one(1)),
             runtime: Some(STEP_RUNTIME),
-            ramp: Some(Nanos(0)),
+            ramp: Some(STEP_RAMP),
             ..Options::default()
         };
         let (plan, job) = plan::one_workload(&defaults, options, target, "cache")?;
@@ -137,7 +144,7 @@ impl CacheStudy {
             return Ok(found);
         };
         let hot = (first.size_bytes / 2 / grain * grain).max(grain);
-        let target_ns = first.hit_ns * (1.0 + self.rule.rise_pct / 100.0);
+        let target_ns = self.rule.ceiling(first.hit_ns);
         if let Some(time) = self.promotion_time {
             if self.stop(lab) {
                 return Ok(found);
@@ -283,9 +290,31 @@ fn point(job: &JobResult, size: u64, refined: bool) -> CachePoint {
     CachePoint {
         working_set_bytes: size,
         mean_ns: latency.map_or(0.0, |l| l.mean_ns),
+        trimmed_ns: trimmed_mean_ns(job),
         p50_ns: read.percentile(50.0).unwrap_or(0),
         p99_ns: read.percentile(99.0).unwrap_or(0),
         iops: read.iops,
         refined,
+    }
+}
+
+/// The mean of the fastest `KEPT` of the job's reads, from its histogram (each value at the
+/// middle of its bucket): 0 for no reads.
+fn trimmed_mean_ns(job: &JobResult) -> f64 {
+    let histogram = job.histograms.read.histogram();
+    let keep = (histogram.len() as f64 * KEPT).ceil() as u64;
+    let (mut left, mut sum) = (keep, 0.0);
+    for value in histogram.iter_recorded() {
+        let take = value.count_at_value().min(left);
+        sum += take as f64 * histogram.median_equivalent(value.value_iterated_to()) as f64;
+        left -= take;
+        if left == 0 {
+            break;
+        }
+    }
+    if keep == 0 {
+        0.0
+    } else {
+        sum / keep as f64
     }
 }

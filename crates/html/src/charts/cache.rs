@@ -23,18 +23,18 @@ pub(crate) fn cache(subjects: &[Subject<'_>]) -> Result<Vec<Figure>, HtmlError> 
     if runs.is_empty() {
         return Ok(Vec::new());
     }
-    let slowest = runs.iter().flat_map(|(_, c)| &c.points).map(|p| p.mean_ns).fold(0.0, f64::max);
+    let slowest = runs.iter().flat_map(|(_, c)| &c.points).map(|p| p.level_ns()).fold(0.0, f64::max);
     let (scale, unit) = latency_unit(slowest);
     let mut chart = Chart::new(
         "Read latency against working set (cache)",
         Axis::log("working set (MiB), log scale"),
-        Axis::log(format!("mean read latency ({unit}), log scale")),
+        Axis::log(format!("read latency, mean of the fastest 99% ({unit}), log scale")),
     );
     let mut caption = String::from("Each point is one working set at the start of the region, read once sequentially and then measured at random; the sizes between the asked ones were measured to refine a tier. A tier (dashed line) ends at the largest working set inside it; the band runs to the smallest that did not fit.");
     for (subject, summary) in &runs {
         let color = subject.color(0);
         let points =
-            summary.points.iter().map(|p| (p.working_set_bytes as f64 / MIB, p.mean_ns / scale)).collect();
+            summary.points.iter().map(|p| (p.working_set_bytes as f64 / MIB, p.level_ns() / scale)).collect();
         chart.lines.push(Line { name: subject.name.clone(), color, dashed: false, markers: true, points });
         for (index, tier) in summary.found.tiers.iter().enumerate() {
             let (size, upper) = (tier.size_bytes as f64 / MIB, tier.upper_bytes as f64 / MIB);
