@@ -220,3 +220,25 @@ fn bad_rules_are_refused() {
     assert!(CacheRule { precision_pct: 0.5, ..CacheRule::default() }.validate().is_err());
     assert!(CacheRule::default().validate().is_ok());
 }
+
+#[test]
+fn a_cache_report_reads_back_and_tolerates_missing_fields() {
+    use crate::cache::CacheSummary;
+    let hierarchy = one_tier();
+    let (found, points) = hierarchy.study(0.0, 0);
+    let summary = CacheSummary {
+        found,
+        rule: CacheRule::default(),
+        region_bytes: REGION,
+        points,
+        ..CacheSummary::default()
+    };
+    let text = serde_json::to_string(&summary).expect("json");
+    assert_eq!(serde_json::from_str::<CacheSummary>(&text).expect("reads back"), summary);
+    let old: CacheSummary = serde_json::from_value(
+        serde_json::json!({ "points": [{ "working_set_bytes": 4096, "mean_ns": 2.0 }] }),
+    )
+    .expect("an older report");
+    assert_eq!(old.points[0].level_ns(), 2.0, "no trimmed mean: the mean is judged");
+    assert_eq!(old.rule, CacheRule::default());
+}

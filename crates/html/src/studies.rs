@@ -20,7 +20,7 @@ pub enum Study {
     Sweep(SweepSummary),
     Steady(SteadyRounds),
     Cliff(CliffSummary),
-    Cache(CacheSummary),
+    Cache(Box<CacheSummary>),
     Ramp(RampSummary),
     /// A suite's load curves and steady-state sections.
     Suite(Vec<SuiteSection>),
@@ -44,7 +44,7 @@ impl Study {
         } else if parse("iolab.cliff") {
             serde_json::from_value(summary).map(Study::Cliff)
         } else if parse("iolab.cache") {
-            serde_json::from_value(summary).map(Study::Cache)
+            serde_json::from_value(summary).map(|c| Study::Cache(Box::new(c)))
         } else if parse("iolab.ramp") {
             serde_json::from_value(summary).map(Study::Ramp)
         } else if parse("iolab.suite") {
