@@ -224,8 +224,19 @@ fn bad_rules_are_refused() {
 #[test]
 fn a_cache_report_reads_back_and_tolerates_missing_fields() {
     use crate::cache::CacheSummary;
-    let hierarchy = one_tier();
-    let (found, points) = hierarchy.study(0.0, 0);
+    // Round figures, which JSON carries exactly.
+    let points: Vec<CachePoint> = [(64, 2_000.0), (128, 2_500.0), (256, 100_000.0), (512, 150_000.0)]
+        .iter()
+        .map(|&(mib, ns)| CachePoint {
+            working_set_bytes: mib * MIB,
+            mean_ns: ns,
+            trimmed_ns: ns,
+            iops: 1e9 / ns,
+            ..CachePoint::default()
+        })
+        .collect();
+    let found = find_tiers(&points, &CacheRule::default());
+    assert_eq!(found.tiers.len(), 1);
     let summary = CacheSummary {
         found,
         rule: CacheRule::default(),
