@@ -172,8 +172,8 @@ fn cold_file(path: &Path, size: u64) {
     assert_eq!(advised, 0, "posix_fadvise(DONTNEED)");
 }
 
-/// Mean read latency of a separate run over `size` bytes of `file`, read once first.
-fn separate_run_ns(cgroup: &MemoryCgroup, dir: &Path, size: u64) -> f64 {
+/// Mean and median read latency of a separate run over `size` bytes of `file`, read once first.
+fn separate_run_ns(cgroup: &MemoryCgroup, dir: &Path, size: u64) -> (f64, f64) {
     let size = format!("{}k", size / 1024);
     let common = ["--target", "f", "--size", &size, "--buffered", "--no-store", "-q"];
     cgroup.iolab(
@@ -203,7 +203,9 @@ fn separate_run_ns(cgroup: &MemoryCgroup, dir: &Path, size: u64) -> f64 {
         &[&["run", "--rw", "randread", "--qd", "1", "--runtime", "1s", "--ramp", "0", "--json"][..], &common]
             .concat(),
     );
-    json(&out)["jobs"][0]["read"]["latency"]["mean_ns"].as_f64().expect("mean")
+    let latency = &json(&out)["jobs"][0]["read"]["latency"];
+    let p50 = latency["percentiles"].as_array().expect("percentiles").iter().find(|p| p["p"] == 50.0);
+    (latency["mean_ns"].as_f64().expect("mean"), p50.and_then(|p| p["ns"].as_f64()).expect("p50"))
 }
 
 #[test]
@@ -263,13 +265,15 @@ fn cache_finds_the_page_cache_a_memory_cgroup_allows() {
     // the hit latency and the rest at the miss latency the study reported.
     let (hit, miss) = (figure("hit_ns"), figure("miss_ns"));
     assert!(miss > 5.0 * hit, "a miss costs a disk read: {tier}");
-    let inside_run = separate_run_ns(&cgroup, dir.path(), (size as u64 / 2) / (128 << 10) * (128 << 10));
+    // Hits are compared by the median: a busy machine's stalls move a mean of 2 µs reads several
+    // times over (the study judges the mean of the fastest 99% for that reason).
+    let (_, inside_run) = separate_run_ns(&cgroup, dir.path(), (size as u64 / 2) / (128 << 10) * (128 << 10));
     let beyond_at = tier["beyond"]["working_set_bytes"].as_u64().expect("beyond");
-    let beyond_run = separate_run_ns(&cgroup, dir.path(), beyond_at);
+    let (beyond_run, _) = separate_run_ns(&cgroup, dir.path(), beyond_at);
     let hits = size / beyond_at as f64;
     let expected_beyond = hit * hits + miss * (1.0 - hits);
     let close = |a: f64, b: f64| a / b < 2.5 && b / a < 2.5;
-    assert!(close(hit, inside_run), "hits: {hit} ns in the study, {inside_run} ns alone");
+    assert!(close(hit, inside_run), "hits: {hit} ns in the study, a median of {inside_run} ns alone");
     assert!(
         close(expected_beyond, beyond_run),
         "beyond: {expected_beyond} ns from the study, {beyond_run} ns alone"
