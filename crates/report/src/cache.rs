@@ -45,8 +45,8 @@ pub fn cache_text(summary: &CacheSummary, run: &RunReport) -> String {
     );
     let _ = writeln!(
         out,
-        "  {:>12}{:>8}{:>11}{:>10}{:>10}{:>12}",
-        "working set", "region", "mean", "p50", "p99", "IOPS"
+        "  {:>12}{:>8}{:>11}{:>11}{:>10}{:>10}{:>12}",
+        "working set", "region", "mean 99%", "mean", "p50", "p99", "IOPS"
     );
     for p in &summary.points {
         let share = p.working_set_bytes as f64 / summary.region_bytes.max(1) as f64 * 100.0;

@@ -11,10 +11,12 @@ use std::path::PathBuf;
 
 use iolab_analysis::cache::{
     find_tiers, next_probe, polluted, promotion, CachePoint, CacheRule, LatencySample, Pollution, Promotion,
+    Tier,
 };
 use iolab_runner::{Lab, Observer, RunError};
 use iolab_spec::cache::WorkingSets;
 use iolab_spec::{Axis, BsWeight, Bytes, IoLimit, JobSpec, Nanos, Options, RunPlan, Rw};
+use iolab_stats::central::median;
 use iolab_stats::result::JobResult;
 
 use crate::plan;
@@ -144,13 +146,11 @@ impl CacheStudy {
             return Ok(found);
         };
         let hot = (first.size_bytes / 2 / grain * grain).max(grain);
-        let target_ns = self.rule.ceiling(first.hit_ns);
         if let Some(time) = self.promotion_time {
             if self.stop(lab) {
                 return Ok(found);
             }
-            found.promotion =
-                self.promotion(lab, region, hot, first.upper_bytes, time, target_ns, observer)?;
+            found.promotion = self.promotion(lab, (region, hot), (first, &found.points), time, observer)?;
             if found.promotion.is_none() {
                 found.notes.push(format!(
                     "promotion not measured: the region holds no {} that the study had not just read (it must lie past {})",
@@ -221,24 +221,28 @@ impl CacheStudy {
         lab.run_prepared(&job, &targets, observer).map(|_| ())
     }
 
-    /// A hot set of `hot` bytes at the end of the region, past `beyond` (where the study had
-    /// been reading), read at random from cold for `time`; `None` when no such set fits.
-    #[allow(clippy::too_many_arguments)]
+    /// A hot set of `hot` bytes at the end of the `region`, past the first working set that did
+    /// not fit the `first` tier (where the study had been reading), read at random from cold for
+    /// `time` and judged against the working sets measured inside it (`points`); `None` when no
+    /// such set fits.
     fn promotion(
         &self,
         lab: &mut Lab<'_>,
-        region: u64,
-        hot: u64,
-        beyond: u64,
+        (region, hot): (u64, u64),
+        (first, points): (&Tier, &[CachePoint]),
         time: Nanos,
-        target_ns: f64,
         observer: &mut dyn Observer,
     ) -> Result<Option<Promotion>, RunError> {
         let grain = self.grain();
         let offset = (region - hot) / grain * grain;
-        if offset < beyond {
+        if offset < first.upper_bytes {
             return Ok(None);
         }
+        // Judged like the intervals (plain means, stalls included): the ceiling of the median
+        // plain mean of the working sets inside the tier.
+        let inside: Vec<f64> =
+            points.iter().filter(|p| p.working_set_bytes <= first.size_bytes).map(|p| p.mean_ns).collect();
+        let target_ns = self.rule.ceiling(median(&inside).unwrap_or(first.hit_ns));
         let mut job = self.over(offset, hot, format!("promotion: cold {} read at random", Bytes(hot)));
         job.runtime = time;
         job.ramp = Nanos(0);
