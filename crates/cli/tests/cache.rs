@@ -58,7 +58,7 @@ fn cache_on_the_null_engine_measures_every_working_set_and_is_kept() {
     let shown = String::from_utf8_lossy(&text.stdout);
     assert!(shown.contains("read cache and tiers on t: 4KiB random read, QD 1"), "{shown}");
     assert!(
-        shown.contains("working set  region       mean") && shown.contains("     32MiB   50.0%"),
+        shown.contains("working set  region   mean 99%") && shown.contains("     32MiB   50.0%"),
         "{shown}"
     );
 
@@ -272,14 +272,20 @@ fn cache_finds_the_page_cache_a_memory_cgroup_allows() {
     let (beyond_run, _) = separate_run_ns(&cgroup, dir.path(), beyond_at);
     let hits = size / beyond_at as f64;
     let expected_beyond = hit * hits + miss * (1.0 - hits);
-    let close = |a: f64, b: f64| a / b < 2.5 && b / a < 2.5;
-    assert!(close(hit, inside_run), "hits: {hit} ns in the study, a median of {inside_run} ns alone");
+    // Within 2.5x for hits, 4x beyond: the root disk is shared, and other loads on it moved a
+    // miss from 150 to 450 µs between the study and the separate run.
+    let within = |a: f64, b: f64, x: f64| a / b < x && b / a < x;
+    assert!(within(hit, inside_run, 2.5), "hits: {hit} ns in the study, a median of {inside_run} ns alone");
     assert!(
-        close(expected_beyond, beyond_run),
+        within(expected_beyond, beyond_run, 4.0),
         "beyond: {expected_beyond} ns from the study, {beyond_run} ns alone"
     );
     let beyond = tier["beyond"]["mean_ns"].as_f64().expect("beyond");
-    assert!(close(beyond, beyond_run), "beyond: {beyond} ns in the study, {beyond_run} ns alone");
+    assert!(within(beyond, beyond_run, 4.0), "beyond: {beyond} ns in the study, {beyond_run} ns alone");
+    assert!(
+        beyond_run > 5.0 * inside_run,
+        "the separate runs see the step too: {inside_run} vs {beyond_run} ns"
+    );
 
     let promotion = &summary["promotion"];
     assert_eq!(
