@@ -8,6 +8,7 @@
 //! results and series.
 
 pub mod blend;
+pub mod cache;
 pub mod cliff;
 pub mod compare;
 pub mod cpu;
@@ -22,6 +23,8 @@ pub mod suite;
 pub mod sweep;
 pub mod verdict;
 
+#[cfg(test)]
+mod cache_tests;
 #[cfg(test)]
 mod cliff_tests;
 #[cfg(test)]

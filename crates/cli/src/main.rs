@@ -2,6 +2,7 @@
 
 mod agent_command;
 mod args;
+mod cache_command;
 mod cliff_command;
 mod compare_command;
 mod exit;
@@ -47,6 +48,7 @@ fn main() -> ExitCode {
             precondition_command::run(&store.keeping(args.workload.keep), args)
         }
         args::Command::Cliff(args) => cliff_command::run(&store.keeping(args.workload.keep), args),
+        args::Command::Cache(args) => cache_command::run(&store.keeping(args.workload.keep), args),
         args::Command::Sweep(args) => {
             let store = store.keeping(args.workload.keep);
             metrics_args::here(&args.metrics.clone(), "sweep", |place| {

@@ -246,6 +246,7 @@ fn study_verdict(out: &mut String, study: &Study) {
                 ));
             }
         }
+        Study::Cache(cache) => lines.extend(crate::charts::cache::verdict(cache)),
         _ => {}
     }
     for (what, rounds) in study.steady_rounds() {

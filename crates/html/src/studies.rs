@@ -5,6 +5,7 @@
 //! version does not know (a steady state or bottleneck added later) leaves the study undrawn, its
 //! points still drawn.
 
+use iolab_analysis::cache::CacheSummary;
 use iolab_analysis::cliff::CliffSummary;
 use iolab_analysis::ramp::RampSummary;
 use iolab_analysis::rounds::{SteadyRounds, Tracked};
@@ -19,6 +20,7 @@ pub enum Study {
     Sweep(SweepSummary),
     Steady(SteadyRounds),
     Cliff(CliffSummary),
+    Cache(Box<CacheSummary>),
     Ramp(RampSummary),
     /// A suite's load curves and steady-state sections.
     Suite(Vec<SuiteSection>),
@@ -41,6 +43,8 @@ impl Study {
             serde_json::from_value(summary).map(Study::Steady)
         } else if parse("iolab.cliff") {
             serde_json::from_value(summary).map(Study::Cliff)
+        } else if parse("iolab.cache") {
+            serde_json::from_value(summary).map(|c| Study::Cache(Box::new(c)))
         } else if parse("iolab.ramp") {
             serde_json::from_value(summary).map(Study::Ramp)
         } else if parse("iolab.suite") {

@@ -4,6 +4,7 @@
 //! belong on stderr, so JSON output always parses.
 
 mod blend;
+mod cache;
 mod cliff;
 mod compare;
 mod export;
@@ -18,6 +19,7 @@ mod sweep;
 mod text;
 
 pub use blend::{blend_json, blend_text, BLEND_SCHEMA};
+pub use cache::{cache_json, cache_text, CACHE_SCHEMA};
 pub use cliff::{cliff_json, cliff_text, CLIFF_SCHEMA};
 pub use compare::{
     compare, compare_json, compare_text, CompareInput, Comparison, COMPARE_SCHEMA, NOISE_RULE,

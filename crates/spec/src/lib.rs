@@ -5,6 +5,7 @@
 //! touches a file or device: checks that need the target live in the runner.
 
 pub mod axis;
+pub mod cache;
 mod error;
 pub mod jobfile;
 pub mod ladder;

@@ -13,6 +13,7 @@ use clap::{Parser, Subcommand};
 pub use fleet::{AgentArgs, FleetArgs, FleetStudy};
 pub use shared::{KeepArgs, MetricsArgs, StoreArgs, WorkloadArgs};
 pub use stored::{CompareArgs, ExportFormat, FioJobArgs, ImportSource, ReportArgs, ResultsAction};
+pub use studies::CacheArgs;
 pub use studies::{
     CliffArgs, LadderArgs, PreconditionArgs, RampArgs, RunArgs, ScaleArgs, SteadyArgs, SuiteArgs, SweepArgs,
 };
@@ -63,6 +64,12 @@ pub enum Command {
     /// than --drop-pct and stays down: the size of a write cache or fast tier, with the rates
     /// before and after.
     Cliff(CliffArgs),
+    /// The read side of `cliff`: random reads (4 KiB, QD 1 by default) over growing working sets
+    /// (--sizes, default 1% to 100% of the region), each read once first, refined until each
+    /// cache or fast tier's size is known within --precision-pct (10%): its size, the latency
+    /// and IOPS inside and beyond it, how fast a cold hot set is promoted and whether a scan
+    /// pollutes a hot one.
+    Cache(CacheArgs),
     /// Run a suite on the target (default: a 1 GiB scratch file), 5 s + 1 s ramp per test unless
     /// --runtime/--ramp say otherwise. quick: the four classic desktop tests (sequential 1 MiB
     /// Q8T1 and Q1T1, random 4 KiB Q32T16 and Q1T1), read and write. enterprise: QD 1 latency,

@@ -231,3 +231,35 @@ fn parse_pct(text: &str) -> Result<f64, String> {
 fn parse_suite(text: &str) -> Result<Suite, String> {
     text.parse()
 }
+
+#[derive(Debug, Args)]
+pub struct CacheArgs {
+    /// The target (default: a 1 GiB scratch file in the current directory).
+    #[arg(id = "target_path", value_name = "TARGET")]
+    pub target: Option<PathBuf>,
+
+    /// Working sets to measure, as shares of the region and/or sizes (default
+    /// 1%,2%,5%,10%,20%,50%,100%); each tier found is refined between them.
+    #[arg(long, value_name = "LIST")]
+    pub sizes: Option<iolab_spec::cache::WorkingSets>,
+
+    /// A tier ends where latency rises more than this share above its level.
+    #[arg(long, value_name = "PCT", default_value_t = 50.0)]
+    pub rise_pct: f64,
+
+    /// Refine each tier until its size is known within this share.
+    #[arg(long, value_name = "PCT", default_value_t = 10.0)]
+    pub precision_pct: f64,
+
+    /// How long a cold hot set (half the first tier) is read to see it become fast; 0 skips it.
+    #[arg(long, value_name = "TIME", default_value = "10s")]
+    pub promotion_time: iolab_spec::Nanos,
+
+    /// Skip the pollution check (a hot set measured, the rest of the region read once, the hot
+    /// set measured again).
+    #[arg(long)]
+    pub no_pollution: bool,
+
+    #[command(flatten)]
+    pub workload: WorkloadArgs,
+}

@@ -2,6 +2,7 @@
 //! (sweeps, ramps, CPU), latency distributions (percentiles, histogram), and time (per-second
 //! series, the cliff log, steady-state rounds); and the Hosts panel's charts of a fleet point.
 
+pub(crate) mod cache;
 mod distribution;
 pub(crate) mod hosts;
 mod load;
@@ -65,6 +66,7 @@ pub(crate) fn all(subjects: &[Subject<'_>]) -> Result<Vec<Figure>, HtmlError> {
     figures.extend(time::series(subjects)?);
     figures.extend(load::cpu_per_io(subjects)?);
     figures.extend(time::cliff(subjects)?);
+    figures.extend(cache::cache(subjects)?);
     figures.extend(time::steady(subjects)?);
     figures.retain(|f| !f.empty);
     Ok(figures)

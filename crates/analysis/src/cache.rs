@@ -1,0 +1,334 @@
+//! Tiers in a read-latency curve: mean random-read latency against the working-set size, each
+//! size warmed (read once) before it is measured. While the working set fits a cache or fast
+//! tier every read hits it; past the tier's size a share of the reads miss, and the mean
+//! latency rises at once. The largest working set measured inside is the tier's size.
+//!
+//! Past a tier of size C, uniform random reads over a working set W hit it C/W of the time at
+//! best, so the mean keeps rising towards the miss latency as W grows, with no level of its
+//! own. Each tier found is therefore peeled off before the next is looked for: the latency of
+//! a *miss* of the tiers found, (L - the hits' share of it) / (1 - hit share), is flat until the
+//! next tier is full. The rule is written down in docs/characterization.md ("Read cache and
+//! tiers"); this file is its only implementation, and `next_probe` says which working set the
+//! study measures next to know each tier's size within `precision_pct`.
+//!
+//! What `iolab cache` reports is also read back from the store (the HTML report draws it):
+//! every field has a default, so a report written by an older or newer iolab still reads.
+
+use iolab_spec::Bytes;
+use iolab_stats::central::median;
+use serde::{Deserialize, Serialize};
+
+/// Points past a tier whose share of hits in the tiers found is above this (working sets less
+/// than twice the tier) are not used to judge the next level: dividing by the small share of
+/// misses would magnify their noise, and a real cache under pressure hits less than C/W there
+/// (an LRU thrashes), which would read as a tier of its own.
+const MAX_HIT_SHARE: f64 = 0.5;
+
+/// One working set measured: random reads over it after it was read once.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct CachePoint {
+    pub working_set_bytes: u64,
+    /// Mean read latency (service time), ns.
+    pub mean_ns: f64,
+    /// Mean of the fastest 99% of the reads, ns: what the rule judges. A few misses raise it at
+    /// once, while the rare stalls of a busy machine (fewer than 1% of reads) do not.
+    pub trimmed_ns: f64,
+    pub p50_ns: u64,
+    pub p99_ns: u64,
+    pub iops: f64,
+    /// Measured to refine a tier's size (bisection), not one of the sizes asked for.
+    pub refined: bool,
+}
+
+impl CachePoint {
+    /// The latency the rule judges: the trimmed mean, or the mean where there is none.
+    pub fn level_ns(&self) -> f64 {
+        if self.trimmed_ns > 0.0 {
+            self.trimmed_ns
+        } else {
+            self.mean_ns
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct CacheRule {
+    /// A working set is beyond a tier when its latency (of a miss of the tiers found before)
+    /// is more than this share above the tier's level, in percent.
+    pub rise_pct: f64,
+    /// Refine each tier's bracket until the smallest working set beyond it is within this share
+    /// of the largest inside it, in percent.
+    pub precision_pct: f64,
+    /// And by more than this, ns: smaller rises are the jitter of iolab's own path (a page-cache
+    /// hit costs 1-2 µs), never a tier of storage.
+    pub min_rise_ns: f64,
+}
+
+impl Default for CacheRule {
+    fn default() -> Self {
+        CacheRule { rise_pct: 50.0, precision_pct: 10.0, min_rise_ns: 1_000.0 }
+    }
+}
+
+impl CacheRule {
+    pub fn validate(&self) -> Result<(), String> {
+        if !(self.rise_pct > 0.0 && self.rise_pct.is_finite()) {
+            return Err(format!(
+                "cache rise is {}%; give a percentage above 0 (the default is 50%: a tier ends where latency rises by more than half)",
+                self.rise_pct
+            ));
+        }
+        if !(self.precision_pct >= 1.0 && self.precision_pct <= 100.0) {
+            return Err(format!(
+                "cache precision is {}%; give a percentage from 1 to 100 (the default is 10%)",
+                self.precision_pct
+            ));
+        }
+        if !(self.min_rise_ns >= 0.0 && self.min_rise_ns.is_finite()) {
+            return Err(format!("cache minimum rise is {} ns; give 0 or more", self.min_rise_ns));
+        }
+        Ok(())
+    }
+
+    /// The highest latency still on a level of `level` ns.
+    pub fn ceiling(&self, level: f64) -> f64 {
+        (level * (1.0 + self.rise_pct / 100.0)).max(level + self.min_rise_ns)
+    }
+}
+
+/// A cache or fast tier: where the latency of its hits gave way to that of its misses.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Tier {
+    /// The largest working set measured inside the tier: its size.
+    pub size_bytes: u64,
+    /// The smallest working set measured beyond it: the size is below this.
+    pub upper_bytes: u64,
+    /// `upper_bytes` is within the rule's precision of `size_bytes`.
+    pub resolved: bool,
+    /// The latency of a read this tier serves, ns: the level of the points inside it (for the
+    /// first tier, the median of their trimmed means).
+    pub hit_ns: f64,
+    /// The latency of a read it misses, ns: the level after it (the next tier's, or the
+    /// backing store's), judged on the misses alone.
+    pub miss_ns: f64,
+    /// Measured at `size_bytes`: the figures inside the tier.
+    pub inside: CachePoint,
+    /// Measured where the level after it was first judged: the figures beyond the tier.
+    pub beyond: CachePoint,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct CacheTiers {
+    /// Smallest first.
+    pub tiers: Vec<Tier>,
+    /// False with fewer than 2 working sets measured.
+    pub judged: bool,
+    /// Why nothing was judged, or why no tier was found.
+    pub note: Option<String>,
+}
+
+/// A hot set read from cold: its mean latency interval by interval, until it is as fast as the
+/// first tier's hits.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Promotion {
+    pub hot_set_bytes: u64,
+    /// Where it starts in the region: a part the study had not read lately.
+    pub offset_bytes: u64,
+    /// Fast enough: the first tier's hit latency times (1 + rise).
+    pub target_ns: f64,
+    pub samples: Vec<LatencySample>,
+    /// Seconds from the first read until every later interval was fast; `None`: not in time.
+    pub fast_after_s: Option<f64>,
+    /// The first interval was already fast: the set was cached before, nothing was promoted.
+    pub fast_from_start: bool,
+}
+
+/// Mean latency during one interval of a job.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct LatencySample {
+    /// Seconds from the start of the measurement to the end of the interval.
+    pub t_s: f64,
+    pub mean_ns: f64,
+}
+
+/// A hot set measured, then the rest of the region read once sequentially (a backup, a scan),
+/// then the hot set measured again.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Pollution {
+    pub hot_set_bytes: u64,
+    pub scan_bytes: u64,
+    pub before: CachePoint,
+    pub after: CachePoint,
+    /// The hot set's latency rose by more than the rule's share after the scan.
+    pub polluted: bool,
+}
+
+/// The summary of `iolab cache --json`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct CacheSummary {
+    #[serde(flatten)]
+    pub found: CacheTiers,
+    pub rule: CacheRule,
+    /// The region the working sets are shares of.
+    pub region_bytes: u64,
+    /// Every working set measured, smallest first.
+    pub points: Vec<CachePoint>,
+    pub promotion: Option<Promotion>,
+    pub pollution: Option<Pollution>,
+    /// Why promotion or pollution was not measured.
+    pub notes: Vec<String>,
+}
+
+/// A tier as the peeling needs it: its size and the latency of its hits.
+#[derive(Clone, Copy)]
+struct Found {
+    size: f64,
+    hit_ns: f64,
+}
+
+/// The tiers in `points` (any order; one per working set, a later duplicate ignored).
+/// Expects a rule that passed `validate`.
+pub fn find_tiers(points: &[CachePoint], rule: &CacheRule) -> CacheTiers {
+    let points = sorted(points);
+    if points.len() < 2 {
+        let note =
+            format!("{} working set(s) measured; a tier needs one inside it and one beyond", points.len());
+        return CacheTiers { tiers: Vec::new(), judged: false, note: Some(note) };
+    }
+    let mut found: Vec<Found> = Vec::new();
+    let mut tiers: Vec<Tier> = Vec::new();
+    let mut start = 0;
+    loop {
+        let usable: Vec<usize> = (start..points.len())
+            .filter(|&i| found.is_empty() || hit_share(&found, points[i].working_set_bytes) <= MAX_HIT_SHARE)
+            .collect();
+        let Some(&first) = usable.first() else { break };
+        if let Some(last) = tiers.last_mut() {
+            last.beyond = points[first];
+        }
+        let miss = |i: usize| miss_ns(&found, &points[i]);
+        let mut level = vec![miss(first)];
+        let mut step = None;
+        for (k, pair) in usable.windows(2).enumerate() {
+            let here = median(&level).unwrap_or(0.0);
+            let ceiling = rule.ceiling(here);
+            if miss(pair[1]) > ceiling && confirmed(&usable[k + 2..], ceiling, miss) {
+                step = Some((pair[0], pair[1], here));
+                break;
+            }
+            // A lone spike that the next point does not confirm is noise, not part of the level.
+            if miss(pair[1]) <= ceiling {
+                level.push(miss(pair[1]));
+            }
+        }
+        if let Some(last) = tiers.last_mut() {
+            last.miss_ns = median(&level).unwrap_or(last.miss_ns);
+        }
+        let Some((inside, beyond, hit_ns)) = step else { break };
+        let (size, upper) = (points[inside].working_set_bytes, points[beyond].working_set_bytes);
+        tiers.push(Tier {
+            size_bytes: size,
+            upper_bytes: upper,
+            resolved: upper as f64 <= size as f64 * (1.0 + rule.precision_pct / 100.0),
+            hit_ns,
+            miss_ns: 0.0,
+            inside: points[inside],
+            beyond: points[beyond],
+        });
+        found.push(Found { size: size as f64, hit_ns });
+        // Until a level after it is judged (no point lies far enough beyond): the step's own.
+        if let Some(last) = tiers.last_mut() {
+            last.miss_ns = miss_ns(&found, &points[beyond]);
+        }
+        start = beyond;
+    }
+    let note = tiers.is_empty().then(|| flat_note(&points, rule));
+    CacheTiers { tiers, judged: true, note }
+}
+
+/// The working set to measure next: the geometric middle of the first tier's bracket that is
+/// wider than the rule's precision, rounded down to `align` bytes; `None` when every tier is
+/// known within it (or a bracket cannot be split at that alignment).
+pub fn next_probe(found: &CacheTiers, align: u64) -> Option<u64> {
+    let align = align.max(1);
+    found.tiers.iter().filter(|t| !t.resolved).find_map(|tier| {
+        let middle = ((tier.size_bytes as f64 * tier.upper_bytes as f64).sqrt() as u64) / align * align;
+        (middle > tier.size_bytes && middle < tier.upper_bytes).then_some(middle)
+    })
+}
+
+/// Seconds until a hot set read from cold became fast: the end of the first interval from
+/// which every interval's mean latency is at most `target_ns`.
+pub fn promotion(samples: &[LatencySample], target_ns: f64) -> (Option<f64>, bool) {
+    let fast = |s: &LatencySample| s.mean_ns > 0.0 && s.mean_ns <= target_ns;
+    let from = samples.iter().rposition(|s| !fast(s)).map_or(0, |i| i + 1);
+    let reached = samples.get(from).map(|s| s.t_s);
+    (reached, from == 0 && reached.is_some())
+}
+
+/// A hot set is polluted when its latency after a scan is more than the rule's share above
+/// its latency before.
+pub fn polluted(before: &CachePoint, after: &CachePoint, rule: &CacheRule) -> bool {
+    after.level_ns() > rule.ceiling(before.level_ns())
+}
+
+fn sorted(points: &[CachePoint]) -> Vec<CachePoint> {
+    let mut sorted: Vec<CachePoint> = Vec::with_capacity(points.len());
+    for point in points {
+        if !sorted.iter().any(|p| p.working_set_bytes == point.working_set_bytes) {
+            sorted.push(*point);
+        }
+    }
+    sorted.sort_by_key(|p| p.working_set_bytes);
+    sorted
+}
+
+/// A step is confirmed by the next usable point beyond it, if there is one.
+fn confirmed(after: &[usize], threshold: f64, miss: impl Fn(usize) -> f64) -> bool {
+    after.first().is_none_or(|&i| miss(i) > threshold)
+}
+
+/// The share of reads over `working_set` that the tiers found serve: each holds its size.
+fn hit_share(found: &[Found], working_set: u64) -> f64 {
+    let w = working_set as f64;
+    found.last().map_or(0.0, |last| (last.size.min(w) / w).min(1.0))
+}
+
+/// The mean latency of the reads the tiers found miss: the point's mean with their hits taken
+/// out (C_k - C_k-1 of every W reads at each tier's hit latency).
+fn miss_ns(found: &[Found], point: &CachePoint) -> f64 {
+    let w = point.working_set_bytes as f64;
+    let mut below = 0.0;
+    let mut hits = 0.0;
+    for tier in found {
+        let held = tier.size.min(w);
+        hits += tier.hit_ns * (held - below) / w;
+        below = held;
+    }
+    let share = below / w;
+    if share >= 1.0 {
+        return point.level_ns();
+    }
+    (point.level_ns() - hits) / (1.0 - share)
+}
+
+fn flat_note(points: &[CachePoint], rule: &CacheRule) -> String {
+    let (first, last) = (points[0], points[points.len() - 1]);
+    format!(
+        "no tier between working sets of {} and {}: latency never rose more than {}% (and {} µs) above its level and stayed up ({:.1} µs at the smallest, {:.1} µs at the largest, mean of the fastest 99%)",
+        Bytes(first.working_set_bytes),
+        Bytes(last.working_set_bytes),
+        rule.rise_pct,
+        rule.min_rise_ns / 1e3,
+        first.level_ns() / 1e3,
+        last.level_ns() / 1e3
+    )
+}

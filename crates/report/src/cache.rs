@@ -1,0 +1,156 @@
+//! The report of `iolab cache`: latency and IOPS against the working-set size (the sizes asked
+//! for and those measured to refine a tier), each tier with its size and the figures inside and
+//! beyond it, then promotion and pollution.
+
+use std::fmt::Write;
+
+use iolab_analysis::cache::{CacheSummary, Tier};
+use iolab_spec::Bytes;
+use iolab_stats::format::{latency, thousands};
+use iolab_stats::result::{JobResult, RunReport};
+
+use crate::studies::{target_names, to_json, workload};
+
+/// Name and version of the JSON schema of a cache report.
+pub const CACHE_SCHEMA: &str = "iolab.cache/1";
+
+pub fn cache_json(summary: &CacheSummary, run: &RunReport) -> String {
+    to_json(CACHE_SCHEMA, summary, run)
+}
+
+pub fn cache_text(summary: &CacheSummary, run: &RunReport) -> String {
+    let mut out = String::new();
+    // The first job is a warm pass; the workload is that of the first working set measured.
+    let measured: Vec<JobResult> =
+        run.jobs.iter().filter(|j| j.name.starts_with("working set")).take(1).cloned().collect();
+    let described = RunReport {
+        schema: run.schema,
+        iolab_version: run.iolab_version,
+        host: run.host.clone(),
+        started_at_unix_s: run.started_at_unix_s,
+        interrupted: run.interrupted,
+        peak_rss_bytes: run.peak_rss_bytes,
+        jobs: measured,
+    };
+    let _ = writeln!(
+        out,
+        "read cache and tiers on {}: {}",
+        target_names(run),
+        workload(&described).replace("per step", "per working set")
+    );
+    let _ = writeln!(
+        out,
+        "each working set read once sequentially, then at random; region {}\n",
+        Bytes(summary.region_bytes)
+    );
+    let _ = writeln!(
+        out,
+        "  {:>12}{:>8}{:>11}{:>11}{:>10}{:>10}{:>12}",
+        "working set", "region", "mean 99%", "mean", "p50", "p99", "IOPS"
+    );
+    for p in &summary.points {
+        let share = p.working_set_bytes as f64 / summary.region_bytes.max(1) as f64 * 100.0;
+        let mark = summary
+            .found
+            .tiers
+            .iter()
+            .position(|t| t.size_bytes == p.working_set_bytes)
+            .map_or(String::new(), |i| format!("  <- {} fits", tier_name(i)));
+        let _ = writeln!(
+            out,
+            "  {:>12}{:>7.1}%{:>11}{:>11}{:>10}{:>10}{:>12}{}{mark}",
+            Bytes(p.working_set_bytes).to_string(),
+            share,
+            latency(p.level_ns()),
+            latency(p.mean_ns),
+            latency(p.p50_ns as f64),
+            latency(p.p99_ns as f64),
+            thousands(p.iops),
+            if p.refined { " (refining)" } else { "" }
+        );
+    }
+    let _ =
+        writeln!(out, "  (mean 99%: the mean of the fastest 99% of reads, what the tiers are judged on)\n");
+    let found = &summary.found;
+    if !found.judged || found.tiers.is_empty() {
+        let _ = writeln!(out, "tiers: none: {}", found.note.as_deref().unwrap_or("nothing judged"));
+    }
+    for (index, tier) in found.tiers.iter().enumerate() {
+        tier_lines(&mut out, index, tier, summary.rule.precision_pct);
+    }
+    if let Some(p) = &summary.promotion {
+        let when = match (p.fast_after_s, p.fast_from_start) {
+            (_, true) => {
+                "fast from the first interval: it was cached already, nothing to promote".to_string()
+            }
+            (Some(s), false) => {
+                format!("fast after {s:.2} s (every later interval at most {})", latency(p.target_ns))
+            }
+            (None, false) => format!(
+                "NOT fast within {:.1} s (never at most {} for the rest of the run)",
+                p.samples.last().map_or(0.0, |s| s.t_s),
+                latency(p.target_ns)
+            ),
+        };
+        let first = p.samples.first().map_or(0.0, |s| s.mean_ns);
+        let last = p.samples.last().map_or(0.0, |s| s.mean_ns);
+        let _ = writeln!(
+            out,
+            "promotion: a cold hot set of {} read at random: {when}; mean {} in the first interval, {} in the last",
+            Bytes(p.hot_set_bytes),
+            latency(first),
+            latency(last)
+        );
+    }
+    if let Some(p) = &summary.pollution {
+        let verdict = if p.polluted { "POLLUTED: the scan evicted it" } else { "stayed fast" };
+        let _ = writeln!(
+            out,
+            "pollution: a hot set of {} {verdict} after a scan of {}: mean {} before, {} after ({} -> {} IOPS)",
+            Bytes(p.hot_set_bytes),
+            Bytes(p.scan_bytes),
+            latency(p.before.mean_ns),
+            latency(p.after.mean_ns),
+            thousands(p.before.iops),
+            thousands(p.after.iops)
+        );
+    }
+    for note in &summary.notes {
+        let _ = writeln!(out, "note: {note}");
+    }
+    if run.interrupted {
+        out.push_str("INTERRUPTED: the working sets above are those that finished.\n");
+    }
+    crate::shown(out)
+}
+
+fn tier_name(index: usize) -> String {
+    format!("tier {}", index + 1)
+}
+
+fn tier_lines(out: &mut String, index: usize, tier: &Tier, precision_pct: f64) {
+    let known = if tier.resolved {
+        format!("known within {precision_pct}%")
+    } else {
+        "NOT refined to the precision asked".to_string()
+    };
+    let _ = writeln!(
+        out,
+        "{}: {} (the largest working set inside it; {} did not fit, {known})",
+        tier_name(index),
+        Bytes(tier.size_bytes),
+        Bytes(tier.upper_bytes)
+    );
+    let _ = writeln!(
+        out,
+        "  a hit costs {}, a miss {}; inside (at {}): mean {}, {} IOPS; beyond (at {}): mean {}, {} IOPS",
+        latency(tier.hit_ns),
+        latency(tier.miss_ns),
+        Bytes(tier.inside.working_set_bytes),
+        latency(tier.inside.mean_ns),
+        thousands(tier.inside.iops),
+        Bytes(tier.beyond.working_set_bytes),
+        latency(tier.beyond.mean_ns),
+        thousands(tier.beyond.iops)
+    );
+}

@@ -1,0 +1,324 @@
+//! `iolab cache`: random reads over growing working sets at the start of the region, each read
+//! once sequentially first (warmed) and then measured; then more working sets inside each
+//! bracket where latency stepped up, until the rule (iolab_analysis::cache) knows each tier's
+//! size within its precision; then, past the first tier, how fast a cold hot set becomes fast
+//! (promotion) and whether a hot set stays fast after a scan of the rest (pollution).
+//!
+//! A working set is the region of its job (`--offset` and `--size` of the step), so any
+//! target and engine works, and every step is a job of the run like any other.
+
+use std::path::PathBuf;
+
+use iolab_analysis::cache::{
+    find_tiers, next_probe, polluted, promotion, CachePoint, CacheRule, LatencySample, Pollution, Promotion,
+    Tier,
+};
+use iolab_runner::{Lab, Observer, RunError};
+use iolab_spec::cache::WorkingSets;
+use iolab_spec::{Axis, BsWeight, Bytes, IoLimit, JobSpec, Nanos, Options, RunPlan, Rw};
+use iolab_stats::central::median;
+use iolab_stats::result::JobResult;
+
+use crate::plan;
+
+/// Working sets are whole multiples of this (or of a larger block): the warm pass reads them
+/// in blocks of this size.
+const GRAIN: u64 = 128 << 10;
+/// Working sets measured to refine the tiers, at most: enough to narrow a 100x bracket to 10%
+/// for three tiers.
+const MAX_PROBES: usize = 20;
+/// Long enough never to end a warm pass or a scan early: the I/O limit ends the job.
+const UNBOUNDED: Nanos = Nanos(100 * 365 * 24 * 3600 * 1_000_000_000);
+/// Measured time per working set unless the user gives --runtime.
+const STEP_RUNTIME: Nanos = Nanos(2_000_000_000);
+/// The shortest series interval iolab takes (iolab_spec's own limit).
+const MIN_INTERVAL: Nanos = Nanos(50_000_000);
+/// Random reads before each measurement unless the user gives --ramp: after the warm pass
+/// (sequential) the cache settles into the random workload's own state (an LRU's lists,
+/// a tier's promotions) before it is measured.
+const STEP_RAMP: Nanos = Nanos(1_000_000_000);
+/// The share of reads the judged latency is the mean of: the slowest 1% (a busy machine's
+/// stalls) are left out.
+const KEPT: f64 = 0.99;
+/// Intervals of the promotion run: its latency is judged interval by interval.
+const PROMOTION_INTERVALS: u64 = 20;
+
+/// The options `iolab cache` sets itself.
+const CACHE_KEYS: &[&str] = &["rw", "read_pct", "random_pct", "io_limit", "rate_iops", "burst", "bs_split"];
+
+/// A cache study ready to run.
+pub struct CacheStudy {
+    pub plan: RunPlan,
+    pub rule: CacheRule,
+    job: JobSpec,
+    sizes: WorkingSets,
+    /// How long a cold hot set is read to see it promoted; `None`: not measured.
+    promotion_time: Option<Nanos>,
+    pollution: bool,
+}
+
+/// What the study measured, for the rule and the report.
+#[derive(Default)]
+pub struct CacheFound {
+    pub region_bytes: u64,
+    pub points: Vec<CachePoint>,
+    pub promotion: Option<Promotion>,
+    pub pollution: Option<Pollution>,
+    pub notes: Vec<String>,
+}
+
+impl CacheStudy {
+    /// Random reads of `options` (4 KiB at QD 1 unless given) on `target`, over each of `sizes`.
+    pub fn new(
+        options: &Options,
+        target: Option<PathBuf>,
+        sizes: WorkingSets,
+        rule: CacheRule,
+        promotion_time: Option<Nanos>,
+        pollution: bool,
+    ) -> Result<CacheStudy, String> {
+        plan::refuse(
+            options,
+            CACHE_KEYS,
+            "cache",
+            "reads at random over each working set (give the region with --offset and --size)",
+        )?;
+        rule.validate()?;
+        if sizes.0.is_empty() {
+            return Err("give at least one working set with --sizes".into());
+        }
+        let defaults = Options {
+            rw: Some(Rw::RandRead),
+            qd: Some(Axis::one(1)),
+            runtime: Some(STEP_RUNTIME),
+            ramp: Some(STEP_RAMP),
+            ..Options::default()
+        };
+        let (plan, job) = plan::one_workload(&defaults, options, target, "cache")?;
+        if job.groups[0].target.paths.len() > 1 {
+            return Err("`iolab cache` measures one target; give one (a striped set spreads each working set over its members)".into());
+        }
+        if let Some(time) =
+            promotion_time.filter(|t| t.0 > 0 && *t < Nanos(PROMOTION_INTERVALS * MIN_INTERVAL.0))
+        {
+            return Err(format!(
+                "--promotion-time {time} is too short to see a trend; give 1s or more, or 0 to skip it"
+            ));
+        }
+        Ok(CacheStudy {
+            plan,
+            rule,
+            job,
+            sizes,
+            promotion_time: promotion_time.filter(|t| t.0 > 0),
+            pollution,
+        })
+    }
+
+    /// Every working set of the plan, the refinements the rule asks for, then promotion and
+    /// pollution past the first tier found.
+    pub fn run(&self, lab: &mut Lab<'_>, observer: &mut dyn Observer) -> Result<CacheFound, RunError> {
+        let targets = lab.prepare(&self.job, observer)?;
+        let Some(region) = targets.first().and_then(|t| t.first()).map(|t| t.region_size) else {
+            return Err(RunError::Invalid("`iolab cache` runs on this machine only, not on a fleet".into()));
+        };
+        let grain = self.grain();
+        let sizes = self.sizes.resolve(region, grain).map_err(RunError::Invalid)?;
+        let mut found = CacheFound { region_bytes: region, ..CacheFound::default() };
+        for &size in &sizes {
+            if self.stop(lab) {
+                return Ok(found);
+            }
+            found.points.push(self.measure(lab, size, false, observer)?);
+        }
+        for _ in 0..MAX_PROBES {
+            let tiers = find_tiers(&found.points, &self.rule);
+            let Some(size) = next_probe(&tiers, grain) else { break };
+            if self.stop(lab) {
+                return Ok(found);
+            }
+            found.points.push(self.measure(lab, size, true, observer)?);
+        }
+        found.points.sort_by_key(|p| p.working_set_bytes);
+        let tiers = find_tiers(&found.points, &self.rule);
+        let Some(first) = tiers.tiers.first() else {
+            found.notes.push("no tier found: promotion and pollution are not measured".into());
+            return Ok(found);
+        };
+        let hot = (first.size_bytes / 2 / grain * grain).max(grain);
+        if let Some(time) = self.promotion_time {
+            if self.stop(lab) {
+                return Ok(found);
+            }
+            found.promotion = self.promotion(lab, (region, hot), (first, &found.points), time, observer)?;
+            if found.promotion.is_none() {
+                found.notes.push(format!(
+                    "promotion not measured: the region holds no {} that the study had not just read (it must lie past {})",
+                    Bytes(hot),
+                    Bytes(first.upper_bytes)
+                ));
+            }
+        }
+        if self.pollution && !self.stop(lab) {
+            found.pollution = Some(self.pollution(lab, region, hot, observer)?);
+        }
+        Ok(found)
+    }
+
+    /// Working sets are whole warm blocks and whole blocks of the workload.
+    fn grain(&self) -> u64 {
+        let access = &self.job.groups[0].access;
+        GRAIN.max(access.max_bs().0).max(access.align.0).next_multiple_of(access.max_bs().0.max(1))
+    }
+
+    /// Interrupted, or the last job ended the run (I/O errors).
+    fn stop(&self, lab: &Lab<'_>) -> bool {
+        lab.interrupted() || lab.jobs().last().is_some_and(|j| j.stop_reason.ends_the_run())
+    }
+
+    /// `size` bytes at the start of the region, warmed then measured.
+    fn measure(
+        &self,
+        lab: &mut Lab<'_>,
+        size: u64,
+        refined: bool,
+        observer: &mut dyn Observer,
+    ) -> Result<CachePoint, RunError> {
+        self.read_once(lab, 0, size, format!("warm {}", Bytes(size)), observer)?;
+        let job = self.over(0, size, format!("working set {}", Bytes(size)));
+        let targets = lab.prepare(&job, observer)?;
+        let result = lab.run_prepared(&job, &targets, observer)?;
+        Ok(point(result, size, refined))
+    }
+
+    /// The measuring job over `size` bytes from `offset` in the region.
+    fn over(&self, offset: u64, size: u64, name: String) -> JobSpec {
+        let mut job = JobSpec { name, ..self.job.clone() };
+        let target = &mut job.groups[0].target;
+        target.offset = Bytes(target.offset.0 + offset);
+        target.size = Some(Bytes(size));
+        job
+    }
+
+    /// Reads `size` bytes from `offset` in the region once, sequentially, in warm blocks.
+    fn read_once(
+        &self,
+        lab: &mut Lab<'_>,
+        offset: u64,
+        size: u64,
+        name: String,
+        observer: &mut dyn Observer,
+    ) -> Result<(), RunError> {
+        let mut job = self.over(offset, size, name);
+        job.io_limit = Some(IoLimit::Bytes(Bytes(size)));
+        job.runtime = UNBOUNDED;
+        job.ramp = Nanos(0);
+        let bs = self.grain();
+        let access = &mut job.groups[0].access;
+        access.random_pct = 0;
+        access.bs_split = vec![BsWeight { bs: Bytes(bs), weight: 1 }];
+        let targets = lab.prepare(&job, observer)?;
+        lab.run_prepared(&job, &targets, observer).map(|_| ())
+    }
+
+    /// A hot set of `hot` bytes at the end of the `region`, past the first working set that did
+    /// not fit the `first` tier (where the study had been reading), read at random from cold for
+    /// `time` and judged against the working sets measured inside it (`points`); `None` when no
+    /// such set fits.
+    fn promotion(
+        &self,
+        lab: &mut Lab<'_>,
+        (region, hot): (u64, u64),
+        (first, points): (&Tier, &[CachePoint]),
+        time: Nanos,
+        observer: &mut dyn Observer,
+    ) -> Result<Option<Promotion>, RunError> {
+        let grain = self.grain();
+        let offset = (region - hot) / grain * grain;
+        if offset < first.upper_bytes {
+            return Ok(None);
+        }
+        // Judged like the intervals (plain means, stalls included): the ceiling of the median
+        // plain mean of the working sets inside the tier.
+        let inside: Vec<f64> =
+            points.iter().filter(|p| p.working_set_bytes <= first.size_bytes).map(|p| p.mean_ns).collect();
+        let target_ns = self.rule.ceiling(median(&inside).unwrap_or(first.hit_ns));
+        let mut job = self.over(offset, hot, format!("promotion: cold {} read at random", Bytes(hot)));
+        job.runtime = time;
+        job.ramp = Nanos(0);
+        job.interval = Nanos((time.0 / PROMOTION_INTERVALS).max(MIN_INTERVAL.0));
+        let targets = lab.prepare(&job, observer)?;
+        let result = lab.run_prepared(&job, &targets, observer)?;
+        let samples: Vec<LatencySample> = result
+            .series
+            .iter()
+            .map(|p| LatencySample { t_s: p.t_s + p.duration_s, mean_ns: p.mean_ns })
+            .collect();
+        let (fast_after_s, fast_from_start) = promotion(&samples, target_ns);
+        Ok(Some(Promotion {
+            hot_set_bytes: hot,
+            offset_bytes: offset,
+            target_ns,
+            samples,
+            fast_after_s,
+            fast_from_start,
+        }))
+    }
+
+    /// A hot set of `hot` bytes at the start of the region, warmed and measured, the rest of
+    /// the region read once, and the hot set measured again.
+    fn pollution(
+        &self,
+        lab: &mut Lab<'_>,
+        region: u64,
+        hot: u64,
+        observer: &mut dyn Observer,
+    ) -> Result<Pollution, RunError> {
+        let before = self.measure(lab, hot, false, observer)?;
+        let scan = (region - hot) / self.grain() * self.grain();
+        if scan > 0 {
+            self.read_once(lab, hot, scan, format!("scan {} after the hot set", Bytes(scan)), observer)?;
+        }
+        let job = self.over(0, hot, format!("hot set {} after the scan", Bytes(hot)));
+        let targets = lab.prepare(&job, observer)?;
+        let after = point(lab.run_prepared(&job, &targets, observer)?, hot, false);
+        let polluted = polluted(&before, &after, &self.rule);
+        Ok(Pollution { hot_set_bytes: hot, scan_bytes: scan, before, after, polluted })
+    }
+}
+
+/// The read figures of a measured working set.
+fn point(job: &JobResult, size: u64, refined: bool) -> CachePoint {
+    let read = &job.read;
+    let latency = read.latency.as_ref();
+    CachePoint {
+        working_set_bytes: size,
+        mean_ns: latency.map_or(0.0, |l| l.mean_ns),
+        trimmed_ns: trimmed_mean_ns(job),
+        p50_ns: read.percentile(50.0).unwrap_or(0),
+        p99_ns: read.percentile(99.0).unwrap_or(0),
+        iops: read.iops,
+        refined,
+    }
+}
+
+/// The mean of the fastest `KEPT` of the job's reads, from its histogram (each value at the
+/// middle of its bucket): 0 for no reads.
+fn trimmed_mean_ns(job: &JobResult) -> f64 {
+    let histogram = job.histograms.read.histogram();
+    let keep = (histogram.len() as f64 * KEPT).ceil() as u64;
+    let (mut left, mut sum) = (keep, 0.0);
+    for value in histogram.iter_recorded() {
+        let take = value.count_at_value().min(left);
+        sum += take as f64 * histogram.median_equivalent(value.value_iterated_to()) as f64;
+        left -= take;
+        if left == 0 {
+            break;
+        }
+    }
+    if keep == 0 {
+        0.0
+    } else {
+        sum / keep as f64
+    }
+}
