@@ -9,7 +9,7 @@ use std::str::FromStr;
 
 use iolab_spec::Nanos;
 use iolab_stats::format::{latency, thousands};
-use iolab_stats::result::{JobResult, LatencySummary};
+use iolab_stats::result::{JobResult, LatencySummary, RateReport};
 use iolab_stats::threads::ThreadClass;
 use iolab_stats::PERCENTILES;
 use serde::{Deserialize, Deserializer, Serialize};
@@ -130,10 +130,20 @@ fn p99(latency: Option<&LatencySummary>) -> u64 {
     latency.and_then(|l| l.percentile(99.0)).unwrap_or(0)
 }
 
-/// One level's row, with the limit it crossed if any.
+/// One level's row, with the limit it crossed if any. A job of several groups (each on its own
+/// share of the level's rate) is one row: the rates summed, its response time from the groups'
+/// merged histograms, sustained only if every group was, its lag the largest.
 pub fn row(level_pct: u32, job: &JobResult, limits: &RampLimits) -> RampRow {
-    let rate = job.groups.iter().find_map(|g| g.rate.as_ref());
-    let response = rate.and_then(|r| r.response.as_ref()).or(job.total.latency.as_ref());
+    let rates: Vec<&RateReport> = job.groups.iter().filter_map(|g| g.rate.as_ref()).collect();
+    let merged = match rates.as_slice() {
+        [_, _, ..] => job.histograms.response.as_ref().and_then(|r| r.latency_summary(&job.spec.slo)),
+        _ => None,
+    };
+    let response = match rates.as_slice() {
+        [one] => one.response.as_ref(),
+        _ => merged.as_ref(),
+    }
+    .or(job.total.latency.as_ref());
     let machine_cpu_pct = if job.cpu.machine_busy_pct.is_empty() {
         0.0
     } else {
@@ -150,8 +160,8 @@ pub fn row(level_pct: u32, job: &JobResult, limits: &RampLimits) -> RampRow {
         .max_cpu_pct
         .filter(|&max| machine_cpu_pct > max)
         .map(|max| format!("machine CPU {machine_cpu_pct:.0}% > {max:.0}%"));
-    let sustained = rate.is_none_or(|r| r.sustained);
-    let max_lag_ns = rate.map_or(0, |r| r.max_lag_ns);
+    let sustained = rates.iter().all(|r| r.sustained);
+    let max_lag_ns = rates.iter().map(|r| r.max_lag_ns).max().unwrap_or(0);
     let late = (max_lag_ns > LATE_START_NS).then(|| {
         let worker = job.cpu.threads.iter().find(|t| t.class == ThreadClass::Worker);
         let waited = worker.map_or(0.0, |w| w.busiest_demand_pct - w.busiest_thread_pct);
@@ -166,7 +176,7 @@ pub fn row(level_pct: u32, job: &JobResult, limits: &RampLimits) -> RampRow {
     });
     RampRow {
         level_pct,
-        target_iops: rate.map_or(0.0, |r| r.target_iops),
+        target_iops: rates.iter().map(|r| r.target_iops).sum(),
         achieved_iops: job.total.iops,
         sustained,
         max_lag_ns,

@@ -9,10 +9,10 @@ use iolab_report::{ramp_json, ramp_text};
 use iolab_studies::ramp::Ramp;
 
 use crate::args::{RampArgs, StoreArgs};
-use crate::exit;
 use crate::flow::{Delivery, Measurement};
 use crate::place::Place;
 use crate::progress::ProgressLine;
+use crate::{exit, job_source};
 
 pub fn run(args: RampArgs, store: &StoreArgs, place: &mut Place<'_>) -> ExitCode {
     exit::of(measure(args, store, place))
@@ -20,8 +20,8 @@ pub fn run(args: RampArgs, store: &StoreArgs, place: &mut Place<'_>) -> ExitCode
 
 fn measure(args: RampArgs, store: &StoreArgs, place: &mut Place<'_>) -> Result<ExitCode, ExitCode> {
     let limits = RampLimits { latency: args.max_latency, max_cpu_pct: args.max_cpu };
-    let ramp =
-        Ramp::new(&args.workload.options, args.target, args.levels.0.clone(), limits).map_err(exit::usage)?;
+    let input = job_source::study_input(args.target, &args.workload.options).map_err(exit::usage)?;
+    let ramp = Ramp::over(&input, args.levels.0.clone(), limits).map_err(exit::usage)?;
     let progress = ProgressLine::with_plan(ramp.plan.output.quiet, "ramp", ramp.planned_s());
     Ok(Measurement::new("ramp", &ramp.plan).with_progress(progress).run(
         store,

@@ -8,6 +8,7 @@ mod cliff;
 mod compare;
 mod export;
 mod fleet;
+mod groups;
 mod precondition;
 mod ramp;
 mod results;

@@ -61,6 +61,7 @@ pub fn ramp_text(summary: &RampSummary, run: &RunReport) -> String {
         out,
         "  (resp: from each I/O's scheduled time; serv: from its submission; machine: all cores' busy share; iolab: its CPU in % of one core)"
     );
+    out.push_str(&crate::groups::groups_text(run));
     verdict(&mut out, &summary.verdict);
     if run.interrupted {
         out.push_str("INTERRUPTED: the levels above are those that finished.\n");

@@ -6,6 +6,7 @@
 
 pub mod cliff;
 pub mod fill;
+pub mod groups;
 pub mod ladder;
 pub mod plan;
 pub mod ramp;

@@ -1,13 +1,16 @@
 //! `iolab ramp`: the workload closed-loop to find its maximum IOPS, then open-loop at each
-//! level's share of it, stopping at the first level that crosses a limit.
+//! level's share of it, stopping at the first level that crosses a limit. A job of several
+//! groups shares each level's rate among them in proportion to their own rates, or without
+//! rates to their outstanding I/Os (QD x workers): `groups::shares`.
 
 use std::path::PathBuf;
 
 use iolab_analysis::ramp::{row, RampLimits, RampRow};
 use iolab_runner::{Lab, Observer, RunError};
-use iolab_spec::{JobSpec, Options, RunPlan};
+use iolab_spec::{GroupSpec, JobSpec, Options, RateSpec, RunPlan, MAX_RATE_IOPS};
 
-use crate::plan;
+use crate::groups::shares;
+use crate::plan::{self, Input};
 
 /// A ramp ready to run: every level's job resolves (a bad flag fails before any I/O).
 pub struct Ramp {
@@ -16,8 +19,11 @@ pub struct Ramp {
     pub limits: RampLimits,
     closed: JobSpec,
     levels: Vec<u32>,
-    options: Options,
-    target: Option<PathBuf>,
+    /// The job as every level runs it, each group with its schedule's arrival; the level sets
+    /// the rates.
+    scheduled: JobSpec,
+    /// Each group's weight in a level's rate.
+    weights: Vec<u64>,
 }
 
 /// What the ramp measured: the closed-loop maximum and a row per level that ran.
@@ -34,7 +40,14 @@ impl Ramp {
         levels: Vec<u32>,
         limits: RampLimits,
     ) -> Result<Ramp, String> {
-        plan::refuse(options, &["rate_iops", "burst"], "ramp", "sets the rate of each level itself")?;
+        Ramp::over(&Input::flags(options, target.into_iter().collect()), levels, limits)
+    }
+
+    /// The ramp of `input`; the rates a job file gives its groups are their weights.
+    pub fn over(input: &Input, levels: Vec<u32>, limits: RampLimits) -> Result<Ramp, String> {
+        let why = "sets the rate of each level itself";
+        plan::refuse(&input.flags, &["rate_iops", "burst"], "ramp", why)?;
+        plan::refuse_input(input, &["burst"], "ramp", why)?;
         if let Some(bad) = levels.iter().find(|&&l| l == 0 || l > 100) {
             return Err(format!("--levels are shares of the maximum, 1..100 (got {bad})"));
         }
@@ -43,10 +56,31 @@ impl Ramp {
                 "--max-cpu is a share of the machine's CPU, above 0 and at most 100 (got {bad})"
             ));
         }
-        let (plan, closed) = plan::one_workload(&plan::step_defaults(), options, target.clone(), "ramp")?;
-        let ramp = Ramp { plan, limits, closed, levels, options: options.clone(), target };
-        ramp.level_job(1, 100)?;
-        Ok(ramp)
+        // Without rates in the file, the job is resolved at a stand-in rate, so that a schedule's
+        // options (--arrival) are checked once; each level sets its own rates.
+        let rated = input.keys_set().contains(&"rate_iops");
+        let flags =
+            Options { rate_iops: input.flags.rate_iops.or((!rated).then_some(1)), ..input.flags.clone() };
+        let plan = plan::resolve_input(&plan::step_defaults(), &input.with_flags(flags))?;
+        let scheduled = plan::one_job(&plan, "ramp", "its groups share each level's rate")?;
+        let weights = scheduled
+            .groups
+            .iter()
+            .map(|g| match (rated, g.rate) {
+                (false, _) => Ok(u64::from(g.qd) * u64::from(g.workers)),
+                (true, Some(rate)) => Ok(rate.iops),
+                (true, None) => Err(format!(
+                    "the job file gives some groups a rate_iops and not group '{}'; a ramp shares each level's rate by the groups' own rates: give every group one, or none to share it by QD x workers",
+                    g.name
+                )),
+            })
+            .collect::<Result<Vec<u64>, String>>()?;
+        let closed = JobSpec {
+            groups: scheduled.groups.iter().map(|g| GroupSpec { rate: None, ..g.clone() }).collect(),
+            ..scheduled.clone()
+        };
+        let plan = RunPlan { jobs: vec![closed.clone()], output: plan.output };
+        Ok(Ramp { plan, limits, closed, levels, scheduled, weights })
     }
 
     /// Seconds the closed-loop run and every level take, at most.
@@ -69,9 +103,7 @@ impl Ramp {
             if lab.interrupted() || lab.jobs().iter().any(|j| j.stop_reason.ends_the_run()) {
                 break;
             }
-            let job = self
-                .level_job((max_iops * f64::from(level) / 100.0).round() as u64, level)
-                .map_err(RunError::Invalid)?;
+            let job = self.level_job((max_iops * f64::from(level) / 100.0).round() as u64, level);
             let level_row = row(level, lab.run_prepared(&job, &targets, observer)?, &self.limits);
             let crossed = level_row.crossed.is_some();
             rows.push(level_row);
@@ -82,11 +114,20 @@ impl Ramp {
         Ok(RampFound { max_iops, rows })
     }
 
-    /// The workload at `iops`, named after its `level`.
-    fn level_job(&self, iops: u64, level: u32) -> Result<JobSpec, String> {
-        let flags = Options { rate_iops: Some(iops.max(1)), ..self.options.clone() };
-        let plan = plan::base_plan(&flags, self.target.clone().into_iter().collect())?;
-        let job = plan.jobs.into_iter().next().ok_or("nothing to run")?;
-        Ok(JobSpec { name: format!("{level}% of the maximum"), ..job })
+    /// The workload at `iops` in all, shared by its groups' weights, named after its `level`.
+    pub fn level_job(&self, iops: u64, level: u32) -> JobSpec {
+        let rates = shares(&self.weights, iops.clamp(1, MAX_RATE_IOPS));
+        let groups = self
+            .scheduled
+            .groups
+            .iter()
+            .zip(rates)
+            .map(|(group, iops)| {
+                let arrival = group.rate.map(|r| r.arrival).unwrap_or_default();
+                let rate = RateSpec { iops: iops.min(MAX_RATE_IOPS), arrival };
+                GroupSpec { rate: Some(rate), ..group.clone() }
+            })
+            .collect();
+        JobSpec { name: format!("{level}% of the maximum"), groups, ..self.scheduled.clone() }
     }
 }
