@@ -92,6 +92,8 @@ pub struct RampLimits {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct RampRow {
+    /// Index of the curve the level belongs to (`RampSummary::curves`); 0 for a plain ramp.
+    pub curve: usize,
     /// Share of the measured maximum asked for, 0..100.
     pub level_pct: u32,
     pub target_iops: f64,
@@ -119,11 +121,27 @@ pub struct RampRow {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct RampSummary {
-    /// Closed-loop IOPS at the workload's QD: 100% of the ramp.
+    /// Closed-loop IOPS at the workload's QD: 100% of the ramp (of its first curve).
     pub max_iops: f64,
     pub limits: RampLimits,
+    /// Every curve's levels, in the order run.
     pub rows: Vec<RampRow>,
     pub verdict: Vec<String>,
+    /// One ramp per combination of the listed --bs, --read-pct and --random-pct values (one for a
+    /// plain ramp): its name, its own maximum, and its rows.
+    pub curves: Vec<RampCurve>,
+}
+
+/// One ramp of a ramp over lists: `iolab ramp vms.toml --read-pct 100,90` ramps each mix.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct RampCurve {
+    /// What the curve's levels share ("read 90%"); empty for a plain ramp.
+    pub name: String,
+    /// Closed-loop IOPS of this curve's workload: its 100%.
+    pub max_iops: f64,
+    /// Indices into `RampSummary::rows`.
+    pub rows: Vec<usize>,
 }
 
 fn p99(latency: Option<&LatencySummary>) -> u64 {
@@ -175,6 +193,7 @@ pub fn row(level_pct: u32, job: &JobResult, limits: &RampLimits) -> RampRow {
         }
     });
     RampRow {
+        curve: 0,
         level_pct,
         target_iops: rates.iter().map(|r| r.target_iops).sum(),
         achieved_iops: job.total.iops,
@@ -194,6 +213,23 @@ pub fn row(level_pct: u32, job: &JobResult, limits: &RampLimits) -> RampRow {
 
 fn limit_name(limit: &LatencyLimit) -> String {
     limit.percentile.map_or("mean".to_string(), |p| format!("p{p}"))
+}
+
+/// The summary of a ramp over lists: each curve (name, maximum, rows) judged alone, its verdict
+/// lines led by its name when there are several.
+pub fn summarize_curves(limits: RampLimits, curves: Vec<(String, f64, Vec<RampRow>)>) -> RampSummary {
+    let several = curves.len() > 1;
+    let mut summary =
+        RampSummary { max_iops: curves.first().map_or(0.0, |c| c.1), limits, ..RampSummary::default() };
+    for (index, (name, max_iops, rows)) in curves.into_iter().enumerate() {
+        let judged = summarize(max_iops, limits, rows);
+        let first = summary.rows.len();
+        summary.rows.extend(judged.rows.into_iter().map(|row| RampRow { curve: index, ..row }));
+        let lead = if several { format!("{name}: ") } else { String::new() };
+        summary.verdict.extend(judged.verdict.into_iter().map(|line| format!("{lead}{line}")));
+        summary.curves.push(RampCurve { name, max_iops, rows: (first..summary.rows.len()).collect() });
+    }
+    summary
 }
 
 pub fn summarize(max_iops: f64, limits: RampLimits, rows: Vec<RampRow>) -> RampSummary {
@@ -245,7 +281,8 @@ pub fn summarize(max_iops: f64, limits: RampLimits, rows: Vec<RampRow>) -> RampS
             ));
         }
     }
-    RampSummary { max_iops, limits, rows, verdict }
+    let curves = vec![RampCurve { name: String::new(), max_iops, rows: (0..rows.len()).collect() }];
+    RampSummary { max_iops, limits, rows, verdict, curves }
 }
 
 #[cfg(test)]

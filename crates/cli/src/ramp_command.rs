@@ -4,7 +4,7 @@
 
 use std::process::ExitCode;
 
-use iolab_analysis::ramp::{summarize, RampLimits};
+use iolab_analysis::ramp::{summarize_curves, RampLimits};
 use iolab_report::{ramp_json, ramp_text};
 use iolab_studies::ramp::Ramp;
 
@@ -28,13 +28,13 @@ fn measure(args: RampArgs, store: &StoreArgs, place: &mut Place<'_>) -> Result<E
         place,
         |lab, progress| ramp.run(lab, progress),
         |found, report| {
-            if found.max_iops < 1.0 && !report.interrupted {
+            if found.curves.iter().any(|(_, max_iops, _)| *max_iops < 1.0) && !report.interrupted {
                 return Err(exit::fail(
                     exit::INTERNAL,
                     "the closed-loop run completed no I/O, so there is no maximum to ramp to",
                 ));
             }
-            let summary = summarize(found.max_iops, ramp.limits, found.rows);
+            let summary = summarize_curves(ramp.limits, found.curves);
             Ok(Delivery::study(&ramp.plan.output, ramp_json(&summary, report), || {
                 ramp_text(&summary, report)
             }))

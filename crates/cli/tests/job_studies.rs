@@ -96,6 +96,45 @@ fn a_ramp_shares_each_level_by_the_groups_own_rates() {
 }
 
 #[test]
+fn a_ramp_over_a_list_ramps_each_mix_of_the_blender() {
+    let dir = dir_with(&[("blend.toml", BLEND)]);
+    let report = study(&dir, &["ramp", "blend.toml", "--read-pct", "100,90", "--levels", "50,100"]);
+    let summary = &report["summary"];
+    let curves = summary["curves"].as_array().expect("curves");
+    let names: Vec<&str> = curves.iter().map(|c| c["name"].as_str().expect("name")).collect();
+    assert_eq!(names, ["read 100%", "read 90%"]);
+    let rows = summary["rows"].as_array().expect("rows");
+    for (index, curve) in curves.iter().enumerate() {
+        let max = curve["max_iops"].as_f64().expect("max");
+        assert!(max > 0.0, "{curve}");
+        for row in curve["rows"].as_array().expect("rows") {
+            let row = &rows[row.as_u64().expect("index") as usize];
+            assert_eq!(row["curve"].as_u64(), Some(index as u64));
+            let asked = row["target_iops"].as_f64().expect("asked");
+            let level = row["level_pct"].as_f64().expect("level");
+            assert!((asked - (max * level / 100.0).round()).abs() <= 2.0, "{row}: the curve's own maximum");
+        }
+    }
+    let jobs = report["run"]["jobs"].as_array().expect("jobs");
+    let mixed: Vec<&Value> =
+        jobs.iter().filter(|j| j["name"].as_str().expect("name").starts_with("read 90%: ")).collect();
+    assert!(!mixed.is_empty(), "the second curve's jobs are named after it");
+    for job in mixed {
+        assert!(
+            groups(job).iter().all(|g| g["access"].as_str().expect("access").contains("90% read")),
+            "{job}"
+        );
+    }
+    let text = run_in(
+        dir.path(),
+        &[&["ramp", "blend.toml", "--read-pct", "100,90", "--levels", "100", "-q"][..], &QUICK].concat(),
+    );
+    assert!(text.status.success(), "{}", stderr(&text));
+    let text = String::from_utf8_lossy(&text.stdout);
+    assert_eq!(text.matches("maximum (closed loop):").count(), 2, "a table per curve: {text}");
+}
+
+#[test]
 fn a_qd_sweep_scales_every_group_by_the_same_factor() {
     let dir = dir_with(&[("blend.toml", BLEND)]);
     let report = study(&dir, &["sweep", "blend.toml", "--qd", "2,4,8,16"]);
@@ -216,6 +255,7 @@ fn what_a_study_cannot_do_with_a_job_file_is_refused_with_why() {
     );
     rejected(&dir, &["ramp", "bursty.toml"], "the job file sets `burst`: remove it");
     rejected(&dir, &["ramp", "blend.toml", "--rate-iops", "10"], "drop --rate-iops");
+    rejected(&dir, &["ramp", "blend.toml", "--qd", "1,8"], "a ramp's load is its rate, not --qd");
     rejected(&dir, &["ladder", "blend.toml"], "the job file sets `engine`: remove it");
     rejected(&dir, &["sweep", "missing.toml", "--qd", "1,2"], "cannot read it");
     rejected(

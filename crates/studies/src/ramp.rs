@@ -9,16 +9,26 @@ use iolab_analysis::ramp::{row, RampLimits, RampRow};
 use iolab_runner::{Lab, Observer, RunError};
 use iolab_spec::{GroupSpec, JobSpec, Options, RateSpec, RunPlan, MAX_RATE_IOPS};
 
+use iolab_spec::sweep::expand;
+
 use crate::groups::shares;
 use crate::plan::{self, Input};
+use crate::sweep::lift_lists;
 
 /// A ramp ready to run: every level's job resolves (a bad flag fails before any I/O).
 pub struct Ramp {
-    /// The closed-loop run's plan, as the run is recorded.
+    /// The closed-loop runs' plan (one per curve), as the run is recorded.
     pub plan: RunPlan,
     pub limits: RampLimits,
-    closed: JobSpec,
     levels: Vec<u32>,
+    curves: Vec<Curve>,
+}
+
+/// One workload of the ramp: the only one, or one combination of the listed values.
+struct Curve {
+    /// "read 90%"; empty for a plain ramp.
+    name: String,
+    closed: JobSpec,
     /// The job as every level runs it, each group with its schedule's arrival; the level sets
     /// the rates.
     scheduled: JobSpec,
@@ -26,10 +36,10 @@ pub struct Ramp {
     weights: Vec<u64>,
 }
 
-/// What the ramp measured: the closed-loop maximum and a row per level that ran.
+/// What the ramp measured: per curve, its name, the closed-loop maximum and a row per level
+/// that ran.
 pub struct RampFound {
-    pub max_iops: f64,
-    pub rows: Vec<RampRow>,
+    pub curves: Vec<(String, f64, Vec<RampRow>)>,
 }
 
 impl Ramp {
@@ -43,7 +53,9 @@ impl Ramp {
         Ramp::over(&Input::flags(options, target.into_iter().collect()), levels, limits)
     }
 
-    /// The ramp of `input`; the rates a job file gives its groups are their weights.
+    /// The ramp of `input`, one curve per combination of the values listed for --bs, --read-pct
+    /// and --random-pct (in the flags or at the top of the job file); the rates a job file gives
+    /// its groups are their weights.
     pub fn over(input: &Input, levels: Vec<u32>, limits: RampLimits) -> Result<Ramp, String> {
         let why = "sets the rate of each level itself";
         plan::refuse(&input.flags, &["rate_iops", "burst"], "ramp", why)?;
@@ -56,6 +68,85 @@ impl Ramp {
                 "--max-cpu is a share of the machine's CPU, above 0 and at most 100 (got {bad})"
             ));
         }
+        let (axes, input) = lift_lists(input);
+        let listed = |axis: Option<usize>| axis.is_some_and(|n| n > 1);
+        if let Some(flag) = [("--qd", axes.qd.as_ref()), ("--workers", axes.workers.as_ref())]
+            .into_iter()
+            .find_map(|(flag, axis)| listed(axis.map(|a| a.0.len())).then_some(flag))
+        {
+            return Err(format!(
+                "a ramp's load is its rate, not {flag}: give one value (a list of --bs, --read-pct or --random-pct ramps each), or sweep {flag} with `iolab sweep`"
+            ));
+        }
+        let lists = [axes.bs.as_ref().map(|a| a.0.len()), axes.read_pct.as_ref().map(|a| a.0.len())]
+            .into_iter()
+            .chain([axes.random_pct.as_ref().map(|a| a.0.len())])
+            .any(listed);
+        let workloads: Vec<(String, Input)> = if lists {
+            let (_, points) = expand(&axes).map_err(|e| e.to_string())?;
+            points.into_iter().map(|p| (p.name, input.with_flags(p.flags))).collect()
+        } else {
+            vec![(String::new(), input)]
+        };
+        let mut curves = Vec::with_capacity(workloads.len());
+        let mut output = None;
+        for (name, input) in workloads {
+            let (curve, plan) = Curve::of(name, &input)?;
+            output.get_or_insert(plan.output);
+            curves.push(curve);
+        }
+        let jobs = curves.iter().map(|c| c.closed.clone()).collect();
+        Ok(Ramp { plan: RunPlan { jobs, output: output.unwrap_or_default() }, limits, levels, curves })
+    }
+
+    /// Seconds the closed-loop runs and every level take, at most.
+    pub fn planned_s(&self) -> f64 {
+        let each = |c: &Curve| (c.closed.ramp.0 + c.closed.runtime.0) as f64 / 1e9;
+        self.curves.iter().map(|c| each(c) * (self.levels.len() + 1) as f64).sum()
+    }
+
+    /// Runs each curve: the closed loop, then the levels in order until one crosses a limit.
+    pub fn run(&self, lab: &mut Lab<'_>, observer: &mut dyn Observer) -> Result<RampFound, RunError> {
+        let mut found = Vec::new();
+        for curve in &self.curves {
+            if lab.interrupted() || lab.jobs().iter().any(|j| j.stop_reason.ends_the_run()) {
+                break;
+            }
+            let (max_iops, rows) = self.run_curve(curve, lab, observer)?;
+            found.push((curve.name.clone(), max_iops, rows));
+        }
+        Ok(RampFound { curves: found })
+    }
+
+    fn run_curve(
+        &self,
+        curve: &Curve,
+        lab: &mut Lab<'_>,
+        observer: &mut dyn Observer,
+    ) -> Result<(f64, Vec<RampRow>), RunError> {
+        let targets = lab.prepare(&curve.closed, observer)?;
+        let max = JobSpec { name: curve.named("maximum (closed loop)"), ..curve.closed.clone() };
+        let max_iops = lab.run_prepared(&max, &targets, observer)?.total.iops;
+        let mut rows = Vec::new();
+        for &level in self.levels.iter().filter(|_| max_iops >= 1.0) {
+            if lab.interrupted() || lab.jobs().iter().any(|j| j.stop_reason.ends_the_run()) {
+                break;
+            }
+            let job = curve.level_job((max_iops * f64::from(level) / 100.0).round() as u64, level);
+            let level_row = row(level, lab.run_prepared(&job, &targets, observer)?, &self.limits);
+            let crossed = level_row.crossed.is_some();
+            rows.push(level_row);
+            if crossed {
+                break;
+            }
+        }
+        Ok((max_iops, rows))
+    }
+}
+
+impl Curve {
+    /// The curve of `input`'s one job, and its plan (for the output settings).
+    fn of(name: String, input: &Input) -> Result<(Curve, RunPlan), String> {
         // Without rates in the file, the job is resolved at a stand-in rate, so that a schedule's
         // options (--arrival) are checked once; each level sets its own rates.
         let rated = input.keys_set().contains(&"rate_iops");
@@ -79,43 +170,20 @@ impl Ramp {
             groups: scheduled.groups.iter().map(|g| GroupSpec { rate: None, ..g.clone() }).collect(),
             ..scheduled.clone()
         };
-        let plan = RunPlan { jobs: vec![closed.clone()], output: plan.output };
-        Ok(Ramp { plan, limits, closed, levels, scheduled, weights })
+        Ok((Curve { name, closed, scheduled, weights }, plan))
     }
 
-    /// Seconds the closed-loop run and every level take, at most.
-    pub fn planned_s(&self) -> f64 {
-        (self.closed.ramp.0 + self.closed.runtime.0) as f64 / 1e9 * (self.levels.len() + 1) as f64
-    }
-
-    /// The closed-loop job, whose targets the lab prepares once for every level.
-    pub fn closed_job(&self) -> &JobSpec {
-        &self.closed
-    }
-
-    /// Runs the closed loop, then the levels in order until one crosses a limit.
-    pub fn run(&self, lab: &mut Lab<'_>, observer: &mut dyn Observer) -> Result<RampFound, RunError> {
-        let targets = lab.prepare(&self.closed, observer)?;
-        let max = JobSpec { name: "maximum (closed loop)".into(), ..self.closed.clone() };
-        let max_iops = lab.run_prepared(&max, &targets, observer)?.total.iops;
-        let mut rows = Vec::new();
-        for &level in self.levels.iter().filter(|_| max_iops >= 1.0) {
-            if lab.interrupted() || lab.jobs().iter().any(|j| j.stop_reason.ends_the_run()) {
-                break;
-            }
-            let job = self.level_job((max_iops * f64::from(level) / 100.0).round() as u64, level);
-            let level_row = row(level, lab.run_prepared(&job, &targets, observer)?, &self.limits);
-            let crossed = level_row.crossed.is_some();
-            rows.push(level_row);
-            if crossed {
-                break;
-            }
+    /// A job's name, led by the curve's when it has one: "read 90%: 50% of the maximum".
+    fn named(&self, what: &str) -> String {
+        if self.name.is_empty() {
+            what.to_string()
+        } else {
+            format!("{}: {what}", self.name)
         }
-        Ok(RampFound { max_iops, rows })
     }
 
     /// The workload at `iops` in all, shared by its groups' weights, named after its `level`.
-    pub fn level_job(&self, iops: u64, level: u32) -> JobSpec {
+    fn level_job(&self, iops: u64, level: u32) -> JobSpec {
         let rates = shares(&self.weights, iops.clamp(1, MAX_RATE_IOPS));
         let groups = self
             .scheduled
@@ -128,6 +196,6 @@ impl Ramp {
                 GroupSpec { rate: Some(rate), ..group.clone() }
             })
             .collect();
-        JobSpec { name: format!("{level}% of the maximum"), groups, ..self.scheduled.clone() }
+        JobSpec { name: self.named(&format!("{level}% of the maximum")), groups, ..self.scheduled.clone() }
     }
 }

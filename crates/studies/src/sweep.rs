@@ -126,7 +126,7 @@ impl Sweep {
 /// The options a sweep lists (`expand`'s) taken from the top of the job file into the flags, and
 /// the input without them: a file may hold the sweep (`qd = "1..64"`), and a list that stayed in
 /// it would be refused as one value of one run.
-fn lift_lists(input: &Input) -> (Options, Input) {
+pub(crate) fn lift_lists(input: &Input) -> (Options, Input) {
     let mut axes = input.flags.clone();
     let Some(mut file) = input.file.clone() else { return (axes, input.clone()) };
     let listed = |len: usize| len > 1;
