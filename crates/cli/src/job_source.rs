@@ -75,3 +75,31 @@ pub fn is_job_file(path: &Path) -> bool {
         header.starts_with('[') && header.ends_with(']')
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_job_file_is_told_from_a_target_by_name_or_first_line() {
+        let dir = tempfile::tempdir().expect("dir");
+        let write = |name: &str, bytes: &[u8]| {
+            let path = dir.path().join(name);
+            std::fs::write(&path, bytes).expect("write");
+            path
+        };
+        assert!(is_job_file(Path::new("missing.toml")), "named so: read (and refused) as a job file");
+        assert!(is_job_file(&write("vms", b"# 44 VMs\n\n[[group]]\nname = \"vm01\"\n")));
+        assert!(is_job_file(&write("load", b"; fio\n[global]  # defaults\nrw=randread\n")));
+        assert!(!is_job_file(&write("keys-only", b"qd = 8\n")), "no header: a target (name it .toml)");
+        assert!(!is_job_file(&write("data", b"[\x00\x01\x02 random data]\n")), "binary data is a target");
+        assert!(!is_job_file(&write("latin", b"[\xff\xfe]\n")), "not UTF-8: a target");
+        let mut cut = b"[[group]]\n# ".to_vec();
+        // 12 + 4083 bytes, then a two-byte character across the 4096th.
+        cut.extend(std::iter::repeat_n(b'x', 4083));
+        cut.extend("é".as_bytes());
+        assert!(is_job_file(&write("long", &cut)), "a character cut at 4 KiB is still text");
+        assert!(!is_job_file(Path::new("/dev/null")));
+        assert!(!is_job_file(dir.path()), "a directory is a target");
+    }
+}

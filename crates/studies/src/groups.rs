@@ -98,4 +98,24 @@ mod tests {
         let flat = iolab_spec::jobfile::parse("qd = 4\n").expect("file");
         assert!(with_each_group(&flat, |_, _| ()).is_none());
     }
+
+    #[test]
+    fn a_sweep_of_workers_scales_each_group_and_names_the_point_by_its_value() {
+        let file = iolab_spec::jobfile::parse(
+            "engine = \"null\"\ntarget = \"/nonexistent/t\"\nsize = \"1m\"\n[[group]]\nworkers = 4\n[[group]]\nworkers = 2\nqd = 3\n",
+        )
+        .expect("file");
+        let flags = Options { workers: Some("2,8".parse().expect("workers")), ..Options::default() };
+        let input = crate::plan::Input { file: Some(file), flags, targets: Vec::new() };
+        let sweep = crate::sweep::Sweep::over(&input, 1, None).expect("sweep");
+        let workers: Vec<Vec<(u32, u32)>> = sweep
+            .plan
+            .jobs
+            .iter()
+            .map(|job| job.groups.iter().map(|g| (g.workers, g.qd)).collect())
+            .collect();
+        assert_eq!(workers, [vec![(2, 32), (1, 3)], vec![(8, 32), (4, 3)]], "QD stays each group's own");
+        let names: Vec<&str> = sweep.plan.jobs.iter().map(|j| j.name.as_str()).collect();
+        assert_eq!(names, ["workers 2", "workers 8"]);
+    }
 }
