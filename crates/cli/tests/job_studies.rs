@@ -274,3 +274,47 @@ fn a_target_argument_is_still_a_target() {
     assert_eq!(groups(job).len(), 1);
     assert!(groups(job)[0]["targets"][0]["path"].as_str().expect("path").ends_with('t'));
 }
+
+#[test]
+fn the_hyperconverged_example_ramps_44_groups_in_one_command() {
+    let example = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/hyperconverged.toml");
+    let example = example.to_str().expect("path");
+    let dir = dir_with(&[]);
+    // Its regions sit 16 MiB apart over 704 MiB; here every VM shares the first MiB of `t`.
+    let args = ["ramp", example, "--engine", "null", "--target", "t", "--offset", "0", "--size", "1m"];
+    let report = study(&dir, &[&args[..], &["--read-pct", "100,90", "--levels", "100"]].concat());
+    let names: Vec<&str> = report["summary"]["curves"]
+        .as_array()
+        .expect("curves")
+        .iter()
+        .map(|c| c["name"].as_str().expect("name"))
+        .collect();
+    assert_eq!(names, ["read 100%", "read 90%"]);
+    for job in report["run"]["jobs"].as_array().expect("jobs") {
+        assert_eq!(groups(job).len(), 44, "{}", job["name"]);
+        assert!(groups(job).iter().all(|g| g["qd"] == 8 && g["workers"] == 1));
+    }
+    let level = &report["run"]["jobs"][1];
+    let rates = rates(level);
+    assert!(
+        rates.iter().max().expect("rates") - rates.iter().min().expect("rates") <= 1,
+        "equal VMs, equal shares"
+    );
+}
+
+#[test]
+fn many_groups_are_shown_as_their_spread() {
+    let mut file = String::from("engine = \"null\"\ntarget = \"t\"\nsize = \"1m\"\nqd = 2\n");
+    for vm in 1..=10 {
+        file.push_str(&format!("[[group]]\nname = \"vm{vm}\"\n"));
+    }
+    let dir = dir_with(&[("vms.toml", &file)]);
+    let out = run_in(dir.path(), &[&["sweep", "vms.toml", "--qd", "1,2", "-q"][..], &QUICK].concat());
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("IOPS min"), "{text}");
+    let spread: Vec<&str> =
+        text.lines().filter(|l| l.trim_start().starts_with("qd ") && l.contains(" 10 ")).collect();
+    assert_eq!(spread.len(), 2, "a line per point: {text}");
+    assert!(!text.contains("vm7"), "not a line per group: {text}");
+}
