@@ -318,3 +318,14 @@ fn many_groups_are_shown_as_their_spread() {
     assert_eq!(spread.len(), 2, "a line per point: {text}");
     assert!(!text.contains("vm7"), "not a line per group: {text}");
 }
+
+/// `iolab ramp --arrival poisson` was refused ("spaces a schedule, and there is none"): the
+/// closed-loop run was resolved without a rate. Each level now keeps the arrival given.
+#[test]
+fn ramp_with_arrival_poisson_is_not_refused() {
+    let dir = dir_with(&[]);
+    let args = ["ramp", "--target", "t", "--engine", "null", "--size", "1m", "--arrival", "poisson"];
+    let report = study(&dir, &[&args[..], &["--levels", "100"]].concat());
+    let level = &report["run"]["jobs"][1];
+    assert_eq!(groups(level)[0]["rate"]["arrival"], "poisson", "{level}");
+}
