@@ -9,7 +9,7 @@ use std::str::FromStr;
 
 use iolab_spec::Nanos;
 use iolab_stats::format::{latency, thousands};
-use iolab_stats::result::{JobResult, LatencySummary};
+use iolab_stats::result::{JobResult, LatencySummary, RateReport};
 use iolab_stats::threads::ThreadClass;
 use iolab_stats::PERCENTILES;
 use serde::{Deserialize, Deserializer, Serialize};
@@ -92,6 +92,8 @@ pub struct RampLimits {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct RampRow {
+    /// Index of the curve the level belongs to (`RampSummary::curves`); 0 for a plain ramp.
+    pub curve: usize,
     /// Share of the measured maximum asked for, 0..100.
     pub level_pct: u32,
     pub target_iops: f64,
@@ -119,21 +121,47 @@ pub struct RampRow {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct RampSummary {
-    /// Closed-loop IOPS at the workload's QD: 100% of the ramp.
+    /// Closed-loop IOPS at the workload's QD: 100% of the ramp (of its first curve).
     pub max_iops: f64,
     pub limits: RampLimits,
+    /// Every curve's levels, in the order run.
     pub rows: Vec<RampRow>,
     pub verdict: Vec<String>,
+    /// One ramp per combination of the listed --bs, --read-pct and --random-pct values (one for a
+    /// plain ramp): its name, its own maximum, and its rows.
+    pub curves: Vec<RampCurve>,
+}
+
+/// One ramp of a ramp over lists: `iolab ramp vms.toml --read-pct 100,90` ramps each mix.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct RampCurve {
+    /// What the curve's levels share ("read 90%"); empty for a plain ramp.
+    pub name: String,
+    /// Closed-loop IOPS of this curve's workload: its 100%.
+    pub max_iops: f64,
+    /// Indices into `RampSummary::rows`.
+    pub rows: Vec<usize>,
 }
 
 fn p99(latency: Option<&LatencySummary>) -> u64 {
     latency.and_then(|l| l.percentile(99.0)).unwrap_or(0)
 }
 
-/// One level's row, with the limit it crossed if any.
+/// One level's row, with the limit it crossed if any. A job of several groups (each on its own
+/// share of the level's rate) is one row: the rates summed, its response time from the groups'
+/// merged histograms, sustained only if every group was, its lag the largest.
 pub fn row(level_pct: u32, job: &JobResult, limits: &RampLimits) -> RampRow {
-    let rate = job.groups.iter().find_map(|g| g.rate.as_ref());
-    let response = rate.and_then(|r| r.response.as_ref()).or(job.total.latency.as_ref());
+    let rates: Vec<&RateReport> = job.groups.iter().filter_map(|g| g.rate.as_ref()).collect();
+    let merged = match rates.as_slice() {
+        [_, _, ..] => job.histograms.response.as_ref().and_then(|r| r.latency_summary(&job.spec.slo)),
+        _ => None,
+    };
+    let response = match rates.as_slice() {
+        [one] => one.response.as_ref(),
+        _ => merged.as_ref(),
+    }
+    .or(job.total.latency.as_ref());
     let machine_cpu_pct = if job.cpu.machine_busy_pct.is_empty() {
         0.0
     } else {
@@ -150,8 +178,8 @@ pub fn row(level_pct: u32, job: &JobResult, limits: &RampLimits) -> RampRow {
         .max_cpu_pct
         .filter(|&max| machine_cpu_pct > max)
         .map(|max| format!("machine CPU {machine_cpu_pct:.0}% > {max:.0}%"));
-    let sustained = rate.is_none_or(|r| r.sustained);
-    let max_lag_ns = rate.map_or(0, |r| r.max_lag_ns);
+    let sustained = rates.iter().all(|r| r.sustained);
+    let max_lag_ns = rates.iter().map(|r| r.max_lag_ns).max().unwrap_or(0);
     let late = (max_lag_ns > LATE_START_NS).then(|| {
         let worker = job.cpu.threads.iter().find(|t| t.class == ThreadClass::Worker);
         let waited = worker.map_or(0.0, |w| w.busiest_demand_pct - w.busiest_thread_pct);
@@ -165,8 +193,9 @@ pub fn row(level_pct: u32, job: &JobResult, limits: &RampLimits) -> RampRow {
         }
     });
     RampRow {
+        curve: 0,
         level_pct,
-        target_iops: rate.map_or(0.0, |r| r.target_iops),
+        target_iops: rates.iter().map(|r| r.target_iops).sum(),
         achieved_iops: job.total.iops,
         sustained,
         max_lag_ns,
@@ -184,6 +213,23 @@ pub fn row(level_pct: u32, job: &JobResult, limits: &RampLimits) -> RampRow {
 
 fn limit_name(limit: &LatencyLimit) -> String {
     limit.percentile.map_or("mean".to_string(), |p| format!("p{p}"))
+}
+
+/// The summary of a ramp over lists: each curve (name, maximum, rows) judged alone, its verdict
+/// lines led by its name when there are several.
+pub fn summarize_curves(limits: RampLimits, curves: Vec<(String, f64, Vec<RampRow>)>) -> RampSummary {
+    let several = curves.len() > 1;
+    let mut summary =
+        RampSummary { max_iops: curves.first().map_or(0.0, |c| c.1), limits, ..RampSummary::default() };
+    for (index, (name, max_iops, rows)) in curves.into_iter().enumerate() {
+        let judged = summarize(max_iops, limits, rows);
+        let first = summary.rows.len();
+        summary.rows.extend(judged.rows.into_iter().map(|row| RampRow { curve: index, ..row }));
+        let lead = if several { format!("{name}: ") } else { String::new() };
+        summary.verdict.extend(judged.verdict.into_iter().map(|line| format!("{lead}{line}")));
+        summary.curves.push(RampCurve { name, max_iops, rows: (first..summary.rows.len()).collect() });
+    }
+    summary
 }
 
 pub fn summarize(max_iops: f64, limits: RampLimits, rows: Vec<RampRow>) -> RampSummary {
@@ -235,7 +281,8 @@ pub fn summarize(max_iops: f64, limits: RampLimits, rows: Vec<RampRow>) -> RampS
             ));
         }
     }
-    RampSummary { max_iops, limits, rows, verdict }
+    let curves = vec![RampCurve { name: String::new(), max_iops, rows: (0..rows.len()).collect() }];
+    RampSummary { max_iops, limits, rows, verdict, curves }
 }
 
 #[cfg(test)]

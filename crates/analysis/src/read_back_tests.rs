@@ -62,6 +62,7 @@ fn a_ramp_limit_reads_back_in_nanoseconds() {
         limits,
         rows: vec![RampRow { level_pct: 50, response_p99_ns: 3_000_000, ..RampRow::default() }],
         verdict: Vec::new(),
+        curves: Vec::new(),
     };
     let back = read_back(&ramp);
     assert_eq!(back.limits.latency.map(|l| l.limit), Some(Nanos::from_millis(2)));

@@ -37,19 +37,29 @@ pub struct PointFigures {
     pub access: String,
     pub qd: u32,
     pub workers: u32,
+    /// The I/Os the point kept outstanding: QD x workers, summed over its groups.
+    pub outstanding: u32,
     pub total: OpSummary,
     pub cpu_us_per_io: f64,
     pub bottleneck: Bottleneck,
 }
 
 impl PointFigures {
-    /// The figures of a job's first group (a sweep point has one).
+    /// The figures of a job. A job of several groups (a job file's blender) shows the largest
+    /// QD and worker count of its groups (what a sweep of it sets: `iolab_studies::groups`), its
+    /// outstanding I/Os are all of theirs, and its access is each distinct one, joined by " + ".
     pub fn of(job: &JobResult) -> PointFigures {
-        let group = job.groups.first();
+        let mut access: Vec<&str> = Vec::new();
+        for group in &job.groups {
+            if !access.contains(&group.access.as_str()) {
+                access.push(&group.access);
+            }
+        }
         PointFigures {
-            access: group.map_or(String::new(), |g| g.access.clone()),
-            qd: group.map_or(0, |g| g.qd),
-            workers: group.map_or(0, |g| g.workers),
+            access: access.join(" + "),
+            qd: job.groups.iter().map(|g| g.qd).max().unwrap_or(0),
+            workers: job.groups.iter().map(|g| g.workers).max().unwrap_or(0),
+            outstanding: job.groups.iter().map(|g| g.qd * g.workers).sum(),
             total: job.total.clone(),
             cpu_us_per_io: job.cpu.us_per_io,
             bottleneck: job.verdict.cause,
@@ -163,7 +173,7 @@ fn row(point: &PointOutcome<'_>) -> SweepRow {
         access: figures.access.clone(),
         qd: figures.qd,
         workers: figures.workers,
-        outstanding: figures.qd * figures.workers,
+        outstanding: figures.outstanding,
         iops: figures.total.iops,
         mb_s: figures.total.mb_s,
         mean_ns: figures.total.latency.as_ref().map_or(0.0, |l| l.mean_ns),

@@ -1149,6 +1149,7 @@ fn swept(qd: u32, workers: u32, repeats: &[f64]) -> (String, crate::sweep::Point
         access: "4KiB random 70% read".into(),
         qd,
         workers,
+        outstanding: qd * workers,
         total: op_summary(iops, (mean_ns / 1.1) as u64, (mean_ns * 3.0) as u64),
         cpu_us_per_io: 2.0,
         bottleneck: Bottleneck::Undetermined,

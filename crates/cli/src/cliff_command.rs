@@ -10,13 +10,14 @@ use iolab_report::{cliff_json, cliff_text};
 use iolab_studies::cliff::{samples, Cliff};
 
 use crate::args::{CliffArgs, StoreArgs};
-use crate::exit;
 use crate::flow::{Delivery, Measurement};
 use crate::place::Place;
+use crate::{exit, job_source};
 
 pub fn run(store: &StoreArgs, args: CliffArgs) -> ExitCode {
     let rule = CliffRule { drop_pct: args.drop_pct, min_hold_samples: args.hold };
-    let cliff = match Cliff::new(&args.workload.options, args.target, args.bytes, rule) {
+    let input = job_source::study_input(args.target, &args.workload.options);
+    let cliff = match input.and_then(|input| Cliff::over(&input, args.bytes, rule)) {
         Ok(cliff) => cliff,
         Err(message) => return exit::usage(message),
     };

@@ -211,15 +211,31 @@ pub fn warn_about_problems(report: &RunReport) {
         if let Some(engine) = &job.errors.engine {
             say!("iolab: error: job '{}': {engine}", job.name);
         }
-        for group in &job.groups {
-            if let Some(rate) = group.rate.as_ref().filter(|rate| !rate.sustained) {
-                say!(
-                    "iolab: warning: job '{}', group '{}': {}",
-                    job.name,
-                    group.name,
-                    iolab_report::rate_summary(rate)
-                );
-            }
+        let short: Vec<_> = job
+            .groups
+            .iter()
+            .filter_map(|g| g.rate.as_ref().filter(|r| !r.sustained).map(|r| (g, r)))
+            .collect();
+        // Many groups (a job file's VM fleet) are said in one line; their figures are in the report.
+        if short.len() > 8 {
+            let most = short.iter().map(|(_, r)| r.shortfall_pct).fold(0.0, f64::max);
+            let lag = short.iter().map(|(_, r)| r.max_lag_ns).max().unwrap_or(0);
+            say!(
+                "iolab: warning: job '{}': {} of {} groups did not sustain their rates (up to {most:.0}% short, I/Os started up to {} late)",
+                job.name,
+                short.len(),
+                job.groups.len(),
+                iolab_report::latency(lag as f64)
+            );
+            continue;
+        }
+        for (group, rate) in short {
+            say!(
+                "iolab: warning: job '{}', group '{}': {}",
+                job.name,
+                group.name,
+                iolab_report::rate_summary(rate)
+            );
         }
     }
     if report.interrupted {

@@ -159,6 +159,7 @@ fn store_sweep(sweep: ImportedSweep, store: &StoreArgs) -> ExitCode {
                 access: point.summary.access.clone(),
                 qd: point.summary.qd,
                 workers: point.summary.workers,
+                outstanding: point.summary.qd * point.summary.workers,
                 total: point.summary.total.clone(),
                 cpu_us_per_io: point.summary.cpu_us_per_io.unwrap_or(0.0),
                 bottleneck: Bottleneck::Undetermined,

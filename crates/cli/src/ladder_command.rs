@@ -8,12 +8,13 @@ use iolab_report::{ladder_json, ladder_text};
 use iolab_studies::ladder::Ladder;
 
 use crate::args::{LadderArgs, StoreArgs};
-use crate::exit;
 use crate::flow::{Delivery, Measurement};
 use crate::place::Place;
+use crate::{exit, job_source};
 
 pub fn run(store: &StoreArgs, args: LadderArgs) -> ExitCode {
-    let ladder = match Ladder::new(&args.workload.options, args.target) {
+    let input = job_source::study_input(args.target, &args.workload.options);
+    let ladder = match input.and_then(|input| Ladder::over(&input)) {
         Ok(ladder) => ladder,
         Err(message) => return exit::usage(message),
     };

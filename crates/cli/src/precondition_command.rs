@@ -8,12 +8,13 @@ use iolab_report::{precondition_json, precondition_text};
 use iolab_studies::fill::Precondition;
 
 use crate::args::{PreconditionArgs, StoreArgs};
-use crate::exit;
 use crate::flow::{Delivery, Measurement};
 use crate::place::Place;
+use crate::{exit, job_source};
 
 pub fn run(store: &StoreArgs, args: PreconditionArgs) -> ExitCode {
-    let precondition = match Precondition::new(&args.workload.options, args.target, args.passes, args.trim) {
+    let input = job_source::study_input(args.target, &args.workload.options);
+    let precondition = match input.and_then(|input| Precondition::over(&input, args.passes, args.trim)) {
         Ok(precondition) => precondition,
         Err(message) => return exit::usage(message),
     };

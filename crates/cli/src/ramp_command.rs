@@ -4,15 +4,15 @@
 
 use std::process::ExitCode;
 
-use iolab_analysis::ramp::{summarize, RampLimits};
+use iolab_analysis::ramp::{summarize_curves, RampLimits};
 use iolab_report::{ramp_json, ramp_text};
 use iolab_studies::ramp::Ramp;
 
 use crate::args::{RampArgs, StoreArgs};
-use crate::exit;
 use crate::flow::{Delivery, Measurement};
 use crate::place::Place;
 use crate::progress::ProgressLine;
+use crate::{exit, job_source};
 
 pub fn run(args: RampArgs, store: &StoreArgs, place: &mut Place<'_>) -> ExitCode {
     exit::of(measure(args, store, place))
@@ -20,21 +20,21 @@ pub fn run(args: RampArgs, store: &StoreArgs, place: &mut Place<'_>) -> ExitCode
 
 fn measure(args: RampArgs, store: &StoreArgs, place: &mut Place<'_>) -> Result<ExitCode, ExitCode> {
     let limits = RampLimits { latency: args.max_latency, max_cpu_pct: args.max_cpu };
-    let ramp =
-        Ramp::new(&args.workload.options, args.target, args.levels.0.clone(), limits).map_err(exit::usage)?;
+    let input = job_source::study_input(args.target, &args.workload.options).map_err(exit::usage)?;
+    let ramp = Ramp::over(&input, args.levels.0.clone(), limits).map_err(exit::usage)?;
     let progress = ProgressLine::with_plan(ramp.plan.output.quiet, "ramp", ramp.planned_s());
     Ok(Measurement::new("ramp", &ramp.plan).with_progress(progress).run(
         store,
         place,
         |lab, progress| ramp.run(lab, progress),
         |found, report| {
-            if found.max_iops < 1.0 && !report.interrupted {
+            if found.curves.iter().any(|(_, max_iops, _)| *max_iops < 1.0) && !report.interrupted {
                 return Err(exit::fail(
                     exit::INTERNAL,
                     "the closed-loop run completed no I/O, so there is no maximum to ramp to",
                 ));
             }
-            let summary = summarize(found.max_iops, ramp.limits, found.rows);
+            let summary = summarize_curves(ramp.limits, found.curves);
             Ok(Delivery::study(&ramp.plan.output, ramp_json(&summary, report), || {
                 ramp_text(&summary, report)
             }))

@@ -11,12 +11,13 @@ use iolab_stats::result::{JobResult, RunReport};
 use iolab_studies::scale;
 
 use crate::args::{ScaleArgs, StoreArgs};
-use crate::exit;
 use crate::flow::{Delivery, Measurement};
 use crate::place::Place;
+use crate::{exit, job_source};
 
 pub fn run(store: &StoreArgs, args: ScaleArgs) -> ExitCode {
-    let plan = match scale::plan(&args.workload.options, args.targets) {
+    let input = job_source::scale_input(args.targets, &args.workload.options);
+    let plan = match input.and_then(|input| scale::plan_of(&input)) {
         Ok(plan) => plan,
         Err(message) => return exit::usage(message),
     };

@@ -7,9 +7,9 @@ use iolab_report::{steady_json, steady_text};
 use iolab_studies::{plan, rounds};
 
 use crate::args::{SteadyArgs, StoreArgs};
-use crate::exit;
 use crate::flow::{Delivery, Measurement};
 use crate::place::Place;
+use crate::{exit, job_source};
 
 pub fn run(args: SteadyArgs, store: &StoreArgs, place: &mut Place<'_>) -> ExitCode {
     exit::of(measure(args, store, place))
@@ -17,9 +17,11 @@ pub fn run(args: SteadyArgs, store: &StoreArgs, place: &mut Place<'_>) -> ExitCo
 
 fn measure(args: SteadyArgs, store: &StoreArgs, place: &mut Place<'_>) -> Result<ExitCode, ExitCode> {
     let fresh = SteadyRounds::new(args.steady.track, args.steady.rule().map_err(exit::usage)?);
-    let (plan, job) =
-        plan::one_workload(&rounds::round_defaults(), &args.workload.options, args.target, "steady")
-            .map_err(exit::usage)?;
+    let input = job_source::study_input(args.target, &args.workload.options).map_err(exit::usage)?;
+    // A job of several groups runs each round together; the rounds are judged on its total.
+    let plan = plan::resolve_input(&rounds::round_defaults(), &input).map_err(exit::usage)?;
+    let job =
+        plan::one_job(&plan, "steady", "its rounds are judged on one job's figures").map_err(exit::usage)?;
     Ok(Measurement::new("steady", &plan).run(
         store,
         place,

@@ -7,14 +7,15 @@ use iolab_report::{suite_json, suite_text};
 use iolab_studies::suite::Suite;
 
 use crate::args::{StoreArgs, SuiteArgs};
-use crate::exit;
 use crate::exit::say;
 use crate::flow::{Delivery, Measurement};
 use crate::place::Place;
 use crate::progress::ProgressLine;
+use crate::{exit, job_source};
 
 pub fn run(args: SuiteArgs, store: &StoreArgs, place: &mut Place<'_>) -> ExitCode {
-    let suite = match Suite::new(args.suite, &args.workload.options, args.target) {
+    let input = job_source::study_input(args.target, &args.workload.options);
+    let suite = match input.and_then(|input| Suite::over(args.suite, &input)) {
         Ok(suite) => suite,
         Err(message) => return exit::usage(message),
     };

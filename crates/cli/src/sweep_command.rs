@@ -16,7 +16,7 @@ use crate::exit::say;
 use crate::flow::{Delivery, Measurement};
 use crate::place::Place;
 use crate::recording::{open_store, Recording};
-use crate::{exit, output_file};
+use crate::{exit, job_source, output_file};
 
 pub fn run(args: SweepArgs, store: &StoreArgs, place: &mut Place<'_>) -> ExitCode {
     exit::of(measure(args, store, place))
@@ -31,8 +31,8 @@ fn measure(args: SweepArgs, store: &StoreArgs, place: &mut Place<'_>) -> Result<
         true => Some(SteadyRounds::new(args.steady.track, args.steady.rule().map_err(exit::usage)?)),
         false => None,
     };
-    let sweep =
-        Sweep::new(&args.workload.options, args.target, args.repeat, until_steady).map_err(exit::usage)?;
+    let input = job_source::study_input(args.target, &args.workload.options).map_err(exit::usage)?;
+    let sweep = Sweep::over(&input, args.repeat, until_steady).map_err(exit::usage)?;
     let mut measurement = Measurement::new(sweep.kind(), &sweep.plan);
     let mut earlier = Vec::new();
     if args.resume {

@@ -123,8 +123,12 @@ fn a_write_workload_never_overwrites_a_file_iolab_did_not_lay_out() {
     let job = dir.path().join("job.toml");
     std::fs::write(&job, "[[job]]\nrw = \"randread\"\n").expect("job file");
     let before = std::fs::read(&job).expect("job file");
+    // A study's argument that is a job file is read as one, never written.
+    let out =
+        run_quick(dir.path(), &["sweep", "job.toml", "--engine", "null", "--size", "1m", "--qd", "1,2"]);
+    assert!(out.status.success(), "{}", stderr(&out));
     for args in [
-        &["sweep", "job.toml", "--rw", "randwrite", "--size", "16M", "--qd", "1,2"][..],
+        &["sweep", "--target", "job.toml", "--rw", "randwrite", "--size", "16M", "--qd", "1,2"][..],
         &["run", "--target", "job.toml", "--rw", "write", "--size", "16M"][..],
         &["run", "--target", "job.toml", "--rw", "randrw", "--engine", "psync"][..],
     ] {

@@ -9,6 +9,7 @@ mod cliff;
 mod compare;
 mod export;
 mod fleet;
+mod groups;
 mod precondition;
 mod ramp;
 mod results;

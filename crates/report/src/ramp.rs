@@ -3,7 +3,7 @@
 
 use std::fmt::Write;
 
-use iolab_analysis::ramp::RampSummary;
+use iolab_analysis::ramp::{RampRow, RampSummary};
 use iolab_stats::result::RunReport;
 
 use crate::studies::{to_json, verdict, workload};
@@ -19,7 +19,31 @@ pub fn ramp_json(summary: &RampSummary, run: &RunReport) -> String {
 pub fn ramp_text(summary: &RampSummary, run: &RunReport) -> String {
     let mut out = String::new();
     let _ = writeln!(out, "ramp: {}", workload(run).replace("per step", "per level"));
-    let _ = writeln!(out, "maximum (closed loop): {} IOPS\n", thousands(summary.max_iops));
+    if summary.curves.len() > 1 {
+        // A ramp over lists: each curve's maximum and table.
+        for curve in &summary.curves {
+            let _ = writeln!(out, "\n{}", curve.name);
+            let _ = writeln!(out, "maximum (closed loop): {} IOPS\n", thousands(curve.max_iops));
+            table(&mut out, curve.rows.iter().filter_map(|&i| summary.rows.get(i)));
+        }
+    } else {
+        let _ = writeln!(out, "maximum (closed loop): {} IOPS\n", thousands(summary.max_iops));
+        table(&mut out, summary.rows.iter());
+    }
+    let _ = writeln!(
+        out,
+        "  (resp: from each I/O's scheduled time; serv: from its submission; machine: all cores' busy share; iolab: its CPU in % of one core)"
+    );
+    out.push_str(&crate::groups::groups_text(run));
+    verdict(&mut out, &summary.verdict);
+    if run.interrupted {
+        out.push_str("INTERRUPTED: the levels above are those that finished.\n");
+    }
+    crate::shown(out)
+}
+
+/// The levels' table: what was asked, what was achieved, latency and CPU.
+fn table<'a>(out: &mut String, rows: impl Iterator<Item = &'a RampRow>) {
     let _ = writeln!(
         out,
         "  {:>6}{:>12}{:>12}{:>10}{:>11}{:>11}{:>11}{:>9}{:>9}{:>10}",
@@ -34,7 +58,7 @@ pub fn ramp_text(summary: &RampSummary, run: &RunReport) -> String {
         "iolab",
         "CPU/I/O"
     );
-    for r in &summary.rows {
+    for r in rows {
         let _ = writeln!(
             out,
             "  {:>5}%{:>12}{:>12}{:>10}{:>11}{:>11}{:>11}{:>8.0}%{:>8.0}%{:>8.2}us{}",
@@ -57,13 +81,4 @@ pub fn ramp_text(summary: &RampSummary, run: &RunReport) -> String {
             r.crossed.as_ref().map_or(String::new(), |c| format!("  <- {c}"))
         );
     }
-    let _ = writeln!(
-        out,
-        "  (resp: from each I/O's scheduled time; serv: from its submission; machine: all cores' busy share; iolab: its CPU in % of one core)"
-    );
-    verdict(&mut out, &summary.verdict);
-    if run.interrupted {
-        out.push_str("INTERRUPTED: the levels above are those that finished.\n");
-    }
-    crate::shown(out)
 }

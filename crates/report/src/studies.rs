@@ -44,6 +44,15 @@ pub(crate) fn workload(run: &RunReport) -> String {
     let Some(group) = job.groups.first() else { return String::new() };
     let direct =
         if job.spec.groups.first().is_some_and(|g| g.target.direct) { "O_DIRECT" } else { "buffered" };
+    if job.groups.len() > 1 {
+        // A job file's blender: its groups are listed per point (crate::groups).
+        return format!(
+            "{} groups together, {direct}, {:.1} s measured after {:.1} s ramp per step",
+            job.groups.len(),
+            job.measured_s,
+            job.ramp_s
+        );
+    }
     format!(
         "{}, QD {} x {} worker(s), {direct}, {:.1} s measured after {:.1} s ramp per step",
         group.access, group.qd, group.workers, job.measured_s, job.ramp_s

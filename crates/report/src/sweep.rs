@@ -53,6 +53,7 @@ pub fn sweep_text(summary: &SweepSummary, run: &RunReport) -> String {
     if summary.curves.iter().any(|c| c.sweet_spot.is_some()) {
         let _ = writeln!(out, "  (* the sweet spot: the most IOPS before latency grows faster than IOPS)");
     }
+    out.push_str(&crate::groups::groups_text(run));
     verdict(&mut out, &summary.verdict);
     if run.interrupted {
         out.push_str("INTERRUPTED: the points above are those that finished.\n");

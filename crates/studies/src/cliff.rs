@@ -8,7 +8,11 @@ use iolab_runner::{Lab, Observer, RunError};
 use iolab_spec::{Bytes, JobSpec, Nanos, Options, RunPlan};
 use iolab_stats::result::JobResult;
 
+use crate::plan::Input;
 use crate::{fill, plan};
+
+/// Why a cliff test takes one group.
+const WHY_ONE: &str = "it writes one region once, sequentially, and reads the cliff from that one stream's throughput; give a file of one group";
 
 /// Fine enough to place a cliff within a few hundred MB at several GB/s.
 const SAMPLE: Nanos = Nanos(100_000_000);
@@ -29,15 +33,21 @@ impl Cliff {
         bytes: Option<Bytes>,
         rule: CliffRule,
     ) -> Result<Cliff, String> {
-        plan::refuse(
-            options,
+        Cliff::over(&Input::flags(options, target.into_iter().collect()), bytes, rule)
+    }
+
+    /// The fill of `input`'s one group (a job file's target, region and engine).
+    pub fn over(input: &Input, bytes: Option<Bytes>, rule: CliffRule) -> Result<Cliff, String> {
+        plan::refuse_groups(input, "cliff", WHY_ONE)?;
+        plan::refuse_input(
+            input,
             fill::FILL_KEYS,
             "cliff",
             "writes the region once, sequentially (give its length with --bytes)",
         )?;
         rule.validate()?;
         let defaults = Options { interval: Some(SAMPLE), ..fill::defaults() };
-        let (plan, job) = plan::one_workload(&defaults, options, target, "cliff")?;
+        let (plan, job) = plan::one_group(&defaults, input, "cliff", WHY_ONE)?;
         Ok(Cliff { plan, rule, job, bytes })
     }
 

@@ -7,7 +7,10 @@ use std::path::PathBuf;
 use iolab_runner::{Lab, Observer, RunError};
 use iolab_spec::{Axis, Bytes, IoLimit, JobSpec, Nanos, Options, RunPlan, Rw};
 
-use crate::plan;
+use crate::plan::{self, Input};
+
+/// Why preconditioning takes one group.
+const WHY_ONE: &str = "it writes one region sequentially, --passes times; precondition the whole target once, or each group's region with a file of its own";
 
 /// Long enough never to end a fill early: the I/O limit ends the job.
 const UNBOUNDED: Nanos = Nanos(100 * 365 * 24 * 3600 * 1_000_000_000);
@@ -58,8 +61,14 @@ impl Precondition {
         passes: u32,
         trim: bool,
     ) -> Result<Precondition, String> {
-        plan::refuse(
-            options,
+        Precondition::over(&Input::flags(options, target.into_iter().collect()), passes, trim)
+    }
+
+    /// Preconditions the region of `input`'s one group (a job file's target and region).
+    pub fn over(input: &Input, passes: u32, trim: bool) -> Result<Precondition, String> {
+        plan::refuse_groups(input, "precondition", WHY_ONE)?;
+        plan::refuse_input(
+            input,
             FILL_KEYS,
             "precondition",
             "writes the whole region sequentially, --passes times",
@@ -67,7 +76,7 @@ impl Precondition {
         if passes == 0 {
             return Err("--passes must be 1 or more".into());
         }
-        let (plan, job) = plan::one_workload(&defaults(), options, target, "precondition")?;
+        let (plan, job) = plan::one_group(&defaults(), input, "precondition", WHY_ONE)?;
         Ok(Precondition { plan, job, passes, trim })
     }
 

@@ -10,7 +10,7 @@ use iolab_spec::ladder::Rung;
 use iolab_spec::{flag_name, JobSpec, Options, RunPlan, URING_KEYS};
 use iolab_stats::result::RunReport;
 
-use crate::plan;
+use crate::plan::{self, Input};
 
 /// A ladder ready to run: each rung's job, or why the rung cannot run here.
 pub struct Ladder {
@@ -21,16 +21,27 @@ pub struct Ladder {
 
 impl Ladder {
     pub fn new(options: &Options, target: Option<PathBuf>) -> Result<Ladder, String> {
-        if let Some(key) = options.keys_set().into_iter().find(|k| *k == "engine" || URING_KEYS.contains(k)) {
+        Ladder::over(&Input::flags(options, target.into_iter().collect()))
+    }
+
+    /// The ladder of `input`'s one job; every group of it climbs each rung together.
+    pub fn over(input: &Input) -> Result<Ladder, String> {
+        let engine_keys = |k: &&str| *k == "engine" || URING_KEYS.contains(k);
+        if let Some(key) = input.flags.keys_set().into_iter().find(engine_keys) {
             return Err(format!(
                 "the ladder chooses the engine of each step itself; drop {}",
                 flag_name(key)
             ));
         }
-        let base = plan::base_plan(options, target.into_iter().collect())?;
-        let base_job = base.jobs.first().ok_or("nothing to run")?;
+        if let Some(key) = input.keys_set().into_iter().find(engine_keys) {
+            return Err(format!(
+                "the ladder chooses the engine of each step itself; the job file sets `{key}`: remove it"
+            ));
+        }
+        let base = plan::resolve_input(&plan::step_defaults(), input)?;
+        let base_job = plan::one_job(&base, "ladder", "its groups climb every rung together")?;
         let rungs: Vec<(Rung, Result<JobSpec, String>)> =
-            Rung::ALL.into_iter().map(|rung| (rung, rung_job(rung, base_job))).collect();
+            Rung::ALL.into_iter().map(|rung| (rung, rung_job(rung, &base_job))).collect();
         let jobs = rungs.iter().filter_map(|(_, job)| job.as_ref().ok().cloned()).collect();
         Ok(Ladder { plan: RunPlan { jobs, output: base.output }, rungs })
     }
@@ -69,13 +80,16 @@ impl Ladder {
 /// The job of `rung`, or why the rung cannot run on this target.
 fn rung_job(rung: Rung, base: &JobSpec) -> Result<JobSpec, String> {
     if rung == Rung::UringIopoll {
-        let group = base.groups.first().ok_or("no workload")?;
-        if !group.target.direct {
+        if base.groups.iter().any(|g| !g.target.direct) {
             return Err("IOPOLL needs O_DIRECT".into());
         }
         // The scratch file goes in the current directory.
         let here = PathBuf::from(".");
-        let paths = if group.target.paths.is_empty() { vec![here] } else { group.target.paths.clone() };
+        let paths: Vec<PathBuf> = base
+            .groups
+            .iter()
+            .flat_map(|g| if g.target.paths.is_empty() { vec![here.clone()] } else { g.target.paths.clone() })
+            .collect();
         if let Some(path) = paths.iter().find(|p| !has_poll_queues_behind(p)) {
             return Err(format!(
                 "the device behind {} has no poll queues (queue/io_poll is not 1; NVMe gets them with the nvme module's poll_queues=N)",

@@ -7,6 +7,7 @@
 pub mod cache;
 pub mod cliff;
 pub mod fill;
+pub mod groups;
 pub mod ladder;
 pub mod plan;
 pub mod ramp;

@@ -1,29 +1,45 @@
 //! `iolab ramp`: the workload closed-loop to find its maximum IOPS, then open-loop at each
-//! level's share of it, stopping at the first level that crosses a limit.
+//! level's share of it, stopping at the first level that crosses a limit. A job of several
+//! groups shares each level's rate among them in proportion to their own rates, or without
+//! rates to their outstanding I/Os (QD x workers): `groups::shares`.
 
 use std::path::PathBuf;
 
 use iolab_analysis::ramp::{row, RampLimits, RampRow};
 use iolab_runner::{Lab, Observer, RunError};
-use iolab_spec::{JobSpec, Options, RunPlan};
+use iolab_spec::{GroupSpec, JobSpec, Options, RateSpec, RunPlan, MAX_RATE_IOPS};
 
-use crate::plan;
+use iolab_spec::sweep::expand;
+
+use crate::groups::shares;
+use crate::plan::{self, Input};
+use crate::sweep::lift_lists;
 
 /// A ramp ready to run: every level's job resolves (a bad flag fails before any I/O).
 pub struct Ramp {
-    /// The closed-loop run's plan, as the run is recorded.
+    /// The closed-loop runs' plan (one per curve), as the run is recorded.
     pub plan: RunPlan,
     pub limits: RampLimits,
-    closed: JobSpec,
     levels: Vec<u32>,
-    options: Options,
-    target: Option<PathBuf>,
+    curves: Vec<Curve>,
 }
 
-/// What the ramp measured: the closed-loop maximum and a row per level that ran.
+/// One workload of the ramp: the only one, or one combination of the listed values.
+struct Curve {
+    /// "read 90%"; empty for a plain ramp.
+    name: String,
+    closed: JobSpec,
+    /// The job as every level runs it, each group with its schedule's arrival; the level sets
+    /// the rates.
+    scheduled: JobSpec,
+    /// Each group's weight in a level's rate.
+    weights: Vec<u64>,
+}
+
+/// What the ramp measured: per curve, its name, the closed-loop maximum and a row per level
+/// that ran.
 pub struct RampFound {
-    pub max_iops: f64,
-    pub rows: Vec<RampRow>,
+    pub curves: Vec<(String, f64, Vec<RampRow>)>,
 }
 
 impl Ramp {
@@ -34,7 +50,16 @@ impl Ramp {
         levels: Vec<u32>,
         limits: RampLimits,
     ) -> Result<Ramp, String> {
-        plan::refuse(options, &["rate_iops", "burst"], "ramp", "sets the rate of each level itself")?;
+        Ramp::over(&Input::flags(options, target.into_iter().collect()), levels, limits)
+    }
+
+    /// The ramp of `input`, one curve per combination of the values listed for --bs, --read-pct
+    /// and --random-pct (in the flags or at the top of the job file); the rates a job file gives
+    /// its groups are their weights.
+    pub fn over(input: &Input, levels: Vec<u32>, limits: RampLimits) -> Result<Ramp, String> {
+        let why = "sets the rate of each level itself";
+        plan::refuse(&input.flags, &["rate_iops", "burst"], "ramp", why)?;
+        plan::refuse_input(input, &["burst"], "ramp", why)?;
         if let Some(bad) = levels.iter().find(|&&l| l == 0 || l > 100) {
             return Err(format!("--levels are shares of the maximum, 1..100 (got {bad})"));
         }
@@ -43,35 +68,71 @@ impl Ramp {
                 "--max-cpu is a share of the machine's CPU, above 0 and at most 100 (got {bad})"
             ));
         }
-        let (plan, closed) = plan::one_workload(&plan::step_defaults(), options, target.clone(), "ramp")?;
-        let ramp = Ramp { plan, limits, closed, levels, options: options.clone(), target };
-        ramp.level_job(1, 100)?;
-        Ok(ramp)
+        let (axes, input) = lift_lists(input);
+        let listed = |axis: Option<usize>| axis.is_some_and(|n| n > 1);
+        if let Some(flag) = [("--qd", axes.qd.as_ref()), ("--workers", axes.workers.as_ref())]
+            .into_iter()
+            .find_map(|(flag, axis)| listed(axis.map(|a| a.0.len())).then_some(flag))
+        {
+            return Err(format!(
+                "a ramp's load is its rate, not {flag}: give one value (a list of --bs, --read-pct or --random-pct ramps each), or sweep {flag} with `iolab sweep`"
+            ));
+        }
+        let lists = [axes.bs.as_ref().map(|a| a.0.len()), axes.read_pct.as_ref().map(|a| a.0.len())]
+            .into_iter()
+            .chain([axes.random_pct.as_ref().map(|a| a.0.len())])
+            .any(listed);
+        let workloads: Vec<(String, Input)> = if lists {
+            let (_, points) = expand(&axes).map_err(|e| e.to_string())?;
+            points.into_iter().map(|p| (p.name, input.with_flags(p.flags))).collect()
+        } else {
+            vec![(String::new(), input)]
+        };
+        let mut curves = Vec::with_capacity(workloads.len());
+        let mut output = None;
+        for (name, input) in workloads {
+            let (curve, plan) = Curve::of(name, &input)?;
+            output.get_or_insert(plan.output);
+            curves.push(curve);
+        }
+        let jobs = curves.iter().map(|c| c.closed.clone()).collect();
+        Ok(Ramp { plan: RunPlan { jobs, output: output.unwrap_or_default() }, limits, levels, curves })
     }
 
-    /// Seconds the closed-loop run and every level take, at most.
+    /// Seconds the closed-loop runs and every level take, at most.
     pub fn planned_s(&self) -> f64 {
-        (self.closed.ramp.0 + self.closed.runtime.0) as f64 / 1e9 * (self.levels.len() + 1) as f64
+        let each = |c: &Curve| (c.closed.ramp.0 + c.closed.runtime.0) as f64 / 1e9;
+        self.curves.iter().map(|c| each(c) * (self.levels.len() + 1) as f64).sum()
     }
 
-    /// The closed-loop job, whose targets the lab prepares once for every level.
-    pub fn closed_job(&self) -> &JobSpec {
-        &self.closed
-    }
-
-    /// Runs the closed loop, then the levels in order until one crosses a limit.
+    /// Runs each curve: the closed loop, then the levels in order until one crosses a limit.
     pub fn run(&self, lab: &mut Lab<'_>, observer: &mut dyn Observer) -> Result<RampFound, RunError> {
-        let targets = lab.prepare(&self.closed, observer)?;
-        let max = JobSpec { name: "maximum (closed loop)".into(), ..self.closed.clone() };
+        let mut found = Vec::new();
+        for curve in &self.curves {
+            if lab.interrupted() || lab.jobs().iter().any(|j| j.stop_reason.ends_the_run()) {
+                break;
+            }
+            let (max_iops, rows) = self.run_curve(curve, lab, observer)?;
+            found.push((curve.name.clone(), max_iops, rows));
+        }
+        Ok(RampFound { curves: found })
+    }
+
+    fn run_curve(
+        &self,
+        curve: &Curve,
+        lab: &mut Lab<'_>,
+        observer: &mut dyn Observer,
+    ) -> Result<(f64, Vec<RampRow>), RunError> {
+        let targets = lab.prepare(&curve.closed, observer)?;
+        let max = JobSpec { name: curve.named("maximum (closed loop)"), ..curve.closed.clone() };
         let max_iops = lab.run_prepared(&max, &targets, observer)?.total.iops;
         let mut rows = Vec::new();
         for &level in self.levels.iter().filter(|_| max_iops >= 1.0) {
             if lab.interrupted() || lab.jobs().iter().any(|j| j.stop_reason.ends_the_run()) {
                 break;
             }
-            let job = self
-                .level_job((max_iops * f64::from(level) / 100.0).round() as u64, level)
-                .map_err(RunError::Invalid)?;
+            let job = curve.level_job((max_iops * f64::from(level) / 100.0).round() as u64, level);
             let level_row = row(level, lab.run_prepared(&job, &targets, observer)?, &self.limits);
             let crossed = level_row.crossed.is_some();
             rows.push(level_row);
@@ -79,14 +140,62 @@ impl Ramp {
                 break;
             }
         }
-        Ok(RampFound { max_iops, rows })
+        Ok((max_iops, rows))
+    }
+}
+
+impl Curve {
+    /// The curve of `input`'s one job, and its plan (for the output settings).
+    fn of(name: String, input: &Input) -> Result<(Curve, RunPlan), String> {
+        // Without rates in the file, the job is resolved at a stand-in rate, so that a schedule's
+        // options (--arrival) are checked once; each level sets its own rates.
+        let rated = input.keys_set().contains(&"rate_iops");
+        let flags =
+            Options { rate_iops: input.flags.rate_iops.or((!rated).then_some(1)), ..input.flags.clone() };
+        let plan = plan::resolve_input(&plan::step_defaults(), &input.with_flags(flags))?;
+        let scheduled = plan::one_job(&plan, "ramp", "its groups share each level's rate")?;
+        let weights = scheduled
+            .groups
+            .iter()
+            .map(|g| match (rated, g.rate) {
+                (false, _) => Ok(u64::from(g.qd) * u64::from(g.workers)),
+                (true, Some(rate)) => Ok(rate.iops),
+                (true, None) => Err(format!(
+                    "the job file gives some groups a rate_iops and not group '{}'; a ramp shares each level's rate by the groups' own rates: give every group one, or none to share it by QD x workers",
+                    g.name
+                )),
+            })
+            .collect::<Result<Vec<u64>, String>>()?;
+        let closed = JobSpec {
+            groups: scheduled.groups.iter().map(|g| GroupSpec { rate: None, ..g.clone() }).collect(),
+            ..scheduled.clone()
+        };
+        Ok((Curve { name, closed, scheduled, weights }, plan))
     }
 
-    /// The workload at `iops`, named after its `level`.
-    fn level_job(&self, iops: u64, level: u32) -> Result<JobSpec, String> {
-        let flags = Options { rate_iops: Some(iops.max(1)), ..self.options.clone() };
-        let plan = plan::base_plan(&flags, self.target.clone().into_iter().collect())?;
-        let job = plan.jobs.into_iter().next().ok_or("nothing to run")?;
-        Ok(JobSpec { name: format!("{level}% of the maximum"), ..job })
+    /// A job's name, led by the curve's when it has one: "read 90%: 50% of the maximum".
+    fn named(&self, what: &str) -> String {
+        if self.name.is_empty() {
+            what.to_string()
+        } else {
+            format!("{}: {what}", self.name)
+        }
+    }
+
+    /// The workload at `iops` in all, shared by its groups' weights, named after its `level`.
+    fn level_job(&self, iops: u64, level: u32) -> JobSpec {
+        let rates = shares(&self.weights, iops.clamp(1, MAX_RATE_IOPS));
+        let groups = self
+            .scheduled
+            .groups
+            .iter()
+            .zip(rates)
+            .map(|(group, iops)| {
+                let arrival = group.rate.map(|r| r.arrival).unwrap_or_default();
+                let rate = RateSpec { iops: iops.min(MAX_RATE_IOPS), arrival };
+                GroupSpec { rate: Some(rate), ..group.clone() }
+            })
+            .collect();
+        JobSpec { name: self.named(&format!("{level}% of the maximum")), groups, ..self.scheduled.clone() }
     }
 }

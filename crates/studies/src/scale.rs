@@ -4,15 +4,24 @@ use std::path::PathBuf;
 
 use iolab_spec::{scale, Options, RunPlan};
 
-use crate::plan;
+use crate::plan::{self, Input};
 
 /// The plan of a scaling run over `targets`: a job per target, then one over all of them.
 pub fn plan(options: &Options, targets: Vec<PathBuf>) -> Result<RunPlan, String> {
-    let base = plan::base_plan(options, targets)?;
-    let jobs = match base.jobs.first().map(scale::plan) {
-        Some(jobs) => jobs.map_err(|e| e.to_string())?,
-        None => return Err("nothing to run".into()),
-    };
+    plan_of(&Input::flags(options, targets))
+}
+
+/// The scaling run of `input`: a job file's one workload over the targets given.
+pub fn plan_of(input: &Input) -> Result<RunPlan, String> {
+    let base = plan::resolve_input(&plan::step_defaults(), input)?;
+    let job = plan::one_job(&base, "scale", "one workload, run on each target alone and then on all")?;
+    if job.groups.len() > 1 {
+        return Err(format!(
+            "`iolab scale` runs one workload on each target alone, then on all; the job file's job has {} groups: to see what concurrent groups cost each other, use `iolab run FILE --each-alone`",
+            job.groups.len()
+        ));
+    }
+    let jobs = scale::plan(&job).map_err(|e| e.to_string())?;
     Ok(RunPlan { jobs, output: base.output })
 }
 

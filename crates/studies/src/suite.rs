@@ -12,6 +12,7 @@ use iolab_spec::suite::{steps, SuiteJob, SuiteStep, SUITE_KEYS};
 use iolab_spec::sweep::LoadAxis;
 use iolab_spec::{JobSpec, Options, RunPlan};
 
+use crate::plan::Input;
 use crate::rounds::run_rounds;
 use crate::{fill, plan};
 
@@ -37,15 +38,20 @@ impl Suite {
         options: &Options,
         target: Option<PathBuf>,
     ) -> Result<Suite, String> {
-        plan::refuse(options, SUITE_KEYS, "suite", "sets the workload of each test itself")?;
-        let targets: Vec<PathBuf> = target.into_iter().collect();
-        let steps = steps(suite)
-            .iter()
-            .map(|step| resolve(step, options, &targets))
-            .collect::<Result<Vec<_>, _>>()?;
+        Suite::over(suite, &Input::flags(options, target.into_iter().collect()))
+    }
+
+    /// The suite over `input`: a job file gives the target, region and engine of every test.
+    pub fn over(suite: iolab_spec::suite::Suite, input: &Input) -> Result<Suite, String> {
+        let why = "each of its tests is one workload on one target; give a file of one group";
+        plan::refuse_groups(input, "suite", why)?;
+        plan::refuse_input(input, SUITE_KEYS, "suite", "sets the workload of each test itself")?;
+        plan::one_group(&plan::step_defaults(), input, "suite", why)?;
+        let steps = steps(suite).iter().map(|step| resolve(step, input)).collect::<Result<Vec<_>, _>>()?;
         let known: Vec<JobSpec> = steps.iter().flat_map(known_jobs).cloned().collect();
-        let output =
-            plan::base_plan(options, targets).map_err(|_| "the options do not resolve".to_string())?.output;
+        let output = plan::resolve_input(&plan::step_defaults(), input)
+            .map_err(|_| "the options do not resolve".to_string())?
+            .output;
         Ok(Suite { plan: RunPlan { jobs: known, output }, steps, rule: SteadyRule::default() })
     }
 
@@ -101,9 +107,9 @@ fn known_jobs(step: &Resolved) -> &[JobSpec] {
     }
 }
 
-fn resolve(step: &SuiteStep, options: &Options, targets: &[PathBuf]) -> Result<Resolved, String> {
+fn resolve(step: &SuiteStep, input: &Input) -> Result<Resolved, String> {
     let one = |name: &str, flags: &Options, defaults: &Options| -> Result<JobSpec, String> {
-        let plan = plan::plan_over(defaults, &options.overlay(flags), targets.to_vec())?;
+        let plan = plan::resolve_input(defaults, &input.with_flags(input.flags.overlay(flags)))?;
         match plan.jobs.as_slice() {
             [job] => Ok(JobSpec { name: name.to_string(), ..job.clone() }),
             _ => Err("a suite runs one workload per test; give flags, not a job file of several jobs".into()),

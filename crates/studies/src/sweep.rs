@@ -8,11 +8,12 @@ use iolab_analysis::rounds::SteadyRounds;
 use iolab_analysis::sweep::{summarize, with_steady_rounds, PointFigures, PointOutcome, SweepSummary};
 use iolab_runner::{run_jobs, Lab, Observer, OnFailedStart, RunError};
 use iolab_spec::sweep::{expand, LoadAxis, SweepPoint};
-use iolab_spec::{JobSpec, Options, RunPlan};
+use iolab_spec::{Axis, GroupSpec, JobSpec, Options, RunPlan};
 use iolab_stats::result::{Bottleneck, RunReport, StopReason};
 use iolab_store::{Point, RunId};
 
-use crate::plan;
+use crate::groups::{scaled, with_each_group};
+use crate::plan::{self, Input};
 use crate::rounds::each_until_steady;
 
 /// A sweep ready to run: each point's job resolved, repeated `repeat` times.
@@ -41,12 +42,18 @@ impl Sweep {
         repeat: u32,
         until_steady: Option<SteadyRounds>,
     ) -> Result<Sweep, String> {
-        let (load, points) = expand(options).map_err(|e| e.to_string())?;
-        let targets: Vec<PathBuf> = target.into_iter().collect();
+        Sweep::over(&Input::flags(options, target.into_iter().collect()), repeat, until_steady)
+    }
+
+    /// The sweep of `input`: its flags' lists (and those at the top of its job file) over the
+    /// job file's one job; a swept QD or worker count scales each of several groups (`point_plan`).
+    pub fn over(input: &Input, repeat: u32, until_steady: Option<SteadyRounds>) -> Result<Sweep, String> {
+        let (axes, input) = lift_lists(input);
+        let (load, points) = expand(&axes).map_err(|e| e.to_string())?;
         let mut jobs = Vec::with_capacity(points.len());
         let mut output = None;
         for point in &points {
-            let plan = plan::base_plan(&point.flags, targets.clone())
+            let plan = point_plan(&input, point)
                 .map_err(|message| format!("sweep point {}: {message}", point.name))?;
             output.get_or_insert(plan.output);
             jobs.extend(plan.jobs.into_iter().map(|job| JobSpec { name: point.name.clone(), ..job }));
@@ -116,6 +123,65 @@ impl Sweep {
     }
 }
 
+/// The options a sweep lists (`expand`'s) taken from the top of the job file into the flags, and
+/// the input without them: a file may hold the sweep (`qd = "1..64"`), and a list that stayed in
+/// it would be refused as one value of one run.
+pub(crate) fn lift_lists(input: &Input) -> (Options, Input) {
+    let mut axes = input.flags.clone();
+    let Some(mut file) = input.file.clone() else { return (axes, input.clone()) };
+    let listed = |len: usize| len > 1;
+    macro_rules! lift {
+        ($($key:ident),*) => {$(
+            if file.$key.as_ref().is_some_and(|a| listed(a.0.len())) {
+                let list = file.$key.take();
+                axes.$key = axes.$key.or(list);
+            }
+        )*};
+    }
+    lift!(qd, workers, bs, read_pct, random_pct);
+    (axes.clone(), Input { file: Some(file), flags: axes, ..input.clone() })
+}
+
+/// The plan of one point. A job of several groups (a job file's blender) keeps their proportions
+/// under a swept QD or worker count: the group with the largest value runs at the point's value
+/// and every other group is scaled by the same factor (`groups::scaled`); the other swept
+/// options, like any flag, set every group.
+fn point_plan(input: &Input, point: &SweepPoint) -> Result<RunPlan, String> {
+    let defaults = plan::step_defaults();
+    let swept = |axis: &Option<Axis<u32>>| axis.as_ref().is_some_and(|a| a.0.len() > 1);
+    let (qd_swept, workers_swept) = (swept(&input.flags.qd), swept(&input.flags.workers));
+    let mut own = point.flags.clone();
+    if qd_swept {
+        own.qd = None;
+    }
+    if workers_swept {
+        own.workers = None;
+    }
+    // The groups as the file gives them, to scale from.
+    let base = plan::resolve_input(&defaults, &input.with_flags(own.clone()))?;
+    let job = plan::one_job(&base, "sweep", "its groups run together at every point")?;
+    let file = match &input.file {
+        Some(file) if job.groups.len() > 1 && (qd_swept || workers_swept) => file,
+        _ => return plan::resolve_input(&defaults, &input.with_flags(point.flags.clone())),
+    };
+    let scale = |on: bool, value: &Option<Axis<u32>>, of: fn(&GroupSpec) -> u32| {
+        let to = value.as_ref().and_then(Axis::single).filter(|_| on)?;
+        Some(scaled(&job.groups.iter().map(of).collect::<Vec<_>>(), to))
+    };
+    let qds = scale(qd_swept, &point.flags.qd, |g| g.qd);
+    let workers = scale(workers_swept, &point.flags.workers, |g| g.workers);
+    let file = with_each_group(file, |index, group| {
+        if let Some(qds) = &qds {
+            group.qd = Some(Axis::one(qds[index]));
+        }
+        if let Some(workers) = &workers {
+            group.workers = Some(Axis::one(workers[index]));
+        }
+    })
+    .ok_or("the job file's groups could not be found to scale")?;
+    plan::resolve_input(&defaults, &Input { file: Some(file), flags: own, targets: input.targets.clone() })
+}
+
 /// The points of run `run` that a resumed sweep of `plan` keeps: those it completed, in order,
 /// up to the first one cut short (measured again, with every point after it). Stored points
 /// that are not the plan's, in its order, are refused, never deleted.
@@ -161,12 +227,21 @@ fn outcomes<'a>(
         .collect()
 }
 
+/// QD x workers summed over the groups of a kept point's job (its summary has the first's).
+fn stored_outstanding(point: &Point) -> Option<u32> {
+    let groups = point.spec["groups"].as_array()?;
+    let sum: u64 =
+        groups.iter().map(|g| g["qd"].as_u64().unwrap_or(0) * g["workers"].as_u64().unwrap_or(0)).sum();
+    u32::try_from(sum).ok().filter(|&n| n > 0)
+}
+
 /// A point kept by an earlier, unfinished run of this sweep.
 fn stored_figures(point: &Point) -> PointFigures {
     PointFigures {
         access: point.summary.access.clone(),
         qd: point.summary.qd,
         workers: point.summary.workers,
+        outstanding: stored_outstanding(point).unwrap_or(point.summary.qd * point.summary.workers),
         total: point.summary.total.clone(),
         cpu_us_per_io: point.summary.cpu_us_per_io.unwrap_or(0.0),
         bottleneck: point.verdict.as_ref().map_or(Bottleneck::Undetermined, |v| v.cause),

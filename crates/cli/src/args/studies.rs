@@ -14,8 +14,10 @@ use super::{MetricsArgs, WorkloadArgs};
 
 #[derive(Debug, Args)]
 pub struct RampArgs {
-    /// The target (default: a 1 GiB scratch file in the current directory).
-    #[arg(id = "target_path", value_name = "TARGET")]
+    /// The target (default: a 1 GiB scratch file in the current directory), or a job file
+    /// (`*.toml`, a fio job file) as `iolab run` takes one: its groups, target and options, with
+    /// flags overriding it (docs/job-file.md, "Studies over a job file").
+    #[arg(id = "target_path", value_name = "TARGET|JOB_FILE")]
     pub target: Option<PathBuf>,
 
     /// Levels in % of the maximum: a list (25,50,90,100) or a range (10..100/10).
@@ -43,8 +45,10 @@ pub struct SuiteArgs {
     #[arg(value_name = "SUITE", value_parser = parse_suite)]
     pub suite: Suite,
 
-    /// The target (default: a 1 GiB scratch file in the current directory).
-    #[arg(id = "target_path", value_name = "TARGET")]
+    /// The target (default: a 1 GiB scratch file in the current directory), or a job file
+    /// (`*.toml`, a fio job file) as `iolab run` takes one: its groups, target and options, with
+    /// flags overriding it (docs/job-file.md, "Studies over a job file").
+    #[arg(id = "target_path", value_name = "TARGET|JOB_FILE")]
     pub target: Option<PathBuf>,
 
     #[command(flatten)]
@@ -56,8 +60,10 @@ pub struct SuiteArgs {
 
 #[derive(Debug, Args)]
 pub struct CliffArgs {
-    /// The target (default: a 1 GiB scratch file in the current directory).
-    #[arg(id = "target_path", value_name = "TARGET")]
+    /// The target (default: a 1 GiB scratch file in the current directory), or a job file
+    /// (`*.toml`, a fio job file) as `iolab run` takes one: its groups, target and options, with
+    /// flags overriding it (docs/job-file.md, "Studies over a job file").
+    #[arg(id = "target_path", value_name = "TARGET|JOB_FILE")]
     pub target: Option<PathBuf>,
 
     /// Bytes to write (default: the whole region once).
@@ -114,8 +120,10 @@ impl SteadyFlags {
 
 #[derive(Debug, Args)]
 pub struct SteadyArgs {
-    /// The target (default: a 1 GiB scratch file in the current directory).
-    #[arg(id = "target_path", value_name = "TARGET")]
+    /// The target (default: a 1 GiB scratch file in the current directory), or a job file
+    /// (`*.toml`, a fio job file) as `iolab run` takes one: its groups, target and options, with
+    /// flags overriding it (docs/job-file.md, "Studies over a job file").
+    #[arg(id = "target_path", value_name = "TARGET|JOB_FILE")]
     pub target: Option<PathBuf>,
 
     #[command(flatten)]
@@ -130,8 +138,10 @@ pub struct SteadyArgs {
 
 #[derive(Debug, Args)]
 pub struct SweepArgs {
-    /// The target (default: a 1 GiB scratch file in the current directory).
-    #[arg(id = "target_path", value_name = "TARGET")]
+    /// The target (default: a 1 GiB scratch file in the current directory), or a job file
+    /// (`*.toml`, a fio job file) as `iolab run` takes one: its groups, target and options, with
+    /// flags overriding it (docs/job-file.md, "Studies over a job file").
+    #[arg(id = "target_path", value_name = "TARGET|JOB_FILE")]
     pub target: Option<PathBuf>,
 
     /// Run each point in rounds until it reaches steady state (the settings of `iolab steady`);
@@ -161,8 +171,10 @@ pub struct SweepArgs {
 
 #[derive(Debug, Args)]
 pub struct PreconditionArgs {
-    /// The target (default: a 1 GiB scratch file in the current directory).
-    #[arg(id = "target_path", value_name = "TARGET")]
+    /// The target (default: a 1 GiB scratch file in the current directory), or a job file
+    /// (`*.toml`, a fio job file) as `iolab run` takes one: its groups, target and options, with
+    /// flags overriding it (docs/job-file.md, "Studies over a job file").
+    #[arg(id = "target_path", value_name = "TARGET|JOB_FILE")]
     pub target: Option<PathBuf>,
 
     /// Times the whole region is written.
@@ -179,8 +191,10 @@ pub struct PreconditionArgs {
 
 #[derive(Debug, Args)]
 pub struct LadderArgs {
-    /// The target (default: a 1 GiB scratch file in the current directory).
-    #[arg(id = "target_path", value_name = "TARGET")]
+    /// The target (default: a 1 GiB scratch file in the current directory), or a job file
+    /// (`*.toml`, a fio job file) as `iolab run` takes one: its groups, target and options, with
+    /// flags overriding it (docs/job-file.md, "Studies over a job file").
+    #[arg(id = "target_path", value_name = "TARGET|JOB_FILE")]
     pub target: Option<PathBuf>,
 
     #[command(flatten)]
@@ -189,8 +203,9 @@ pub struct LadderArgs {
 
 #[derive(Debug, Args)]
 pub struct ScaleArgs {
-    /// Two or more targets: files or block devices.
-    #[arg(value_name = "TARGET", num_args = 2.., required = true)]
+    /// Two or more targets: files or block devices, after a job file of one workload if wanted
+    /// (`iolab scale job.toml /dev/a /dev/b`; its own targets if none follow).
+    #[arg(value_name = "[JOB_FILE] TARGET", num_args = 1.., required = true)]
     pub targets: Vec<PathBuf>,
 
     #[command(flatten)]

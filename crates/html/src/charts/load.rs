@@ -2,7 +2,7 @@
 //! IOPS (sweeps and ramps), and CPU per I/O against IOPS. Load charts are drawn one panel per
 //! workload (block size and mix): a 1 MiB curve beside a 4 KiB one would lie flat along zero.
 
-use iolab_analysis::ramp::{RampRow, RampSummary};
+use iolab_analysis::ramp::{RampCurve, RampRow, RampSummary};
 use iolab_analysis::sweep::{CurveSummary, SweepRow, SweepSummary};
 use iolab_spec::sweep::LoadAxis;
 
@@ -193,54 +193,15 @@ pub(crate) fn ramp(subjects: &[Subject<'_>]) -> Result<Vec<Figure>, HtmlError> {
         "Open-loop levels as shares of the closed-loop maximum. Response time counts from each I/O's scheduled time (a late start counts); service time from its submission.",
     );
     for (subject, summary) in &ramps {
-        let color = subject.color(0);
-        let series = |f: &dyn Fn(&RampRow) -> f64| {
-            summary.rows.iter().map(|r| (r.achieved_iops, f(r) / scale)).collect()
+        // A ramp over lists has a curve per combination, each its own shade.
+        let curves: Vec<(usize, &str, Vec<&RampRow>)> = if summary.curves.len() > 1 {
+            let rows = |c: &RampCurve| c.rows.iter().filter_map(|&i| summary.rows.get(i)).collect();
+            summary.curves.iter().enumerate().map(|(i, c)| (i, c.name.as_str(), rows(c))).collect()
+        } else {
+            vec![(0, "", summary.rows.iter().collect())]
         };
-        chart.lines.push(Line {
-            name: named(subject, "response p99"),
-            color,
-            dashed: false,
-            markers: true,
-            points: series(&response_p99_ns),
-        });
-        chart.lines.push(Line {
-            name: named(subject, "response mean"),
-            color,
-            dashed: true,
-            markers: true,
-            points: series(&|r| r.response_mean_ns),
-        });
-        let lighter = plotters::style::RGBColor(color.0 / 2 + 100, color.1 / 2 + 100, color.2 / 2 + 100);
-        chart.lines.push(Line {
-            name: named(subject, "service p99"),
-            color: lighter,
-            dashed: true,
-            markers: false,
-            points: series(&service_p99_ns),
-        });
-        for row in summary.rows.iter().filter(|r| r.crossed.is_some() || !r.sustained) {
-            let why = row.crossed.clone().unwrap_or_else(|| "not sustained".into());
-            chart.marks.push(Mark {
-                at: (row.achieved_iops, response_p99_ns(row) / scale),
-                label: format!("{}%: {why}", row.level_pct),
-                color,
-            });
-        }
-        if let Some(limit) = &summary.limits.latency {
-            let what = limit.percentile.map_or("mean".to_string(), |p| format!("p{p}"));
-            let top = summary.rows.iter().map(|r| r.achieved_iops).fold(0.0, f64::max);
-            let limit_ns = limit.limit.0 as f64;
-            chart.lines.push(Line {
-                name: named(
-                    subject,
-                    &format!("limit {what} = {} {unit}", crate::plot::number(limit_ns / scale)),
-                ),
-                color: plotters::style::RGBColor(90, 90, 90),
-                dashed: true,
-                markers: false,
-                points: vec![(0.0, limit_ns / scale), (top, limit_ns / scale)],
-            });
+        for (index, name, rows) in &curves {
+            ramp_curve(&mut chart, subject, summary, (*index, name, rows), (scale, unit));
         }
         caption.push_str(&format!(
             " {}: closed-loop maximum {} IOPS.",
@@ -249,6 +210,68 @@ pub(crate) fn ramp(subjects: &[Subject<'_>]) -> Result<Vec<Figure>, HtmlError> {
         ));
     }
     Ok(vec![Figure::new("ramp", &chart, caption)?])
+}
+
+/// One curve of a ramp: response and service latency against achieved IOPS, its limits marked.
+fn ramp_curve(
+    chart: &mut Chart,
+    subject: &Subject<'_>,
+    summary: &RampSummary,
+    (index, name, rows): (usize, &str, &[&RampRow]),
+    (scale, unit): (f64, &str),
+) {
+    let color = subject.color(index);
+    let named = |subject: &Subject<'_>, what: &str| {
+        if name.is_empty() {
+            named(subject, what)
+        } else {
+            named(subject, &format!("{name} {what}"))
+        }
+    };
+    let series = |f: &dyn Fn(&RampRow) -> f64| rows.iter().map(|r| (r.achieved_iops, f(r) / scale)).collect();
+    chart.lines.push(Line {
+        name: named(subject, "response p99"),
+        color,
+        dashed: false,
+        markers: true,
+        points: series(&response_p99_ns),
+    });
+    chart.lines.push(Line {
+        name: named(subject, "response mean"),
+        color,
+        dashed: true,
+        markers: true,
+        points: series(&|r| r.response_mean_ns),
+    });
+    let lighter = plotters::style::RGBColor(color.0 / 2 + 100, color.1 / 2 + 100, color.2 / 2 + 100);
+    chart.lines.push(Line {
+        name: named(subject, "service p99"),
+        color: lighter,
+        dashed: true,
+        markers: false,
+        points: series(&service_p99_ns),
+    });
+    for row in rows.iter().filter(|r| r.crossed.is_some() || !r.sustained) {
+        let why = row.crossed.clone().unwrap_or_else(|| "not sustained".into());
+        chart.marks.push(Mark {
+            at: (row.achieved_iops, response_p99_ns(row) / scale),
+            label: format!("{}%: {why}", row.level_pct),
+            color,
+        });
+    }
+    // The limit is the run's: drawn once, across every curve.
+    if let Some(limit) = summary.limits.latency.as_ref().filter(|_| index == 0) {
+        let what = limit.percentile.map_or("mean".to_string(), |p| format!("p{p}"));
+        let top = summary.rows.iter().map(|r| r.achieved_iops).fold(0.0, f64::max);
+        let limit_ns = limit.limit.0 as f64;
+        chart.lines.push(Line {
+            name: named(subject, &format!("limit {what} = {} {unit}", crate::plot::number(limit_ns / scale))),
+            color: plotters::style::RGBColor(90, 90, 90),
+            dashed: true,
+            markers: false,
+            points: vec![(0.0, limit_ns / scale), (top, limit_ns / scale)],
+        });
+    }
 }
 
 fn response_p99_ns(row: &RampRow) -> f64 {
