@@ -1,0 +1,207 @@
+//! A drive's health as of one moment, for a burn-in's trend: the figures that change over hours
+//! and weeks (temperature, media errors, endurance used, data written), taken from the NVMe
+//! SMART / Health log, or, for SATA and SAS drives, from what sysfs offers without privilege
+//! (the kernel's I/O error count, and the temperature where the drivetemp module is loaded).
+//! A target with neither gets a reason, never a made-up sample.
+
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use crate::nvme_ioctl::{is_nvme_name, read_smart_log};
+use crate::smart::SmartLog;
+use crate::target::{device_node, TargetFacts};
+
+/// One reading of a drive's health. A figure its source does not give is `None`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HealthSample {
+    pub taken_at_unix_s: i64,
+    /// Where the figures came from: "nvme" (the SMART / Health log) or "sysfs".
+    pub source: String,
+    /// The kernel's name of the drive ("nvme0n1", "sda").
+    pub device: String,
+    pub temperature_celsius: Option<i32>,
+    /// NVMe Media and Data Integrity Errors over the drive's life.
+    pub media_errors: Option<u64>,
+    /// NVMe Percentage Used: the vendor's estimate of the endurance consumed.
+    pub percentage_used: Option<u8>,
+    pub available_spare_pct: Option<u8>,
+    /// The drive's own count of data written over its life, in bytes.
+    pub data_written_bytes: Option<u64>,
+    pub data_read_bytes: Option<u64>,
+    /// NVMe critical warning bits; 0 on a healthy drive.
+    pub critical_warning: Option<u8>,
+    /// The kernel's count of failed commands to a SCSI/SATA device since boot (`ioerr_cnt`).
+    pub io_errors: Option<u64>,
+}
+
+impl HealthSample {
+    /// The figures of an NVMe SMART / Health log read at `taken_at_unix_s`.
+    pub fn from_smart(taken_at_unix_s: i64, device: &str, log: &SmartLog) -> HealthSample {
+        HealthSample {
+            taken_at_unix_s,
+            source: "nvme".into(),
+            device: device.to_string(),
+            temperature_celsius: log.temperature_celsius,
+            media_errors: Some(log.media_errors),
+            percentage_used: Some(log.percentage_used),
+            available_spare_pct: Some(log.available_spare_pct),
+            data_written_bytes: Some(log.data_written_bytes),
+            data_read_bytes: Some(log.data_read_bytes),
+            critical_warning: Some(log.critical_warning),
+            io_errors: None,
+        }
+    }
+}
+
+/// How the health of the drive behind one target is read.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum HealthSource {
+    /// An NVMe drive: its SMART / Health log through the admin passthrough (root).
+    Nvme { device: String, node: PathBuf },
+    /// A SCSI/SATA drive's sysfs directory (`/sys/block/sda/device`), read without privilege.
+    Sysfs { device: String, dir: PathBuf },
+}
+
+impl HealthSource {
+    /// The source for the drive behind `target` (a device, or a file on one), or why there is
+    /// none: the reason names the device and says what would be sampled.
+    pub fn for_target(target: &Path) -> Result<HealthSource, String> {
+        let facts = TargetFacts::capture(target);
+        let Some(device) = facts.device else {
+            let what = if facts.in_memory { "lives in memory" } else { "has no block device sysfs names" };
+            return Err(format!(
+                "{} {what}: no drive health to sample (this machine has no NVMe drive behind it)",
+                target.display()
+            ));
+        };
+        let disk = device.disk.clone().unwrap_or_else(|| device.name.clone());
+        if is_nvme_name(&disk) {
+            return Ok(HealthSource::Nvme { device: disk, node: device_node(&device) });
+        }
+        let dir = PathBuf::from(format!("/sys/block/{disk}/device"));
+        if dir.join("ioerr_cnt").exists() {
+            return Ok(HealthSource::Sysfs { device: disk, dir });
+        }
+        let driver = device.driver.as_deref().map_or_else(String::new, |d| format!(", driver {d}"));
+        Err(format!(
+            "{} is on {disk}{driver}, which is not NVMe (this machine has no NVMe drive behind it) and \
+             offers no health counters in sysfs: no drive health to sample",
+            target.display()
+        ))
+    }
+
+    /// Reads the drive's health now. An NVMe read can fail (no root: admin commands need
+    /// CAP_SYS_ADMIN); the reason says so.
+    pub fn sample(&self, taken_at_unix_s: i64) -> Result<HealthSample, String> {
+        match self {
+            HealthSource::Nvme { device, node } => read_smart_log(node)
+                .map(|log| HealthSample::from_smart(taken_at_unix_s, device, &log))
+                .map_err(|skip| skip.to_string()),
+            HealthSource::Sysfs { device, dir } => Ok(sysfs_sample(taken_at_unix_s, device, dir)),
+        }
+    }
+}
+
+/// What sysfs says of a SCSI/SATA drive: `ioerr_cnt` (hex, failed commands since boot) and the
+/// first drivetemp sensor (millidegrees Celsius), where present.
+fn sysfs_sample(taken_at_unix_s: i64, device: &str, dir: &Path) -> HealthSample {
+    let read = |path: PathBuf| std::fs::read_to_string(path).ok().map(|s| s.trim().to_string());
+    let io_errors = read(dir.join("ioerr_cnt")).and_then(|text| parse_count(&text));
+    let temperature_celsius = std::fs::read_dir(dir.join("hwmon"))
+        .ok()
+        .into_iter()
+        .flatten()
+        .flatten()
+        .find_map(|hwmon| read(hwmon.path().join("temp1_input")))
+        .and_then(|milli| milli.parse::<i64>().ok())
+        .map(|milli| (milli / 1000) as i32);
+    HealthSample {
+        taken_at_unix_s,
+        source: "sysfs".into(),
+        device: device.to_string(),
+        temperature_celsius,
+        media_errors: None,
+        percentage_used: None,
+        available_spare_pct: None,
+        data_written_bytes: None,
+        data_read_bytes: None,
+        critical_warning: None,
+        io_errors,
+    }
+}
+
+/// A sysfs counter: "0x1a" (SCSI's ioerr_cnt) or decimal.
+fn parse_count(text: &str) -> Option<u64> {
+    match text.strip_prefix("0x") {
+        Some(hex) => u64::from_str_radix(hex, 16).ok(),
+        None => text.parse().ok(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::smart::tests::fixture_bytes;
+
+    #[test]
+    fn a_sample_of_a_captured_smart_log_has_its_figures() {
+        let page = fixture_bytes(include_str!("../fixtures/smart-log-ecclesia.hex"));
+        let log = SmartLog::parse(&page).expect("the captured page parses");
+        let sample = HealthSample::from_smart(1_700_000_000, "nvme0n1", &log);
+        assert_eq!(
+            sample,
+            HealthSample {
+                taken_at_unix_s: 1_700_000_000,
+                source: "nvme".into(),
+                device: "nvme0n1".into(),
+                temperature_celsius: Some(41),
+                media_errors: Some(0),
+                percentage_used: Some(0),
+                available_spare_pct: Some(98),
+                data_written_bytes: Some(15 * 512_000),
+                data_read_bytes: Some(1044 * 512_000),
+                critical_warning: Some(0),
+                io_errors: None,
+            }
+        );
+        // What the store keeps reads back the same.
+        let json = serde_json::to_value(&sample).expect("serializes");
+        assert_eq!(serde_json::from_value::<HealthSample>(json).expect("reads back"), sample);
+    }
+
+    #[test]
+    fn a_target_without_nvme_is_skipped_with_a_reason() {
+        // A file in a temp dir: on this machine (virtio disk or tmpfs, no NVMe) there is no
+        // drive health to sample, and the reason says so; on a machine whose temp dir is on an
+        // NVMe drive the source is that drive.
+        let file = tempfile::NamedTempFile::new().expect("temp file");
+        match HealthSource::for_target(file.path()) {
+            Err(reason) => {
+                assert!(reason.contains("no NVMe drive behind it"), "{reason}");
+                assert!(reason.contains(&file.path().display().to_string()), "{reason}");
+            }
+            Ok(HealthSource::Nvme { device, .. }) => assert!(is_nvme_name(&device), "{device}"),
+            Ok(HealthSource::Sysfs { dir, .. }) => assert!(dir.join("ioerr_cnt").exists()),
+        }
+    }
+
+    #[test]
+    fn sysfs_counters_are_read_hex_or_decimal() {
+        assert_eq!(parse_count("0x1a"), Some(26));
+        assert_eq!(parse_count("7"), Some(7));
+        assert_eq!(parse_count("x"), None);
+    }
+
+    #[test]
+    fn a_sysfs_drive_gives_its_error_count_and_temperature() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        std::fs::write(dir.path().join("ioerr_cnt"), "0x3\n").expect("write");
+        std::fs::create_dir_all(dir.path().join("hwmon/hwmon4")).expect("mkdir");
+        std::fs::write(dir.path().join("hwmon/hwmon4/temp1_input"), "38000\n").expect("write");
+        let source = HealthSource::Sysfs { device: "sda".into(), dir: dir.path().to_path_buf() };
+        let sample = source.sample(5).expect("sysfs reads");
+        assert_eq!((sample.io_errors, sample.temperature_celsius), (Some(3), Some(38)));
+        assert_eq!((sample.source.as_str(), sample.media_errors), ("sysfs", None));
+    }
+}
