@@ -8,6 +8,7 @@
 //! results and series.
 
 pub mod blend;
+pub mod burnin;
 pub mod cliff;
 pub mod compare;
 pub mod cpu;
@@ -15,6 +16,7 @@ pub mod fleet_verdict;
 pub mod knee;
 pub mod ladder;
 pub mod ramp;
+pub mod rated;
 pub mod rounds;
 pub mod scale;
 pub mod steady;

@@ -6,51 +6,26 @@
 
 use std::path::{Path, PathBuf};
 
-use serde::{Deserialize, Serialize};
+use iolab_stats::health::HealthSample;
 
 use crate::nvme_ioctl::{is_nvme_name, read_smart_log};
 use crate::smart::SmartLog;
 use crate::target::{device_node, TargetFacts};
 
-/// One reading of a drive's health. A figure its source does not give is `None`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct HealthSample {
-    pub taken_at_unix_s: i64,
-    /// Where the figures came from: "nvme" (the SMART / Health log) or "sysfs".
-    pub source: String,
-    /// The kernel's name of the drive ("nvme0n1", "sda").
-    pub device: String,
-    pub temperature_celsius: Option<i32>,
-    /// NVMe Media and Data Integrity Errors over the drive's life.
-    pub media_errors: Option<u64>,
-    /// NVMe Percentage Used: the vendor's estimate of the endurance consumed.
-    pub percentage_used: Option<u8>,
-    pub available_spare_pct: Option<u8>,
-    /// The drive's own count of data written over its life, in bytes.
-    pub data_written_bytes: Option<u64>,
-    pub data_read_bytes: Option<u64>,
-    /// NVMe critical warning bits; 0 on a healthy drive.
-    pub critical_warning: Option<u8>,
-    /// The kernel's count of failed commands to a SCSI/SATA device since boot (`ioerr_cnt`).
-    pub io_errors: Option<u64>,
-}
-
-impl HealthSample {
-    /// The figures of an NVMe SMART / Health log read at `taken_at_unix_s`.
-    pub fn from_smart(taken_at_unix_s: i64, device: &str, log: &SmartLog) -> HealthSample {
-        HealthSample {
-            taken_at_unix_s,
-            source: "nvme".into(),
-            device: device.to_string(),
-            temperature_celsius: log.temperature_celsius,
-            media_errors: Some(log.media_errors),
-            percentage_used: Some(log.percentage_used),
-            available_spare_pct: Some(log.available_spare_pct),
-            data_written_bytes: Some(log.data_written_bytes),
-            data_read_bytes: Some(log.data_read_bytes),
-            critical_warning: Some(log.critical_warning),
-            io_errors: None,
-        }
+/// The figures of an NVMe SMART / Health log read at `taken_at_unix_s`.
+pub fn sample_of_smart(taken_at_unix_s: i64, device: &str, log: &SmartLog) -> HealthSample {
+    HealthSample {
+        taken_at_unix_s,
+        source: "nvme".into(),
+        device: device.to_string(),
+        temperature_celsius: log.temperature_celsius,
+        media_errors: Some(log.media_errors),
+        percentage_used: Some(log.percentage_used),
+        available_spare_pct: Some(log.available_spare_pct),
+        data_written_bytes: Some(log.data_written_bytes),
+        data_read_bytes: Some(log.data_read_bytes),
+        critical_warning: Some(log.critical_warning),
+        io_errors: None,
     }
 }
 
@@ -96,7 +71,7 @@ impl HealthSource {
     pub fn sample(&self, taken_at_unix_s: i64) -> Result<HealthSample, String> {
         match self {
             HealthSource::Nvme { device, node } => read_smart_log(node)
-                .map(|log| HealthSample::from_smart(taken_at_unix_s, device, &log))
+                .map(|log| sample_of_smart(taken_at_unix_s, device, &log))
                 .map_err(|skip| skip.to_string()),
             HealthSource::Sysfs { device, dir } => Ok(sysfs_sample(taken_at_unix_s, device, dir)),
         }
@@ -148,7 +123,7 @@ mod tests {
     fn a_sample_of_a_captured_smart_log_has_its_figures() {
         let page = fixture_bytes(include_str!("../fixtures/smart-log-ecclesia.hex"));
         let log = SmartLog::parse(&page).expect("the captured page parses");
-        let sample = HealthSample::from_smart(1_700_000_000, "nvme0n1", &log);
+        let sample = sample_of_smart(1_700_000_000, "nvme0n1", &log);
         assert_eq!(
             sample,
             HealthSample {

@@ -23,7 +23,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-pub use health_sample::{HealthSample, HealthSource};
+pub use health_sample::{sample_of_smart, HealthSource};
 pub use host::HostFacts;
 pub use nvme_ioctl::{read_smart_log, HealthSkip};
 pub use smart::{HealthDelta, ShortLog, SmartLog, DATA_UNIT_BYTES, SMART_LOG_BYTES};
