@@ -95,6 +95,9 @@ pub enum Ending {
 pub struct BurninSummary {
     /// The run in the store (what --resume takes), when kept.
     pub run: Option<i64>,
+    /// What ran ("randwrite 4KiB, QD 32 x 1 worker(s)") and where ("/dev/nvme0n1").
+    pub workload: String,
+    pub target: String,
     pub planned_segments: u32,
     pub segment_s: f64,
     pub health_every_s: f64,

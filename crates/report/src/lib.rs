@@ -4,6 +4,7 @@
 //! belong on stderr, so JSON output always parses.
 
 mod blend;
+mod burnin;
 mod cliff;
 mod compare;
 mod export;
@@ -18,6 +19,7 @@ mod sweep;
 mod text;
 
 pub use blend::{blend_json, blend_text, BLEND_SCHEMA};
+pub use burnin::{burnin_json, burnin_text, rated_text, BURNIN_SCHEMA};
 pub use cliff::{cliff_json, cliff_text, CLIFF_SCHEMA};
 pub use compare::{
     compare, compare_json, compare_text, CompareInput, Comparison, COMPARE_SCHEMA, NOISE_RULE,
