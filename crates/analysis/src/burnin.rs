@@ -36,7 +36,7 @@ pub struct PerfTrend {
     pub min_iops: f64,
     pub max_iops: f64,
     /// The least-squares slope of IOPS against time, in percent of the mean IOPS per day;
-    /// `None` with fewer than three segments or all in one second.
+    /// `None` with fewer than three segments or over less than an hour.
     pub slope_pct_per_day: Option<f64>,
     pub first_p99_ns: Option<u64>,
     pub last_p99_ns: Option<u64>,
@@ -140,8 +140,10 @@ pub fn perf_trend(segments: &[Segment]) -> Option<PerfTrend> {
         .iter()
         .map(|s| (s.completed_at_unix_s - first.completed_at_unix_s) as f64 / 3600.0)
         .collect();
+    // A slope over less than an hour extrapolated to a day is noise, not a trend.
+    let span_hours = hours.last().copied().unwrap_or(0.0);
     let slope_pct_per_day = slope(&hours, &iops)
-        .filter(|_| segments.len() >= 3 && mean > 0.0)
+        .filter(|_| segments.len() >= 3 && mean > 0.0 && span_hours >= 1.0)
         .map(|per_hour| per_hour * 24.0 / mean * 100.0);
     Some(PerfTrend {
         first_iops: first.iops,
@@ -251,9 +253,13 @@ mod tests {
     }
 
     #[test]
-    fn two_segments_have_no_slope_and_none_have_no_trend() {
-        let trend = perf_trend(&[segment(1, 0, 10.0, 1), segment(2, 60, 20.0, 1)]).expect("segments");
+    fn two_segments_or_minutes_have_no_slope_and_none_have_no_trend() {
+        let trend = perf_trend(&[segment(1, 0, 10.0, 1), segment(2, 7200, 20.0, 1)]).expect("segments");
         assert_eq!((trend.slope_pct_per_day, trend.change_pct), (None, 100.0));
+        // Three segments within a few minutes: a per-day figure would be noise.
+        let minutes: Vec<Segment> =
+            (0..3).map(|i| segment(i + 1, 60 * i64::from(i), 10.0 + f64::from(i), 1)).collect();
+        assert_eq!(perf_trend(&minutes).expect("segments").slope_pct_per_day, None);
         assert_eq!(perf_trend(&[]), None);
     }
 

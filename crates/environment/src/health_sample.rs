@@ -45,10 +45,7 @@ impl HealthSource {
         let facts = TargetFacts::capture(target);
         let Some(device) = facts.device else {
             let what = if facts.in_memory { "lives in memory" } else { "has no block device sysfs names" };
-            return Err(format!(
-                "{} {what}: no drive health to sample (this machine has no NVMe drive behind it)",
-                target.display()
-            ));
+            return Err(format!("{} {what}: no drive, so no drive health to sample", target.display()));
         };
         let disk = device.disk.clone().unwrap_or_else(|| device.name.clone());
         if is_nvme_name(&disk) {
@@ -58,10 +55,10 @@ impl HealthSource {
         if dir.join("ioerr_cnt").exists() {
             return Ok(HealthSource::Sysfs { device: disk, dir });
         }
-        let driver = device.driver.as_deref().map_or_else(String::new, |d| format!(", driver {d}"));
+        let driver = device.driver.as_deref().map_or_else(String::new, |d| format!(" (driver {d})"));
         Err(format!(
-            "{} is on {disk}{driver}, which is not NVMe (this machine has no NVMe drive behind it) and \
-             offers no health counters in sysfs: no drive health to sample",
+            "{} is on {disk}{driver}, which is not an NVMe drive and offers no SATA/SAS health \
+             counters in sysfs: no drive health to sample",
             target.display()
         ))
     }
@@ -147,17 +144,49 @@ mod tests {
 
     #[test]
     fn a_target_without_nvme_is_skipped_with_a_reason() {
-        // A file in a temp dir: on this machine (virtio disk or tmpfs, no NVMe) there is no
-        // drive health to sample, and the reason says so; on a machine whose temp dir is on an
-        // NVMe drive the source is that drive.
         let file = tempfile::NamedTempFile::new().expect("temp file");
-        match HealthSource::for_target(file.path()) {
+        let source = HealthSource::for_target(file.path());
+        if let Ok(source) = source {
+            // The temp dir is on an NVMe or SATA drive here: that drive is the source.
+            return iolab_test_support::skip!(
+                iolab_test_support::Missing::Other,
+                "the temp dir is on a drive with health to sample ({source:?}), not on one without"
+            );
+        }
+        // This machine has no NVMe drive under its temp dir (a virtio disk or tmpfs): the
+        // sampler says so, naming the target, instead of sampling nothing in silence.
+        let reason = source.expect_err("no source");
+        assert!(reason.contains("not an NVMe drive") || reason.contains("lives in memory"), "{reason}");
+        assert!(reason.contains(&file.path().display().to_string()), "{reason}");
+        assert!(reason.ends_with("no drive health to sample"), "{reason}");
+    }
+
+    #[test]
+    fn an_nvme_drive_is_sampled_or_says_why_not() {
+        let Some(node) = std::fs::read_dir("/sys/class/block")
+            .ok()
+            .into_iter()
+            .flatten()
+            .flatten()
+            .map(|entry| entry.file_name().to_string_lossy().into_owned())
+            .find(|name| is_nvme_name(name) && !name.contains('p'))
+            .map(|name| PathBuf::from("/dev").join(name))
+            .filter(|node| node.exists())
+        else {
+            return iolab_test_support::skip!(
+                iolab_test_support::Missing::Other,
+                "this machine has no NVMe drive (no nvme namespace in /sys/class/block): the live \
+                 health sample is tested on the captured log page only"
+            );
+        };
+        let source = HealthSource::for_target(&node).expect("an NVMe namespace is a health source");
+        assert!(matches!(source, HealthSource::Nvme { .. }), "{source:?}");
+        match source.sample(1) {
+            Ok(sample) => assert_eq!((sample.source.as_str(), sample.media_errors.is_some()), ("nvme", true)),
+            // Without root the admin command is refused, and the reason says what it needs.
             Err(reason) => {
-                assert!(reason.contains("no NVMe drive behind it"), "{reason}");
-                assert!(reason.contains(&file.path().display().to_string()), "{reason}");
+                assert!(reason.contains("CAP_SYS_ADMIN") || reason.contains("refused"), "{reason}")
             }
-            Ok(HealthSource::Nvme { device, .. }) => assert!(is_nvme_name(&device), "{device}"),
-            Ok(HealthSource::Sysfs { dir, .. }) => assert!(dir.join("ioerr_cnt").exists()),
         }
     }
 
