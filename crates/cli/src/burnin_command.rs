@@ -79,11 +79,12 @@ fn measure(args: BurninArgs, store: &StoreArgs, place: &mut Place<'_>) -> Result
             let targets = lab.prepare(&job, progress)?;
             run_segments(lab, &job, &targets, done, settings, progress)
         },
-        |ending, report| {
+        |ran, report| {
             if let Some(sampler) = sampler {
                 sampler.stop();
             }
-            let all = measured(&earlier.points, &report.jobs);
+            let all = measured(&earlier.points, &report.jobs, &ran.merged);
+            let ending = ran.ending;
             if !all.unmerged.is_empty() {
                 say!(
                     "iolab: warning: the histograms of segments {:?} could not be read back; the whole burn-in's percentiles leave them out",

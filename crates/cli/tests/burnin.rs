@@ -20,17 +20,8 @@ fn point_count(db: &Path) -> i64 {
 }
 
 /// Segments of 250 ms on the null engine over a small scratch file (add a --duration).
-const BURNIN: &[&str] = &[
-    "burnin",
-    "--engine",
-    "null",
-    "--size",
-    "16m",
-    "--segment",
-    "250ms",
-    "--health-every",
-    "1s",
-];
+const BURNIN: &[&str] =
+    &["burnin", "--engine", "null", "--size", "16m", "--segment", "250ms", "--health-every", "1s"];
 
 #[test]
 fn a_killed_burn_in_resumes_with_no_segment_lost_and_the_trend_continuing() {
@@ -174,7 +165,7 @@ fn the_first_data_error_stops_the_burn_in() {
     let summary = &json(&out)["summary"];
     assert_eq!(summary["ending"]["kind"], "data_errors");
     let stopped_at = summary["ending"]["segment"].as_u64().expect("a segment");
-    assert!(stopped_at >= 2 && stopped_at < 10, "{stopped_at}");
+    assert!((2..10).contains(&stopped_at), "{stopped_at}");
     assert!(summary["ending"]["errors"].as_u64().expect("errors") >= 1);
     assert_eq!(
         summary["segments"].as_array().expect("segments").len() as u64,

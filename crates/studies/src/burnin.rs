@@ -63,6 +63,14 @@ pub fn segment_name(job: &JobSpec, index: u32) -> String {
     format!("{} segment {index}", job.name)
 }
 
+/// What the segments of one invocation did.
+pub struct SegmentsRan {
+    pub ending: Ending,
+    /// The merge of their histograms (a segment cut short by Ctrl-C left out), taken as each
+    /// ended: the lab lets go of each segment's own once the store has it.
+    pub merged: IntervalStats,
+}
+
 /// Runs segments `done + 1 ..= settings.segments` of `job` on `targets`, each kept by the lab
 /// as it ends; says why it stopped.
 pub fn run_segments(
@@ -71,6 +79,19 @@ pub fn run_segments(
     targets: &[Vec<PreparedTarget>],
     done: u32,
     settings: BurninSettings,
+    observer: &mut dyn Observer,
+) -> Result<SegmentsRan, RunError> {
+    let mut merged = IntervalStats::default();
+    let ending = segments(lab, job, targets, (done, settings), &mut merged, observer)?;
+    Ok(SegmentsRan { ending, merged })
+}
+
+fn segments(
+    lab: &mut Lab<'_>,
+    job: &JobSpec,
+    targets: &[Vec<PreparedTarget>],
+    (done, settings): (u32, BurninSettings),
+    merged: &mut IntervalStats,
     observer: &mut dyn Observer,
 ) -> Result<Ending, RunError> {
     for index in done + 1..=settings.segments {
@@ -82,14 +103,17 @@ pub fn run_segments(
         if result.stop_reason == StopReason::Interrupted {
             return Ok(Ending::Interrupted);
         }
-        let errors = data_errors(result);
+        merged.merge(&result.histograms);
+        let (errors, stop) = (data_errors(result), result.stop_reason);
+        let engine = result.errors.engine.clone();
+        lab.release_histograms();
         if errors > 0 && !settings.keep_going {
             return Ok(Ending::DataErrors { segment: index, errors });
         }
-        if result.stop_reason.ends_the_run() {
-            let stop = serde_json::to_value(result.stop_reason).ok();
+        if stop.ends_the_run() {
+            let stop = serde_json::to_value(stop).ok();
             let stop = stop.as_ref().and_then(|v| v.as_str()).unwrap_or("stopped").to_string();
-            let reason = result.errors.engine.clone().map_or(stop.clone(), |e| format!("{stop}: {e}"));
+            let reason = engine.map_or(stop.clone(), |e| format!("{stop}: {e}"));
             return Ok(Ending::Failed { reason });
         }
     }
@@ -116,9 +140,10 @@ pub fn resumable(run: RunId, stored: Vec<Point>, job: &JobSpec) -> Result<Vec<Po
 }
 
 /// Every segment measured, from the points earlier invocations kept and the results of this
-/// one, in order, with the merge of all their histograms (a segment cut short by Ctrl-C
-/// measured less than the others: neither a segment of the trend nor in the merge). A point
-/// whose stored histograms cannot be read is left out of the merge and named.
+/// one (`now`, whose histograms `ran` merged), in order, with the merge of all their
+/// histograms (a segment cut short by Ctrl-C measured less than the others: neither a segment
+/// of the trend nor in the merge). A point whose stored histograms cannot be read is left out
+/// of the merge and named.
 pub struct Measured {
     pub segments: Vec<Segment>,
     pub merged: IntervalStats,
@@ -127,7 +152,7 @@ pub struct Measured {
     pub unmerged: Vec<u32>,
 }
 
-pub fn measured(earlier: &[Point], now: &[JobResult]) -> Measured {
+pub fn measured(earlier: &[Point], now: &[JobResult], ran: &IntervalStats) -> Measured {
     let mut all = Measured {
         segments: Vec::new(),
         merged: IntervalStats::default(),
@@ -153,6 +178,7 @@ pub fn measured(earlier: &[Point], now: &[JobResult]) -> Measured {
         }
         all.measured_s += point.summary.measured_s;
     }
+    all.merged.merge(ran);
     for result in now.iter().filter(|r| r.stop_reason != StopReason::Interrupted) {
         let index = all.segments.len() as u32 + 1;
         let ended_ns = result.window_start_unix_ns + (result.measured_s * 1e9) as u64;
@@ -166,7 +192,6 @@ pub fn measured(earlier: &[Point], now: &[JobResult]) -> Measured {
             p99_ns: result.total.percentile(99.0),
             data_errors: data_errors(result),
         });
-        all.merged.merge(&result.histograms);
         all.measured_s += result.measured_s;
     }
     all
