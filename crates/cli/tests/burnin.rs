@@ -51,6 +51,12 @@ fn a_killed_burn_in_resumes_with_no_segment_lost_and_the_trend_continuing() {
     let list = json(&with_db(dir.path(), &db, &["results", "list", "--json"]));
     assert_eq!((list[0]["kind"].as_str(), list[0]["status"].as_str()), (Some("burnin"), Some("interrupted")));
 
+    // The killed burn-in wrote no report: the HTML report draws its trend from the points.
+    let html = with_db(dir.path(), &db, &["report", "1", "-o", "killed.html"]);
+    assert!(html.status.success(), "{}", stderr(&html));
+    let page = std::fs::read_to_string(dir.path().join("killed.html")).expect("the page");
+    assert!(page.contains("data-chart=\"burnin-iops\"") && page.contains("data-chart=\"burnin-p99\""));
+
     let resumed = with_db(dir.path(), &db, &["burnin", "--resume", "1", "--json", "-q"]);
     assert!(resumed.status.success(), "{}", stderr(&resumed));
     assert!(stderr(&resumed).is_empty(), "quiet: {}", stderr(&resumed));
