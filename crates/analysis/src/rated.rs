@@ -370,7 +370,8 @@ mod tests {
     #[test]
     fn a_toml_datasheet_parses() {
         let rated = Rated::parse_toml(
-            "model = \"Example 3.84TB\"\niops = \"540k\"\nmb_s = 2100\nread_mb_s = 6.8e3\n\"p99.9\" = \"1ms\"\n",
+            "model = \"Example 3.84TB\"\niops = \"540k\"\nmb_s = 2100\nread_mb_s = 6.8e3\n\
+             \"p99.9\" = \"1ms\"\n",
         )
         .expect("parses");
         assert_eq!(rated.model.as_deref(), Some("Example 3.84TB"));

@@ -86,22 +86,24 @@ fn measure(args: BurninArgs, store: &StoreArgs, place: &mut Place<'_>) -> Result
             let all = measured(&earlier.points, &report.jobs, &ran.merged);
             let ending = ran.ending;
             if !all.unmerged.is_empty() {
+                let unmerged = all.unmerged.iter().map(u32::to_string).collect::<Vec<_>>().join(", ");
                 say!(
-                    "iolab: warning: the histograms of segments {:?} could not be read back; the whole burn-in's percentiles leave them out",
-                    all.unmerged
+                    "iolab: warning: the histograms of segments {unmerged} could not be read back; \
+                     the whole burn-in's percentiles leave them out"
                 );
             }
             let whole = (!all.segments.is_empty()).then(|| whole(&all.merged, all.measured_s, &job.slo));
             let samples = samples.lock().map(|s| s.clone()).unwrap_or_default();
-            let rated_lines =
-                match (&rated, &whole) {
-                    (Some(rated), Some(w)) => rated.check(&w.read, &w.write, &w.total),
-                    _ => Vec::new(),
-                };
+            let rated_lines = match (&rated, &whole) {
+                (Some(rated), Some(w)) => rated.check(&w.read, &w.write, &w.total),
+                _ => Vec::new(),
+            };
             let summary = BurninSummary {
                 run,
                 workload: workload(&job),
-                target: target.as_ref().map_or_else(|| "a scratch file".to_string(), |t| t.display().to_string()),
+                target: target
+                    .as_ref()
+                    .map_or_else(|| "a scratch file".to_string(), |t| t.display().to_string()),
                 planned_segments: settings.segments,
                 segment_s: segment.as_secs_f64(),
                 health_every_s: health_every.as_secs_f64(),
@@ -118,8 +120,7 @@ fn measure(args: BurninArgs, store: &StoreArgs, place: &mut Place<'_>) -> Result
                 rated_model: rated.as_ref().and_then(|r| r.model.clone()),
                 rated: rated_lines,
             };
-            let delivery =
-                Delivery::study(&plan.output, burnin_json(&summary), || burnin_text(&summary));
+            let delivery = Delivery::study(&plan.output, burnin_json(&summary), || burnin_text(&summary));
             Ok(match ending {
                 Ending::DataErrors { segment, errors } => Delivery {
                     failure: Some((

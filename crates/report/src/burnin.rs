@@ -296,8 +296,12 @@ mod tests {
     #[test]
     fn an_interrupted_burn_in_says_how_to_continue() {
         let text = burnin_text(&summary((1..=3).map(|i| segment(i, 1000.0)).collect(), Ending::Interrupted));
-        assert!(text.starts_with("burn-in on /dev/nvme0n1: randwrite 4KiB, QD 32 x 1 worker(s), 144 segments of 10 min, 24.0 h planned"), "{text}");
-        assert!(text.contains("INTERRUPTED after 3 of 144 segments, no data errors: continue it with `iolab burnin --resume 7`"), "{text}");
+        let head = "burn-in on /dev/nvme0n1: randwrite 4KiB, QD 32 x 1 worker(s), 144 segments of 10 min, \
+                    24.0 h planned";
+        assert!(text.starts_with(head), "{text}");
+        let end = "INTERRUPTED after 3 of 144 segments, no data errors: continue it with \
+                   `iolab burnin --resume 7`";
+        assert!(text.contains(end), "{text}");
         assert!(text.contains("health: not sampled: /dev/vda is not NVMe"), "{text}");
     }
 
@@ -331,10 +335,10 @@ mod tests {
         s.health = health_trend(&s.health_samples);
         let text = burnin_text(&s);
         assert!(text.contains("STOPPED at segment 2 of 144: 1 data error (the first error stops"), "{text}");
-        assert!(
-            text.contains("health of nvme0n1 (nvme, 2 samples every 5 min from 1970-01-01 00:16 to 1970-01-01 00:21 UTC): temperature 40-55 °C, last 55 °C, 1 new media errors, 3% -> 3% used, 300.0 GB written as the drive counts"),
-            "{text}"
-        );
+        let health = "health of nvme0n1 (nvme, 2 samples every 5 min from 1970-01-01 00:16 to \
+                      1970-01-01 00:21 UTC): temperature 40-55 °C, last 55 °C, 1 new media errors, \
+                      3% -> 3% used, 300.0 GB written as the drive counts";
+        assert!(text.contains(health), "{text}");
         assert!(text.contains("  WARNING: the drive added 1 media"), "{text}");
         let json: serde_json::Value = serde_json::from_str(&burnin_json(&s)).expect("JSON");
         assert_eq!(json["schema"], BURNIN_SCHEMA);
