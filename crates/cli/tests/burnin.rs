@@ -235,3 +235,34 @@ fn the_datasheet_check_prints_measured_vs_rated() {
     assert_eq!(bad.status.code(), Some(2));
     assert!(stderr(&bad).contains("no unit"), "{}", stderr(&bad));
 }
+
+/// Ctrl-C stops a burn-in at once with its report so far, which names the command that
+/// continues it; the segment it cut is measured again on resume.
+#[test]
+fn ctrl_c_reports_so_far_and_says_how_to_continue() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let db = dir.path().join("r.db");
+    let child = iolab()
+        .args(BURNIN)
+        .args(["--duration", "1h", "-q", "--db"])
+        .arg(&db)
+        .current_dir(dir.path())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("starts");
+    let deadline = Instant::now() + Duration::from_secs(120);
+    while point_count(&db) < 1 {
+        assert!(Instant::now() < deadline, "no segment in 120 s");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    // SAFETY: plain kill(2) on our own child's pid.
+    assert_eq!(unsafe { libc::kill(child.id() as i32, libc::SIGINT) }, 0);
+    let out = child.wait_with_output().expect("wait");
+    assert_eq!(out.status.code(), Some(130), "{}", stderr(&out));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("INTERRUPTED after ") && text.contains("of 14400 segments"), "{text}");
+    assert!(text.contains("continue it with `iolab burnin --resume 1`"), "{text}");
+    let list = json(&with_db(dir.path(), &db, &["results", "list", "--json"]));
+    assert_eq!(list[0]["status"], "interrupted");
+}
