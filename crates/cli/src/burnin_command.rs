@@ -16,8 +16,8 @@ use iolab_report::{burnin_json, burnin_text};
 use iolab_spec::RUN_KEYS;
 use iolab_spec::{JobSpec, Nanos, RunPlan};
 use iolab_stats::health::HealthSample;
-use iolab_store::{Point, RunId, RunStatus, Store};
-use iolab_studies::burnin::{measured, resumable, run_segments, segment_defaults, BurninSettings, Periodic};
+use iolab_store::{RunId, RunStatus, Store};
+use iolab_studies::burnin::{resumable, run_segments, segment_defaults, BurninSettings, Measured, Periodic};
 use iolab_studies::plan;
 
 use crate::args::{BurninArgs, Cli, Command, StoreArgs};
@@ -50,15 +50,17 @@ struct Burnin {
     target: Option<PathBuf>,
 }
 
-/// What an earlier invocation of the burn-in kept.
+/// What earlier invocations of the burn-in kept: its segments (their figures and merged
+/// histograms, not the points themselves) and its health samples.
 #[derive(Default)]
 struct Earlier {
-    points: Vec<Point>,
+    segments: u32,
+    measured: Measured,
     samples: Vec<HealthSample>,
 }
 
 fn measure(args: BurninArgs, store: &StoreArgs, place: &mut Place<'_>) -> Result<ExitCode, ExitCode> {
-    let (burnin, recording, earlier) = match args.resume {
+    let (burnin, recording, mut earlier) = match args.resume {
         Some(run) => resume(run, args, store)?,
         None => {
             let burnin = resolve(&args)?;
@@ -67,10 +69,11 @@ fn measure(args: BurninArgs, store: &StoreArgs, place: &mut Place<'_>) -> Result
         }
     };
     let run = recording.run_id();
-    let samples = Arc::new(Mutex::new(earlier.samples));
+    let samples = Arc::new(Mutex::new(std::mem::take(&mut earlier.samples)));
     let skipped = Arc::new(Mutex::new(None::<String>));
     let sampler = start_health(&burnin, store, run, &samples, &skipped);
-    let done = earlier.points.len() as u32;
+    let done = earlier.segments;
+    let earlier_measured = earlier.measured;
     let Burnin { plan, job, settings, segment, health_every, rated, target } = burnin;
     Ok(Measurement::new("burnin", &plan).continuing(recording).run(
         store,
@@ -83,7 +86,7 @@ fn measure(args: BurninArgs, store: &StoreArgs, place: &mut Place<'_>) -> Result
             if let Some(sampler) = sampler {
                 sampler.stop();
             }
-            let all = measured(&earlier.points, &report.jobs, &ran.merged);
+            let all = earlier_measured.with_results(&report.jobs, &ran.merged);
             let ending = ran.ending;
             if !all.unmerged.is_empty() {
                 let unmerged = all.unmerged.iter().map(u32::to_string).collect::<Vec<_>>().join(", ");
@@ -252,7 +255,8 @@ fn resume(run: RunId, args: BurninArgs, store: &StoreArgs) -> Result<(Burnin, Re
         );
     }
     let recording = Recording::resume(db, run, &burnin.plan, points.len() as u32);
-    Ok((burnin, recording, Earlier { points, samples }))
+    let earlier = Earlier { segments: points.len() as u32, measured: Measured::of_points(&points), samples };
+    Ok((burnin, recording, earlier))
 }
 
 /// With --resume the settings are the run's own: only the output (--json, -o, -q) is new.

@@ -139,11 +139,12 @@ pub fn resumable(run: RunId, stored: Vec<Point>, job: &JobSpec) -> Result<Vec<Po
     Ok(stored.into_iter().take_while(|point| point.summary.stop_reason != "interrupted").collect())
 }
 
-/// Every segment measured, from the points earlier invocations kept and the results of this
-/// one (`now`, whose histograms `ran` merged), in order, with the merge of all their
-/// histograms (a segment cut short by Ctrl-C measured less than the others: neither a segment
-/// of the trend nor in the merge). A point whose stored histograms cannot be read is left out
-/// of the merge and named.
+/// Every segment measured, in order, with the merge of all their histograms: first those
+/// earlier invocations kept (`of_points`, read once at `--resume`, then only their figures and
+/// merge are held), then this one's (`with_results`). A segment cut short by Ctrl-C measured
+/// less than the others: it is neither a segment of the trend nor in the merge. A point whose
+/// stored histograms cannot be read is left out of the merge and named.
+#[derive(Default)]
 pub struct Measured {
     pub segments: Vec<Segment>,
     pub merged: IntervalStats,
@@ -152,49 +153,53 @@ pub struct Measured {
     pub unmerged: Vec<u32>,
 }
 
-pub fn measured(earlier: &[Point], now: &[JobResult], ran: &IntervalStats) -> Measured {
-    let mut all = Measured {
-        segments: Vec::new(),
-        merged: IntervalStats::default(),
-        measured_s: 0.0,
-        unmerged: Vec::new(),
-    };
-    for point in earlier.iter().filter(|p| p.summary.stop_reason != "interrupted") {
-        let index = all.segments.len() as u32 + 1;
-        let errors = serde_json::from_value::<JobResult>(point.result.clone()).map_or(0, |r| data_errors(&r));
-        all.segments.push(Segment {
-            index,
-            completed_at_unix_s: point.completed_at_unix_s,
-            measured_s: point.summary.measured_s,
-            iops: point.summary.total.iops,
-            mb_s: point.summary.total.mb_s,
-            mean_ns: point.summary.total.latency.as_ref().map(|l| l.mean_ns),
-            p99_ns: point.summary.total.percentile(99.0),
-            data_errors: errors,
-        });
-        match point.histograms.as_ref().map(EncodedHistograms::decode) {
-            Some(Ok(stats)) => all.merged.merge(&stats),
-            _ => all.unmerged.push(index),
+impl Measured {
+    /// The segments kept as `points`.
+    pub fn of_points(points: &[Point]) -> Measured {
+        let mut all = Measured::default();
+        for point in points.iter().filter(|p| p.summary.stop_reason != "interrupted") {
+            let index = all.segments.len() as u32 + 1;
+            let errors =
+                serde_json::from_value::<JobResult>(point.result.clone()).map_or(0, |r| data_errors(&r));
+            all.segments.push(Segment {
+                index,
+                completed_at_unix_s: point.completed_at_unix_s,
+                measured_s: point.summary.measured_s,
+                iops: point.summary.total.iops,
+                mb_s: point.summary.total.mb_s,
+                mean_ns: point.summary.total.latency.as_ref().map(|l| l.mean_ns),
+                p99_ns: point.summary.total.percentile(99.0),
+                data_errors: errors,
+            });
+            match point.histograms.as_ref().map(EncodedHistograms::decode) {
+                Some(Ok(stats)) => all.merged.merge(&stats),
+                _ => all.unmerged.push(index),
+            }
+            all.measured_s += point.summary.measured_s;
         }
-        all.measured_s += point.summary.measured_s;
+        all
     }
-    all.merged.merge(ran);
-    for result in now.iter().filter(|r| r.stop_reason != StopReason::Interrupted) {
-        let index = all.segments.len() as u32 + 1;
-        let ended_ns = result.window_start_unix_ns + (result.measured_s * 1e9) as u64;
-        all.segments.push(Segment {
-            index,
-            completed_at_unix_s: (ended_ns / 1_000_000_000) as i64,
-            measured_s: result.measured_s,
-            iops: result.total.iops,
-            mb_s: result.total.mb_s,
-            mean_ns: result.total.latency.as_ref().map(|l| l.mean_ns),
-            p99_ns: result.total.percentile(99.0),
-            data_errors: data_errors(result),
-        });
-        all.measured_s += result.measured_s;
+
+    /// These segments followed by this invocation's results `now`, whose histograms `ran` merged.
+    pub fn with_results(mut self, now: &[JobResult], ran: &IntervalStats) -> Measured {
+        self.merged.merge(ran);
+        for result in now.iter().filter(|r| r.stop_reason != StopReason::Interrupted) {
+            let index = self.segments.len() as u32 + 1;
+            let ended_ns = result.window_start_unix_ns + (result.measured_s * 1e9) as u64;
+            self.segments.push(Segment {
+                index,
+                completed_at_unix_s: (ended_ns / 1_000_000_000) as i64,
+                measured_s: result.measured_s,
+                iops: result.total.iops,
+                mb_s: result.total.mb_s,
+                mean_ns: result.total.latency.as_ref().map(|l| l.mean_ns),
+                p99_ns: result.total.percentile(99.0),
+                data_errors: data_errors(result),
+            });
+            self.measured_s += result.measured_s;
+        }
+        self
     }
-    all
 }
 
 /// Calls `tick` now and every `every` on its own thread, and once more when stopped: the
