@@ -8,6 +8,7 @@
 //! results and series.
 
 pub mod blend;
+pub mod burnin;
 pub mod cache;
 pub mod cliff;
 pub mod compare;
@@ -16,6 +17,7 @@ pub mod fleet_verdict;
 pub mod knee;
 pub mod ladder;
 pub mod ramp;
+pub mod rated;
 pub mod rounds;
 pub mod scale;
 pub mod steady;

@@ -2,6 +2,7 @@
 
 mod agent_command;
 mod args;
+mod burnin_command;
 mod cache_command;
 mod cliff_command;
 mod compare_command;
@@ -70,6 +71,12 @@ fn main() -> ExitCode {
         args::Command::Ramp(args) => {
             let store = store.keeping(args.workload.keep);
             metrics_args::here(&args.metrics.clone(), "ramp", |place| ramp_command::run(args, &store, place))
+        }
+        args::Command::Burnin(args) => {
+            let store = store.keeping(args.workload.keep);
+            metrics_args::here(&args.metrics.clone(), "burnin", |place| {
+                burnin_command::run(args, &store, place)
+            })
         }
         args::Command::Compare(args) => compare_command::run(args, store),
         args::Command::Report(args) => report_command::run(args, store),

@@ -127,6 +127,11 @@ impl Recording {
         Recording { active: Some(active), failed: false }
     }
 
+    /// The run's number in the store; `None` when it is not kept.
+    pub fn run_id(&self) -> Option<RunId> {
+        self.active.as_ref().map(|active| active.run)
+    }
+
     /// A job of the run could not start: the run is kept as failed.
     pub fn mark_failed(&mut self) {
         self.failed = true;

@@ -4,12 +4,15 @@
 use std::process::ExitCode;
 
 use iolab_analysis::blend::summarize;
-use iolab_report::{blend_json, blend_text, render_json, render_text};
+use iolab_analysis::rated::Rated;
+use iolab_report::{blend_json, blend_text, rated_text, render_json, render_text};
 use iolab_runner::{run_jobs, OnFailedStart};
 use iolab_spec::{resolve, RunPlan};
+use iolab_stats::result::RunReport;
 use iolab_studies::{plan, scale};
 
 use crate::args::{RunArgs, StoreArgs};
+use crate::exit::say;
 use crate::flow::{Delivery, Measurement};
 use crate::place::Place;
 use crate::scale_command::alone_then_together;
@@ -29,19 +32,25 @@ fn measure(args: RunArgs, store: &StoreArgs, place: &mut Place<'_>) -> Result<Ex
         .map_err(exit::usage)?;
     let plan = resolve(file.as_ref(), &args.workload.options).map_err(exit::usage)?;
     if args.each_alone {
-        if args.repeat > 1 {
-            return Err(exit::usage("--each-alone does not combine with --repeat"));
+        if args.repeat > 1 || args.rated.is_some() {
+            let other = if args.repeat > 1 { "--repeat" } else { "--rated" };
+            return Err(exit::usage(format!("--each-alone does not combine with {other}")));
         }
         let plan = scale::each_alone(plan).map_err(exit::usage)?;
         return Ok(each_alone(&plan, store, place));
     }
+    let rated =
+        args.rated.as_deref().map(crate::burnin_command::load_rated).transpose().map_err(exit::usage)?;
     let plan = plan::repeated(plan, args.repeat);
     Ok(Measurement::new("run", &plan).run(
         store,
         place,
         |lab, progress| run_jobs(lab, &plan, OnFailedStart::Stop, progress),
         |failed, report| {
-            let rendered = if plan.output.json { render_json(report) } else { render_text(report) };
+            let mut rendered = if plan.output.json { render_json(report) } else { render_text(report) };
+            if let Some(rated) = &rated {
+                datasheet_check(rated, report, plan.output.json, &mut rendered);
+            }
             // The jobs are the run's points; no report of its own is stored.
             let delivery = Delivery { rendered, json: None, failure: None };
             Ok(match failed.first() {
@@ -50,6 +59,26 @@ fn measure(args: RunArgs, store: &StoreArgs, place: &mut Place<'_>) -> Result<Ex
             })
         },
     ))
+}
+
+/// `--rated`: each job's figures against the datasheet, after the text report, or on stderr
+/// beside JSON (whose schema is the run's alone).
+fn datasheet_check(rated: &Rated, report: &RunReport, json: bool, rendered: &mut String) {
+    for job in &report.jobs {
+        let of = match (report.jobs.len(), rated.model.as_deref()) {
+            (1, model) => model.map(str::to_string),
+            (_, Some(model)) => Some(format!("{model}, job '{}'", job.name)),
+            (_, None) => Some(format!("job '{}'", job.name)),
+        };
+        let text = rated_text(of.as_deref(), &rated.check(&job.read, &job.write, &job.total));
+        if json {
+            for line in text.lines().filter(|l| !l.is_empty()) {
+                say!("iolab: {}", line.trim_start());
+            }
+        } else {
+            rendered.push_str(&text);
+        }
+    }
 }
 
 /// Each concurrent group alone, then all together, and what each lost to the others.

@@ -12,6 +12,7 @@
 //! writing, and the NVMe ioctl opens the node read-only.
 
 mod format;
+mod health_sample;
 mod host;
 mod nvme_ioctl;
 mod smart;
@@ -22,6 +23,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
+pub use health_sample::{sample_of_smart, HealthSource};
 pub use host::HostFacts;
 pub use nvme_ioctl::{read_smart_log, HealthSkip};
 pub use smart::{HealthDelta, ShortLog, SmartLog, DATA_UNIT_BYTES, SMART_LOG_BYTES};

@@ -244,7 +244,7 @@ fn temperature(celsius: Option<i32>) -> String {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
     /// The bytes of a hex fixture: "offset: b0 b1 ..." lines, '#' comments.

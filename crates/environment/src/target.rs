@@ -275,7 +275,7 @@ fn read_text(path: &Path) -> Option<String> {
 }
 
 /// The /dev node of a device's disk: udev's name from `uevent` (DEVNAME), else /dev/<name>.
-fn device_node(device: &DeviceFacts) -> PathBuf {
+pub(crate) fn device_node(device: &DeviceFacts) -> PathBuf {
     let disk = device.disk_name();
     let devname = std::fs::read_to_string(format!("/sys/class/block/{disk}/uevent"))
         .ok()

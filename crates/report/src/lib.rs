@@ -4,6 +4,7 @@
 //! belong on stderr, so JSON output always parses.
 
 mod blend;
+mod burnin;
 mod cache;
 mod cliff;
 mod compare;
@@ -20,6 +21,7 @@ mod sweep;
 mod text;
 
 pub use blend::{blend_json, blend_text, BLEND_SCHEMA};
+pub use burnin::{burnin_json, burnin_text, rated_text, BURNIN_SCHEMA};
 pub use cache::{cache_json, cache_text, CACHE_SCHEMA};
 pub use cliff::{cliff_json, cliff_text, CLIFF_SCHEMA};
 pub use compare::{

@@ -170,6 +170,15 @@ impl<'a> Lab<'a> {
         self.run_prepared(job, &targets, observer)
     }
 
+    /// Lets go of the latency histograms of the jobs run so far (each ~100 KiB or more; the
+    /// sink has kept them): a study of thousands of jobs, a burn-in of weeks, keeps what it
+    /// merged of them and their figures, not every histogram.
+    pub fn release_histograms(&mut self) {
+        for job in &mut self.jobs {
+            job.histograms = iolab_stats::IntervalStats::default();
+        }
+    }
+
     /// The results of every job run so far.
     pub fn jobs(&self) -> &[JobResult] {
         &self.jobs

@@ -10,6 +10,7 @@ pub mod cpu;
 pub mod encoded;
 pub mod fleet;
 pub mod format;
+pub mod health;
 mod interval;
 pub mod kernel_threads;
 pub mod machine;

@@ -55,6 +55,16 @@ const MIGRATIONS: &[&str] = &[
     // 2: who writes a running run (process and boot), so --resume never takes over a live one.
     "ALTER TABLE runs ADD COLUMN pid INTEGER NOT NULL DEFAULT 0;
     ALTER TABLE runs ADD COLUMN boot_id TEXT NOT NULL DEFAULT '';",
+    // 3: what a run samples beside its points (a burn-in's drive health every few minutes),
+    // committed as taken, so a killed run keeps its samples as it keeps its points.
+    "CREATE TABLE samples (
+        id INTEGER PRIMARY KEY,
+        run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+        kind TEXT NOT NULL,
+        taken_at INTEGER NOT NULL,
+        body TEXT NOT NULL
+    );
+    CREATE INDEX samples_by_run ON samples(run_id, kind);",
 ];
 
 /// The schema version this iolab writes.

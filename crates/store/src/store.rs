@@ -219,6 +219,36 @@ impl Store {
             .map_err(|e| classify(&path, e))
     }
 
+    /// Commits one `kind` sample of `run` (a burn-in's drive health), taken at `taken_at_unix_s`,
+    /// at once and on its own, as `add_point` does a point.
+    pub fn add_sample(
+        &mut self,
+        run: RunId,
+        kind: &str,
+        taken_at_unix_s: i64,
+        body: &serde_json::Value,
+    ) -> Result<(), StoreError> {
+        let path = self.path.clone();
+        self.write(|tx| {
+            tx.execute(
+                "INSERT INTO samples (run_id, kind, taken_at, body) VALUES (?1, ?2, ?3, ?4)",
+                params![run, kind, taken_at_unix_s, to_json(body)],
+            )
+        })
+        .map(|_| ())
+        .map_err(|e| classify(&path, e))
+    }
+
+    /// The `kind` samples of `run`, in the order they were taken.
+    pub fn samples(&self, run: RunId, kind: &str) -> Result<Vec<serde_json::Value>, StoreError> {
+        let rows: Vec<String> = self.read(|conn| {
+            conn.prepare("SELECT body FROM samples WHERE run_id = ?1 AND kind = ?2 ORDER BY taken_at, id")?
+                .query_map(params![run, kind], |row| row.get(0))?
+                .collect()
+        })?;
+        rows.iter().map(|body| parse("sample", body)).collect()
+    }
+
     /// Deletes a run and its points; environments no run uses any more go too.
     pub fn delete_run(&mut self, run: RunId) -> Result<(), StoreError> {
         let path = self.path.clone();

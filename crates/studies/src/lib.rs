@@ -4,6 +4,7 @@
 //! results to `iolab_analysis`. No store, terminal or exit code here: the binary wires these to
 //! the command line (crates/cli).
 
+pub mod burnin;
 pub mod cache;
 pub mod cliff;
 pub mod fill;

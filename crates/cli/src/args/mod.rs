@@ -15,7 +15,8 @@ pub use shared::{KeepArgs, MetricsArgs, StoreArgs, WorkloadArgs};
 pub use stored::{CompareArgs, ExportFormat, FioJobArgs, ImportSource, ReportArgs, ResultsAction};
 pub use studies::CacheArgs;
 pub use studies::{
-    CliffArgs, LadderArgs, PreconditionArgs, RampArgs, RunArgs, ScaleArgs, SteadyArgs, SuiteArgs, SweepArgs,
+    BurninArgs, CliffArgs, LadderArgs, PreconditionArgs, RampArgs, RunArgs, ScaleArgs, SteadyArgs, SuiteArgs,
+    SweepArgs,
 };
 
 #[derive(Debug, Parser)]
@@ -104,6 +105,11 @@ pub enum Command {
     /// file it becomes (`iolab run job.fio` runs that file): options without an equivalent are
     /// refused, all listed (docs/job-file.md, "fio job files").
     FioJob(FioJobArgs),
+    /// Burn a drive in: hours to weeks of one workload (default 24 h of the run defaults, in
+    /// 10 min segments), each segment kept as it ends, the drive's health read every 5 min,
+    /// stopping at the first data error unless --keep-going; --resume ID continues a killed one,
+    /// --rated compares with the datasheet (docs/burnin.md).
+    Burnin(BurninArgs),
     /// Bring results of another tool into the results database (`iolab import fio out.json`).
     Import {
         #[command(subcommand)]

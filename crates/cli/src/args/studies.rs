@@ -229,6 +229,11 @@ pub struct RunArgs {
     #[arg(long)]
     pub each_alone: bool,
 
+    /// The drive's rated figures, to print measured vs rated: iops=540k,mb_s=2100,p99=200us,
+    /// or a TOML file of them (docs/burnin.md).
+    #[arg(long, value_name = "FIGURES|FILE")]
+    pub rated: Option<String>,
+
     #[command(flatten)]
     pub workload: WorkloadArgs,
 
@@ -277,4 +282,45 @@ pub struct CacheArgs {
 
     #[command(flatten)]
     pub workload: WorkloadArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct BurninArgs {
+    /// The target (default: a 1 GiB scratch file in the current directory).
+    #[arg(id = "target_path", value_name = "TARGET")]
+    pub target: Option<PathBuf>,
+
+    /// How long the whole burn-in runs (default 24h): hours to weeks, e.g. 72h or 336h.
+    #[arg(long, value_name = "TIME", help_heading = "Burn-in")]
+    pub duration: Option<iolab_spec::Nanos>,
+
+    /// Length of one segment (default 10m): each is kept in the results database as it ends,
+    /// so a killed burn-in loses at most the segment it was in.
+    #[arg(long, value_name = "TIME", help_heading = "Burn-in")]
+    pub segment: Option<iolab_spec::Nanos>,
+
+    /// How often the drive's health (temperature, media errors, endurance used, data written)
+    /// is read (default 5m): NVMe's SMART log (root), SATA/SAS counters in sysfs.
+    #[arg(long, value_name = "TIME", help_heading = "Burn-in")]
+    pub health_every: Option<iolab_spec::Nanos>,
+
+    /// Carry on past data errors, counting them, instead of stopping at the first.
+    #[arg(long, help_heading = "Burn-in")]
+    pub keep_going: bool,
+
+    /// The drive's rated figures, to print measured vs rated: iops=540k,mb_s=2100,p99=200us
+    /// (keys iops, mb_s, mean, pNN, each also read_ or write_), or a TOML file of them.
+    #[arg(long, value_name = "FIGURES|FILE", help_heading = "Burn-in")]
+    pub rated: Option<String>,
+
+    /// Continue burn-in run ID (killed, or stopped with Ctrl-C) from the segment after its
+    /// last complete one, with its settings; run it from the directory it started in.
+    #[arg(long, value_name = "ID", help_heading = "Burn-in")]
+    pub resume: Option<i64>,
+
+    #[command(flatten)]
+    pub workload: WorkloadArgs,
+
+    #[command(flatten)]
+    pub metrics: MetricsArgs,
 }

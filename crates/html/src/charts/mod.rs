@@ -2,6 +2,7 @@
 //! (sweeps, ramps, CPU), latency distributions (percentiles, histogram), and time (per-second
 //! series, the cliff log, steady-state rounds); and the Hosts panel's charts of a fleet point.
 
+mod burnin;
 pub(crate) mod cache;
 mod distribution;
 pub(crate) mod hosts;
@@ -68,6 +69,7 @@ pub(crate) fn all(subjects: &[Subject<'_>]) -> Result<Vec<Figure>, HtmlError> {
     figures.extend(time::cliff(subjects)?);
     figures.extend(cache::cache(subjects)?);
     figures.extend(time::steady(subjects)?);
+    figures.extend(burnin::burnin(subjects)?);
     figures.retain(|f| !f.empty);
     Ok(figures)
 }
@@ -112,7 +114,7 @@ pub(crate) fn chosen_points<'a>(subject: &'a Subject<'_>) -> Vec<Chosen<'a>> {
         return spots;
     }
     let pick: Vec<&Point> = match subject.run.info.kind.as_str() {
-        "steady" | "precondition" => points.last().into_iter().collect(),
+        "steady" | "precondition" | "burnin" => points.last().into_iter().collect(),
         "ramp" => points.first().into_iter().collect(),
         _ => points.iter().collect(),
     };

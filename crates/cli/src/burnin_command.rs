@@ -1,0 +1,358 @@
+//! `iolab burnin`: one workload for hours to weeks in segments (iolab_studies::burnin), each
+//! kept as it ends; the drive's health read every few minutes on a thread of its own and kept
+//! in the run's samples as it is read; the report of the segments, the trend, the health and
+//! the datasheet check (iolab_analysis::burnin, iolab_report). `--resume ID` continues a killed
+//! or interrupted burn-in with the settings of its own command line.
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::sync::{Arc, Mutex};
+
+use clap::Parser;
+use iolab_analysis::burnin::{health_trend, perf_trend, whole, BurninSummary, Ending};
+use iolab_analysis::rated::Rated;
+use iolab_environment::HealthSource;
+use iolab_report::{burnin_json, burnin_text};
+use iolab_spec::RUN_KEYS;
+use iolab_spec::{JobSpec, Nanos, RunPlan};
+use iolab_stats::health::HealthSample;
+use iolab_store::{RunId, RunStatus, Store};
+use iolab_studies::burnin::{resumable, run_segments, segment_defaults, BurninSettings, Measured, Periodic};
+use iolab_studies::plan;
+
+use crate::args::{BurninArgs, Cli, Command, StoreArgs};
+use crate::exit::say;
+use crate::flow::{Delivery, Measurement};
+use crate::place::Place;
+use crate::recording::{open_store, Recording};
+use crate::{exit, output_file};
+
+const DEFAULT_DURATION: Nanos = Nanos::from_secs(24 * 3600);
+const DEFAULT_SEGMENT: Nanos = Nanos::from_secs(600);
+const DEFAULT_HEALTH_EVERY: Nanos = Nanos::from_secs(300);
+/// Shorter segments are no burn-in; tests use a few of these.
+const MIN_SEGMENT: Nanos = Nanos::from_millis(100);
+/// The kind of a run's health samples in the store.
+const HEALTH: &str = "health";
+
+pub fn run(args: BurninArgs, store: &StoreArgs, place: &mut Place<'_>) -> ExitCode {
+    exit::of(measure(args, store, place))
+}
+
+/// A burn-in resolved from its arguments: the segment's job, how many, and the rest.
+struct Burnin {
+    plan: RunPlan,
+    job: JobSpec,
+    settings: BurninSettings,
+    segment: Nanos,
+    health_every: Nanos,
+    rated: Option<Rated>,
+    target: Option<PathBuf>,
+}
+
+/// What earlier invocations of the burn-in kept: its segments (their figures and merged
+/// histograms, not the points themselves) and its health samples.
+#[derive(Default)]
+struct Earlier {
+    segments: u32,
+    measured: Measured,
+    samples: Vec<HealthSample>,
+}
+
+fn measure(args: BurninArgs, store: &StoreArgs, place: &mut Place<'_>) -> Result<ExitCode, ExitCode> {
+    let (burnin, recording, mut earlier) = match args.resume {
+        Some(run) => resume(run, args, store)?,
+        None => {
+            let burnin = resolve(&args)?;
+            let recording = place.record(store, "burnin", None, &burnin.plan)?;
+            (burnin, recording, Earlier::default())
+        }
+    };
+    let run = recording.run_id();
+    let samples = Arc::new(Mutex::new(std::mem::take(&mut earlier.samples)));
+    let skipped = Arc::new(Mutex::new(None::<String>));
+    let sampler = start_health(&burnin, store, run, &samples, &skipped);
+    let done = earlier.segments;
+    let earlier_measured = earlier.measured;
+    let Burnin { plan, job, settings, segment, health_every, rated, target } = burnin;
+    Ok(Measurement::new("burnin", &plan).continuing(recording).run(
+        store,
+        place,
+        |lab, progress| {
+            let targets = lab.prepare(&job, progress)?;
+            run_segments(lab, &job, &targets, done, settings, progress)
+        },
+        |ran, report| {
+            if let Some(sampler) = sampler {
+                sampler.stop();
+            }
+            let all = earlier_measured.with_results(&report.jobs, &ran.merged);
+            let ending = ran.ending;
+            if !all.unmerged.is_empty() {
+                let unmerged = all.unmerged.iter().map(u32::to_string).collect::<Vec<_>>().join(", ");
+                say!(
+                    "iolab: warning: the histograms of segments {unmerged} could not be read back; \
+                     the whole burn-in's percentiles leave them out"
+                );
+            }
+            let whole = (!all.segments.is_empty()).then(|| whole(&all.merged, all.measured_s, &job.slo));
+            let samples = samples.lock().map(|s| s.clone()).unwrap_or_default();
+            let rated_lines = match (&rated, &whole) {
+                (Some(rated), Some(w)) => rated.check(&w.read, &w.write, &w.total),
+                _ => Vec::new(),
+            };
+            let summary = BurninSummary {
+                run,
+                workload: workload(&job),
+                target: target
+                    .as_ref()
+                    .map_or_else(|| "a scratch file".to_string(), |t| t.display().to_string()),
+                planned_segments: settings.segments,
+                segment_s: segment.as_secs_f64(),
+                health_every_s: health_every.as_secs_f64(),
+                keep_going: settings.keep_going,
+                perf: perf_trend(&all.segments),
+                data_errors: all.segments.iter().map(|s| s.data_errors).sum(),
+                segments: all.segments,
+                resumed_from: done,
+                whole,
+                health: health_trend(&samples),
+                health_samples: samples,
+                health_skipped: skipped.lock().ok().and_then(|s| s.clone()),
+                ending: ending.clone(),
+                rated_model: rated.as_ref().and_then(|r| r.model.clone()),
+                rated: rated_lines,
+            };
+            let delivery = Delivery::study(&plan.output, burnin_json(&summary), || burnin_text(&summary));
+            Ok(match ending {
+                Ending::DataErrors { segment, errors } => Delivery {
+                    failure: Some((
+                        exit::IO_ERRORS,
+                        Some(format!("the burn-in stopped at segment {segment}: {errors} data errors")),
+                    )),
+                    ..delivery
+                },
+                _ => delivery,
+            })
+        },
+    ))
+}
+
+/// The burn-in `args` describe, checked before anything runs.
+fn resolve(args: &BurninArgs) -> Result<Burnin, ExitCode> {
+    let segment = args.segment.unwrap_or(DEFAULT_SEGMENT);
+    let duration = args.duration.unwrap_or(DEFAULT_DURATION);
+    let health_every = args.health_every.unwrap_or(DEFAULT_HEALTH_EVERY);
+    if segment < MIN_SEGMENT {
+        return Err(exit::usage("--segment must be at least 100ms (each segment is one kept point)"));
+    }
+    if duration < segment {
+        return Err(exit::usage(format!(
+            "--duration ({}s) is shorter than one --segment ({}s)",
+            duration.as_secs_f64(),
+            segment.as_secs_f64()
+        )));
+    }
+    if health_every.0 < Nanos::from_secs(1).0 {
+        return Err(exit::usage("--health-every must be at least 1s"));
+    }
+    plan::refuse(
+        &args.workload.options,
+        &["runtime", "ramp", "io_limit"],
+        "burnin",
+        "times its segments itself (--segment, --duration)",
+    )
+    .map_err(exit::usage)?;
+    let segments = u32::try_from(duration.0.div_ceil(segment.0))
+        .map_err(|_| exit::usage("--duration is too many segments long; give a longer --segment"))?;
+    let rated = args.rated.as_deref().map(load_rated).transpose().map_err(exit::usage)?;
+    // An absolute target, so the plan `--resume` matches names one file whatever the directory.
+    let target = args.target.as_ref().map(|t| std::path::absolute(t).unwrap_or_else(|_| t.clone()));
+    let defaults = segment_defaults(segment, args.keep_going);
+    let (plan, job) = plan::one_workload(&defaults, &args.workload.options, target.clone(), "burnin")
+        .map_err(exit::usage)?;
+    let job = JobSpec { name: "burnin".into(), ..job };
+    let plan = RunPlan { jobs: vec![job.clone()], ..plan };
+    let settings = BurninSettings { segments, keep_going: args.keep_going };
+    Ok(Burnin { plan, job, settings, segment, health_every, rated, target })
+}
+
+/// Reads `--rated`: a TOML file (a path that exists, or ends in .toml), else a KEY=VALUE list.
+pub fn load_rated(text: &str) -> Result<Rated, String> {
+    let path = Path::new(text);
+    if path.extension().is_some_and(|e| e == "toml") || (!text.contains('=') && path.exists()) {
+        let toml = std::fs::read_to_string(path)
+            .map_err(|e| format!("cannot read the rated figures from {}: {e}", path.display()))?;
+        return Rated::parse_toml(&toml).map_err(|e| format!("{}: {e}", path.display()));
+    }
+    Rated::parse_list(text)
+}
+
+/// Reopens burn-in `run` to continue it: its settings from its own command line (only the
+/// output may be given anew), the segments it completed, and its health samples.
+fn resume(run: RunId, args: BurninArgs, store: &StoreArgs) -> Result<(Burnin, Recording, Earlier), ExitCode> {
+    let failed = |e: iolab_store::StoreError| exit::store_failed(&e);
+    if store.no_store {
+        return Err(exit::usage("--resume does not combine with --no-store"));
+    }
+    refuse_with_resume(&args)?;
+    let mut db = open_store(store)?;
+    let stored = db.run(run).map_err(failed)?;
+    let info = &stored.info;
+    if info.kind != "burnin" {
+        return Err(exit::usage(format!("run {run} is a {} run, not a burn-in", info.kind)));
+    }
+    match info.status {
+        RunStatus::Interrupted => {}
+        RunStatus::Running => {
+            return Err(exit::usage(format!("run {run} is still running: its iolab process is alive")))
+        }
+        RunStatus::Complete => {
+            return Err(exit::usage(format!("run {run} completed; there is nothing to resume")))
+        }
+        RunStatus::Failed => {
+            return Err(exit::usage(format!(
+                "run {run} ended as failed (a data error or a device fault stopped it); start a new burn-in"
+            )))
+        }
+    }
+    let original = match Cli::try_parse_from(&info.command).map(|cli| cli.command) {
+        Ok(Command::Burnin(original)) => original,
+        _ => {
+            return Err(exit::usage(format!(
+                "run {run}'s command line is not one this iolab reads as a burn-in"
+            )))
+        }
+    };
+    let mut original = original;
+    let (mine, theirs) = (&args.workload.options, &mut original.workload.options);
+    theirs.json = mine.json;
+    theirs.output = mine.output.clone();
+    theirs.quiet = mine.quiet;
+    let burnin = resolve(&original)?;
+    if serde_json::to_value(&burnin.plan.jobs).unwrap_or_default() != stored.plan {
+        return Err(exit::usage(format!(
+            "run {run}'s command line plans another workload here than it ran (a relative path, or \
+             another iolab version); resume it from the directory it started in, with the same iolab"
+        )));
+    }
+    output_file::check_output(burnin.plan.output.path.as_deref(), &burnin.plan.jobs, store)?;
+    let points = resumable(run, stored.points, &burnin.job).map_err(exit::usage)?;
+    let samples = db
+        .samples(run, HEALTH)
+        .map_err(failed)?
+        .into_iter()
+        .filter_map(|sample| serde_json::from_value(sample).ok())
+        .collect();
+    db.truncate_points(run, points.len() as u32).map_err(failed)?;
+    db.reopen_run(run).map_err(failed)?;
+    if !burnin.plan.output.quiet {
+        say!(
+            "iolab: resuming burn-in run {run}: {} of {} segments kept, {} to run",
+            points.len(),
+            burnin.settings.segments,
+            burnin.settings.segments.saturating_sub(points.len() as u32)
+        );
+    }
+    let recording = Recording::resume(db, run, &burnin.plan, points.len() as u32);
+    let earlier = Earlier { segments: points.len() as u32, measured: Measured::of_points(&points), samples };
+    Ok((burnin, recording, earlier))
+}
+
+/// With --resume the settings are the run's own: only the output (--json, -o, -q) is new.
+fn refuse_with_resume(args: &BurninArgs) -> Result<(), ExitCode> {
+    let mut given: Vec<String> = args
+        .workload
+        .options
+        .keys_set()
+        .into_iter()
+        .filter(|key| !RUN_KEYS.contains(key))
+        .map(iolab_spec::flag_name)
+        .collect();
+    let own = [
+        (args.target.is_some(), "TARGET"),
+        (args.duration.is_some(), "--duration"),
+        (args.segment.is_some(), "--segment"),
+        (args.health_every.is_some(), "--health-every"),
+        (args.keep_going, "--keep-going"),
+        (args.rated.is_some(), "--rated"),
+    ];
+    given.extend(own.iter().filter(|(set, _)| *set).map(|(_, name)| name.to_string()));
+    if given.is_empty() {
+        return Ok(());
+    }
+    Err(exit::usage(format!(
+        "--resume takes the burn-in's settings from its own command line; drop {}",
+        given.join(", ")
+    )))
+}
+
+/// Starts reading the drive's health every `--health-every`, each sample kept in the run as
+/// it is read; `None` (with the reason in `skipped`) when the target's drive has no health to read.
+fn start_health(
+    burnin: &Burnin,
+    store: &StoreArgs,
+    run: Option<RunId>,
+    samples: &Arc<Mutex<Vec<HealthSample>>>,
+    skipped: &Arc<Mutex<Option<String>>>,
+) -> Option<Periodic> {
+    // The scratch file is laid out in the current directory.
+    let here = || std::path::absolute(".").unwrap_or_else(|_| PathBuf::from("."));
+    let target = burnin.target.clone().unwrap_or_else(here);
+    let source = match HealthSource::for_target(&target) {
+        Ok(source) => source,
+        Err(reason) => {
+            if let Ok(mut skipped) = skipped.lock() {
+                *skipped = Some(reason);
+            }
+            return None;
+        }
+    };
+    // A connection of the sampler's own: samples are committed as they are read, whatever
+    // the segments are doing.
+    let mut db = run.and_then(|run| Some((store.path().ok().and_then(|p| Store::open(&p).ok())?, run)));
+    let (samples, skipped) = (Arc::clone(samples), Arc::clone(skipped));
+    let mut lost = false;
+    let tick = move || {
+        let now = now_unix_s();
+        match source.sample(now) {
+            Ok(sample) => {
+                if let Some((db, run)) = db.as_mut() {
+                    let body = serde_json::to_value(&sample).unwrap_or_default();
+                    if let Err(e) = db.add_sample(*run, HEALTH, now, &body) {
+                        if !lost {
+                            say!("iolab: warning: a health sample was not kept in the results database: {e}");
+                            lost = true;
+                        }
+                    }
+                }
+                if let Ok(mut samples) = samples.lock() {
+                    samples.push(sample);
+                }
+            }
+            Err(reason) => {
+                if let Ok(mut skipped) = skipped.lock() {
+                    skipped.get_or_insert(reason);
+                }
+            }
+        }
+    };
+    match Periodic::start(burnin.health_every.as_duration(), tick) {
+        Ok(periodic) => Some(periodic),
+        Err(e) => {
+            say!("iolab: warning: the drive's health will not be sampled: cannot start its thread: {e}");
+            None
+        }
+    }
+}
+
+/// "randwrite 4KiB, QD 32 x 1 worker(s), O_DIRECT".
+fn workload(job: &JobSpec) -> String {
+    let Some(group) = job.groups.first() else { return String::new() };
+    let direct = if group.target.direct { "O_DIRECT" } else { "buffered" };
+    format!("{}, QD {} x {} worker(s), {direct}", group.access.describe(), group.qd, group.workers)
+}
+
+fn now_unix_s() -> i64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs() as i64)
+}
