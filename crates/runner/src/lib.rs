@@ -3,7 +3,9 @@
 //! and assembles results. It knows jobs, not sweeps: a sweep is many jobs, run in one `Lab`.
 
 mod access;
+mod distribution;
 mod collector;
+mod coverage;
 mod devices;
 mod error;
 mod job;
