@@ -78,6 +78,9 @@ fn job_text(out: &mut String, job: &JobResult) {
             workers,
             paths.join(" + "),
         );
+        if let Some(blocks) = &group.blocks {
+            let _ = writeln!(out, "    {}", blocks_touched(blocks));
+        }
     }
     out.push('\n');
     for group in &job.groups {
@@ -498,4 +501,15 @@ mod tests {
             "Bottleneck: device — vda was busy 97% of the window.\n    vda: busy 97%\n    cores busy 20% 10%\n"
         );
     }
+}
+
+/// "blocks touched: 63.2% of 262,144 4KiB blocks (counted)".
+fn blocks_touched(blocks: &iolab_stats::result::BlockCoverage) -> String {
+    format!(
+        "blocks touched: {:.1}% of {} {} blocks ({})",
+        blocks.touched_pct,
+        iolab_stats::format::thousands(blocks.blocks as f64),
+        iolab_spec::Bytes(blocks.block_bytes),
+        if blocks.sampled { "estimated from a sample of 2^20" } else { "counted" }
+    )
 }
