@@ -510,6 +510,6 @@ fn blocks_touched(blocks: &iolab_stats::result::BlockCoverage) -> String {
         blocks.touched_pct,
         iolab_stats::format::thousands(blocks.blocks as f64),
         iolab_spec::Bytes(blocks.block_bytes),
-        if blocks.sampled { "estimated from a sample of 2^20" } else { "counted" }
+        if blocks.sampled { "estimated from a fixed sample" } else { "counted" }
     )
 }

@@ -78,7 +78,7 @@ impl AccessGenerator {
             .collect();
         let align = access.align.0.max(1);
         let max_bs = access.max_bs().0;
-        let touched = Touched::new(start, size, align);
+        let touched = Touched::new(start, size, align, count);
         let (window, moves) = match access.working_set {
             None => (size, None),
             Some(set) if set.size.0 > size => {

@@ -159,17 +159,23 @@ impl Sampler {
             let (pick, coin) = split(rng.u64(..), self.cells.len() as u64);
             let drawn = &self.cells[pick as usize];
             let cell = if coin < drawn.keep { drawn } else { &self.cells[drawn.alias as usize] };
-            let (offset, mut word) = uniform_below(rng, cell.width);
-            let k = cell.first + offset;
-            if cell.sure != u64::MAX {
-                if cell.width > 1 << 32 {
-                    // Too few bits left over: a fresh word decides.
-                    word = rng.u64(..);
+            // A cell of one block (zipf's hottest ranks) needs no second word.
+            let k = if cell.width == 1 {
+                cell.first
+            } else {
+                let (offset, mut word) = uniform_below(rng, cell.width);
+                let k = cell.first + offset;
+                if cell.sure != u64::MAX {
+                    if cell.width > 1 << 32 {
+                        // Too few bits left over: a fresh word decides.
+                        word = rng.u64(..);
+                    }
+                    if word >= cell.sure && (word as f64 / TWO_64) * cell.peak >= self.law.p(k) {
+                        continue;
+                    }
                 }
-                if word >= cell.sure && (word as f64 / TWO_64) * cell.peak >= self.law.p(k) {
-                    continue;
-                }
-            }
+                k
+            };
             return match &self.scatter {
                 Some(scatter) => scatter.map(k),
                 None => k,

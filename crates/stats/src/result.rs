@@ -177,8 +177,9 @@ pub struct GroupResult {
 }
 
 /// Distinct blocks a group's I/Os touched over the whole run, ramp included (a block is
-/// `--align` bytes; an I/O touches every block it covers). Counted exactly up to 2^20 blocks
-/// per target; beyond, estimated from a fixed sample of 2^20 of them (`sampled`).
+/// `--align` bytes; an I/O touches every block it covers). Counted exactly up to 2^16 blocks
+/// per target (fewer for a group of many threads); beyond, estimated from a fixed sample of
+/// that many (`sampled`).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct BlockCoverage {
     pub block_bytes: u64,
