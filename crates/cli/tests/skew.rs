@@ -9,7 +9,8 @@ use common::{dir_with_target, json, run_in, stderr};
 /// returns the first group's JSON.
 fn group(dir: &std::path::Path, ios: u32, args: &[&str]) -> serde_json::Value {
     let limit = format!("{ios}ios");
-    let base = ["run", "--engine", "null", "--target", "t", "--json", "-q", "--ramp", "0", "--io-limit", &limit];
+    let base =
+        ["run", "--engine", "null", "--target", "t", "--json", "-q", "--ramp", "0", "--io-limit", &limit];
     let out = run_in(dir, &[&base[..], args].concat());
     assert!(out.status.success(), "{args:?}: {}", stderr(&out));
     json(&out)["jobs"][0]["groups"][0].clone()
@@ -35,7 +36,8 @@ fn zones_and_working_sets_bound_the_blocks_touched() {
     assert_eq!(still["access"], "4KiB random read in a 256KiB working set");
     assert_eq!(touched_pct(&still), 25.0);
     // Moving 256 KiB per 10,000 I/Os, it visits the whole file in four moves.
-    let moving = group(d, 40_000, &["--working-set", "256k", "--working-set-moves", "256k/10000", "--qd", "1"]);
+    let moving =
+        group(d, 40_000, &["--working-set", "256k", "--working-set-moves", "256k/10000", "--qd", "1"]);
     assert_eq!(touched_pct(&moving), 100.0);
     // Sequential I/O stays in the working set too.
     let sequential = group(d, 1000, &["--rw", "write", "--working-set", "64k", "--qd", "1"]);

@@ -17,7 +17,9 @@ mod parts;
 use iolab_spec::{JobSpec, RateSpec};
 use iolab_stats::encoded::{DecodeError, EncodedHistograms};
 use iolab_stats::fleet::{FleetReport, HostResult, HostStatus};
-use iolab_stats::result::{BlockCoverage, GroupResult, JobResult, OpSummary, RateReport, SeriesPoint, StopReason, Verdict};
+use iolab_stats::result::{
+    BlockCoverage, GroupResult, JobResult, OpSummary, RateReport, SeriesPoint, StopReason, Verdict,
+};
 use iolab_stats::slots::SlotSplit;
 use iolab_stats::{IntervalStats, OpStats};
 

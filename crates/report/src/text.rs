@@ -436,6 +436,17 @@ fn problems_text(out: &mut String, job: &JobResult) {
     }
 }
 
+/// "blocks touched: 63.2% of 262,144 4KiB blocks (counted)".
+fn blocks_touched(blocks: &iolab_stats::result::BlockCoverage) -> String {
+    format!(
+        "blocks touched: {:.1}% of {} {} blocks ({})",
+        blocks.touched_pct,
+        iolab_stats::format::thousands(blocks.blocks as f64),
+        iolab_spec::Bytes(blocks.block_bytes),
+        if blocks.sampled { "estimated from a fixed sample" } else { "counted" }
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use iolab_stats::result::{Bottleneck, QueueInfo};
@@ -501,15 +512,4 @@ mod tests {
             "Bottleneck: device — vda was busy 97% of the window.\n    vda: busy 97%\n    cores busy 20% 10%\n"
         );
     }
-}
-
-/// "blocks touched: 63.2% of 262,144 4KiB blocks (counted)".
-fn blocks_touched(blocks: &iolab_stats::result::BlockCoverage) -> String {
-    format!(
-        "blocks touched: {:.1}% of {} {} blocks ({})",
-        blocks.touched_pct,
-        iolab_stats::format::thousands(blocks.blocks as f64),
-        iolab_spec::Bytes(blocks.block_bytes),
-        if blocks.sampled { "estimated from a fixed sample" } else { "counted" }
-    )
 }

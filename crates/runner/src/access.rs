@@ -30,8 +30,8 @@ pub struct AccessGenerator {
     align: u64,
     cursor: u64,
     /// A skewed distribution's sampler of slot indexes; `None`: uniform.
-    sampler: Option<Sampler>,
-    moves: Option<Moves>,
+    sampler: Option<Box<Sampler>>,
+    moves: Option<Box<Moves>>,
     touched: Touched,
 }
 
@@ -90,7 +90,7 @@ impl AccessGenerator {
             Some(set) => {
                 let moves = set.moves.map(|m| {
                     let lanes = u64::from(count.max(1));
-                    Moves {
+                    Box::new(Moves {
                         region_start: start,
                         positions: (size - set.size.0) / align + 1,
                         base: 0,
@@ -98,7 +98,7 @@ impl AccessGenerator {
                         every: m.every_ios.div_ceil(lanes),
                         left: m.every_ios.div_ceil(lanes),
                         size: set.size.0,
-                    }
+                    })
                 });
                 (set.size.0, moves)
             }
@@ -109,7 +109,7 @@ impl AccessGenerator {
                 let slots = window.saturating_sub(max_bs) / align + 1;
                 // The key is the group's (and target's) seed, not the lane's: every lane of a
                 // group has the same hot blocks.
-                Some(Sampler::new(skewed, slots, seed)?)
+                Some(Box::new(Sampler::new(skewed, slots, seed)?))
             }
         };
         let share = window / u64::from(count.max(1)) * u64::from(index);
@@ -207,7 +207,8 @@ mod tests {
 
     #[test]
     fn sequential_wraps_inside_the_region() {
-        let mut g = AccessGenerator::new(&access(100, 0, &[(4096, 1)], 4096), 8192, 3 * 4096, 1, 0, 1).expect("fits");
+        let mut g =
+            AccessGenerator::new(&access(100, 0, &[(4096, 1)], 4096), 8192, 3 * 4096, 1, 0, 1).expect("fits");
         let offsets: Vec<u64> = (0..5).map(|_| g.next_io().offset).collect();
         assert_eq!(offsets, [8192, 12288, 16384, 8192, 12288]);
     }
@@ -215,7 +216,8 @@ mod tests {
     #[test]
     fn random_offsets_are_aligned_and_in_bounds() {
         let mut g =
-            AccessGenerator::new(&access(50, 100, &[(4096, 1), (65536, 1)], 4096), 1 << 20, 8 << 20, 9, 0, 1).expect("fits");
+            AccessGenerator::new(&access(50, 100, &[(4096, 1), (65536, 1)], 4096), 1 << 20, 8 << 20, 9, 0, 1)
+                .expect("fits");
         let mut reads = 0;
         for _ in 0..20_000 {
             let io = g.next_io();
@@ -229,7 +231,8 @@ mod tests {
     #[test]
     fn shares_follow_the_spec() {
         let mut g =
-            AccessGenerator::new(&access(70, 30, &[(4096, 70), (65536, 30)], 4096), 0, 64 << 20, 3, 0, 1).expect("fits");
+            AccessGenerator::new(&access(70, 30, &[(4096, 70), (65536, 30)], 4096), 0, 64 << 20, 3, 0, 1)
+                .expect("fits");
         let (mut reads, mut small, mut sequential) = (0, 0, 0);
         let mut last_end = 0;
         let n = 100_000;
@@ -289,7 +292,8 @@ mod tests {
         // 4 lanes, moves of 64 KiB every 400 I/Os of the group: every 100 I/Os of a lane.
         let moves = WorkingSetMoves { distance: Bytes(64 << 10), every_ios: 400 };
         let set = Some(WorkingSet { size: Bytes(128 << 10), moves: Some(moves) });
-        let mut g = AccessGenerator::new(&skewed(Distribution::Uniform, set), 0, 256 << 10, 3, 0, 4).expect("fits");
+        let mut g =
+            AccessGenerator::new(&skewed(Distribution::Uniform, set), 0, 256 << 10, 3, 0, 4).expect("fits");
         let windows: Vec<(u64, u64)> = (0..5)
             .map(|_| {
                 let offsets: Vec<u64> = (0..100).map(|_| g.next_io().offset).collect();

@@ -15,8 +15,8 @@ use iolab_stats::result::{DeviceActivity, SeriesPoint, StopReason};
 use iolab_stats::threads::ThreadClassCpu;
 use iolab_stats::IntervalStats;
 
-use crate::devices::{DeviceSnapshot, JobDevices};
 use crate::coverage::Touched;
+use crate::devices::{DeviceSnapshot, JobDevices};
 use crate::lane::{Heartbeat, LaneEvent, LaneRate, KEPT_ERRORS};
 use crate::machine_watch::MachineWatch;
 use crate::observer::{IntervalDetail, Observer, Phase, ProgressUpdate};

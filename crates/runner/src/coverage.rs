@@ -112,11 +112,17 @@ impl Touched {
             Some(mask) => {
                 // The blocks of the region in the sample: those whose image is below capacity.
                 let inverse = odd_inverse(MULTIPLIER);
-                let tracked = (0..self.capacity).filter(|&h| h.wrapping_mul(inverse) & mask < self.blocks).count();
+                let tracked =
+                    (0..self.capacity).filter(|&h| h.wrapping_mul(inverse) & mask < self.blocks).count();
                 set as f64 / tracked.max(1) as f64 * self.blocks as f64
             }
         };
-        Coverage { block_bytes: self.block, blocks: self.blocks, touched, sampled: self.sample_mask.is_some() }
+        Coverage {
+            block_bytes: self.block,
+            blocks: self.blocks,
+            touched,
+            sampled: self.sample_mask.is_some(),
+        }
     }
 }
 
@@ -178,7 +184,11 @@ mod tests {
             }
             let coverage = touched.coverage();
             assert!(coverage.sampled);
-            assert!((coverage.touched / truth - 1.0).abs() < tolerance, "{lanes}: {} vs {truth}", coverage.touched);
+            assert!(
+                (coverage.touched / truth - 1.0).abs() < tolerance,
+                "{lanes}: {} vs {truth}",
+                coverage.touched
+            );
             assert_eq!(touched.bitmap.len() as u64 * 64, touched.capacity);
         }
         assert_eq!(Touched::new(0, 1 << 40, 512, 64).capacity, 1 << 12);

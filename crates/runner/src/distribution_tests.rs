@@ -146,7 +146,10 @@ fn distinct_blocks_touched_match_the_law() {
         let touched = counts(&sampler, n, draws, 21).iter().filter(|&&c| c > 0).count() as f64;
         let p = normalized((0..n).map(|k| ((k + 1) as f64).powf(-theta)).collect());
         let expected: f64 = p.iter().map(|&p| 1.0 - (1.0 - p).powf(draws as f64)).sum();
-        assert!((touched - expected).abs() < 6.0 * expected.sqrt(), "zipf:{theta}: {touched} touched, law {expected:.0}");
+        assert!(
+            (touched - expected).abs() < 6.0 * expected.sqrt(),
+            "zipf:{theta}: {touched} touched, law {expected:.0}"
+        );
     }
 }
 

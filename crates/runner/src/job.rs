@@ -9,9 +9,8 @@ use std::time::SystemTime;
 use iolab_engine::{Engine, Op, WithEngine};
 use iolab_spec::{EngineKind, JobSpec, RateSpec};
 use iolab_stats::result::{
-    BlockCoverage,
-    Bottleneck, CpuReport, ErrorReport, GroupResult, IoErrorRecord, JobResult, RateReport, StuckIo,
-    TargetResult, Verdict,
+    BlockCoverage, Bottleneck, CpuReport, ErrorReport, GroupResult, IoErrorRecord, JobResult, RateReport,
+    StuckIo, TargetResult, Verdict,
 };
 use iolab_stats::slots::SlotSplit;
 use iolab_stats::threads::WORKER_THREAD_PREFIX;

@@ -251,7 +251,12 @@ pub fn run<E: Engine>(
     heartbeat.in_flight.store(engine.in_flight(), Relaxed);
     shared.await_cpu_snapshot();
     let touched = plan.router.touched();
-    let _ = events.send(LaneEvent::Finished { lane: plan.lane, error: error.map(|e| e.to_string()), rate, touched });
+    let _ = events.send(LaneEvent::Finished {
+        lane: plan.lane,
+        error: error.map(|e| e.to_string()),
+        rate,
+        touched,
+    });
 }
 
 fn drive<E: Engine, P: Pacing>(

@@ -3,10 +3,10 @@
 //! and assembles results. It knows jobs, not sweeps: a sweep is many jobs, run in one `Lab`.
 
 mod access;
-mod distribution;
 mod collector;
 mod coverage;
 mod devices;
+mod distribution;
 mod error;
 mod job;
 mod lab;

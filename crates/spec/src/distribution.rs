@@ -74,7 +74,9 @@ impl Distribution {
                     return Err("zoned: needs at least one zone, e.g. zoned:80/20,20/80".into());
                 }
                 if let Some(zone) = zones.iter().find(|z| z.size_pct == 0) {
-                    return Err(format!("zoned: the zone {zone} covers 0% of the region; every zone needs a size"));
+                    return Err(format!(
+                        "zoned: the zone {zone} covers 0% of the region; every zone needs a size"
+                    ));
                 }
                 let io: u32 = zones.iter().map(|z| z.io_pct).sum();
                 let size: u32 = zones.iter().map(|z| z.size_pct).sum();
@@ -239,7 +241,9 @@ mod tests {
 
     #[test]
     fn every_form_round_trips_through_its_text() {
-        for text in ["uniform", "zipf:1.2", "zipf:0.99", "pareto:0.2", "normal:12.5", "zoned:80/20,15/30,5/50"] {
+        for text in
+            ["uniform", "zipf:1.2", "zipf:0.99", "pareto:0.2", "normal:12.5", "zoned:80/20,15/30,5/50"]
+        {
             let parsed: Distribution = text.parse().expect(text);
             assert_eq!(parsed.to_string(), text);
             assert_eq!(parsed.to_string().parse::<Distribution>().expect(text), parsed);

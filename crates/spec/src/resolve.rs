@@ -464,7 +464,9 @@ fn resolve_skew(
     let distribution = layer.distribution.clone().unwrap_or_default();
     let Some(size) = layer.working_set else {
         if layer.working_set_moves.is_some() {
-            return Err(invalid("--working-set-moves moves a working set, and there is none: add --working-set SIZE"));
+            return Err(invalid(
+                "--working-set-moves moves a working set, and there is none: add --working-set SIZE",
+            ));
         }
         return Ok((distribution, None));
     };

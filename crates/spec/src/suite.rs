@@ -77,8 +77,19 @@ impl SuiteStep {
 }
 
 /// The options a suite sets itself, which the user may not give.
-pub const SUITE_KEYS: &[&str] =
-    &["rw", "read_pct", "random_pct", "bs", "bs_split", "qd", "workers", "io_limit", "rate_iops", "burst", "distribution"];
+pub const SUITE_KEYS: &[&str] = &[
+    "rw",
+    "read_pct",
+    "random_pct",
+    "bs",
+    "bs_split",
+    "qd",
+    "workers",
+    "io_limit",
+    "rate_iops",
+    "burst",
+    "distribution",
+];
 
 fn job(name: impl Into<String>, rw: Rw, read_pct: Option<u32>, bs: u64, qd: u32, workers: u32) -> SuiteJob {
     SuiteJob {
@@ -250,7 +261,10 @@ mod tests {
         assert_eq!(title, "4KiB random 70/30 read/write, zipf:0.99");
         assert_eq!(skewed[0].name, "70/30 zipf QD1T1");
         for (u, s) in uniform.iter().zip(skewed) {
-            assert_eq!((u.flags.qd.clone(), u.flags.read_pct.clone()), (s.flags.qd.clone(), s.flags.read_pct.clone()));
+            assert_eq!(
+                (u.flags.qd.clone(), u.flags.read_pct.clone()),
+                (s.flags.qd.clone(), s.flags.read_pct.clone())
+            );
             assert_eq!(s.flags.distribution, Some(Distribution::Zipf { theta: 0.99 }));
             assert_eq!(u.flags.distribution, None);
         }

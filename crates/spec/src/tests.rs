@@ -126,8 +126,9 @@ fn describe_reads_like_a_spec_sheet() {
 
 #[test]
 fn skew_is_described_and_checked() {
-    let skewed = plan(None, "distribution = \"zipf:1.2\"\nworking_set = \"1g\"\nworking_set_moves = \"64m/1000\"")
-        .unwrap();
+    let skewed =
+        plan(None, "distribution = \"zipf:1.2\"\nworking_set = \"1g\"\nworking_set_moves = \"64m/1000\"")
+            .unwrap();
     assert_eq!(
         skewed.jobs[0].groups[0].access.describe(),
         "4KiB random read zipf:1.2 in a 1GiB working set moving 64MiB every 1000 I/Os"
