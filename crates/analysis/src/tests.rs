@@ -216,6 +216,7 @@ fn group(name: &str, targets: &[(String, f64)], synth: &Synth) -> GroupResult {
         total,
         series: Vec::new(),
         rate: None,
+        blocks: None,
         histograms: Default::default(),
     }
 }

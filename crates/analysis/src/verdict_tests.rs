@@ -101,6 +101,7 @@ fn base() -> JobResult {
         total: ops(IOPS),
         series: Vec::new(),
         rate: None,
+        blocks: None,
         histograms: Default::default(),
     };
     JobResult {

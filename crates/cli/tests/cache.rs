@@ -76,6 +76,8 @@ fn cache_refuses_what_it_sets_itself_and_bad_rules() {
     let dir = tempfile::tempdir().expect("dir");
     for (args, says) in [
         (&["--rw", "randwrite"][..], "drop --rw"),
+        (&["--distribution", "zipf:1.2"][..], "drop --distribution"),
+        (&["--working-set", "1m"][..], "drop --working-set"),
         (&["--sizes", "0%"][..], "above 0% and at most 100%"),
         (&["--sizes", "2g"][..], "larger than the region"),
         (&["--rise-pct", "0"][..], "give a percentage above 0"),

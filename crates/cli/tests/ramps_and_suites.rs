@@ -255,20 +255,30 @@ fn enterprise_suite_curves_reach_512_outstanding_with_at_most_16_workers() {
     assert_eq!(report["summary"]["suite"], "enterprise");
     let sections = array(&report["summary"]["sections"], "sections");
     let kinds: Vec<&str> = sections.iter().map(|s| s["kind"].as_str().expect("kind")).collect();
-    assert_eq!(kinds, ["table", "curve", "curve", "curve", "table"]);
+    assert_eq!(kinds, ["table", "curve", "curve", "curve", "curve", "table"]);
     let titles: Vec<&str> = sections.iter().map(|s| s["title"].as_str().expect("title")).collect();
-    assert_eq!(titles[1..4], ["4KiB random read", "4KiB random write", "4KiB random 70/30 read/write"]);
+    assert_eq!(
+        titles[1..5],
+        [
+            "4KiB random read",
+            "4KiB random write",
+            "4KiB random 70/30 read/write",
+            "4KiB random 70/30 read/write, zipf:0.99"
+        ]
+    );
     let jobs = array(&report["run"]["jobs"], "jobs");
     let indices: Vec<u64> = sections
         .iter()
         .flat_map(|s| array(&s["jobs"], "section jobs").iter().map(|i| i.as_u64().expect("index")))
         .collect();
     assert_eq!(indices, (0..jobs.len() as u64).collect::<Vec<_>>(), "every job in one section, in order");
-    assert_eq!(jobs.len(), 2 + 3 * 10 + 2);
+    assert_eq!(jobs.len(), 2 + 4 * 10 + 2);
     assert_eq!(names(&jobs[..2]), ["read QD1", "write QD1"]);
-    assert_eq!(names(&jobs[32..]), ["seq read", "seq write"]);
+    assert_eq!(names(&jobs[42..]), ["seq read", "seq write"]);
+    let skewed = jobs[32]["groups"][0]["access"].as_str().expect("access");
+    assert_eq!(skewed, "4KiB random 70% read zipf:0.99");
 
-    for (section, prefix) in sections[1..4].iter().zip(["read", "write", "70/30"]) {
+    for (section, prefix) in sections[1..5].iter().zip(["read", "write", "70/30", "70/30 zipf"]) {
         let summary = &section["summary"];
         assert_eq!(summary["load_axis"], "qd");
         let rows = array(&summary["rows"], "rows");

@@ -125,7 +125,16 @@ impl Options {
             return format!("{rw} {}", self.any(&["bs", "blocksize", "bssplit", "bsrange"]).unwrap_or("?"));
         };
         let align = bs_split.first().map_or(Bytes(4096), |w| w.bs);
-        let mut text = AccessSpec { read_pct, random_pct, bs_split, align, burst: None }.describe();
+        let mut text = AccessSpec {
+            read_pct,
+            random_pct,
+            bs_split,
+            align,
+            burst: None,
+            distribution: iolab_spec::Distribution::Uniform,
+            working_set: None,
+        }
+        .describe();
         if reads && writes && read_split != write_split {
             if let Some(write_split) = write_split {
                 let sizes: Vec<String> = write_split.iter().map(|w| w.bs.to_string()).collect();

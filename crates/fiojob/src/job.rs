@@ -85,6 +85,15 @@ impl FioJob {
             None => self.section.clone(),
         };
         self.check_defaults_only(findings)?;
+        if let Some(s) = self.get("random_distribution") {
+            match crate::distribution::translate(text(s)?) {
+                Ok(None) => {}
+                Ok(Some(distribution)) => {
+                    keys.insert("distribution".into(), Value::String(distribution));
+                }
+                Err(why) => findings.unsupported(&s.opt.loc, format!("{} ({why})", s.opt.shown())),
+            }
+        }
         let engine = self.engine(findings)?;
         let (read_pct, random_pct) = self.access(findings)?;
         keys.insert("read_pct".into(), Value::Integer(read_pct.into()));
@@ -191,7 +200,6 @@ impl FioJob {
                 }
                 Ok(())
             };
-        only("random_distribution", &["random"], "iolab's random offsets are uniform", findings)?;
         only("verify", &["0", "none"], "iolab does not verify data", findings)?;
         only(
             "randrepeat",

@@ -6,6 +6,7 @@
 //! note, and every other option is refused, all of them listed at once. The mapping, option by
 //! option, is in docs/job-file.md ("fio job files").
 
+mod distribution;
 mod error;
 mod ini;
 mod job;

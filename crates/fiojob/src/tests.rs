@@ -176,12 +176,12 @@ fn a_later_global_changes_the_jobs_after_it() {
 #[test]
 fn unsupported_options_are_listed_together_with_their_lines() {
     let err = refusal(&format!(
-        "{TIMED}[a]\nverify=md5\nrandom_distribution=zipf:1.2\nfsync=1\nioengine=sync\nrw=trim\n"
+        "{TIMED}[a]\nverify=md5\nrandom_distribution=normal:5\nfsync=1\nioengine=sync\nrw=trim\n"
     ));
     for part in [
         "these 5 options",
         "verify=md5 (iolab does not verify data) (line 7)",
-        "random_distribution=zipf:1.2",
+        "random_distribution=normal:5 (fio's normal",
         "fsync=1 (line 9)",
         "ioengine=sync (iolab has psync",
         "rw=trim (iolab does not trim)",
@@ -192,6 +192,14 @@ fn unsupported_options_are_listed_together_with_their_lines() {
     assert!(err.starts_with("fio job file job.fio: iolab has no equivalent of"), "{err}");
     // The defaults of those options are what iolab does, so they pass.
     only_group(&format!("{TIMED}[a]\nverify=0\nrandom_distribution=random\nrandrepeat=1\nnorandommap\n"));
+}
+
+#[test]
+fn random_distributions_of_the_same_law_translate() {
+    let group = only_group(&format!("{TIMED}[a]\nrw=randread\nrandom_distribution=zoned:60/10:40/90\n"));
+    assert_eq!(group.access.distribution.to_string(), "zoned:60/10,40/90");
+    let group = only_group(&format!("{TIMED}[a]\nrw=randread\nrandom_distribution=zipf:1.1\n"));
+    assert_eq!(group.access.distribution, iolab_spec::Distribution::Zipf { theta: 1.1 });
 }
 
 #[test]

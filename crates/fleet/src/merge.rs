@@ -17,7 +17,9 @@ mod parts;
 use iolab_spec::{JobSpec, RateSpec};
 use iolab_stats::encoded::{DecodeError, EncodedHistograms};
 use iolab_stats::fleet::{FleetReport, HostResult, HostStatus};
-use iolab_stats::result::{GroupResult, JobResult, OpSummary, RateReport, SeriesPoint, StopReason, Verdict};
+use iolab_stats::result::{
+    BlockCoverage, GroupResult, JobResult, OpSummary, RateReport, SeriesPoint, StopReason, Verdict,
+};
 use iolab_stats::slots::SlotSplit;
 use iolab_stats::{IntervalStats, OpStats};
 
@@ -275,6 +277,7 @@ fn merge_group(
             series_bound(groups.iter().map(|group| group.series.as_slice()))
         },
         rate: merge_rate(&groups, &stats, measured_s, slo),
+        blocks: BlockCoverage::sum(&groups.iter().filter_map(|group| group.blocks).collect::<Vec<_>>()),
         histograms: stats,
     }
 }

@@ -191,7 +191,9 @@ fn points_table(out: &mut String, subject: &Subject<'_>) {
             if spot { " class=\"sweet-spot\"" } else { "" },
             if spot { "<span title=\"sweet spot\">★</span> " } else { "" },
             esc(&point.name),
-            esc(&workload::of(point)),
+            esc(&workload::of(point))
+                + &workload::blocks_touched(point)
+                    .map_or_else(String::new, |b| format!("<br><small>{}</small>", esc(&b))),
             if engine_column { format!("<td>{}</td>", esc(&s.engine)) } else { String::new() },
             s.qd,
             s.workers,

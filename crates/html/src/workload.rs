@@ -21,6 +21,22 @@ pub(crate) fn of(point: &Point) -> String {
     accesses.join(" + ")
 }
 
+/// "blocks touched 12.3% (sampled)": the share of the point's blocks its I/Os touched, all
+/// groups together; `None` for results from before it was measured, and for imports.
+pub(crate) fn blocks_touched(point: &Point) -> Option<String> {
+    let groups = point.result.get("groups").and_then(Value::as_array)?;
+    let (mut blocks, mut touched, mut sampled) = (0.0, 0.0, false);
+    for coverage in groups.iter().filter_map(|g| g.get("blocks")) {
+        let count = coverage.get("blocks").and_then(Value::as_f64)?;
+        blocks += count;
+        touched += count * coverage.get("touched_pct").and_then(Value::as_f64)? / 100.0;
+        sampled |= coverage.get("sampled").and_then(Value::as_bool).unwrap_or(false);
+    }
+    (blocks > 0.0).then(|| {
+        format!("blocks touched {:.1}%{}", touched / blocks * 100.0, if sampled { " (sampled)" } else { "" })
+    })
+}
+
 /// A group of a job as its stored result gives it: what it ran and its own latency.
 pub(crate) struct Group<'a> {
     pub name: String,

@@ -78,6 +78,9 @@ fn job_text(out: &mut String, job: &JobResult) {
             workers,
             paths.join(" + "),
         );
+        if let Some(blocks) = &group.blocks {
+            let _ = writeln!(out, "    {}", blocks_touched(blocks));
+        }
     }
     out.push('\n');
     for group in &job.groups {
@@ -431,6 +434,17 @@ fn problems_text(out: &mut String, job: &JobResult) {
     if let Some(engine) = &errors.engine {
         let _ = writeln!(out, "  ENGINE FAILURE: {engine}");
     }
+}
+
+/// "blocks touched: 63.2% of 262,144 4KiB blocks (counted)".
+fn blocks_touched(blocks: &iolab_stats::result::BlockCoverage) -> String {
+    format!(
+        "blocks touched: {:.1}% of {} {} blocks ({})",
+        blocks.touched_pct,
+        iolab_stats::format::thousands(blocks.blocks as f64),
+        iolab_spec::Bytes(blocks.block_bytes),
+        if blocks.sampled { "estimated from a fixed sample" } else { "counted" }
+    )
 }
 
 #[cfg(test)]

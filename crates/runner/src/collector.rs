@@ -15,6 +15,7 @@ use iolab_stats::result::{DeviceActivity, SeriesPoint, StopReason};
 use iolab_stats::threads::ThreadClassCpu;
 use iolab_stats::IntervalStats;
 
+use crate::coverage::Touched;
 use crate::devices::{DeviceSnapshot, JobDevices};
 use crate::lane::{Heartbeat, LaneEvent, LaneRate, KEPT_ERRORS};
 use crate::machine_watch::MachineWatch;
@@ -64,6 +65,8 @@ pub struct Collected {
     /// Per lane, how an open-loop lane kept to its schedule; `None` in closed loop, or when the
     /// lane never finished.
     pub lane_rates: Vec<Option<LaneRate>>,
+    /// Per lane, the blocks its I/Os touched (per target of its router); empty until it ends.
+    pub lane_touched: Vec<Vec<Touched>>,
 }
 
 pub struct Collector<'a> {
@@ -139,6 +142,7 @@ impl<'a> Collector<'a> {
                 machine: None,
                 abandoned: Vec::new(),
                 lane_rates: (0..lanes).map(|_| None).collect(),
+                lane_touched: vec![Vec::new(); lanes],
             },
             group_targets,
             cpu_start: None,
@@ -304,9 +308,10 @@ impl<'a> Collector<'a> {
                     self.out.failed.push(FailedIo { lane, target, op, offset, len, result });
                 }
             }
-            LaneEvent::Finished { lane, error, rate } => {
+            LaneEvent::Finished { lane, error, rate, touched } => {
                 self.positions[lane] = i64::MAX;
                 self.out.lane_rates[lane] = rate;
+                self.out.lane_touched[lane] = touched;
                 if error.is_some() && self.out.engine_error.is_none() {
                     self.out.engine_error = error;
                 }

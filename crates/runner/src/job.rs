@@ -9,14 +9,15 @@ use std::time::SystemTime;
 use iolab_engine::{Engine, Op, WithEngine};
 use iolab_spec::{EngineKind, JobSpec, RateSpec};
 use iolab_stats::result::{
-    Bottleneck, CpuReport, ErrorReport, GroupResult, IoErrorRecord, JobResult, RateReport, StuckIo,
-    TargetResult, Verdict,
+    BlockCoverage, Bottleneck, CpuReport, ErrorReport, GroupResult, IoErrorRecord, JobResult, RateReport,
+    StuckIo, TargetResult, Verdict,
 };
 use iolab_stats::slots::SlotSplit;
 use iolab_stats::threads::WORKER_THREAD_PREFIX;
 use iolab_stats::IntervalStats;
 
 use crate::collector::{Collected, Collector};
+use crate::coverage::{Coverage, Touched};
 use crate::devices::{Behind, JobDevices};
 use crate::error::RunError;
 use crate::lane::{self, Heartbeat, LaneEvent, LanePlan, LaneRate};
@@ -59,7 +60,8 @@ pub fn run_job(
                     group.seed,
                     index,
                     threads,
-                ),
+                )
+                .map_err(|e| RunError::Invalid(format!("group '{}': {e}", group.name)))?,
                 burst: group.access.burst,
                 submit_batch: group.submit_batch,
                 complete_batch: group.complete_batch,
@@ -234,6 +236,7 @@ fn assemble(
                     let response = totals.response.as_ref().and_then(|r| r.latency_summary(slo));
                     RateReport::new(&rate, scheduled, totals.ios(), measured_s, max_lag_ns, response)
                 }),
+                blocks: group_coverage(lane_group, &collected.lane_touched, g),
                 histograms: totals,
             }
         })
@@ -428,4 +431,25 @@ fn notes(
         }
     }
     notes
+}
+
+/// The blocks group `g`'s lanes touched: each target's (or the striped volume's) bitmaps
+/// merged over the lanes, then the targets added up. `None` when no lane reported (stuck).
+fn group_coverage(lane_group: &[usize], touched: &[Vec<Touched>], g: usize) -> Option<BlockCoverage> {
+    let mut merged: Vec<Touched> = Vec::new();
+    for lane in lane_group.iter().zip(touched).filter(|(&lg, _)| lg == g).map(|(_, t)| t) {
+        if merged.is_empty() {
+            merged = lane.clone();
+        } else {
+            merged.iter_mut().zip(lane).for_each(|(sum, part)| sum.merge(part));
+        }
+    }
+    let parts: Vec<Coverage> = merged.iter().map(Touched::coverage).collect();
+    let whole = Coverage::sum(&parts)?;
+    Some(BlockCoverage {
+        block_bytes: whole.block_bytes,
+        blocks: whole.blocks,
+        touched_pct: whole.touched / whole.blocks.max(1) as f64 * 100.0,
+        sampled: whole.sampled,
+    })
 }

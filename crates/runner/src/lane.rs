@@ -31,6 +31,7 @@ use iolab_spec::{Burst, EngineKind, UringSpec};
 use iolab_stats::result::StopReason;
 use iolab_stats::{IntervalStats, OpStats};
 
+use crate::coverage::Touched;
 use crate::routing::{RoutedIo, Router};
 use crate::schedule::Schedule;
 use crate::shared::Shared;
@@ -46,8 +47,9 @@ pub enum LaneEvent {
     Interval { lane: usize, index: i64, stats: Vec<IntervalStats> },
     /// A request failed or transferred fewer bytes than asked.
     IoError { lane: usize, target: u16, op: Op, offset: u64, len: u32, result: i32 },
-    /// The lane has stopped; `error` when its engine failed, `rate` when it ran open loop.
-    Finished { lane: usize, error: Option<String>, rate: Option<LaneRate> },
+    /// The lane has stopped; `error` when its engine failed, `rate` when it ran open loop;
+    /// `touched`: the blocks its I/Os touched, per target of its router.
+    Finished { lane: usize, error: Option<String>, rate: Option<LaneRate>, touched: Vec<Touched> },
 }
 
 /// How an open-loop lane kept to its schedule.
@@ -248,7 +250,13 @@ pub fn run<E: Engine>(
     }
     heartbeat.in_flight.store(engine.in_flight(), Relaxed);
     shared.await_cpu_snapshot();
-    let _ = events.send(LaneEvent::Finished { lane: plan.lane, error: error.map(|e| e.to_string()), rate });
+    let touched = plan.router.touched();
+    let _ = events.send(LaneEvent::Finished {
+        lane: plan.lane,
+        error: error.map(|e| e.to_string()),
+        rate,
+        touched,
+    });
 }
 
 fn drive<E: Engine, P: Pacing>(

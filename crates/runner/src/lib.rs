@@ -4,7 +4,9 @@
 
 mod access;
 mod collector;
+mod coverage;
 mod devices;
+mod distribution;
 mod error;
 mod job;
 mod lab;

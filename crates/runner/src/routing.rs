@@ -5,6 +5,7 @@
 use iolab_spec::AccessSpec;
 
 use crate::access::{AccessGenerator, NextIo};
+use crate::coverage::Touched;
 
 /// A target's region: where it starts and how long it is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -37,12 +38,12 @@ impl Router {
         seed: u64,
         index: u32,
         count: u32,
-    ) -> Self {
-        match stripe {
+    ) -> Result<Self, String> {
+        Ok(match stripe {
             Some(stripe) if regions.len() > 1 => {
                 let volume = striped_volume(regions, stripe);
                 Router::Striped {
-                    generator: AccessGenerator::new(access, 0, volume, seed, index, count),
+                    generator: AccessGenerator::new(access, 0, volume, seed, index, count)?,
                     stripe,
                     starts: regions.iter().map(|r| r.start).collect(),
                 }
@@ -55,9 +56,17 @@ impl Router {
                         let seed = seed ^ (t as u64).wrapping_mul(0xd6e8_feb8_6659_fd93);
                         AccessGenerator::new(access, r.start, r.size, seed, index, count)
                     })
-                    .collect(),
+                    .collect::<Result<_, _>>()?,
                 next: 0,
             },
+        })
+    }
+
+    /// What the lane's I/Os touched, per target (striped: one for the whole volume).
+    pub fn touched(&self) -> Vec<Touched> {
+        match self {
+            Router::InTurn { generators, .. } => generators.iter().map(|g| g.touched().clone()).collect(),
+            Router::Striped { generator, .. } => vec![generator.touched().clone()],
         }
     }
 
@@ -107,13 +116,15 @@ mod tests {
             bs_split: vec![BsWeight { bs: Bytes(bs), weight: 1 }],
             align: Bytes(4096),
             burst: None,
+            distribution: iolab_spec::Distribution::Uniform,
+            working_set: None,
         }
     }
 
     #[test]
     fn sequential_walks_the_chunks_across_targets() {
         let regions = [Region { start: 0, size: 1 << 20 }, Region { start: 4096, size: 1 << 20 }];
-        let mut router = Router::new(&access(0, 64 << 10), &regions, Some(128 << 10), 1, 0, 1);
+        let mut router = Router::new(&access(0, 64 << 10), &regions, Some(128 << 10), 1, 0, 1).expect("fits");
         let got: Vec<(u16, u64)> = (0..6)
             .map(|_| {
                 let r = router.next_io();
@@ -132,7 +143,7 @@ mod tests {
             Region { start: 0, size: 5 << 20 },
         ];
         let stripe = 128 << 10;
-        let mut router = Router::new(&access(100, 64 << 10), &regions, Some(stripe), 7, 0, 1);
+        let mut router = Router::new(&access(100, 64 << 10), &regions, Some(stripe), 7, 0, 1).expect("fits");
         let mut per_target = [0u32; 3];
         for _ in 0..30_000 {
             let r = router.next_io();
@@ -151,7 +162,7 @@ mod tests {
     #[test]
     fn in_turn_alternates_with_offsets_of_each_target() {
         let regions = [Region { start: 0, size: 1 << 20 }, Region { start: 8192, size: 1 << 20 }];
-        let mut router = Router::new(&access(0, 4096), &regions, None, 1, 0, 1);
+        let mut router = Router::new(&access(0, 4096), &regions, None, 1, 0, 1).expect("fits");
         let got: Vec<(u16, u64)> = (0..4)
             .map(|_| {
                 let r = router.next_io();
@@ -164,8 +175,8 @@ mod tests {
     #[test]
     fn a_single_target_is_its_own_generator() {
         let regions = [Region { start: 4096, size: 1 << 20 }];
-        let mut router = Router::new(&access(100, 4096), &regions, Some(128 << 10), 3, 0, 1);
-        let mut plain = AccessGenerator::new(&access(100, 4096), 4096, 1 << 20, 3, 0, 1);
+        let mut router = Router::new(&access(100, 4096), &regions, Some(128 << 10), 3, 0, 1).expect("fits");
+        let mut plain = AccessGenerator::new(&access(100, 4096), 4096, 1 << 20, 3, 0, 1).expect("fits");
         for _ in 0..100 {
             assert_eq!(router.next_io(), RoutedIo { target: 0, io: plain.next_io() });
         }

@@ -6,6 +6,7 @@
 
 pub mod axis;
 pub mod cache;
+mod distribution;
 mod error;
 pub mod jobfile;
 pub mod ladder;
@@ -21,6 +22,7 @@ mod values;
 pub mod wire;
 
 pub use axis::Axis;
+pub use distribution::{Distribution, WorkingSet, WorkingSetMoves, Zone, MAX_ZIPF_THETA};
 pub use error::SpecError;
 pub use model::{
     AccessSpec, Burst, GroupSpec, JobSpec, OutputSpec, RateSpec, RunPlan, TargetSpec, UringSpec,

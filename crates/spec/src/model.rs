@@ -5,6 +5,7 @@ use std::path::PathBuf;
 
 use serde::Serialize;
 
+use crate::distribution::{Distribution, WorkingSet};
 use crate::units::{Bytes, Nanos};
 use crate::values::{Arrival, BsWeight, EngineKind, IoLimit, RingSetup};
 
@@ -134,6 +135,10 @@ pub struct AccessSpec {
     #[serde(rename = "align_bytes")]
     pub align: Bytes,
     pub burst: Option<Burst>,
+    /// Which blocks random I/Os favour.
+    pub distribution: Distribution,
+    /// The region every I/O stays in, if smaller than the target's.
+    pub working_set: Option<WorkingSet>,
 }
 
 impl AccessSpec {
@@ -168,7 +173,17 @@ impl AccessSpec {
             0 => "write".to_string(),
             pct => format!("{pct}% read"),
         };
-        format!("{bs} {pattern} {op}")
+        let mut text = format!("{bs} {pattern} {op}");
+        if !self.distribution.is_uniform() && self.random_pct > 0 {
+            text += &format!(" {}", self.distribution);
+        }
+        if let Some(set) = self.working_set {
+            text += &format!(" in a {} working set", set.size);
+            if let Some(moves) = set.moves {
+                text += &format!(" moving {} every {} I/Os", moves.distance, moves.every_ios);
+            }
+        }
+        text
     }
 }
 

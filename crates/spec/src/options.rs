@@ -10,6 +10,7 @@ use clap::Args;
 use serde::Deserialize;
 
 use crate::axis::Axis;
+use crate::distribution::{Distribution, WorkingSetMoves};
 use crate::units::{Bytes, Nanos};
 use crate::values::{Arrival, BsSplit, CpuList, EngineKind, IoLimit, NanosList, RingSetup, Rw};
 
@@ -79,6 +80,21 @@ pub struct Options {
     /// Offset alignment of random I/Os (default: the smallest block size).
     #[arg(long, value_name = "SIZE", help_heading = "Access")]
     pub align: Option<Bytes>,
+
+    /// Which blocks random I/Os favour: uniform (default), zipf:THETA, pareto:H,
+    /// normal:STDDEV_PCT or zoned:IO_PCT/SIZE_PCT,... (zoned:80/20,20/80: 80% of the I/Os go to
+    /// the first 20% of the region). Sequential I/Os are not affected. See docs/distributions.md.
+    #[arg(long, value_name = "DIST", help_heading = "Access")]
+    pub distribution: Option<Distribution>,
+
+    /// Keep every I/O inside a working set of SIZE bytes at the start of the region.
+    #[arg(long, value_name = "SIZE", help_heading = "Access")]
+    pub working_set: Option<Bytes>,
+
+    /// Move the working set DISTANCE further after every IOS I/Os of the group (e.g.
+    /// 64m/100000), wrapping back to the start of the region at its end: a drifting hot set.
+    #[arg(long, value_name = "DISTANCE/IOS", help_heading = "Access")]
+    pub working_set_moves: Option<WorkingSetMoves>,
 
     /// Iometer burst length: this many I/Os back to back, then --burst-idle.
     #[arg(long, value_name = "N", help_heading = "Access")]
@@ -252,6 +268,9 @@ macro_rules! with_option_fields {
             bs,
             bs_split,
             align,
+            distribution,
+            working_set,
+            working_set_moves,
             burst,
             burst_idle,
             rate_iops,

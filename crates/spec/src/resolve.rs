@@ -5,6 +5,7 @@
 //! runner when it opens the target.
 
 use crate::axis::Axis;
+use crate::distribution::{Distribution, WorkingSet};
 use crate::error::{invalid, SpecError};
 use crate::model::{
     AccessSpec, Burst, GroupSpec, JobSpec, OutputSpec, RateSpec, RunPlan, TargetSpec, UringSpec,
@@ -359,6 +360,7 @@ fn resolve_group(layer: &Options, name: String, seed: u64) -> Result<GroupSpec, 
             "--size {size} is smaller than the block size {max_bs}; use a larger --size or a smaller --bs"
         )));
     }
+    let (distribution, working_set) = resolve_skew(layer, align, max_bs)?;
     if layer.direct == Some(true) && layer.buffered == Some(true) {
         return Err(invalid("--direct and --buffered contradict each other; pick one"));
     }
@@ -374,7 +376,7 @@ fn resolve_group(layer: &Options, name: String, seed: u64) -> Result<GroupSpec, 
             allow_destroy: layer.allow_destroy.unwrap_or(false),
             keep: layer.keep.unwrap_or(false),
         },
-        access: AccessSpec { read_pct, random_pct, bs_split, align, burst },
+        access: AccessSpec { read_pct, random_pct, bs_split, align, burst, distribution, working_set },
         qd,
         workers,
         engine,
@@ -450,4 +452,41 @@ fn resolve_uring(layer: &Options, engine: EngineKind) -> Result<UringSpec, SpecE
         sqpoll_cpu: layer.sqpoll_cpu,
         hipri,
     })
+}
+
+/// `--distribution`, `--working-set` and `--working-set-moves`. The working set is checked
+/// against the region's size here when `--size` gives it, else by the runner.
+fn resolve_skew(
+    layer: &Options,
+    align: Bytes,
+    max_bs: Bytes,
+) -> Result<(Distribution, Option<WorkingSet>), SpecError> {
+    let distribution = layer.distribution.clone().unwrap_or_default();
+    let Some(size) = layer.working_set else {
+        if layer.working_set_moves.is_some() {
+            return Err(invalid(
+                "--working-set-moves moves a working set, and there is none: add --working-set SIZE",
+            ));
+        }
+        return Ok((distribution, None));
+    };
+    if size < max_bs {
+        return Err(invalid(format!(
+            "--working-set {size} is smaller than the block size {max_bs}; it must hold one I/O"
+        )));
+    }
+    if let Some(region) = layer.size.filter(|&region| size > region) {
+        return Err(invalid(format!(
+            "--working-set {size} is larger than the region (--size {region}); use a smaller working set or leave it out"
+        )));
+    }
+    if let Some(moves) = layer.working_set_moves {
+        if moves.distance.0 % align.0 != 0 {
+            return Err(invalid(format!(
+                "--working-set-moves {}: the distance {} is not a multiple of --align {align}",
+                moves, moves.distance
+            )));
+        }
+    }
+    Ok((distribution, Some(WorkingSet { size, moves: layer.working_set_moves })))
 }

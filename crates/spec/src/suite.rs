@@ -2,6 +2,7 @@
 //! target and timing. The steps say what to run; the CLI runs them and the report lays them out.
 
 use crate::axis::Axis;
+use crate::distribution::Distribution;
 use crate::options::Options;
 use crate::units::Bytes;
 use crate::values::Rw;
@@ -11,7 +12,7 @@ pub enum Suite {
     /// The four classic desktop tests (CrystalDiskMark's), read and write.
     Quick,
     /// QD 1 latency, random read and write load curves to 512 outstanding I/Os (at most 16
-    /// workers), a 70/30 mix curve, sequential read and write.
+    /// workers), a 70/30 mix curve uniform and zipf-skewed, sequential read and write.
     Enterprise,
     /// SNIA PTS style: precondition, steady state, then an IOPS matrix of block size by mix.
     Pts,
@@ -76,8 +77,19 @@ impl SuiteStep {
 }
 
 /// The options a suite sets itself, which the user may not give.
-pub const SUITE_KEYS: &[&str] =
-    &["rw", "read_pct", "random_pct", "bs", "bs_split", "qd", "workers", "io_limit", "rate_iops", "burst"];
+pub const SUITE_KEYS: &[&str] = &[
+    "rw",
+    "read_pct",
+    "random_pct",
+    "bs",
+    "bs_split",
+    "qd",
+    "workers",
+    "io_limit",
+    "rate_iops",
+    "burst",
+    "distribution",
+];
 
 fn job(name: impl Into<String>, rw: Rw, read_pct: Option<u32>, bs: u64, qd: u32, workers: u32) -> SuiteJob {
     SuiteJob {
@@ -135,6 +147,22 @@ fn load_curve(prefix: &str, rw: Rw, read_pct: Option<u32>) -> Vec<SuiteJob> {
         .collect()
 }
 
+/// The enterprise suite's skewed mix: YCSB's zipfian constant, the usual model of a database's
+/// hot rows, over the region's blocks.
+pub const SKEW: &str = "zipf:0.99";
+
+/// The 70/30 load curve again, its random offsets zipf-distributed (docs/distributions.md).
+fn skewed_curve() -> Vec<SuiteJob> {
+    let skew: Distribution = SKEW.parse().expect("the suite's skew parses");
+    load_curve("70/30 zipf", Rw::RandRw, Some(70))
+        .into_iter()
+        .map(|mut point| {
+            point.flags.distribution = Some(skew.clone());
+            point
+        })
+        .collect()
+}
+
 fn enterprise() -> Vec<SuiteStep> {
     vec![
         SuiteStep::Table {
@@ -153,6 +181,7 @@ fn enterprise() -> Vec<SuiteStep> {
             title: "4KiB random 70/30 read/write".into(),
             points: load_curve("70/30", Rw::RandRw, Some(70)),
         },
+        SuiteStep::Curve { title: format!("4KiB random 70/30 read/write, {SKEW}"), points: skewed_curve() },
         SuiteStep::Table {
             title: "sequential 128KiB QD 32".into(),
             jobs: vec![
@@ -219,6 +248,26 @@ mod tests {
         assert_eq!(jobs.len(), rows.len() * columns.len());
         assert_eq!(jobs[1].name, "1MiB 95/5");
         assert_eq!(jobs[1].flags.read_pct, Some(Axis::one(95)));
+    }
+
+    #[test]
+    fn the_skewed_mix_is_the_uniform_one_with_zipf_offsets() {
+        let steps = steps(Suite::Enterprise);
+        let (SuiteStep::Curve { points: uniform, .. }, SuiteStep::Curve { title, points: skewed }) =
+            (&steps[3], &steps[4])
+        else {
+            panic!("two curves")
+        };
+        assert_eq!(title, "4KiB random 70/30 read/write, zipf:0.99");
+        assert_eq!(skewed[0].name, "70/30 zipf QD1T1");
+        for (u, s) in uniform.iter().zip(skewed) {
+            assert_eq!(
+                (u.flags.qd.clone(), u.flags.read_pct.clone()),
+                (s.flags.qd.clone(), s.flags.read_pct.clone())
+            );
+            assert_eq!(s.flags.distribution, Some(Distribution::Zipf { theta: 0.99 }));
+            assert_eq!(u.flags.distribution, None);
+        }
     }
 
     #[test]

@@ -125,6 +125,29 @@ fn describe_reads_like_a_spec_sheet() {
 }
 
 #[test]
+fn skew_is_described_and_checked() {
+    let skewed =
+        plan(None, "distribution = \"zipf:1.2\"\nworking_set = \"1g\"\nworking_set_moves = \"64m/1000\"")
+            .unwrap();
+    assert_eq!(
+        skewed.jobs[0].groups[0].access.describe(),
+        "4KiB random read zipf:1.2 in a 1GiB working set moving 64MiB every 1000 I/Os"
+    );
+    let sequential = plan(None, "distribution = \"zipf:1.2\"\nrw = \"read\"").unwrap();
+    assert_eq!(sequential.jobs[0].groups[0].access.describe(), "4KiB sequential read");
+    let err = error(None, "working_set_moves = \"64m/1000\"");
+    assert!(err.contains("add --working-set SIZE"), "{err}");
+    let err = error(None, "working_set = \"2k\"");
+    assert!(err.contains("smaller than the block size"), "{err}");
+    let err = error(None, "working_set = \"2g\"\nsize = \"1g\"");
+    assert!(err.contains("larger than the region"), "{err}");
+    let err = error(None, "working_set = \"1g\"\nworking_set_moves = \"6k/10\"");
+    assert!(err.contains("not a multiple of --align"), "{err}");
+    let err = parse("distribution = \"zoned:50/50,40/50\"").expect_err("shares short of 100");
+    assert!(err.contains("line 1 (distribution)") && err.contains("add up to 90%"), "{err}");
+}
+
+#[test]
 fn run_wide_keys_count_in_a_file_without_jobs() {
     let plan = plan(Some("json = true\nquiet = true\noutput = \"r.json\"\nqd = 4\n"), "").unwrap();
     assert!(plan.output.json && plan.output.quiet);

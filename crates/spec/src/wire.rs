@@ -14,6 +14,7 @@ use std::fmt::Debug;
 
 use toml::{Table, Value};
 
+use crate::distribution::WorkingSet;
 use crate::error::{invalid, SpecError};
 use crate::jobfile;
 use crate::model::{AccessSpec, Burst, GroupSpec, JobSpec, RateSpec, TargetSpec, UringSpec};
@@ -170,7 +171,7 @@ fn target_keys(target: &TargetSpec, table: &mut Table) -> Result<(), SpecError> 
 }
 
 fn access_keys(access: &AccessSpec, table: &mut Table) {
-    let AccessSpec { read_pct, random_pct, bs_split, align, burst } = access;
+    let AccessSpec { read_pct, random_pct, bs_split, align, burst, distribution, working_set } = access;
     table.insert("read_pct".into(), i64::from(*read_pct).into());
     table.insert("random_pct".into(), i64::from(*random_pct).into());
     // A split of one entry is a plain block size: `bs_split` says both exactly.
@@ -180,6 +181,13 @@ fn access_keys(access: &AccessSpec, table: &mut Table) {
     if let Some(Burst { ios, idle }) = burst {
         table.insert("burst".into(), i64::from(*ios).into());
         table.insert("burst_idle".into(), nanos(*idle));
+    }
+    table.insert("distribution".into(), distribution.to_string().into());
+    if let Some(WorkingSet { size, moves }) = working_set {
+        table.insert("working_set".into(), bytes(*size));
+        if let Some(moves) = moves {
+            table.insert("working_set_moves".into(), moves.to_string().into());
+        }
     }
 }
 

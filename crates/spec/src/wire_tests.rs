@@ -82,6 +82,18 @@ fn block_size_mixes_and_alignment() {
 }
 
 #[test]
+fn distributions_and_working_sets() {
+    assert_all_round_trip("distribution = \"zipf:1.2\"\n");
+    assert_all_round_trip("distribution = \"pareto:0.1\"\nworking_set = \"64m\"\n");
+    assert_all_round_trip(
+        "distribution = \"normal:3.7\"\nworking_set = \"1g\"\nworking_set_moves = \"8m/1000\"\n",
+    );
+    assert_all_round_trip(
+        "[[group]]\ndistribution = \"zoned:80/20,15/30,5/50\"\n[[group]]\ndistribution = \"uniform\"\n",
+    );
+}
+
+#[test]
 fn rate_limits_and_bursts() {
     assert_all_round_trip("rate_iops = 25000\narrival = \"poisson\"\n");
     assert_all_round_trip("rate_iops = 1000000000\n");

@@ -167,9 +167,41 @@ pub struct GroupResult {
     pub series: Vec<SeriesPoint>,
     /// Open loop (`--rate-iops`): how the group kept to its schedule. `None` in closed loop.
     pub rate: Option<RateReport>,
+    /// The share of the group's blocks its I/Os touched. `None` in results from before it was
+    /// measured.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub blocks: Option<BlockCoverage>,
     /// The group's merged histograms (as `JobResult::histograms`), so groups merge exactly too.
     #[serde(skip)]
     pub histograms: IntervalStats,
+}
+
+/// Distinct blocks a group's I/Os touched over the whole run, ramp included (a block is
+/// `--align` bytes; an I/O touches every block it covers). Counted exactly up to 2^16 blocks
+/// per target (fewer for a group of many threads); beyond, estimated from a fixed sample of
+/// that many (`sampled`).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct BlockCoverage {
+    pub block_bytes: u64,
+    /// Blocks in the group's regions (every target's).
+    pub blocks: u64,
+    pub touched_pct: f64,
+    pub sampled: bool,
+}
+
+impl BlockCoverage {
+    /// Several hosts' or targets' coverage as one: blocks add up, and so do the touched ones.
+    pub fn sum(parts: &[BlockCoverage]) -> Option<BlockCoverage> {
+        let first = parts.first()?;
+        let blocks: u64 = parts.iter().map(|c| c.blocks).sum();
+        let touched: f64 = parts.iter().map(|c| c.touched_pct / 100.0 * c.blocks as f64).sum();
+        Some(BlockCoverage {
+            block_bytes: first.block_bytes,
+            blocks,
+            touched_pct: if blocks == 0 { 0.0 } else { touched / blocks as f64 * 100.0 },
+            sampled: parts.iter().any(|c| c.sampled),
+        })
+    }
 }
 
 /// How a rate-limited group kept to its schedule (built by `RateReport::new`, which holds the

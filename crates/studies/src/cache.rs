@@ -44,7 +44,18 @@ const KEPT: f64 = 0.99;
 const PROMOTION_INTERVALS: u64 = 20;
 
 /// The options `iolab cache` sets itself.
-const CACHE_KEYS: &[&str] = &["rw", "read_pct", "random_pct", "io_limit", "rate_iops", "burst", "bs_split"];
+const CACHE_KEYS: &[&str] = &[
+    "rw",
+    "read_pct",
+    "random_pct",
+    "io_limit",
+    "rate_iops",
+    "burst",
+    "bs_split",
+    "distribution",
+    "working_set",
+    "working_set_moves",
+];
 
 /// A cache study ready to run.
 pub struct CacheStudy {

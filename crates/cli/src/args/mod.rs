@@ -74,7 +74,7 @@ pub enum Command {
     /// Run a suite on the target (default: a 1 GiB scratch file), 5 s + 1 s ramp per test unless
     /// --runtime/--ramp say otherwise. quick: the four classic desktop tests (sequential 1 MiB
     /// Q8T1 and Q1T1, random 4 KiB Q32T16 and Q1T1), read and write. enterprise: QD 1 latency,
-    /// random read, write and 70/30 load curves to 512 outstanding I/Os (at most 16 workers)
+    /// random read, write, 70/30 and zipf-skewed 70/30 load curves to 512 outstanding I/Os (at most 16 workers)
     /// with their sweet spots, sequential read and write. pts: precondition (2 passes), 4 KiB
     /// random write rounds until steady state, then an IOPS matrix of block size by mix.
     Suite(SuiteArgs),
