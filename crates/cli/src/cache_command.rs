@@ -9,21 +9,22 @@ use iolab_report::{cache_json, cache_text};
 use iolab_studies::cache::CacheStudy;
 
 use crate::args::{CacheArgs, StoreArgs};
-use crate::exit;
 use crate::flow::{Delivery, Measurement};
 use crate::place::Place;
+use crate::{exit, job_source};
 
 pub fn run(store: &StoreArgs, args: CacheArgs) -> ExitCode {
     let rule =
         CacheRule { rise_pct: args.rise_pct, precision_pct: args.precision_pct, ..CacheRule::default() };
-    let study = match CacheStudy::new(
-        &args.workload.options,
-        args.target,
-        args.sizes.unwrap_or_default(),
-        rule,
-        Some(args.promotion_time),
-        !args.no_pollution,
-    ) {
+    let study = match job_source::study_input(args.target, &args.workload.options).and_then(|input| {
+        CacheStudy::new(
+            &input,
+            args.sizes.unwrap_or_default(),
+            rule,
+            Some(args.promotion_time),
+            !args.no_pollution,
+        )
+    }) {
         Ok(study) => study,
         Err(message) => return exit::usage(message),
     };

@@ -47,7 +47,7 @@ pub fn scale_input(mut arguments: Vec<PathBuf>, flags: &Options) -> Result<Input
 
 /// Whether a command's argument names a job file rather than a target: a file named `*.toml`,
 /// `*.fio` or `*.ini`, or a regular file of text whose first line (past comments) is a table
-/// header, `[[job]]`, `[[group]]` or a fio `[section]`. A target named like that is given with
+/// header, `[[job]]`, `[[group]]` or a fio `[section]`, or a key and `=` (`qd = 8`). A target named like that is given with
 /// `--target`.
 pub fn is_job_file(path: &Path) -> bool {
     let extension = path.extension().and_then(|e| e.to_str()).map(str::to_ascii_lowercase);
@@ -71,9 +71,19 @@ pub fn is_job_file(path: &Path) -> bool {
     };
     let first = text.lines().map(str::trim).find(|l| !l.is_empty() && !l.starts_with(['#', ';']));
     first.is_some_and(|line| {
-        let header = line.split('#').next().unwrap_or("").trim();
-        header.starts_with('[') && header.ends_with(']')
+        let code = line.split('#').next().unwrap_or("").trim();
+        let header = code.starts_with('[') && code.ends_with(']');
+        header || is_key_assignment(code)
     })
+}
+
+/// `qd = 8`, `engine="uring"`: a TOML key (letters, digits, `_`, `-`) and `=`, as a job file
+/// without tables begins.
+fn is_key_assignment(line: &str) -> bool {
+    let Some((key, _)) = line.split_once('=') else { return false };
+    let key = key.trim();
+    key.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_')
+        && key.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
 }
 
 #[cfg(test)]
@@ -91,7 +101,8 @@ mod tests {
         assert!(is_job_file(Path::new("missing.toml")), "named so: read (and refused) as a job file");
         assert!(is_job_file(&write("vms", b"# 44 VMs\n\n[[group]]\nname = \"vm01\"\n")));
         assert!(is_job_file(&write("load", b"; fio\n[global]  # defaults\nrw=randread\n")));
-        assert!(!is_job_file(&write("keys-only", b"qd = 8\n")), "no header: a target (name it .toml)");
+        assert!(is_job_file(&write("keys-only", b"qd = 8\n[[group]]\n")), "a key first: a job file");
+        assert!(!is_job_file(&write("notes", b"some text = not a key\n")), "prose is a target");
         assert!(!is_job_file(&write("data", b"[\x00\x01\x02 random data]\n")), "binary data is a target");
         assert!(!is_job_file(&write("latin", b"[\xff\xfe]\n")), "not UTF-8: a target");
         let mut cut = b"[[group]]\n# ".to_vec();

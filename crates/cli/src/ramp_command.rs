@@ -9,6 +9,7 @@ use iolab_report::{ramp_json, ramp_text};
 use iolab_studies::ramp::Ramp;
 
 use crate::args::{RampArgs, StoreArgs};
+use crate::exit::say;
 use crate::flow::{Delivery, Measurement};
 use crate::place::Place;
 use crate::progress::ProgressLine;
@@ -28,11 +29,23 @@ fn measure(args: RampArgs, store: &StoreArgs, place: &mut Place<'_>) -> Result<E
         place,
         |lab, progress| ramp.run(lab, progress),
         |found, report| {
-            if found.curves.iter().any(|(_, max_iops, _)| *max_iops < 1.0) && !report.interrupted {
-                return Err(exit::fail(
-                    exit::INTERNAL,
-                    "the closed-loop run completed no I/O, so there is no maximum to ramp to",
-                ));
+            let empty: Vec<&str> = found
+                .curves
+                .iter()
+                .filter(|(_, max_iops, _)| *max_iops < 1.0)
+                .map(|(name, ..)| name.as_str())
+                .collect();
+            if !report.interrupted && !empty.is_empty() {
+                if empty.len() == found.curves.len() {
+                    return Err(exit::fail(
+                        exit::INTERNAL,
+                        "the closed-loop run completed no I/O, so there is no maximum to ramp to",
+                    ));
+                }
+                say!(
+                    "iolab: warning: the closed loop of {} completed no I/O, so that curve has no levels",
+                    empty.join(", ")
+                );
             }
             let summary = summarize_curves(ramp.limits, found.curves);
             Ok(Delivery::study(&ramp.plan.output, ramp_json(&summary, report), || {

@@ -92,6 +92,26 @@ fn cache_refuses_what_it_sets_itself_and_bad_rules() {
     }
 }
 
+#[test]
+fn cache_takes_a_job_file_of_one_group_and_refuses_several() {
+    let dir = tempfile::tempdir().expect("dir");
+    let one = dir.path().join("one.toml");
+    std::fs::write(&one, "engine = \"null\"\ntarget = \"t\"\nsize = \"8m\"\nruntime = \"100ms\"\n")
+        .expect("job file");
+    let out = run_in(
+        dir.path(),
+        &["cache", one.to_str().expect("path"), "--sizes", "50%,100%", "--json", "-q", "--no-store"],
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(json(&out)["summary"]["region_bytes"], 8 * MIB, "the file's target and size");
+    let two = dir.path().join("two.toml");
+    std::fs::write(&two, "engine = \"null\"\ntarget = \"t\"\nsize = \"8m\"\n[[group]]\n[[group]]\n")
+        .expect("job file");
+    let out = run_in(dir.path(), &["cache", two.to_str().expect("path"), "-q", "--no-store"]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(stderr(&out).contains("measures one group"), "{}", stderr(&out));
+}
+
 /// A cgroup v1 memory cgroup with a limit, removed on drop (its page cache goes to the parent).
 struct MemoryCgroup {
     path: PathBuf,

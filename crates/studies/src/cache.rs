@@ -7,8 +7,6 @@
 //! A working set is the region of its job (`--offset` and `--size` of the step), so any
 //! target and engine works, and every step is a job of the run like any other.
 
-use std::path::PathBuf;
-
 use iolab_analysis::cache::{
     find_tiers, next_probe, polluted, promotion, CachePoint, CacheRule, LatencySample, Pollution, Promotion,
     Tier,
@@ -19,7 +17,7 @@ use iolab_spec::{Axis, BsWeight, Bytes, IoLimit, JobSpec, Nanos, Options, RunPla
 use iolab_stats::central::median;
 use iolab_stats::result::JobResult;
 
-use crate::plan;
+use crate::plan::{self, Input};
 
 /// Working sets are whole multiples of this (or of a larger block): the warm pass reads them
 /// in blocks of this size.
@@ -57,6 +55,9 @@ const CACHE_KEYS: &[&str] = &[
     "working_set_moves",
 ];
 
+/// Why the study reads one stream.
+const WHY_ONE: &str = "it grows one working set of one target";
+
 /// A cache study ready to run.
 pub struct CacheStudy {
     pub plan: RunPlan,
@@ -79,17 +80,18 @@ pub struct CacheFound {
 }
 
 impl CacheStudy {
-    /// Random reads of `options` (4 KiB at QD 1 unless given) on `target`, over each of `sizes`.
+    /// Random reads of `input` (4 KiB at QD 1 unless given; a job file of one group, or flags
+    /// and a target) over each of `sizes`.
     pub fn new(
-        options: &Options,
-        target: Option<PathBuf>,
+        input: &Input,
         sizes: WorkingSets,
         rule: CacheRule,
         promotion_time: Option<Nanos>,
         pollution: bool,
     ) -> Result<CacheStudy, String> {
-        plan::refuse(
-            options,
+        plan::refuse_groups(input, "cache", WHY_ONE)?;
+        plan::refuse_input(
+            input,
             CACHE_KEYS,
             "cache",
             "reads at random over each working set (give the region with --offset and --size)",
@@ -105,7 +107,7 @@ impl CacheStudy {
             ramp: Some(STEP_RAMP),
             ..Options::default()
         };
-        let (plan, job) = plan::one_workload(&defaults, options, target, "cache")?;
+        let (plan, job) = plan::one_group(&defaults, input, "cache", WHY_ONE)?;
         if job.groups[0].target.paths.len() > 1 {
             return Err("`iolab cache` measures one target; give one (a striped set spreads each working set over its members)".into());
         }
@@ -127,8 +129,14 @@ impl CacheStudy {
     }
 
     /// Every working set of the plan, the refinements the rule asks for, then promotion and
-    /// pollution past the first tier found.
+    /// pollution past the first tier found; the points smallest first, interrupted or not.
     pub fn run(&self, lab: &mut Lab<'_>, observer: &mut dyn Observer) -> Result<CacheFound, RunError> {
+        let mut found = self.measure_all(lab, observer)?;
+        found.points.sort_by_key(|p| p.working_set_bytes);
+        Ok(found)
+    }
+
+    fn measure_all(&self, lab: &mut Lab<'_>, observer: &mut dyn Observer) -> Result<CacheFound, RunError> {
         let targets = lab.prepare(&self.job, observer)?;
         let Some(region) = targets.first().and_then(|t| t.first()).map(|t| t.region_size) else {
             return Err(RunError::Invalid("`iolab cache` runs on this machine only, not on a fleet".into()));
@@ -150,7 +158,6 @@ impl CacheStudy {
             }
             found.points.push(self.measure(lab, size, true, observer)?);
         }
-        found.points.sort_by_key(|p| p.working_set_bytes);
         let tiers = find_tiers(&found.points, &self.rule);
         let Some(first) = tiers.tiers.first() else {
             found.notes.push("no tier found: promotion and pollution are not measured".into());
@@ -254,6 +261,18 @@ impl CacheStudy {
         let inside: Vec<f64> =
             points.iter().filter(|p| p.working_set_bytes <= first.size_bytes).map(|p| p.mean_ns).collect();
         let target_ns = self.rule.ceiling(median(&inside).unwrap_or(first.hit_ns));
+        // The last working set measured may have been the whole region, hot set included:
+        // reading past the tier from the start evicts it, so the hot set starts cold.
+        let flush = first.upper_bytes.min(offset) / grain * grain;
+        if flush > 0 {
+            self.read_once(
+                lab,
+                0,
+                flush,
+                format!("evict: read {} before the promotion", Bytes(flush)),
+                observer,
+            )?;
+        }
         let mut job = self.over(offset, hot, format!("promotion: cold {} read at random", Bytes(hot)));
         job.runtime = time;
         job.ramp = Nanos(0);

@@ -1,8 +1,6 @@
 //! `iolab cliff`: one sequential write over the whole region (or a length), sampled at a fine
 //! interval, and throughput against bytes written read from its series.
 
-use std::path::PathBuf;
-
 use iolab_analysis::cliff::{CliffRule, ThroughputSample};
 use iolab_runner::{Lab, Observer, RunError};
 use iolab_spec::{Bytes, JobSpec, Nanos, Options, RunPlan};
@@ -26,16 +24,6 @@ pub struct Cliff {
 }
 
 impl Cliff {
-    /// The fill of `options` on `target`, writing `bytes` (default: the whole region).
-    pub fn new(
-        options: &Options,
-        target: Option<PathBuf>,
-        bytes: Option<Bytes>,
-        rule: CliffRule,
-    ) -> Result<Cliff, String> {
-        Cliff::over(&Input::flags(options, target.into_iter().collect()), bytes, rule)
-    }
-
     /// The fill of `input`'s one group (a job file's target, region and engine).
     pub fn over(input: &Input, bytes: Option<Bytes>, rule: CliffRule) -> Result<Cliff, String> {
         plan::refuse_groups(input, "cliff", WHY_ONE)?;

@@ -2,7 +2,6 @@
 //! the cliff test both run (the suites' preconditioning too), and `iolab precondition` itself.
 
 use iolab_analysis::suite::Preconditioning;
-use std::path::PathBuf;
 
 use iolab_runner::{Lab, Observer, RunError};
 use iolab_spec::{Axis, Bytes, IoLimit, JobSpec, Nanos, Options, RunPlan, Rw};
@@ -54,16 +53,6 @@ pub struct Precondition {
 }
 
 impl Precondition {
-    /// Writes the region of `target` `passes` times, after discarding it if `trim` asks.
-    pub fn new(
-        options: &Options,
-        target: Option<PathBuf>,
-        passes: u32,
-        trim: bool,
-    ) -> Result<Precondition, String> {
-        Precondition::over(&Input::flags(options, target.into_iter().collect()), passes, trim)
-    }
-
     /// Preconditions the region of `input`'s one group (a job file's target and region).
     pub fn over(input: &Input, passes: u32, trim: bool) -> Result<Precondition, String> {
         plan::refuse_groups(input, "precondition", WHY_ONE)?;

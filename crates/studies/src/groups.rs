@@ -21,7 +21,9 @@ pub fn scaled(values: &[u32], to: u32) -> Vec<u32> {
 
 /// `total` shared in proportion to `weights`, in whole units: each group its floor, then the
 /// units left over to the largest remainders (the first group wins a tie), so the shares sum to
-/// `total`; a share that would be 0 is 1 (a group with a rate of 0 cannot run).
+/// `total`. A group with a rate of 0 cannot run, so a share that would be 0 is 1, taken from
+/// the largest share: the sum stays `total` as long as `total` is at least the number of groups
+/// (a ramp skips a level below that, saying so).
 pub fn shares(weights: &[u64], total: u64) -> Vec<u64> {
     let sum: u128 = weights.iter().map(|&w| u128::from(w)).sum();
     if sum == 0 {
@@ -41,7 +43,14 @@ pub fn shares(weights: &[u64], total: u64) -> Vec<u64> {
     for &index in order.iter().take(left as usize) {
         out[index] += 1;
     }
-    out.into_iter().map(|share| share.max(1)).collect()
+    while let Some(empty) = out.iter().position(|&share| share == 0) {
+        let largest = (0..out.len()).max_by_key(|&i| (out[i], std::cmp::Reverse(i))).unwrap_or(empty);
+        if out[largest] > 1 {
+            out[largest] -= 1;
+        }
+        out[empty] = 1;
+    }
+    out
 }
 
 /// `file` with each group of its one job passed through `edit` (with the group's index), or
@@ -78,7 +87,8 @@ mod tests {
         assert_eq!(shares(&[4, 1], 1000), [800, 200]);
         assert_eq!(shares(&[1, 1, 1], 100), [34, 33, 33], "the remainder goes to the first on a tie");
         assert_eq!(shares(&[2, 1], 10), [7, 3]);
-        assert_eq!(shares(&[1000, 1], 10), [10, 1], "a share of 0 is 1");
+        assert_eq!(shares(&[1000, 1], 10), [9, 1], "a share of 0 is 1, taken from the largest");
+        assert_eq!(shares(&[1, 1, 1000], 3), [1, 1, 1], "still the total");
         assert_eq!(shares(&[0, 0], 10), [1, 1]);
         let many = shares(&[8; 44], 1_000_003);
         assert_eq!(many.iter().sum::<u64>(), 1_000_003);

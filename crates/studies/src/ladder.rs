@@ -7,7 +7,7 @@ use iolab_analysis::ladder::RungOutcome;
 use iolab_engine::target::has_poll_queues_behind;
 use iolab_runner::{run_jobs, Lab, Observer, OnFailedStart, RunError};
 use iolab_spec::ladder::Rung;
-use iolab_spec::{flag_name, JobSpec, Options, RunPlan, URING_KEYS};
+use iolab_spec::{flag_name, JobSpec, RunPlan, URING_KEYS};
 use iolab_stats::result::RunReport;
 
 use crate::plan::{self, Input};
@@ -20,10 +20,6 @@ pub struct Ladder {
 }
 
 impl Ladder {
-    pub fn new(options: &Options, target: Option<PathBuf>) -> Result<Ladder, String> {
-        Ladder::over(&Input::flags(options, target.into_iter().collect()))
-    }
-
     /// The ladder of `input`'s one job; every group of it climbs each rung together.
     pub fn over(input: &Input) -> Result<Ladder, String> {
         let engine_keys = |k: &&str| *k == "engine" || URING_KEYS.contains(k);

@@ -118,12 +118,6 @@ const STEP_RUNTIME: Nanos = Nanos(5_000_000_000);
 /// Warm-up per step unless the user gives --ramp.
 const STEP_RAMP: Nanos = Nanos(1_000_000_000);
 
-/// Resolves `options` with `targets` (from the command's positional arguments) into the
-/// one-job plan every step of the study varies, with 5 s + 1 s ramp per step by default.
-pub fn base_plan(options: &Options, targets: Vec<PathBuf>) -> Result<RunPlan, String> {
-    plan_over(&step_defaults(), options, targets)
-}
-
 /// A study step's timing: 5 s measured after 1 s of ramp.
 pub fn step_defaults() -> Options {
     Options { runtime: Some(STEP_RUNTIME), ramp: Some(STEP_RAMP), ..Options::default() }

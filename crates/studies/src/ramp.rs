@@ -3,8 +3,6 @@
 //! groups shares each level's rate among them in proportion to their own rates, or without
 //! rates to their outstanding I/Os (QD x workers): `groups::shares`.
 
-use std::path::PathBuf;
-
 use iolab_analysis::ramp::{row, RampLimits, RampRow};
 use iolab_runner::{Lab, Observer, RunError};
 use iolab_spec::{GroupSpec, JobSpec, Options, RateSpec, RunPlan, MAX_RATE_IOPS};
@@ -43,16 +41,6 @@ pub struct RampFound {
 }
 
 impl Ramp {
-    /// `levels` are shares of the maximum, 1..100; `limits.max_cpu_pct` a share of the machine.
-    pub fn new(
-        options: &Options,
-        target: Option<PathBuf>,
-        levels: Vec<u32>,
-        limits: RampLimits,
-    ) -> Result<Ramp, String> {
-        Ramp::over(&Input::flags(options, target.into_iter().collect()), levels, limits)
-    }
-
     /// The ramp of `input`, one curve per combination of the values listed for --bs, --read-pct
     /// and --random-pct (in the flags or at the top of the job file); the rates a job file gives
     /// its groups are their weights.
@@ -132,7 +120,16 @@ impl Ramp {
             if lab.interrupted() || lab.jobs().iter().any(|j| j.stop_reason.ends_the_run()) {
                 break;
             }
-            let job = curve.level_job((max_iops * f64::from(level) / 100.0).round() as u64, level);
+            let iops = (max_iops * f64::from(level) / 100.0).round() as u64;
+            let groups = curve.weights.len() as u64;
+            if iops < groups {
+                observer.note(&format!(
+                    "{}{level}% of the maximum is {iops} IOPS, less than one a second for each of the {groups} groups: skipped",
+                    curve.prefix()
+                ));
+                continue;
+            }
+            let job = curve.level_job(iops, level);
             let level_row = row(level, lab.run_prepared(&job, &targets, observer)?, &self.limits);
             let crossed = level_row.crossed.is_some();
             rows.push(level_row);
@@ -173,13 +170,18 @@ impl Curve {
         Ok((Curve { name, closed, scheduled, weights }, plan))
     }
 
+    /// What leads a note about this curve: "read 90%: ", or nothing for a ramp of one curve.
+    fn prefix(&self) -> String {
+        if self.name.is_empty() {
+            String::new()
+        } else {
+            format!("{}: ", self.name)
+        }
+    }
+
     /// A job's name, led by the curve's when it has one: "read 90%: 50% of the maximum".
     fn named(&self, what: &str) -> String {
-        if self.name.is_empty() {
-            what.to_string()
-        } else {
-            format!("{}: {what}", self.name)
-        }
+        format!("{}{what}", self.prefix())
     }
 
     /// The workload at `iops` in all, shared by its groups' weights, named after its `level`.

@@ -1,8 +1,6 @@
 //! `iolab suite quick|enterprise|pts`: the suite's steps (iolab_spec::suite) resolved over the
 //! user's options and target, then run in order in one lab, a section of the report per step.
 
-use std::path::PathBuf;
-
 use iolab_analysis::rounds::{SteadyRounds, Tracked};
 use iolab_analysis::steady::SteadyRule;
 use iolab_analysis::suite::{Preconditioning, SuiteSection};
@@ -33,14 +31,6 @@ pub struct SuiteRan {
 }
 
 impl Suite {
-    pub fn new(
-        suite: iolab_spec::suite::Suite,
-        options: &Options,
-        target: Option<PathBuf>,
-    ) -> Result<Suite, String> {
-        Suite::over(suite, &Input::flags(options, target.into_iter().collect()))
-    }
-
     /// The suite over `input`: a job file gives the target, region and engine of every test.
     pub fn over(suite: iolab_spec::suite::Suite, input: &Input) -> Result<Suite, String> {
         let why = "each of its tests is one workload on one target; give a file of one group";

@@ -2,8 +2,6 @@
 //! until steady when asked), then the curve's points from what was measured, including the
 //! points an earlier, unfinished run of the same sweep kept (`--resume`).
 
-use std::path::PathBuf;
-
 use iolab_analysis::rounds::SteadyRounds;
 use iolab_analysis::sweep::{summarize, with_steady_rounds, PointFigures, PointOutcome, SweepSummary};
 use iolab_runner::{run_jobs, Lab, Observer, OnFailedStart, RunError};
@@ -36,15 +34,6 @@ pub struct SweepRan {
 }
 
 impl Sweep {
-    pub fn new(
-        options: &Options,
-        target: Option<PathBuf>,
-        repeat: u32,
-        until_steady: Option<SteadyRounds>,
-    ) -> Result<Sweep, String> {
-        Sweep::over(&Input::flags(options, target.into_iter().collect()), repeat, until_steady)
-    }
-
     /// The sweep of `input`: its flags' lists (and those at the top of its job file) over the
     /// job file's one job; a swept QD or worker count scales each of several groups (`point_plan`).
     pub fn over(input: &Input, repeat: u32, until_steady: Option<SteadyRounds>) -> Result<Sweep, String> {

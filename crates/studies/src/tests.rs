@@ -13,6 +13,7 @@ use iolab_stats::result::{HostInfo, RunReport, SCHEMA};
 use crate::cliff::Cliff;
 use crate::fill::Precondition;
 use crate::ladder::Ladder;
+use crate::plan::Input;
 use crate::ramp::Ramp;
 use crate::suite::Suite;
 use crate::sweep::Sweep;
@@ -26,10 +27,15 @@ fn options() -> Options {
     }
 }
 
+/// `options` as flags, with no job file or target argument.
+fn input_of(options: &Options) -> Input {
+    Input::flags(options, Vec::new())
+}
+
 #[test]
 fn a_sweep_repeats_each_point_in_place_and_resumes_after_the_kept_ones() {
     let flags = Options { qd: Some(Axis(vec![1, 4, 16])), ..options() };
-    let sweep = Sweep::new(&flags, None, 2, None).unwrap();
+    let sweep = Sweep::over(&input_of(&flags), 2, None).unwrap();
     let names: Vec<&str> = sweep.plan.jobs.iter().map(|j| j.name.as_str()).collect();
     assert_eq!(names.len(), 6);
     assert_eq!(names[0], names[1], "a point's repeats run one after the other, under its name");
@@ -39,21 +45,21 @@ fn a_sweep_repeats_each_point_in_place_and_resumes_after_the_kept_ones() {
     assert_eq!(rest.jobs.len(), 3);
     assert_eq!(rest.jobs[0].name, sweep.plan.jobs[3].name);
     let steady = SteadyRounds::new(Tracked::Iops, SteadyRule::default());
-    assert_eq!(Sweep::new(&flags, None, 1, Some(steady)).unwrap().kind(), "sweep-until-steady");
+    assert_eq!(Sweep::over(&input_of(&flags), 1, Some(steady)).unwrap().kind(), "sweep-until-steady");
 }
 
 #[test]
 fn a_ramp_refuses_levels_outside_the_maximum_and_a_rate_of_its_own() {
     let limits = RampLimits { latency: None, max_cpu_pct: None };
-    let bad_level = Ramp::new(&options(), None, vec![50, 0], limits);
+    let bad_level = Ramp::over(&input_of(&options()), vec![50, 0], limits);
     assert!(bad_level.err().unwrap().contains("1..100 (got 0)"));
-    let over = Ramp::new(&options(), None, vec![10, 120], limits);
+    let over = Ramp::over(&input_of(&options()), vec![10, 120], limits);
     assert!(over.err().unwrap().contains("got 120"));
-    let cpu = Ramp::new(&options(), None, vec![10], RampLimits { max_cpu_pct: Some(0.0), ..limits });
+    let cpu = Ramp::over(&input_of(&options()), vec![10], RampLimits { max_cpu_pct: Some(0.0), ..limits });
     assert!(cpu.err().unwrap().contains("--max-cpu"));
     let rated = Options { rate_iops: Some(100), ..options() };
-    assert!(Ramp::new(&rated, None, vec![10], limits).err().unwrap().contains("--rate-iops"));
-    let ramp = Ramp::new(&options(), None, vec![10, 50, 100], limits).unwrap();
+    assert!(Ramp::over(&input_of(&rated), vec![10], limits).err().unwrap().contains("--rate-iops"));
+    let ramp = Ramp::over(&input_of(&options()), vec![10, 50, 100], limits).unwrap();
     assert!(ramp.planned_s() > 0.0);
     assert_eq!(ramp.plan.jobs.len(), 1, "the run is recorded with its closed-loop job");
 }
@@ -62,20 +68,20 @@ fn a_ramp_refuses_levels_outside_the_maximum_and_a_rate_of_its_own() {
 fn fills_refuse_the_options_they_set_themselves() {
     let written = Options { rw: Some(Rw::RandRead), ..options() };
     let rule = CliffRule { drop_pct: 30.0, min_hold_samples: 5 };
-    assert!(Cliff::new(&written, None, None, rule).err().unwrap().contains("--rw"));
-    assert!(Cliff::new(&options(), None, None, CliffRule { drop_pct: 0.0, ..rule }).is_err());
-    assert!(Precondition::new(&written, None, 2, false).err().unwrap().contains("--rw"));
-    assert!(Precondition::new(&options(), None, 0, false).err().unwrap().contains("--passes"));
-    assert!(Precondition::new(&options(), None, 2, true).is_ok());
+    assert!(Cliff::over(&input_of(&written), None, rule).err().unwrap().contains("--rw"));
+    assert!(Cliff::over(&input_of(&options()), None, CliffRule { drop_pct: 0.0, ..rule }).is_err());
+    assert!(Precondition::over(&input_of(&written), 2, false).err().unwrap().contains("--rw"));
+    assert!(Precondition::over(&input_of(&options()), 0, false).err().unwrap().contains("--passes"));
+    assert!(Precondition::over(&input_of(&options()), 2, true).is_ok());
 }
 
 #[test]
 fn a_ladder_chooses_its_engines_itself_and_says_why_a_rung_cannot_run() {
     let engine = Options { engine: Some(EngineKind::Psync), ..options() };
-    assert!(Ladder::new(&engine, None).err().unwrap().contains("--engine"));
+    assert!(Ladder::over(&input_of(&engine)).err().unwrap().contains("--engine"));
     // Buffered I/O: IOPOLL cannot run, and the other rungs can.
     let buffered = Options { direct: Some(false), ..options() };
-    let ladder = Ladder::new(&buffered, None).unwrap();
+    let ladder = Ladder::over(&input_of(&buffered)).unwrap();
     let report = RunReport {
         schema: SCHEMA,
         iolab_version: "test",
@@ -96,8 +102,8 @@ fn a_ladder_chooses_its_engines_itself_and_says_why_a_rung_cannot_run() {
 fn a_suite_sets_each_test_s_workload_itself() {
     let written = Options { rw: Some(Rw::Write), ..options() };
     let suite = "quick".parse().unwrap();
-    assert!(Suite::new(suite, &written, None).err().unwrap().contains("--rw"));
-    let quick = Suite::new(suite, &options(), None).unwrap();
+    assert!(Suite::over(suite, &input_of(&written)).err().unwrap().contains("--rw"));
+    let quick = Suite::over(suite, &input_of(&options())).unwrap();
     assert!(!quick.plan.jobs.is_empty());
     assert!(quick.planned_s() > 0.0);
 }
