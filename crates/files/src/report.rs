@@ -148,6 +148,9 @@ pub struct PhaseResult {
     /// The threads' CPU time over their wall time, and the kernel's share of it.
     pub cpu_busy_pct: f64,
     pub cpu_sys_pct: f64,
+    /// The threads' time runnable but waiting for a core (another load on the machine).
+    #[serde(default)]
+    pub runq_wait_pct: f64,
     /// How busy the block device under the directory was (none: tmpfs and the like).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub device_busy_pct: Option<f64>,

@@ -193,7 +193,7 @@ fn assemble(
     let mut merged: Vec<OpStats> = OP_KINDS.iter().map(|_| OpStats::default()).collect();
     let mut series: Vec<[u64; 2]> = Vec::new();
     let (mut done, mut bytes, mut entries, mut sw_ops, mut sw_bytes) = (0, 0, 0, 0, 0);
-    let (mut user_ns, mut sys_ns) = (0u64, 0u64);
+    let (mut user_ns, mut sys_ns, mut wait_ns) = (0u64, 0u64, 0u64);
     let mut failure = None;
     for o in &outcomes {
         for (m, k) in merged.iter_mut().zip(&o.kinds) {
@@ -214,6 +214,7 @@ fn assemble(
         sw_bytes += b;
         user_ns += o.cpu_user_ns;
         sys_ns += o.cpu_sys_ns;
+        wait_ns += o.runq_wait_ns;
         if failure.is_none() {
             failure.clone_from(&o.failure);
         }
@@ -249,6 +250,7 @@ fn assemble(
         ops: done,
         cpu_busy_pct: pct(user_ns + sys_ns).min(100.0),
         cpu_sys_pct: pct(sys_ns).min(100.0),
+        runq_wait_pct: pct(wait_ns).min(100.0),
         device_busy_pct,
         fsync_pct: pct(fsync_ns),
     };
@@ -275,6 +277,7 @@ fn assemble(
             .collect(),
         cpu_busy_pct: facts.cpu_busy_pct,
         cpu_sys_pct: facts.cpu_sys_pct,
+        runq_wait_pct: facts.runq_wait_pct,
         device_busy_pct,
         verdict: judge(&facts),
         failure,

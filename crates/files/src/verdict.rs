@@ -52,6 +52,8 @@ pub struct PhaseFacts {
     /// The threads' CPU time over their wall time, in % (100: every thread always on a CPU).
     pub cpu_busy_pct: f64,
     pub cpu_sys_pct: f64,
+    /// Time runnable but waiting for a core, over the threads' wall time, in %.
+    pub runq_wait_pct: f64,
     pub device_busy_pct: Option<f64>,
     /// Time spent in fsync over the threads' wall time, in %.
     pub fsync_pct: f64,
@@ -77,6 +79,15 @@ pub fn judge(f: &PhaseFacts) -> FilesVerdict {
             format!(
                 "fsync: {:.0}% of the threads' time waited for the journal or the device's flushes",
                 f.fsync_pct
+            ),
+        );
+    }
+    if f.cpu_busy_pct < BUSY_PCT && f.cpu_busy_pct + f.runq_wait_pct >= BUSY_PCT {
+        return verdict(
+            FilesCause::Cpu,
+            format!(
+                "the CPU, shared with another load: the threads ran {:.0}% of the time and waited for a core {:.0}%",
+                f.cpu_busy_pct, f.runq_wait_pct
             ),
         );
     }
@@ -122,6 +133,7 @@ mod tests {
             ops: 10_000,
             cpu_busy_pct: 95.0,
             cpu_sys_pct: 80.0,
+            runq_wait_pct: 0.0,
             device_busy_pct: None,
             fsync_pct: 0.0,
         }
@@ -138,6 +150,8 @@ mod tests {
         assert_eq!(judge(&fsync).cause, FilesCause::Fsync);
         let idle = PhaseFacts { cpu_busy_pct: 30.0, device_busy_pct: Some(10.0), ..facts() };
         assert_eq!(judge(&idle).cause, FilesCause::Waiting);
+        let crowded = PhaseFacts { cpu_busy_pct: 30.0, runq_wait_pct: 60.0, ..facts() };
+        assert_eq!(judge(&crowded).cause, FilesCause::Cpu);
         let short = PhaseFacts { elapsed_s: 0.001, ..facts() };
         assert_eq!(judge(&short).cause, FilesCause::Undetermined);
     }

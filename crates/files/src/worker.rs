@@ -68,6 +68,8 @@ pub struct Outcome {
     pub failure: Option<Failure>,
     pub cpu_user_ns: u64,
     pub cpu_sys_ns: u64,
+    /// Time the thread was runnable but waited for a core (schedstat): a busy machine.
+    pub runq_wait_ns: u64,
 }
 
 pub struct Worker<'a> {
@@ -94,6 +96,14 @@ fn thread_cpu_ns() -> (u64, u64) {
     (ns(usage.ru_utime), ns(usage.ru_stime))
 }
 
+/// The thread's time waiting on a run queue, in ns (0 where the kernel keeps no schedstat).
+fn runq_wait_ns() -> u64 {
+    std::fs::read_to_string("/proc/thread-self/schedstat")
+        .ok()
+        .and_then(|text| text.split_whitespace().nth(1)?.parse().ok())
+        .unwrap_or(0)
+}
+
 impl<'a> Worker<'a> {
     pub fn new(ctx: &'a Ctx<'a>, sys: Sys, thread: u32, phase: Phase) -> Worker<'a> {
         let chunk = ctx.plan.sizes.max().clamp(4096, MAX_CHUNK) as usize;
@@ -113,6 +123,7 @@ impl<'a> Worker<'a> {
                 failure: None,
                 cpu_user_ns: 0,
                 cpu_sys_ns: 0,
+                runq_wait_ns: 0,
             },
             path: Vec::with_capacity(256),
             path2: Vec::with_capacity(256),
@@ -124,6 +135,7 @@ impl<'a> Worker<'a> {
     /// Runs the thread's part of `phase` and gives its figures.
     pub fn run(mut self, phase: Phase) -> (Outcome, Sys) {
         let (user0, sys0) = thread_cpu_ns();
+        let wait0 = runq_wait_ns();
         self.phase(phase);
         let end = self.ctx.now_ns().max(1);
         self.out.finished_ns = end;
@@ -134,6 +146,7 @@ impl<'a> Worker<'a> {
         let (user1, sys1) = thread_cpu_ns();
         self.out.cpu_user_ns = user1.saturating_sub(user0);
         self.out.cpu_sys_ns = sys1.saturating_sub(sys0);
+        self.out.runq_wait_ns = runq_wait_ns().saturating_sub(wait0);
         (self.out, self.sys)
     }
 
