@@ -79,7 +79,7 @@ pub fn run(args: FilesArgs, store: &StoreArgs) -> ExitCode {
         return code;
     }
     if let Some((phase, failure)) = report.failure() {
-        let full = if failure.errno == Some(libc_enospc()) { " (the filesystem is full)" } else { "" };
+        let full = if failure.errno == Some(nix::errno::Errno::ENOSPC as i32) { " (the filesystem is full)" } else { "" };
         return exit::fail(
             exit::IO_ERRORS,
             &format!(
@@ -98,10 +98,6 @@ pub fn run(args: FilesArgs, store: &StoreArgs) -> ExitCode {
         return ExitCode::from(exit::INTERRUPTED);
     }
     ExitCode::from(exit::OK)
-}
-
-fn libc_enospc() -> i32 {
-    28
 }
 
 fn plan(args: &FilesArgs) -> Result<FilesPlan, String> {
