@@ -79,7 +79,11 @@ pub fn run(args: FilesArgs, store: &StoreArgs) -> ExitCode {
         return code;
     }
     if let Some((phase, failure)) = report.failure() {
-        let full = if failure.errno == Some(nix::errno::Errno::ENOSPC as i32) { " (the filesystem is full)" } else { "" };
+        let full = if failure.errno == Some(nix::errno::Errno::ENOSPC as i32) {
+            " (the filesystem is full)"
+        } else {
+            ""
+        };
         return exit::fail(
             exit::IO_ERRORS,
             &format!(

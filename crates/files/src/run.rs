@@ -152,10 +152,9 @@ fn run_threads(ctx: &Ctx<'_>, phase: Phase, notes: &mut Vec<String>) -> Result<V
         handles
             .into_iter()
             .map(|h| {
-                h.map_or_else(
-                    |e| Err(e),
-                    |h| h.join().unwrap_or_else(|_| Err(std::io::Error::other("a thread panicked"))),
-                )
+                h.map_or_else(Err, |h| {
+                    h.join().unwrap_or_else(|_| Err(std::io::Error::other("a thread panicked")))
+                })
             })
             .collect()
     });

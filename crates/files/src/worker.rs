@@ -72,6 +72,11 @@ pub struct Outcome {
     pub runq_wait_ns: u64,
 }
 
+/// A failed operation: its name ("open", "write", ...) and the error.
+type OpError = (&'static str, io::Error);
+/// What a phase does to one file.
+type FileOp<'a> = fn(&mut Worker<'a>, &Tree, Side, u64) -> Result<(), OpError>;
+
 pub struct Worker<'a> {
     ctx: &'a Ctx<'a>,
     sys: Sys,
@@ -252,11 +257,7 @@ impl<'a> Worker<'a> {
     }
 
     /// Calls `op` on each file of the thread's share until the phase stops.
-    fn files(
-        &mut self,
-        side: Side,
-        op: fn(&mut Self, &Tree, Side, u64) -> Result<(), (&'static str, io::Error)>,
-    ) {
+    fn files(&mut self, side: Side, op: FileOp<'a>) {
         let (tree, first, stride) = self.share();
         for i in (first..tree.files).step_by(stride) {
             if self.ctx.stopping() {
@@ -509,7 +510,7 @@ impl<'a> Worker<'a> {
         }
     }
 
-    fn list(&mut self, buf: &mut Vec<u8>) -> Result<u64, (&'static str, io::Error)> {
+    fn list(&mut self, buf: &mut [u8]) -> Result<u64, (&'static str, io::Error)> {
         let flags = libc::O_RDONLY | libc::O_DIRECTORY;
         let fd = self.sys.openat(self.ctx.dirfd, &self.path, flags, 0).map_err(|e| ("open", e))?;
         let listed = self.sys.read_dir(fd, buf);
