@@ -7,6 +7,7 @@ mod cache_command;
 mod cliff_command;
 mod compare_command;
 mod exit;
+mod files_command;
 mod fio_job_command;
 mod fleet_command;
 mod flow;
@@ -85,5 +86,9 @@ fn main() -> ExitCode {
         args::Command::FioJob(args) => fio_job_command::run(args),
         args::Command::Import { source } => import_command::run(source, store),
         args::Command::Results { action } => results_command::run(action, store),
+        args::Command::Files(args) => {
+            let store = store.keeping(args.store);
+            files_command::run(args, &store)
+        }
     }
 }

@@ -15,6 +15,7 @@
 mod axis;
 mod charts;
 mod environment;
+mod files;
 mod fleet;
 mod hosts;
 mod page;
@@ -52,7 +53,10 @@ pub fn render(runs: &[StoredRun]) -> Result<String, HtmlError> {
         })
         .collect();
     let figures = charts::all(&subjects)?;
-    let hosts = subjects.iter().map(hosts::panels).collect::<Result<Vec<_>, _>>()?;
+    let hosts = subjects
+        .iter()
+        .map(|s| hosts::panels(s).map(|h| h + &files::panels(s)))
+        .collect::<Result<Vec<_>, _>>()?;
     let summary = summary::html(&subjects);
     Ok(page::document(&subjects, &summary, &figures, &hosts))
 }

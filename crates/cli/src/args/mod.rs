@@ -3,6 +3,7 @@
 //! (`stored`) and what every command takes (`shared`). Workload options are
 //! `iolab_spec::Options`, the table job files use too. Nothing here runs anything.
 
+mod files;
 mod fleet;
 mod shared;
 mod stored;
@@ -10,6 +11,7 @@ mod studies;
 
 use clap::{Parser, Subcommand};
 
+pub use files::FilesArgs;
 pub use fleet::{AgentArgs, FleetArgs, FleetStudy};
 pub use shared::{KeepArgs, MetricsArgs, StoreArgs, WorkloadArgs};
 pub use stored::{CompareArgs, ExportFormat, FioJobArgs, ImportSource, ReportArgs, ResultsAction};
@@ -121,4 +123,9 @@ pub enum Command {
         #[command(subcommand)]
         action: ResultsAction,
     },
+    /// Build and work a tree of files (default: 10,000 empty files in a scratch directory here,
+    /// removed afterwards): mkdir, create, stat, readdir, read, rename, copy, unlink, rmdir in
+    /// the order given, each operation timed exactly, on io_uring or plain system calls
+    /// (docs/files.md).
+    Files(FilesArgs),
 }

@@ -1,0 +1,306 @@
+//! `iolab files [DIR]`: the fileset workload (crates/files), each phase kept in the results
+//! database as it ends (a point per phase, so `results`, `compare` and `report` see it), then
+//! the report; `iolab files --clean DIR` removes a killed run's tree.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use iolab_files::{
+    parse_phases, safety, FileCount, FileEngine, FilesCause, FilesError, FilesPlan, FilesReport, OpKind,
+    PhaseResult, RunOptions, SizeSpec,
+};
+use iolab_report::{files_json, files_text, thousands};
+use iolab_stats::result::{Bottleneck, SeriesPoint, Verdict};
+use iolab_stats::IntervalStats;
+use iolab_store::{NewRun, Point, PointSummary, RunEnd, RunId, RunStatus, Store};
+
+use crate::args::{FilesArgs, StoreArgs};
+use crate::exit::{self, say};
+use crate::flow;
+
+/// Files in the tree when neither --files nor --files-per-dir is given.
+const DEFAULT_FILES: u64 = 10_000;
+
+pub fn run(args: FilesArgs, store: &StoreArgs) -> ExitCode {
+    if args.clean {
+        return clean(args.dir.unwrap_or_default());
+    }
+    let plan = match plan(&args) {
+        Ok(plan) => plan,
+        Err(message) => return exit::usage(message),
+    };
+    let interrupt = match flow::install_signals() {
+        Ok(flag) => flag,
+        Err(code) => return code,
+    };
+    let dir =
+        args.dir.clone().unwrap_or_else(|| PathBuf::from(format!("iolab-files.{}", std::process::id())));
+    let mut keeping = match Keeping::start(store, &plan, &dir) {
+        Ok(keeping) => keeping,
+        Err(code) => return code,
+    };
+    let options = RunOptions { dir: dir.clone(), keep: args.keep, interrupt: &interrupt };
+    let quiet = args.quiet || args.json;
+    let ran = iolab_files::run(&plan, &options, |phase| {
+        if !quiet {
+            say!(
+                "iolab: files: {} {} of {} in {:.2} s ({}/s)",
+                phase.phase,
+                thousands(phase.done as f64),
+                thousands(phase.planned as f64),
+                phase.elapsed_s,
+                thousands(phase.ops_per_s)
+            );
+        }
+        keeping.add(&plan, phase, &dir);
+    });
+    let report = match ran {
+        Ok(report) => report,
+        Err(e) => {
+            keeping.forget();
+            let code = match e {
+                FilesError::Plan(_) | FilesError::Refused(_) => exit::USAGE,
+                FilesError::Io { .. } => exit::INTERNAL,
+            };
+            return exit::fail(code, &e.to_string());
+        }
+    };
+    let rendered = if args.json { files_json(&report) } else { files_text(&report) };
+    let status = if report.interrupted() {
+        RunStatus::Interrupted
+    } else if report.failure().is_some() {
+        RunStatus::Failed
+    } else {
+        RunStatus::Complete
+    };
+    keeping.finish(status, &report, args.quiet);
+    let output = iolab_spec::OutputSpec { json: args.json, ..Default::default() };
+    if let Err(code) = flow::write_output(&output, &rendered) {
+        return code;
+    }
+    if let Some((phase, failure)) = report.failure() {
+        let full = if failure.errno == Some(nix::errno::Errno::ENOSPC as i32) {
+            " (the filesystem is full)"
+        } else {
+            ""
+        };
+        return exit::fail(
+            exit::IO_ERRORS,
+            &format!(
+                "{} stopped: {} of {} failed: {}{full}; {} of {} done",
+                phase.phase,
+                failure.op,
+                failure.path,
+                failure.error,
+                thousands(phase.done as f64),
+                thousands(phase.planned as f64)
+            ),
+        );
+    }
+    if report.interrupted() {
+        say!("iolab: interrupted; the phases done so far were reported");
+        return ExitCode::from(exit::INTERRUPTED);
+    }
+    ExitCode::from(exit::OK)
+}
+
+fn plan(args: &FilesArgs) -> Result<FilesPlan, String> {
+    let files = match (args.files, args.files_per_dir) {
+        (_, Some(n)) => FileCount::PerDir(n),
+        (Some(n), None) => FileCount::Total(n),
+        (None, None) => FileCount::Total(DEFAULT_FILES),
+    };
+    let plan = FilesPlan {
+        dirs_per_dir: args.dirs_per_dir,
+        depth: args.depth,
+        files,
+        sizes: args.sizes.parse::<SizeSpec>().map_err(|e| format!("--sizes: {e}"))?,
+        phases: parse_phases(&args.phases).map_err(|e| format!("--phases: {e}"))?,
+        threads: args.threads,
+        shared_dir: args.shared_dir,
+        engine: args.engine.parse::<FileEngine>().map_err(|e| format!("--engine: {e}"))?,
+        fsync: args.fsync,
+        direct: args.direct,
+        seed: args.seed,
+    };
+    plan.check().map_err(|e| e.to_string())?;
+    Ok(plan)
+}
+
+fn clean(dir: PathBuf) -> ExitCode {
+    match safety::clean(&dir) {
+        Ok(cleaned) => {
+            say!(
+                "iolab: removed {} files and {} directories of iolab's tree in {}{}",
+                thousands(cleaned.files as f64),
+                thousands(cleaned.dirs as f64),
+                dir.display(),
+                if cleaned.removed_top { " and the directory itself" } else { "" }
+            );
+            if let Some(first) = cleaned.left.first() {
+                say!(
+                    "iolab: warning: {} entries not made by iolab were left (first: {}), with the marker",
+                    cleaned.left.len(),
+                    first.display()
+                );
+            }
+            ExitCode::from(exit::OK)
+        }
+        Err(e @ FilesError::Refused(_)) => exit::usage(e),
+        Err(e) => exit::fail(exit::INTERNAL, &e.to_string()),
+    }
+}
+
+/// The run in the results database, a point per phase as it ends; nothing with --no-store,
+/// and only a warning when the default database cannot be used.
+struct Keeping {
+    kept: Option<(Store, RunId)>,
+    next_seq: u32,
+}
+
+fn now_unix_s() -> i64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs() as i64)
+}
+
+impl Keeping {
+    fn start(args: &StoreArgs, plan: &FilesPlan, dir: &std::path::Path) -> Result<Keeping, ExitCode> {
+        let none = Keeping { kept: None, next_seq: 0 };
+        if args.no_store {
+            return Ok(none);
+        }
+        let path = args.path().map_err(exit::usage)?;
+        let phases: Vec<&str> = plan.phases.iter().map(|p| p.name()).collect();
+        let run = NewRun {
+            kind: "files".to_string(),
+            label: format!(
+                "files {} ({} files, {}, {} thread(s){}) in {}",
+                phases.join(","),
+                thousands(plan.total_files() as f64),
+                plan.engine.name(),
+                plan.threads,
+                if plan.shared_dir { ", shared dir" } else { "" },
+                dir.display()
+            ),
+            command: std::env::args().collect(),
+            iolab_version: env!("CARGO_PKG_VERSION").to_string(),
+            host: std::fs::read_to_string("/proc/sys/kernel/hostname")
+                .map(|h| h.trim().to_string())
+                .unwrap_or_default(),
+            started_at_unix_s: now_unix_s(),
+            plan: serde_json::to_value(plan).unwrap_or_default(),
+            environment: serde_json::Value::Null,
+        };
+        let begun = Store::open(&path).and_then(|mut store| store.begin_run(&run).map(|id| (store, id)));
+        match begun {
+            Ok(kept) => Ok(Keeping { kept: Some(kept), next_seq: 0 }),
+            Err(e) if !args.named() => {
+                say!("iolab: warning: this run is not kept: {e}");
+                Ok(none)
+            }
+            Err(e) => Err(exit::store_failed(&e)),
+        }
+    }
+
+    fn add(&mut self, plan: &FilesPlan, phase: &PhaseResult, dir: &std::path::Path) {
+        let Some((store, run)) = &mut self.kept else { return };
+        let point = point(self.next_seq, plan, phase, dir);
+        match store.add_point(*run, &point) {
+            Ok(()) => self.next_seq += 1,
+            Err(e) => say!("iolab: error: phase {} was not kept: {e}", phase.phase),
+        }
+    }
+
+    /// The run measured nothing (refused, or a bad directory): it is not kept.
+    fn forget(&mut self) {
+        if let Some((store, run)) = &mut self.kept {
+            let _ = store.delete_run(*run);
+        }
+        self.kept = None;
+    }
+
+    fn finish(mut self, status: RunStatus, report: &FilesReport, quiet: bool) {
+        let Some((mut store, run)) = self.kept.take() else { return };
+        let end = RunEnd {
+            status,
+            finished_at_unix_s: now_unix_s(),
+            report: serde_json::to_value(report).ok(),
+            environment_after: None,
+        };
+        match store.finish_run(run, &end) {
+            Ok(()) if !quiet => say!("iolab: kept as run {run} in {}", store.path().display()),
+            Ok(()) => {}
+            Err(e) => say!("iolab: error: the end of run {run} was not recorded: {e}"),
+        }
+    }
+}
+
+/// A phase as a stored point: its own operation kind's figures as reads (stat, readdir, read)
+/// or writes (the rest), its series, its verdict and its whole result.
+fn point(seq: u32, plan: &FilesPlan, phase: &PhaseResult, dir: &std::path::Path) -> Point {
+    let main = OpKind::of_phase(phase.phase);
+    let main_stats =
+        phase.histograms.iter().find(|(k, _)| *k == main).map(|(_, s)| s.clone()).unwrap_or_default();
+    let mut histograms = IntervalStats::default();
+    let summary = main_stats.summary(phase.elapsed_s, &[]);
+    let none = iolab_stats::OpStats::default().summary(phase.elapsed_s, &[]);
+    let (read, write) = if phase.phase.modifies() {
+        histograms.write = main_stats;
+        (none, summary.clone())
+    } else {
+        histograms.read = main_stats;
+        (summary.clone(), none)
+    };
+    let series = phase
+        .series
+        .iter()
+        .map(|s| SeriesPoint {
+            t_s: s.t_s,
+            duration_s: 1.0,
+            iops: s.ops as f64,
+            read_iops: if phase.phase.modifies() { 0.0 } else { s.ops as f64 },
+            write_iops: if phase.phase.modifies() { s.ops as f64 } else { 0.0 },
+            mb_s: s.bytes as f64 / 1e6,
+            mean_ns: 0.0,
+            p99_ns: 0,
+        })
+        .collect();
+    let cause = match phase.verdict.cause {
+        FilesCause::Cpu => Bottleneck::SubmittingCpu,
+        FilesCause::Device => Bottleneck::Device,
+        _ => Bottleneck::Undetermined,
+    };
+    let stop_reason = if phase.failure.is_some() {
+        "io_error"
+    } else if phase.interrupted {
+        "interrupted"
+    } else {
+        "io_limit"
+    };
+    let cpu_us_per_io = (phase.done > 0).then(|| {
+        phase.cpu_busy_pct / 100.0 * phase.elapsed_s * f64::from(plan.threads) * 1e6 / phase.done as f64
+    });
+    Point {
+        seq,
+        name: format!("files {}", phase.phase),
+        source: "iolab".to_string(),
+        completed_at_unix_s: now_unix_s(),
+        spec: serde_json::to_value(plan).unwrap_or_default(),
+        summary: PointSummary {
+            engine: plan.engine.name().to_string(),
+            access: format!("files {} {}", phase.phase, plan.sizes.describe()),
+            qd: 1,
+            workers: plan.threads,
+            targets: vec![dir.display().to_string()],
+            measured_s: phase.elapsed_s,
+            read,
+            write,
+            total: summary,
+            cpu_us_per_io,
+            stop_reason: stop_reason.to_string(),
+        },
+        series,
+        verdict: Some(Verdict { cause, summary: phase.verdict.summary.clone(), evidence: Vec::new() }),
+        histograms: Some(iolab_stats::encoded::EncodedHistograms::encode(&histograms)),
+        result: serde_json::to_value(phase).unwrap_or_default(),
+    }
+}

@@ -1,0 +1,319 @@
+//! `iolab files` (issue 16): each phase counts exactly the operations its plan holds, on tmpfs
+//! and on ext4 over a loop device; a killed run leaves only its own files and `--clean`
+//! removes them; a foreign non-empty directory is refused untouched; a full filesystem stops
+//! the run with the file it failed on; each phase is kept in the results database.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::Output;
+use std::time::{Duration, Instant};
+
+use common::{json, needs_root_and, run_in, sh, skip, spawn_in, stderr, LoopDevice};
+
+/// A directory on tmpfs (/dev/shm when there is one).
+fn shm_dir() -> tempfile::TempDir {
+    let shm = Path::new("/dev/shm");
+    if shm.is_dir() {
+        tempfile::tempdir_in(shm).expect("temp dir in /dev/shm")
+    } else {
+        tempfile::tempdir().expect("temp dir")
+    }
+}
+
+const PHASES: &str = "mkdir,create,stat,readdir,read,rename,copy,stat,unlink,rmdir";
+
+/// What each of PHASES must count: computed here from the shape, not read from iolab's plan.
+fn expected(files: u64, dirs_per_dir: u64, depth: u32, trees: u64) -> Vec<(&'static str, u64)> {
+    let dirs: u64 = (0..=depth).map(|k| dirs_per_dir.pow(k)).sum::<u64>() * trees;
+    vec![
+        ("mkdir", dirs),
+        ("create", files),
+        ("stat", files),
+        ("readdir", dirs),
+        ("read", files),
+        ("rename", files),
+        ("copy", files),
+        ("stat", files),
+        ("unlink", 2 * files),
+        ("rmdir", 2 * dirs),
+    ]
+}
+
+fn files_run(cwd: &Path, dir: &Path, extra: &[&str]) -> Output {
+    let db = cwd.join("r.db");
+    let dir = dir.to_str().expect("utf-8");
+    let db = db.to_str().expect("utf-8");
+    run_in(cwd, &[&["files", dir, "--json", "--db", db][..], extra].concat())
+}
+
+fn assert_counts(report: &serde_json::Value, want: &[(&str, u64)], what: &str) {
+    let phases = report["phases"].as_array().expect("phases");
+    assert_eq!(phases.len(), want.len(), "{what}");
+    for (phase, (name, count)) in phases.iter().zip(want) {
+        assert_eq!(phase["phase"], *name, "{what}");
+        assert_eq!(phase["done"], *count, "{what}: {name} done");
+        assert_eq!(phase["planned"], *count, "{what}: {name} planned");
+        let main = &phase["kinds"][0]["summary"];
+        assert_eq!(main["ios"], *count, "{what}: {name}'s own operation kind");
+        assert!(main["latency"]["percentiles"].as_array().is_some_and(|p| p.len() == 7), "{what}");
+    }
+}
+
+fn check_tree_counts(cwd: &Path, dir: &Path, fsync: bool) {
+    for engine in ["io_uring", "sync"] {
+        for shared in [false, true] {
+            let mut args = vec![
+                "--files",
+                "1234",
+                "--threads",
+                "3",
+                "--depth",
+                "2",
+                "--dirs-per-dir",
+                "3",
+                "--sizes",
+                "0:2,1k:1,70k:1",
+                "--phases",
+                PHASES,
+                "--engine",
+                engine,
+            ];
+            if shared {
+                args.push("--shared-dir");
+            }
+            if fsync {
+                args.push("--fsync");
+            }
+            let out = files_run(cwd, dir, &args);
+            assert!(out.status.success(), "{engine} shared {shared}: {}", stderr(&out));
+            let report = json(&out);
+            let what = format!("{engine}, shared {shared}");
+            assert_counts(&report, &expected(1234, 3, 2, if shared { 1 } else { 3 }), &what);
+            let readdir = &report["phases"][3];
+            let trees = if shared { 1 } else { 3 };
+            assert_eq!(readdir["entries"], 1234 + 13 * trees - trees, "{what}");
+            let copy = &report["phases"][6];
+            assert_eq!(copy["bytes"], report["phases"][1]["bytes"], "{what}: the copy moved every byte");
+            if fsync {
+                let kinds = report["phases"][1]["kinds"].as_array().expect("kinds");
+                let fsyncs = kinds.iter().find(|k| k["kind"] == "fsync").map(|k| k["summary"]["ios"].clone());
+                assert_eq!(fsyncs, Some(serde_json::json!(1234)), "{what}");
+            }
+            assert!(!dir.exists(), "{what}: the run's directory is removed");
+        }
+    }
+}
+
+#[test]
+fn every_phase_counts_its_plan_on_tmpfs() {
+    let temp = shm_dir();
+    check_tree_counts(temp.path(), &temp.path().join("tree"), false);
+}
+
+/// An ext4 filesystem on a loop device over /dev/shm, mounted in a temp dir; unmounted and
+/// detached on drop.
+struct Ext4 {
+    mount: tempfile::TempDir,
+    _lo: LoopDevice,
+}
+
+impl Ext4 {
+    fn new(name: &str, size_mib: u64) -> Ext4 {
+        let lo = LoopDevice::new(name, size_mib);
+        sh(&format!("mkfs.ext4 -q -F -N 20000 {}", lo.path()));
+        let mount = tempfile::tempdir().expect("mount point");
+        sh(&format!("mount -t ext4 {} {}", lo.path(), mount.path().display()));
+        Ext4 { mount, _lo: lo }
+    }
+}
+
+impl Drop for Ext4 {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("umount").arg(self.mount.path()).status();
+    }
+}
+
+#[test]
+fn every_phase_counts_its_plan_on_ext4_with_fsync() {
+    if let Some((missing, why)) = needs_root_and(&["losetup", "mkfs.ext4", "mount"]) {
+        return skip!(missing, "{why}");
+    }
+    let fs = Ext4::new("files-ext4", 96);
+    let cwd = shm_dir();
+    check_tree_counts(cwd.path(), &fs.mount.path().join("tree"), true);
+}
+
+/// Every entry below `dir` (not following links), as paths relative to it.
+fn walk(dir: &Path, root: &Path, out: &mut Vec<PathBuf>) {
+    for entry in std::fs::read_dir(dir).expect("list") {
+        let entry = entry.expect("entry");
+        out.push(entry.path().strip_prefix(root).expect("below").to_path_buf());
+        if entry.file_type().expect("type").is_dir() {
+            walk(&entry.path(), root, out);
+        }
+    }
+}
+
+fn ours(rel: &Path) -> bool {
+    let mut parts = rel.iter().map(|p| p.to_str().expect("utf-8"));
+    let digits = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
+    let Some(top) = parts.next() else { return false };
+    if top == ".iolab-files" {
+        return rel.iter().count() == 1;
+    }
+    let root = top.strip_prefix('c').unwrap_or(top);
+    if !(root == "s" || root.strip_prefix('t').is_some_and(digits)) {
+        return false;
+    }
+    parts.all(|p| p.strip_prefix(['d', 'f', 'r']).is_some_and(digits))
+}
+
+#[test]
+fn a_killed_run_leaves_only_its_own_files_and_clean_removes_them() {
+    let temp = shm_dir();
+    let dir = temp.path().join("tree");
+    let db = temp.path().join("r.db");
+    let args = [
+        "files",
+        dir.to_str().expect("utf-8"),
+        "--files",
+        "2000000",
+        "--threads",
+        "2",
+        "--phases",
+        "mkdir,create",
+        "--engine",
+        "sync",
+        "--db",
+        db.to_str().expect("utf-8"),
+        "-q",
+    ];
+    let mut child = spawn_in(temp.path(), &args);
+    // Wait until it has made files (a leaf directory with entries), then kill it outright.
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let started = std::fs::read_dir(dir.join("t0/d0")).is_ok_and(|mut d| d.next().is_some());
+        if started || Instant::now() > deadline {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    child.kill().expect("kill");
+    child.wait().expect("reaped");
+    let mut left = Vec::new();
+    walk(&dir, &dir, &mut left);
+    assert!(left.iter().any(|p| p.starts_with("t0/d0")), "the run had made files: {}", left.len());
+    let foreign: Vec<_> = left.iter().filter(|p| !ours(p)).collect();
+    assert!(foreign.is_empty(), "entries not of iolab's naming: {foreign:?}");
+    // A file the user put there meanwhile stays; everything of iolab's goes.
+    std::fs::write(dir.join("t1/mine.txt"), b"keep me").expect("write");
+    let out = run_in(temp.path(), &["files", "--clean", dir.to_str().expect("utf-8")]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let mut after = Vec::new();
+    walk(&dir, &dir, &mut after);
+    after.sort();
+    let want: Vec<PathBuf> = [".iolab-files", "t1", "t1/mine.txt"].iter().map(PathBuf::from).collect();
+    assert_eq!(after, want);
+    std::fs::remove_file(dir.join("t1/mine.txt")).expect("rm");
+    let out = run_in(temp.path(), &["files", "--clean", dir.to_str().expect("utf-8")]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(!dir.exists(), "the directory iolab made is gone");
+}
+
+#[test]
+fn a_foreign_directory_is_refused_with_nothing_touched() {
+    let temp = shm_dir();
+    let dir = temp.path().join("theirs");
+    std::fs::create_dir_all(dir.join("t0/d0")).expect("mkdir");
+    std::fs::write(dir.join("t0/d0/f1"), b"their data").expect("write");
+    std::fs::write(dir.join("notes"), b"more").expect("write");
+    let mut before = Vec::new();
+    walk(&dir, &dir, &mut before);
+    before.sort();
+    let out = files_run(temp.path(), &dir, &["--files", "10"]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(stderr(&out).contains("not empty"), "{}", stderr(&out));
+    let out = run_in(temp.path(), &["files", "--clean", dir.to_str().expect("utf-8")]);
+    assert_eq!(out.status.code(), Some(2), "no marker, no clean-up: {}", stderr(&out));
+    let mut after = Vec::new();
+    walk(&dir, &dir, &mut after);
+    after.sort();
+    assert_eq!(before, after);
+    assert_eq!(std::fs::read(dir.join("t0/d0/f1")).expect("read"), b"their data");
+}
+
+#[test]
+fn its_own_earlier_tree_is_taken_back() {
+    let temp = shm_dir();
+    let dir = temp.path().join("tree");
+    let out = files_run(temp.path(), &dir, &["--files", "50", "--phases", "mkdir,create", "--keep"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(dir.join("t0/d0/f0").exists());
+    let out = files_run(temp.path(), &dir, &["--files", "50", "--phases", "mkdir,create,unlink,rmdir"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_counts(&json(&out), &[("mkdir", 11), ("create", 50), ("unlink", 50), ("rmdir", 11)], "rerun");
+    assert!(!dir.exists());
+}
+
+#[test]
+fn a_full_filesystem_stops_the_create_with_the_file_it_failed_on() {
+    if let Some((missing, why)) = needs_root_and(&["mount"]) {
+        return skip!(missing, "{why}");
+    }
+    let mount = tempfile::tempdir().expect("mount point");
+    sh(&format!("mount -t tmpfs -o size=1m iolab-files-test {}", mount.path().display()));
+    struct Unmount<'a>(&'a Path);
+    impl Drop for Unmount<'_> {
+        fn drop(&mut self) {
+            let _ = std::process::Command::new("umount").arg(self.0).status();
+        }
+    }
+    let _unmount = Unmount(mount.path());
+    let cwd = shm_dir();
+    let dir = mount.path().join("tree");
+    let out = files_run(
+        cwd.path(),
+        &dir,
+        &["--files", "1000", "--sizes", "8k", "--phases", "mkdir,create,unlink,rmdir"],
+    );
+    assert_eq!(out.status.code(), Some(3), "{}", stderr(&out));
+    let report = json(&out);
+    let phases = report["phases"].as_array().expect("phases");
+    assert_eq!(phases.len(), 2, "the run stops at the create");
+    let create = &phases[1];
+    let done = create["done"].as_u64().expect("done");
+    assert!(done > 0 && done < 1000, "some files were made before the filesystem filled: {done}");
+    let failure = &create["failure"];
+    assert_eq!(failure["errno"], 28, "{failure}");
+    let path = failure["path"].as_str().expect("path");
+    assert!(path.starts_with("t0/d") && path.contains("/f"), "{path}");
+    let message = stderr(&out);
+    assert!(message.contains(path) && message.contains("filesystem is full"), "{message}");
+    assert!(!dir.exists(), "the partial tree was removed");
+}
+
+#[test]
+fn each_phase_is_kept_in_the_results_database() {
+    let temp = shm_dir();
+    let dir = temp.path().join("tree");
+    let out = files_run(temp.path(), &dir, &["--files", "40", "--phases", "mkdir,create,stat,unlink,rmdir"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let db = temp.path().join("r.db");
+    let shown = run_in(temp.path(), &["results", "show", "1", "--json", "--db", db.to_str().expect("utf-8")]);
+    assert!(shown.status.success(), "{}", stderr(&shown));
+    let export = json(&shown);
+    let run = &export["runs"][0];
+    assert_eq!(run["kind"], "files");
+    let names: Vec<&str> =
+        run["points"].as_array().expect("points").iter().filter_map(|p| p["name"].as_str()).collect();
+    assert_eq!(names, ["files mkdir", "files create", "files stat", "files unlink", "files rmdir"]);
+    assert_eq!(run["points"][1]["summary"]["total"]["ios"], 40);
+    let html = temp.path().join("r.html");
+    let db = db.to_str().expect("utf-8");
+    let out = run_in(temp.path(), &["report", "1", "-o", html.to_str().expect("utf-8"), "--db", db]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let page = std::fs::read_to_string(&html).expect("the report");
+    assert_eq!(page.matches("<section class=\"files-phase\">").count(), 5, "a panel per phase");
+    assert!(page.contains("<td>create</td>") && page.contains("stonewall"));
+}

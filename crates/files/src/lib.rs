@@ -1,0 +1,34 @@
+//! The fileset workload (`iolab files`): a tree of directories and files, computed from its
+//! shape rather than stored, worked in phases the user chooses and orders (mkdir, create,
+//! stat, readdir, read, rename, copy, unlink, rmdir) by threads that each own a tree or share
+//! one directory, on io_uring or plain system calls, every operation timed exactly into the
+//! mergeable histograms the block lanes use.
+//!
+//! Why its own crate: the block runner keeps queues of I/Os to open files; here each operation
+//! names a path, waits for its answer and moves to the next, and the tree, not a device, is
+//! the target. What it shares with blocks is the measurement (`iolab-stats`) and the results.
+//!
+//! Memory stays constant in the number of files: a path is made from its index when needed,
+//! a size from a hash of the seed and the index, and the figures are histograms.
+
+mod error;
+mod plan;
+mod report;
+mod run;
+pub mod safety;
+mod sizes;
+mod sys;
+mod tree;
+mod uring;
+mod verdict;
+mod worker;
+
+pub use error::FilesError;
+pub use plan::{parse_phases, FileCount, FileEngine, FilesPlan, Phase, ALL_PHASES, DEFAULT_PHASES};
+pub use report::{Failure, FilesReport, KindResult, OpKind, PhaseResult, Second, Stonewall, FILES_SCHEMA};
+pub use run::{peak_rss_bytes, run, RunOptions};
+pub use sizes::SizeSpec;
+pub use verdict::{FilesCause, FilesVerdict};
+
+#[cfg(test)]
+mod run_tests;

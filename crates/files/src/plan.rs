@@ -1,0 +1,374 @@
+//! What a fileset run does: the tree's shape, the files' sizes, the phases in the user's
+//! order, the threads and the engine. Checked here, before anything touches a disk: a phase
+//! that needs files the earlier phases did not make is refused with the order that works.
+
+use std::fmt;
+use std::str::FromStr;
+
+use iolab_spec::Bytes;
+use serde::{Deserialize, Serialize};
+
+use crate::error::FilesError;
+use crate::sizes::SizeSpec;
+
+/// One phase of a run: every thread works its part of the tree with one kind of operation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Phase {
+    Mkdir,
+    /// Create each file (O_CREAT|O_EXCL), write its size, fsync it with --fsync, close it.
+    Create,
+    Stat,
+    Readdir,
+    /// Open each file, read it whole, close it.
+    Read,
+    /// Rename each file within its directory (f<N> <-> r<N>).
+    Rename,
+    /// The whole tree to a second tree beside it: directories, then each file read and written.
+    Copy,
+    Unlink,
+    Rmdir,
+}
+
+pub const ALL_PHASES: [Phase; 9] = [
+    Phase::Mkdir,
+    Phase::Create,
+    Phase::Stat,
+    Phase::Readdir,
+    Phase::Read,
+    Phase::Rename,
+    Phase::Copy,
+    Phase::Unlink,
+    Phase::Rmdir,
+];
+
+/// The phases run when the user names none.
+pub const DEFAULT_PHASES: [Phase; 6] =
+    [Phase::Mkdir, Phase::Create, Phase::Stat, Phase::Read, Phase::Unlink, Phase::Rmdir];
+
+impl Phase {
+    pub fn name(self) -> &'static str {
+        match self {
+            Phase::Mkdir => "mkdir",
+            Phase::Create => "create",
+            Phase::Stat => "stat",
+            Phase::Readdir => "readdir",
+            Phase::Read => "read",
+            Phase::Rename => "rename",
+            Phase::Copy => "copy",
+            Phase::Unlink => "unlink",
+            Phase::Rmdir => "rmdir",
+        }
+    }
+
+    /// Whether the phase changes the tree (its latencies are stored as writes).
+    pub fn modifies(self) -> bool {
+        !matches!(self, Phase::Stat | Phase::Readdir | Phase::Read)
+    }
+}
+
+impl fmt::Display for Phase {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl FromStr for Phase {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<Self, Self::Err> {
+        let text = text.trim().to_ascii_lowercase();
+        let alias = match text.as_str() {
+            "write" => "create",
+            "open" | "read" => "read",
+            "delete" | "remove" => "unlink",
+            other => other,
+        };
+        ALL_PHASES.into_iter().find(|p| p.name() == alias).ok_or_else(|| {
+            let names: Vec<&str> = ALL_PHASES.iter().map(|p| p.name()).collect();
+            format!("'{text}' is not a phase; choose from {}", names.join(", "))
+        })
+    }
+}
+
+/// How metadata operations reach the kernel.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum FileEngine {
+    /// One ring per thread; each operation an entry, waited for before the next.
+    #[default]
+    IoUring,
+    /// Plain system calls.
+    Sync,
+}
+
+impl FileEngine {
+    pub fn name(self) -> &'static str {
+        match self {
+            FileEngine::IoUring => "io_uring",
+            FileEngine::Sync => "sync",
+        }
+    }
+}
+
+impl FromStr for FileEngine {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<Self, Self::Err> {
+        match text.trim().to_ascii_lowercase().as_str() {
+            "io_uring" | "uring" | "io-uring" => Ok(FileEngine::IoUring),
+            "sync" | "psync" | "syscall" | "syscalls" => Ok(FileEngine::Sync),
+            other => Err(format!("'{other}' is not a files engine; choose io_uring or sync")),
+        }
+    }
+}
+
+/// How many files the tree holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FileCount {
+    /// This many in each leaf directory of each tree.
+    PerDir(u64),
+    /// This many in all, spread evenly over the threads' trees and their leaf directories.
+    Total(u64),
+}
+
+/// The whole run, as checked.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FilesPlan {
+    /// Subdirectories in each directory above the leaves.
+    pub dirs_per_dir: u32,
+    /// Levels of subdirectories below each tree's root; files live in the deepest level.
+    pub depth: u32,
+    pub files: FileCount,
+    pub sizes: SizeSpec,
+    pub phases: Vec<Phase>,
+    pub threads: u32,
+    /// All threads work one tree (each a share of every directory) instead of one tree each.
+    pub shared_dir: bool,
+    pub engine: FileEngine,
+    /// fsync each file after writing it (create and copy).
+    pub fsync: bool,
+    /// O_DIRECT for file data (create, read, copy).
+    pub direct: bool,
+    pub seed: u64,
+}
+
+/// Directories in one tree at most: the tree is computed, but its levels are walked.
+const MAX_DIRS_PER_TREE: u64 = 1 << 32;
+pub const MAX_THREADS: u32 = 1024;
+
+impl FilesPlan {
+    /// Checks the shape, the sizes against --direct, and that each phase finds what it needs.
+    pub fn check(&self) -> Result<(), FilesError> {
+        let bad = |m: String| Err(FilesError::Plan(m));
+        if self.threads == 0 || self.threads > MAX_THREADS {
+            return bad(format!("--threads must be 1 to {MAX_THREADS}, not {}", self.threads));
+        }
+        if self.depth > 0 && self.dirs_per_dir == 0 {
+            return bad("--dirs-per-dir must be at least 1 when --depth is above 0".into());
+        }
+        if self.depth > 32 {
+            return bad(format!("--depth {} is deeper than any tree iolab builds (32)", self.depth));
+        }
+        if self.dirs_per_tree().is_none_or(|d| d > MAX_DIRS_PER_TREE) {
+            return bad(format!(
+                "--dirs-per-dir {} at --depth {} makes more than {MAX_DIRS_PER_TREE} directories per tree",
+                self.dirs_per_dir, self.depth
+            ));
+        }
+        if let FileCount::PerDir(n) = self.files {
+            let total = self.leaves().checked_mul(n).and_then(|t| t.checked_mul(u64::from(self.trees())));
+            if total.is_none_or(|t| t > 1 << 48) {
+                return bad(
+                    "--files-per-dir times the leaf directories is more files than iolab counts".into()
+                );
+            }
+        }
+        if self.phases.is_empty() {
+            return bad("--phases names no phase".into());
+        }
+        if self.direct {
+            if let Some(size) = self.sizes.unaligned(4096) {
+                return bad(format!(
+                    "--direct needs file sizes in whole 4 KiB blocks; {} is not (drop --direct or pick other sizes)",
+                    Bytes(size)
+                ));
+            }
+        }
+        self.check_order()
+    }
+
+    /// Walks the phases over what exists, refusing one that finds nothing to work on.
+    fn check_order(&self) -> Result<(), FilesError> {
+        let (mut dirs, mut files, mut copied) = (false, false, false);
+        for (n, &phase) in self.phases.iter().enumerate() {
+            let missing = match phase {
+                Phase::Mkdir if dirs => Some("the directories exist already (one mkdir per run)"),
+                Phase::Mkdir => None,
+                Phase::Create if !dirs => Some("it needs the directories: put mkdir before it"),
+                Phase::Create if files => Some("the files exist already (one create per run)"),
+                Phase::Readdir if !dirs => Some("it needs the directories: put mkdir before it"),
+                Phase::Stat | Phase::Read | Phase::Rename | Phase::Unlink if !files => {
+                    Some("it needs the files: put mkdir and create before it")
+                }
+                Phase::Copy if !files => Some("it needs the files: put mkdir and create before it"),
+                Phase::Copy if copied => Some("the tree was copied already (one copy per run)"),
+                Phase::Rmdir if !dirs => Some("there are no directories to remove"),
+                Phase::Rmdir if files => Some("the files are still there: put unlink before it"),
+                _ => None,
+            };
+            if let Some(why) = missing {
+                return Err(FilesError::Plan(format!("phase {} ({}) cannot run: {why}", n + 1, phase)));
+            }
+            match phase {
+                Phase::Mkdir => dirs = true,
+                Phase::Create => files = true,
+                Phase::Copy => copied = true,
+                Phase::Unlink => files = false,
+                Phase::Rmdir => (dirs, copied) = (false, false),
+                _ => {}
+            }
+        }
+        Ok(())
+    }
+
+    /// Trees in the run: one per thread, or one for all with --shared-dir.
+    pub fn trees(&self) -> u32 {
+        if self.shared_dir {
+            1
+        } else {
+            self.threads
+        }
+    }
+
+    /// Leaf directories of one tree (`dirs_per_dir ^ depth`).
+    pub fn leaves(&self) -> u64 {
+        u64::from(self.dirs_per_dir).checked_pow(self.depth).unwrap_or(u64::MAX)
+    }
+
+    /// Directories of one tree, its root included.
+    pub fn dirs_per_tree(&self) -> Option<u64> {
+        let mut total: u64 = 0;
+        for level in 0..=self.depth {
+            total = total.checked_add(u64::from(self.dirs_per_dir).checked_pow(level)?)?;
+        }
+        Some(total)
+    }
+
+    /// Files in tree `tree`.
+    pub fn files_in_tree(&self, tree: u32) -> u64 {
+        match self.files {
+            FileCount::PerDir(n) => n * self.leaves(),
+            FileCount::Total(n) => {
+                let trees = u64::from(self.trees());
+                n / trees + u64::from(u64::from(tree) < n % trees)
+            }
+        }
+    }
+
+    pub fn total_files(&self) -> u64 {
+        (0..self.trees()).map(|t| self.files_in_tree(t)).sum()
+    }
+
+    pub fn total_dirs(&self) -> u64 {
+        self.dirs_per_tree().unwrap_or(0) * u64::from(self.trees())
+    }
+
+    /// The operations each phase is planned to count, in order: what a complete run reports.
+    pub fn planned(&self) -> Vec<(Phase, u64)> {
+        let mut copied = false;
+        self.phases
+            .iter()
+            .map(|&phase| {
+                let copies = 1 + u64::from(copied);
+                let count = match phase {
+                    Phase::Mkdir | Phase::Readdir => self.total_dirs(),
+                    Phase::Create | Phase::Stat | Phase::Read | Phase::Rename | Phase::Copy => {
+                        self.total_files()
+                    }
+                    Phase::Unlink => self.total_files() * copies,
+                    Phase::Rmdir => self.total_dirs() * copies,
+                };
+                match phase {
+                    Phase::Copy => copied = true,
+                    Phase::Rmdir => copied = false,
+                    _ => {}
+                }
+                (phase, count)
+            })
+            .collect()
+    }
+}
+
+/// Parses "mkdir,create,stat": the phases in the order given.
+pub fn parse_phases(text: &str) -> Result<Vec<Phase>, String> {
+    text.split(',').filter(|s| !s.trim().is_empty()).map(Phase::from_str).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn plan(phases: &str) -> FilesPlan {
+        FilesPlan {
+            dirs_per_dir: 3,
+            depth: 2,
+            files: FileCount::Total(100),
+            sizes: SizeSpec::Fixed(0),
+            phases: parse_phases(phases).expect("phases"),
+            threads: 2,
+            shared_dir: false,
+            engine: FileEngine::Sync,
+            fsync: false,
+            direct: false,
+            seed: 1,
+        }
+    }
+
+    #[test]
+    fn counts_follow_the_shape() {
+        let p = plan("mkdir,create,copy,unlink,rmdir");
+        p.check().expect("valid");
+        assert_eq!(p.leaves(), 9);
+        assert_eq!(p.dirs_per_tree(), Some(13));
+        assert_eq!(p.files_in_tree(0) + p.files_in_tree(1), 100);
+        assert_eq!(
+            p.planned(),
+            vec![
+                (Phase::Mkdir, 26),
+                (Phase::Create, 100),
+                (Phase::Copy, 100),
+                (Phase::Unlink, 200),
+                (Phase::Rmdir, 52)
+            ]
+        );
+    }
+
+    #[test]
+    fn per_dir_counts_multiply() {
+        let mut p = plan("mkdir,create");
+        p.files = FileCount::PerDir(5);
+        p.shared_dir = true;
+        assert_eq!(p.total_files(), 45);
+        assert_eq!(p.total_dirs(), 13);
+    }
+
+    #[test]
+    fn an_order_that_finds_nothing_is_refused() {
+        for bad in ["stat", "create", "mkdir,create,rmdir", "mkdir,mkdir", "mkdir,create,copy,copy"] {
+            assert!(plan(bad).check().is_err(), "{bad}");
+        }
+        assert!(plan("mkdir,create,unlink,create").check().is_ok());
+    }
+
+    #[test]
+    fn direct_needs_whole_blocks() {
+        let mut p = plan("mkdir,create");
+        p.direct = true;
+        p.sizes = SizeSpec::Fixed(1000);
+        assert!(p.check().is_err());
+        p.sizes = SizeSpec::Fixed(8192);
+        assert!(p.check().is_ok());
+    }
+}

@@ -1,0 +1,204 @@
+//! The figures of a fileset run, per phase: what the text and JSON reports give and the store
+//! keeps. The JSON form is documented in docs/files.md; bump `FILES_SCHEMA` on a breaking change.
+
+use iolab_stats::result::OpSummary;
+use iolab_stats::OpStats;
+use serde::{Deserialize, Serialize};
+
+use crate::plan::{FilesPlan, Phase};
+use crate::verdict::FilesVerdict;
+
+pub const FILES_SCHEMA: &str = "iolab.files/1";
+
+/// A kind of operation, timed on its own.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum OpKind {
+    Mkdir,
+    /// A whole file made: open, writes, fsync, close.
+    Create,
+    Open,
+    Write,
+    Fsync,
+    Close,
+    Stat,
+    /// A whole directory listed: open, getdents64 to the end, close.
+    Readdir,
+    Read,
+    /// A whole file read: open, reads, close.
+    ReadFile,
+    Rename,
+    /// A whole file copied: both opens, reads and writes, fsync, both closes.
+    Copy,
+    Unlink,
+    Rmdir,
+}
+
+pub const OP_KINDS: [OpKind; 14] = [
+    OpKind::Mkdir,
+    OpKind::Create,
+    OpKind::Open,
+    OpKind::Write,
+    OpKind::Fsync,
+    OpKind::Close,
+    OpKind::Stat,
+    OpKind::Readdir,
+    OpKind::Read,
+    OpKind::ReadFile,
+    OpKind::Rename,
+    OpKind::Copy,
+    OpKind::Unlink,
+    OpKind::Rmdir,
+];
+
+impl OpKind {
+    pub fn name(self) -> &'static str {
+        match self {
+            OpKind::Mkdir => "mkdir",
+            OpKind::Create => "create",
+            OpKind::Open => "open",
+            OpKind::Write => "write",
+            OpKind::Fsync => "fsync",
+            OpKind::Close => "close",
+            OpKind::Stat => "stat",
+            OpKind::Readdir => "readdir",
+            OpKind::Read => "read",
+            OpKind::ReadFile => "read_file",
+            OpKind::Rename => "rename",
+            OpKind::Copy => "copy",
+            OpKind::Unlink => "unlink",
+            OpKind::Rmdir => "rmdir",
+        }
+    }
+
+    /// The operation a phase is counted in: one per file or directory of the phase.
+    pub fn of_phase(phase: Phase) -> OpKind {
+        match phase {
+            Phase::Mkdir => OpKind::Mkdir,
+            Phase::Create => OpKind::Create,
+            Phase::Stat => OpKind::Stat,
+            Phase::Readdir => OpKind::Readdir,
+            Phase::Read => OpKind::ReadFile,
+            Phase::Rename => OpKind::Rename,
+            Phase::Copy => OpKind::Copy,
+            Phase::Unlink => OpKind::Unlink,
+            Phase::Rmdir => OpKind::Rmdir,
+        }
+    }
+}
+
+/// Why a phase stopped before its plan was done.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Failure {
+    /// The operation that failed ("open", "write", "mkdir", ...).
+    pub op: String,
+    /// The path, relative to the run's directory.
+    pub path: String,
+    /// The kernel's error, as the system describes it.
+    pub error: String,
+    /// The errno (28 is ENOSPC: the filesystem is full).
+    pub errno: Option<i32>,
+}
+
+/// One operation kind of a phase.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct KindResult {
+    pub kind: OpKind,
+    /// Count, bytes, rates over the phase's time, and latency percentiles to 99.9999.
+    pub summary: OpSummary,
+}
+
+/// One second of a phase: the phase's operations that completed in it.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Second {
+    pub t_s: f64,
+    pub ops: u64,
+    pub bytes: u64,
+}
+
+/// The rate when the first thread finished, beside the whole phase's.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Stonewall {
+    /// When the first thread finished its part, seconds into the phase.
+    pub first_done_s: f64,
+    /// Operations all threads had completed by then.
+    pub ops: u64,
+    pub ops_per_s: f64,
+    pub bytes_per_s: f64,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct PhaseResult {
+    pub phase: Phase,
+    /// Operations the plan holds for the phase, and how many were done.
+    pub planned: u64,
+    pub done: u64,
+    /// Until the last thread finished.
+    pub elapsed_s: f64,
+    pub ops_per_s: f64,
+    pub bytes: u64,
+    pub bytes_per_s: f64,
+    pub stonewall: Stonewall,
+    /// Directory entries listed (readdir).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub entries: Option<u64>,
+    /// Every kind of operation the phase timed, the phase's own first.
+    pub kinds: Vec<KindResult>,
+    pub series: Vec<Second>,
+    /// The threads' CPU time over their wall time, and the kernel's share of it.
+    pub cpu_busy_pct: f64,
+    pub cpu_sys_pct: f64,
+    /// The threads' time runnable but waiting for a core (another load on the machine).
+    #[serde(default)]
+    pub runq_wait_pct: f64,
+    /// How busy the block device under the directory was (none: tmpfs and the like).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub device_busy_pct: Option<f64>,
+    pub verdict: FilesVerdict,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub failure: Option<Failure>,
+    pub interrupted: bool,
+    /// The merged histograms of each kind, to store and merge again. Not in the JSON.
+    #[serde(skip)]
+    pub histograms: Vec<(OpKind, OpStats)>,
+}
+
+impl PhaseResult {
+    /// The phase's own operation kind.
+    pub fn main(&self) -> Option<&KindResult> {
+        let kind = OpKind::of_phase(self.phase);
+        self.kinds.iter().find(|k| k.kind == kind)
+    }
+
+    pub fn complete(&self) -> bool {
+        self.failure.is_none() && !self.interrupted && self.done == self.planned
+    }
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct FilesReport {
+    pub schema: String,
+    pub dir: String,
+    pub plan: FilesPlan,
+    pub total_files: u64,
+    pub total_dirs: u64,
+    pub phases: Vec<PhaseResult>,
+    /// What the user should know about how the run was done (ring operations done as system
+    /// calls, a tree left behind, ...).
+    pub notes: Vec<String>,
+    /// The most resident memory the process held (ru_maxrss).
+    pub peak_rss_bytes: u64,
+    /// Whether the tree was left in place (--keep, or a clean-up that failed).
+    pub kept: bool,
+}
+
+impl FilesReport {
+    /// The first phase that failed, with what failed.
+    pub fn failure(&self) -> Option<(&PhaseResult, &Failure)> {
+        self.phases.iter().find_map(|p| p.failure.as_ref().map(|f| (p, f)))
+    }
+
+    pub fn interrupted(&self) -> bool {
+        self.phases.iter().any(|p| p.interrupted)
+    }
+}

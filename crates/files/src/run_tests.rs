@@ -1,0 +1,119 @@
+//! Whole runs on tmpfs (/dev/shm when there is one), both engines, own trees and shared.
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::AtomicBool;
+
+use crate::plan::{parse_phases, FileCount, FileEngine, FilesPlan};
+use crate::run::{run, RunOptions};
+use crate::sizes::SizeSpec;
+use crate::{safety, OpKind, Phase};
+
+fn scratch() -> tempfile::TempDir {
+    let shm = Path::new("/dev/shm");
+    if shm.is_dir() {
+        tempfile::tempdir_in(shm).expect("temp dir in /dev/shm")
+    } else {
+        tempfile::tempdir().expect("temp dir")
+    }
+}
+
+fn plan(engine: FileEngine, shared: bool, phases: &str) -> FilesPlan {
+    FilesPlan {
+        dirs_per_dir: 3,
+        depth: 2,
+        files: FileCount::Total(301),
+        sizes: "0:1,1k:1,100k:1,3m:1".parse::<SizeSpec>().expect("sizes"),
+        phases: parse_phases(phases).expect("phases"),
+        threads: 3,
+        shared_dir: shared,
+        engine,
+        fsync: false,
+        direct: false,
+        seed: 42,
+    }
+}
+
+const ALL: &str = "mkdir,create,stat,readdir,read,rename,stat,copy,read,unlink,rmdir";
+
+#[test]
+fn every_phase_counts_its_plan_exactly_and_leaves_nothing() {
+    for engine in [FileEngine::Sync, FileEngine::IoUring] {
+        for shared in [false, true] {
+            let temp = scratch();
+            let dir = temp.path().join("tree");
+            let interrupt = AtomicBool::new(false);
+            let plan = plan(engine, shared, ALL);
+            let trees: u64 = if shared { 1 } else { 3 };
+            let dirs = 13 * trees;
+            let report =
+                run(&plan, &RunOptions { dir: dir.clone(), keep: false, interrupt: &interrupt }, |_| {})
+                    .expect("run");
+            let counts: Vec<(Phase, u64, u64)> =
+                report.phases.iter().map(|p| (p.phase, p.planned, p.done)).collect();
+            let expected = [dirs, 301, 301, dirs, 301, 301, 301, 301, 301, 602, 2 * dirs];
+            assert_eq!(counts.len(), expected.len(), "{engine:?} shared {shared}");
+            for ((phase, planned, done), want) in counts.iter().zip(expected) {
+                assert_eq!((*planned, *done), (want, want), "{phase} {engine:?} shared {shared}");
+            }
+            let readdir = &report.phases[3];
+            assert_eq!(readdir.entries, Some(301 + dirs - trees), "each directory but the roots is an entry");
+            let create = &report.phases[1];
+            let opens = create.kinds.iter().find(|k| k.kind == OpKind::Open).map(|k| k.summary.ios);
+            assert_eq!(opens, Some(301));
+            assert!(create.kinds.iter().any(|k| k.kind == OpKind::Write && k.summary.ios >= 225));
+            let copy = &report.phases[7];
+            assert_eq!(copy.bytes, create.bytes, "the copy moved every byte");
+            assert!(!dir.exists(), "the run's own directory is gone");
+            assert!(report.failure().is_none());
+        }
+    }
+}
+
+fn files_below(dir: &Path, out: &mut Vec<(PathBuf, Vec<u8>)>, root: &Path) {
+    let mut entries: Vec<_> =
+        std::fs::read_dir(dir).expect("list").map(|e| e.expect("entry").path()).collect();
+    entries.sort();
+    for path in entries {
+        if path.is_dir() {
+            files_below(&path, out, root);
+        } else {
+            let rel = path.strip_prefix(root).expect("below").to_path_buf();
+            out.push((rel, std::fs::read(&path).expect("read")));
+        }
+    }
+}
+
+#[test]
+fn the_copy_is_identical_to_its_source() {
+    let temp = scratch();
+    let dir = temp.path().join("tree");
+    let interrupt = AtomicBool::new(false);
+    let mut plan = plan(FileEngine::IoUring, false, "mkdir,create,copy");
+    plan.sizes = "lognormal:8k:300k".parse().expect("sizes");
+    run(&plan, &RunOptions { dir: dir.clone(), keep: true, interrupt: &interrupt }, |_| {}).expect("run");
+    for t in 0..3 {
+        let (mut source, mut copy) = (Vec::new(), Vec::new());
+        files_below(&dir.join(format!("t{t}")), &mut source, &dir.join(format!("t{t}")));
+        files_below(&dir.join(format!("ct{t}")), &mut copy, &dir.join(format!("ct{t}")));
+        assert_eq!(source.len(), plan.files_in_tree(t) as usize);
+        assert!(source == copy, "tree t{t} and its copy differ");
+    }
+    let cleaned = safety::clean(&dir).expect("clean");
+    assert!(cleaned.removed_top && cleaned.left.is_empty());
+}
+
+#[test]
+fn an_interrupted_run_stops_and_keeps_what_it_did() {
+    let temp = scratch();
+    let dir = temp.path().join("tree");
+    let interrupt = AtomicBool::new(true);
+    let report = run(
+        &plan(FileEngine::Sync, false, "mkdir,create"),
+        &RunOptions { dir: dir.clone(), keep: false, interrupt: &interrupt },
+        |_| {},
+    )
+    .expect("run");
+    assert_eq!(report.phases.len(), 1);
+    assert!(report.phases[0].interrupted && report.phases[0].done == 0);
+    assert!(!dir.exists());
+}

@@ -1,0 +1,227 @@
+//! What a fileset run may touch: a directory that is new, empty, or its own earlier tree (a
+//! marker file in it says so, written before anything else), and within it only the names its
+//! trees use. A killed run leaves its marker, so `iolab files --clean DIR` finds and removes
+//! what it made, and nothing else.
+
+use std::fs;
+use std::io::Write;
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::{Path, PathBuf};
+
+use crate::error::FilesError;
+use crate::tree::is_our_name;
+
+/// The marker's name in the run's directory.
+pub const MARKER: &str = ".iolab-files";
+const CREATED_LINE: &str = "created-by-iolab: yes";
+
+/// How the run's directory was found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Prepared {
+    /// iolab made the directory (and removes it at the end, unless kept).
+    pub created: bool,
+    /// An earlier run's tree was there and was removed first.
+    pub earlier: Option<Cleaned>,
+}
+
+/// What a clean-up removed and what it left.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Cleaned {
+    pub files: u64,
+    pub dirs: u64,
+    /// Entries not of iolab's naming, left where they were.
+    pub left: Vec<PathBuf>,
+    /// The directory itself was removed (iolab had made it).
+    pub removed_top: bool,
+}
+
+fn io<'p>(what: &'static str, path: &'p Path) -> impl FnOnce(std::io::Error) -> FilesError + 'p {
+    move |e| FilesError::io(what, path, e)
+}
+
+/// Makes `dir` ready for a run: creates it when absent, accepts it empty, or removes an
+/// earlier run's tree from it; refuses anything else without touching it. Writes the marker.
+pub fn prepare(dir: &Path) -> Result<Prepared, FilesError> {
+    let created = match fs::create_dir(dir) {
+        Ok(()) => true,
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => false,
+        Err(e) => return Err(FilesError::io("cannot create the directory", dir, e)),
+    };
+    let mut prepared = Prepared { created, earlier: None };
+    if !created {
+        if !dir.is_dir() {
+            return Err(FilesError::Refused(format!(
+                "{} is not a directory; give a new or empty directory for the file tree",
+                dir.display()
+            )));
+        }
+        let marker = dir.join(MARKER);
+        if marker.exists() {
+            let was_created = created_by_us(dir)?;
+            let cleaned = clean_tree(dir)?;
+            if let Some(first) = cleaned.left.first() {
+                return Err(FilesError::Refused(format!(
+                    "{} holds an earlier iolab tree and {} other entr{} ({}): iolab removed its own files and leaves the rest; move them away or give another directory",
+                    dir.display(),
+                    cleaned.left.len(),
+                    if cleaned.left.len() == 1 { "y" } else { "ies" },
+                    first.display()
+                )));
+            }
+            prepared = Prepared { created: was_created, earlier: Some(cleaned) };
+            fs::remove_file(&marker).map_err(io("cannot remove the old marker", &marker))?;
+        } else {
+            let mut entries = fs::read_dir(dir).map_err(io("cannot read", dir))?;
+            if let Some(entry) = entries.next() {
+                let name = entry.map(|e| e.file_name().to_string_lossy().into_owned()).unwrap_or_default();
+                return Err(FilesError::Refused(format!(
+                    "{} is not empty (it holds {name}) and holds no iolab tree ({MARKER}); nothing was touched: give a new or empty directory",
+                    dir.display()
+                )));
+            }
+        }
+    }
+    write_marker(dir, prepared.created)?;
+    Ok(prepared)
+}
+
+fn write_marker(dir: &Path, created: bool) -> Result<(), FilesError> {
+    let marker = dir.join(MARKER);
+    let mut file = fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o644)
+        .open(&marker)
+        .map_err(io("cannot write the marker", &marker))?;
+    let text = format!(
+        "iolab files tree: iolab removes what it made here (`iolab files --clean {}`).\n{}\npid: {}\n",
+        dir.display(),
+        if created { CREATED_LINE } else { "created-by-iolab: no" },
+        std::process::id()
+    );
+    file.write_all(text.as_bytes()).map_err(io("cannot write the marker", &marker))?;
+    file.sync_all().map_err(io("cannot write the marker", &marker))
+}
+
+fn created_by_us(dir: &Path) -> Result<bool, FilesError> {
+    let marker = dir.join(MARKER);
+    let text = fs::read_to_string(&marker).map_err(io("cannot read the marker", &marker))?;
+    Ok(text.lines().any(|l| l.trim() == CREATED_LINE))
+}
+
+/// Removes every tree iolab made in `dir` (it must hold the marker), then the marker, then
+/// the directory when iolab made it. Entries of other names stay, listed in the answer.
+pub fn clean(dir: &Path) -> Result<Cleaned, FilesError> {
+    let marker = dir.join(MARKER);
+    if !marker.is_file() {
+        return Err(FilesError::Refused(format!(
+            "{} holds no iolab tree (no {MARKER} marker); nothing was removed",
+            dir.display()
+        )));
+    }
+    let created = created_by_us(dir)?;
+    let mut cleaned = clean_tree(dir)?;
+    if cleaned.left.is_empty() {
+        fs::remove_file(&marker).map_err(io("cannot remove the marker", &marker))?;
+        if created {
+            fs::remove_dir(dir).map_err(io("cannot remove", dir))?;
+            cleaned.removed_top = true;
+        }
+    }
+    Ok(cleaned)
+}
+
+/// Removes the trees (entries of iolab's names at the top) below `dir`, leaving the marker.
+fn clean_tree(dir: &Path) -> Result<Cleaned, FilesError> {
+    let mut cleaned = Cleaned::default();
+    for entry in fs::read_dir(dir).map_err(io("cannot read", dir))? {
+        let entry = entry.map_err(io("cannot read", dir))?;
+        let name = entry.file_name();
+        let path = entry.path();
+        if name == MARKER {
+            continue;
+        }
+        let kind = entry.file_type().map_err(io("cannot read", &path))?;
+        if kind.is_dir() && is_our_name(name.as_encoded_bytes(), true) {
+            remove_ours(&path, &mut cleaned)?;
+        } else {
+            cleaned.left.push(path);
+        }
+    }
+    Ok(cleaned)
+}
+
+/// Removes `dir` and, below it, what has iolab's names; a directory still holding other
+/// entries stays (with them).
+fn remove_ours(dir: &Path, cleaned: &mut Cleaned) -> Result<(), FilesError> {
+    // Entries are removed while the directory is read; another pass finds any a listing missed.
+    loop {
+        let mut removed = 0u64;
+        let mut kept_here = 0usize;
+        for entry in fs::read_dir(dir).map_err(io("cannot read", dir))? {
+            let entry = entry.map_err(io("cannot read", dir))?;
+            let path = entry.path();
+            let kind = entry.file_type().map_err(io("cannot read", &path))?;
+            if !is_our_name(entry.file_name().as_encoded_bytes(), false) {
+                if !cleaned.left.contains(&path) {
+                    cleaned.left.push(path);
+                }
+                kept_here += 1;
+                continue;
+            }
+            if kind.is_dir() {
+                let before = cleaned.left.len();
+                remove_ours(&path, cleaned)?;
+                if cleaned.left.len() > before && path.exists() {
+                    kept_here += 1;
+                    continue;
+                }
+            } else {
+                fs::remove_file(&path).map_err(io("cannot remove", &path))?;
+                cleaned.files += 1;
+            }
+            removed += 1;
+        }
+        if removed == 0 {
+            if kept_here == 0 {
+                fs::remove_dir(dir).map_err(io("cannot remove", dir))?;
+                cleaned.dirs += 1;
+            }
+            return Ok(());
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_foreign_directory_is_refused_untouched() {
+        let temp = tempfile::tempdir().expect("temp dir");
+        fs::write(temp.path().join("precious"), b"x").expect("write");
+        let err = prepare(temp.path()).expect_err("refused");
+        assert!(matches!(err, FilesError::Refused(_)), "{err}");
+        let names: Vec<_> =
+            fs::read_dir(temp.path()).expect("list").map(|e| e.expect("entry").file_name()).collect();
+        assert_eq!(names, vec![std::ffi::OsString::from("precious")]);
+        assert!(clean(temp.path()).is_err(), "no marker, no clean-up");
+    }
+
+    #[test]
+    fn clean_removes_ours_and_leaves_the_rest() {
+        let temp = tempfile::tempdir().expect("temp dir");
+        let dir = temp.path().join("run");
+        assert!(prepare(&dir).expect("new directory").created);
+        fs::create_dir_all(dir.join("t0/d1")).expect("mkdir");
+        fs::write(dir.join("t0/d1/f3"), b"").expect("write");
+        fs::write(dir.join("t0/d1/notes.txt"), b"mine").expect("write");
+        let cleaned = clean(&dir).expect("clean");
+        assert_eq!((cleaned.files, cleaned.left.len()), (1, 1));
+        assert!(dir.join("t0/d1/notes.txt").exists());
+        assert!(dir.join(MARKER).exists(), "the marker stays while something is left");
+        fs::remove_file(dir.join("t0/d1/notes.txt")).expect("rm");
+        let cleaned = clean(&dir).expect("clean");
+        assert!(cleaned.removed_top && !dir.exists());
+    }
+}

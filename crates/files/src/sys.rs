@@ -1,0 +1,198 @@
+//! The operations a phase times, on either engine: each call is one operation, done in the
+//! thread's ring when the kernel runs it there, else as its system call. Paths are relative
+//! to the run's directory and NUL-terminated (the tree writes them so).
+
+use std::io;
+
+use crate::plan::FileEngine;
+use crate::uring::{Ring, RingOp};
+
+pub struct Sys {
+    ring: Option<Ring>,
+}
+
+fn check(ret: libc::c_int) -> io::Result<i32> {
+    if ret < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(ret)
+    }
+}
+
+fn cstr(path: &[u8]) -> *const libc::c_char {
+    debug_assert_eq!(path.last(), Some(&0), "paths are NUL-terminated");
+    path.as_ptr().cast()
+}
+
+impl Sys {
+    pub fn new(engine: FileEngine) -> io::Result<Sys> {
+        let ring = match engine {
+            FileEngine::IoUring => Some(Ring::new()?),
+            FileEngine::Sync => None,
+        };
+        Ok(Sys { ring })
+    }
+
+    /// Ring operations this kernel lacks (done as system calls instead).
+    pub fn missing(&self) -> Vec<&'static str> {
+        self.ring.as_ref().map(Ring::missing).unwrap_or_default()
+    }
+
+    fn ring(&mut self, op: RingOp) -> Option<&mut Ring> {
+        self.ring.as_mut().filter(|r| r.supports(op))
+    }
+
+    pub fn openat(&mut self, dirfd: i32, path: &[u8], flags: i32, mode: u32) -> io::Result<i32> {
+        if let Some(ring) = self.ring(RingOp::OpenAt) {
+            return ring.openat(dirfd, path, flags, mode);
+        }
+        // SAFETY: `path` is a NUL-terminated string borrowed for the call.
+        check(unsafe { libc::openat(dirfd, cstr(path), flags | libc::O_CLOEXEC, mode) })
+    }
+
+    pub fn close(&mut self, fd: i32) -> io::Result<()> {
+        if let Some(ring) = self.ring(RingOp::Close) {
+            return ring.close(fd).map(drop);
+        }
+        // SAFETY: `fd` was opened by this thread and is closed once.
+        check(unsafe { libc::close(fd) }).map(drop)
+    }
+
+    /// The file's size.
+    pub fn stat(&mut self, dirfd: i32, path: &[u8]) -> io::Result<u64> {
+        if let Some(ring) = self.ring(RingOp::Statx) {
+            // SAFETY: statx is plain old data; all zeroes is a valid value.
+            let mut out: libc::statx = unsafe { std::mem::zeroed() };
+            ring.statx(dirfd, path, &mut out)?;
+            return Ok(out.stx_size);
+        }
+        let mut out = std::mem::MaybeUninit::<libc::stat>::uninit();
+        // SAFETY: `path` is NUL-terminated; `out` has room for a stat the kernel fills.
+        check(unsafe { libc::fstatat(dirfd, cstr(path), out.as_mut_ptr(), libc::AT_SYMLINK_NOFOLLOW) })?;
+        // SAFETY: fstatat returned 0, so it filled `out`.
+        Ok(unsafe { out.assume_init() }.st_size as u64)
+    }
+
+    pub fn read(&mut self, fd: i32, buf: &mut [u8], offset: u64) -> io::Result<usize> {
+        if let Some(ring) = self.ring(RingOp::Read) {
+            return ring.read(fd, buf, offset).map(|n| n as usize);
+        }
+        // SAFETY: `buf` is writable for its length for the whole call.
+        let n = unsafe { libc::pread(fd, buf.as_mut_ptr().cast(), buf.len(), offset as libc::off_t) };
+        check(n as libc::c_int).map(|_| n as usize)
+    }
+
+    pub fn write(&mut self, fd: i32, buf: &[u8], offset: u64) -> io::Result<usize> {
+        if let Some(ring) = self.ring(RingOp::Write) {
+            return ring.write(fd, buf, offset).map(|n| n as usize);
+        }
+        // SAFETY: `buf` is readable for its length for the whole call.
+        let n = unsafe { libc::pwrite(fd, buf.as_ptr().cast(), buf.len(), offset as libc::off_t) };
+        check(n as libc::c_int).map(|_| n as usize)
+    }
+
+    pub fn fsync(&mut self, fd: i32) -> io::Result<()> {
+        if let Some(ring) = self.ring(RingOp::Fsync) {
+            return ring.fsync(fd).map(drop);
+        }
+        // SAFETY: plain system call on a descriptor this thread owns.
+        check(unsafe { libc::fsync(fd) }).map(drop)
+    }
+
+    pub fn unlinkat(&mut self, dirfd: i32, path: &[u8], dir: bool) -> io::Result<()> {
+        let flags = if dir { libc::AT_REMOVEDIR } else { 0 };
+        if let Some(ring) = self.ring(RingOp::UnlinkAt) {
+            return ring.unlinkat(dirfd, path, flags).map(drop);
+        }
+        // SAFETY: `path` is NUL-terminated and borrowed for the call.
+        check(unsafe { libc::unlinkat(dirfd, cstr(path), flags) }).map(drop)
+    }
+
+    pub fn mkdirat(&mut self, dirfd: i32, path: &[u8]) -> io::Result<()> {
+        if let Some(ring) = self.ring(RingOp::MkDirAt) {
+            return ring.mkdirat(dirfd, path, 0o755).map(drop);
+        }
+        // SAFETY: `path` is NUL-terminated and borrowed for the call.
+        check(unsafe { libc::mkdirat(dirfd, cstr(path), 0o755) }).map(drop)
+    }
+
+    pub fn renameat(&mut self, dirfd: i32, old: &[u8], new: &[u8]) -> io::Result<()> {
+        if let Some(ring) = self.ring(RingOp::RenameAt) {
+            return ring.renameat(dirfd, old, new).map(drop);
+        }
+        // SAFETY: both paths are NUL-terminated and borrowed for the call.
+        check(unsafe { libc::renameat(dirfd, cstr(old), dirfd, cstr(new)) }).map(drop)
+    }
+
+    /// Reads directory `fd` to its end: the entries other than "." and "..". No ring operation
+    /// reads a directory, so this is getdents64 on every engine.
+    pub fn read_dir(&mut self, fd: i32, buf: &mut [u8]) -> io::Result<u64> {
+        let mut entries = 0;
+        loop {
+            // SAFETY: `buf` is writable for its length; getdents64 writes at most that much.
+            let n = unsafe { libc::syscall(libc::SYS_getdents64, fd, buf.as_mut_ptr(), buf.len()) };
+            if n < 0 {
+                return Err(io::Error::last_os_error());
+            }
+            if n == 0 {
+                return Ok(entries);
+            }
+            let mut at = 0usize;
+            while at < n as usize {
+                // linux_dirent64: u64 ino, i64 off, u16 reclen, u8 type, name...
+                let reclen = u16::from_ne_bytes([buf[at + 16], buf[at + 17]]) as usize;
+                let name = &buf[at + 19..at + reclen];
+                let is_dot = name.starts_with(b".\0") || name.starts_with(b"..\0");
+                entries += u64::from(!is_dot);
+                at += reclen.max(1);
+            }
+        }
+    }
+}
+
+/// Memory aligned for O_DIRECT, freed on drop.
+pub struct AlignedBuf {
+    ptr: std::ptr::NonNull<u8>,
+    layout: std::alloc::Layout,
+}
+
+impl AlignedBuf {
+    pub fn new(len: usize, fill_seed: u64) -> AlignedBuf {
+        let layout =
+            std::alloc::Layout::from_size_align(len.max(4096), 4096).expect("4096 is a power of two");
+        // SAFETY: the layout's size is above 0.
+        let raw = unsafe { std::alloc::alloc_zeroed(layout) };
+        let ptr = std::ptr::NonNull::new(raw).unwrap_or_else(|| std::alloc::handle_alloc_error(layout));
+        let mut buf = AlignedBuf { ptr, layout };
+        // Data that no filesystem compresses or deduplicates away.
+        let mut state = fill_seed | 1;
+        for chunk in buf.as_mut().chunks_mut(8) {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            let bytes = state.to_ne_bytes();
+            chunk.copy_from_slice(&bytes[..chunk.len()]);
+        }
+        buf
+    }
+
+    pub fn as_ref(&self) -> &[u8] {
+        // SAFETY: `ptr` holds `layout.size()` initialized bytes owned by this value.
+        unsafe { std::slice::from_raw_parts(self.ptr.as_ptr(), self.layout.size()) }
+    }
+
+    pub fn as_mut(&mut self) -> &mut [u8] {
+        // SAFETY: as in `as_ref`, borrowed mutably through `self`.
+        unsafe { std::slice::from_raw_parts_mut(self.ptr.as_ptr(), self.layout.size()) }
+    }
+}
+
+impl Drop for AlignedBuf {
+    fn drop(&mut self) {
+        // SAFETY: allocated in `new` with this very layout, freed once.
+        unsafe { std::alloc::dealloc(self.ptr.as_ptr(), self.layout) }
+    }
+}
+
+// SAFETY: the buffer is plain memory owned by one value; moving it between threads is sound.
+unsafe impl Send for AlignedBuf {}

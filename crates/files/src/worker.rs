@@ -1,0 +1,522 @@
+//! One thread's part of a phase: its tree (or its share of the shared tree's items), every
+//! operation timed on its own, recorded in the same mergeable recorder the block lanes use.
+//!
+//! The clock is read right before and right after each operation (the path is made outside
+//! the timed span); a whole-file operation (create, read, copy) is timed from its first
+//! operation's start to its last one's end. In the shared tree, directory levels are a
+//! barrier apart so no thread makes a directory before its parent exists.
+
+use std::io;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
+use std::sync::Barrier;
+
+use iolab_stats::OpStats;
+
+use crate::plan::{FilesPlan, Phase};
+use crate::report::{Failure, OpKind, OP_KINDS};
+use crate::sizes::file_hash;
+use crate::sys::{AlignedBuf, Sys};
+use crate::tree::{Side, Tree};
+
+/// The data buffer's size at most: larger files are written and read in pieces this big.
+pub const MAX_CHUNK: u64 = 1 << 20;
+const DIR_BUF: usize = 32 << 10;
+
+/// What every thread of a phase shares.
+pub struct Ctx<'a> {
+    pub plan: &'a FilesPlan,
+    pub trees: &'a [Tree],
+    /// The run's directory, which every path is relative to.
+    pub dirfd: i32,
+    pub clock: quanta::Clock,
+    pub base: u64,
+    /// Set by a thread whose operation failed: the others stop too.
+    pub failed: AtomicBool,
+    pub interrupt: &'a AtomicBool,
+    /// When the first thread finished (ns after `base`; 0: none yet).
+    pub first_done_ns: AtomicU64,
+    pub barrier: Barrier,
+    /// Whether the files are named r<N> (a rename ran) and whether a copy exists.
+    pub renamed: bool,
+    pub copied: bool,
+    pub phase_start_ns: u64,
+}
+
+impl Ctx<'_> {
+    #[inline]
+    pub fn now_ns(&self) -> u64 {
+        self.clock.delta_as_nanos(self.base, self.clock.raw())
+    }
+
+    #[inline]
+    fn stopping(&self) -> bool {
+        self.failed.load(Relaxed) || self.interrupt.load(Relaxed)
+    }
+}
+
+/// A thread's figures for one phase.
+pub struct Outcome {
+    pub kinds: Vec<OpStats>,
+    /// Per second of the phase: the phase's operations and bytes.
+    pub series: Vec<[u64; 2]>,
+    pub done: u64,
+    pub bytes: u64,
+    pub entries: u64,
+    pub finished_ns: u64,
+    /// (operations, bytes) when the first thread finished.
+    pub stonewall: Option<[u64; 2]>,
+    pub failure: Option<Failure>,
+    pub cpu_user_ns: u64,
+    pub cpu_sys_ns: u64,
+    /// Time the thread was runnable but waited for a core (schedstat): a busy machine.
+    pub runq_wait_ns: u64,
+}
+
+/// A failed operation: its name ("open", "write", ...) and the error.
+type OpError = (&'static str, io::Error);
+/// What a phase does to one file.
+type FileOp<'a> = fn(&mut Worker<'a>, &Tree, Side, u64) -> Result<(), OpError>;
+
+pub struct Worker<'a> {
+    ctx: &'a Ctx<'a>,
+    sys: Sys,
+    thread: u32,
+    main: OpKind,
+    out: Outcome,
+    path: Vec<u8>,
+    path2: Vec<u8>,
+    data: AlignedBuf,
+    dir_buf: Vec<u8>,
+}
+
+fn thread_cpu_ns() -> (u64, u64) {
+    let mut usage = std::mem::MaybeUninit::<libc::rusage>::uninit();
+    // SAFETY: getrusage fills the whole struct on success.
+    if unsafe { libc::getrusage(libc::RUSAGE_THREAD, usage.as_mut_ptr()) } != 0 {
+        return (0, 0);
+    }
+    // SAFETY: it returned 0, so `usage` is filled.
+    let usage = unsafe { usage.assume_init() };
+    let ns = |t: libc::timeval| t.tv_sec as u64 * 1_000_000_000 + t.tv_usec as u64 * 1_000;
+    (ns(usage.ru_utime), ns(usage.ru_stime))
+}
+
+/// The thread's time waiting on a run queue, in ns (0 where the kernel keeps no schedstat).
+fn runq_wait_ns() -> u64 {
+    std::fs::read_to_string("/proc/thread-self/schedstat")
+        .ok()
+        .and_then(|text| text.split_whitespace().nth(1)?.parse().ok())
+        .unwrap_or(0)
+}
+
+impl<'a> Worker<'a> {
+    pub fn new(ctx: &'a Ctx<'a>, sys: Sys, thread: u32, phase: Phase) -> Worker<'a> {
+        let chunk = ctx.plan.sizes.max().clamp(4096, MAX_CHUNK) as usize;
+        Worker {
+            ctx,
+            sys,
+            thread,
+            main: OpKind::of_phase(phase),
+            out: Outcome {
+                kinds: OP_KINDS.iter().map(|_| OpStats::default()).collect(),
+                series: Vec::new(),
+                done: 0,
+                bytes: 0,
+                entries: 0,
+                finished_ns: 0,
+                stonewall: None,
+                failure: None,
+                cpu_user_ns: 0,
+                cpu_sys_ns: 0,
+                runq_wait_ns: 0,
+            },
+            path: Vec::with_capacity(256),
+            path2: Vec::with_capacity(256),
+            data: AlignedBuf::new(chunk, ctx.plan.seed ^ u64::from(thread)),
+            dir_buf: if phase == Phase::Readdir { vec![0; DIR_BUF] } else { Vec::new() },
+        }
+    }
+
+    /// Runs the thread's part of `phase` and gives its figures.
+    pub fn run(mut self, phase: Phase) -> (Outcome, Sys) {
+        let (user0, sys0) = thread_cpu_ns();
+        let wait0 = runq_wait_ns();
+        self.phase(phase);
+        let end = self.ctx.now_ns().max(1);
+        self.out.finished_ns = end;
+        let _ = self.ctx.first_done_ns.compare_exchange(0, end, Relaxed, Relaxed);
+        if self.out.stonewall.is_none() {
+            self.out.stonewall = Some([self.out.done, self.out.bytes]);
+        }
+        let (user1, sys1) = thread_cpu_ns();
+        self.out.cpu_user_ns = user1.saturating_sub(user0);
+        self.out.cpu_sys_ns = sys1.saturating_sub(sys0);
+        self.out.runq_wait_ns = runq_wait_ns().saturating_sub(wait0);
+        (self.out, self.sys)
+    }
+
+    fn phase(&mut self, phase: Phase) {
+        let sides: &[Side] = if self.ctx.copied { &[Side::Source, Side::Copy] } else { &[Side::Source] };
+        match phase {
+            Phase::Mkdir => self.dirs(Side::Source, false),
+            Phase::Create => self.files(Side::Source, Self::create),
+            Phase::Stat => self.files(Side::Source, Self::stat),
+            Phase::Readdir => self.dirs_listed(),
+            Phase::Read => self.files(Side::Source, Self::read),
+            Phase::Rename => self.files(Side::Source, Self::rename),
+            Phase::Copy => {
+                self.dirs(Side::Copy, false);
+                self.files(Side::Source, Self::copy);
+            }
+            Phase::Unlink => {
+                for &side in sides {
+                    self.files(side, Self::unlink);
+                }
+            }
+            Phase::Rmdir => {
+                for &side in sides {
+                    self.dirs(side, true);
+                }
+            }
+        }
+    }
+
+    /// The tree this thread works and its share of the items: all of its own tree, or every
+    /// `threads`-th item of the shared one.
+    fn share(&self) -> (&'a Tree, u64, usize) {
+        let ctx = self.ctx;
+        if ctx.plan.shared_dir {
+            (&ctx.trees[0], u64::from(self.thread), ctx.plan.threads as usize)
+        } else {
+            (&ctx.trees[self.thread as usize], 0, 1)
+        }
+    }
+
+    fn record(&mut self, kind: OpKind, start: u64, end: u64, bytes: u64) {
+        self.out.kinds[kind as usize].record(end.saturating_sub(start), bytes);
+        if kind == self.main {
+            self.out.done += 1;
+            self.out.bytes += bytes;
+            let second = (end.saturating_sub(self.ctx.phase_start_ns) / 1_000_000_000) as usize;
+            if self.out.series.len() <= second {
+                self.out.series.resize(second + 1, [0, 0]);
+            }
+            self.out.series[second][0] += 1;
+            self.out.series[second][1] += bytes;
+            if self.out.stonewall.is_none() && self.ctx.first_done_ns.load(Relaxed) != 0 {
+                self.out.stonewall = Some([self.out.done, self.out.bytes]);
+            }
+        }
+    }
+
+    fn fail(&mut self, op: &str, path: &[u8], error: &io::Error) {
+        if self.out.failure.is_none() {
+            let path = String::from_utf8_lossy(path.strip_suffix(b"\0").unwrap_or(path)).into_owned();
+            self.out.failure = Some(Failure {
+                op: op.to_string(),
+                path,
+                error: error.to_string(),
+                errno: error.raw_os_error(),
+            });
+        }
+        self.ctx.failed.store(true, Relaxed);
+    }
+
+    /// Makes (or, `remove`, removes deepest first) the directories of the thread's share.
+    fn dirs(&mut self, side: Side, remove: bool) {
+        let (tree, first, stride) = self.share();
+        let shared = self.ctx.plan.shared_dir;
+        let levels: Vec<u32> =
+            if remove { (0..=tree.depth).rev().collect() } else { (0..=tree.depth).collect() };
+        for level in levels {
+            for x in (first..tree.dirs_at(level)).step_by(stride) {
+                if self.ctx.stopping() {
+                    break;
+                }
+                tree.dir_path(side, level, x, &mut self.path);
+                let start = self.ctx.now_ns();
+                let done = if remove {
+                    self.sys.unlinkat(self.ctx.dirfd, &self.path, true)
+                } else {
+                    self.sys.mkdirat(self.ctx.dirfd, &self.path)
+                };
+                let end = self.ctx.now_ns();
+                match done {
+                    Ok(()) => self.record(if remove { OpKind::Rmdir } else { OpKind::Mkdir }, start, end, 0),
+                    Err(e) => {
+                        let path = std::mem::take(&mut self.path);
+                        self.fail(if remove { "rmdir" } else { "mkdir" }, &path, &e);
+                        self.path = path;
+                    }
+                }
+            }
+            if shared {
+                self.ctx.barrier.wait();
+            }
+        }
+    }
+
+    /// Calls `op` on each file of the thread's share until the phase stops.
+    fn files(&mut self, side: Side, op: FileOp<'a>) {
+        let (tree, first, stride) = self.share();
+        for i in (first..tree.files).step_by(stride) {
+            if self.ctx.stopping() {
+                break;
+            }
+            if let Err((what, e)) = op(self, tree, side, i) {
+                let path = std::mem::take(&mut self.path);
+                self.fail(what, &path, &e);
+                self.path = path;
+                break;
+            }
+        }
+    }
+
+    fn size_of(&self, tree: &Tree, i: u64) -> u64 {
+        let align = if self.ctx.plan.direct { 4096 } else { 1 };
+        self.ctx.plan.sizes.size(file_hash(self.ctx.plan.seed, tree.index, i), align)
+    }
+
+    fn data_flags(&self) -> i32 {
+        if self.ctx.plan.direct {
+            libc::O_DIRECT
+        } else {
+            0
+        }
+    }
+
+    /// Closes `fd` after a failure, untimed, keeping the failure's error.
+    fn close_quietly(&mut self, fd: i32) {
+        let _ = self.sys.close(fd);
+    }
+
+    /// Writes `size` bytes of the data buffer to `fd`, each write timed.
+    fn write_all(&mut self, fd: i32, size: u64) -> Result<(), (&'static str, io::Error)> {
+        let mut offset = 0;
+        while offset < size {
+            let len = (size - offset).min(self.data.as_ref().len() as u64) as usize;
+            let start = self.ctx.now_ns();
+            let n = self.sys.write(fd, &self.data.as_ref()[..len], offset);
+            let end = self.ctx.now_ns();
+            match n {
+                Ok(0) => return Err(("write", io::Error::from_raw_os_error(libc::ENOSPC))),
+                Ok(n) => {
+                    self.record(OpKind::Write, start, end, n as u64);
+                    offset += n as u64;
+                }
+                Err(e) => return Err(("write", e)),
+            }
+        }
+        Ok(())
+    }
+
+    fn create(&mut self, tree: &Tree, side: Side, i: u64) -> Result<(), (&'static str, io::Error)> {
+        tree.file_path(side, i, self.ctx.renamed, &mut self.path);
+        let size = self.size_of(tree, i);
+        let flags = libc::O_CREAT | libc::O_EXCL | libc::O_WRONLY | self.data_flags();
+        let start = self.ctx.now_ns();
+        let fd = self.sys.openat(self.ctx.dirfd, &self.path, flags, 0o644).map_err(|e| ("open", e))?;
+        let opened = self.ctx.now_ns();
+        self.record(OpKind::Open, start, opened, 0);
+        if let Err(e) = self.write_all(fd, size).and_then(|()| self.sync(fd)) {
+            self.close_quietly(fd);
+            return Err(e);
+        }
+        let before_close = self.ctx.now_ns();
+        self.sys.close(fd).map_err(|e| ("close", e))?;
+        let end = self.ctx.now_ns();
+        self.record(OpKind::Close, before_close, end, 0);
+        self.record(OpKind::Create, start, end, size);
+        Ok(())
+    }
+
+    fn sync(&mut self, fd: i32) -> Result<(), (&'static str, io::Error)> {
+        if !self.ctx.plan.fsync {
+            return Ok(());
+        }
+        let start = self.ctx.now_ns();
+        self.sys.fsync(fd).map_err(|e| ("fsync", e))?;
+        let end = self.ctx.now_ns();
+        self.record(OpKind::Fsync, start, end, 0);
+        Ok(())
+    }
+
+    fn stat(&mut self, tree: &Tree, side: Side, i: u64) -> Result<(), (&'static str, io::Error)> {
+        tree.file_path(side, i, self.ctx.renamed, &mut self.path);
+        let start = self.ctx.now_ns();
+        let size = self.sys.stat(self.ctx.dirfd, &self.path).map_err(|e| ("stat", e))?;
+        let end = self.ctx.now_ns();
+        let expected = self.size_of(tree, i);
+        if size != expected {
+            let message = format!("the file holds {size} bytes, not the {expected} it was made with");
+            return Err(("stat", io::Error::other(message)));
+        }
+        self.record(OpKind::Stat, start, end, 0);
+        Ok(())
+    }
+
+    /// Reads `size` bytes of `fd` into the data buffer, each read timed; when `copy_to` is
+    /// given, writes each piece there too.
+    fn read_all(
+        &mut self,
+        fd: i32,
+        size: u64,
+        copy_to: Option<i32>,
+    ) -> Result<(), (&'static str, io::Error)> {
+        let mut offset = 0;
+        while offset < size {
+            let len = (size - offset).min(self.data.as_ref().len() as u64) as usize;
+            let start = self.ctx.now_ns();
+            let n = self.sys.read(fd, &mut self.data.as_mut()[..len], offset);
+            let end = self.ctx.now_ns();
+            let n = match n {
+                Ok(0) => {
+                    return Err((
+                        "read",
+                        io::Error::other(format!("the file ends at {offset} of {size} bytes")),
+                    ))
+                }
+                Ok(n) => n,
+                Err(e) => return Err(("read", e)),
+            };
+            self.record(OpKind::Read, start, end, n as u64);
+            if let Some(out) = copy_to {
+                let mut written = 0;
+                while written < n {
+                    let start = self.ctx.now_ns();
+                    let w = self.sys.write(out, &self.data.as_ref()[written..n], offset + written as u64);
+                    let end = self.ctx.now_ns();
+                    match w {
+                        Ok(0) => return Err(("write", io::Error::from_raw_os_error(libc::ENOSPC))),
+                        Ok(w) => {
+                            self.record(OpKind::Write, start, end, w as u64);
+                            written += w;
+                        }
+                        Err(e) => return Err(("write", e)),
+                    }
+                }
+            }
+            offset += n as u64;
+        }
+        Ok(())
+    }
+
+    fn read(&mut self, tree: &Tree, side: Side, i: u64) -> Result<(), (&'static str, io::Error)> {
+        tree.file_path(side, i, self.ctx.renamed, &mut self.path);
+        let size = self.size_of(tree, i);
+        let start = self.ctx.now_ns();
+        let fd = self
+            .sys
+            .openat(self.ctx.dirfd, &self.path, libc::O_RDONLY | self.data_flags(), 0)
+            .map_err(|e| ("open", e))?;
+        let opened = self.ctx.now_ns();
+        self.record(OpKind::Open, start, opened, 0);
+        if let Err(e) = self.read_all(fd, size, None) {
+            self.close_quietly(fd);
+            return Err(e);
+        }
+        let before_close = self.ctx.now_ns();
+        self.sys.close(fd).map_err(|e| ("close", e))?;
+        let end = self.ctx.now_ns();
+        self.record(OpKind::Close, before_close, end, 0);
+        self.record(OpKind::ReadFile, start, end, size);
+        Ok(())
+    }
+
+    fn rename(&mut self, tree: &Tree, side: Side, i: u64) -> Result<(), (&'static str, io::Error)> {
+        tree.file_path(side, i, self.ctx.renamed, &mut self.path);
+        tree.file_path(side, i, !self.ctx.renamed, &mut self.path2);
+        let start = self.ctx.now_ns();
+        self.sys.renameat(self.ctx.dirfd, &self.path, &self.path2).map_err(|e| ("rename", e))?;
+        let end = self.ctx.now_ns();
+        self.record(OpKind::Rename, start, end, 0);
+        Ok(())
+    }
+
+    fn copy(&mut self, tree: &Tree, _side: Side, i: u64) -> Result<(), (&'static str, io::Error)> {
+        tree.file_path(Side::Source, i, self.ctx.renamed, &mut self.path);
+        tree.file_path(Side::Copy, i, self.ctx.renamed, &mut self.path2);
+        let size = self.size_of(tree, i);
+        let dirfd = self.ctx.dirfd;
+        let flags = self.data_flags();
+        let start = self.ctx.now_ns();
+        let src = self.sys.openat(dirfd, &self.path, libc::O_RDONLY | flags, 0).map_err(|e| ("open", e))?;
+        let opened = self.ctx.now_ns();
+        self.record(OpKind::Open, start, opened, 0);
+        let create = libc::O_CREAT | libc::O_EXCL | libc::O_WRONLY | flags;
+        let dst = match self.sys.openat(dirfd, &self.path2, create, 0o644) {
+            Ok(fd) => fd,
+            Err(e) => {
+                self.close_quietly(src);
+                std::mem::swap(&mut self.path, &mut self.path2);
+                return Err(("open", e));
+            }
+        };
+        let opened2 = self.ctx.now_ns();
+        self.record(OpKind::Open, opened, opened2, 0);
+        if let Err(e) = self.read_all(src, size, Some(dst)).and_then(|()| self.sync(dst)) {
+            self.close_quietly(src);
+            self.close_quietly(dst);
+            std::mem::swap(&mut self.path, &mut self.path2);
+            return Err(e);
+        }
+        for fd in [src, dst] {
+            let before = self.ctx.now_ns();
+            self.sys.close(fd).map_err(|e| ("close", e))?;
+            let after = self.ctx.now_ns();
+            self.record(OpKind::Close, before, after, 0);
+        }
+        let end = self.ctx.now_ns();
+        self.record(OpKind::Copy, start, end, size);
+        Ok(())
+    }
+
+    fn unlink(&mut self, tree: &Tree, side: Side, i: u64) -> Result<(), (&'static str, io::Error)> {
+        tree.file_path(side, i, self.ctx.renamed, &mut self.path);
+        let start = self.ctx.now_ns();
+        self.sys.unlinkat(self.ctx.dirfd, &self.path, false).map_err(|e| ("unlink", e))?;
+        let end = self.ctx.now_ns();
+        self.record(OpKind::Unlink, start, end, 0);
+        Ok(())
+    }
+
+    /// Lists every directory of the thread's share (all levels), each open, getdents64 to the
+    /// end and close timed as one operation.
+    fn dirs_listed(&mut self) {
+        let (tree, first, stride) = self.share();
+        for level in 0..=tree.depth {
+            for x in (first..tree.dirs_at(level)).step_by(stride) {
+                if self.ctx.stopping() {
+                    return;
+                }
+                tree.dir_path(Side::Source, level, x, &mut self.path);
+                let start = self.ctx.now_ns();
+                let mut buf = std::mem::take(&mut self.dir_buf);
+                let listed = self.list(&mut buf);
+                self.dir_buf = buf;
+                let end = self.ctx.now_ns();
+                match listed {
+                    Ok(entries) => {
+                        self.out.entries += entries;
+                        self.record(OpKind::Readdir, start, end, 0);
+                    }
+                    Err((what, e)) => {
+                        let path = std::mem::take(&mut self.path);
+                        self.fail(what, &path, &e);
+                        return;
+                    }
+                }
+            }
+        }
+    }
+
+    fn list(&mut self, buf: &mut [u8]) -> Result<u64, (&'static str, io::Error)> {
+        let flags = libc::O_RDONLY | libc::O_DIRECTORY;
+        let fd = self.sys.openat(self.ctx.dirfd, &self.path, flags, 0).map_err(|e| ("open", e))?;
+        let listed = self.sys.read_dir(fd, buf);
+        let closed = self.sys.close(fd);
+        let entries = listed.map_err(|e| ("getdents64", e))?;
+        closed.map_err(|e| ("close", e))?;
+        Ok(entries)
+    }
+}
