@@ -25,6 +25,7 @@ mod scale_command;
 mod steady_command;
 mod suite_command;
 mod sweep_command;
+mod verify_command;
 
 use std::process::ExitCode;
 
@@ -76,5 +77,6 @@ fn main() -> ExitCode {
         args::Command::FioJob(args) => fio_job_command::run(args),
         args::Command::Import { source } => import_command::run(source, store),
         args::Command::Results { action } => results_command::run(action, store),
+        args::Command::Verify(args) => verify_command::run(args),
     }
 }

@@ -28,12 +28,25 @@ pub const BLOCK: usize = 4096;
 pub struct WriteStamp {
     origin: u64,
     seq: std::cell::Cell<u64>,
+    /// `--verify`: each whole block also gets its sector CRCs (`blockcheck::seal`).
+    sealed: bool,
 }
 
 impl WriteStamp {
     /// A writer whose blocks no other writer's equal: `origin` is unique to it.
     pub fn new(origin: u64) -> Self {
-        WriteStamp { origin, seq: std::cell::Cell::new(0) }
+        WriteStamp { origin, seq: std::cell::Cell::new(0), sealed: false }
+    }
+
+    /// As `new`, and every whole 4 KiB block also carries its sector CRCs, computed after the
+    /// stamp over the block as sent (`blockcheck`), so a read can check it.
+    pub fn sealed(origin: u64) -> Self {
+        WriteStamp { sealed: true, ..WriteStamp::new(origin) }
+    }
+
+    /// Who this writer is.
+    pub fn origin(&self) -> u64 {
+        self.origin
     }
 
     /// Stamps `data`, about to be written at `offset`: each 4 KiB block (a shorter write: its
@@ -51,6 +64,9 @@ impl WriteStamp {
             header[24..].copy_from_slice(&at.to_le_bytes());
             let n = block.len().min(header.len());
             block[..n].copy_from_slice(&header[..n]);
+            if self.sealed && block.len() == BLOCK {
+                crate::blockcheck::seal(block);
+            }
         }
     }
 }

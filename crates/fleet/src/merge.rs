@@ -187,6 +187,7 @@ pub fn merge(job: &JobSpec, parts: &[HostPart], link_mb_s: &[Option<f64>]) -> Re
         },
         fleet: None,
         histograms: all,
+        verify: None,
     };
     merged.verdict = iolab_analysis::fleet_verdict::judge_fleet(&fleet, measured_s);
     merged.fleet = Some(fleet);

@@ -7,6 +7,7 @@ mod fleet;
 mod shared;
 mod stored;
 mod studies;
+mod verify;
 
 use clap::{Parser, Subcommand};
 
@@ -16,6 +17,7 @@ pub use stored::{CompareArgs, ExportFormat, FioJobArgs, ImportSource, ReportArgs
 pub use studies::{
     CliffArgs, LadderArgs, PreconditionArgs, RampArgs, RunArgs, ScaleArgs, SteadyArgs, SuiteArgs, SweepArgs,
 };
+pub use verify::VerifyArgs;
 
 #[derive(Debug, Parser)]
 #[command(
@@ -108,4 +110,7 @@ pub enum Command {
         #[command(subcommand)]
         action: ResultsAction,
     },
+    /// Read a region a --verify run wrote and check every block against its record: lost,
+    /// stale, misdirected, torn or corrupted blocks, by offset (docs/verify.md).
+    Verify(VerifyArgs),
 }
