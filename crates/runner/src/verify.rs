@@ -278,41 +278,6 @@ pub fn bad_block(
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn records_survive_a_round_trip_through_the_state_file() {
-        let dir = tempfile::tempdir().expect("tempdir");
-        let path = dir.path().join("sub").join("t.state");
-        assert_eq!(read_state(&path).expect("absent is empty"), Vec::<u64>::new());
-        write_state(&path, &[0, 5, u64::MAX]).expect("write");
-        assert_eq!(read_state(&path).expect("read"), vec![0, 5, u64::MAX]);
-        std::fs::write(&path, b"not a state").expect("write");
-        assert!(read_state(&path).unwrap_err().contains("not an iolab verify state"));
-    }
-
-    #[test]
-    fn overlapping_writes_leave_the_block_ambiguous_until_one_completes_alone() {
-        let dir = tempfile::tempdir().expect("tempdir");
-        let state = TargetState::load("t".into(), dir.path().join("s"), 4 * BLOCK as u64).expect("load");
-        state.queue_write(1);
-        state.complete_write(1, 7);
-        assert_eq!(state.record(BLOCK as u64), 7);
-        state.queue_write(1);
-        state.queue_write(1);
-        assert!(state.write_in_flight(1));
-        state.complete_write(1, 8);
-        state.complete_write(1, 9);
-        assert_eq!(state.record(BLOCK as u64), AMBIGUOUS, "either write may be on the media");
-        assert!(!state.write_in_flight(1));
-        state.queue_write(1);
-        state.complete_write(1, 10);
-        assert_eq!(state.record(BLOCK as u64), 10);
-    }
-}
-
 /// A job's verification: each group's targets' records (one per state file, shared by the
 /// groups that use it) and the summary the lanes hand in.
 pub struct JobVerify {
@@ -378,5 +343,40 @@ impl JobVerify {
         let mut summary = std::mem::take(&mut *crate::lane::lock(&self.summary));
         summary.state_files = self.states.iter().map(|s| s.state_path.display().to_string()).collect();
         Ok(Some(summary))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn records_survive_a_round_trip_through_the_state_file() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("sub").join("t.state");
+        assert_eq!(read_state(&path).expect("absent is empty"), Vec::<u64>::new());
+        write_state(&path, &[0, 5, u64::MAX]).expect("write");
+        assert_eq!(read_state(&path).expect("read"), vec![0, 5, u64::MAX]);
+        std::fs::write(&path, b"not a state").expect("write");
+        assert!(read_state(&path).unwrap_err().contains("not an iolab verify state"));
+    }
+
+    #[test]
+    fn overlapping_writes_leave_the_block_ambiguous_until_one_completes_alone() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let state = TargetState::load("t".into(), dir.path().join("s"), 4 * BLOCK as u64).expect("load");
+        state.queue_write(1);
+        state.complete_write(1, 7);
+        assert_eq!(state.record(BLOCK as u64), 7);
+        state.queue_write(1);
+        state.queue_write(1);
+        assert!(state.write_in_flight(1));
+        state.complete_write(1, 8);
+        state.complete_write(1, 9);
+        assert_eq!(state.record(BLOCK as u64), AMBIGUOUS, "either write may be on the media");
+        assert!(!state.write_in_flight(1));
+        state.queue_write(1);
+        state.complete_write(1, 10);
+        assert_eq!(state.record(BLOCK as u64), 10);
     }
 }
