@@ -8,7 +8,8 @@
 //! writer's origin (unique to a lane of a run on a host), the write's sequence number and the
 //! block's offset. So no two blocks written in a run are equal, on any host of a fleet, and a
 //! deduplicating or compressing device cannot make the run look faster than a real workload
-//! would: the cheap way fio's scramble_buffers does it, four stores per block.
+//! would: the cheap way fio's scramble_buffers does it, four stores per block. With `--verify`
+//! the header grows to 64 bytes: eight sector CRCs follow the stamp (`blockcheck`).
 //!
 //! Per 4 KiB, not per 512-byte sector: a stamp dirties its cache line in the submitting core,
 //! and the kernel thread that copies or compresses the block (zram's io-wq worker, the loop
