@@ -149,6 +149,7 @@ impl Synth {
                 evidence: Vec::new(),
             },
             histograms: Default::default(),
+            verify: None,
         }
     }
 }

@@ -135,6 +135,7 @@ fn base() -> JobResult {
         devices: vec![device("vdb", 50.0, 8.0)],
         verdict: Verdict { cause: Bottleneck::Undetermined, summary: String::new(), evidence: Vec::new() },
         histograms: Default::default(),
+        verify: None,
     }
 }
 

@@ -29,6 +29,8 @@ pub const STUCK: u8 = 4;
 /// The run completed, but some of its points (or its end) could not be kept in the results
 /// database (a full disk, say); each lost point was named on stderr.
 pub const NOT_KEPT: u8 = 5;
+/// `--verify` or `iolab verify` found bad blocks (docs/verify.md).
+pub const DATA_ERRORS: u8 = 6;
 /// Interrupted by SIGINT or SIGTERM; the results gathered so far were written.
 pub const INTERRUPTED: u8 = 130;
 
@@ -85,6 +87,8 @@ pub fn finished_run_code(report: &RunReport) -> u8 {
         INTERNAL
     } else if report.jobs.iter().any(|j| j.errors.count > 0 || fleet_lost_a_host(j)) {
         IO_ERRORS
+    } else if report.jobs.iter().any(|j| j.data_errors() > 0) {
+        DATA_ERRORS
     } else {
         OK
     }

@@ -28,6 +28,7 @@ mod scale_command;
 mod steady_command;
 mod suite_command;
 mod sweep_command;
+mod verify_command;
 
 use std::process::ExitCode;
 
@@ -90,5 +91,6 @@ fn main() -> ExitCode {
             let store = store.keeping(args.store);
             files_command::run(args, &store)
         }
+        args::Command::Verify(args) => verify_command::run(args),
     }
 }

@@ -129,7 +129,8 @@ fn is_buffered(fd: RawFd) -> bool {
 impl AioEngine {
     pub fn new(config: EngineConfig) -> Result<Self, EngineError> {
         let depth = config.qd.max(1);
-        let buffers = AlignedBuffers::new(depth, config.max_len, config.seed, config.origin)?;
+        let buffers =
+            AlignedBuffers::new(depth, config.max_len, config.seed, config.origin)?.sealed(config.verify);
         let mut ctx: AioContext = 0;
         // io_setup requires `*ctx == 0` on entry and writes the new context there.
         // SAFETY: `ctx` is a live, zeroed aio_context_t the kernel may write.
@@ -297,6 +298,10 @@ impl Engine for AioEngine {
         self.pending.len() as u32 + self.submitted + self.events.len() as u32
     }
 
+    fn data(&self, slot: u32, len: u32) -> Option<&[u8]> {
+        self.buffers.as_ref().map(|b| b.data(slot, len))
+    }
+
     fn setup(&self) -> Vec<&'static str> {
         if self.sync_submit {
             vec!["sync_submit"]
@@ -370,6 +375,7 @@ mod tests {
             seed: 7,
             origin: None,
             uring: UringSpec::default(),
+            verify: false,
         };
         AioEngine::new(config).unwrap()
     }
@@ -457,6 +463,7 @@ mod tests {
             seed: 7,
             origin: None,
             uring: UringSpec::default(),
+            verify: false,
         };
         let mut engine = AioEngine::new(config).unwrap();
         engine.queue(read(0, 0));

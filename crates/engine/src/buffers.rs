@@ -48,6 +48,24 @@ impl AlignedBuffers {
         Ok(buffers)
     }
 
+    /// `--verify`: writes also carry their blocks' checksums (`stamp::WriteStamp::sealed`).
+    pub fn sealed(mut self, on: bool) -> Self {
+        if let (true, Some(writes)) = (on, &self.writes) {
+            self.writes = Some(crate::stamp::WriteStamp::sealed(writes.origin()));
+        }
+        self
+    }
+
+    /// The first `len` bytes of `slot`'s buffer, as the last request of the slot left them: for
+    /// the caller to check what a read brought in, once the request is reaped.
+    pub fn data(&self, slot: u32, len: u32) -> &[u8] {
+        let ptr = self.span(slot, len);
+        // SAFETY: `span` kept `len` bytes from `ptr` inside the allocation; the caller asks
+        // only about a reaped slot, which neither the kernel nor a request touches until it is
+        // queued again, and queueing needs `&mut` of the engine that owns `self`.
+        unsafe { std::slice::from_raw_parts(ptr, len as usize) }
+    }
+
     fn fill(&self, seed: u64) {
         let mut state = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
         for word in 0..self.layout.size() / 8 {

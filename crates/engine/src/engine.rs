@@ -64,6 +64,12 @@ pub trait Engine: Send {
     fn setup(&self) -> Vec<&'static str> {
         Vec::new()
     }
+
+    /// The bytes of a reaped request of `slot` (`len` of them), for `--verify` to record what a
+    /// write sent and check what a read brought; `None` from an engine that moves no bytes.
+    fn data(&self, _slot: u32, _len: u32) -> Option<&[u8]> {
+        None
+    }
 }
 
 /// What an engine instance needs: its files, how many requests it may hold, the largest request.
@@ -81,6 +87,8 @@ pub struct EngineConfig {
     pub origin: Option<u64>,
     /// io_uring's tuning; other engines ignore it.
     pub uring: UringSpec,
+    /// `--verify`: every write also carries its blocks' checksums (`blockcheck`).
+    pub verify: bool,
 }
 
 /// What to do with an engine once it is open: generic over its type, so the code that drives

@@ -5,6 +5,7 @@
 //! phases or sweeps; it moves bytes. Every `unsafe` of the project lives in this crate.
 
 mod aio;
+pub mod blockcheck;
 mod buffers;
 mod engine;
 mod error;

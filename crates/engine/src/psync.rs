@@ -15,7 +15,8 @@ pub struct PsyncEngine {
 impl PsyncEngine {
     pub fn new(config: EngineConfig) -> Result<Self, EngineError> {
         Ok(PsyncEngine {
-            buffers: AlignedBuffers::new(1, config.max_len, config.seed, config.origin)?,
+            buffers: AlignedBuffers::new(1, config.max_len, config.seed, config.origin)?
+                .sealed(config.verify),
             files: config.files,
             queued: None,
             done: None,
@@ -76,5 +77,10 @@ impl Engine for PsyncEngine {
 
     fn in_flight(&self) -> u32 {
         u32::from(self.queued.is_some() || self.done.is_some())
+    }
+
+    fn data(&self, _slot: u32, len: u32) -> Option<&[u8]> {
+        // One request at a time, always in the one buffer.
+        Some(self.buffers.data(0, len))
     }
 }

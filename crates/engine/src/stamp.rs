@@ -8,7 +8,8 @@
 //! writer's origin (unique to a lane of a run on a host), the write's sequence number and the
 //! block's offset. So no two blocks written in a run are equal, on any host of a fleet, and a
 //! deduplicating or compressing device cannot make the run look faster than a real workload
-//! would: the cheap way fio's scramble_buffers does it, four stores per block.
+//! would: the cheap way fio's scramble_buffers does it, four stores per block. With `--verify`
+//! the header grows to 64 bytes: eight sector CRCs follow the stamp (`blockcheck`).
 //!
 //! Per 4 KiB, not per 512-byte sector: a stamp dirties its cache line in the submitting core,
 //! and the kernel thread that copies or compresses the block (zram's io-wq worker, the loop
@@ -28,12 +29,25 @@ pub const BLOCK: usize = 4096;
 pub struct WriteStamp {
     origin: u64,
     seq: std::cell::Cell<u64>,
+    /// `--verify`: each whole block also gets its sector CRCs (`blockcheck::seal`).
+    sealed: bool,
 }
 
 impl WriteStamp {
     /// A writer whose blocks no other writer's equal: `origin` is unique to it.
     pub fn new(origin: u64) -> Self {
-        WriteStamp { origin, seq: std::cell::Cell::new(0) }
+        WriteStamp { origin, seq: std::cell::Cell::new(0), sealed: false }
+    }
+
+    /// As `new`, and every whole 4 KiB block also carries its sector CRCs, computed after the
+    /// stamp over the block as sent (`blockcheck`), so a read can check it.
+    pub fn sealed(origin: u64) -> Self {
+        WriteStamp { sealed: true, ..WriteStamp::new(origin) }
+    }
+
+    /// Who this writer is.
+    pub fn origin(&self) -> u64 {
+        self.origin
     }
 
     /// Stamps `data`, about to be written at `offset`: each 4 KiB block (a shorter write: its
@@ -51,6 +65,9 @@ impl WriteStamp {
             header[24..].copy_from_slice(&at.to_le_bytes());
             let n = block.len().min(header.len());
             block[..n].copy_from_slice(&header[..n]);
+            if self.sealed && block.len() == BLOCK {
+                crate::blockcheck::seal(block);
+            }
         }
     }
 }

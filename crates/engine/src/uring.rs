@@ -211,7 +211,8 @@ impl UringEngine {
         let spec = config.uring;
         let entries = config.qd.max(1).next_power_of_two();
         let (ring, mut granted) = build_ring(entries, &spec)?;
-        let buffers = AlignedBuffers::new(config.qd, config.max_len, config.seed, config.origin)?;
+        let buffers =
+            AlignedBuffers::new(config.qd, config.max_len, config.seed, config.origin)?.sealed(config.verify);
         let fixed_files = spec.fixed_files && ring.submitter().register_files(&config.files).is_ok();
         let iovecs: Vec<libc::iovec> = (0..config.qd)
             .map(|slot| libc::iovec {
@@ -442,6 +443,10 @@ impl Engine for UringEngine {
 
     fn in_flight(&self) -> u32 {
         self.in_flight
+    }
+
+    fn data(&self, slot: u32, len: u32) -> Option<&[u8]> {
+        self.buffers.as_ref().map(|b| b.data(slot, len))
     }
 
     fn setup(&self) -> Vec<&'static str> {

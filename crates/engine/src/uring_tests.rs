@@ -19,6 +19,7 @@ fn socket_engine() -> Option<(UringEngine, UnixStream, UnixStream)> {
         seed: 1,
         origin: None,
         uring: UringSpec::tuned(),
+        verify: false,
     };
     match UringEngine::new(config) {
         Ok(engine) => Some((engine, socket, peer)),
@@ -95,6 +96,7 @@ fn a_registered_ring_enters_by_index_on_its_own_thread_only() {
             seed: 1,
             origin: None,
             uring: spec,
+            verify: false,
         };
         (UringEngine::new(config).expect("plain ring"), socket, peer)
     };

@@ -189,6 +189,17 @@ pub fn merge(job: &JobSpec, parts: &[HostPart], link_mb_s: &[Option<f64>]) -> Re
         },
         fleet: None,
         histograms: all,
+        // Every host's bad blocks, each on its own host's target (named host:path).
+        verify: ran
+            .iter()
+            .filter_map(|r| r.result().verify.as_ref().map(|v| (r.part.host.as_str(), v)))
+            .fold(None, |merged: Option<iolab_stats::verify::VerifySummary>, (host, v)| {
+                let mut v = v.clone();
+                v.bad_blocks.iter_mut().for_each(|b| b.target = on_host(host, &b.target));
+                let mut merged = merged.unwrap_or_default();
+                merged.merge(&v);
+                Some(merged)
+            }),
     };
     merged.verdict = iolab_analysis::fleet_verdict::judge_fleet(&fleet, measured_s);
     merged.fleet = Some(fleet);

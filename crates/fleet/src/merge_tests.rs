@@ -218,6 +218,7 @@ fn agent_result(own: &Recorded, measured_s: f64, start: u64, job: &JobSpec) -> A
         verdict: verdict(Bottleneck::Device),
         fleet: None,
         histograms: all.clone(),
+        verify: None,
     };
     AgentResult {
         histograms: EncodedHistograms::encode(&result.histograms),

@@ -434,6 +434,11 @@ fn problems_text(out: &mut String, job: &JobResult) {
     if let Some(engine) = &errors.engine {
         let _ = writeln!(out, "  ENGINE FAILURE: {engine}");
     }
+    if let Some(verify) = &job.verify {
+        for line in verify.text() {
+            let _ = writeln!(out, "  {}", Shown(&line));
+        }
+    }
 }
 
 /// "blocks touched: 63.2% of 262,144 4KiB blocks (counted)".

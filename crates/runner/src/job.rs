@@ -39,6 +39,7 @@ pub fn run_job(
 ) -> Result<JobResult, RunError> {
     // sysfs is read here and by the collector, never by the lanes.
     let devices = JobDevices::find(targets);
+    let verify = crate::verify::JobVerify::open(job, targets)?;
     let mut plans = Vec::new();
     let mut lane_group = Vec::new();
     for (g, (group, group_targets)) in job.groups.iter().zip(targets).enumerate() {
@@ -67,6 +68,7 @@ pub fn run_job(
                 complete_batch: group.complete_batch,
                 cpu: (!group.cpus.is_empty()).then(|| group.cpus[index as usize % group.cpus.len()]),
                 schedule: group.rate.map(|rate| Schedule::new(&rate, threads, index, group.seed, job.ramp.0)),
+                verify: verify.lane(g, group.qd_per_lane(), group.access.max_bs().0 as u32),
             });
             lane_group.push(g);
         }
@@ -148,6 +150,7 @@ pub fn run_job(
         }
     }
     let mut result = assemble(job, targets, &devices, &shared, &lane_group, &setups, collected);
+    result.verify = verify.finish().map_err(RunError::Invalid)?;
     result.verdict = iolab_analysis::verdict::judge(&result);
     Ok(result)
 }
@@ -331,6 +334,7 @@ fn assemble(
         verdict: Verdict { cause: Bottleneck::Undetermined, summary: String::new(), evidence: Vec::new() },
         fleet: None,
         histograms: all,
+        verify: None,
     }
 }
 

@@ -97,6 +97,8 @@ pub struct LanePlan {
     pub cpu: Option<u32>,
     /// Open loop: the lane's share of the group's schedule. `None`: closed loop.
     pub schedule: Option<Schedule>,
+    /// `--verify`: records writes and checks reads (`verify`).
+    pub verify: Option<crate::verify::LaneVerify>,
 }
 
 #[derive(Clone, Copy)]
@@ -199,6 +201,7 @@ pub fn engine_config(plan: &LanePlan) -> (EngineKind, EngineConfig) {
         // Every write stamped, unless a benchmark measures what the stamp costs.
         origin: std::env::var_os("IOLAB_UNSTAMPED_WRITES").is_none().then(|| stamp::origin(plan.lane)),
         uring: plan.uring,
+        verify: plan.verify.is_some(),
     };
     (plan.engine, config)
 }
@@ -247,6 +250,9 @@ pub fn run<E: Engine>(
     };
     if error.is_some() {
         shared.request_stop(StopReason::EngineError, shared.now_ns());
+    }
+    if let Some(verify) = plan.verify.as_mut() {
+        verify.finish();
     }
     heartbeat.in_flight.store(engine.in_flight(), Relaxed);
     shared.await_cpu_snapshot();
@@ -310,6 +316,9 @@ fn drive<E: Engine, P: Pacing>(
                 if engine.queue(request) == Queued::Busy {
                     free.push(slot);
                     break;
+                }
+                if let Some(verify) = plan.verify.as_mut() {
+                    verify.queued(slot, target, next.op == Op::Write, next.offset, next.len);
                 }
                 let due = pacer.take(now);
                 let freed_ns = slots[slot as usize].freed_ns;
@@ -397,6 +406,11 @@ fn drive<E: Engine, P: Pacing>(
                     shared.request_stop(StopReason::IoError, now);
                 }
                 continue;
+            }
+            if let Some(verify) = plan.verify.as_mut() {
+                let write = info.op == Op::Write;
+                let data = engine.data(completion.slot, info.len);
+                verify.completed(completion.slot, info.target, write, info.offset, info.len, data);
             }
             if !in_window {
                 continue;

@@ -23,6 +23,7 @@ mod schedule;
 mod shared;
 mod start_gate;
 mod thread_cpu;
+pub mod verify;
 
 pub use error::RunError;
 pub use lab::Lab;

@@ -19,6 +19,7 @@ pub mod suite;
 pub mod sweep;
 mod units;
 mod values;
+mod verify;
 pub mod wire;
 
 pub use axis::Axis;
@@ -31,6 +32,7 @@ pub use options::{flag_name, Options, JOB_KEYS, RUN_KEYS, URING_KEYS};
 pub use resolve::{defaults, resolve, DEFAULT_SEED, MAX_RATE_IOPS, STANDARD_SLO};
 pub use units::{Bytes, Nanos};
 pub use values::{Arrival, BsSplit, BsWeight, CpuList, EngineKind, IoLimit, NanosList, RingSetup, Rw};
+pub use verify::{VerifySpec, VERIFY_BLOCK};
 
 #[cfg(test)]
 mod tests;

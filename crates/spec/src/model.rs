@@ -65,6 +65,8 @@ pub struct GroupSpec {
     /// Open loop: I/Os issued on a schedule. `None`: closed loop, each thread keeps its queue full.
     pub rate: Option<RateSpec>,
     pub seed: u64,
+    /// `--verify`: writes carry checksums, reads check them (docs/verify.md).
+    pub verify: crate::verify::VerifySpec,
 }
 
 /// The schedule of a rate-limited group.

@@ -174,6 +174,16 @@ pub struct Options {
     #[serde(default, deserialize_with = "crate::values::seed")]
     pub seed: Option<u64>,
 
+    /// Every block written carries its stamp and checksums, every block read is checked, and
+    /// what each block should hold is recorded for `iolab verify` (docs/verify.md).
+    #[arg(long, num_args = 0..=1, require_equals = true, default_missing_value = "true", help_heading = "Verify")]
+    pub verify: Option<bool>,
+
+    /// The --verify record (8 bytes per 4 KiB block: 2 MiB per GiB); default: under the data
+    /// directory, keyed by the target.
+    #[arg(long, value_name = "PATH", help_heading = "Verify")]
+    pub verify_state: Option<PathBuf>,
+
     // ---- what a job does as a whole ----
     /// Measured time, after the ramp (default 10s).
     #[arg(long, value_name = "TIME", help_heading = "Timing")]
@@ -288,6 +298,8 @@ macro_rules! with_option_fields {
             sqpoll_cpu,
             hipri,
             seed,
+            verify,
+            verify_state,
             runtime,
             ramp,
             interval,

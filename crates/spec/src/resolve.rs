@@ -321,6 +321,8 @@ fn resolve_group(layer: &Options, name: String, seed: u64) -> Result<GroupSpec, 
         return Err(invalid("--complete-batch must be 1 or more (got 0)"));
     }
     let uring = resolve_uring(layer, engine)?;
+    let verify =
+        crate::verify::resolve_verify(layer, &bs_split.iter().map(|w| w.bs).collect::<Vec<_>>(), align)?;
     let paths = layer.target.clone().unwrap_or_default();
     if paths.iter().any(|p| p.as_os_str().is_empty()) {
         return Err(invalid("--target '' is empty; give a path, or leave --target out for a scratch file"));
@@ -386,6 +388,7 @@ fn resolve_group(layer: &Options, name: String, seed: u64) -> Result<GroupSpec, 
         uring,
         rate,
         seed,
+        verify,
     })
 }
 

@@ -116,6 +116,7 @@ fn group_keys(group: &GroupSpec, index: usize, table: &mut Table) -> Result<(), 
         uring,
         rate,
         seed,
+        verify,
     } = group;
     target_keys(target, table)?;
     access_keys(access, table);
@@ -135,6 +136,18 @@ fn group_keys(group: &GroupSpec, index: usize, table: &mut Table) -> Result<(), 
     if let Some(RateSpec { iops, arrival }) = rate {
         table.insert("rate_iops".into(), whole(*iops));
         table.insert("arrival".into(), arrival.name().into());
+    }
+    if verify.verify {
+        table.insert("verify".into(), true.into());
+        if let Some(path) = &verify.state {
+            let text = path.to_str().ok_or_else(|| {
+                invalid(format!(
+                    "--verify-state {} is not valid UTF-8, which a job file cannot hold",
+                    path.display()
+                ))
+            })?;
+            table.insert("verify_state".into(), text.into());
+        }
     }
     // Resolve gives the group at `index` the seed + index.
     table.insert("seed".into(), whole(seed.wrapping_sub(index as u64)));
@@ -259,6 +272,7 @@ fn fields(job: &JobSpec) -> Vec<(String, String)> {
             uring,
             rate,
             seed,
+            verify,
         } = group;
         let label = |field: &str| format!("group {} {field}", index + 1);
         add(&mut out, label("name"), name);
@@ -273,6 +287,7 @@ fn fields(job: &JobSpec) -> Vec<(String, String)> {
         add(&mut out, label("uring"), uring);
         add(&mut out, label("rate"), rate);
         add(&mut out, label("seed"), seed);
+        add(&mut out, label("verify"), verify);
     }
     out
 }

@@ -20,6 +20,7 @@ mod rate;
 pub mod result;
 pub mod slots;
 pub mod threads;
+pub mod verify;
 
 pub use interval::IntervalStats;
 pub use op_stats::{Moments, OpStats, PERCENTILES};

@@ -97,6 +97,16 @@ pub struct JobResult {
     /// result can be merged again later. Not part of the run schema (the summaries are).
     #[serde(skip)]
     pub histograms: IntervalStats,
+    /// What `--verify` found (docs/verify.md); `None` without it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub verify: Option<crate::verify::VerifySummary>,
+}
+
+impl JobResult {
+    /// Bad blocks `--verify` found (every kind); 0 without verify.
+    pub fn data_errors(&self) -> u64 {
+        self.verify.as_ref().map_or(0, crate::verify::VerifySummary::data_errors)
+    }
 }
 
 /// A feature of an engine's setup, as `GroupResult::engine_setup` names what the kernel granted.

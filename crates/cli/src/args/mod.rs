@@ -8,6 +8,7 @@ mod fleet;
 mod shared;
 mod stored;
 mod studies;
+mod verify;
 
 use clap::{Parser, Subcommand};
 
@@ -20,6 +21,7 @@ pub use studies::{
     BurninArgs, CliffArgs, LadderArgs, PreconditionArgs, RampArgs, RunArgs, ScaleArgs, SteadyArgs, SuiteArgs,
     SweepArgs,
 };
+pub use verify::VerifyArgs;
 
 #[derive(Debug, Parser)]
 #[command(
@@ -128,4 +130,7 @@ pub enum Command {
     /// the order given, each operation timed exactly, on io_uring or plain system calls
     /// (docs/files.md).
     Files(FilesArgs),
+    /// Read a region a --verify run wrote and check every block against its record: lost,
+    /// stale, misdirected, torn or corrupted blocks, by offset (docs/verify.md).
+    Verify(VerifyArgs),
 }

@@ -1,0 +1,382 @@
+//! `--verify` in a job: what each block of a target should hold (its record, `blockcheck`),
+//! kept in memory while the job runs and in a state file between commands (docs/verify.md).
+//!
+//! The state file is 16 bytes of header (`iolabvs1`, the block count) and one little-endian
+//! u64 per 4 KiB block of the target, from offset 0: 2 MiB per GiB. It is read when the job
+//! starts and written when it ends; a job killed on the way leaves the previous one.
+//!
+//! Lanes share a target's records. A write is recorded when it completes (the record is read
+//! from the stamp in the buffer the write sent), last completion wins; while two writes of a
+//! block are in flight together the device may apply them in either order, so the block's
+//! record becomes `AMBIGUOUS` (either's stamp passes) until a write completes alone. A read is
+//! checked when it completes, against the record when it was queued or the one now (a write
+//! that completed in between may or may not be in what was read); a block with a write in
+//! flight when the read was queued or completes is skipped and counted as such.
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, AtomicU8, Ordering::Relaxed};
+use std::sync::{Arc, Mutex};
+
+use iolab_engine::blockcheck::{self, Found, Verdict, AMBIGUOUS};
+use iolab_engine::stamp::BLOCK;
+use iolab_stats::verify::{BadBlock, BlockStamp, VerifySummary};
+
+const STATE_MAGIC: &[u8; 8] = b"iolabvs1";
+/// In a block's in-flight byte: writes of it in flight together ever since the count was last 0.
+const CONTESTED: u8 = 0x80;
+/// In a read's queued records: the block had a write in flight, so the read is not checked.
+const IN_FLIGHT: u64 = AMBIGUOUS - 1;
+
+/// One target's records, shared by the lanes that use it.
+pub struct TargetState {
+    pub label: String,
+    pub state_path: PathBuf,
+    records: Vec<AtomicU64>,
+    /// Writes in flight per block (low 7 bits) and `CONTESTED`.
+    writing: Vec<AtomicU8>,
+}
+
+impl TargetState {
+    /// Loads the records of `state_path` (none yet: all unwritten), sized for `bytes` of target.
+    pub fn load(label: String, state_path: PathBuf, bytes: u64) -> Result<TargetState, String> {
+        let mut records = read_state(&state_path)?;
+        let blocks = bytes.div_ceil(BLOCK as u64) as usize;
+        if records.len() < blocks {
+            records.resize(blocks, blockcheck::UNWRITTEN);
+        }
+        let writing = (0..records.len()).map(|_| AtomicU8::new(0)).collect();
+        Ok(TargetState {
+            label,
+            state_path,
+            records: records.into_iter().map(AtomicU64::new).collect(),
+            writing,
+        })
+    }
+
+    /// The record of the block at `offset`.
+    pub fn record(&self, offset: u64) -> u64 {
+        self.records.get((offset / BLOCK as u64) as usize).map_or(blockcheck::UNWRITTEN, |r| r.load(Relaxed))
+    }
+
+    /// Writes the records back to the state file (through a temporary file and a rename).
+    pub fn save(&self) -> Result<(), String> {
+        let records: Vec<u64> = self.records.iter().map(|r| r.load(Relaxed)).collect();
+        write_state(&self.state_path, &records)
+    }
+
+    fn queue_write(&self, block: usize) {
+        let Some(writing) = self.writing.get(block) else { return };
+        if writing.fetch_add(1, Relaxed) & !CONTESTED != 0 {
+            writing.fetch_or(CONTESTED, Relaxed);
+        }
+    }
+
+    fn complete_write(&self, block: usize, record: u64) {
+        let Some(writing) = self.writing.get(block) else { return };
+        let before = writing
+            .fetch_update(Relaxed, Relaxed, |w| Some(if w & !CONTESTED == 1 { 0 } else { w - 1 }))
+            .unwrap_or_default();
+        let alone = before == 1;
+        self.records[block].store(if alone { record } else { AMBIGUOUS }, Relaxed);
+    }
+
+    fn write_in_flight(&self, block: usize) -> bool {
+        self.writing.get(block).is_some_and(|w| w.load(Relaxed) & !CONTESTED != 0)
+    }
+}
+
+/// The records file as u64s (absent: none).
+pub fn read_state(path: &Path) -> Result<Vec<u64>, String> {
+    let bytes = match std::fs::read(path) {
+        Ok(bytes) => bytes,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) => return Err(format!("cannot read the verify state {}: {e}", path.display())),
+    };
+    if bytes.len() < 16 || &bytes[..8] != STATE_MAGIC || (bytes.len() - 16) % 8 != 0 {
+        return Err(format!(
+            "{} is not an iolab verify state file; give --verify-state another path, or remove it",
+            path.display()
+        ));
+    }
+    Ok(bytes[16..].chunks_exact(8).map(|c| u64::from_le_bytes(c.try_into().unwrap_or_default())).collect())
+}
+
+/// Writes `records` to `path`, creating its directory.
+pub fn write_state(path: &Path, records: &[u64]) -> Result<(), String> {
+    let fail = |e: std::io::Error| format!("cannot write the verify state {}: {e}", path.display());
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir).map_err(fail)?;
+    }
+    let mut bytes = Vec::with_capacity(16 + 8 * records.len());
+    bytes.extend_from_slice(STATE_MAGIC);
+    bytes.extend_from_slice(&(records.len() as u64).to_le_bytes());
+    records.iter().for_each(|r| bytes.extend_from_slice(&r.to_le_bytes()));
+    let temporary = path.with_extension("tmp");
+    std::fs::write(&temporary, &bytes).map_err(fail)?;
+    std::fs::rename(&temporary, path).map_err(fail)
+}
+
+/// The default state file of `target`: under the data directory ($XDG_DATA_HOME/iolab/verify,
+/// else ~/.local/share/iolab/verify), named after the target's path and identity (a device's
+/// number, a file's device and inode), so another file at the same path is another target.
+pub fn default_state_path(target: &Path) -> Result<PathBuf, String> {
+    use std::hash::{Hash, Hasher};
+    use std::os::unix::fs::MetadataExt;
+    let from_env = |name: &str| std::env::var_os(name).filter(|v| !v.is_empty()).map(PathBuf::from);
+    let data =
+        from_env("XDG_DATA_HOME").or_else(|| from_env("HOME").map(|home| home.join(".local/share"))).ok_or(
+            "no place for the verify state: give --verify-state PATH (neither HOME nor XDG_DATA_HOME is set)",
+        )?;
+    let path = std::fs::canonicalize(target).unwrap_or_else(|_| target.to_path_buf());
+    let meta = std::fs::metadata(&path).map_err(|e| format!("cannot stat {}: {e}", path.display()))?;
+    let identity = if meta.file_type().is_file() { (meta.dev(), meta.ino()) } else { (meta.rdev(), 0) };
+    let mut hasher = std::collections::hash_map::DefaultHasher::new();
+    (path.as_os_str(), identity).hash(&mut hasher);
+    let name: String = path
+        .to_string_lossy()
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() || c == '.' || c == '-' { c } else { '_' })
+        .collect();
+    Ok(data.join("iolab").join("verify").join(format!(
+        "{}-{:016x}.state",
+        name.trim_matches('_'),
+        hasher.finish()
+    )))
+}
+
+/// The state file `--verify` uses for `target`: `given`, else the default.
+pub fn state_path(given: Option<&Path>, target: &Path) -> Result<PathBuf, String> {
+    match given {
+        Some(path) => Ok(path.to_path_buf()),
+        None => default_state_path(target),
+    }
+}
+
+/// A lane's share of verification: the group's targets' records, what the lane found, and
+/// room for the records a read saw when it was queued (no allocation per I/O).
+pub struct LaneVerify {
+    targets: Vec<Arc<TargetState>>,
+    summary: VerifySummary,
+    /// Per slot, the records of the blocks of its read when it was queued.
+    queued_records: Vec<Vec<u64>>,
+    /// Where the lane's summary goes when it finishes.
+    sink: Arc<Mutex<VerifySummary>>,
+}
+
+impl LaneVerify {
+    pub fn new(
+        targets: Vec<Arc<TargetState>>,
+        slots: u32,
+        max_len: u32,
+        sink: Arc<Mutex<VerifySummary>>,
+    ) -> Self {
+        let per_slot = (max_len as usize).div_ceil(BLOCK);
+        LaneVerify {
+            targets,
+            summary: VerifySummary::default(),
+            queued_records: vec![vec![0; per_slot]; slots as usize],
+            sink,
+        }
+    }
+
+    /// A request was queued.
+    #[inline]
+    pub fn queued(&mut self, slot: u32, target: u16, write: bool, offset: u64, len: u32) {
+        let state = &self.targets[target as usize];
+        let first = (offset / BLOCK as u64) as usize;
+        let blocks = len as usize / BLOCK;
+        if write {
+            (first..first + blocks).for_each(|b| state.queue_write(b));
+        } else if let Some(records) = self.queued_records.get_mut(slot as usize) {
+            for (i, record) in records.iter_mut().take(blocks).enumerate() {
+                *record = if state.write_in_flight(first + i) {
+                    IN_FLIGHT
+                } else {
+                    state.record((first + i) as u64 * BLOCK as u64)
+                };
+            }
+        }
+    }
+
+    /// A request completed in full; `data` is what it sent or brought (`None`: the engine
+    /// moves no bytes, and a write is recorded as ambiguous).
+    #[inline]
+    pub fn completed(
+        &mut self,
+        slot: u32,
+        target: u16,
+        write: bool,
+        offset: u64,
+        len: u32,
+        data: Option<&[u8]>,
+    ) {
+        let state = &self.targets[target as usize];
+        let first = (offset / BLOCK as u64) as usize;
+        let Some(data) = data else {
+            if write {
+                (first..first + len as usize / BLOCK).for_each(|b| state.complete_write(b, AMBIGUOUS));
+            }
+            return;
+        };
+        for (i, block) in data.chunks_exact(BLOCK).enumerate() {
+            let index = first + i;
+            if write {
+                let record = Found::read(block).map_or(AMBIGUOUS, |f| f.record());
+                state.complete_write(index, record);
+                self.summary.blocks_recorded += 1;
+                continue;
+            }
+            let then =
+                self.queued_records.get(slot as usize).and_then(|r| r.get(i)).copied().unwrap_or_default();
+            if then == IN_FLIGHT || state.write_in_flight(index) {
+                self.summary.skipped_in_flight += 1;
+                continue;
+            }
+            let now = state.record(index as u64 * BLOCK as u64);
+            let at = index as u64 * BLOCK as u64;
+            match blockcheck::check(block, at, now) {
+                Verdict::Good => self.summary.blocks_checked += 1,
+                Verdict::NeverWritten => self.summary.never_written += 1,
+                // The record changed while the read was out: the older write may be what it read.
+                Verdict::Bad(..) if then != now && blockcheck::check(block, at, then) == Verdict::Good => {
+                    self.summary.blocks_checked += 1
+                }
+                Verdict::Bad(kind, found) => {
+                    self.summary.blocks_checked += 1;
+                    self.summary.add_bad(bad_block(&state.label, at, kind, now, found));
+                }
+            }
+        }
+    }
+
+    /// Bad blocks found so far.
+    pub fn data_errors(&self) -> u64 {
+        self.summary.data_errors()
+    }
+
+    /// Hands the lane's summary over.
+    pub fn finish(&mut self) {
+        let summary = std::mem::take(&mut self.summary);
+        crate::lane::lock(&self.sink).merge(&summary);
+    }
+}
+
+/// A bad block as the summary lists it.
+pub fn bad_block(
+    target: &str,
+    offset: u64,
+    kind: blockcheck::Kind,
+    expected: u64,
+    found: Option<Found>,
+) -> BadBlock {
+    BadBlock {
+        target: target.to_string(),
+        offset,
+        kind,
+        expected_record: if expected == AMBIGUOUS { 0 } else { expected },
+        found: found.map(|f| BlockStamp { origin: f.origin, seq: f.seq, offset: f.offset }),
+    }
+}
+
+/// A job's verification: each group's targets' records (one per state file, shared by the
+/// groups that use it) and the summary the lanes hand in.
+pub struct JobVerify {
+    groups: Vec<Option<Vec<Arc<TargetState>>>>,
+    states: Vec<Arc<TargetState>>,
+    summary: Arc<Mutex<VerifySummary>>,
+}
+
+impl JobVerify {
+    /// Loads the records of every target of a group with `--verify`.
+    pub fn open(
+        job: &iolab_spec::JobSpec,
+        targets: &[Vec<crate::PreparedTarget>],
+    ) -> Result<JobVerify, crate::RunError> {
+        let mut states: Vec<Arc<TargetState>> = Vec::new();
+        let mut groups = Vec::new();
+        for (group, group_targets) in job.groups.iter().zip(targets) {
+            if !group.verify.verify {
+                groups.push(None);
+                continue;
+            }
+            let mut mine = Vec::new();
+            for (i, target) in group_targets.iter().enumerate() {
+                // One --verify-state for several targets: one file each, numbered.
+                let given = group.verify.state.as_ref().map(|p| match group_targets.len() {
+                    1 => p.clone(),
+                    _ => PathBuf::from(format!("{}.{i}", p.display())),
+                });
+                let path = state_path(given.as_deref(), &target.path).map_err(crate::RunError::Invalid)?;
+                let state = match states.iter().find(|s| s.state_path == path) {
+                    Some(state) => state.clone(),
+                    None => {
+                        let bytes = target.region_start + target.region_size;
+                        let label = target.path.display().to_string();
+                        let state = Arc::new(
+                            TargetState::load(label, path, bytes).map_err(crate::RunError::Invalid)?,
+                        );
+                        states.push(state.clone());
+                        state
+                    }
+                };
+                mine.push(state);
+            }
+            groups.push(Some(mine));
+        }
+        Ok(JobVerify { groups, states, summary: Arc::default() })
+    }
+
+    /// The share of a lane of group `group` with `slots` requests of at most `max_len` bytes.
+    pub fn lane(&self, group: usize, slots: u32, max_len: u32) -> Option<LaneVerify> {
+        let targets = self.groups.get(group)?.as_ref()?;
+        Some(LaneVerify::new(targets.clone(), slots, max_len, self.summary.clone()))
+    }
+
+    /// Writes the state files back; the job's summary, if it verified anything.
+    pub fn finish(self) -> Result<Option<VerifySummary>, String> {
+        if self.states.is_empty() {
+            return Ok(None);
+        }
+        for state in &self.states {
+            state.save()?;
+        }
+        let mut summary = std::mem::take(&mut *crate::lane::lock(&self.summary));
+        summary.state_files = self.states.iter().map(|s| s.state_path.display().to_string()).collect();
+        Ok(Some(summary))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn records_survive_a_round_trip_through_the_state_file() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("sub").join("t.state");
+        assert_eq!(read_state(&path).expect("absent is empty"), Vec::<u64>::new());
+        write_state(&path, &[0, 5, u64::MAX]).expect("write");
+        assert_eq!(read_state(&path).expect("read"), vec![0, 5, u64::MAX]);
+        std::fs::write(&path, b"not a state").expect("write");
+        assert!(read_state(&path).unwrap_err().contains("not an iolab verify state"));
+    }
+
+    #[test]
+    fn overlapping_writes_leave_the_block_ambiguous_until_one_completes_alone() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let state = TargetState::load("t".into(), dir.path().join("s"), 4 * BLOCK as u64).expect("load");
+        state.queue_write(1);
+        state.complete_write(1, 7);
+        assert_eq!(state.record(BLOCK as u64), 7);
+        state.queue_write(1);
+        state.queue_write(1);
+        assert!(state.write_in_flight(1));
+        state.complete_write(1, 8);
+        state.complete_write(1, 9);
+        assert_eq!(state.record(BLOCK as u64), AMBIGUOUS, "either write may be on the media");
+        assert!(!state.write_in_flight(1));
+        state.queue_write(1);
+        state.complete_write(1, 10);
+        assert_eq!(state.record(BLOCK as u64), 10);
+    }
+}
