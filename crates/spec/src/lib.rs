@@ -5,6 +5,7 @@
 //! touches a file or device: checks that need the target live in the runner.
 
 pub mod axis;
+pub mod data;
 mod error;
 pub mod jobfile;
 pub mod ladder;
@@ -20,6 +21,7 @@ mod values;
 pub mod wire;
 
 pub use axis::Axis;
+pub use data::{BufferPattern, DataSpec};
 pub use error::SpecError;
 pub use model::{
     AccessSpec, Burst, GroupSpec, JobSpec, OutputSpec, RateSpec, RunPlan, TargetSpec, UringSpec,

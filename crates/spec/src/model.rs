@@ -64,6 +64,8 @@ pub struct GroupSpec {
     /// Open loop: I/Os issued on a schedule. `None`: closed loop, each thread keeps its queue full.
     pub rate: Option<RateSpec>,
     pub seed: u64,
+    /// What the group's writes hold (`--dedupe-pct`, `--compress-pct`, `--buffer-pattern`).
+    pub data: crate::data::DataSpec,
 }
 
 /// The schedule of a rate-limited group.

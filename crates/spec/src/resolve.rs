@@ -384,6 +384,12 @@ fn resolve_group(layer: &Options, name: String, seed: u64) -> Result<GroupSpec, 
         uring,
         rate,
         seed,
+        data: crate::data::resolve_data(
+            layer.dedupe_pct,
+            layer.dedupe_set,
+            layer.compress_pct,
+            layer.buffer_pattern.as_ref(),
+        )?,
     })
 }
 
