@@ -216,6 +216,7 @@ fn group(name: &str, targets: &[(String, f64)], synth: &Synth) -> GroupResult {
         total,
         series: Vec::new(),
         rate: None,
+        data: None,
         histograms: Default::default(),
     }
 }

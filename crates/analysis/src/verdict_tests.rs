@@ -101,6 +101,7 @@ fn base() -> JobResult {
         total: ops(IOPS),
         series: Vec::new(),
         rate: None,
+        data: None,
         histograms: Default::default(),
     };
     JobResult {

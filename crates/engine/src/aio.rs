@@ -129,7 +129,8 @@ fn is_buffered(fd: RawFd) -> bool {
 impl AioEngine {
     pub fn new(config: EngineConfig) -> Result<Self, EngineError> {
         let depth = config.qd.max(1);
-        let buffers = AlignedBuffers::new(depth, config.max_len, config.seed, config.origin)?;
+        let buffers = AlignedBuffers::new(depth, config.max_len, config.seed, config.origin)?
+            .with_content(crate::content::Content::new(&config.content, config.origin.unwrap_or(config.seed)));
         let mut ctx: AioContext = 0;
         // io_setup requires `*ctx == 0` on entry and writes the new context there.
         // SAFETY: `ctx` is a live, zeroed aio_context_t the kernel may write.
@@ -226,6 +227,10 @@ impl AioEngine {
 }
 
 impl Engine for AioEngine {
+    fn data_sample(&self) -> Option<iolab_stats::DataSample> {
+        self.buffers.as_ref().and_then(AlignedBuffers::data_sample)
+    }
+
     fn queue(&mut self, request: IoRequest) -> Queued {
         // Also keeps every request's event within the capacity of `events`.
         if self.in_flight() >= self.depth {
@@ -369,6 +374,7 @@ mod tests {
             max_len: BLOCK,
             seed: 7,
             origin: None,
+            content: Default::default(),
             uring: UringSpec::default(),
         };
         AioEngine::new(config).unwrap()
@@ -456,6 +462,7 @@ mod tests {
             max_len: BLOCK,
             seed: 7,
             origin: None,
+            content: Default::default(),
             uring: UringSpec::default(),
         };
         let mut engine = AioEngine::new(config).unwrap();

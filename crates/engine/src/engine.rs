@@ -64,6 +64,12 @@ pub trait Engine: Send {
     fn setup(&self) -> Vec<&'static str> {
         Vec::new()
     }
+
+    /// The sample of the blocks this instance wrote, measured (`content::Content::measure`):
+    /// the achieved dedupe and compression ratios. `None` for an engine that sends nothing.
+    fn data_sample(&self) -> Option<iolab_stats::DataSample> {
+        None
+    }
 }
 
 /// What an engine instance needs: its files, how many requests it may hold, the largest request.
@@ -81,6 +87,8 @@ pub struct EngineConfig {
     pub origin: Option<u64>,
     /// io_uring's tuning; other engines ignore it.
     pub uring: UringSpec,
+    /// What the writes' blocks hold (`--dedupe-pct`, `--compress-pct`, `--buffer-pattern`).
+    pub content: crate::content::ContentConfig,
 }
 
 /// What to do with an engine once it is open: generic over its type, so the code that drives

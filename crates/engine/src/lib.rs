@@ -6,6 +6,7 @@
 
 mod aio;
 mod buffers;
+pub mod content;
 mod engine;
 mod error;
 pub mod exit_cleanup;

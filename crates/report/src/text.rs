@@ -78,6 +78,9 @@ fn job_text(out: &mut String, job: &JobResult) {
             workers,
             paths.join(" + "),
         );
+        if let Some(data) = &group.data {
+            let _ = writeln!(out, "    {}", data.line());
+        }
     }
     out.push('\n');
     for group in &job.groups {

@@ -64,6 +64,8 @@ pub struct Collected {
     /// Per lane, how an open-loop lane kept to its schedule; `None` in closed loop, or when the
     /// lane never finished.
     pub lane_rates: Vec<Option<LaneRate>>,
+    /// Per lane, the measured sample of what it wrote (`LaneEvent::Finished`).
+    pub lane_data: Vec<Option<iolab_stats::DataSample>>,
 }
 
 pub struct Collector<'a> {
@@ -139,6 +141,7 @@ impl<'a> Collector<'a> {
                 machine: None,
                 abandoned: Vec::new(),
                 lane_rates: (0..lanes).map(|_| None).collect(),
+                lane_data: vec![None; lanes],
             },
             group_targets,
             cpu_start: None,
@@ -304,9 +307,10 @@ impl<'a> Collector<'a> {
                     self.out.failed.push(FailedIo { lane, target, op, offset, len, result });
                 }
             }
-            LaneEvent::Finished { lane, error, rate } => {
+            LaneEvent::Finished { lane, error, rate, data } => {
                 self.positions[lane] = i64::MAX;
                 self.out.lane_rates[lane] = rate;
+                self.out.lane_data[lane] = data;
                 if error.is_some() && self.out.engine_error.is_none() {
                     self.out.engine_error = error;
                 }

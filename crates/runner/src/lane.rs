@@ -29,7 +29,8 @@ use iolab_engine::{
 };
 use iolab_spec::{Burst, EngineKind, UringSpec};
 use iolab_stats::result::StopReason;
-use iolab_stats::{IntervalStats, OpStats};
+use iolab_engine::content::ContentConfig;
+use iolab_stats::{DataSample, IntervalStats, OpStats};
 
 use crate::routing::{RoutedIo, Router};
 use crate::schedule::Schedule;
@@ -47,7 +48,8 @@ pub enum LaneEvent {
     /// A request failed or transferred fewer bytes than asked.
     IoError { lane: usize, target: u16, op: Op, offset: u64, len: u32, result: i32 },
     /// The lane has stopped; `error` when its engine failed, `rate` when it ran open loop.
-    Finished { lane: usize, error: Option<String>, rate: Option<LaneRate> },
+    /// `data`: the sample of the blocks the lane wrote, measured (`Engine::data_sample`).
+    Finished { lane: usize, error: Option<String>, rate: Option<LaneRate>, data: Option<DataSample> },
 }
 
 /// How an open-loop lane kept to its schedule.
@@ -95,6 +97,8 @@ pub struct LanePlan {
     pub cpu: Option<u32>,
     /// Open loop: the lane's share of the group's schedule. `None`: closed loop.
     pub schedule: Option<Schedule>,
+    /// What the lane's writes hold: the group's data settings and seed.
+    pub content: ContentConfig,
 }
 
 #[derive(Clone, Copy)]
@@ -197,6 +201,7 @@ pub fn engine_config(plan: &LanePlan) -> (EngineKind, EngineConfig) {
         // Every write stamped, unless a benchmark measures what the stamp costs.
         origin: std::env::var_os("IOLAB_UNSTAMPED_WRITES").is_none().then(|| stamp::origin(plan.lane)),
         uring: plan.uring,
+        content: plan.content.clone(),
     };
     (plan.engine, config)
 }
@@ -248,7 +253,9 @@ pub fn run<E: Engine>(
     }
     heartbeat.in_flight.store(engine.in_flight(), Relaxed);
     shared.await_cpu_snapshot();
-    let _ = events.send(LaneEvent::Finished { lane: plan.lane, error: error.map(|e| e.to_string()), rate });
+    // After the CPU snapshot: measuring the sample (zstd) is no part of the run's cost.
+    let data = engine.data_sample();
+    let _ = events.send(LaneEvent::Finished { lane: plan.lane, error: error.map(|e| e.to_string()), rate, data });
 }
 
 fn drive<E: Engine, P: Pacing>(

@@ -167,6 +167,10 @@ pub struct GroupResult {
     pub series: Vec<SeriesPoint>,
     /// Open loop (`--rate-iops`): how the group kept to its schedule. `None` in closed loop.
     pub rate: Option<RateReport>,
+    /// What the group wrote and what a sample of it measured (`--dedupe-pct`, `--compress-pct`,
+    /// `--buffer-pattern`); `None` for a group that only reads.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub data: Option<crate::data::DataReport>,
     /// The group's merged histograms (as `JobResult::histograms`), so groups merge exactly too.
     #[serde(skip)]
     pub histograms: IntervalStats,
