@@ -129,8 +129,9 @@ fn is_buffered(fd: RawFd) -> bool {
 impl AioEngine {
     pub fn new(config: EngineConfig) -> Result<Self, EngineError> {
         let depth = config.qd.max(1);
-        let buffers = AlignedBuffers::new(depth, config.max_len, config.seed, config.origin)?
-            .with_content(crate::content::Content::new(&config.content, config.origin.unwrap_or(config.seed)));
+        let buffers = AlignedBuffers::new(depth, config.max_len, config.seed, config.origin)?.with_content(
+            crate::content::Content::new(&config.content, config.origin.unwrap_or(config.seed)),
+        );
         let mut ctx: AioContext = 0;
         // io_setup requires `*ctx == 0` on entry and writes the new context there.
         // SAFETY: `ctx` is a live, zeroed aio_context_t the kernel may write.

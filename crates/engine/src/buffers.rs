@@ -45,7 +45,8 @@ impl AlignedBuffers {
                 source: std::io::Error::from_raw_os_error(libc::ENOMEM),
             });
         }
-        let mut buffers = AlignedBuffers { base, layout, stride, writes: origin.map(WriteStamp::new), content: None };
+        let mut buffers =
+            AlignedBuffers { base, layout, stride, writes: origin.map(WriteStamp::new), content: None };
         buffers.fill(seed);
         crate::stamp::mark_blocks(buffers.as_mut_slice());
         Ok(buffers)

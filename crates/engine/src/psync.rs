@@ -15,8 +15,9 @@ pub struct PsyncEngine {
 impl PsyncEngine {
     pub fn new(config: EngineConfig) -> Result<Self, EngineError> {
         Ok(PsyncEngine {
-            buffers: AlignedBuffers::new(1, config.max_len, config.seed, config.origin)?
-            .with_content(crate::content::Content::new(&config.content, config.origin.unwrap_or(config.seed))),
+            buffers: AlignedBuffers::new(1, config.max_len, config.seed, config.origin)?.with_content(
+                crate::content::Content::new(&config.content, config.origin.unwrap_or(config.seed)),
+            ),
             files: config.files,
             queued: None,
             done: None,

@@ -211,8 +211,10 @@ impl UringEngine {
         let spec = config.uring;
         let entries = config.qd.max(1).next_power_of_two();
         let (ring, mut granted) = build_ring(entries, &spec)?;
-        let buffers = AlignedBuffers::new(config.qd, config.max_len, config.seed, config.origin)?
-            .with_content(crate::content::Content::new(&config.content, config.origin.unwrap_or(config.seed)));
+        let buffers =
+            AlignedBuffers::new(config.qd, config.max_len, config.seed, config.origin)?.with_content(
+                crate::content::Content::new(&config.content, config.origin.unwrap_or(config.seed)),
+            );
         let fixed_files = spec.fixed_files && ring.submitter().register_files(&config.files).is_ok();
         let iovecs: Vec<libc::iovec> = (0..config.qd)
             .map(|slot| libc::iovec {

@@ -24,12 +24,12 @@ use std::sync::atomic::{AtomicU32, AtomicU64, Ordering::Relaxed};
 use std::sync::mpsc::Sender;
 use std::sync::Mutex;
 
+use iolab_engine::content::ContentConfig;
 use iolab_engine::{
     open_engine, stamp, Completion, Engine, EngineConfig, EngineError, IoRequest, Op, Queued, WithEngine,
 };
 use iolab_spec::{Burst, EngineKind, UringSpec};
 use iolab_stats::result::StopReason;
-use iolab_engine::content::ContentConfig;
 use iolab_stats::{DataSample, IntervalStats, OpStats};
 
 use crate::routing::{RoutedIo, Router};
@@ -255,7 +255,8 @@ pub fn run<E: Engine>(
     shared.await_cpu_snapshot();
     // After the CPU snapshot: measuring the sample (zstd) is no part of the run's cost.
     let data = engine.data_sample();
-    let _ = events.send(LaneEvent::Finished { lane: plan.lane, error: error.map(|e| e.to_string()), rate, data });
+    let _ =
+        events.send(LaneEvent::Finished { lane: plan.lane, error: error.map(|e| e.to_string()), rate, data });
 }
 
 fn drive<E: Engine, P: Pacing>(

@@ -5,8 +5,8 @@ use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicBool;
 
-use iolab_engine::target::{self, Access, OpenedTarget, TargetKind};
 use iolab_engine::content::ContentConfig;
+use iolab_engine::target::{self, Access, OpenedTarget, TargetKind};
 use iolab_engine::{exit_cleanup, safety};
 use iolab_spec::{Bytes, EngineKind, GroupSpec, JobSpec, RunPlan};
 

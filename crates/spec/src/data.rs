@@ -34,7 +34,12 @@ pub struct DataSpec {
 
 impl Default for DataSpec {
     fn default() -> Self {
-        DataSpec { dedupe_pct: 0, dedupe_set: DEFAULT_DEDUPE_SET, compress_pct: 0, pattern: BufferPattern::Random }
+        DataSpec {
+            dedupe_pct: 0,
+            dedupe_set: DEFAULT_DEDUPE_SET,
+            compress_pct: 0,
+            pattern: BufferPattern::Random,
+        }
     }
 }
 
@@ -109,7 +114,8 @@ impl FromStr for BufferPattern {
             "zero" | "zeros" => return Ok(BufferPattern::Zero),
             _ => {}
         }
-        let bad = || format!("'{text}' is not a buffer pattern; use random, zero or hex bytes such as 0xdeadbeef");
+        let bad =
+            || format!("'{text}' is not a buffer pattern; use random, zero or hex bytes such as 0xdeadbeef");
         let digits = lower.strip_prefix("0x").unwrap_or(&lower);
         if digits.is_empty() || digits.len() % 2 != 0 || digits.len() > 8192 {
             return Err(bad());
@@ -150,7 +156,9 @@ pub(crate) fn resolve_data(
         }
     }
     let pattern = pattern.cloned().unwrap_or_default();
-    if pattern != BufferPattern::Random && (dedupe_pct.is_some_and(|p| p > 0) || compress_pct.is_some_and(|p| p > 0)) {
+    if pattern != BufferPattern::Random
+        && (dedupe_pct.is_some_and(|p| p > 0) || compress_pct.is_some_and(|p| p > 0))
+    {
         return Err(invalid(format!(
             "--buffer-pattern {pattern} fills every byte of every block, so --dedupe-pct and --compress-pct have nothing to shape; drop one"
         )));
@@ -162,7 +170,9 @@ pub(crate) fn resolve_data(
             )));
         }
         if dedupe_pct.unwrap_or(0) == 0 {
-            return Err(invalid("--dedupe-set sizes the blocks that --dedupe-pct repeats; add --dedupe-pct P"));
+            return Err(invalid(
+                "--dedupe-set sizes the blocks that --dedupe-pct repeats; add --dedupe-pct P",
+            ));
         }
     }
     Ok(DataSpec {

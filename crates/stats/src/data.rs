@@ -83,7 +83,8 @@ impl DataReport {
     pub fn merged<'a>(reports: impl IntoIterator<Item = &'a DataReport>) -> Option<DataReport> {
         let mut reports = reports.into_iter();
         let mut out = reports.next()?.clone();
-        let kept = |r: &DataReport| r.sampled_blocks as f64 * 4096.0 / r.compression_ratio.max(f64::MIN_POSITIVE);
+        let kept =
+            |r: &DataReport| r.sampled_blocks as f64 * 4096.0 / r.compression_ratio.max(f64::MIN_POSITIVE);
         let mut compressed = kept(&out);
         for other in reports {
             out.sampled_blocks += other.sampled_blocks;
@@ -131,7 +132,10 @@ mod tests {
         assert_eq!(all.dedupe_ratio(), 4.0);
         let report = DataReport::new(&DataSpec::default(), &a);
         assert!(report.line().contains("dedupe 2.00:1"), "{}", report.line());
-        let other = DataReport::new(&DataSpec::default(), &DataSample { blocks: 20, repeated: 0, bytes: 81920, compressed_bytes: 81920 });
+        let other = DataReport::new(
+            &DataSpec::default(),
+            &DataSample { blocks: 20, repeated: 0, bytes: 81920, compressed_bytes: 81920 },
+        );
         let both = DataReport::merged([&report, &other]).expect("two reports");
         assert_eq!((both.sampled_blocks, both.repeated_blocks), (40, 10));
         assert!((both.compression_ratio - 163840.0 / 122880.0).abs() < 1e-9, "{both:?}");

@@ -9,8 +9,8 @@ use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use super::opened::{Access, OpenedTarget};
-use crate::content::{Content, ContentConfig};
 use super::TargetError;
+use crate::content::{Content, ContentConfig};
 
 /// What `lay_out_file` did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
