@@ -11,7 +11,11 @@ run for scale. Prints write IOPS and CPU per I/O of each, the ratio stamped/unst
 goal: the stamp costs at most 3% of write IOPS and of CPU per I/O, judged with the noise rule
 of `iolab compare` (bench/vsfio/noise.py).
 
-sudo python3 bench/unique_data.py [--runtime 5] [--repeat 5] [--iolab PATH]
+With --content (issue 15 item 2), on the loop device instead: the default data against
+--compress-pct 50 and --dedupe-pct 50, in alternating order, with each one's IOPS, CPU per I/O,
+the ratio to the default, and the dedupe and compression ratios iolab measured on its sample.
+
+sudo python3 bench/unique_data.py [--runtime 5] [--repeat 5] [--iolab PATH] [--content]
 """
 
 import argparse
@@ -34,9 +38,9 @@ def say(text=""):
     print(text, flush=True)
 
 
-def iolab_once(iolab, device, runtime, stamped):
+def iolab_once(iolab, device, runtime, stamped, extra=()):
     cmd = [iolab, "run", "--target", str(device), "--rw", "randwrite", "--bs", "4k", "--qd", "32",
-           "--runtime", f"{runtime}s", "--ramp", "1s", "--json", "-q", "--no-store", "--allow-destroy"]
+           "--runtime", f"{runtime}s", "--ramp", "1s", "--json", "-q", "--no-store", "--allow-destroy", *extra]
     env = dict(os.environ)
     env.pop("IOLAB_UNSTAMPED_WRITES", None)
     if not stamped:
@@ -45,7 +49,37 @@ def iolab_once(iolab, device, runtime, stamped):
     if done.returncode != 0:
         raise SystemExit(f"`{' '.join(cmd)}` failed ({done.returncode}): {done.stderr.strip()[-400:]}")
     job = json.loads(done.stdout)["jobs"][0]
+    if extra:
+        data = job["groups"][0].get("data") or {}
+        return cmd, job["total"]["iops"], job["cpu"]["us_per_io"], data
     return cmd, job["total"]["iops"], job["cpu"]["us_per_io"]
+
+
+CONTENTS = (("default (unique)", ()), ("--compress-pct 50", ("--compress-pct", "50")),
+            ("--dedupe-pct 50", ("--dedupe-pct", "50")))
+
+
+def measure_content(iolab, device, runtime, repeat):
+    """The default data against --compress-pct 50 and --dedupe-pct 50, rotating the order."""
+    say(f"\ncontent: {device}, 4 KiB random write, QD 32, 1 worker, {runtime} s after 1 s ramp, "
+        f"{repeat} rounds of the three, order rotated")
+    runs = {name: [] for name, _ in CONTENTS}
+    for i in range(repeat):
+        order = CONTENTS[i % 3:] + CONTENTS[:i % 3]
+        for name, extra in order:
+            cmd, iops, cpu, data = iolab_once(iolab, device, runtime, True, extra or ("--dedupe-pct", "0"))
+            if i == 0:
+                say(f"  $ {' '.join(cmd)}")
+            runs[name].append((iops, cpu, data.get("dedupe_ratio"), data.get("compression_ratio")))
+    base_iops = statistics.median(r[0] for r in runs[CONTENTS[0][0]])
+    base_cpu = statistics.median(r[1] for r in runs[CONTENTS[0][0]])
+    for name, _ in CONTENTS:
+        iops = [r[0] for r in runs[name]]
+        cpu = [r[1] for r in runs[name]]
+        data = runs[name][-1]
+        say(f"  {name:<18} IOPS {statistics.median(iops):>10,.0f} ({statistics.median(iops) / base_iops:.3f}x; runs "
+            f"{', '.join(f'{v:,.0f}' for v in iops)}); CPU per I/O {statistics.median(cpu):.3f} us "
+            f"({statistics.median(cpu) / base_cpu:.3f}x); measured dedupe {data[2]:.2f}:1, compression {data[3]:.2f}:1")
 
 
 def fio_once(device, runtime):
@@ -105,10 +139,18 @@ def main():
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--size", type=int, default=1 << 30, help="bytes of each scratch device")
     parser.add_argument("--iolab", default=str(REPO / "target/release/iolab"))
+    parser.add_argument("--content", action="store_true",
+                        help="compare --compress-pct 50 and --dedupe-pct 50 with the default on the loop device")
     args = parser.parse_args()
     say(f"unique_data: iolab {args.iolab}; runtime {args.runtime} s, repeat {args.repeat}")
     devices = ScratchDevices(say)
     try:
+        if args.content:
+            device, _, notes = devices.loop(args.size)
+            for note in notes:
+                say(f"  {note}")
+            measure_content(args.iolab, device, args.runtime, args.repeat)
+            return
         for name, make in (("loop", devices.loop), ("zram", devices.zram)):
             try:
                 device, _, notes = make(args.size)

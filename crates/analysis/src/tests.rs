@@ -218,6 +218,7 @@ fn group(name: &str, targets: &[(String, f64)], synth: &Synth) -> GroupResult {
         series: Vec::new(),
         rate: None,
         blocks: None,
+        data: None,
         histograms: Default::default(),
     }
 }

@@ -102,6 +102,7 @@ fn base() -> JobResult {
         series: Vec::new(),
         rate: None,
         blocks: None,
+        data: None,
         histograms: Default::default(),
     };
     JobResult {

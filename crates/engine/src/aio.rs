@@ -129,8 +129,12 @@ fn is_buffered(fd: RawFd) -> bool {
 impl AioEngine {
     pub fn new(config: EngineConfig) -> Result<Self, EngineError> {
         let depth = config.qd.max(1);
-        let buffers =
-            AlignedBuffers::new(depth, config.max_len, config.seed, config.origin)?.sealed(config.verify);
+        let buffers = AlignedBuffers::new(depth, config.max_len, config.seed, config.origin)?
+            .sealed(config.verify)
+            .with_content(crate::content::Content::new(
+                &config.content,
+                config.origin.unwrap_or(config.seed),
+            ));
         let mut ctx: AioContext = 0;
         // io_setup requires `*ctx == 0` on entry and writes the new context there.
         // SAFETY: `ctx` is a live, zeroed aio_context_t the kernel may write.
@@ -227,6 +231,10 @@ impl AioEngine {
 }
 
 impl Engine for AioEngine {
+    fn data_sample(&self) -> Option<iolab_stats::DataSample> {
+        self.buffers.as_ref().and_then(AlignedBuffers::data_sample)
+    }
+
     fn queue(&mut self, request: IoRequest) -> Queued {
         // Also keeps every request's event within the capacity of `events`.
         if self.in_flight() >= self.depth {
@@ -374,6 +382,7 @@ mod tests {
             max_len: BLOCK,
             seed: 7,
             origin: None,
+            content: Default::default(),
             uring: UringSpec::default(),
             verify: false,
         };
@@ -462,6 +471,7 @@ mod tests {
             max_len: BLOCK,
             seed: 7,
             origin: None,
+            content: Default::default(),
             uring: UringSpec::default(),
             verify: false,
         };

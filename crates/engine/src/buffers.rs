@@ -6,6 +6,7 @@
 
 use std::alloc::{alloc, dealloc, Layout};
 
+use crate::content::Content;
 use crate::engine::{IoRequest, Op};
 use crate::error::EngineError;
 use crate::stamp::WriteStamp;
@@ -19,6 +20,8 @@ pub struct AlignedBuffers {
     /// Stamps every write (`stamp::WriteStamp`); `None` sends the buffers as filled, the same
     /// bytes from a slot on every write (for the benchmark that measures what stamping costs).
     writes: Option<WriteStamp>,
+    /// What the writes' block bodies hold (`content`); `None`: the buffers as filled.
+    content: Option<Content>,
 }
 
 // SAFETY: the allocation is owned by this struct and only reached through it; the raw pointer
@@ -42,7 +45,8 @@ impl AlignedBuffers {
                 source: std::io::Error::from_raw_os_error(libc::ENOMEM),
             });
         }
-        let mut buffers = AlignedBuffers { base, layout, stride, writes: origin.map(WriteStamp::new) };
+        let mut buffers =
+            AlignedBuffers { base, layout, stride, writes: origin.map(WriteStamp::new), content: None };
         buffers.fill(seed);
         crate::stamp::mark_blocks(buffers.as_mut_slice());
         Ok(buffers)
@@ -64,6 +68,18 @@ impl AlignedBuffers {
         // only about a reaped slot, which neither the kernel nor a request touches until it is
         // queued again, and queueing needs `&mut` of the engine that owns `self`.
         unsafe { std::slice::from_raw_parts(ptr, len as usize) }
+    }
+
+    /// Shapes every write's block bodies with `content` (`--dedupe-pct`, `--compress-pct`,
+    /// `--buffer-pattern`) and samples what is sent.
+    pub fn with_content(mut self, content: Content) -> Self {
+        self.content = Some(content);
+        self
+    }
+
+    /// The writes' sample, measured (`Content::measure`); `None` without content.
+    pub fn data_sample(&self) -> Option<iolab_stats::DataSample> {
+        self.content.as_ref().map(Content::measure)
     }
 
     fn fill(&self, seed: u64) {
@@ -111,7 +127,16 @@ impl AlignedBuffers {
             // kernel nor another request reads or writes these bytes now.
             // SAFETY: `span` kept `len` bytes from `ptr` inside the allocation; the slot is free.
             let bytes = unsafe { std::slice::from_raw_parts_mut(ptr, request.len as usize) };
-            writes.stamp(bytes, request.offset);
+            match &self.content {
+                None => writes.stamp(bytes, request.offset),
+                Some(content) => {
+                    content.fill(bytes);
+                    if content.stamps() {
+                        writes.stamp(bytes, request.offset);
+                    }
+                    content.finish(bytes);
+                }
+            }
         }
         ptr
     }

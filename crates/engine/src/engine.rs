@@ -70,6 +70,12 @@ pub trait Engine: Send {
     fn data(&self, _slot: u32, _len: u32) -> Option<&[u8]> {
         None
     }
+
+    /// The sample of the blocks this instance wrote, measured (`content::Content::measure`):
+    /// the achieved dedupe and compression ratios. `None` for an engine that sends nothing.
+    fn data_sample(&self) -> Option<iolab_stats::DataSample> {
+        None
+    }
 }
 
 /// What an engine instance needs: its files, how many requests it may hold, the largest request.
@@ -89,6 +95,8 @@ pub struct EngineConfig {
     pub uring: UringSpec,
     /// `--verify`: every write also carries its blocks' checksums (`blockcheck`).
     pub verify: bool,
+    /// What the writes' blocks hold (`--dedupe-pct`, `--compress-pct`, `--buffer-pattern`).
+    pub content: crate::content::ContentConfig,
 }
 
 /// What to do with an engine once it is open: generic over its type, so the code that drives

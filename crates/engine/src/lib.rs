@@ -7,6 +7,7 @@
 mod aio;
 pub mod blockcheck;
 mod buffers;
+pub mod content;
 mod engine;
 mod error;
 pub mod exit_cleanup;

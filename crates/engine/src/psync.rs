@@ -16,7 +16,11 @@ impl PsyncEngine {
     pub fn new(config: EngineConfig) -> Result<Self, EngineError> {
         Ok(PsyncEngine {
             buffers: AlignedBuffers::new(1, config.max_len, config.seed, config.origin)?
-                .sealed(config.verify),
+                .sealed(config.verify)
+                .with_content(crate::content::Content::new(
+                    &config.content,
+                    config.origin.unwrap_or(config.seed),
+                )),
             files: config.files,
             queued: None,
             done: None,
@@ -25,6 +29,10 @@ impl PsyncEngine {
 }
 
 impl Engine for PsyncEngine {
+    fn data_sample(&self) -> Option<iolab_stats::DataSample> {
+        self.buffers.data_sample()
+    }
+
     fn queue(&mut self, request: IoRequest) -> Queued {
         if self.queued.is_some() || self.done.is_some() {
             return Queued::Busy;

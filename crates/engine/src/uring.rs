@@ -211,8 +211,12 @@ impl UringEngine {
         let spec = config.uring;
         let entries = config.qd.max(1).next_power_of_two();
         let (ring, mut granted) = build_ring(entries, &spec)?;
-        let buffers =
-            AlignedBuffers::new(config.qd, config.max_len, config.seed, config.origin)?.sealed(config.verify);
+        let buffers = AlignedBuffers::new(config.qd, config.max_len, config.seed, config.origin)?
+            .sealed(config.verify)
+            .with_content(crate::content::Content::new(
+                &config.content,
+                config.origin.unwrap_or(config.seed),
+            ));
         let fixed_files = spec.fixed_files && ring.submitter().register_files(&config.files).is_ok();
         let iovecs: Vec<libc::iovec> = (0..config.qd)
             .map(|slot| libc::iovec {
@@ -377,6 +381,10 @@ impl UringEngine {
 }
 
 impl Engine for UringEngine {
+    fn data_sample(&self) -> Option<iolab_stats::DataSample> {
+        self.buffers.as_ref().and_then(AlignedBuffers::data_sample)
+    }
+
     fn queue(&mut self, request: IoRequest) -> Queued {
         let entry = self.entry(&request);
         // The buffer of `request.slot` lives as long as `self` (leaked, not freed, if requests

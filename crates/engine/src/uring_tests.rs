@@ -18,6 +18,7 @@ fn socket_engine() -> Option<(UringEngine, UnixStream, UnixStream)> {
         max_len: 4096,
         seed: 1,
         origin: None,
+        content: Default::default(),
         uring: UringSpec::tuned(),
         verify: false,
     };
@@ -95,6 +96,7 @@ fn a_registered_ring_enters_by_index_on_its_own_thread_only() {
             max_len: 4096,
             seed: 1,
             origin: None,
+            content: Default::default(),
             uring: spec,
             verify: false,
         };

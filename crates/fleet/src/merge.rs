@@ -277,6 +277,7 @@ fn merge_group(
         workers: groups.iter().map(|group| group.workers).sum(),
         threads: groups.iter().map(|group| group.threads).sum(),
         cpus: first.cpus.clone(),
+        data: iolab_stats::DataReport::merged(groups.iter().filter_map(|group| group.data.as_ref())),
         read: summed(&stats.read, groups.iter().map(|group| &group.read), measured_s, slo),
         write: summed(&stats.write, groups.iter().map(|group| &group.write), measured_s, slo),
         total: summed(&stats.combined(), groups.iter().map(|group| &group.total), measured_s, slo),

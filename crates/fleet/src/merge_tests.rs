@@ -153,6 +153,7 @@ fn agent_result(own: &Recorded, measured_s: f64, start: u64, job: &JobSpec) -> A
             series: series.clone(),
             rate: None,
             blocks: None,
+            data: None,
             histograms: stats.clone(),
         })
         .collect();

@@ -81,6 +81,9 @@ fn job_text(out: &mut String, job: &JobResult) {
         if let Some(blocks) = &group.blocks {
             let _ = writeln!(out, "    {}", blocks_touched(blocks));
         }
+        if let Some(data) = &group.data {
+            let _ = writeln!(out, "    {}", data.line());
+        }
     }
     out.push('\n');
     for group in &job.groups {

@@ -67,6 +67,8 @@ pub struct Collected {
     pub lane_rates: Vec<Option<LaneRate>>,
     /// Per lane, the blocks its I/Os touched (per target of its router); empty until it ends.
     pub lane_touched: Vec<Vec<Touched>>,
+    /// Per lane, the measured sample of what it wrote (`LaneEvent::Finished`).
+    pub lane_data: Vec<Option<iolab_stats::DataSample>>,
 }
 
 pub struct Collector<'a> {
@@ -143,6 +145,7 @@ impl<'a> Collector<'a> {
                 abandoned: Vec::new(),
                 lane_rates: (0..lanes).map(|_| None).collect(),
                 lane_touched: vec![Vec::new(); lanes],
+                lane_data: vec![None; lanes],
             },
             group_targets,
             cpu_start: None,
@@ -308,10 +311,11 @@ impl<'a> Collector<'a> {
                     self.out.failed.push(FailedIo { lane, target, op, offset, len, result });
                 }
             }
-            LaneEvent::Finished { lane, error, rate, touched } => {
+            LaneEvent::Finished { lane, error, rate, touched, data } => {
                 self.positions[lane] = i64::MAX;
                 self.out.lane_rates[lane] = rate;
                 self.out.lane_touched[lane] = touched;
+                self.out.lane_data[lane] = data;
                 if error.is_some() && self.out.engine_error.is_none() {
                     self.out.engine_error = error;
                 }

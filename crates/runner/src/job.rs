@@ -6,6 +6,7 @@ use std::sync::mpsc;
 use std::sync::Arc;
 use std::time::SystemTime;
 
+use iolab_engine::content::ContentConfig;
 use iolab_engine::{Engine, Op, WithEngine};
 use iolab_spec::{EngineKind, JobSpec, RateSpec};
 use iolab_stats::result::{
@@ -14,7 +15,7 @@ use iolab_stats::result::{
 };
 use iolab_stats::slots::SlotSplit;
 use iolab_stats::threads::WORKER_THREAD_PREFIX;
-use iolab_stats::IntervalStats;
+use iolab_stats::{DataReport, DataSample, IntervalStats};
 
 use crate::collector::{Collected, Collector};
 use crate::coverage::{Coverage, Touched};
@@ -69,6 +70,7 @@ pub fn run_job(
                 cpu: (!group.cpus.is_empty()).then(|| group.cpus[index as usize % group.cpus.len()]),
                 schedule: group.rate.map(|rate| Schedule::new(&rate, threads, index, group.seed, job.ramp.0)),
                 verify: verify.lane(g, group.qd_per_lane(), group.access.max_bs().0 as u32),
+                content: ContentConfig { spec: group.data.clone(), seed: group.seed },
             });
             lane_group.push(g);
         }
@@ -182,6 +184,7 @@ fn assemble(
     let measured_s = shared.window_end_ns().saturating_sub(shared.measure_start_ns) as f64 / 1e9;
     let slo = &job.slo;
     let mut lane_rates = std::mem::take(&mut collected.lane_rates);
+    let lane_data = std::mem::take(&mut collected.lane_data);
     let mut all = IntervalStats::default();
     let groups: Vec<GroupResult> = job
         .groups
@@ -240,6 +243,12 @@ fn assemble(
                     RateReport::new(&rate, scheduled, totals.ios(), measured_s, max_lag_ns, response)
                 }),
                 blocks: group_coverage(lane_group, &collected.lane_touched, g),
+                data: group.access.writes().then(|| {
+                    let mut sample = DataSample::default();
+                    let lanes = lane_group.iter().zip(&lane_data).filter(|(&lg, _)| lg == g);
+                    lanes.filter_map(|(_, d)| d.as_ref()).for_each(|d| sample.merge(d));
+                    DataReport::new(&group.data, &sample)
+                }),
                 histograms: totals,
             }
         })

@@ -24,12 +24,13 @@ use std::sync::atomic::{AtomicU32, AtomicU64, Ordering::Relaxed};
 use std::sync::mpsc::Sender;
 use std::sync::Mutex;
 
+use iolab_engine::content::ContentConfig;
 use iolab_engine::{
     open_engine, stamp, Completion, Engine, EngineConfig, EngineError, IoRequest, Op, Queued, WithEngine,
 };
 use iolab_spec::{Burst, EngineKind, UringSpec};
 use iolab_stats::result::StopReason;
-use iolab_stats::{IntervalStats, OpStats};
+use iolab_stats::{DataSample, IntervalStats, OpStats};
 
 use crate::coverage::Touched;
 use crate::routing::{RoutedIo, Router};
@@ -48,8 +49,15 @@ pub enum LaneEvent {
     /// A request failed or transferred fewer bytes than asked.
     IoError { lane: usize, target: u16, op: Op, offset: u64, len: u32, result: i32 },
     /// The lane has stopped; `error` when its engine failed, `rate` when it ran open loop;
-    /// `touched`: the blocks its I/Os touched, per target of its router.
-    Finished { lane: usize, error: Option<String>, rate: Option<LaneRate>, touched: Vec<Touched> },
+    /// `touched`: the blocks its I/Os touched, per target of its router; `data`: the sample of
+    /// the blocks the lane wrote, measured (`Engine::data_sample`).
+    Finished {
+        lane: usize,
+        error: Option<String>,
+        rate: Option<LaneRate>,
+        touched: Vec<Touched>,
+        data: Option<DataSample>,
+    },
 }
 
 /// How an open-loop lane kept to its schedule.
@@ -99,6 +107,8 @@ pub struct LanePlan {
     pub schedule: Option<Schedule>,
     /// `--verify`: records writes and checks reads (`verify`).
     pub verify: Option<crate::verify::LaneVerify>,
+    /// What the lane's writes hold: the group's data settings and seed.
+    pub content: ContentConfig,
 }
 
 #[derive(Clone, Copy)]
@@ -202,6 +212,7 @@ pub fn engine_config(plan: &LanePlan) -> (EngineKind, EngineConfig) {
         origin: std::env::var_os("IOLAB_UNSTAMPED_WRITES").is_none().then(|| stamp::origin(plan.lane)),
         uring: plan.uring,
         verify: plan.verify.is_some(),
+        content: plan.content.clone(),
     };
     (plan.engine, config)
 }
@@ -257,11 +268,14 @@ pub fn run<E: Engine>(
     heartbeat.in_flight.store(engine.in_flight(), Relaxed);
     shared.await_cpu_snapshot();
     let touched = plan.router.touched();
+    // After the CPU snapshot: measuring the sample (zstd) is no part of the run's cost.
+    let data = engine.data_sample();
     let _ = events.send(LaneEvent::Finished {
         lane: plan.lane,
         error: error.map(|e| e.to_string()),
         rate,
         touched,
+        data,
     });
 }
 

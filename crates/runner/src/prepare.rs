@@ -5,6 +5,7 @@ use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicBool;
 
+use iolab_engine::content::ContentConfig;
 use iolab_engine::target::{self, Access, OpenedTarget, TargetKind};
 use iolab_engine::{exit_cleanup, safety};
 use iolab_spec::{Bytes, EngineKind, GroupSpec, JobSpec, RunPlan};
@@ -117,7 +118,9 @@ pub fn scratch(
     // From here on the guard removes whatever was created, even on error or a second signal.
     let on_exit = (!keep).then(|| exit_cleanup::remove_on_exit(&path));
     let scratch = Scratch { path, keep, _on_exit: on_exit };
-    target::lay_out_file(&scratch.path, size, cancel)?;
+    // Shared by the groups without a target: laid out with the first one's data.
+    let content = ContentConfig { spec: groups[0].data.clone(), seed: groups[0].seed };
+    target::lay_out_file_with(&scratch.path, size, &content, cancel)?;
     Ok(Some(scratch))
 }
 
@@ -223,7 +226,8 @@ fn prepare(
         refuse_findings(&path, safety::inspect_open_file(&handle.file))?;
     }
     if let (TargetKind::File, Some(size)) = (kind, spec.size) {
-        let layout = target::lay_out(&handle, offset + size.0, cancel)?;
+        let content = ContentConfig { spec: group.data.clone(), seed: group.seed };
+        let layout = target::lay_out_with(&handle, offset + size.0, &content, cancel)?;
         if layout.written > 0 && !spec.paths.is_empty() {
             observer.note(&format!("wrote {} of data to lay out {}", Bytes(layout.written), path.display()));
         }

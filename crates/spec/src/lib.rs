@@ -6,6 +6,7 @@
 
 pub mod axis;
 pub mod cache;
+pub mod data;
 mod distribution;
 mod error;
 pub mod jobfile;
@@ -23,6 +24,7 @@ mod verify;
 pub mod wire;
 
 pub use axis::Axis;
+pub use data::{BufferPattern, DataSpec};
 pub use distribution::{Distribution, WorkingSet, WorkingSetMoves, Zone, MAX_ZIPF_THETA};
 pub use error::SpecError;
 pub use model::{

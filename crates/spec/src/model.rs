@@ -67,6 +67,8 @@ pub struct GroupSpec {
     pub seed: u64,
     /// `--verify`: writes carry checksums, reads check them (docs/verify.md).
     pub verify: crate::verify::VerifySpec,
+    /// What the group's writes hold (`--dedupe-pct`, `--compress-pct`, `--buffer-pattern`).
+    pub data: crate::data::DataSpec,
 }
 
 /// The schedule of a rate-limited group.

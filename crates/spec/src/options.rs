@@ -183,6 +183,23 @@ pub struct Options {
     /// directory, keyed by the target.
     #[arg(long, value_name = "PATH", help_heading = "Verify")]
     pub verify_state: Option<PathBuf>,
+    /// Share of written 4 KiB blocks that repeat a block of the dedupe set, 0..100 (default 0:
+    /// every block unique). See docs/data.md.
+    #[arg(long, value_name = "PCT", help_heading = "Data")]
+    pub dedupe_pct: Option<u32>,
+
+    /// How many distinct blocks the --dedupe-pct repeats are drawn from (default 1m: 256 blocks).
+    #[arg(long, value_name = "SIZE", help_heading = "Data")]
+    pub dedupe_set: Option<Bytes>,
+
+    /// Share of each 4 KiB block that compresses away, 0..100 (default 0: incompressible).
+    #[arg(long, value_name = "PCT", help_heading = "Data")]
+    pub compress_pct: Option<u32>,
+
+    /// What the blocks hold: random (default: stamped, unique, shaped by --dedupe-pct and
+    /// --compress-pct), zero (all-zero blocks, no stamp) or hex bytes repeated (0xdeadbeef, no stamp).
+    #[arg(long, value_name = "PATTERN", help_heading = "Data")]
+    pub buffer_pattern: Option<crate::data::BufferPattern>,
 
     // ---- what a job does as a whole ----
     /// Measured time, after the ramp (default 10s).
@@ -300,6 +317,10 @@ macro_rules! with_option_fields {
             seed,
             verify,
             verify_state,
+            dedupe_pct,
+            dedupe_set,
+            compress_pct,
+            buffer_pattern,
             runtime,
             ramp,
             interval,

@@ -323,6 +323,13 @@ fn resolve_group(layer: &Options, name: String, seed: u64) -> Result<GroupSpec, 
     let uring = resolve_uring(layer, engine)?;
     let verify =
         crate::verify::resolve_verify(layer, &bs_split.iter().map(|w| w.bs).collect::<Vec<_>>(), align)?;
+    let data = crate::data::resolve_data(
+        layer.dedupe_pct,
+        layer.dedupe_set,
+        layer.compress_pct,
+        layer.buffer_pattern.as_ref(),
+    )?;
+    verifiable(&verify, &data)?;
     let paths = layer.target.clone().unwrap_or_default();
     if paths.iter().any(|p| p.as_os_str().is_empty()) {
         return Err(invalid("--target '' is empty; give a path, or leave --target out for a scratch file"));
@@ -389,7 +396,27 @@ fn resolve_group(layer: &Options, name: String, seed: u64) -> Result<GroupSpec, 
         rate,
         seed,
         verify,
+        data,
     })
+}
+
+/// `--verify` checks each block's stamp and checksums, so a block must carry its own: a
+/// dedupe repeat is another block's copy, and a pattern has no stamp.
+fn verifiable(verify: &crate::verify::VerifySpec, data: &crate::data::DataSpec) -> Result<(), SpecError> {
+    if !verify.verify {
+        return Ok(());
+    }
+    if data.dedupe_pct > 0 {
+        return Err(invalid(
+            "--verify and --dedupe-pct do not mix: a repeated block is a copy of another and cannot say where or when it was written; drop one",
+        ));
+    }
+    if data.pattern != crate::data::BufferPattern::Random {
+        return Err(invalid(
+            "--verify needs stamped blocks, and --buffer-pattern zero or HEX writes the pattern alone; drop one",
+        ));
+    }
+    Ok(())
 }
 
 /// The open-loop schedule: `--rate-iops` and `--arrival`.

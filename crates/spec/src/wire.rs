@@ -117,6 +117,7 @@ fn group_keys(group: &GroupSpec, index: usize, table: &mut Table) -> Result<(), 
         rate,
         seed,
         verify,
+        data,
     } = group;
     target_keys(target, table)?;
     access_keys(access, table);
@@ -151,6 +152,7 @@ fn group_keys(group: &GroupSpec, index: usize, table: &mut Table) -> Result<(), 
     }
     // Resolve gives the group at `index` the seed + index.
     table.insert("seed".into(), whole(seed.wrapping_sub(index as u64)));
+    data_keys(data, table);
     Ok(())
 }
 
@@ -202,6 +204,17 @@ fn access_keys(access: &AccessSpec, table: &mut Table) {
             table.insert("working_set_moves".into(), moves.to_string().into());
         }
     }
+}
+
+fn data_keys(data: &crate::data::DataSpec, table: &mut Table) {
+    let crate::data::DataSpec { dedupe_pct, dedupe_set, compress_pct, pattern } = data;
+    table.insert("dedupe_pct".into(), i64::from(*dedupe_pct).into());
+    // Resolve refuses a set without repeats.
+    if *dedupe_pct > 0 {
+        table.insert("dedupe_set".into(), bytes(*dedupe_set));
+    }
+    table.insert("compress_pct".into(), i64::from(*compress_pct).into());
+    table.insert("buffer_pattern".into(), pattern.to_string().into());
 }
 
 fn uring_keys(uring: &UringSpec, table: &mut Table) {
@@ -273,6 +286,7 @@ fn fields(job: &JobSpec) -> Vec<(String, String)> {
             rate,
             seed,
             verify,
+            data,
         } = group;
         let label = |field: &str| format!("group {} {field}", index + 1);
         add(&mut out, label("name"), name);
@@ -288,6 +302,7 @@ fn fields(job: &JobSpec) -> Vec<(String, String)> {
         add(&mut out, label("rate"), rate);
         add(&mut out, label("seed"), seed);
         add(&mut out, label("verify"), verify);
+        add(&mut out, label("data"), data);
     }
     out
 }

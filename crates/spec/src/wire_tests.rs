@@ -233,3 +233,10 @@ fn a_bad_value_is_refused_as_resolve_refuses_it() {
     let err = job_from_text("[[job]]\nqd = 0\n").expect_err("qd 0").to_string();
     assert!(err.contains("--qd must be 1 or more"), "{err}");
 }
+
+#[test]
+fn data_settings_travel() {
+    assert_all_round_trip("dedupe_pct = 50\ndedupe_set = \"8m\"\ncompress_pct = 30\n");
+    assert_all_round_trip("buffer_pattern = \"zero\"\n");
+    assert_all_round_trip("[[group]]\nbuffer_pattern = \"0xdeadbeef\"\n[[group]]\ncompress_pct = 100\n");
+}

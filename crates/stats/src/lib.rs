@@ -7,6 +7,7 @@
 
 pub mod central;
 pub mod cpu;
+pub mod data;
 pub mod encoded;
 pub mod fleet;
 pub mod format;
@@ -22,6 +23,7 @@ pub mod slots;
 pub mod threads;
 pub mod verify;
 
+pub use data::{DataReport, DataSample};
 pub use interval::IntervalStats;
 pub use op_stats::{Moments, OpStats, PERCENTILES};
 pub use rate::{SUSTAINED_MAX_LAG_NS, SUSTAINED_MIN_COMPLETED_PCT};

@@ -181,6 +181,10 @@ pub struct GroupResult {
     /// measured.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub blocks: Option<BlockCoverage>,
+    /// What the group wrote and what a sample of it measured (`--dedupe-pct`, `--compress-pct`,
+    /// `--buffer-pattern`); `None` for a group that only reads.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub data: Option<crate::data::DataReport>,
     /// The group's merged histograms (as `JobResult::histograms`), so groups merge exactly too.
     #[serde(skip)]
     pub histograms: IntervalStats,

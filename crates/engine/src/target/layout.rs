@@ -10,6 +10,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use super::opened::{Access, OpenedTarget};
 use super::TargetError;
+use crate::content::{Content, ContentConfig};
 
 /// What `lay_out_file` did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -25,6 +26,17 @@ const CHUNK: usize = 1 << 20;
 /// for the scratch file and a user's own runs. Stops early, with `TargetError::Interrupted`,
 /// when `cancel` is set.
 pub fn lay_out_file(path: &Path, size: u64, cancel: &AtomicBool) -> Result<Layout, TargetError> {
+    lay_out_file_with(path, size, &ContentConfig::default(), cancel)
+}
+
+/// As `lay_out_file`, the blocks holding what `content` says (`--dedupe-pct`, `--compress-pct`,
+/// `--buffer-pattern`), as the group's writes will.
+pub fn lay_out_file_with(
+    path: &Path,
+    size: u64,
+    content: &ContentConfig,
+    cancel: &AtomicBool,
+) -> Result<Layout, TargetError> {
     let existing = std::fs::metadata(path).ok();
     if existing.as_ref().is_some_and(|m| m.len() >= size) {
         // Big enough: not even opened for writing, so a read-only file stays usable.
@@ -36,7 +48,7 @@ pub fn lay_out_file(path: &Path, size: u64, cancel: &AtomicBool) -> Result<Layou
         }
         _ => TargetError::Io { path: path.to_path_buf(), context: "cannot create", source: e },
     })?;
-    lay_out(&target, size, cancel)
+    lay_out_with(&target, size, content, cancel)
 }
 
 /// Extends the open regular file `target` to at least `size` bytes of non-zero data, through
@@ -44,6 +56,16 @@ pub fn lay_out_file(path: &Path, size: u64, cancel: &AtomicBool) -> Result<Layou
 /// again when there is no room for it. Stops early, with `TargetError::Interrupted`, when
 /// `cancel` is set.
 pub fn lay_out(target: &OpenedTarget, size: u64, cancel: &AtomicBool) -> Result<Layout, TargetError> {
+    lay_out_with(target, size, &ContentConfig::default(), cancel)
+}
+
+/// As `lay_out`, the blocks holding what `content` says, as the group's writes will.
+pub fn lay_out_with(
+    target: &OpenedTarget,
+    size: u64,
+    content: &ContentConfig,
+    cancel: &AtomicBool,
+) -> Result<Layout, TargetError> {
     let path = target.path.as_path();
     let io_error = |context, source| TargetError::Io { path: path.to_path_buf(), context, source };
     let created = target.created();
@@ -70,6 +92,11 @@ pub fn lay_out(target: &OpenedTarget, size: u64, cancel: &AtomicBool) -> Result<
         return Err(TargetError::NoSpace { path: path.to_path_buf(), needed: size - current, available });
     }
     let mut chunk = pseudo_random_chunk();
+    // The default keeps the cheap unique blocks below; other data is shaped as writes shape it.
+    let shaped = (!content.spec.is_default()).then(|| {
+        let origin = crate::stamp::origin(usize::MAX);
+        (Content::new(content, origin), crate::stamp::WriteStamp::new(origin))
+    });
     let mut at = current;
     use std::io::Seek;
     file.seek(std::io::SeekFrom::Start(at)).map_err(|e| io_error("cannot seek", e))?;
@@ -78,13 +105,15 @@ pub fn lay_out(target: &OpenedTarget, size: u64, cancel: &AtomicBool) -> Result<
             return Err(TargetError::Interrupted(path.to_path_buf()));
         }
         let n = (size - at).min(CHUNK as u64) as usize;
-        // Each 4 KiB block: iolab's mark, then its offset, so no two blocks are equal.
-        crate::stamp::mark_blocks(&mut chunk[..n]);
-        for (i, block) in chunk[..n].chunks_mut(crate::stamp::BLOCK).enumerate() {
-            let stamp = (at + (i * crate::stamp::BLOCK) as u64) ^ 0x9e37_79b9_7f4a_7c15;
-            let from = crate::stamp::MAGIC.len().min(block.len());
-            let to = (from + 8).min(block.len());
-            block[from..to].copy_from_slice(&stamp.to_le_bytes()[..to - from]);
+        match &shaped {
+            None => unique_blocks(&mut chunk[..n], at),
+            Some((content, stamp)) => {
+                content.fill(&mut chunk[..n]);
+                if content.stamps() {
+                    stamp.stamp(&mut chunk[..n], at);
+                }
+                content.finish(&mut chunk[..n]);
+            }
         }
         file.write_all(&chunk[..n]).map_err(|e| io_error("cannot write while laying out the file", e))?;
         at += n as u64;
@@ -94,6 +123,17 @@ pub fn lay_out(target: &OpenedTarget, size: u64, cancel: &AtomicBool) -> Result<
     // SAFETY: plain advice on an open fd; no memory is passed.
     unsafe { libc::posix_fadvise(file.as_raw_fd(), 0, 0, libc::POSIX_FADV_DONTNEED) };
     Ok(Layout { created, written: size - current })
+}
+
+/// Each 4 KiB block: iolab's mark, then its offset, so no two blocks are equal.
+fn unique_blocks(chunk: &mut [u8], at: u64) {
+    crate::stamp::mark_blocks(chunk);
+    for (i, block) in chunk.chunks_mut(crate::stamp::BLOCK).enumerate() {
+        let stamp = (at + (i * crate::stamp::BLOCK) as u64) ^ 0x9e37_79b9_7f4a_7c15;
+        let from = crate::stamp::MAGIC.len().min(block.len());
+        let to = (from + 8).min(block.len());
+        block[from..to].copy_from_slice(&stamp.to_le_bytes()[..to - from]);
+    }
 }
 
 /// Bytes an unprivileged writer may still use on the filesystem of `file`.
