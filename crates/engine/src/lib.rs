@@ -9,6 +9,7 @@ mod buffers;
 mod engine;
 mod error;
 pub mod exit_cleanup;
+pub mod fileops;
 mod null;
 pub mod nvme_admin;
 pub mod probe;
