@@ -11,6 +11,7 @@ pub mod content;
 mod engine;
 mod error;
 pub mod exit_cleanup;
+pub mod fileops;
 mod null;
 pub mod nvme_admin;
 pub mod probe;

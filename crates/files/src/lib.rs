@@ -17,16 +17,14 @@ mod report;
 mod run;
 pub mod safety;
 mod sizes;
-mod sys;
 mod tree;
-mod uring;
 mod verdict;
 mod worker;
 
 pub use error::FilesError;
 pub use plan::{parse_phases, FileCount, FileEngine, FilesPlan, Phase, ALL_PHASES, DEFAULT_PHASES};
 pub use report::{Failure, FilesReport, KindResult, OpKind, PhaseResult, Second, Stonewall, FILES_SCHEMA};
-pub use run::{peak_rss_bytes, run, RunOptions};
+pub use run::{run, RunOptions};
 pub use sizes::SizeSpec;
 pub use verdict::{FilesCause, FilesVerdict};
 

@@ -109,6 +109,14 @@ impl FileEngine {
             FileEngine::Sync => "sync",
         }
     }
+
+    /// The engine crate's name for it (where the operations' system calls live).
+    pub fn fileops(self) -> iolab_engine::fileops::FileOpsEngine {
+        match self {
+            FileEngine::IoUring => iolab_engine::fileops::FileOpsEngine::Uring,
+            FileEngine::Sync => iolab_engine::fileops::FileOpsEngine::Sync,
+        }
+    }
 }
 
 impl FromStr for FileEngine {

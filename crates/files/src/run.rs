@@ -9,6 +9,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64};
 use std::sync::Barrier;
 
+use iolab_engine::fileops::FileOps;
 use iolab_stats::OpStats;
 
 use crate::error::FilesError;
@@ -17,7 +18,6 @@ use crate::report::{
     FilesReport, KindResult, OpKind, PhaseResult, Second, Stonewall, FILES_SCHEMA, OP_KINDS,
 };
 use crate::safety;
-use crate::sys::Sys;
 use crate::tree::Tree;
 use crate::verdict::{judge, PhaseFacts};
 use crate::worker::{Ctx, Outcome, Worker};
@@ -121,7 +121,7 @@ pub fn run(
         total_dirs: plan.total_dirs(),
         phases,
         notes,
-        peak_rss_bytes: peak_rss_bytes(),
+        peak_rss_bytes: iolab_stats::cpu::peak_rss_bytes().unwrap_or(0),
         kept,
     })
 }
@@ -134,7 +134,7 @@ fn run_threads(ctx: &Ctx<'_>, phase: Phase, notes: &mut Vec<String>) -> Result<V
                     scope,
                     move || {
                         // Each thread makes its own ring: a single-issuer ring belongs to its maker.
-                        let sys = match Sys::new(ctx.plan.engine) {
+                        let sys = match FileOps::new(ctx.plan.engine.fileops()) {
                             Ok(sys) => sys,
                             Err(e) => {
                                 // The others must not wait for this thread at a barrier forever.
@@ -299,15 +299,4 @@ fn block_device(dir: &Path) -> Option<PathBuf> {
 /// The device's io_ticks (ms it had requests in flight), the stat file's tenth field.
 fn io_ticks_ms(stat: &Path) -> Option<u64> {
     std::fs::read_to_string(stat).ok()?.split_whitespace().nth(9)?.parse().ok()
-}
-
-/// The most resident memory the process held, in bytes.
-pub fn peak_rss_bytes() -> u64 {
-    let mut usage = std::mem::MaybeUninit::<libc::rusage>::uninit();
-    // SAFETY: getrusage fills the whole struct on success.
-    if unsafe { libc::getrusage(libc::RUSAGE_SELF, usage.as_mut_ptr()) } != 0 {
-        return 0;
-    }
-    // SAFETY: it returned 0, so `usage` is filled.
-    (unsafe { usage.assume_init() }.ru_maxrss as u64) * 1024
 }

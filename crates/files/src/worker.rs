@@ -10,12 +10,12 @@ use std::io;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
 use std::sync::Barrier;
 
+use iolab_engine::fileops::{AlignedBuf, FileOps};
 use iolab_stats::OpStats;
 
 use crate::plan::{FilesPlan, Phase};
 use crate::report::{Failure, OpKind, OP_KINDS};
 use crate::sizes::file_hash;
-use crate::sys::{AlignedBuf, Sys};
 use crate::tree::{Side, Tree};
 
 /// The data buffer's size at most: larger files are written and read in pieces this big.
@@ -79,7 +79,7 @@ type FileOp<'a> = fn(&mut Worker<'a>, &Tree, Side, u64) -> Result<(), OpError>;
 
 pub struct Worker<'a> {
     ctx: &'a Ctx<'a>,
-    sys: Sys,
+    sys: FileOps,
     thread: u32,
     main: OpKind,
     out: Outcome,
@@ -90,15 +90,12 @@ pub struct Worker<'a> {
 }
 
 fn thread_cpu_ns() -> (u64, u64) {
-    let mut usage = std::mem::MaybeUninit::<libc::rusage>::uninit();
-    // SAFETY: getrusage fills the whole struct on success.
-    if unsafe { libc::getrusage(libc::RUSAGE_THREAD, usage.as_mut_ptr()) } != 0 {
+    use nix::sys::resource::{getrusage, UsageWho};
+    let Ok(usage) = getrusage(UsageWho::RUSAGE_THREAD) else {
         return (0, 0);
-    }
-    // SAFETY: it returned 0, so `usage` is filled.
-    let usage = unsafe { usage.assume_init() };
-    let ns = |t: libc::timeval| t.tv_sec as u64 * 1_000_000_000 + t.tv_usec as u64 * 1_000;
-    (ns(usage.ru_utime), ns(usage.ru_stime))
+    };
+    let ns = |t: nix::sys::time::TimeVal| t.tv_sec() as u64 * 1_000_000_000 + t.tv_usec() as u64 * 1_000;
+    (ns(usage.user_time()), ns(usage.system_time()))
 }
 
 /// The thread's time waiting on a run queue, in ns (0 where the kernel keeps no schedstat).
@@ -110,7 +107,7 @@ fn runq_wait_ns() -> u64 {
 }
 
 impl<'a> Worker<'a> {
-    pub fn new(ctx: &'a Ctx<'a>, sys: Sys, thread: u32, phase: Phase) -> Worker<'a> {
+    pub fn new(ctx: &'a Ctx<'a>, sys: FileOps, thread: u32, phase: Phase) -> Worker<'a> {
         let chunk = ctx.plan.sizes.max().clamp(4096, MAX_CHUNK) as usize;
         Worker {
             ctx,
@@ -138,7 +135,7 @@ impl<'a> Worker<'a> {
     }
 
     /// Runs the thread's part of `phase` and gives its figures.
-    pub fn run(mut self, phase: Phase) -> (Outcome, Sys) {
+    pub fn run(mut self, phase: Phase) -> (Outcome, FileOps) {
         let (user0, sys0) = thread_cpu_ns();
         let wait0 = runq_wait_ns();
         self.phase(phase);

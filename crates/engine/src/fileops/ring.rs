@@ -6,9 +6,11 @@ use std::io;
 
 use io_uring::{opcode, squeue, types, IoUring, Probe};
 
+use super::CPath;
+
 /// The ring operations the fileset uses, as a bit each.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum RingOp {
+pub(super) enum RingOp {
     OpenAt = 0,
     Statx,
     Close,
@@ -20,7 +22,7 @@ pub enum RingOp {
     Fsync,
 }
 
-pub const RING_OPS: [(RingOp, &str, u8); 9] = [
+const RING_OPS: [(RingOp, &str, u8); 9] = [
     (RingOp::OpenAt, "openat", opcode::OpenAt::CODE),
     (RingOp::Statx, "statx", opcode::Statx::CODE),
     (RingOp::Close, "close", opcode::Close::CODE),
@@ -32,7 +34,7 @@ pub const RING_OPS: [(RingOp, &str, u8); 9] = [
     (RingOp::Fsync, "fsync", opcode::Fsync::CODE),
 ];
 
-pub struct Ring {
+pub(super) struct Ring {
     ring: IoUring,
     /// Bit `RingOp as u8` set: the kernel runs it in the ring.
     supported: u16,
@@ -41,7 +43,7 @@ pub struct Ring {
 impl Ring {
     /// A small ring for one thread: single issuer with deferred task work where the kernel has
     /// them (completions run when the thread waits, not by interrupting it), plain otherwise.
-    pub fn new() -> io::Result<Ring> {
+    pub(super) fn new() -> io::Result<Ring> {
         let ring = IoUring::builder()
             .setup_single_issuer()
             .setup_defer_taskrun()
@@ -60,12 +62,12 @@ impl Ring {
         Ok(Ring { ring, supported })
     }
 
-    pub fn supports(&self, op: RingOp) -> bool {
+    pub(super) fn supports(&self, op: RingOp) -> bool {
         self.supported & (1 << op as u8) != 0
     }
 
     /// The names of the operations this kernel cannot run in a ring.
-    pub fn missing(&self) -> Vec<&'static str> {
+    pub(super) fn missing(&self) -> Vec<&'static str> {
         RING_OPS.iter().filter(|(op, _, _)| !self.supports(*op)).map(|(_, name, _)| *name).collect()
     }
 
@@ -91,71 +93,62 @@ impl Ring {
         }
     }
 
-    pub fn openat(&mut self, dirfd: i32, path: &[u8], flags: i32, mode: u32) -> io::Result<i32> {
-        let entry = opcode::OpenAt::new(types::Fd(dirfd), path.as_ptr().cast())
+    pub(super) fn openat(&mut self, dirfd: i32, path: CPath<'_>, flags: i32, mode: u32) -> io::Result<i32> {
+        let entry = opcode::OpenAt::new(types::Fd(dirfd), path.ptr())
             .flags(flags | libc::O_CLOEXEC)
             .mode(mode)
             .build();
-        // SAFETY: `path` (NUL-terminated by the tree) is borrowed for the whole call.
+        // SAFETY: `path` (checked NUL-terminated) is borrowed for the whole call.
         unsafe { self.run(entry) }
     }
 
-    pub fn statx(&mut self, dirfd: i32, path: &[u8], out: &mut libc::statx) -> io::Result<i32> {
-        let entry = opcode::Statx::new(
-            types::Fd(dirfd),
-            path.as_ptr().cast(),
-            std::ptr::from_mut(out).cast::<types::statx>(),
-        )
-        .mask(libc::STATX_BASIC_STATS)
-        .flags(libc::AT_SYMLINK_NOFOLLOW)
-        .build();
+    pub(super) fn statx(&mut self, dirfd: i32, path: CPath<'_>, out: &mut libc::statx) -> io::Result<i32> {
+        let entry =
+            opcode::Statx::new(types::Fd(dirfd), path.ptr(), std::ptr::from_mut(out).cast::<types::statx>())
+                .mask(libc::STATX_BASIC_STATS)
+                .flags(libc::AT_SYMLINK_NOFOLLOW)
+                .build();
         // SAFETY: `path` and `out` are borrowed for the whole call.
         unsafe { self.run(entry) }
     }
 
-    pub fn close(&mut self, fd: i32) -> io::Result<i32> {
+    pub(super) fn close(&mut self, fd: i32) -> io::Result<i32> {
         // SAFETY: the entry holds no pointer.
         unsafe { self.run(opcode::Close::new(types::Fd(fd)).build()) }
     }
 
-    pub fn read(&mut self, fd: i32, buf: &mut [u8], offset: u64) -> io::Result<i32> {
+    pub(super) fn read(&mut self, fd: i32, buf: &mut [u8], offset: u64) -> io::Result<i32> {
         let entry =
             opcode::Read::new(types::Fd(fd), buf.as_mut_ptr(), buf.len() as u32).offset(offset).build();
         // SAFETY: `buf` is borrowed mutably for the whole call.
         unsafe { self.run(entry) }
     }
 
-    pub fn write(&mut self, fd: i32, buf: &[u8], offset: u64) -> io::Result<i32> {
+    pub(super) fn write(&mut self, fd: i32, buf: &[u8], offset: u64) -> io::Result<i32> {
         let entry = opcode::Write::new(types::Fd(fd), buf.as_ptr(), buf.len() as u32).offset(offset).build();
         // SAFETY: `buf` is borrowed for the whole call.
         unsafe { self.run(entry) }
     }
 
-    pub fn fsync(&mut self, fd: i32) -> io::Result<i32> {
+    pub(super) fn fsync(&mut self, fd: i32) -> io::Result<i32> {
         // SAFETY: the entry holds no pointer.
         unsafe { self.run(opcode::Fsync::new(types::Fd(fd)).build()) }
     }
 
-    pub fn unlinkat(&mut self, dirfd: i32, path: &[u8], flags: i32) -> io::Result<i32> {
-        let entry = opcode::UnlinkAt::new(types::Fd(dirfd), path.as_ptr().cast()).flags(flags).build();
+    pub(super) fn unlinkat(&mut self, dirfd: i32, path: CPath<'_>, flags: i32) -> io::Result<i32> {
+        let entry = opcode::UnlinkAt::new(types::Fd(dirfd), path.ptr()).flags(flags).build();
         // SAFETY: `path` is borrowed for the whole call.
         unsafe { self.run(entry) }
     }
 
-    pub fn mkdirat(&mut self, dirfd: i32, path: &[u8], mode: u32) -> io::Result<i32> {
-        let entry = opcode::MkDirAt::new(types::Fd(dirfd), path.as_ptr().cast()).mode(mode).build();
+    pub(super) fn mkdirat(&mut self, dirfd: i32, path: CPath<'_>, mode: u32) -> io::Result<i32> {
+        let entry = opcode::MkDirAt::new(types::Fd(dirfd), path.ptr()).mode(mode).build();
         // SAFETY: `path` is borrowed for the whole call.
         unsafe { self.run(entry) }
     }
 
-    pub fn renameat(&mut self, dirfd: i32, old: &[u8], new: &[u8]) -> io::Result<i32> {
-        let entry = opcode::RenameAt::new(
-            types::Fd(dirfd),
-            old.as_ptr().cast(),
-            types::Fd(dirfd),
-            new.as_ptr().cast(),
-        )
-        .build();
+    pub(super) fn renameat(&mut self, dirfd: i32, old: CPath<'_>, new: CPath<'_>) -> io::Result<i32> {
+        let entry = opcode::RenameAt::new(types::Fd(dirfd), old.ptr(), types::Fd(dirfd), new.ptr()).build();
         // SAFETY: both paths are borrowed for the whole call.
         unsafe { self.run(entry) }
     }

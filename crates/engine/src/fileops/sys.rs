@@ -1,13 +1,14 @@
-//! The operations a phase times, on either engine: each call is one operation, done in the
-//! thread's ring when the kernel runs it there, else as its system call. Paths are relative
-//! to the run's directory and NUL-terminated (the tree writes them so).
+//! The operations, on either engine: each call is one operation, done in the thread's ring
+//! when the kernel runs it there, else as its system call. Paths are relative to `dirfd` and
+//! NUL-terminated (checked: an unterminated one is refused with InvalidInput).
 
 use std::io;
 
-use crate::plan::FileEngine;
-use crate::uring::{Ring, RingOp};
+use super::ring::{Ring, RingOp};
+use super::{CPath, FileOpsEngine};
 
-pub struct Sys {
+/// One thread's operations: its ring (for `FileOpsEngine::Uring`) or none.
+pub struct FileOps {
     ring: Option<Ring>,
 }
 
@@ -19,18 +20,22 @@ fn check(ret: libc::c_int) -> io::Result<i32> {
     }
 }
 
-fn cstr(path: &[u8]) -> *const libc::c_char {
-    debug_assert_eq!(path.last(), Some(&0), "paths are NUL-terminated");
-    path.as_ptr().cast()
+fn check_len(n: isize) -> io::Result<usize> {
+    if n < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(n as usize)
+    }
 }
 
-impl Sys {
-    pub fn new(engine: FileEngine) -> io::Result<Sys> {
+impl FileOps {
+    /// A single-issuer ring belongs to the thread that made it: make one per thread.
+    pub fn new(engine: FileOpsEngine) -> io::Result<FileOps> {
         let ring = match engine {
-            FileEngine::IoUring => Some(Ring::new()?),
-            FileEngine::Sync => None,
+            FileOpsEngine::Uring => Some(Ring::new()?),
+            FileOpsEngine::Sync => None,
         };
-        Ok(Sys { ring })
+        Ok(FileOps { ring })
     }
 
     /// Ring operations this kernel lacks (done as system calls instead).
@@ -43,11 +48,12 @@ impl Sys {
     }
 
     pub fn openat(&mut self, dirfd: i32, path: &[u8], flags: i32, mode: u32) -> io::Result<i32> {
+        let path = CPath::new(path)?;
         if let Some(ring) = self.ring(RingOp::OpenAt) {
             return ring.openat(dirfd, path, flags, mode);
         }
         // SAFETY: `path` is a NUL-terminated string borrowed for the call.
-        check(unsafe { libc::openat(dirfd, cstr(path), flags | libc::O_CLOEXEC, mode) })
+        check(unsafe { libc::openat(dirfd, path.ptr(), flags | libc::O_CLOEXEC, mode) })
     }
 
     pub fn close(&mut self, fd: i32) -> io::Result<()> {
@@ -60,6 +66,7 @@ impl Sys {
 
     /// The file's size.
     pub fn stat(&mut self, dirfd: i32, path: &[u8]) -> io::Result<u64> {
+        let path = CPath::new(path)?;
         if let Some(ring) = self.ring(RingOp::Statx) {
             // SAFETY: statx is plain old data; all zeroes is a valid value.
             let mut out: libc::statx = unsafe { std::mem::zeroed() };
@@ -68,7 +75,7 @@ impl Sys {
         }
         let mut out = std::mem::MaybeUninit::<libc::stat>::uninit();
         // SAFETY: `path` is NUL-terminated; `out` has room for a stat the kernel fills.
-        check(unsafe { libc::fstatat(dirfd, cstr(path), out.as_mut_ptr(), libc::AT_SYMLINK_NOFOLLOW) })?;
+        check(unsafe { libc::fstatat(dirfd, path.ptr(), out.as_mut_ptr(), libc::AT_SYMLINK_NOFOLLOW) })?;
         // SAFETY: fstatat returned 0, so it filled `out`.
         Ok(unsafe { out.assume_init() }.st_size as u64)
     }
@@ -78,8 +85,7 @@ impl Sys {
             return ring.read(fd, buf, offset).map(|n| n as usize);
         }
         // SAFETY: `buf` is writable for its length for the whole call.
-        let n = unsafe { libc::pread(fd, buf.as_mut_ptr().cast(), buf.len(), offset as libc::off_t) };
-        check(n as libc::c_int).map(|_| n as usize)
+        check_len(unsafe { libc::pread(fd, buf.as_mut_ptr().cast(), buf.len(), offset as libc::off_t) })
     }
 
     pub fn write(&mut self, fd: i32, buf: &[u8], offset: u64) -> io::Result<usize> {
@@ -87,8 +93,7 @@ impl Sys {
             return ring.write(fd, buf, offset).map(|n| n as usize);
         }
         // SAFETY: `buf` is readable for its length for the whole call.
-        let n = unsafe { libc::pwrite(fd, buf.as_ptr().cast(), buf.len(), offset as libc::off_t) };
-        check(n as libc::c_int).map(|_| n as usize)
+        check_len(unsafe { libc::pwrite(fd, buf.as_ptr().cast(), buf.len(), offset as libc::off_t) })
     }
 
     pub fn fsync(&mut self, fd: i32) -> io::Result<()> {
@@ -100,28 +105,31 @@ impl Sys {
     }
 
     pub fn unlinkat(&mut self, dirfd: i32, path: &[u8], dir: bool) -> io::Result<()> {
+        let path = CPath::new(path)?;
         let flags = if dir { libc::AT_REMOVEDIR } else { 0 };
         if let Some(ring) = self.ring(RingOp::UnlinkAt) {
             return ring.unlinkat(dirfd, path, flags).map(drop);
         }
         // SAFETY: `path` is NUL-terminated and borrowed for the call.
-        check(unsafe { libc::unlinkat(dirfd, cstr(path), flags) }).map(drop)
+        check(unsafe { libc::unlinkat(dirfd, path.ptr(), flags) }).map(drop)
     }
 
     pub fn mkdirat(&mut self, dirfd: i32, path: &[u8]) -> io::Result<()> {
+        let path = CPath::new(path)?;
         if let Some(ring) = self.ring(RingOp::MkDirAt) {
             return ring.mkdirat(dirfd, path, 0o755).map(drop);
         }
         // SAFETY: `path` is NUL-terminated and borrowed for the call.
-        check(unsafe { libc::mkdirat(dirfd, cstr(path), 0o755) }).map(drop)
+        check(unsafe { libc::mkdirat(dirfd, path.ptr(), 0o755) }).map(drop)
     }
 
     pub fn renameat(&mut self, dirfd: i32, old: &[u8], new: &[u8]) -> io::Result<()> {
+        let (old, new) = (CPath::new(old)?, CPath::new(new)?);
         if let Some(ring) = self.ring(RingOp::RenameAt) {
             return ring.renameat(dirfd, old, new).map(drop);
         }
         // SAFETY: both paths are NUL-terminated and borrowed for the call.
-        check(unsafe { libc::renameat(dirfd, cstr(old), dirfd, cstr(new)) }).map(drop)
+        check(unsafe { libc::renameat(dirfd, old.ptr(), dirfd, new.ptr()) }).map(drop)
     }
 
     /// Reads directory `fd` to its end: the entries other than "." and "..". No ring operation
@@ -175,13 +183,17 @@ impl AlignedBuf {
         }
         buf
     }
+}
 
-    pub fn as_ref(&self) -> &[u8] {
+impl AsRef<[u8]> for AlignedBuf {
+    fn as_ref(&self) -> &[u8] {
         // SAFETY: `ptr` holds `layout.size()` initialized bytes owned by this value.
         unsafe { std::slice::from_raw_parts(self.ptr.as_ptr(), self.layout.size()) }
     }
+}
 
-    pub fn as_mut(&mut self) -> &mut [u8] {
+impl AsMut<[u8]> for AlignedBuf {
+    fn as_mut(&mut self) -> &mut [u8] {
         // SAFETY: as in `as_ref`, borrowed mutably through `self`.
         unsafe { std::slice::from_raw_parts_mut(self.ptr.as_ptr(), self.layout.size()) }
     }
