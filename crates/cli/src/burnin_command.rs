@@ -197,7 +197,9 @@ fn resume(run: RunId, args: BurninArgs, store: &StoreArgs) -> Result<(Burnin, Re
     }
     refuse_with_resume(&args)?;
     let mut db = open_store(store)?;
-    let stored = db.run(run).map_err(failed)?;
+    // The run without its points: a burn-in of weeks reads back only its segments' figures
+    // and histograms (`point_figures`), never their series and whole results.
+    let stored = db.run_head(run).map_err(failed)?;
     let info = &stored.info;
     if info.kind != "burnin" {
         return Err(exit::usage(format!("run {run} is a {} run, not a burn-in", info.kind)));
@@ -237,7 +239,7 @@ fn resume(run: RunId, args: BurninArgs, store: &StoreArgs) -> Result<(Burnin, Re
         )));
     }
     output_file::check_output(burnin.plan.output.path.as_deref(), &burnin.plan.jobs, store)?;
-    let points = resumable(run, stored.points, &burnin.job).map_err(exit::usage)?;
+    let points = resumable(run, db.point_figures(run).map_err(failed)?, &burnin.job).map_err(exit::usage)?;
     let samples = db
         .samples(run, HEALTH)
         .map_err(failed)?
