@@ -41,7 +41,9 @@ pub fn scale_json(summary: &ScaleSummary, run: &RunReport) -> String {
 /// The workload as the first job ran it: "4KiB random read, QD 32 x 1 worker, 5 s after 1 s ramp".
 pub(crate) fn workload(run: &RunReport) -> String {
     let Some(job) = run.jobs.first() else { return "nothing ran".to_string() };
-    let Some(group) = job.groups.first() else { return String::new() };
+    if job.groups.is_empty() {
+        return String::new();
+    }
     let direct =
         if job.spec.groups.first().is_some_and(|g| g.target.direct) { "O_DIRECT" } else { "buffered" };
     if job.groups.len() > 1 {
@@ -54,9 +56,18 @@ pub(crate) fn workload(run: &RunReport) -> String {
         );
     }
     format!(
-        "{}, QD {} x {} worker(s), {direct}, {:.1} s measured after {:.1} s ramp per step",
-        group.access, group.qd, group.workers, job.measured_s, job.ramp_s
+        "{}, {:.1} s measured after {:.1} s ramp per step",
+        planned_workload(&job.spec),
+        job.measured_s,
+        job.ramp_s
     )
+}
+
+/// The workload of `job`'s first group as planned: "randwrite 4KiB, QD 32 x 1 worker(s), O_DIRECT".
+pub fn planned_workload(job: &iolab_spec::JobSpec) -> String {
+    let Some(group) = job.groups.first() else { return String::new() };
+    let direct = if group.target.direct { "O_DIRECT" } else { "buffered" };
+    format!("{}, QD {} x {} worker(s), {direct}", group.access.describe(), group.qd, group.workers)
 }
 
 /// The first job's targets: "/dev/zram1 + /dev/zram2".
