@@ -7,8 +7,8 @@
 
 use iolab_spec::Nanos;
 use iolab_stats::format::thousands;
-use iolab_stats::PERCENTILES;
 use iolab_stats::result::OpSummary;
+use iolab_stats::PERCENTILES;
 use serde::{Deserialize, Serialize};
 
 /// Which I/Os a rated figure is about.

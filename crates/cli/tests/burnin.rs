@@ -164,7 +164,8 @@ fn the_target_flag_is_the_burn_ins_target() {
     let dir = tempfile::tempdir().expect("temp dir");
     let db = dir.path().join("r.db");
     std::fs::write(dir.path().join("data.bin"), vec![0u8; 16 << 20]).expect("target");
-    let args = ["burnin", "--engine", "null", "--target", "data.bin", "--segment", "250ms", "--duration", "250ms"];
+    let args =
+        ["burnin", "--engine", "null", "--target", "data.bin", "--segment", "250ms", "--duration", "250ms"];
     let out = with_db(dir.path(), &db, &[&args[..], &["--json", "-q"]].concat());
     assert!(out.status.success(), "{}", stderr(&out));
     let target = dir.path().join("data.bin");
@@ -188,7 +189,8 @@ fn a_job_file_is_not_taken_for_the_target() {
 fn too_many_segments_are_refused() {
     let dir = tempfile::tempdir().expect("temp dir");
     let db = dir.path().join("r.db");
-    let out = with_db(dir.path(), &db, &["burnin", "--engine", "null", "--segment", "100ms", "--duration", "336h"]);
+    let out =
+        with_db(dir.path(), &db, &["burnin", "--engine", "null", "--segment", "100ms", "--duration", "336h"]);
     assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
     assert!(stderr(&out).contains("12096000 segments, more than 100000"), "{}", stderr(&out));
     assert!(stderr(&out).contains("give a longer --segment"), "{}", stderr(&out));

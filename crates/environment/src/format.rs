@@ -2,8 +2,8 @@
 //! vendors print them, memory in binary units, as `free` does. Counts take iolab's one thousands
 //! separator, `iolab_stats::format::thousands`.
 
-pub(crate) use iolab_stats::format::{binary_bytes, decimal_bytes};
 use iolab_stats::format::thousands;
+pub(crate) use iolab_stats::format::{binary_bytes, decimal_bytes};
 
 /// "1 media error", "5 unsafe shutdowns".
 pub(crate) fn plural(count: u64, noun: &str) -> String {

@@ -296,7 +296,10 @@ mod tests {
     fn a_failed_burn_in_says_to_start_anew_not_to_resume() {
         let failed = Ending::Failed { reason: "stuck_io".into() };
         let text = burnin_text(&summary(vec![segment(1, 1000.0)], failed));
-        assert!(text.contains("FAILED after 1 of 144 segments (stuck_io), no data errors: a failed"), "{text}");
+        assert!(
+            text.contains("FAILED after 1 of 144 segments (stuck_io), no data errors: a failed"),
+            "{text}"
+        );
         assert!(text.contains("start a new burn-in") && !text.contains("--resume"), "{text}");
         let stopped = Ending::DataErrors { segment: 2, errors: 3 };
         let text = burnin_text(&summary(vec![segment(1, 1000.0)], stopped));

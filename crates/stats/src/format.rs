@@ -99,4 +99,3 @@ mod tests {
         assert_eq!(thousands(1234567.8), "1,234,568");
     }
 }
-
