@@ -41,9 +41,7 @@ pub fn scale_json(summary: &ScaleSummary, run: &RunReport) -> String {
 /// The workload as the first job ran it: "4KiB random read, QD 32 x 1 worker, 5 s after 1 s ramp".
 pub(crate) fn workload(run: &RunReport) -> String {
     let Some(job) = run.jobs.first() else { return "nothing ran".to_string() };
-    if job.groups.is_empty() {
-        return String::new();
-    }
+    let Some(group) = job.groups.first() else { return String::new() };
     let direct =
         if job.spec.groups.first().is_some_and(|g| g.target.direct) { "O_DIRECT" } else { "buffered" };
     if job.groups.len() > 1 {
@@ -57,7 +55,7 @@ pub(crate) fn workload(run: &RunReport) -> String {
     }
     format!(
         "{}, {:.1} s measured after {:.1} s ramp per step",
-        planned_workload(&job.spec),
+        workload_line(&group.access, group.qd, group.workers, direct),
         job.measured_s,
         job.ramp_s
     )
@@ -67,7 +65,11 @@ pub(crate) fn workload(run: &RunReport) -> String {
 pub fn planned_workload(job: &iolab_spec::JobSpec) -> String {
     let Some(group) = job.groups.first() else { return String::new() };
     let direct = if group.target.direct { "O_DIRECT" } else { "buffered" };
-    format!("{}, QD {} x {} worker(s), {direct}", group.access.describe(), group.qd, group.workers)
+    workload_line(&group.access.describe(), group.qd, group.workers, direct)
+}
+
+fn workload_line(access: &str, qd: u32, workers: u32, direct: &str) -> String {
+    format!("{access}, QD {qd} x {workers} worker(s), {direct}")
 }
 
 /// The first job's targets: "/dev/zram1 + /dev/zram2".
