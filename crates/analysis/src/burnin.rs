@@ -7,6 +7,7 @@
 use iolab_stats::health::HealthSample;
 use iolab_stats::result::OpSummary;
 use iolab_stats::IntervalStats;
+use iolab_store::PointFigures;
 use serde::{Deserialize, Serialize};
 
 use crate::rated::RatedLine;
@@ -24,6 +25,24 @@ pub struct Segment {
     pub p99_ns: Option<u64>,
     /// I/O errors and (with verify) data errors in the segment.
     pub data_errors: u64,
+}
+
+impl Segment {
+    /// Segment `index` as its point keeps it: the one reading of a stored segment, for a
+    /// resumed burn-in and for the HTML report of one killed before its report was written.
+    pub fn of_point(index: u32, point: &PointFigures) -> Segment {
+        let total = &point.summary.total;
+        Segment {
+            index,
+            completed_at_unix_s: point.completed_at_unix_s,
+            measured_s: point.summary.measured_s,
+            iops: total.iops,
+            mb_s: total.mb_s,
+            mean_ns: total.latency.as_ref().map(|l| l.mean_ns),
+            p99_ns: total.percentile(99.0),
+            data_errors: point.errors,
+        }
+    }
 }
 
 /// How IOPS and p99 moved over the segments.

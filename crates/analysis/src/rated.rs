@@ -8,6 +8,7 @@
 use iolab_spec::Nanos;
 use iolab_stats::format::thousands;
 use iolab_stats::result::OpSummary;
+use iolab_stats::PERCENTILES;
 use serde::{Deserialize, Serialize};
 
 /// Which I/Os a rated figure is about.
@@ -228,7 +229,16 @@ fn parse_key(key: &str) -> Result<(Side, Measure), String> {
         "mb_s" | "mbs" | "mbps" | "bw" | "throughput" => Measure::MbS,
         "mean" | "mean_latency" | "latency" => Measure::Mean,
         p if p.starts_with('p') => {
-            Measure::Percentile(parse_percentile(&p[1..]).ok_or_else(|| unknown(key))?)
+            let p = parse_percentile(&p[1..]).ok_or_else(|| unknown(key))?;
+            // Only the percentiles every result reports can be checked against.
+            if !PERCENTILES.iter().any(|q| (q - p).abs() < 1e-9) {
+                let supported = PERCENTILES.iter().map(|q| format!("p{q}")).collect::<Vec<_>>();
+                return Err(format!(
+                    "rated figure '{key}': iolab reports only the percentiles {}; give one of those",
+                    supported.join(", ")
+                ));
+            }
+            Measure::Percentile(p)
         }
         _ => return Err(unknown(key)),
     };
@@ -345,6 +355,14 @@ mod tests {
             assert!((got - mb_s).abs() < 1e-9, "{text}: {got}");
         }
         assert!(parse_mb_s("fast").is_err());
+    }
+
+    #[test]
+    fn a_percentile_no_result_reports_is_refused_naming_those_it_does() {
+        let error = Rated::parse_list("p95=1ms").expect_err("p95 is not reported");
+        assert!(error.contains("'p95'") && error.contains("p50, p90, p99, p99.9, p99.99"), "{error}");
+        assert!(Rated::parse_list("write_p99.99=2ms").is_ok());
+        assert!(Rated::parse_list("p9999=2ms").is_ok());
     }
 
     #[test]

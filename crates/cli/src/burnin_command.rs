@@ -23,8 +23,10 @@ use iolab_studies::plan;
 use crate::args::{BurninArgs, Cli, Command, StoreArgs};
 use crate::exit::say;
 use crate::flow::{Delivery, Measurement};
+use crate::job_source::is_job_file;
 use crate::place::Place;
-use crate::recording::{open_store, Recording};
+use crate::rated_input::load_rated;
+use crate::recording::{now_unix_s, open_store, Recording};
 use crate::{exit, output_file};
 
 const DEFAULT_DURATION: Nanos = Nanos::from_secs(24 * 3600);
@@ -32,6 +34,8 @@ const DEFAULT_SEGMENT: Nanos = Nanos::from_secs(600);
 const DEFAULT_HEALTH_EVERY: Nanos = Nanos::from_secs(300);
 /// Shorter segments are no burn-in; tests use a few of these.
 const MIN_SEGMENT: Nanos = Nanos::from_millis(100);
+/// Each segment is a stored point (~30 kB): 100,000 of them is already gigabytes.
+const MAX_SEGMENTS: u64 = 100_000;
 /// The kind of a run's health samples in the store.
 const HEALTH: &str = "health";
 
@@ -47,7 +51,9 @@ struct Burnin {
     segment: Nanos,
     health_every: Nanos,
     rated: Option<Rated>,
-    target: Option<PathBuf>,
+    /// The targets as the job resolved them (the positional argument or --target), absolute;
+    /// empty for the scratch file in the current directory.
+    targets: Vec<PathBuf>,
 }
 
 /// What earlier invocations of the burn-in kept: its segments (their figures and merged
@@ -71,21 +77,25 @@ fn measure(args: BurninArgs, store: &StoreArgs, place: &mut Place<'_>) -> Result
     let run = recording.run_id();
     let samples = Arc::new(Mutex::new(std::mem::take(&mut earlier.samples)));
     let skipped = Arc::new(Mutex::new(None::<String>));
-    let sampler = start_health(&burnin, store, run, &samples, &skipped);
+    let mut sampler = start_health(&burnin, store, run, &samples, &skipped);
     let done = earlier.segments;
     let earlier_measured = earlier.measured;
-    let Burnin { plan, job, settings, segment, health_every, rated, target } = burnin;
+    let Burnin { plan, job, settings, segment, health_every, rated, targets } = burnin;
     Ok(Measurement::new("burnin", &plan).continuing(recording).run(
         store,
         place,
         |lab, progress| {
-            let targets = lab.prepare(&job, progress)?;
-            run_segments(lab, &job, &targets, done, settings, progress)
-        },
-        |ran, report| {
-            if let Some(sampler) = sampler {
+            let ran = lab
+                .prepare(&job, progress)
+                .and_then(|prepared| run_segments(lab, &job, &prepared, done, settings, progress));
+            // Stopped here, on success or error, so its last sample is kept while the run is
+            // still open (an error may end the recording right after this).
+            if let Some(sampler) = sampler.take() {
                 sampler.stop();
             }
+            ran
+        },
+        |ran, report| {
             let all = earlier_measured.with_results(&report.jobs, &ran.merged);
             let ending = ran.ending;
             if !all.unmerged.is_empty() {
@@ -103,10 +113,8 @@ fn measure(args: BurninArgs, store: &StoreArgs, place: &mut Place<'_>) -> Result
             };
             let summary = BurninSummary {
                 run,
-                workload: workload(&job),
-                target: target
-                    .as_ref()
-                    .map_or_else(|| "a scratch file".to_string(), |t| t.display().to_string()),
+                workload: iolab_report::planned_workload(&job),
+                target: describe_targets(&targets),
                 planned_segments: settings.segments,
                 segment_s: segment.as_secs_f64(),
                 health_every_s: health_every.as_secs_f64(),
@@ -153,6 +161,15 @@ fn resolve(args: &BurninArgs) -> Result<Burnin, ExitCode> {
             segment.as_secs_f64()
         )));
     }
+    let segments = duration.0.div_ceil(segment.0);
+    if segments > MAX_SEGMENTS {
+        return Err(exit::usage(format!(
+            "--duration {}s in --segment {}s is {segments} segments, more than {MAX_SEGMENTS} (each a \
+             stored point); give a longer --segment",
+            duration.as_secs_f64(),
+            segment.as_secs_f64()
+        )));
+    }
     if health_every.0 < Nanos::from_secs(1).0 {
         return Err(exit::usage("--health-every must be at least 1s"));
     }
@@ -163,29 +180,47 @@ fn resolve(args: &BurninArgs) -> Result<Burnin, ExitCode> {
         "times its segments itself (--segment, --duration)",
     )
     .map_err(exit::usage)?;
-    let segments = u32::try_from(duration.0.div_ceil(segment.0))
-        .map_err(|_| exit::usage("--duration is too many segments long; give a longer --segment"))?;
+    let segments = segments as u32; // At most MAX_SEGMENTS.
+    if let Some(file) = args.target.as_ref().filter(|t| is_job_file(t)) {
+        return Err(exit::usage(format!(
+            "{} is a job file; `iolab burnin` runs one workload given as flags (e.g. --rw randwrite \
+             --bs 4k) on its TARGET (a target named like a job file is given with --target)",
+            file.display()
+        )));
+    }
     let rated = args.rated.as_deref().map(load_rated).transpose().map_err(exit::usage)?;
-    // An absolute target, so the plan `--resume` matches names one file whatever the directory.
-    let target = args.target.as_ref().map(|t| std::path::absolute(t).unwrap_or_else(|_| t.clone()));
+    // Absolute targets (the argument's and --target's), so the plan `--resume` matches names
+    // the same files whatever the directory, and the health is read from their drive.
+    let target = args.target.as_deref().map(absolute);
+    let mut options = args.workload.options.clone();
+    if let Some(paths) = options.target.as_mut() {
+        *paths = paths.iter().map(|p| absolute(p)).collect();
+    }
     let defaults = segment_defaults(segment, args.keep_going);
-    let (plan, job) = plan::one_workload(&defaults, &args.workload.options, target.clone(), "burnin")
-        .map_err(exit::usage)?;
+    let (plan, job) = plan::one_workload(&defaults, &options, target, "burnin").map_err(exit::usage)?;
     let job = JobSpec { name: "burnin".into(), ..job };
     let plan = RunPlan { jobs: vec![job.clone()], ..plan };
     let settings = BurninSettings { segments, keep_going: args.keep_going };
-    Ok(Burnin { plan, job, settings, segment, health_every, rated, target })
+    let targets = job.groups.first().map(|g| g.target.paths.clone()).unwrap_or_default();
+    Ok(Burnin { plan, job, settings, segment, health_every, rated, targets })
 }
 
-/// Reads `--rated`: a TOML file (a path that exists, or ends in .toml), else a KEY=VALUE list.
-pub fn load_rated(text: &str) -> Result<Rated, String> {
-    let path = Path::new(text);
-    if path.extension().is_some_and(|e| e == "toml") || (!text.contains('=') && path.exists()) {
-        let toml = std::fs::read_to_string(path)
-            .map_err(|e| format!("cannot read the rated figures from {}: {e}", path.display()))?;
-        return Rated::parse_toml(&toml).map_err(|e| format!("{}: {e}", path.display()));
+fn absolute(path: &Path) -> PathBuf {
+    std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf())
+}
+
+/// The targets as the report names them: the one path, a striped set with the drive whose
+/// health is read, or the scratch file.
+fn describe_targets(targets: &[PathBuf]) -> String {
+    match targets {
+        [] => "a scratch file in the current directory".to_string(),
+        [one] => one.display().to_string(),
+        [first, ..] => format!(
+            "{} (striped; the drive health is read from {}'s drive only)",
+            targets.iter().map(|t| t.display().to_string()).collect::<Vec<_>>().join(" + "),
+            first.display()
+        ),
     }
-    Rated::parse_list(text)
 }
 
 /// Reopens burn-in `run` to continue it: its settings from its own command line (only the
@@ -197,7 +232,9 @@ fn resume(run: RunId, args: BurninArgs, store: &StoreArgs) -> Result<(Burnin, Re
     }
     refuse_with_resume(&args)?;
     let mut db = open_store(store)?;
-    let stored = db.run(run).map_err(failed)?;
+    // The run without its points: a burn-in of weeks reads back only its segments' figures
+    // and histograms (`point_figures`), never their series and whole results.
+    let stored = db.run_head(run).map_err(failed)?;
     let info = &stored.info;
     if info.kind != "burnin" {
         return Err(exit::usage(format!("run {run} is a {} run, not a burn-in", info.kind)));
@@ -237,7 +274,7 @@ fn resume(run: RunId, args: BurninArgs, store: &StoreArgs) -> Result<(Burnin, Re
         )));
     }
     output_file::check_output(burnin.plan.output.path.as_deref(), &burnin.plan.jobs, store)?;
-    let points = resumable(run, stored.points, &burnin.job).map_err(exit::usage)?;
+    let points = resumable(run, db.point_figures(run).map_err(failed)?, &burnin.job).map_err(exit::usage)?;
     let samples = db
         .samples(run, HEALTH)
         .map_err(failed)?
@@ -296,9 +333,9 @@ fn start_health(
     samples: &Arc<Mutex<Vec<HealthSample>>>,
     skipped: &Arc<Mutex<Option<String>>>,
 ) -> Option<Periodic> {
-    // The scratch file is laid out in the current directory.
-    let here = || std::path::absolute(".").unwrap_or_else(|_| PathBuf::from("."));
-    let target = burnin.target.clone().unwrap_or_else(here);
+    // The scratch file is laid out in the current directory; of a striped set, the first
+    // target's drive is read (the report says so).
+    let target = burnin.targets.first().cloned().unwrap_or_else(|| absolute(Path::new(".")));
     let source = match HealthSource::for_target(&target) {
         Ok(source) => source,
         Err(reason) => {
@@ -344,15 +381,4 @@ fn start_health(
             None
         }
     }
-}
-
-/// "randwrite 4KiB, QD 32 x 1 worker(s), O_DIRECT".
-fn workload(job: &JobSpec) -> String {
-    let Some(group) = job.groups.first() else { return String::new() };
-    let direct = if group.target.direct { "O_DIRECT" } else { "buffered" };
-    format!("{}, QD {} x {} worker(s), {direct}", group.access.describe(), group.qd, group.workers)
-}
-
-fn now_unix_s() -> i64 {
-    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs() as i64)
 }

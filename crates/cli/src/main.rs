@@ -20,6 +20,7 @@ mod place;
 mod precondition_command;
 mod progress;
 mod ramp_command;
+mod rated_input;
 mod recording;
 mod report_command;
 mod results_command;

@@ -186,12 +186,13 @@ impl Recording {
 }
 
 /// A command that ends without `finish` stopped on an error before or between jobs: a run
-/// that measured nothing is forgotten, one that did keeps its points as failed (or, resumed,
-/// stays resumable).
+/// that measured nothing is forgotten, one that did keeps its points as failed. A resumed run
+/// is never forgotten, even with no point kept yet (its health samples would go with it): it
+/// stays resumable.
 impl Drop for Recording {
     fn drop(&mut self) {
         let Some(mut active) = self.active.take() else { return };
-        let ended = if active.next_seq == 0 {
+        let ended = if active.next_seq == 0 && !active.resumed {
             active.store.delete_run(active.run)
         } else {
             let status = if active.resumed { RunStatus::Interrupted } else { RunStatus::Failed };
@@ -331,6 +332,7 @@ fn uses(jobs: &[JobSpec]) -> Vec<TargetUse> {
         .collect()
 }
 
-fn now_unix_s() -> i64 {
+/// The time now, in whole seconds since the epoch, as the store keeps it.
+pub(crate) fn now_unix_s() -> i64 {
     std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs() as i64)
 }

@@ -39,8 +39,7 @@ fn measure(args: RunArgs, store: &StoreArgs, place: &mut Place<'_>) -> Result<Ex
         let plan = scale::each_alone(plan).map_err(exit::usage)?;
         return Ok(each_alone(&plan, store, place));
     }
-    let rated =
-        args.rated.as_deref().map(crate::burnin_command::load_rated).transpose().map_err(exit::usage)?;
+    let rated = args.rated.as_deref().map(crate::rated_input::load_rated).transpose().map_err(exit::usage)?;
     let plan = plan::repeated(plan, args.repeat);
     Ok(Measurement::new("run", &plan).run(
         store,

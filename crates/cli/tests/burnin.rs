@@ -23,31 +23,97 @@ fn point_count(db: &Path) -> i64 {
 const BURNIN: &[&str] =
     &["burnin", "--engine", "null", "--size", "16m", "--segment", "250ms", "--health-every", "1s"];
 
+/// Starts a burn-in (`args` after `burnin`'s) in `dir`, its output piped.
+fn spawn(dir: &Path, db: &Path, args: &[&str]) -> std::process::Child {
+    iolab()
+        .args(args)
+        .arg("--db")
+        .arg(db)
+        .current_dir(dir)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("starts")
+}
+
+/// Waits (at most two minutes, for a busy machine) until the store holds `count` points.
+fn wait_for_points(db: &Path, count: i64) {
+    let deadline = Instant::now() + Duration::from_secs(120);
+    while point_count(db) < count {
+        assert!(Instant::now() < deadline, "no {count} segments in 120 s");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// Ctrl-C to `child`, and what it said.
+fn interrupt(child: std::process::Child) -> std::process::Output {
+    // SAFETY: plain kill(2) on our own child's pid.
+    assert_eq!(unsafe { libc::kill(child.id() as i32, libc::SIGINT) }, 0);
+    child.wait_with_output().expect("wait")
+}
+
+/// The stored points of run 1: each a segment, named and numbered in order, none twice; the
+/// last may be one cut short by Ctrl-C. Returns them.
+fn contiguous_segments(dir: &Path, db: &Path) -> Vec<serde_json::Value> {
+    let export = json(&with_db(dir, db, &["results", "export", "1"]));
+    let points = export["runs"][0]["points"].as_array().expect("points").clone();
+    let names: Vec<&str> = points.iter().filter_map(|p| p["name"].as_str()).collect();
+    let expected: Vec<String> = (1..=points.len()).map(|i| format!("burnin segment {i}")).collect();
+    assert_eq!(names, expected, "segments in order, none doubled");
+    let seqs: Vec<u64> = points.iter().filter_map(|p| p["seq"].as_u64()).collect();
+    assert_eq!(seqs, (0..points.len() as u64).collect::<Vec<u64>>());
+    points
+}
+
+/// The resumed burn-in's report (`out`, stopped with Ctrl-C after more segments) goes on from
+/// the `before` points kept: every segment once, the kept ones first figure for figure, and
+/// the whole burn-in the exact merge of every complete segment's histograms.
+fn check_continued(dir: &Path, db: &Path, before: &[serde_json::Value], out: &std::process::Output) {
+    let kept = before.iter().filter(|p| p["summary"]["stop_reason"] != "interrupted").count();
+    let summary = &json(out)["summary"];
+    assert_eq!(summary["resumed_from"].as_u64(), Some(kept as u64));
+    assert_eq!(summary["ending"]["kind"], "interrupted");
+    let segments = summary["segments"].as_array().expect("segments");
+    assert!(segments.len() > kept, "the resumed run added segments: {}", segments.len());
+    let indexes: Vec<u64> = segments.iter().filter_map(|s| s["index"].as_u64()).collect();
+    assert_eq!(indexes, (1..=segments.len() as u64).collect::<Vec<u64>>(), "every segment once");
+    for (segment, point) in segments.iter().zip(&before[..kept]) {
+        assert_eq!(segment["iops"], point["summary"]["total"]["iops"]);
+        assert_eq!(segment["completed_at_unix_s"], point["completed_at_unix_s"]);
+    }
+    let ended: Vec<i64> = segments.iter().filter_map(|s| s["completed_at_unix_s"].as_i64()).collect();
+    assert!(ended.windows(2).all(|w| w[0] <= w[1]), "{ended:?}");
+    assert_eq!(summary["perf"]["first_iops"], before[0]["summary"]["total"]["iops"]);
+
+    let points = contiguous_segments(dir, db);
+    let complete: Vec<&serde_json::Value> =
+        points.iter().filter(|p| p["summary"]["stop_reason"] != "interrupted").collect();
+    assert_eq!(complete.len(), segments.len(), "the report's segments are the stored ones");
+    let ios: u64 = complete
+        .iter()
+        .map(|p| {
+            let h: EncodedHistograms = serde_json::from_value(p["histograms"].clone()).expect("histograms");
+            h.decode().expect("decode").ios()
+        })
+        .sum();
+    assert_eq!(summary["whole"]["total"]["ios"].as_u64(), Some(ios));
+    let export = json(&with_db(dir, db, &["results", "export", "1"]));
+    assert_eq!(export["runs"][0]["status"], "interrupted");
+    assert_eq!(export["runs"][0]["report"]["schema"], "iolab.burnin/1", "the report is kept with the run");
+}
+
+/// Killed once two segments are kept (an hour-long burn-in: it cannot end first however busy
+/// the machine), resumed with its own settings until two more are kept, then stopped.
 #[test]
 fn a_killed_burn_in_resumes_with_no_segment_lost_and_the_trend_continuing() {
     let dir = tempfile::tempdir().expect("temp dir");
     let db = dir.path().join("r.db");
-    let mut child = iolab()
-        .args(BURNIN)
-        .args(["--duration", "2s", "--json", "-q", "--db"])
-        .arg(&db)
-        .current_dir(dir.path())
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .expect("starts");
-    let deadline = Instant::now() + Duration::from_secs(120);
-    while point_count(&db) < 2 {
-        assert!(Instant::now() < deadline, "no two segments in 120 s");
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    let mut child = spawn(dir.path(), &db, &[BURNIN, &["--duration", "1h", "--json", "-q"]].concat());
+    wait_for_points(&db, 2);
     child.kill().expect("SIGKILL");
     child.wait().expect("reaped");
 
-    let kept = point_count(&db) as usize;
-    assert!((2..8).contains(&kept), "{kept} of 8 segments kept");
-    let before = json(&with_db(dir.path(), &db, &["results", "export", "1"]));
-    let before = before["runs"][0]["points"].as_array().expect("points").clone();
+    let before = contiguous_segments(dir.path(), &db);
     let list = json(&with_db(dir.path(), &db, &["results", "list", "--json"]));
     assert_eq!((list[0]["kind"].as_str(), list[0]["status"].as_str()), (Some("burnin"), Some("interrupted")));
 
@@ -57,51 +123,77 @@ fn a_killed_burn_in_resumes_with_no_segment_lost_and_the_trend_continuing() {
     let page = std::fs::read_to_string(dir.path().join("killed.html")).expect("the page");
     assert!(page.contains("data-chart=\"burnin-iops\"") && page.contains("data-chart=\"burnin-p99\""));
 
-    let resumed = with_db(dir.path(), &db, &["burnin", "--resume", "1", "--json", "-q"]);
-    assert!(resumed.status.success(), "{}", stderr(&resumed));
-    assert!(stderr(&resumed).is_empty(), "quiet: {}", stderr(&resumed));
-    let summary = &json(&resumed)["summary"];
-    assert_eq!(summary["resumed_from"].as_u64(), Some(kept as u64));
-    assert_eq!(summary["ending"]["kind"], "completed");
-    let segments = summary["segments"].as_array().expect("segments");
-    let indexes: Vec<u64> = segments.iter().filter_map(|s| s["index"].as_u64()).collect();
-    assert_eq!(indexes, (1..=8).collect::<Vec<u64>>(), "every segment, the kept ones first");
-    // The kept segments are the trend's start, figure for figure; time runs on after them.
-    for (segment, point) in segments.iter().zip(&before) {
-        assert_eq!(segment["iops"], point["summary"]["total"]["iops"]);
-        assert_eq!(segment["completed_at_unix_s"], point["completed_at_unix_s"]);
-    }
-    let ended: Vec<i64> = segments.iter().filter_map(|s| s["completed_at_unix_s"].as_i64()).collect();
-    assert!(ended.windows(2).all(|w| w[0] <= w[1]), "{ended:?}");
-    assert_eq!(summary["perf"]["first_iops"], before[0]["summary"]["total"]["iops"]);
-
-    // The run is one run, complete, its points the eight segments in order.
-    let export = json(&with_db(dir.path(), &db, &["results", "export", "1"]));
-    let run = &export["runs"][0];
-    assert_eq!((run["status"].as_str(), run["kind"].as_str()), (Some("complete"), Some("burnin")));
-    let points = run["points"].as_array().expect("points");
-    let names: Vec<&str> = points.iter().filter_map(|p| p["name"].as_str()).collect();
-    let expected: Vec<String> = (1..=8).map(|i| format!("burnin segment {i}")).collect();
-    assert_eq!(names, expected);
-    let seqs: Vec<u64> = points.iter().filter_map(|p| p["seq"].as_u64()).collect();
-    assert_eq!(seqs, (0..8).collect::<Vec<u64>>());
-    // The whole burn-in is the exact merge of every segment's histograms.
-    let ios: u64 = points
-        .iter()
-        .map(|p| {
-            let h: EncodedHistograms = serde_json::from_value(p["histograms"].clone()).expect("histograms");
-            h.decode().expect("decode").ios()
-        })
-        .sum();
-    assert_eq!(summary["whole"]["total"]["ios"].as_u64(), Some(ios));
-    assert_eq!(run["report"]["schema"], "iolab.burnin/1", "the report is kept with the run");
+    let resumed = spawn(dir.path(), &db, &["burnin", "--resume", "1", "--json", "-q"]);
+    wait_for_points(&db, before.len() as i64 + 2);
+    let out = interrupt(resumed);
+    assert_eq!(out.status.code(), Some(130), "{}", stderr(&out));
+    check_continued(dir.path(), &db, &before, &out);
 
     // Without a drive to read (this machine's scratch dir is on no NVMe drive), the health
     // section says why rather than showing nothing.
+    let summary = &json(&out)["summary"];
     if summary["health"].is_null() {
         let why = summary["health_skipped"].as_str().expect("a reason");
         assert!(why.ends_with("no drive health to sample") || why.contains("CAP_SYS_ADMIN"), "{why}");
     }
+}
+
+/// Ctrl-C, then `--resume`: the segment Ctrl-C cut is measured again, under its own name, and
+/// no segment is kept twice.
+#[test]
+fn a_burn_in_stopped_with_ctrl_c_resumes_where_it_stopped() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let db = dir.path().join("r.db");
+    let child = spawn(dir.path(), &db, &[BURNIN, &["--duration", "1h", "-q"]].concat());
+    wait_for_points(&db, 2);
+    let first = interrupt(child);
+    assert_eq!(first.status.code(), Some(130), "{}", stderr(&first));
+    let before = contiguous_segments(dir.path(), &db);
+
+    let resumed = spawn(dir.path(), &db, &["burnin", "--resume", "1", "--json", "-q"]);
+    wait_for_points(&db, before.len() as i64 + 2);
+    let out = interrupt(resumed);
+    assert_eq!(out.status.code(), Some(130), "{}", stderr(&out));
+    check_continued(dir.path(), &db, &before, &out);
+}
+
+/// `--target PATH` is the target: its path (made absolute) is what the report names and whose
+/// drive is sampled, never "a scratch file".
+#[test]
+fn the_target_flag_is_the_burn_ins_target() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let db = dir.path().join("r.db");
+    std::fs::write(dir.path().join("data.bin"), vec![0u8; 16 << 20]).expect("target");
+    let args =
+        ["burnin", "--engine", "null", "--target", "data.bin", "--segment", "250ms", "--duration", "250ms"];
+    let out = with_db(dir.path(), &db, &[&args[..], &["--json", "-q"]].concat());
+    assert!(out.status.success(), "{}", stderr(&out));
+    let target = dir.path().join("data.bin");
+    assert_eq!(json(&out)["summary"]["target"].as_str(), Some(target.to_str().expect("utf-8")));
+}
+
+/// A job file as the argument is refused, not burned in as a target for a day.
+#[test]
+fn a_job_file_is_not_taken_for_the_target() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let db = dir.path().join("r.db");
+    std::fs::write(dir.path().join("vms.toml"), "[[job]]\nrw = \"randread\"\n").expect("job file");
+    let out = with_db(dir.path(), &db, &["burnin", "vms.toml", "--engine", "null"]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(stderr(&out).contains("vms.toml is a job file"), "{}", stderr(&out));
+    assert_eq!(point_count(&db), 0);
+}
+
+/// 12 million segments would be hundreds of gigabytes of points: refused before anything runs.
+#[test]
+fn too_many_segments_are_refused() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let db = dir.path().join("r.db");
+    let out =
+        with_db(dir.path(), &db, &["burnin", "--engine", "null", "--segment", "100ms", "--duration", "336h"]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(stderr(&out).contains("12096000 segments, more than 100000"), "{}", stderr(&out));
+    assert!(stderr(&out).contains("give a longer --segment"), "{}", stderr(&out));
 }
 
 #[test]
@@ -231,9 +323,12 @@ fn the_datasheet_check_prints_measured_vs_rated() {
     let text = String::from_utf8_lossy(&run.stdout);
     assert!(text.contains("measured vs rated:") && text.contains("vs rated 1,000"), "{text}");
 
-    let bad = with_db(dir.path(), &db, &[BURNIN, &["--rated", "p99=200"]].concat());
+    let bad = with_db(dir.path(), &db, &[BURNIN, &["--duration", "1s", "--rated", "p99=200"]].concat());
     assert_eq!(bad.status.code(), Some(2));
     assert!(stderr(&bad).contains("no unit"), "{}", stderr(&bad));
+    let p95 = with_db(dir.path(), &db, &[BURNIN, &["--duration", "1s", "--rated", "p95=1ms"]].concat());
+    assert_eq!(p95.status.code(), Some(2));
+    assert!(stderr(&p95).contains("reports only the percentiles p50, p90, p99"), "{}", stderr(&p95));
 }
 
 /// Ctrl-C stops a burn-in at once with its report so far, which names the command that

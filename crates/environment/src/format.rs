@@ -3,30 +3,7 @@
 //! separator, `iolab_stats::format::thousands`.
 
 use iolab_stats::format::thousands;
-
-/// Bytes in decimal units with one decimal: "2.0 TB", "512.0 kB", "0 B".
-pub(crate) fn decimal_bytes(bytes: u64) -> String {
-    scaled(bytes, 1000.0, &["B", "kB", "MB", "GB", "TB", "PB", "EB"])
-}
-
-/// Bytes in binary units with one decimal: "24.0 GiB".
-pub(crate) fn binary_bytes(bytes: u64) -> String {
-    scaled(bytes, 1024.0, &["B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"])
-}
-
-fn scaled(bytes: u64, step: f64, units: &[&str]) -> String {
-    let mut value = bytes as f64;
-    let mut unit = 0;
-    while value >= step && unit + 1 < units.len() {
-        value /= step;
-        unit += 1;
-    }
-    if unit == 0 {
-        format!("{bytes} B")
-    } else {
-        format!("{value:.1} {}", units[unit])
-    }
-}
+pub(crate) use iolab_stats::format::{binary_bytes, decimal_bytes};
 
 /// "1 media error", "5 unsafe shutdowns".
 pub(crate) fn plural(count: u64, noun: &str) -> String {

@@ -7,7 +7,7 @@ use std::fmt::Write;
 
 use iolab_analysis::burnin::{BurninSummary, Ending, Segment};
 use iolab_analysis::rated::RatedLine;
-use iolab_stats::format::{latency, thousands};
+use iolab_stats::format::{decimal_bytes, latency, thousands};
 use iolab_stats::result::OpSummary;
 use serde::Serialize;
 
@@ -212,13 +212,16 @@ fn ending(summary: &BurninSummary) -> String {
         Ending::Completed => format!("completed: all {planned} segments ran, {errors}"),
         Ending::DataErrors { segment, errors } => format!(
             "STOPPED at segment {segment} of {planned}: {errors} data error{} (the first error stops a \
-             burn-in; --keep-going counts them and carries on)",
+             burn-in; --keep-going counts them and carries on); it cannot be resumed: start a new burn-in",
             if *errors == 1 { "" } else { "s" }
         ),
         Ending::Interrupted => format!("INTERRUPTED after {done} of {planned} segments, {errors}: {resume}"),
-        Ending::Failed { reason } => {
-            format!("FAILED after {done} of {planned} segments ({reason}), {errors}: {resume}")
-        }
+        // A failed run is not resumable (`--resume` refuses it): the drive or the setup needs
+        // a look first.
+        Ending::Failed { reason } => format!(
+            "FAILED after {done} of {planned} segments ({reason}), {errors}: a failed burn-in cannot be \
+             resumed; start a new burn-in"
+        ),
     }
 }
 
@@ -232,22 +235,6 @@ fn span(seconds: f64) -> String {
         format!("{:.1} h", seconds / 3600.0)
     } else {
         format!("{:.1} days", seconds / 86_400.0)
-    }
-}
-
-/// Bytes in decimal units, as drives count them: "1.2 TB".
-fn decimal_bytes(bytes: u64) -> String {
-    let units = ["B", "kB", "MB", "GB", "TB", "PB", "EB"];
-    let mut value = bytes as f64;
-    let mut unit = 0;
-    while value >= 1000.0 && unit + 1 < units.len() {
-        value /= 1000.0;
-        unit += 1;
-    }
-    if unit == 0 {
-        format!("{bytes} B")
-    } else {
-        format!("{value:.1} {}", units[unit])
     }
 }
 
@@ -303,6 +290,20 @@ mod tests {
                    `iolab burnin --resume 7`";
         assert!(text.contains(end), "{text}");
         assert!(text.contains("health: not sampled: /dev/vda is not NVMe"), "{text}");
+    }
+
+    #[test]
+    fn a_failed_burn_in_says_to_start_anew_not_to_resume() {
+        let failed = Ending::Failed { reason: "stuck_io".into() };
+        let text = burnin_text(&summary(vec![segment(1, 1000.0)], failed));
+        assert!(
+            text.contains("FAILED after 1 of 144 segments (stuck_io), no data errors: a failed"),
+            "{text}"
+        );
+        assert!(text.contains("start a new burn-in") && !text.contains("--resume"), "{text}");
+        let stopped = Ending::DataErrors { segment: 2, errors: 3 };
+        let text = burnin_text(&summary(vec![segment(1, 1000.0)], stopped));
+        assert!(text.contains("start a new burn-in") && !text.contains("--resume"), "{text}");
     }
 
     #[test]

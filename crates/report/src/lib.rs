@@ -35,6 +35,7 @@ pub use precondition::{precondition_json, precondition_text, PRECONDITION_SCHEMA
 pub use ramp::{ramp_json, ramp_text, RAMP_SCHEMA};
 pub use results::{run_text, runs_text, utc};
 pub use steady::{steady_json, steady_text, STEADY_SCHEMA};
+pub use studies::planned_workload;
 pub use studies::{ladder_json, ladder_text, scale_json, scale_text, LADDER_SCHEMA, SCALE_SCHEMA};
 pub use suite::{suite_json, suite_text, SUITE_SCHEMA};
 pub use sweep::{sweep_json, sweep_text, SWEEP_SCHEMA};

@@ -54,9 +54,22 @@ pub(crate) fn workload(run: &RunReport) -> String {
         );
     }
     format!(
-        "{}, QD {} x {} worker(s), {direct}, {:.1} s measured after {:.1} s ramp per step",
-        group.access, group.qd, group.workers, job.measured_s, job.ramp_s
+        "{}, {:.1} s measured after {:.1} s ramp per step",
+        workload_line(&group.access, group.qd, group.workers, direct),
+        job.measured_s,
+        job.ramp_s
     )
+}
+
+/// The workload of `job`'s first group as planned: "randwrite 4KiB, QD 32 x 1 worker(s), O_DIRECT".
+pub fn planned_workload(job: &iolab_spec::JobSpec) -> String {
+    let Some(group) = job.groups.first() else { return String::new() };
+    let direct = if group.target.direct { "O_DIRECT" } else { "buffered" };
+    workload_line(&group.access.describe(), group.qd, group.workers, direct)
+}
+
+fn workload_line(access: &str, qd: u32, workers: u32, direct: &str) -> String {
+    format!("{access}, QD {qd} x {workers} worker(s), {direct}")
 }
 
 /// The first job's targets: "/dev/zram1 + /dev/zram2".

@@ -55,6 +55,30 @@ pub fn utc(unix_s: i64) -> String {
     )
 }
 
+/// Bytes in decimal units with one decimal, as drive vendors count them: "2.0 TB", "512.0 kB", "0 B".
+pub fn decimal_bytes(bytes: u64) -> String {
+    scaled_bytes(bytes, 1000.0, &["B", "kB", "MB", "GB", "TB", "PB", "EB"])
+}
+
+/// Bytes in binary units with one decimal, as `free` counts memory: "24.0 GiB".
+pub fn binary_bytes(bytes: u64) -> String {
+    scaled_bytes(bytes, 1024.0, &["B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"])
+}
+
+fn scaled_bytes(bytes: u64, step: f64, units: &[&str]) -> String {
+    let mut value = bytes as f64;
+    let mut unit = 0;
+    while value >= step && unit + 1 < units.len() {
+        value /= step;
+        unit += 1;
+    }
+    if unit == 0 {
+        format!("{bytes} B")
+    } else {
+        format!("{value:.1} {}", units[unit])
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

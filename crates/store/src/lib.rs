@@ -12,6 +12,6 @@ pub mod schema;
 mod store;
 
 pub use error::StoreError;
-pub use model::{NewRun, Point, PointSummary, RunEnd, RunId, RunInfo, RunStatus, StoredRun};
+pub use model::{NewRun, Point, PointFigures, PointSummary, RunEnd, RunId, RunInfo, RunStatus, StoredRun};
 pub use open::default_path;
 pub use store::Store;

@@ -118,6 +118,32 @@ pub struct Point {
     pub result: serde_json::Value,
 }
 
+/// A point's figures and histograms without its series and whole result (`Store::point_figures`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct PointFigures {
+    pub seq: u32,
+    pub name: String,
+    pub completed_at_unix_s: i64,
+    pub summary: PointSummary,
+    pub histograms: Option<EncodedHistograms>,
+    /// The I/O errors its result counted (`errors.count`); 0 for a source without them.
+    pub errors: u64,
+}
+
+impl PointFigures {
+    /// The figures of a point read in full.
+    pub fn of(point: &Point) -> PointFigures {
+        PointFigures {
+            seq: point.seq,
+            name: point.name.clone(),
+            completed_at_unix_s: point.completed_at_unix_s,
+            summary: point.summary.clone(),
+            histograms: point.histograms.clone(),
+            errors: point.result.pointer("/errors/count").and_then(serde_json::Value::as_u64).unwrap_or(0),
+        }
+    }
+}
+
 /// The figures that tables, comparisons and charts need, whatever the source.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct PointSummary {

@@ -7,7 +7,7 @@ use rusqlite::{params, Connection, OptionalExtension, Row, TransactionBehavior};
 use serde::de::DeserializeOwned;
 
 use crate::error::StoreError;
-use crate::model::{NewRun, Point, RunEnd, RunId, RunInfo, RunStatus, StoredRun};
+use crate::model::{NewRun, Point, PointFigures, RunEnd, RunId, RunInfo, RunStatus, StoredRun};
 use crate::open::{classify, open};
 
 pub struct Store {
@@ -122,6 +122,14 @@ impl Store {
 
     /// One run with all it holds.
     pub fn run(&self, id: RunId) -> Result<StoredRun, StoreError> {
+        let mut run = self.run_head(id)?;
+        run.points = self.points(id)?;
+        Ok(run)
+    }
+
+    /// One run without its points (`points` is empty): for a caller that reads only what it
+    /// needs of them (`point_figures`).
+    pub fn run_head(&self, id: RunId) -> Result<StoredRun, StoreError> {
         let sql = format!(
             "SELECT {RUN_COLUMNS}, r.plan, e.fingerprint, a.fingerprint, r.report FROM runs r
              JOIN environments e ON e.id = r.environment_id
@@ -147,8 +155,44 @@ impl Store {
             environment: parse("environment", &environment)?,
             environment_after: after.map(|a| parse("environment", &a)).transpose()?,
             report: report.map(|r| parse("report", &r)).transpose()?,
-            points: self.points(id)?,
+            points: Vec::new(),
         })
+    }
+
+    /// The points of `run`, in order, without their series and whole results: a resumed
+    /// burn-in of weeks reads back its segments' figures and histograms, not megabytes of JSON.
+    pub fn point_figures(&self, run: RunId) -> Result<Vec<PointFigures>, StoreError> {
+        // The same count as `PointFigures::of`, read inside SQLite.
+        let rows = self.read(|conn| {
+            conn.prepare(
+                "SELECT seq, name, completed_at, summary, histograms,
+                        coalesce(json_extract(result, '$.errors.count'), 0)
+                 FROM points WHERE run_id = ?1 ORDER BY seq",
+            )?
+            .query_map([run], |row| {
+                Ok((
+                    row.get::<_, u32>(0)?,
+                    row.get::<_, String>(1)?,
+                    row.get::<_, i64>(2)?,
+                    row.get::<_, String>(3)?,
+                    row.get::<_, Option<String>>(4)?,
+                    row.get::<_, i64>(5)?,
+                ))
+            })?
+            .collect::<Result<Vec<_>, _>>()
+        })?;
+        rows.into_iter()
+            .map(|(seq, name, completed_at_unix_s, summary, histograms, errors)| {
+                Ok(PointFigures {
+                    seq,
+                    name,
+                    completed_at_unix_s,
+                    summary: parse("summary", &summary)?,
+                    histograms: histograms.map(|h| parse("histograms", &h)).transpose()?,
+                    errors: u64::try_from(errors).unwrap_or(0),
+                })
+            })
+            .collect()
     }
 
     /// The points of `run`, in order.

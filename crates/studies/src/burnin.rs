@@ -16,7 +16,7 @@ use iolab_spec::{JobSpec, Nanos, Options};
 use iolab_stats::encoded::EncodedHistograms;
 use iolab_stats::result::{JobResult, StopReason};
 use iolab_stats::IntervalStats;
-use iolab_store::{Point, RunId};
+use iolab_store::{PointFigures, RunId};
 
 /// What a burn-in does besides its workload.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -123,7 +123,7 @@ fn segments(
 /// The segments of run `run` that a resumed burn-in of `job` keeps: those completed, in order,
 /// up to the first one cut short (run again, as every segment after it). Stored points that
 /// are not this burn-in's segments, in order, are refused, never deleted.
-pub fn resumable(run: RunId, stored: Vec<Point>, job: &JobSpec) -> Result<Vec<Point>, String> {
+pub fn resumable(run: RunId, stored: Vec<PointFigures>, job: &JobSpec) -> Result<Vec<PointFigures>, String> {
     let foreign = stored
         .iter()
         .enumerate()
@@ -154,28 +154,20 @@ pub struct Measured {
 }
 
 impl Measured {
-    /// The segments kept as `points`.
-    pub fn of_points(points: &[Point]) -> Measured {
+    /// The segments kept as `points`. Only segments whose histograms are merged add their
+    /// time: the whole burn-in's rates are its merged I/Os over the time they took.
+    pub fn of_points(points: &[PointFigures]) -> Measured {
         let mut all = Measured::default();
         for point in points.iter().filter(|p| p.summary.stop_reason != "interrupted") {
-            let index = all.segments.len() as u32 + 1;
-            let errors =
-                serde_json::from_value::<JobResult>(point.result.clone()).map_or(0, |r| data_errors(&r));
-            all.segments.push(Segment {
-                index,
-                completed_at_unix_s: point.completed_at_unix_s,
-                measured_s: point.summary.measured_s,
-                iops: point.summary.total.iops,
-                mb_s: point.summary.total.mb_s,
-                mean_ns: point.summary.total.latency.as_ref().map(|l| l.mean_ns),
-                p99_ns: point.summary.total.percentile(99.0),
-                data_errors: errors,
-            });
+            let segment = Segment::of_point(all.segments.len() as u32 + 1, point);
             match point.histograms.as_ref().map(EncodedHistograms::decode) {
-                Some(Ok(stats)) => all.merged.merge(&stats),
-                _ => all.unmerged.push(index),
+                Some(Ok(stats)) => {
+                    all.merged.merge(&stats);
+                    all.measured_s += segment.measured_s;
+                }
+                _ => all.unmerged.push(segment.index),
             }
-            all.measured_s += point.summary.measured_s;
+            all.segments.push(segment);
         }
         all
     }
@@ -259,6 +251,44 @@ mod tests {
         assert_eq!((options.interval, options.continue_on_error), (Some(SERIES_INTERVAL), None));
         let short = segment_defaults(Nanos::from_secs(2), true);
         assert_eq!((short.interval, short.continue_on_error), (Some(Nanos::from_secs(2)), Some(true)));
+    }
+
+    fn kept_segment(seq: u32, histograms: Option<EncodedHistograms>) -> PointFigures {
+        let mut stats = IntervalStats::default();
+        stats.read.record(100_000, 4096);
+        let summary = stats.read.summary(10.0, &[]);
+        PointFigures {
+            seq,
+            name: format!("burnin segment {}", seq + 1),
+            completed_at_unix_s: 1_000 + 10 * i64::from(seq),
+            summary: iolab_store::PointSummary {
+                engine: "null".into(),
+                access: "randread 4KiB".into(),
+                qd: 1,
+                workers: 1,
+                targets: Vec::new(),
+                measured_s: 10.0,
+                read: summary.clone(),
+                write: summary.clone(),
+                total: summary,
+                cpu_us_per_io: None,
+                stop_reason: "runtime".into(),
+            },
+            histograms: histograms.map(|_| EncodedHistograms::encode(&stats)),
+            errors: u64::from(seq),
+        }
+    }
+
+    #[test]
+    fn a_segment_whose_histograms_cannot_be_read_adds_no_time_to_the_whole() {
+        let readable = kept_segment(0, Some(EncodedHistograms::encode(&IntervalStats::default())));
+        let lost = kept_segment(1, None);
+        let all = Measured::of_points(&[readable, lost]);
+        assert_eq!(all.segments.len(), 2, "both segments are in the trend");
+        assert_eq!(all.unmerged, [2]);
+        assert_eq!(all.measured_s, 10.0, "only the merged segment's time");
+        assert_eq!(all.merged.read.ios(), 1);
+        assert_eq!(all.segments[1].data_errors, 1);
     }
 
     #[test]

@@ -290,7 +290,8 @@ pub struct BurninArgs {
     #[arg(id = "target_path", value_name = "TARGET")]
     pub target: Option<PathBuf>,
 
-    /// How long the whole burn-in runs (default 24h): hours to weeks, e.g. 72h or 336h.
+    /// How long the whole burn-in runs (default 24h): hours to weeks, e.g. 72h or 336h. It runs
+    /// whole segments, so it may overrun by up to one --segment.
     #[arg(long, value_name = "TIME", help_heading = "Burn-in")]
     pub duration: Option<iolab_spec::Nanos>,
 

@@ -5,7 +5,7 @@
 //! before it wrote one, from its segments' points alone.
 
 use iolab_analysis::burnin::{BurninSummary, Segment};
-use iolab_store::StoredRun;
+use iolab_store::{PointFigures, StoredRun};
 use serde_json::Value;
 
 use crate::charts::Figure;
@@ -28,16 +28,7 @@ fn segments_of_points(run: &StoredRun) -> Vec<Segment> {
         .iter()
         .filter(|p| p.name.contains(" segment ") && p.summary.stop_reason != "interrupted")
         .enumerate()
-        .map(|(i, p)| Segment {
-            index: i as u32 + 1,
-            completed_at_unix_s: p.completed_at_unix_s,
-            measured_s: p.summary.measured_s,
-            iops: p.summary.total.iops,
-            mb_s: p.summary.total.mb_s,
-            mean_ns: p.summary.total.latency.as_ref().map(|l| l.mean_ns),
-            p99_ns: p.summary.total.percentile(99.0),
-            data_errors: 0,
-        })
+        .map(|(i, p)| Segment::of_point(i as u32 + 1, &PointFigures::of(p)))
         .collect()
 }
 
