@@ -274,6 +274,28 @@ fn the_first_data_error_stops_the_burn_in() {
 }
 
 #[test]
+fn a_block_that_reads_back_wrong_stops_the_burn_in() {
+    // Burn-in verifies by default: a write pass records each block, the blocks are zeroed
+    // behind iolab's back, and the read pass that follows stops at its first segment.
+    let dir = tempfile::tempdir().expect("dir");
+    let db = dir.path().join("r.db");
+    let common = ["burnin", "t", "--size", "1m", "--segment", "250ms", "--verify-state", "t.state", "-q"];
+    let write =
+        with_db(dir.path(), &db, &[&common[..], &["--rw", "randwrite", "--duration", "500ms"]].concat());
+    assert!(write.status.success(), "{}", stderr(&write));
+    std::fs::write(dir.path().join("t"), vec![0u8; 1 << 20]).expect("zero the target");
+    let read = with_db(
+        dir.path(),
+        &db,
+        &[&common[..], &["--rw", "randread", "--duration", "5s", "--json"]].concat(),
+    );
+    assert_eq!(read.status.code(), Some(3), "{}", stderr(&read));
+    let summary = &json(&read)["summary"];
+    assert_eq!(summary["ending"]["kind"], "data_errors", "{summary}");
+    assert_eq!(summary["ending"]["segment"], 1, "{summary}");
+}
+
+#[test]
 fn keep_going_runs_every_segment_and_counts_the_errors() {
     let out = burn_in_while_the_target_shrinks(&["--keep-going"]);
     assert_eq!(out.status.code(), Some(3), "errors still earn their exit code: {}", stderr(&out));

@@ -126,7 +126,8 @@ pub struct PointFigures {
     pub completed_at_unix_s: i64,
     pub summary: PointSummary,
     pub histograms: Option<EncodedHistograms>,
-    /// The I/O errors its result counted (`errors.count`); 0 for a source without them.
+    /// The I/O errors and the bad blocks `--verify` found that its result counted
+    /// (`errors.count` and `verify.bad`); 0 for a source without them.
     pub errors: u64,
 }
 
@@ -139,7 +140,17 @@ impl PointFigures {
             completed_at_unix_s: point.completed_at_unix_s,
             summary: point.summary.clone(),
             histograms: point.histograms.clone(),
-            errors: point.result.pointer("/errors/count").and_then(serde_json::Value::as_u64).unwrap_or(0),
+            errors: [
+                "/errors/count",
+                "/verify/bad/lost_write",
+                "/verify/bad/stale_data",
+                "/verify/bad/misdirected_write",
+                "/verify/bad/torn_write",
+                "/verify/bad/corrupted_bytes",
+            ]
+            .iter()
+            .filter_map(|at| point.result.pointer(at).and_then(serde_json::Value::as_u64))
+            .sum(),
         }
     }
 }

@@ -167,6 +167,11 @@ impl Store {
             conn.prepare(
                 "SELECT seq, name, completed_at, summary, histograms,
                         coalesce(json_extract(result, '$.errors.count'), 0)
+                          + coalesce(json_extract(result, '$.verify.bad.lost_write'), 0)
+                          + coalesce(json_extract(result, '$.verify.bad.stale_data'), 0)
+                          + coalesce(json_extract(result, '$.verify.bad.misdirected_write'), 0)
+                          + coalesce(json_extract(result, '$.verify.bad.torn_write'), 0)
+                          + coalesce(json_extract(result, '$.verify.bad.corrupted_bytes'), 0)
                  FROM points WHERE run_id = ?1 ORDER BY seq",
             )?
             .query_map([run], |row| {

@@ -44,18 +44,16 @@ pub fn segment_defaults(segment: Nanos, keep_going: bool) -> Options {
 
 const SERIES_INTERVAL: Nanos = Nanos::from_secs(60);
 
-/// MERGE(h-data): the one place burn-in asks for `--verify`. When the verify branch is merged,
-/// the lead sets `verify: Some(true)` here (a user's `--verify=false` still wins, since the
-/// user's options lie over these defaults), and burn-in's workload checks every block it reads.
+/// Burn-in checks every block it reads (`--verify`): a user's `--verify=false` still wins, since
+/// the user's options lie over these defaults.
 fn with_verify(options: Options) -> Options {
-    options
+    Options { verify: Some(true), ..options }
 }
 
-/// The data errors of one segment: today the I/O errors already in its result.
-/// MERGE(h-data): the lead adds verify's count here (`result.data_errors()`), so a block that
-/// reads back wrong stops the burn-in as a failed I/O does.
+/// The data errors of one segment: its failed I/Os and the bad blocks `--verify` found, so a
+/// block that reads back wrong stops the burn-in as a failed I/O does.
 pub fn data_errors(result: &JobResult) -> u64 {
-    result.errors.count
+    result.errors.count + result.data_errors()
 }
 
 /// The point name of segment `index` (1-based) of `job`: "burnin segment 12".
