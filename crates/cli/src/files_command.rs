@@ -12,7 +12,9 @@ use iolab_files::{
 use iolab_report::{files_json, files_text, thousands};
 use iolab_stats::result::{Bottleneck, SeriesPoint, Verdict};
 use iolab_stats::IntervalStats;
-use iolab_store::{NewRun, Point, PointSummary, RunEnd, RunId, RunStatus, Store};
+use iolab_store::{Point, PointSummary, RunEnd, RunId, RunStatus, Store};
+
+use crate::recording::now_unix_s;
 
 use crate::args::{FilesArgs, StoreArgs};
 use crate::exit::{self, say};
@@ -158,10 +160,6 @@ struct Keeping {
     next_seq: u32,
 }
 
-fn now_unix_s() -> i64 {
-    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs() as i64)
-}
-
 impl Keeping {
     fn start(args: &StoreArgs, plan: &FilesPlan, dir: &std::path::Path) -> Result<Keeping, ExitCode> {
         let none = Keeping { kept: None, next_seq: 0 };
@@ -170,26 +168,17 @@ impl Keeping {
         }
         let path = args.path().map_err(exit::usage)?;
         let phases: Vec<&str> = plan.phases.iter().map(|p| p.name()).collect();
-        let run = NewRun {
-            kind: "files".to_string(),
-            label: format!(
-                "files {} ({} files, {}, {} thread(s){}) in {}",
-                phases.join(","),
-                thousands(plan.total_files() as f64),
-                plan.engine.name(),
-                plan.threads,
-                if plan.shared_dir { ", shared dir" } else { "" },
-                dir.display()
-            ),
-            command: std::env::args().collect(),
-            iolab_version: env!("CARGO_PKG_VERSION").to_string(),
-            host: std::fs::read_to_string("/proc/sys/kernel/hostname")
-                .map(|h| h.trim().to_string())
-                .unwrap_or_default(),
-            started_at_unix_s: now_unix_s(),
-            plan: serde_json::to_value(plan).unwrap_or_default(),
-            environment: serde_json::Value::Null,
-        };
+        let label = format!(
+            "files {} ({} files, {}, {} thread(s){}) in {}",
+            phases.join(","),
+            thousands(plan.total_files() as f64),
+            plan.engine.name(),
+            plan.threads,
+            if plan.shared_dir { ", shared dir" } else { "" },
+            dir.display()
+        );
+        let plan = serde_json::to_value(plan).unwrap_or_default();
+        let run = crate::recording::run_record("files", label, plan, serde_json::Value::Null);
         let begun = Store::open(&path).and_then(|mut store| store.begin_run(&run).map(|id| (store, id)));
         match begun {
             Ok(kept) => Ok(Keeping { kept: Some(kept), next_seq: 0 }),

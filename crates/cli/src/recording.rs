@@ -247,17 +247,33 @@ fn not_kept(error: &StoreError) {
 
 /// What the store records of a run as it starts.
 fn new_run(kind: &str, title: Option<&str>, jobs: &[JobSpec], environment: &Environment) -> NewRun {
+    run_record(
+        kind,
+        label(kind, title, jobs),
+        serde_json::to_value(jobs).unwrap_or_default(),
+        serde_json::to_value(environment).unwrap_or_default(),
+    )
+}
+
+/// A run of `kind` starting now, on this host, by this command line: what it was (`label`),
+/// its `plan` and `environment`.
+pub(crate) fn run_record(
+    kind: &str,
+    label: String,
+    plan: serde_json::Value,
+    environment: serde_json::Value,
+) -> NewRun {
     NewRun {
         kind: kind.to_string(),
-        label: label(kind, title, jobs),
+        label,
         command: std::env::args().collect(),
         iolab_version: env!("CARGO_PKG_VERSION").to_string(),
         host: std::fs::read_to_string("/proc/sys/kernel/hostname")
             .map(|h| h.trim().to_string())
             .unwrap_or_default(),
         started_at_unix_s: now_unix_s(),
-        plan: serde_json::to_value(jobs).unwrap_or_default(),
-        environment: serde_json::to_value(environment).unwrap_or_default(),
+        plan,
+        environment,
     }
 }
 
