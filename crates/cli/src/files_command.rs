@@ -14,11 +14,10 @@ use iolab_stats::result::{Bottleneck, SeriesPoint, Verdict};
 use iolab_stats::IntervalStats;
 use iolab_store::{Point, PointSummary, RunEnd, RunId, RunStatus, Store};
 
-use crate::recording::now_unix_s;
-
 use crate::args::{FilesArgs, StoreArgs};
 use crate::exit::{self, say};
 use crate::flow;
+use crate::recording::now_unix_s;
 
 /// Files in the tree when neither --files nor --files-per-dir is given.
 const DEFAULT_FILES: u64 = 10_000;
