@@ -130,12 +130,23 @@ fn three_damaged_blocks_are_reported_by_offset_and_kind_and_nothing_else() {
         "--verify",
         "--verify-state",
         "state",
-        "--no-store",
+        "--db",
+        "r.db",
         "-q",
         "--json",
     ];
     let out = run_in(dir.path(), &args);
     assert_eq!(out.status.code(), Some(6), "{}", stderr(&out));
+    let html = run_in(dir.path(), &["--db", "r.db", "report", "1", "-o", "r.html"]);
+    assert!(html.status.success(), "{}", stderr(&html));
+    let page = std::fs::read_to_string(dir.path().join("r.html")).expect("html");
+    assert!(
+        // A block read twice (see below) is counted twice: the kinds, not their counts.
+        page.contains("BAD: ")
+            && ["lost write", "misdirected write", "corrupted bytes"].iter().all(|k| page.contains(k)),
+        "the HTML report says what verify found: {}",
+        page.lines().filter(|l| l.contains("verify") || l.contains("<small>")).collect::<Vec<_>>().join("\n")
+    );
     let report: Value = serde_json::from_slice(&out.stdout).expect("json");
     let in_job = &report["jobs"][0]["verify"];
     // Reads in flight when the limit is reached complete and are checked too: a block may be

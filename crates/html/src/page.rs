@@ -193,7 +193,10 @@ fn points_table(out: &mut String, subject: &Subject<'_>) {
             esc(&point.name),
             esc(&workload::of(point))
                 + &workload::blocks_touched(point)
-                    .map_or_else(String::new, |b| format!("<br><small>{}</small>", esc(&b))),
+                    .into_iter()
+                    .chain(workload::data_and_verify(point))
+                    .map(|line| format!("<br><small>{}</small>", esc(&line)))
+                    .collect::<String>(),
             if engine_column { format!("<td>{}</td>", esc(&s.engine)) } else { String::new() },
             s.qd,
             s.workers,

@@ -37,6 +37,41 @@ pub(crate) fn blocks_touched(point: &Point) -> Option<String> {
     })
 }
 
+/// What the point's writes held and what a sample of them measured ("data: random, 50%
+/// compressible; ... compression 1.98:1"), one line per writing group, and what `--verify`
+/// found ("verify: 2,048 blocks checked, 3 bad: 1 lost write, ..."); empty for results from
+/// before these were measured, and for imports.
+pub(crate) fn data_and_verify(point: &Point) -> Vec<String> {
+    let groups = point.result.get("groups").and_then(Value::as_array).map_or(&[][..], Vec::as_slice);
+    let data = groups
+        .iter()
+        .filter_map(|g| g.get("data"))
+        .filter_map(|d| serde_json::from_value::<iolab_stats::data::DataReport>(d.clone()).ok())
+        .map(|d| d.line());
+    let verify = point
+        .result
+        .get("verify")
+        .and_then(|v| serde_json::from_value::<iolab_stats::verify::VerifySummary>(v.clone()).ok())
+        .map(|v| verify_line(&v));
+    data.chain(verify).collect()
+}
+
+fn verify_line(summary: &iolab_stats::verify::VerifySummary) -> String {
+    let kinds: Vec<String> = iolab_stats::verify::DataErrorKind::ALL
+        .iter()
+        .map(|&kind| (kind, summary.bad.get(kind)))
+        .filter(|&(_, n)| n > 0)
+        .map(|(kind, n)| format!("{n} {}", kind.name()))
+        .collect();
+    let bad = if kinds.is_empty() { "none bad".to_string() } else { format!("BAD: {}", kinds.join(", ")) };
+    format!(
+        "verify: {} blocks checked, {bad}; {} never written, {} skipped while a write was in flight",
+        iolab_stats::format::thousands(summary.blocks_checked as f64),
+        iolab_stats::format::thousands(summary.never_written as f64),
+        iolab_stats::format::thousands(summary.skipped_in_flight as f64)
+    )
+}
+
 /// A group of a job as its stored result gives it: what it ran and its own latency.
 pub(crate) struct Group<'a> {
     pub name: String,
