@@ -170,9 +170,10 @@ fn remove_ours(dir: &Path, cleaned: &mut Cleaned) -> Result<(), FilesError> {
                 continue;
             }
             if kind.is_dir() {
-                let before = cleaned.left.len();
                 remove_ours(&path, cleaned)?;
-                if cleaned.left.len() > before && path.exists() {
+                // Still there: it holds someone else's entries (listed in `left`). Counting it
+                // as kept, not removed, is what ends the loop.
+                if path.exists() {
                     kept_here += 1;
                     continue;
                 }
@@ -223,5 +224,22 @@ mod tests {
         fs::remove_file(dir.join("t0/d1/notes.txt")).expect("rm");
         let cleaned = clean(&dir).expect("clean");
         assert!(cleaned.removed_top && !dir.exists());
+    }
+
+    #[test]
+    fn a_foreign_file_beside_a_directory_of_ours_ends_the_clean_up() {
+        // A pass that removes t0/d1 and keeps t0/d0 (which holds the user's notes) must not
+        // count t0/d0 as removed: the clean-up looped forever on this tree.
+        let temp = tempfile::tempdir().expect("temp dir");
+        let dir = temp.path().join("run");
+        assert!(prepare(&dir).expect("new directory").created);
+        for leaf in ["t0/d0", "t0/d1"] {
+            fs::create_dir_all(dir.join(leaf)).expect("mkdir");
+            fs::write(dir.join(leaf).join("f1"), b"").expect("write");
+        }
+        fs::write(dir.join("t0/d0/notes.txt"), b"mine").expect("write");
+        let cleaned = clean(&dir).expect("clean");
+        assert_eq!((cleaned.files, cleaned.left.len()), (2, 1), "{:?}", cleaned.left);
+        assert!(dir.join("t0/d0/notes.txt").exists() && !dir.join("t0/d1").exists());
     }
 }
