@@ -18,6 +18,13 @@ pub fn run(args: VerifyArgs) -> ExitCode {
 
 fn verify(args: VerifyArgs) -> Result<ExitCode, ExitCode> {
     let path = state_path(args.verify_state.as_deref(), &args.target).map_err(exit::usage)?;
+    if !path.exists() {
+        return Err(exit::usage(format!(
+            "no verify state at {}: nothing records what {} should hold (give the --verify-state of the run that wrote it)",
+            path.display(),
+            args.target.display()
+        )));
+    }
     let records = read_state(&path).map_err(exit::usage)?;
     let start = args.offset.map_or(0, |o| o.0);
     if start % BLOCK as u64 != 0 {
@@ -28,7 +35,9 @@ fn verify(args: VerifyArgs) -> Result<ExitCode, ExitCode> {
     let recorded_end = records.len() as u64 * BLOCK as u64;
     let target_size = target_size(&args.target).map_err(exit::usage)?;
     let end = match args.size {
-        Some(size) => start + size.0,
+        Some(size) => start
+            .checked_add(size.0)
+            .ok_or_else(|| exit::usage("--offset plus --size is beyond any device"))?,
         None if recorded_end > 0 => recorded_end.min(target_size),
         None => target_size,
     };

@@ -199,13 +199,19 @@ fn a_region_read_and_rewritten_at_random_with_verify_stays_clean_under_the_defau
 #[test]
 fn a_region_never_written_says_so_and_is_no_error() {
     let dir = dir();
-    std::fs::write(dir.path().join("t"), vec![0u8; 1 << 20]).expect("a file iolab never wrote");
-    let (code, summary) = verify(dir.path(), &["--verify-state", "nothing-here"]);
+    // 9 MiB of someone else's data, of which a --verify run writes the first 8.
+    std::fs::write(dir.path().join("t"), vec![0u8; 9 << 20]).expect("a file iolab never wrote");
+    write_region(dir.path(), &["--allow-destroy"]);
+    let (code, summary) = verify(dir.path(), &["--offset", "8m", "--size", "1m"]);
     assert_eq!(code, Some(0), "{summary}");
     assert_eq!(count(&summary, "never_written"), 256);
     assert_eq!(count(&summary, "blocks_checked"), 0);
-    let out = run_in(dir.path(), &["verify", "t", "--verify-state", "nothing-here"]);
+    let out = run_in(dir.path(), &["verify", "t", "--offset", "8m", "--size", "1m"]);
     assert!(String::from_utf8_lossy(&out.stdout).contains("never written"), "{}", stderr(&out));
+    // No record at all is a wrong path or another target, not a clean device.
+    let out = run_in(dir.path(), &["verify", "t", "--verify-state", "nothing-here"]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(stderr(&out).contains("no verify state"), "{}", stderr(&out));
 }
 
 #[test]

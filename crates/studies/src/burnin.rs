@@ -245,6 +245,7 @@ mod tests {
     #[test]
     fn verify_is_asked_for_in_one_place_and_segments_time_themselves() {
         let options = segment_defaults(Nanos::from_secs(600), false);
+        assert_eq!(options.verify, Some(true), "a burn-in checks what it reads");
         assert_eq!((options.runtime, options.ramp), (Some(Nanos::from_secs(600)), Some(Nanos(0))));
         assert_eq!((options.interval, options.continue_on_error), (Some(SERIES_INTERVAL), None));
         let short = segment_defaults(Nanos::from_secs(2), true);
