@@ -6,7 +6,7 @@ use std::process::ExitCode;
 
 use iolab_engine::blockcheck::{self, Verdict};
 use iolab_engine::stamp::BLOCK;
-use iolab_runner::verify::{bad_block, read_state, state_path};
+use iolab_runner::verify::{bad_block, read_records, state_path};
 use iolab_stats::verify::VerifySummary;
 
 use crate::args::VerifyArgs;
@@ -25,7 +25,7 @@ fn verify(args: VerifyArgs) -> Result<ExitCode, ExitCode> {
             args.target.display()
         )));
     }
-    let records = read_state(&path).map_err(exit::usage)?;
+    let records = read_records(&path).map_err(exit::usage)?;
     let start = args.offset.map_or(0, |o| o.0);
     if start % BLOCK as u64 != 0 {
         return Err(exit::usage(format!(

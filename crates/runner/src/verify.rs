@@ -44,7 +44,7 @@ pub struct TargetState {
 impl TargetState {
     /// Loads the records of `state_path` (none yet: all unwritten), sized for `bytes` of target.
     pub fn load(label: String, state_path: PathBuf, bytes: u64) -> Result<TargetState, String> {
-        let mut records = read_state(&state_path)?;
+        let mut records = read_records(&state_path)?;
         let blocks = bytes.div_ceil(BLOCK as u64) as usize;
         if records.len() < blocks {
             records.resize(blocks, blockcheck::UNWRITTEN);
@@ -63,10 +63,26 @@ impl TargetState {
         self.records.get((offset / BLOCK as u64) as usize).map_or(blockcheck::UNWRITTEN, |r| r.load(Acquire))
     }
 
-    /// Writes the records back to the state file (through a temporary file and a rename).
+    /// Says in a marker beside the state file that a job writing this target runs: until
+    /// `save`, the file does not hold its writes.
+    pub fn mark_writing(&self) -> Result<(), String> {
+        let marker = unsaved_marker(&self.state_path);
+        std::fs::write(&marker, std::process::id().to_string())
+            .map_err(|e| format!("cannot write the verify marker {}: {e}", marker.display()))
+    }
+
+    /// Writes the records back to the state file (through a temporary file and a rename), and
+    /// removes the marker of unsaved writes.
     pub fn save(&self) -> Result<(), String> {
         let records: Vec<u64> = self.records.iter().map(|r| r.load(Relaxed)).collect();
-        write_state(&self.state_path, &records)
+        write_state(&self.state_path, &records)?;
+        match std::fs::remove_file(unsaved_marker(&self.state_path)) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(format!(
+                "cannot remove the verify marker {}: {e}",
+                unsaved_marker(&self.state_path).display()
+            )),
+            _ => Ok(()),
+        }
     }
 
     fn queue_write(&self, block: usize) {
@@ -96,6 +112,26 @@ impl TargetState {
     fn write_in_flight(&self, block: usize) -> bool {
         self.writing.get(block).is_some_and(|w| w.load(Acquire) & !CONTESTED != 0)
     }
+}
+
+/// Beside a state file while a job that writes its target runs: left behind, the job ended
+/// before it saved its records (killed, a power cut).
+fn unsaved_marker(state: &Path) -> PathBuf {
+    PathBuf::from(format!("{}.unsaved", state.display()))
+}
+
+/// The records to check against: the state file's, and where a job that wrote the target ended
+/// without saving (its marker is there), every recorded block ambiguous, since that job's writes
+/// are in the blocks but not in the records: an intact block of the right offset passes, a lost,
+/// misdirected, torn or corrupted one is still found, and stale data can no longer be told.
+pub fn read_records(path: &Path) -> Result<Vec<u64>, String> {
+    let mut records = read_state(path)?;
+    if unsaved_marker(path).exists() {
+        for record in records.iter_mut().filter(|r| **r != blockcheck::UNWRITTEN) {
+            *record = AMBIGUOUS;
+        }
+    }
+    Ok(records)
 }
 
 /// The records file as u64s (absent: none).
@@ -338,6 +374,9 @@ impl JobVerify {
                         state
                     }
                 };
+                if group.access.writes() {
+                    state.mark_writing().map_err(crate::RunError::Invalid)?;
+                }
                 mine.push(state);
             }
             groups.push(Some(mine));
@@ -378,6 +417,23 @@ mod tests {
         assert_eq!(read_state(&path).expect("read"), vec![0, 5, u64::MAX]);
         std::fs::write(&path, b"not a state").expect("write");
         assert!(read_state(&path).unwrap_err().contains("not an iolab verify state"));
+    }
+
+    #[test]
+    fn a_job_that_wrote_and_never_saved_leaves_its_blocks_ambiguous_until_the_next_save() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("t.state");
+        write_state(&path, &[0, 5, 6]).expect("write");
+        let state = TargetState::load("t".into(), path.clone(), 3 * BLOCK as u64).expect("load");
+        state.mark_writing().expect("marker");
+        drop(state); // killed: no save
+        assert_eq!(read_records(&path).expect("read"), vec![blockcheck::UNWRITTEN, AMBIGUOUS, AMBIGUOUS]);
+        let state = TargetState::load("t".into(), path.clone(), 3 * BLOCK as u64).expect("load");
+        state.mark_writing().expect("marker");
+        state.queue_write(2);
+        state.complete_write(2, 9);
+        state.save().expect("save");
+        assert_eq!(read_records(&path).expect("read"), vec![blockcheck::UNWRITTEN, AMBIGUOUS, 9]);
     }
 
     #[test]
