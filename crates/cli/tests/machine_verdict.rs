@@ -18,8 +18,17 @@ fn verdict_text(job: &serde_json::Value) -> String {
     text
 }
 
+/// One test at a time: each judges the whole machine, and another test's iolab running beside
+/// it is a load in that judgement (seen in CI: "outside iolab: iolab 0.56 core-seconds").
+static MACHINE: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn alone() -> std::sync::MutexGuard<'static, ()> {
+    MACHINE.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
 #[test]
 fn a_loop_device_names_its_kernel_workers() {
+    let _machine = alone();
     if let Some((missing, why)) = needs_root_and(&["losetup", "dd"]) {
         return common::skip!(missing, "{why}");
     }
@@ -62,6 +71,7 @@ fn a_loop_device_names_its_kernel_workers() {
 
 #[test]
 fn another_process_writing_to_the_device_is_another_load_and_named() {
+    let _machine = alone();
     if let Some((missing, why)) = needs_root_and(&["losetup", "dd"]) {
         return common::skip!(missing, "{why}");
     }
@@ -116,6 +126,7 @@ fn another_process_writing_to_the_device_is_another_load_and_named() {
 
 #[test]
 fn a_file_under_writeback_names_the_writeback() {
+    let _machine = alone();
     let dir = tempfile::tempdir().expect("temp dir");
     let fs_type = sh(&format!("stat -f -c %T {}", dir.path().display()));
     if fs_type == "tmpfs" || fs_type == "ramfs" {
