@@ -76,8 +76,9 @@ impl Ring {
     /// # Safety
     /// Every pointer in `entry` (paths, buffers, statx) must stay valid until this returns.
     unsafe fn run(&mut self, entry: squeue::Entry) -> io::Result<i32> {
-        // SAFETY: the caller keeps the entry's pointers valid until we return, and we return
-        // only after its completion is reaped (or it was never queued).
+        // A failed submit other than EINTR returns with the entry still queued: a known gap
+        // (issue 16), see the closing note.
+        // SAFETY: the caller keeps the entry's pointers valid until this returns.
         unsafe { self.ring.submission().push(&entry) }
             .map_err(|_| io::Error::other("the ring's submission queue is full"))?;
         loop {
