@@ -67,8 +67,12 @@ impl TargetState {
     /// `save`, the file does not hold its writes.
     pub fn mark_writing(&self) -> Result<(), String> {
         let marker = unsaved_marker(&self.state_path);
-        std::fs::write(&marker, std::process::id().to_string())
-            .map_err(|e| format!("cannot write the verify marker {}: {e}", marker.display()))
+        let fail = |e: std::io::Error| format!("cannot write the verify marker {}: {e}", marker.display());
+        // The first job to verify a target makes the state's directory.
+        if let Some(dir) = marker.parent().filter(|d| !d.as_os_str().is_empty()) {
+            std::fs::create_dir_all(dir).map_err(fail)?;
+        }
+        std::fs::write(&marker, std::process::id().to_string()).map_err(fail)
     }
 
     /// Writes the records back to the state file (through a temporary file and a rename), and
@@ -434,6 +438,16 @@ mod tests {
         state.complete_write(2, 9);
         state.save().expect("save");
         assert_eq!(read_records(&path).expect("read"), vec![blockcheck::UNWRITTEN, AMBIGUOUS, 9]);
+    }
+
+    #[test]
+    fn the_first_job_to_verify_a_target_makes_the_state_directory() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("never").join("made").join("t.state");
+        let state = TargetState::load("t".into(), path.clone(), BLOCK as u64).expect("load");
+        state.mark_writing().expect("the marker's directory is made");
+        state.save().expect("save");
+        assert_eq!(read_records(&path).expect("read"), vec![blockcheck::UNWRITTEN]);
     }
 
     #[test]
