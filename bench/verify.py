@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""What `--verify` costs a read (issue 15): every 4 KiB block read is checked (eight CRC-32s over
+"""What `--verify` costs a read (issue 15): every 4 KiB block read is checked (one XXH3 over
 the block, its stamp against the record of the write that should be there).
 
 On a loop device with direct I/O over tmpfs (root; made and removed here): the whole device is

@@ -9,7 +9,7 @@
 //! block's offset. So no two blocks written in a run are equal, on any host of a fleet, and a
 //! deduplicating or compressing device cannot make the run look faster than a real workload
 //! would: the cheap way fio's scramble_buffers does it, four stores per block. With `--verify`
-//! the header grows to 64 bytes: eight sector CRCs follow the stamp (`blockcheck`).
+//! the header grows to 64 bytes: the block's check follows the stamp (`blockcheck`).
 //!
 //! Per 4 KiB, not per 512-byte sector: a stamp dirties its cache line in the submitting core,
 //! and the kernel thread that copies or compresses the block (zram's io-wq worker, the loop
@@ -29,7 +29,7 @@ pub const BLOCK: usize = 4096;
 pub struct WriteStamp {
     origin: u64,
     seq: std::cell::Cell<u64>,
-    /// `--verify`: each whole block also gets its sector CRCs (`blockcheck::seal`).
+    /// `--verify`: each whole block also gets its check (`blockcheck::seal`).
     sealed: bool,
 }
 
@@ -39,7 +39,7 @@ impl WriteStamp {
         WriteStamp { origin, seq: std::cell::Cell::new(0), sealed: false }
     }
 
-    /// As `new`, and every whole 4 KiB block also carries its sector CRCs, computed after the
+    /// As `new`, and every whole 4 KiB block also carries its check, computed after the
     /// stamp over the block as sent (`blockcheck`), so a read can check it.
     pub fn sealed(origin: u64) -> Self {
         WriteStamp { sealed: true, ..WriteStamp::new(origin) }

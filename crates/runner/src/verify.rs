@@ -15,7 +15,7 @@
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{
-    AtomicU64, AtomicU8,
+    AtomicBool, AtomicU64, AtomicU8,
     Ordering::{AcqRel, Acquire, Relaxed, Release},
 };
 use std::sync::{Arc, Mutex};
@@ -24,7 +24,10 @@ use iolab_engine::blockcheck::{self, Found, Verdict, AMBIGUOUS};
 use iolab_engine::stamp::BLOCK;
 use iolab_stats::verify::{BadBlock, BlockStamp, VerifySummary};
 
-const STATE_MAGIC: &[u8; 8] = b"iolabvs1";
+/// The state file's name: version 2 goes with blocks checked by XXH3 (`blockcheck`).
+const STATE_MAGIC: &[u8; 8] = b"iolabvs2";
+/// Version 1 went with blocks checked by eight sector CRCs, which this iolab cannot check.
+const STATE_MAGIC_V1: &[u8; 8] = b"iolabvs1";
 /// In a block's in-flight byte: writes of it in flight together ever since the count was last 0.
 const CONTESTED: u8 = 0x80;
 /// The most writes of one block the in-flight byte counts.
@@ -36,14 +39,18 @@ const IN_FLIGHT: u64 = AMBIGUOUS - 1;
 pub struct TargetState {
     pub label: String,
     pub state_path: PathBuf,
+    /// The target, flushed before the records of a job that wrote it are saved.
+    target: PathBuf,
+    /// A job writing this target runs (`mark_writing`).
+    writes: AtomicBool,
     records: Vec<AtomicU64>,
     /// Writes in flight per block (low 7 bits) and `CONTESTED`.
     writing: Vec<AtomicU8>,
 }
 
 impl TargetState {
-    /// Loads the records of `state_path` (none yet: all unwritten), sized for `bytes` of target.
-    pub fn load(label: String, state_path: PathBuf, bytes: u64) -> Result<TargetState, String> {
+    /// Loads the records of `state_path` (none yet: all unwritten), sized for `bytes` of `target`.
+    pub fn load(target: &Path, state_path: PathBuf, bytes: u64) -> Result<TargetState, String> {
         let mut records = read_records(&state_path)?;
         let blocks = bytes.div_ceil(BLOCK as u64) as usize;
         if records.len() < blocks {
@@ -51,8 +58,10 @@ impl TargetState {
         }
         let writing = (0..records.len()).map(|_| AtomicU8::new(0)).collect();
         Ok(TargetState {
-            label,
+            label: target.display().to_string(),
             state_path,
+            target: target.to_path_buf(),
+            writes: AtomicBool::new(false),
             records: records.into_iter().map(AtomicU64::new).collect(),
             writing,
         })
@@ -67,6 +76,7 @@ impl TargetState {
     /// `save`, the file does not hold its writes.
     pub fn mark_writing(&self) -> Result<(), String> {
         let marker = unsaved_marker(&self.state_path);
+        self.writes.store(true, Relaxed);
         let fail = |e: std::io::Error| format!("cannot write the verify marker {}: {e}", marker.display());
         // The first job to verify a target makes the state's directory.
         if let Some(dir) = marker.parent().filter(|d| !d.as_os_str().is_empty()) {
@@ -76,8 +86,18 @@ impl TargetState {
     }
 
     /// Writes the records back to the state file (through a temporary file and a rename), and
-    /// removes the marker of unsaved writes.
+    /// removes the marker of unsaved writes. A job that wrote first flushes the target (fsync:
+    /// the device's volatile cache too), so that what the records say was written survives a
+    /// power cut: a block lost after that is the device's fault, not one it may commit.
     pub fn save(&self) -> Result<(), String> {
+        if self.writes.load(Relaxed) {
+            std::fs::File::open(&self.target).and_then(|f| f.sync_all()).map_err(|e| {
+                format!(
+                    "cannot flush {} before saving its verify state (the records are kept as unsaved): {e}",
+                    self.label
+                )
+            })?;
+        }
         let records: Vec<u64> = self.records.iter().map(|r| r.load(Relaxed)).collect();
         write_state(&self.state_path, &records)?;
         match std::fs::remove_file(unsaved_marker(&self.state_path)) {
@@ -145,6 +165,12 @@ pub fn read_state(path: &Path) -> Result<Vec<u64>, String> {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
         Err(e) => return Err(format!("cannot read the verify state {}: {e}", path.display())),
     };
+    if bytes.starts_with(STATE_MAGIC_V1) {
+        return Err(format!(
+            "{} goes with blocks written by an earlier iolab, whose block check this one does not read; write the region again with --verify (or give another --verify-state)",
+            path.display()
+        ));
+    }
     if bytes.len() < 16 || &bytes[..8] != STATE_MAGIC || (bytes.len() - 16) % 8 != 0 {
         return Err(format!(
             "{} is not an iolab verify state file; give --verify-state another path, or remove it",
@@ -370,9 +396,8 @@ impl JobVerify {
                     Some(state) => state.clone(),
                     None => {
                         let bytes = target.region_start + target.region_size;
-                        let label = target.path.display().to_string();
                         let state = Arc::new(
-                            TargetState::load(label, path, bytes).map_err(crate::RunError::Invalid)?,
+                            TargetState::load(&target.path, path, bytes).map_err(crate::RunError::Invalid)?,
                         );
                         states.push(state.clone());
                         state
@@ -421,6 +446,8 @@ mod tests {
         assert_eq!(read_state(&path).expect("read"), vec![0, 5, u64::MAX]);
         std::fs::write(&path, b"not a state").expect("write");
         assert!(read_state(&path).unwrap_err().contains("not an iolab verify state"));
+        std::fs::write(&path, [&STATE_MAGIC_V1[..], &[0u8; 8]].concat()).expect("write");
+        assert!(read_state(&path).unwrap_err().contains("written by an earlier iolab"));
     }
 
     #[test]
@@ -428,11 +455,11 @@ mod tests {
         let dir = tempfile::tempdir().expect("tempdir");
         let path = dir.path().join("t.state");
         write_state(&path, &[0, 5, 6]).expect("write");
-        let state = TargetState::load("t".into(), path.clone(), 3 * BLOCK as u64).expect("load");
+        let state = TargetState::load(dir.path(), path.clone(), 3 * BLOCK as u64).expect("load");
         state.mark_writing().expect("marker");
         drop(state); // killed: no save
         assert_eq!(read_records(&path).expect("read"), vec![blockcheck::UNWRITTEN, AMBIGUOUS, AMBIGUOUS]);
-        let state = TargetState::load("t".into(), path.clone(), 3 * BLOCK as u64).expect("load");
+        let state = TargetState::load(dir.path(), path.clone(), 3 * BLOCK as u64).expect("load");
         state.mark_writing().expect("marker");
         state.queue_write(2);
         state.complete_write(2, 9);
@@ -444,16 +471,29 @@ mod tests {
     fn the_first_job_to_verify_a_target_makes_the_state_directory() {
         let dir = tempfile::tempdir().expect("tempdir");
         let path = dir.path().join("never").join("made").join("t.state");
-        let state = TargetState::load("t".into(), path.clone(), BLOCK as u64).expect("load");
+        let state = TargetState::load(dir.path(), path.clone(), BLOCK as u64).expect("load");
         state.mark_writing().expect("the marker's directory is made");
         state.save().expect("save");
         assert_eq!(read_records(&path).expect("read"), vec![blockcheck::UNWRITTEN]);
     }
 
     #[test]
+    fn a_target_that_cannot_be_flushed_keeps_the_job_s_writes_unsaved() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("t.state");
+        let gone = dir.path().join("gone");
+        let state = TargetState::load(&gone, path.clone(), BLOCK as u64).expect("load");
+        state.mark_writing().expect("marker");
+        state.queue_write(0);
+        state.complete_write(0, 9);
+        assert!(state.save().unwrap_err().contains("cannot flush"));
+        assert!(unsaved_marker(&path).exists(), "the next job takes the records as ambiguous");
+    }
+
+    #[test]
     fn overlapping_writes_leave_the_block_ambiguous_until_one_completes_alone() {
         let dir = tempfile::tempdir().expect("tempdir");
-        let state = TargetState::load("t".into(), dir.path().join("s"), 4 * BLOCK as u64).expect("load");
+        let state = TargetState::load(dir.path(), dir.path().join("s"), 4 * BLOCK as u64).expect("load");
         state.queue_write(1);
         state.complete_write(1, 7);
         assert_eq!(state.record(BLOCK as u64), 7);
