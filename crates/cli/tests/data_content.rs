@@ -52,6 +52,20 @@ fn half_the_blocks_repeat_with_dedupe_pct_50_and_the_report_measures_it() {
     let ratio = figure(&data, "dedupe_ratio");
     assert!((1.7..=2.3).contains(&ratio), "measured dedupe {ratio}");
     assert!(figure(&data, "compression_ratio") < 1.05, "{data}");
+    // Every block written is counted, and the last requests made ready when the I/O limit was
+    // reached (at most the QD's).
+    let written = figure(&data, "written_blocks");
+    assert!((16384.0..=16384.0 + 32.0).contains(&written), "{data}");
+}
+
+#[test]
+fn a_dedupe_set_larger_than_the_writes_repeats_little_and_the_report_says_so() {
+    // 8,192 copies drawn from a set of 262,144 blocks: about 1.5% of them repeat another.
+    let (file, data) = run_on_t(&[&RANDWRITE[..], &["--dedupe-pct", "50", "--dedupe-set", "1g"]].concat());
+    assert!(distinct_share(&file) > 0.97, "{:.1}% of the blocks distinct", distinct_share(&file) * 100.0);
+    let ratio = figure(&data, "dedupe_ratio");
+    assert!((1.0..1.05).contains(&ratio), "the report says {ratio}, not 2.0: {data}");
+    assert!(figure(&data, "distinct_blocks") > 0.97 * 16384.0, "{data}");
 }
 
 #[test]

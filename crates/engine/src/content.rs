@@ -14,10 +14,17 @@
 //!
 //! A dedupe-set block `k` is a function of the group's seed, `k` and the spec alone: the same
 //! on every lane, in the layout, and on every host of a fleet that runs the same job.
+//!
+//! The dedupe ratio a device can achieve is counted over every block written, not estimated
+//! from the sample: stamped blocks are unique by construction, so the distinct blocks are the
+//! blocks that are not set copies plus the set blocks copied at least once, which the group's
+//! lanes mark in one shared bitmap (`SetSeen`). A set larger than the writes leaves most
+//! copies unrepeated, and the ratio says so.
 
 use std::cell::{Cell, RefCell};
 use std::collections::HashSet;
-use std::sync::OnceLock;
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::sync::{Arc, OnceLock};
 
 use iolab_spec::{BufferPattern, DataSpec};
 use iolab_stats::DataSample;
@@ -63,12 +70,51 @@ fn mix(mut x: u64) -> u64 {
     x ^ (x >> 31)
 }
 
+/// The largest dedupe set whose copied blocks are counted exactly (a bitmap of 32 MiB per
+/// group); beyond it the distinct set blocks are not known and no whole-run ratio is given.
+const MAX_COUNTED_SET_BLOCKS: u64 = 1 << 28;
+
+/// Which blocks of a group's dedupe set its lanes have copied: one bit per set block, shared.
+#[derive(Debug, Clone, Default)]
+pub struct SetSeen(Option<Arc<[AtomicU64]>>);
+
+impl SetSeen {
+    /// A bitmap for `spec`'s set when it has copies to count and is not too large to.
+    pub fn for_spec(spec: &DataSpec) -> Self {
+        let blocks = spec.dedupe_set_blocks();
+        let counted =
+            spec.dedupe_pct > 0 && spec.pattern == BufferPattern::Random && blocks <= MAX_COUNTED_SET_BLOCKS;
+        SetSeen(counted.then(|| (0..blocks.div_ceil(64)).map(|_| AtomicU64::new(0)).collect()))
+    }
+
+    fn mark(&self, k: u64) {
+        if let Some(words) = &self.0 {
+            if let Some(word) = words.get((k / 64) as usize) {
+                word.fetch_or(1 << (k % 64), Relaxed);
+            }
+        }
+    }
+
+    /// Set blocks copied at least once; `None` when they were not counted.
+    pub fn distinct(&self) -> Option<u64> {
+        self.0.as_ref().map(|words| words.iter().map(|w| u64::from(w.load(Relaxed).count_ones())).sum())
+    }
+}
+
 /// What a writer needs to shape its blocks: the group's data settings and seed (which names
-/// its dedupe set).
+/// its dedupe set), and the group's count of set blocks copied.
 #[derive(Debug, Clone, Default)]
 pub struct ContentConfig {
     pub spec: DataSpec,
     pub seed: u64,
+    pub seen: SetSeen,
+}
+
+impl ContentConfig {
+    /// One group's: its lanes share the count of set blocks copied.
+    pub fn new(spec: &DataSpec, seed: u64) -> Self {
+        ContentConfig { spec: spec.clone(), seed, seen: SetSeen::for_spec(spec) }
+    }
 }
 
 /// One writer's content: its random draws and its sample. Not shared between threads.
@@ -84,6 +130,10 @@ pub struct Content {
     until_sample: Cell<u64>,
     stride: Cell<u64>,
     sample: RefCell<Vec<u8>>,
+    seen: SetSeen,
+    /// 4 KiB blocks this writer sent, and how many of them were dedupe-set copies.
+    written: Cell<u64>,
+    copies: Cell<u64>,
 }
 
 impl Content {
@@ -98,6 +148,9 @@ impl Content {
             until_sample: Cell::new(0),
             stride: Cell::new(1),
             sample: RefCell::new(Vec::new()),
+            seen: config.seen.clone(),
+            written: Cell::new(0),
+            copies: Cell::new(0),
             spec,
         }
     }
@@ -152,12 +205,15 @@ impl Content {
     /// After the stamp: `--dedupe-pct` of the blocks become copies of dedupe-set blocks, and
     /// every Nth block is copied into the sample.
     pub fn finish(&self, data: &mut [u8]) {
+        self.written.set(self.written.get() + data.len().div_ceil(BLOCK) as u64);
         if self.spec.dedupe_pct > 0 {
             let set = self.spec.dedupe_set_blocks();
             for block in data.chunks_mut(BLOCK) {
                 if self.draw() % 100 < u64::from(self.spec.dedupe_pct) {
                     let k = self.draw() % set;
                     self.set_block(k, block);
+                    self.seen.mark(k);
+                    self.copies.set(self.copies.get() + 1);
                 }
             }
         }
@@ -216,7 +272,11 @@ impl Content {
     pub fn measure(&self) -> DataSample {
         let sample = self.sample.borrow();
         let mut seen = HashSet::new();
-        let mut out = DataSample::default();
+        let mut out = DataSample {
+            written: self.written.get(),
+            set_copies: self.copies.get(),
+            ..DataSample::default()
+        };
         let mut copy = vec![0u8; BLOCK];
         for block in sample.chunks_exact(BLOCK) {
             out.blocks += 1;
@@ -243,7 +303,7 @@ mod tests {
 
     fn content(dedupe_pct: u32, compress_pct: u32, pattern: BufferPattern) -> Content {
         let spec = DataSpec { dedupe_pct, compress_pct, pattern, ..DataSpec::default() };
-        Content::new(&ContentConfig { spec, seed: 7 }, 1)
+        Content::new(&ContentConfig::new(&spec, 7), 1)
     }
 
     /// Writes `blocks` blocks through `content`, stamped as a workload stamps them.
@@ -274,6 +334,25 @@ mod tests {
         let repeated = measured.repeated as f64 / measured.blocks as f64;
         assert!((0.4..0.6).contains(&repeated), "{measured:?}");
         assert!(measured.compression_ratio() < 1.05, "{measured:?}");
+        assert_eq!(measured.written, 8192);
+        assert!((0.45..0.55).contains(&(measured.set_copies as f64 / 8192.0)), "{measured:?}");
+        // Every one of the 256 set blocks was copied many times: the ratio over all blocks.
+        assert_eq!(measured.distinct_blocks(content.seen.distinct()), Some(distinct.len() as u64));
+    }
+
+    #[test]
+    fn a_dedupe_set_larger_than_the_writes_is_seen_to_repeat_little() {
+        let spec = DataSpec { dedupe_pct: 50, dedupe_set: iolab_spec::Bytes(1 << 30), ..DataSpec::default() };
+        let config = ContentConfig::new(&spec, 7);
+        let content = Content::new(&config, 1);
+        let data = write(&content, 4096);
+        let distinct: HashSet<&[u8]> = data.chunks(BLOCK).collect();
+        let counted = content.measure().distinct_blocks(config.seen.distinct()).expect("counted");
+        assert_eq!(counted, distinct.len() as u64);
+        assert!(
+            counted > 4050,
+            "2,048 copies of a 262,144-block set barely repeat: {counted} of 4,096 distinct"
+        );
     }
 
     #[test]

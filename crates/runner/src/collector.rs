@@ -69,6 +69,9 @@ pub struct Collected {
     pub lane_touched: Vec<Vec<Touched>>,
     /// Per lane, the measured sample of what it wrote (`LaneEvent::Finished`).
     pub lane_data: Vec<Option<iolab_stats::DataSample>>,
+    /// Per group, the distinct dedupe-set blocks its lanes copied, when counted: set by the
+    /// job once the lanes ended (`content::SetSeen`); empty until then.
+    pub group_set_blocks: Vec<Option<u64>>,
 }
 
 pub struct Collector<'a> {
@@ -146,6 +149,7 @@ impl<'a> Collector<'a> {
                 lane_rates: (0..lanes).map(|_| None).collect(),
                 lane_touched: vec![Vec::new(); lanes],
                 lane_data: vec![None; lanes],
+                group_set_blocks: Vec::new(),
             },
             group_targets,
             cpu_start: None,

@@ -43,6 +43,9 @@ pub fn run_job(
     let verify = crate::verify::JobVerify::open(job, targets)?;
     let mut plans = Vec::new();
     let mut lane_group = Vec::new();
+    // One per group: its lanes share the count of dedupe-set blocks copied.
+    let contents: Vec<ContentConfig> =
+        job.groups.iter().map(|g| ContentConfig::new(&g.data, g.seed)).collect();
     for (g, (group, group_targets)) in job.groups.iter().zip(targets).enumerate() {
         let threads = group.lanes();
         let regions: Vec<Region> =
@@ -70,7 +73,7 @@ pub fn run_job(
                 cpu: (!group.cpus.is_empty()).then(|| group.cpus[index as usize % group.cpus.len()]),
                 schedule: group.rate.map(|rate| Schedule::new(&rate, threads, index, group.seed, job.ramp.0)),
                 verify: verify.lane(g, group.qd_per_lane(), group.access.max_bs().0 as u32),
-                content: ContentConfig { spec: group.data.clone(), seed: group.seed },
+                content: contents[g].clone(),
             });
             lane_group.push(g);
         }
@@ -135,7 +138,7 @@ pub fn run_job(
         let _ = start.send(Some(shared.clone()));
     }
     let group_targets = targets.iter().map(Vec::len).collect();
-    let collected = Collector::new(
+    let mut collected = Collector::new(
         &shared,
         &heartbeats,
         lane_group.clone(),
@@ -151,6 +154,7 @@ pub fn run_job(
             let _ = handle.join();
         }
     }
+    collected.group_set_blocks = contents.iter().map(|c| c.seen.distinct()).collect();
     let mut result = assemble(job, targets, &devices, &shared, &lane_group, &setups, collected);
     result.verify = verify.finish().map_err(RunError::Invalid)?;
     result.verdict = iolab_analysis::verdict::judge(&result);
@@ -247,7 +251,11 @@ fn assemble(
                     let mut sample = DataSample::default();
                     let lanes = lane_group.iter().zip(&lane_data).filter(|(&lg, _)| lg == g);
                     lanes.filter_map(|(_, d)| d.as_ref()).for_each(|d| sample.merge(d));
-                    DataReport::new(&group.data, &sample)
+                    DataReport::new(
+                        &group.data,
+                        &sample,
+                        collected.group_set_blocks.get(g).copied().flatten(),
+                    )
                 }),
                 histograms: totals,
             }
