@@ -39,6 +39,10 @@ const POOL_BYTES: usize = 32 << 20;
 /// The most blocks a lane's sample holds (4 MiB); past that it keeps every other one and
 /// samples half as often, so the sample spans the whole run.
 const SAMPLE_BLOCKS: usize = 1024;
+/// The most blocks a group's samples hold together (64 MiB): a group of many lanes (psync at
+/// QD 256 is 256 threads) samples fewer per lane, at least `MIN_SAMPLE_BLOCKS` each.
+const GROUP_SAMPLE_BLOCKS: usize = 16 * 1024;
+const MIN_SAMPLE_BLOCKS: usize = 64;
 
 /// zstd's level for the achieved compression ratio: its default.
 const ZSTD_LEVEL: i32 = 3;
@@ -108,12 +112,22 @@ pub struct ContentConfig {
     pub spec: DataSpec,
     pub seed: u64,
     pub seen: SetSeen,
+    /// The most blocks each lane's sample holds (a power of two).
+    pub sample_blocks: usize,
 }
 
 impl ContentConfig {
-    /// One group's: its lanes share the count of set blocks copied.
-    pub fn new(spec: &DataSpec, seed: u64) -> Self {
-        ContentConfig { spec: spec.clone(), seed, seen: SetSeen::for_spec(spec) }
+    /// One group's, of `lanes` writers: they share the count of set blocks copied, and their
+    /// samples hold at most `GROUP_SAMPLE_BLOCKS` together.
+    pub fn new(spec: &DataSpec, seed: u64, lanes: usize) -> Self {
+        let share = (GROUP_SAMPLE_BLOCKS / lanes.max(1)).clamp(MIN_SAMPLE_BLOCKS, SAMPLE_BLOCKS);
+        ContentConfig {
+            spec: spec.clone(),
+            seed,
+            seen: SetSeen::for_spec(spec),
+            // A power of two, so halving the sample keeps its spacing even.
+            sample_blocks: 1 << share.ilog2(),
+        }
     }
 }
 
@@ -130,6 +144,7 @@ pub struct Content {
     until_sample: Cell<u64>,
     stride: Cell<u64>,
     sample: RefCell<Vec<u8>>,
+    sample_blocks: usize,
     seen: SetSeen,
     /// 4 KiB blocks this writer sent, and how many of them were dedupe-set copies.
     written: Cell<u64>,
@@ -148,6 +163,7 @@ impl Content {
             until_sample: Cell::new(0),
             stride: Cell::new(1),
             sample: RefCell::new(Vec::new()),
+            sample_blocks: config.sample_blocks.max(2),
             seen: config.seen.clone(),
             written: Cell::new(0),
             copies: Cell::new(0),
@@ -253,12 +269,12 @@ impl Content {
             if block.len() == BLOCK {
                 sample.extend_from_slice(block);
             }
-            if sample.len() == SAMPLE_BLOCKS * BLOCK {
+            if sample.len() == self.sample_blocks * BLOCK {
                 // Keep every other block and sample half as often.
-                for i in 1..SAMPLE_BLOCKS / 2 {
+                for i in 1..self.sample_blocks / 2 {
                     sample.copy_within(2 * i * BLOCK..(2 * i + 1) * BLOCK, i * BLOCK);
                 }
-                sample.truncate(SAMPLE_BLOCKS / 2 * BLOCK);
+                sample.truncate(self.sample_blocks / 2 * BLOCK);
                 self.stride.set(self.stride.get() * 2);
             }
             until += self.stride.get();
@@ -303,7 +319,7 @@ mod tests {
 
     fn content(dedupe_pct: u32, compress_pct: u32, pattern: BufferPattern) -> Content {
         let spec = DataSpec { dedupe_pct, compress_pct, pattern, ..DataSpec::default() };
-        Content::new(&ContentConfig::new(&spec, 7), 1)
+        Content::new(&ContentConfig::new(&spec, 7, 1), 1)
     }
 
     /// Writes `blocks` blocks through `content`, stamped as a workload stamps them.
@@ -341,9 +357,21 @@ mod tests {
     }
 
     #[test]
+    fn a_group_of_many_lanes_samples_fewer_blocks_in_each() {
+        let spec = DataSpec::default();
+        assert_eq!(ContentConfig::new(&spec, 7, 1).sample_blocks, SAMPLE_BLOCKS);
+        assert_eq!(ContentConfig::new(&spec, 7, 256).sample_blocks, 64);
+        assert_eq!(ContentConfig::new(&spec, 7, 24).sample_blocks, 512, "a power of two under 682");
+        let content = Content::new(&ContentConfig::new(&spec, 7, 256), 1);
+        write(&content, 4096);
+        let sampled = content.measure().blocks;
+        assert!((32..=64).contains(&sampled), "{sampled}");
+    }
+
+    #[test]
     fn a_dedupe_set_larger_than_the_writes_is_seen_to_repeat_little() {
         let spec = DataSpec { dedupe_pct: 50, dedupe_set: iolab_spec::Bytes(1 << 30), ..DataSpec::default() };
-        let config = ContentConfig::new(&spec, 7);
+        let config = ContentConfig::new(&spec, 7, 1);
         let content = Content::new(&config, 1);
         let data = write(&content, 4096);
         let distinct: HashSet<&[u8]> = data.chunks(BLOCK).collect();

@@ -45,7 +45,7 @@ pub fn run_job(
     let mut lane_group = Vec::new();
     // One per group: its lanes share the count of dedupe-set blocks copied.
     let contents: Vec<ContentConfig> =
-        job.groups.iter().map(|g| ContentConfig::new(&g.data, g.seed)).collect();
+        job.groups.iter().map(|g| ContentConfig::new(&g.data, g.seed, g.lanes() as usize)).collect();
     for (g, (group, group_targets)) in job.groups.iter().zip(targets).enumerate() {
         let threads = group.lanes();
         let regions: Vec<Region> =

@@ -119,7 +119,7 @@ pub fn scratch(
     let on_exit = (!keep).then(|| exit_cleanup::remove_on_exit(&path));
     let scratch = Scratch { path, keep, _on_exit: on_exit };
     // Shared by the groups without a target: laid out with the first one's data.
-    let content = ContentConfig::new(&groups[0].data, groups[0].seed);
+    let content = ContentConfig::new(&groups[0].data, groups[0].seed, 1);
     target::lay_out_file_with(&scratch.path, size, &content, cancel)?;
     Ok(Some(scratch))
 }
@@ -226,7 +226,7 @@ fn prepare(
         refuse_findings(&path, safety::inspect_open_file(&handle.file))?;
     }
     if let (TargetKind::File, Some(size)) = (kind, spec.size) {
-        let content = ContentConfig::new(&group.data, group.seed);
+        let content = ContentConfig::new(&group.data, group.seed, 1);
         let layout = target::lay_out_with(&handle, offset + size.0, &content, cancel)?;
         if layout.written > 0 && !spec.paths.is_empty() {
             observer.note(&format!("wrote {} of data to lay out {}", Bytes(layout.written), path.display()));
