@@ -23,6 +23,9 @@ use crate::cache::{CachePoint, Tier};
 /// Beyond a tier, working sets where fewer of the reads hit are not judged: a few hits among
 /// thousands of reads are mostly noise.
 pub const MIN_HIT_SHARE: f64 = 0.05;
+/// "Twice the capacity" as the median of the working sets in range first judges it: less 10%
+/// for that estimate's own error.
+const TWICE: f64 = 1.8;
 /// Working sets (with a share of hits in range) a capacity is the median of, when the region
 /// holds them.
 pub const CAPACITY_POINTS: usize = 3;
@@ -103,9 +106,10 @@ pub fn threshold_ns(hit_ns: f64, miss_ns: f64) -> f64 {
 
 /// The capacity of a tier whose hits take `hit_ns` and misses `miss_ns`, from the working sets
 /// `beyond` it: the median of share x W over those where `MIN_HIT_SHARE` <= share <=
-/// `MAX_HIT_SHARE`; when none is, over every one with a share of hits above 0 (a region short of
-/// twice the tier: less sure, and low for a cache that thrashes before it is full). `None` when
-/// no working set beyond keeps a distribution or has a hit.
+/// `MAX_HIT_SHARE` and, if any is, W >= `TWICE` x that median first taken over them all; when
+/// none is in range, over every one with a share of hits above 0 (a region short of twice the
+/// tier: less sure, and low for a cache that thrashes before it is full). `None` when no
+/// working set beyond keeps a distribution or has a hit.
 pub(crate) fn capacity(beyond: &[CachePoint], hit_ns: f64, miss_ns: f64) -> (Option<u64>, Vec<HitShare>) {
     let threshold = threshold_ns(hit_ns, miss_ns);
     let mut shares: Vec<HitShare> = beyond
@@ -121,8 +125,22 @@ pub(crate) fn capacity(beyond: &[CachePoint], hit_ns: f64, miss_ns: f64) -> (Opt
     for share in &mut shares {
         share.used = if sure { in_range(share) } else { share.share > 0.0 };
     }
+    // A cache still holding blocks of a larger working set measured before (the kernel's active
+    // list keeps them through a sequential warm pass) hits less than its capacity allows, and
+    // so may hit at most half the time short of twice its capacity: those are left out too.
+    if let Some(first) = median_capacity(&shares) {
+        let near: Vec<bool> =
+            shares.iter().map(|s| (s.working_set_bytes as f64) < TWICE * first as f64).collect();
+        if shares.iter().zip(&near).any(|(s, near)| s.used && !near) {
+            shares.iter_mut().zip(near).for_each(|(s, near)| s.used &= !near);
+        }
+    }
+    (median_capacity(&shares), shares)
+}
+
+fn median_capacity(shares: &[HitShare]) -> Option<u64> {
     let used: Vec<f64> = shares.iter().filter(|s| s.used).map(|s| s.capacity_bytes as f64).collect();
-    (median(&used).map(|c| c.round() as u64), shares)
+    median(&used).map(|c| c.round() as u64)
 }
 
 /// How many working sets with a share of hits in range the tier's capacity is the median of.

@@ -168,9 +168,13 @@ impl MemoryCgroup {
         let mut most = Held::default();
         while !reader.is_finished() {
             most.cache = most.cache.max(self.cache_bytes());
-            most.file = most.file.max(resident.as_ref().map_or(0, Resident::bytes));
+            if let Some(resident) = &resident {
+                let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).expect("clock");
+                most.series.push((now.as_nanos() as u64, resident.bytes()));
+            }
             std::thread::sleep(Duration::from_millis(20));
         }
+        most.file = most.series.iter().map(|s| s.1).max().unwrap_or(0);
         let (child, stdout) = reader.join().expect("reader");
         let mut out = child.wait_with_output().expect("iolab ends");
         out.stdout = stdout.into_bytes();
@@ -200,6 +204,20 @@ struct Held {
     cache: u64,
     /// Of the file measured.
     file: u64,
+    /// The file's bytes in the page cache, every 20 ms: (Unix time ns, bytes).
+    series: Vec<(u64, u64)>,
+}
+
+impl Held {
+    /// The mean of the file's bytes in the page cache during `job` of a report's run (its
+    /// measured window); `None` when no sample fell in it.
+    fn during(&self, job: &Value) -> Option<f64> {
+        let start = job["window_start_unix_ns"].as_u64()?;
+        let end = start + (job["measured_s"].as_f64()? * 1e9) as u64;
+        let inside: Vec<f64> =
+            self.series.iter().filter(|s| s.0 >= start && s.0 <= end).map(|s| s.1 as f64).collect();
+        (!inside.is_empty()).then(|| inside.iter().sum::<f64>() / inside.len() as f64)
+    }
 }
 
 /// How much of a file is in the page cache, by `mincore` over a mapping of it that is never
@@ -333,7 +351,10 @@ fn cache_finds_the_page_cache_a_memory_cgroup_allows() {
     let report = json(&out);
     let summary = &report["summary"];
     let tiers = tiers(&report);
-    assert_eq!(tiers.len(), 1, "the page cache, over the disk: {}", brief(summary));
+    // The page cache first. A virtual disk may show a tier of its own further on (the host's
+    // cache of a file just written: random reads over the last part of a 512 MiB file took
+    // twice as long as over its first half in one run here), which is not the test's.
+    assert!(!tiers.is_empty(), "the page cache, over the disk: {}", brief(summary));
     let tier = &brief(&tiers[0]);
     let figure = |key: &str| tier[key].as_f64().unwrap_or_else(|| panic!("{key} in {tier}"));
     let size = figure("size_bytes");
@@ -351,20 +372,43 @@ fn cache_finds_the_page_cache_a_memory_cgroup_allows() {
             )
         })
         .collect();
-    let (cache, file_held) = (held.cache as f64, held.file as f64);
+    // What the cgroup held of the file while each working set the capacity is judged on was
+    // measured: the capacity of the tier then. It falls over a study by up to 10%: iolab's own
+    // memory, charged to the cgroup too, grows by about 10 MiB as it keeps every job's results.
+    let judged: Vec<u64> = tier["hit_shares"]
+        .as_array()
+        .expect("hit shares")
+        .iter()
+        .filter(|s| s["used"] == true)
+        .filter_map(|s| s["working_set_bytes"].as_u64())
+        .collect();
+    let during: Vec<f64> = report["run"]["jobs"]
+        .as_array()
+        .expect("jobs")
+        .iter()
+        .filter(|j| j["name"].as_str().is_some_and(|n| n.starts_with("working set")))
+        .filter(|j| {
+            j["spec"]["groups"][0]["target"]["size_bytes"].as_u64().is_some_and(|w| judged.contains(&w))
+        })
+        .filter_map(|j| held.during(j))
+        .collect();
+    assert!(!during.is_empty(), "samples of the page cache while the capacity was measured");
+    let mut sorted = during.clone();
+    sorted.sort_by(f64::total_cmp);
+    let file_held = sorted[sorted.len() / 2];
+    let (cache, file_most) = (held.cache as f64, held.file as f64);
+    let mib = |b: f64| format!("{:.1} MiB", b / MIB as f64);
+    let during_each: Vec<String> = during.iter().map(|&b| mib(b)).collect();
     eprintln!(
-        "tier of {:.1} MiB (misses begin above {:.1} MiB); the cgroup held at most {:.1} MiB of page cache, {:.1} MiB of it of the file, under a limit of {} MiB; hit shares (* judged) {shares:?}",
-        size / MIB as f64,
-        fits / MIB as f64,
-        cache / MIB as f64,
-        file_held / MIB as f64,
-        limit / MIB
+        "tier of {} (misses begin above {}); the cgroup held {} of the file while the capacity was measured ({during_each:?}), at most {} of it and {} of page cache in all, under a limit of {}; hit shares (* judged) {shares:?}",
+        mib(size),
+        mib(fits),
+        mib(file_held),
+        mib(file_most),
+        mib(cache),
+        mib(limit as f64)
     );
-    // The tier is the page cache the cgroup held of the file: the limit less iolab's own
-    // memory (charged too, and growing by about 10 MiB over the study as it keeps every job's
-    // results) and the other files it read (its binary, about 10 MiB), and less again when the
-    // whole machine is short of memory.
-    assert!(file_held > 0.5 * limit as f64, "the cgroup held {file_held} bytes of the file at most");
+    assert!(file_held > 0.5 * limit as f64, "the cgroup held {file_held} bytes of the file");
     // Issue 17's bar: the capacity within 15% of it. Under random reads the kernel's LRU lists
     // begin to miss at 73-95% of what the cgroup holds; the capacity comes from the share of
     // reads that still hit well beyond that.
@@ -373,6 +417,9 @@ fn cache_finds_the_page_cache_a_memory_cgroup_allows() {
         "tier of {size} bytes, the cgroup held {file_held} of the file: {tier}"
     );
     assert!(size <= 1.15 * cache, "tier of {size} bytes, the cgroup held {cache} in all: {tier}");
+    for later in &tiers[1..] {
+        assert!(later["size_bytes"].as_f64() > Some(2.0 * size), "past the page cache: {}", brief(summary));
+    }
     assert!(fits <= size * 1.15, "misses begin inside the capacity: {tier}");
     assert_eq!(tier["resolved"], true, "{tier}");
 
