@@ -258,6 +258,28 @@ fn noisy_caches_that_thrash_are_sized_by_their_capacity() {
 }
 
 #[test]
+fn a_working_set_short_of_twice_the_capacity_is_not_judged_on() {
+    // 350 MiB measured after the whole region, 145 MiB of the 250 MiB cache still holding blocks
+    // of the larger working set: 30% of its reads hit, in range, but it is short of twice 250 MiB.
+    let hierarchy = one_tier();
+    let (_, mut points) = hierarchy.study(0.0, 0);
+    let stale = 350 * MIB;
+    let hits = (30_000.0, 70_000.0);
+    points.push(CachePoint {
+        working_set_bytes: stale,
+        mean_ns: 0.3 * 2_000.0 + 0.7 * 200_000.0,
+        trimmed_ns: 0.3 * 2_000.0 + 0.7 * 200_000.0,
+        below: latency_shares([(2_000, hits.0 as u64), (200_000, hits.1 as u64)]),
+        ..CachePoint::default()
+    });
+    let found = find_tiers(&points, &CacheRule::default());
+    let tier = &found.tiers[0];
+    let at = tier.hit_shares.iter().find(|s| s.working_set_bytes == stale).expect("judged");
+    assert!((at.share - 0.3).abs() < 1e-9 && !at.used, "{at:?}");
+    assert!(near(tier.size_bytes as f64, 250.0 * MIB as f64, 1.0), "{tier:?}");
+}
+
+#[test]
 fn a_region_short_of_twice_the_tier_judges_every_working_set_with_hits() {
     // 250 MiB in a 400 MiB region: every working set past the step hits more than half the time.
     let hierarchy = one_tier();
