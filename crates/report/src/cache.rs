@@ -155,7 +155,7 @@ fn tier_lines(out: &mut String, index: usize, tier: &Tier, precision_pct: f64) {
     let capacity = match (used.len(), sure_points(tier)) {
         (0, _) => "capacity not judged (no latency distribution beyond it): the largest working set inside it".to_string(),
         (n, sure) if sure == n => format!(
-            "capacity: the median of hit share x working set over {n} working set(s) beyond it, {lo:.0}-{hi:.0}% of reads hit it (at most {})",
+            "capacity: the median of hit share x working set over {n} working set(s) beyond it, {lo:.0}-{hi:.0}% of reads hit it (took at most {})",
             latency(tier.threshold_ns)
         ),
         (n, _) => format!(

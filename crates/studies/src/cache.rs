@@ -1,8 +1,9 @@
 //! `iolab cache`: random reads over growing working sets at the start of the region, each read
-//! once sequentially first (warmed) and then measured; then more working sets inside each
-//! bracket where latency stepped up, until the rule (iolab_analysis::cache) knows each tier's
-//! size within its precision; then, past the first tier, how fast a cold hot set becomes fast
-//! (promotion) and whether a hot set stays fast after a scan of the rest (pollution).
+//! once sequentially first (warmed) and then measured; then more working sets past each tier
+//! (its capacity is judged on the share of reads that still hit there) and inside each bracket
+//! where latency stepped up, until the rule (iolab_analysis::cache) knows each tier; then, past
+//! the first tier, how fast a cold hot set becomes fast (promotion) and whether a hot set stays
+//! fast after a scan of the rest (pollution).
 //!
 //! A working set is the region of its job (`--offset` and `--size` of the step), so any
 //! target and engine works, and every step is a job of the run like any other.
