@@ -1,7 +1,9 @@
 //! Tiers in a read-latency curve: mean random-read latency against the working-set size, each
 //! size warmed (read once) before it is measured. While the working set fits a cache or fast
 //! tier every read hits it; past the tier's size a share of the reads miss, and the mean
-//! latency rises at once. The largest working set measured inside is the tier's size.
+//! latency rises at once: the step says where misses begin (the largest working set measured
+//! inside). A real cache may begin to miss before it is full, so the tier's size is its
+//! capacity, from the share of reads that still hit beyond the step (cache_capacity.rs).
 //!
 //! Past a tier of size C, uniform random reads over a working set W hit it C/W of the time at
 //! best, so the mean keeps rising towards the miss latency as W grows, with no level of its
@@ -18,14 +20,17 @@ use iolab_spec::Bytes;
 use iolab_stats::central::median;
 use serde::{Deserialize, Serialize};
 
+use crate::cache_capacity::{capacity, capacity_probe, threshold_ns, HitShare, LatencyShare};
+
 /// Points past a tier whose share of hits in the tiers found is above this (working sets less
 /// than twice the tier) are not used to judge the next level: dividing by the small share of
 /// misses would magnify their noise, and a real cache under pressure hits less than C/W there
-/// (an LRU thrashes), which would read as a tier of its own.
-const MAX_HIT_SHARE: f64 = 0.5;
+/// (an LRU thrashes), which would read as a tier of its own. For the same reason a capacity is
+/// judged on working sets where at most this share of the reads hit.
+pub const MAX_HIT_SHARE: f64 = 0.5;
 
 /// One working set measured: random reads over it after it was read once.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct CachePoint {
     pub working_set_bytes: u64,
@@ -39,6 +44,10 @@ pub struct CachePoint {
     pub iops: f64,
     /// Measured to refine a tier's size (bisection), not one of the sizes asked for.
     pub refined: bool,
+    /// The latency distribution: the share of reads at or below each step of a ladder of
+    /// latencies (cache_capacity.rs); what the share of hits beyond a tier is read from.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub below: Vec<LatencyShare>,
 }
 
 impl CachePoint {
@@ -98,15 +107,19 @@ impl CacheRule {
     }
 }
 
-/// A cache or fast tier: where the latency of its hits gave way to that of its misses.
+/// A cache or fast tier: where the latency of its hits gave way to that of its misses, and how
+/// much it holds.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct Tier {
-    /// The largest working set measured inside the tier: its size.
+    /// The tier's capacity: the median of hit share x working set over the working sets beyond
+    /// it that judge it (`hit_shares`); `fits_bytes` when none keeps a latency distribution.
     pub size_bytes: u64,
-    /// The smallest working set measured beyond it: the size is below this.
+    /// The largest working set measured inside the tier, every read a hit: misses begin above.
+    pub fits_bytes: u64,
+    /// The smallest working set measured beyond it: misses begin below this.
     pub upper_bytes: u64,
-    /// `upper_bytes` is within the rule's precision of `size_bytes`.
+    /// `upper_bytes` is within the rule's precision of `fits_bytes`.
     pub resolved: bool,
     /// The latency of a read this tier serves, ns: the level of the points inside it (for the
     /// first tier, the median of their trimmed means).
@@ -114,7 +127,12 @@ pub struct Tier {
     /// The latency of a read it misses, ns: the level after it (the next tier's, or the
     /// backing store's), judged on the misses alone.
     pub miss_ns: f64,
-    /// Measured at `size_bytes`: the figures inside the tier.
+    /// Reads at or below this latency are the tier's hits (or an earlier tier's), ns: the
+    /// geometric middle of `hit_ns` and the miss level first judged.
+    pub threshold_ns: f64,
+    /// Each working set beyond the tier that keeps a latency distribution: its share of hits.
+    pub hit_shares: Vec<HitShare>,
+    /// Measured at `fits_bytes`: the figures inside the tier.
     pub inside: CachePoint,
     /// Measured where the level after it was first judged: the figures beyond the tier.
     pub beyond: CachePoint,
@@ -207,62 +225,109 @@ pub fn find_tiers(points: &[CachePoint], rule: &CacheRule) -> CacheTiers {
     let mut tiers: Vec<Tier> = Vec::new();
     let mut start = 0;
     loop {
-        let usable: Vec<usize> = (start..points.len())
-            .filter(|&i| found.is_empty() || hit_share(&found, points[i].working_set_bytes) <= MAX_HIT_SHARE)
-            .collect();
-        let Some(&first) = usable.first() else { break };
-        if let Some(last) = tiers.last_mut() {
-            last.beyond = points[first];
-        }
-        let miss = |i: usize| miss_ns(&found, &points[i]);
-        let mut level = vec![miss(first)];
-        let mut step = None;
-        for (k, pair) in usable.windows(2).enumerate() {
-            let here = median(&level).unwrap_or(0.0);
-            let ceiling = rule.ceiling(here);
-            if miss(pair[1]) > ceiling && confirmed(&usable[k + 2..], ceiling, miss) {
-                step = Some((pair[0], pair[1], here));
-                break;
-            }
-            // A lone spike that the next point does not confirm is noise, not part of the level.
-            if miss(pair[1]) <= ceiling {
-                level.push(miss(pair[1]));
+        let mut after = walk(&points, &found, start, rule);
+        if let Some(tier) = tiers.last_mut() {
+            // The level after the tier, judged with the tier peeled at the largest working set
+            // inside it, places the threshold between its hits and its misses, and so gives its
+            // capacity; then the level is judged again with the capacity peeled.
+            settle(tier, &after, &points);
+            let (size, shares) = capacity(&points[start..], tier.hit_ns, tier.miss_ns);
+            tier.threshold_ns = threshold_ns(tier.hit_ns, tier.miss_ns);
+            tier.hit_shares = shares;
+            if let (Some(size), Some(peeled)) = (size, found.last_mut()) {
+                tier.size_bytes = size;
+                peeled.size = size as f64;
+                after = walk(&points, &found, start, rule);
+                settle(tier, &after, &points);
             }
         }
-        if let Some(last) = tiers.last_mut() {
-            last.miss_ns = median(&level).unwrap_or(last.miss_ns);
-        }
-        let Some((inside, beyond, hit_ns)) = step else { break };
-        let (size, upper) = (points[inside].working_set_bytes, points[beyond].working_set_bytes);
+        let Some((inside, beyond, hit_ns)) = after.step else { break };
+        let (fits, upper) = (points[inside].working_set_bytes, points[beyond].working_set_bytes);
+        found.push(Found { size: fits as f64, hit_ns });
         tiers.push(Tier {
-            size_bytes: size,
+            size_bytes: fits,
+            fits_bytes: fits,
             upper_bytes: upper,
-            resolved: upper as f64 <= size as f64 * (1.0 + rule.precision_pct / 100.0),
+            resolved: upper as f64 <= fits as f64 * (1.0 + rule.precision_pct / 100.0),
             hit_ns,
-            miss_ns: 0.0,
-            inside: points[inside],
-            beyond: points[beyond],
+            // Until a level after it is judged (no point lies far enough beyond): the step's own.
+            miss_ns: miss_ns(&found, &points[beyond]),
+            threshold_ns: 0.0,
+            hit_shares: Vec::new(),
+            inside: points[inside].clone(),
+            beyond: points[beyond].clone(),
         });
-        found.push(Found { size: size as f64, hit_ns });
-        // Until a level after it is judged (no point lies far enough beyond): the step's own.
-        if let Some(last) = tiers.last_mut() {
-            last.miss_ns = miss_ns(&found, &points[beyond]);
-        }
         start = beyond;
     }
     let note = tiers.is_empty().then(|| flat_note(&points, rule));
     CacheTiers { tiers, judged: true, note }
 }
 
-/// The working set to measure next: the geometric middle of the first tier's bracket that is
-/// wider than the rule's precision, rounded down to `align` bytes; `None` when every tier is
-/// known within it (or a bracket cannot be split at that alignment).
-pub fn next_probe(found: &CacheTiers, align: u64) -> Option<u64> {
+/// The working set to measure next: one beyond a tier whose capacity wants more working sets to
+/// judge it (`capacity_probe`: first, while the study's own memory, which a memory cgroup
+/// charges beside its page cache, is smallest); else the geometric middle of the first tier's
+/// bracket that is wider than the rule's precision, rounded down to `align` bytes; `None` when
+/// every tier is known (or no working set for a capacity fits within the largest of `points`,
+/// or a bracket cannot be split at that alignment).
+pub fn next_probe(found: &CacheTiers, points: &[CachePoint], rule: &CacheRule, align: u64) -> Option<u64> {
     let align = align.max(1);
-    found.tiers.iter().filter(|t| !t.resolved).find_map(|tier| {
-        let middle = ((tier.size_bytes as f64 * tier.upper_bytes as f64).sqrt() as u64) / align * align;
-        (middle > tier.size_bytes && middle < tier.upper_bytes).then_some(middle)
+    let measured: Vec<u64> = points.iter().map(|p| p.working_set_bytes).collect();
+    let capacity = found.tiers.iter().find_map(|tier| capacity_probe(tier, &measured, align));
+    capacity.or_else(|| {
+        let precision = 1.0 + rule.precision_pct / 100.0;
+        found.tiers.iter().filter(|t| t.upper_bytes as f64 > t.fits_bytes as f64 * precision).find_map(
+            |tier| {
+                let middle =
+                    ((tier.fits_bytes as f64 * tier.upper_bytes as f64).sqrt() as u64) / align * align;
+                (middle > tier.fits_bytes && middle < tier.upper_bytes).then_some(middle)
+            },
+        )
     })
+}
+
+/// The usable working sets from one tier's step on, their level and the next step up.
+struct Walk {
+    /// The first usable working set: where the level starts.
+    first: Option<usize>,
+    /// The misses of the tiers found at each working set on the level.
+    level: Vec<f64>,
+    /// (last inside, first beyond, the level's latency) of the next tier.
+    step: Option<(usize, usize, f64)>,
+}
+
+/// Walks up the working sets from `start` with the tiers `found` peeled (rule step 3).
+fn walk(points: &[CachePoint], found: &[Found], start: usize, rule: &CacheRule) -> Walk {
+    let usable: Vec<usize> = (start..points.len())
+        .filter(|&i| found.is_empty() || hit_share(found, points[i].working_set_bytes) <= MAX_HIT_SHARE)
+        .collect();
+    let Some(&first) = usable.first() else {
+        return Walk { first: None, level: Vec::new(), step: None };
+    };
+    let miss = |i: usize| miss_ns(found, &points[i]);
+    let mut level = vec![miss(first)];
+    let mut step = None;
+    for (k, pair) in usable.windows(2).enumerate() {
+        let here = median(&level).unwrap_or(0.0);
+        let ceiling = rule.ceiling(here);
+        if miss(pair[1]) > ceiling && confirmed(&usable[k + 2..], ceiling, miss) {
+            step = Some((pair[0], pair[1], here));
+            break;
+        }
+        // A lone spike that the next point does not confirm is noise, not part of the level.
+        if miss(pair[1]) <= ceiling {
+            level.push(miss(pair[1]));
+        }
+    }
+    Walk { first: Some(first), level, step }
+}
+
+/// A tier's miss latency is the level after it, once one is judged, and its figures beyond
+/// are those where that level starts.
+fn settle(tier: &mut Tier, after: &Walk, points: &[CachePoint]) {
+    if let (Some(level), Some(first)) = (median(&after.level), after.first) {
+        tier.miss_ns = level;
+        tier.beyond = points[first].clone();
+    }
 }
 
 /// Seconds until a hot set read from cold became fast: the end of the first interval from
@@ -284,7 +349,7 @@ fn sorted(points: &[CachePoint]) -> Vec<CachePoint> {
     let mut sorted: Vec<CachePoint> = Vec::with_capacity(points.len());
     for point in points {
         if !sorted.iter().any(|p| p.working_set_bytes == point.working_set_bytes) {
-            sorted.push(*point);
+            sorted.push(point.clone());
         }
     }
     sorted.sort_by_key(|p| p.working_set_bytes);
@@ -321,7 +386,7 @@ fn miss_ns(found: &[Found], point: &CachePoint) -> f64 {
 }
 
 fn flat_note(points: &[CachePoint], rule: &CacheRule) -> String {
-    let (first, last) = (points[0], points[points.len() - 1]);
+    let (first, last) = (&points[0], &points[points.len() - 1]);
     format!(
         "no tier between working sets of {} and {}: latency never rose more than {}% (and {} µs) above its level and stayed up ({:.1} µs at the smallest, {:.1} µs at the largest, mean of the fastest 99%)",
         Bytes(first.working_set_bytes),

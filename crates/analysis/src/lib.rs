@@ -10,6 +10,7 @@
 pub mod blend;
 pub mod burnin;
 pub mod cache;
+pub mod cache_capacity;
 pub mod cliff;
 pub mod compare;
 pub mod cpu;

@@ -5,6 +5,7 @@
 use std::fmt::Write;
 
 use iolab_analysis::cache::{CacheSummary, Tier};
+use iolab_analysis::cache_capacity::{sure_points, MAX_HIT_SHARE};
 use iolab_spec::Bytes;
 use iolab_stats::format::{latency, thousands};
 use iolab_stats::result::{JobResult, RunReport};
@@ -50,12 +51,7 @@ pub fn cache_text(summary: &CacheSummary, run: &RunReport) -> String {
     );
     for p in &summary.points {
         let share = p.working_set_bytes as f64 / summary.region_bytes.max(1) as f64 * 100.0;
-        let mark = summary
-            .found
-            .tiers
-            .iter()
-            .position(|t| t.size_bytes == p.working_set_bytes)
-            .map_or(String::new(), |i| format!("  <- {} fits", tier_name(i)));
+        let mark = marks(summary, p.working_set_bytes);
         let _ = writeln!(
             out,
             "  {:>12}{:>7.1}%{:>11}{:>11}{:>10}{:>10}{:>12}{}{mark}",
@@ -128,17 +124,50 @@ fn tier_name(index: usize) -> String {
     format!("tier {}", index + 1)
 }
 
+/// What a working set is to each tier: the last that fits it, or one its capacity is judged on.
+fn marks(summary: &CacheSummary, working_set: u64) -> String {
+    let mut marks = String::new();
+    for (index, tier) in summary.found.tiers.iter().enumerate() {
+        if tier.fits_bytes == working_set {
+            let _ = write!(marks, "  <- {} fits: misses begin above", tier_name(index));
+        }
+        if let Some(s) = tier.hit_shares.iter().find(|s| s.used && s.working_set_bytes == working_set) {
+            let _ = write!(
+                marks,
+                "  <- {:.0}% hit {}: {}",
+                s.share * 100.0,
+                tier_name(index),
+                Bytes(s.capacity_bytes)
+            );
+        }
+    }
+    marks
+}
+
 fn tier_lines(out: &mut String, index: usize, tier: &Tier, precision_pct: f64) {
     let known = if tier.resolved {
         format!("known within {precision_pct}%")
     } else {
         "NOT refined to the precision asked".to_string()
     };
+    let used: Vec<f64> = tier.hit_shares.iter().filter(|s| s.used).map(|s| s.share * 100.0).collect();
+    let (lo, hi) = used.iter().fold((100.0f64, 0.0f64), |(lo, hi), &s| (lo.min(s), hi.max(s)));
+    let capacity = match (used.len(), sure_points(tier)) {
+        (0, _) => "capacity not judged (no latency distribution beyond it): the largest working set inside it".to_string(),
+        (n, sure) if sure == n => format!(
+            "capacity: the median of hit share x working set over {n} working set(s) beyond it, {lo:.0}-{hi:.0}% of reads hit it (took at most {})",
+            latency(tier.threshold_ns)
+        ),
+        (n, _) => format!(
+            "capacity: the median of hit share x working set over {n} working set(s) beyond it, {lo:.0}-{hi:.0}% of reads hit it: none at or under {:.0}%, the region is short of twice the tier, LOW if the cache thrashes before it is full",
+            MAX_HIT_SHARE * 100.0
+        ),
+    };
+    let _ = writeln!(out, "{}: {} ({capacity})", tier_name(index), Bytes(tier.size_bytes));
     let _ = writeln!(
         out,
-        "{}: {} (the largest working set inside it; {} did not fit, {known})",
-        tier_name(index),
-        Bytes(tier.size_bytes),
+        "  misses begin between {} (the largest working set all hits) and {} ({known})",
+        Bytes(tier.fits_bytes),
         Bytes(tier.upper_bytes)
     );
     let _ = writeln!(

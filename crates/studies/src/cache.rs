@@ -1,8 +1,9 @@
 //! `iolab cache`: random reads over growing working sets at the start of the region, each read
-//! once sequentially first (warmed) and then measured; then more working sets inside each
-//! bracket where latency stepped up, until the rule (iolab_analysis::cache) knows each tier's
-//! size within its precision; then, past the first tier, how fast a cold hot set becomes fast
-//! (promotion) and whether a hot set stays fast after a scan of the rest (pollution).
+//! once sequentially first (warmed) and then measured; then more working sets past each tier
+//! (its capacity is judged on the share of reads that still hit there) and inside each bracket
+//! where latency stepped up, until the rule (iolab_analysis::cache) knows each tier; then, past
+//! the first tier, how fast a cold hot set becomes fast (promotion) and whether a hot set stays
+//! fast after a scan of the rest (pollution).
 //!
 //! A working set is the region of its job (`--offset` and `--size` of the step), so any
 //! target and engine works, and every step is a job of the run like any other.
@@ -11,6 +12,7 @@ use iolab_analysis::cache::{
     find_tiers, next_probe, polluted, promotion, CachePoint, CacheRule, LatencySample, Pollution, Promotion,
     Tier,
 };
+use iolab_analysis::cache_capacity::latency_shares;
 use iolab_runner::{Lab, Observer, RunError};
 use iolab_spec::cache::WorkingSets;
 use iolab_spec::{Axis, BsWeight, Bytes, IoLimit, JobSpec, Nanos, Options, RunPlan, Rw};
@@ -23,8 +25,8 @@ use crate::plan::{self, Input};
 /// in blocks of this size.
 const GRAIN: u64 = 128 << 10;
 /// Working sets measured to refine the tiers, at most: enough to narrow a 100x bracket to 10%
-/// for three tiers.
-const MAX_PROBES: usize = 20;
+/// for three tiers and to judge their capacities.
+const MAX_PROBES: usize = 24;
 /// Long enough never to end a warm pass or a scan early: the I/O limit ends the job.
 const UNBOUNDED: Nanos = Nanos(100 * 365 * 24 * 3600 * 1_000_000_000);
 /// Measured time per working set unless the user gives --runtime.
@@ -152,7 +154,7 @@ impl CacheStudy {
         }
         for _ in 0..MAX_PROBES {
             let tiers = find_tiers(&found.points, &self.rule);
-            let Some(size) = next_probe(&tiers, grain) else { break };
+            let Some(size) = next_probe(&tiers, &found.points, &self.rule, grain) else { break };
             if self.stop(lab) {
                 return Ok(found);
             }
@@ -259,11 +261,12 @@ impl CacheStudy {
         // Judged like the intervals (plain means, stalls included): the ceiling of the median
         // plain mean of the working sets inside the tier.
         let inside: Vec<f64> =
-            points.iter().filter(|p| p.working_set_bytes <= first.size_bytes).map(|p| p.mean_ns).collect();
+            points.iter().filter(|p| p.working_set_bytes <= first.fits_bytes).map(|p| p.mean_ns).collect();
         let target_ns = self.rule.ceiling(median(&inside).unwrap_or(first.hit_ns));
         // The last working set measured may have been the whole region, hot set included:
-        // reading past the tier from the start evicts it, so the hot set starts cold.
-        let flush = first.upper_bytes.min(offset) / grain * grain;
+        // reading twice the tier's capacity from the start (or what did not fit, if more)
+        // evicts it, so the hot set starts cold.
+        let flush = first.upper_bytes.max(2 * first.size_bytes).min(offset) / grain * grain;
         if flush > 0 {
             self.read_once(
                 lab,
@@ -329,6 +332,13 @@ fn point(job: &JobResult, size: u64, refined: bool) -> CachePoint {
         p99_ns: read.percentile(99.0).unwrap_or(0),
         iops: read.iops,
         refined,
+        below: latency_shares(
+            job.histograms
+                .read
+                .histogram()
+                .iter_recorded()
+                .map(|v| (v.value_iterated_to(), v.count_at_value())),
+        ),
     }
 }
 

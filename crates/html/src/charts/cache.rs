@@ -1,6 +1,6 @@
 //! The read-cache chart of `iolab cache`: mean read latency against the working-set size, both
-//! on log scales, every cache run overlaid, each tier found marked at its size with the band
-//! its size lies in.
+//! on log scales, every cache run overlaid, each tier found marked at its capacity, with the band
+//! where its misses begin.
 
 use iolab_analysis::cache::CacheSummary;
 
@@ -30,22 +30,23 @@ pub(crate) fn cache(subjects: &[Subject<'_>]) -> Result<Vec<Figure>, HtmlError> 
         Axis::log("working set (MiB), log scale"),
         Axis::log(format!("read latency, mean of the fastest 99% ({unit}), log scale")),
     );
-    let mut caption = String::from("Each point is one working set at the start of the region, read once sequentially and then measured at random; the sizes between the asked ones were measured to refine a tier. A tier (dashed line) ends at the largest working set inside it; the band runs to the smallest that did not fit.");
+    let mut caption = String::from("Each point is one working set at the start of the region, read once sequentially and then measured at random; the sizes between the asked ones were measured to refine a tier. A tier (dashed line) is drawn at its capacity: the median of hit share x working set over the working sets beyond it; its misses begin in the band, from the largest working set all hits to the smallest that was not.");
     for (subject, summary) in &runs {
         let color = subject.color(0);
         let points =
             summary.points.iter().map(|p| (p.working_set_bytes as f64 / MIB, p.level_ns() / scale)).collect();
         chart.lines.push(Line { name: subject.name.clone(), color, dashed: false, markers: true, points });
         for (index, tier) in summary.found.tiers.iter().enumerate() {
-            let (size, upper) = (tier.size_bytes as f64 / MIB, tier.upper_bytes as f64 / MIB);
+            let size = tier.size_bytes as f64 / MIB;
+            let (fits, upper) = (tier.fits_bytes as f64 / MIB, tier.upper_bytes as f64 / MIB);
             chart.rules.push(Rule {
                 x: size,
                 label: format!("tier {}: {} MiB", index + 1, number(size)),
                 color,
             });
             chart.bands.push(Band {
-                name: named(subject, &format!("tier {} ends here", index + 1)),
-                x: (size, upper),
+                name: named(subject, &format!("tier {}: misses begin here", index + 1)),
+                x: (fits, upper),
                 y: None,
                 color,
                 opacity: 0.15,
@@ -61,9 +62,10 @@ pub(crate) fn cache(subjects: &[Subject<'_>]) -> Result<Vec<Figure>, HtmlError> 
                 .enumerate()
                 .map(|(i, t)| {
                     format!(
-                        "tier {} of {} MiB, hits {:.1} µs, misses {:.1} µs",
+                        "tier {} of {} MiB (misses begin above {} MiB), hits {:.1} µs, misses {:.1} µs",
                         i + 1,
                         number(t.size_bytes as f64 / MIB),
+                        number(t.fits_bytes as f64 / MIB),
                         t.hit_ns / 1e3,
                         t.miss_ns / 1e3
                     )
@@ -81,9 +83,10 @@ pub(crate) fn verdict(summary: &CacheSummary) -> Vec<String> {
     let mut lines: Vec<String> = summary.found.note.iter().cloned().collect();
     for (index, tier) in summary.found.tiers.iter().enumerate() {
         lines.push(format!(
-            "tier {}: {} MiB (did not fit: {} MiB); a hit costs {:.1} µs, a miss {:.1} µs; {:.0} IOPS inside, {:.0} beyond",
+            "tier {}: {} MiB of capacity (misses begin between {} and {} MiB); a hit costs {:.1} µs, a miss {:.1} µs; {:.0} IOPS inside, {:.0} beyond",
             index + 1,
             number(tier.size_bytes as f64 / MIB),
+            number(tier.fits_bytes as f64 / MIB),
             number(tier.upper_bytes as f64 / MIB),
             tier.hit_ns / 1e3,
             tier.miss_ns / 1e3,
