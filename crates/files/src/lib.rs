@@ -12,6 +12,7 @@
 //! a size from a hash of the seed and the index, and the figures are histograms.
 
 mod error;
+pub mod job;
 mod plan;
 mod report;
 mod run;
@@ -22,6 +23,7 @@ mod verdict;
 mod worker;
 
 pub use error::FilesError;
+pub use job::FilesOptions;
 pub use plan::{parse_phases, FileCount, FileEngine, FilesPlan, Phase, ALL_PHASES, DEFAULT_PHASES};
 pub use report::{Failure, FilesReport, KindResult, OpKind, PhaseResult, Second, Stonewall, FILES_SCHEMA};
 pub use run::{run, RunOptions};
