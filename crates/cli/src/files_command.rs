@@ -265,6 +265,7 @@ fn point(seq: u32, plan: &FilesPlan, phase: &PhaseResult, dir: &std::path::Path)
     let cause = match phase.verdict.cause {
         FilesCause::Cpu => Bottleneck::SubmittingCpu,
         FilesCause::Device => Bottleneck::Device,
+        FilesCause::Journal => Bottleneck::KernelThread,
         _ => Bottleneck::Undetermined,
     };
     let stop_reason = if phase.failure.is_some() {

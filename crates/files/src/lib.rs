@@ -13,6 +13,7 @@
 
 mod error;
 pub mod job;
+mod journal;
 mod plan;
 mod report;
 mod run;
@@ -24,6 +25,7 @@ mod worker;
 
 pub use error::FilesError;
 pub use job::FilesOptions;
+pub use journal::JournalSeen;
 pub use plan::{parse_phases, FileCount, FileEngine, FilesPlan, Phase, ALL_PHASES, DEFAULT_PHASES};
 pub use report::{Failure, FilesReport, KindResult, OpKind, PhaseResult, Second, Stonewall, FILES_SCHEMA};
 pub use run::{run, RunOptions};
