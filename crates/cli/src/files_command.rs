@@ -6,8 +6,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use iolab_files::{
-    parse_phases, safety, FileCount, FileEngine, FilesCause, FilesError, FilesPlan, FilesReport, OpKind,
-    PhaseResult, RunOptions, SizeSpec,
+    safety, FilesCause, FilesError, FilesOptions, FilesPlan, FilesReport, OpKind, PhaseResult, RunOptions,
 };
 use iolab_report::{files_json, files_text, thousands};
 use iolab_stats::result::{Bottleneck, SeriesPoint, Verdict};
@@ -17,32 +16,39 @@ use iolab_store::{Point, PointSummary, RunEnd, RunId, RunStatus, Store};
 use crate::args::{FilesArgs, StoreArgs};
 use crate::exit::{self, say};
 use crate::flow;
+use crate::job_source;
 use crate::recording::now_unix_s;
 
-/// Files in the tree when neither --files nor --files-per-dir is given.
-const DEFAULT_FILES: u64 = 10_000;
-
 pub fn run(args: FilesArgs, store: &StoreArgs) -> ExitCode {
-    if args.clean {
-        return clean(args.dir.unwrap_or_default());
-    }
-    let plan = match plan(&args) {
-        Ok(plan) => plan,
+    let options = match options(&args) {
+        Ok(options) => options,
         Err(message) => return exit::usage(message),
     };
+    if args.clean {
+        return match options.dir {
+            Some(dir) => clean(dir),
+            None => exit::usage("--clean needs DIR (or a job file's `dir`)"),
+        };
+    }
+    let plan = match options.plan() {
+        Ok(plan) => plan,
+        Err(e) => return exit::usage(e),
+    };
+    let (json, quiet_flag, keep) =
+        (options.json == Some(true), options.quiet == Some(true), options.keep == Some(true));
     let interrupt = match flow::install_signals() {
         Ok(flag) => flag,
         Err(code) => return code,
     };
     let dir =
-        args.dir.clone().unwrap_or_else(|| PathBuf::from(format!("iolab-files.{}", std::process::id())));
+        options.dir.clone().unwrap_or_else(|| PathBuf::from(format!("iolab-files.{}", std::process::id())));
     let mut keeping = match Keeping::start(store, &plan, &dir) {
         Ok(keeping) => keeping,
         Err(code) => return code,
     };
-    let options = RunOptions { dir: dir.clone(), keep: args.keep, interrupt: &interrupt };
-    let quiet = args.quiet || args.json;
-    let ran = iolab_files::run(&plan, &options, |phase| {
+    let run_options = RunOptions { dir: dir.clone(), keep, interrupt: &interrupt };
+    let quiet = quiet_flag || json;
+    let ran = iolab_files::run(&plan, &run_options, |phase| {
         if !quiet {
             say!(
                 "iolab: files: {} {} of {} in {:.2} s ({}/s)",
@@ -66,7 +72,7 @@ pub fn run(args: FilesArgs, store: &StoreArgs) -> ExitCode {
             return exit::fail(code, &e.to_string());
         }
     };
-    let rendered = if args.json { files_json(&report) } else { files_text(&report) };
+    let rendered = if json { files_json(&report) } else { files_text(&report) };
     let status = if report.interrupted() {
         RunStatus::Interrupted
     } else if report.failure().is_some() {
@@ -74,8 +80,8 @@ pub fn run(args: FilesArgs, store: &StoreArgs) -> ExitCode {
     } else {
         RunStatus::Complete
     };
-    keeping.finish(status, &report, args.quiet);
-    let output = iolab_spec::OutputSpec { json: args.json, ..Default::default() };
+    keeping.finish(status, &report, quiet_flag);
+    let output = iolab_spec::OutputSpec { json, ..Default::default() };
     if let Err(code) = flow::write_output(&output, &rendered) {
         return code;
     }
@@ -105,27 +111,31 @@ pub fn run(args: FilesArgs, store: &StoreArgs) -> ExitCode {
     ExitCode::from(exit::OK)
 }
 
-fn plan(args: &FilesArgs) -> Result<FilesPlan, String> {
-    let files = match (args.files, args.files_per_dir) {
-        (_, Some(n)) => FileCount::PerDir(n),
-        (Some(n), None) => FileCount::Total(n),
-        (None, None) => FileCount::Total(DEFAULT_FILES),
+/// The run's options: the command line's flags over the job file's keys.
+fn options(args: &FilesArgs) -> Result<FilesOptions, String> {
+    let (file, dir) = job_and_dir(&args.paths)?;
+    let from_file = match file {
+        Some(path) => iolab_files::job::load(path)?,
+        None => FilesOptions::default(),
     };
-    let plan = FilesPlan {
-        dirs_per_dir: args.dirs_per_dir,
-        depth: args.depth,
-        files,
-        sizes: args.sizes.parse::<SizeSpec>().map_err(|e| format!("--sizes: {e}"))?,
-        phases: parse_phases(&args.phases).map_err(|e| format!("--phases: {e}"))?,
-        threads: args.threads,
-        shared_dir: args.shared_dir,
-        engine: args.engine.parse::<FileEngine>().map_err(|e| format!("--engine: {e}"))?,
-        fsync: args.fsync,
-        direct: args.direct,
-        seed: args.seed,
-    };
-    plan.check().map_err(|e| e.to_string())?;
-    Ok(plan)
+    Ok(args.options(dir.cloned()).over(from_file))
+}
+
+/// `[JOB_FILE] [DIR]`: a lone argument is the job file when it reads as one (a directory never
+/// does), else DIR.
+fn job_and_dir(paths: &[PathBuf]) -> Result<(Option<&PathBuf>, Option<&PathBuf>), String> {
+    let job = |p: &PathBuf| !p.is_dir() && job_source::is_job_file(p);
+    match paths {
+        [] => Ok((None, None)),
+        [one] if job(one) => Ok((Some(one), None)),
+        [one] => Ok((None, Some(one))),
+        [file, dir] if job(file) => Ok((Some(file), Some(dir))),
+        [file, _] => Err(format!(
+            "{} is not a job file (a TOML file of `iolab files` keys): give [JOB_FILE] DIR, or DIR alone",
+            file.display()
+        )),
+        _ => Err("give at most a job file and DIR".into()),
+    }
 }
 
 fn clean(dir: PathBuf) -> ExitCode {
@@ -255,6 +265,7 @@ fn point(seq: u32, plan: &FilesPlan, phase: &PhaseResult, dir: &std::path::Path)
     let cause = match phase.verdict.cause {
         FilesCause::Cpu => Bottleneck::SubmittingCpu,
         FilesCause::Device => Bottleneck::Device,
+        FilesCause::Journal => Bottleneck::KernelThread,
         _ => Bottleneck::Undetermined,
     };
     let stop_reason = if phase.failure.is_some() {

@@ -12,6 +12,8 @@
 //! a size from a hash of the seed and the index, and the figures are histograms.
 
 mod error;
+pub mod job;
+mod journal;
 mod plan;
 mod report;
 mod run;
@@ -22,6 +24,8 @@ mod verdict;
 mod worker;
 
 pub use error::FilesError;
+pub use job::FilesOptions;
+pub use journal::JournalSeen;
 pub use plan::{parse_phases, FileCount, FileEngine, FilesPlan, Phase, ALL_PHASES, DEFAULT_PHASES};
 pub use report::{Failure, FilesReport, KindResult, OpKind, PhaseResult, Second, Stonewall, FILES_SCHEMA};
 pub use run::{run, RunOptions};

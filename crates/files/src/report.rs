@@ -5,6 +5,7 @@ use iolab_stats::result::OpSummary;
 use iolab_stats::OpStats;
 use serde::{Deserialize, Serialize};
 
+use crate::journal::JournalSeen;
 use crate::plan::{FilesPlan, Phase};
 use crate::verdict::FilesVerdict;
 
@@ -154,6 +155,9 @@ pub struct PhaseResult {
     /// How busy the block device under the directory was (none: tmpfs and the like).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub device_busy_pct: Option<f64>,
+    /// The filesystem's journal thread over the phase (ext4: jbd2), where it has one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub journal: Option<JournalSeen>,
     pub verdict: FilesVerdict,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub failure: Option<Failure>,

@@ -13,6 +13,7 @@ use iolab_engine::fileops::FileOps;
 use iolab_stats::OpStats;
 
 use crate::error::FilesError;
+use crate::journal::{self, JournalSeen, JournalWatch};
 use crate::plan::{FilesPlan, Phase};
 use crate::report::{
     FilesReport, KindResult, OpKind, PhaseResult, Second, Stonewall, FILES_SCHEMA, OP_KINDS,
@@ -50,6 +51,11 @@ pub fn run(
     }
     let top = File::open(dir).map_err(|e| FilesError::io("cannot open", dir, e))?;
     let device = block_device(dir);
+    let journal_thread = device
+        .as_deref()
+        .and_then(Path::parent)
+        .and_then(journal::device_name)
+        .and_then(|name| journal::find_journal_thread(&name));
     let trees: Vec<Tree> = (0..plan.trees()).map(|t| Tree::new(plan, t)).collect();
     let clock = quanta::Clock::new();
     let base = clock.raw();
@@ -73,9 +79,12 @@ pub fn run(
         };
         let ticks_before = device.as_deref().and_then(io_ticks_ms);
         let ctx = Ctx { phase_start_ns: ctx.now_ns(), ..ctx };
+        let watch = journal_thread.as_ref().and_then(|j| JournalWatch::start(j, plan.threads));
         let outcomes = run_threads(&ctx, phase, &mut notes)?;
         let device_busy = ticks_before.zip(device.as_deref().and_then(io_ticks_ms));
-        let result = assemble(plan, &ctx, phase, planned_ops, outcomes, device_busy);
+        let elapsed_s = ctx.now_ns().saturating_sub(ctx.phase_start_ns) as f64 / 1e9;
+        let journal = watch.and_then(|w| w.finish(elapsed_s, plan.threads));
+        let result = assemble(plan, &ctx, phase, planned_ops, outcomes, device_busy, journal);
         on_phase(&result);
         let go_on = result.failure.is_none() && !result.interrupted;
         match phase {
@@ -183,6 +192,7 @@ fn assemble(
     planned: u64,
     outcomes: Vec<Outcome>,
     device_ticks: Option<(u64, u64)>,
+    journal: Option<JournalSeen>,
 ) -> PhaseResult {
     let start = ctx.phase_start_ns;
     let last = outcomes.iter().map(|o| o.finished_ns).max().unwrap_or(start);
@@ -252,6 +262,7 @@ fn assemble(
         runq_wait_pct: pct(wait_ns).min(100.0),
         device_busy_pct,
         fsync_pct: pct(fsync_ns),
+        journal,
     };
     PhaseResult {
         phase,
@@ -279,6 +290,7 @@ fn assemble(
         runq_wait_pct: facts.runq_wait_pct,
         device_busy_pct,
         verdict: judge(&facts),
+        journal: facts.journal,
         failure,
         interrupted: ctx.interrupt.load(std::sync::atomic::Ordering::Relaxed),
         histograms,

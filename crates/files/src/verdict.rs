@@ -1,9 +1,11 @@
 //! What limited a phase, from the phase's own figures: the threads' CPU, the device under the
-//! directory, a shared directory's lock, fsync. The block jobs' rules (`iolab-analysis`
+//! directory, the filesystem's journal thread, a shared directory's lock, fsync. The block jobs' rules (`iolab-analysis`
 //! verdicts) read a whole machine's facts about I/O queues; a metadata phase has none of
 //! those, so its rules are these few, each with the figure that shows it.
 
 use serde::{Deserialize, Serialize};
+
+use crate::journal::JournalSeen;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -13,6 +15,9 @@ pub enum FilesCause {
     Cpu,
     /// The block device under the directory was busy nearly all the time.
     Device,
+    /// The threads waited for the filesystem's journal thread (jbd2) to commit: fsync, or a
+    /// full journal. Fewer fsyncs, a larger or faster journal, or more threads per commit.
+    Journal,
     /// Threads sharing one directory waited for its lock (neither CPU nor device was busy).
     DirectoryLock,
     /// fsync took most of the threads' time: the journal or the device's cache flushes.
@@ -28,6 +33,7 @@ impl FilesCause {
         match self {
             FilesCause::Cpu => "cpu",
             FilesCause::Device => "device",
+            FilesCause::Journal => "journal",
             FilesCause::DirectoryLock => "directory_lock",
             FilesCause::Fsync => "fsync",
             FilesCause::Waiting => "waiting",
@@ -57,9 +63,15 @@ pub struct PhaseFacts {
     pub device_busy_pct: Option<f64>,
     /// Time spent in fsync over the threads' wall time, in %.
     pub fsync_pct: f64,
+    /// The journal thread's figures, where the directory's filesystem has one (ext4).
+    pub journal: Option<JournalSeen>,
 }
 
 const BUSY_PCT: f64 = 80.0;
+/// The threads' time blocked on the journal from which it is the limit.
+const JOURNAL_PCT: f64 = 50.0;
+/// The threads' time in fsync from which fsync is the limit.
+const FSYNC_PCT: f64 = 50.0;
 const MIN_SECONDS: f64 = 0.05;
 
 pub fn judge(f: &PhaseFacts) -> FilesVerdict {
@@ -70,10 +82,32 @@ pub fn judge(f: &PhaseFacts) -> FilesVerdict {
             format!("too short to tell ({} operations in {:.3} s)", f.ops, f.elapsed_s),
         );
     }
+    // Before the device: when the threads sleep on the journal's commits, the device's busy
+    // time is the journal's one-commit-at-a-time writes, and the journal is what to change.
+    // Or when fsync took most of the threads' time and the journal's commits most of that
+    // (with io_uring the wait is an io-wq worker's, seen less often than a thread's own).
+    let journal_bound = |j: &&JournalSeen| {
+        j.wait_pct >= JOURNAL_PCT || (f.fsync_pct >= FSYNC_PCT && j.wait_pct >= f.fsync_pct / 2.0)
+    };
+    if let Some(j) = f.journal.as_ref().filter(journal_bound) {
+        return verdict(
+            FilesCause::Journal,
+            format!(
+                "the journal thread ({}): the threads waited for its commits {:.0}% of their time (fsync {:.0}%); \
+                 it ran on a CPU {:.0}% of the phase and waited for the device {:.0}%, the device {}",
+                j.thread,
+                j.wait_pct,
+                f.fsync_pct.min(100.0),
+                j.cpu_pct,
+                j.device_wait_pct,
+                f.device_busy_pct.map_or("absent".to_string(), |b| format!("busy {b:.0}%"))
+            ),
+        );
+    }
     if let Some(busy) = f.device_busy_pct.filter(|&b| b >= BUSY_PCT) {
         return verdict(FilesCause::Device, format!("the device: busy {busy:.0}% of the phase"));
     }
-    if f.fsync_pct >= 50.0 {
+    if f.fsync_pct >= FSYNC_PCT {
         return verdict(
             FilesCause::Fsync,
             format!(
@@ -136,7 +170,50 @@ mod tests {
             runq_wait_pct: 0.0,
             device_busy_pct: None,
             fsync_pct: 0.0,
+            journal: None,
         }
+    }
+
+    /// Captured on ext4 over a loop device (/dev/shm, direct I/O): `iolab files --fsync
+    /// --engine sync --threads 2 --files 3000`, its create phase.
+    fn fsync_on_ext4(wait_pct: f64) -> PhaseFacts {
+        PhaseFacts {
+            threads: 2,
+            shared_dir: false,
+            elapsed_s: 1.492,
+            ops: 3000,
+            cpu_busy_pct: 7.0,
+            cpu_sys_pct: 6.0,
+            runq_wait_pct: 14.0,
+            device_busy_pct: Some(28.0),
+            fsync_pct: 86.0,
+            journal: Some(JournalSeen {
+                thread: "jbd2/loop0-8".into(),
+                wait_pct,
+                cpu_pct: 4.0,
+                device_wait_pct: 31.0,
+                samples: 260,
+            }),
+        }
+    }
+
+    #[test]
+    fn the_journal_from_the_threads_wait_on_its_commits() {
+        let v = judge(&fsync_on_ext4(78.0));
+        assert_eq!(v.cause, FilesCause::Journal, "{}", v.summary);
+        assert!(v.summary.contains("jbd2/loop0-8") && v.summary.contains("78%"), "{}", v.summary);
+        // Before the device: its busy time is the journal's commits.
+        let busy = PhaseFacts { device_busy_pct: Some(95.0), ..fsync_on_ext4(78.0) };
+        assert_eq!(judge(&busy).cause, FilesCause::Journal);
+        // With io_uring (captured likewise): the wait is the workers', 44% beside fsync's 67%.
+        let uring = PhaseFacts { fsync_pct: 67.0, ..fsync_on_ext4(44.0) };
+        assert_eq!(judge(&uring).cause, FilesCause::Journal);
+        // Waiting little on the journal: fsync's own time (flushes, data writeback) is the rule.
+        assert_eq!(judge(&fsync_on_ext4(20.0)).cause, FilesCause::Fsync);
+        // No journal thread (tmpfs, xfs): as before.
+        assert_eq!(judge(&PhaseFacts { journal: None, ..fsync_on_ext4(0.0) }).cause, FilesCause::Fsync);
+        let short = PhaseFacts { elapsed_s: 0.01, ..fsync_on_ext4(90.0) };
+        assert_eq!(judge(&short).cause, FilesCause::Undetermined);
     }
 
     #[test]

@@ -157,6 +157,7 @@ impl<'a> Worker<'a> {
         match phase {
             Phase::Mkdir => self.dirs(Side::Source, false),
             Phase::Create => self.files(Side::Source, Self::create),
+            Phase::Stat if self.sys.stat_depth() > 1 => self.stats_in_flight(Side::Source),
             Phase::Stat => self.files(Side::Source, Self::stat),
             Phase::Readdir => self.dirs_listed(),
             Phase::Read => self.files(Side::Source, Self::read),
@@ -350,6 +351,72 @@ impl<'a> Worker<'a> {
         }
         self.record(OpKind::Stat, start, end, 0);
         Ok(())
+    }
+
+    /// The stat phase with several stats in flight (on a ring, where the kernel runs each
+    /// statx in a worker thread: one at a time, each would wait for a hand-off there and a
+    /// wake-up back). Each is timed on its own, from the submit that sent it to the reap that
+    /// saw it done: its latency as the thread lived it, at that depth.
+    fn stats_in_flight(&mut self, side: Side) {
+        let (tree, first, stride) = self.share();
+        let depth = self.sys.stat_depth();
+        let (mut starts, mut index) = (vec![0u64; depth], vec![0u64; depth]);
+        let mut free: Vec<usize> = (0..depth).rev().collect();
+        let mut unsent: Vec<usize> = Vec::with_capacity(depth);
+        let mut finished: Vec<(usize, io::Result<u64>)> = Vec::with_capacity(depth);
+        let mut next = first;
+        loop {
+            while next < tree.files && !self.ctx.stopping() {
+                let Some(tag) = free.pop() else { break };
+                tree.file_path(side, next, self.ctx.renamed, &mut self.path);
+                if let Err(e) = self.sys.stat_push(self.ctx.dirfd, &self.path, tag) {
+                    free.push(tag);
+                    let path = std::mem::take(&mut self.path);
+                    self.fail("stat", &path, &e);
+                    self.path = path;
+                    break;
+                }
+                index[tag] = next;
+                unsent.push(tag);
+                next += stride as u64;
+            }
+            if self.sys.stats_in_flight() == 0 {
+                return;
+            }
+            let start = self.ctx.now_ns();
+            for tag in unsent.drain(..) {
+                starts[tag] = start;
+            }
+            let waited = self.sys.stat_wait(|tag, result| finished.push((tag, result)));
+            let end = self.ctx.now_ns();
+            if let Err(e) = waited {
+                self.fail("stat", b"(the ring)", &e);
+                return;
+            }
+            for (tag, result) in finished.drain(..) {
+                free.push(tag);
+                let i = index[tag];
+                let checked = result.and_then(|size| {
+                    let expected = self.size_of(tree, i);
+                    if size == expected {
+                        Ok(())
+                    } else {
+                        let message =
+                            format!("the file holds {size} bytes, not the {expected} it was made with");
+                        Err(io::Error::other(message))
+                    }
+                });
+                match checked {
+                    Ok(()) => self.record(OpKind::Stat, starts[tag], end, 0),
+                    Err(e) => {
+                        tree.file_path(side, i, self.ctx.renamed, &mut self.path);
+                        let path = std::mem::take(&mut self.path);
+                        self.fail("stat", &path, &e);
+                        self.path = path;
+                    }
+                }
+            }
+        }
     }
 
     /// Reads `size` bytes of `fd` into the data buffer, each read timed; when `copy_to` is

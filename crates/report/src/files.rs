@@ -83,9 +83,18 @@ fn phase_text(phase: &PhaseResult, out: &mut String) {
     }
     let device = phase.device_busy_pct.map_or(String::new(), |d| format!(", device busy {d:.0}%"));
     out.push_str(&format!(
-        "  CPU {:.0}% of the threads' time ({:.0}% in the kernel, {:.0}% waiting for a core){device}\n  limited by: {}\n",
-        phase.cpu_busy_pct, phase.cpu_sys_pct, phase.runq_wait_pct, phase.verdict.summary
+        "  CPU {:.0}% of the threads' time ({:.0}% in the kernel, {:.0}% waiting for a core){device}\n",
+        phase.cpu_busy_pct, phase.cpu_sys_pct, phase.runq_wait_pct
     ));
+    if let Some(j) =
+        phase.journal.as_ref().filter(|j| j.wait_pct.max(j.cpu_pct).max(j.device_wait_pct) >= 0.5)
+    {
+        out.push_str(&format!(
+            "  journal {}: the threads waited for it {:.0}% of their time; it ran {:.0}%, waited for the device {:.0}%\n",
+            j.thread, j.wait_pct, j.cpu_pct, j.device_wait_pct
+        ));
+    }
+    out.push_str(&format!("  limited by: {}\n", phase.verdict.summary));
     if let Some(f) = &phase.failure {
         out.push_str(&format!(
             "  stopped: {} of {} failed: {}; {} of {} done\n",

@@ -3,18 +3,20 @@
 use std::path::PathBuf;
 
 use clap::Args;
+use iolab_files::{parse_phases, FileEngine, FilesOptions, Phase, SizeSpec};
 
 use super::shared::KeepArgs;
 
 #[derive(Debug, Args)]
 pub struct FilesArgs {
-    /// The directory the tree is made in: created if absent, else it must be empty or hold an
-    /// earlier iolab tree (default: a scratch directory here, removed afterwards).
-    #[arg(value_name = "DIR")]
-    pub dir: Option<PathBuf>,
+    /// A job file (TOML, keys as the flags: docs/files.md), then the directory the tree is
+    /// made in: created if absent, else it must be empty or hold an earlier iolab tree
+    /// (default: the job file's `dir`, else a scratch directory here, removed afterwards).
+    #[arg(value_names = ["JOB_FILE", "DIR"], num_args = 0..=2)]
+    pub paths: Vec<PathBuf>,
 
     /// Remove the tree a killed run left in DIR (only what iolab made: its marker says so).
-    #[arg(long, requires = "dir")]
+    #[arg(long)]
     pub clean: bool,
 
     /// Files in all, spread evenly over the threads' trees and their leaf directories.
@@ -25,35 +27,35 @@ pub struct FilesArgs {
     #[arg(long, value_name = "N", help_heading = "Tree")]
     pub files_per_dir: Option<u64>,
 
-    /// Subdirectories of each directory above the leaves.
-    #[arg(long, value_name = "N", default_value_t = 10, help_heading = "Tree")]
-    pub dirs_per_dir: u32,
+    /// Subdirectories of each directory above the leaves (default 10).
+    #[arg(long, value_name = "N", help_heading = "Tree")]
+    pub dirs_per_dir: Option<u32>,
 
-    /// Levels of subdirectories below each tree's root (0: every file in the root).
-    #[arg(long, value_name = "N", default_value_t = 1, help_heading = "Tree")]
-    pub depth: u32,
+    /// Levels of subdirectories below each tree's root (default 1; 0: every file in the root).
+    #[arg(long, value_name = "N", help_heading = "Tree")]
+    pub depth: Option<u32>,
 
     /// File sizes: one size (4k), a weighted list (4k:50,64k:30,1m:20), or a lognormal by its
-    /// median and p99 (lognormal:16k:1m).
-    #[arg(long, value_name = "SPEC", default_value = "0", help_heading = "Tree")]
-    pub sizes: String,
+    /// median and p99 (lognormal:16k:1m); default 0 (empty files).
+    #[arg(long, value_name = "SPEC", value_parser = parse_sizes, help_heading = "Tree")]
+    pub sizes: Option<SizeSpec>,
 
     /// The phases, in order, from mkdir, create, stat, readdir, read, rename, copy, unlink,
-    /// rmdir.
-    #[arg(long, value_name = "LIST", default_value = "mkdir,create,stat,read,unlink,rmdir")]
-    pub phases: String,
+    /// rmdir (default mkdir,create,stat,read,unlink,rmdir).
+    #[arg(long, value_name = "LIST", value_parser = parse_phase_list)]
+    pub phases: Option<PhaseList>,
 
-    /// Threads, each working its own tree (or, with --shared-dir, a share of one).
-    #[arg(long, value_name = "N", default_value_t = 1)]
-    pub threads: u32,
+    /// Threads, each working its own tree (or, with --shared-dir, a share of one); default 1.
+    #[arg(long, value_name = "N")]
+    pub threads: Option<u32>,
 
     /// All threads work one tree, contending on its directories.
     #[arg(long)]
     pub shared_dir: bool,
 
-    /// io_uring (each operation a ring entry) or sync (plain system calls).
-    #[arg(long, value_name = "ENGINE", default_value = "io_uring")]
-    pub engine: String,
+    /// io_uring (each operation a ring entry) or sync (plain system calls); default io_uring.
+    #[arg(long, value_name = "ENGINE", value_parser = parse_engine)]
+    pub engine: Option<FileEngine>,
 
     /// fsync each file after writing it (create, copy).
     #[arg(long)]
@@ -63,9 +65,9 @@ pub struct FilesArgs {
     #[arg(long)]
     pub direct: bool,
 
-    /// Seed of the file sizes.
-    #[arg(long, value_name = "N", default_value_t = 1)]
-    pub seed: u64,
+    /// Seed of the file sizes (default 1).
+    #[arg(long, value_name = "N")]
+    pub seed: Option<u64>,
 
     /// Leave the tree in place at the end (`--clean DIR` removes it later).
     #[arg(long)]
@@ -81,4 +83,44 @@ pub struct FilesArgs {
 
     #[command(flatten)]
     pub store: KeepArgs,
+}
+
+fn parse_sizes(text: &str) -> Result<SizeSpec, String> {
+    text.parse()
+}
+
+/// A name of its own so that clap takes the list as one value, not as repeated flags.
+type PhaseList = Vec<Phase>;
+
+fn parse_phase_list(text: &str) -> Result<PhaseList, String> {
+    parse_phases(text)
+}
+
+fn parse_engine(text: &str) -> Result<FileEngine, String> {
+    text.parse()
+}
+
+impl FilesArgs {
+    /// The options the flags give (a switch not given leaves the job file's key).
+    pub fn options(&self, dir: Option<PathBuf>) -> FilesOptions {
+        let on = |flag: bool| flag.then_some(true);
+        FilesOptions {
+            dir,
+            files: self.files,
+            files_per_dir: self.files_per_dir,
+            dirs_per_dir: self.dirs_per_dir,
+            depth: self.depth,
+            sizes: self.sizes.clone(),
+            phases: self.phases.clone(),
+            threads: self.threads,
+            shared_dir: on(self.shared_dir),
+            engine: self.engine,
+            fsync: on(self.fsync),
+            direct: on(self.direct),
+            seed: self.seed,
+            keep: on(self.keep),
+            json: on(self.json),
+            quiet: on(self.quiet),
+        }
+    }
 }

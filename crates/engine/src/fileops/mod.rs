@@ -9,10 +9,12 @@
 //! in its hot loop; closing one the caller does not own is its own bug, not memory unsafety.
 
 mod ring;
+mod statq;
 mod sys;
 
 use std::io;
 
+pub use statq::STAT_DEPTH;
 pub use sys::{AlignedBuf, FileOps};
 
 /// Where the operations run.

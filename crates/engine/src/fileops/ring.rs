@@ -34,6 +34,9 @@ const RING_OPS: [(RingOp, &str, u8); 9] = [
     (RingOp::Fsync, "fsync", opcode::Fsync::CODE),
 ];
 
+/// Room for the stats a thread keeps in flight (`STAT_DEPTH`) and more.
+const RING_ENTRIES: u32 = 32;
+
 pub(super) struct Ring {
     ring: IoUring,
     /// Bit `RingOp as u8` set: the kernel runs it in the ring.
@@ -47,9 +50,9 @@ impl Ring {
         let ring = IoUring::builder()
             .setup_single_issuer()
             .setup_defer_taskrun()
-            .build(8)
-            .or_else(|_| IoUring::builder().setup_coop_taskrun().build(8))
-            .or_else(|_| IoUring::new(8))?;
+            .build(RING_ENTRIES)
+            .or_else(|_| IoUring::builder().setup_coop_taskrun().build(RING_ENTRIES))
+            .or_else(|_| IoUring::new(RING_ENTRIES))?;
         let mut probe = Probe::new();
         let mut supported = 0u16;
         if ring.submitter().register_probe(&mut probe).is_ok() {
@@ -91,6 +94,34 @@ impl Ring {
                 let res = cqe.result();
                 return if res < 0 { Err(io::Error::from_raw_os_error(-res)) } else { Ok(res) };
             }
+        }
+    }
+
+    /// Queues `entry` (its `user_data` set) without submitting it.
+    ///
+    /// # Safety
+    /// Every pointer in `entry` must stay valid until its completion has been reaped.
+    pub(super) unsafe fn push(&mut self, entry: &squeue::Entry) -> io::Result<()> {
+        // SAFETY: the caller keeps the entry's pointers valid until its completion is reaped.
+        unsafe { self.ring.submission().push(entry) }
+            .map_err(|_| io::Error::other("the ring's submission queue is full"))
+    }
+
+    /// Submits what is queued and waits until `want` completions are there.
+    pub(super) fn submit_and_wait(&mut self, want: usize) -> io::Result<()> {
+        loop {
+            match self.ring.submit_and_wait(want) {
+                Ok(_) => return Ok(()),
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => return Err(e),
+            }
+        }
+    }
+
+    /// Each completion there, as (user_data, result).
+    pub(super) fn reap(&mut self, mut done: impl FnMut(u64, i32)) {
+        for cqe in self.ring.completion() {
+            done(cqe.user_data(), cqe.result());
         }
     }
 

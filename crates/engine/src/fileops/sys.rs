@@ -5,11 +5,14 @@
 use std::io;
 
 use super::ring::{Ring, RingOp};
+use super::statq::{StatQueue, STAT_DEPTH};
 use super::{CPath, FileOpsEngine};
 
 /// One thread's operations: its ring (for `FileOpsEngine::Uring`) or none.
 pub struct FileOps {
     ring: Option<Ring>,
+    /// Stats in flight (`stat_push`, `stat_wait`); made on first use.
+    stats: Option<StatQueue>,
 }
 
 fn check(ret: libc::c_int) -> io::Result<i32> {
@@ -35,7 +38,7 @@ impl FileOps {
             FileOpsEngine::Uring => Some(Ring::new()?),
             FileOpsEngine::Sync => None,
         };
-        Ok(FileOps { ring })
+        Ok(FileOps { ring, stats: None })
     }
 
     /// Ring operations this kernel lacks (done as system calls instead).
@@ -44,7 +47,48 @@ impl FileOps {
     }
 
     fn ring(&mut self, op: RingOp) -> Option<&mut Ring> {
+        // One-at-a-time operations take the ring's next completion as theirs: no stat may be
+        // in flight (a caller's slip, drained here rather than misread).
+        if let (Some(ring), Some(stats)) = (self.ring.as_mut(), self.stats.as_mut()) {
+            if stats.in_flight() > 0 && !stats.drain(ring) {
+                return None;
+            }
+        }
         self.ring.as_mut().filter(|r| r.supports(op))
+    }
+
+    /// Stats this engine keeps in flight with `stat_push` and `stat_wait`: `STAT_DEPTH` on a
+    /// ring that runs statx, else 1 (use `stat`).
+    pub fn stat_depth(&self) -> usize {
+        if self.ring.as_ref().is_some_and(|r| r.supports(RingOp::Statx)) {
+            STAT_DEPTH
+        } else {
+            1
+        }
+    }
+
+    /// Queues a stat of `path` (NUL-terminated, relative to `dirfd`) as `tag`, a number below
+    /// `stat_depth()` not in flight; `stat_wait` sends it.
+    pub fn stat_push(&mut self, dirfd: i32, path: &[u8], tag: usize) -> io::Result<()> {
+        let path = CPath::new(path)?;
+        let Some(ring) = self.ring.as_mut().filter(|r| r.supports(RingOp::Statx)) else {
+            return Err(io::Error::new(io::ErrorKind::Unsupported, "no ring statx here: use stat"));
+        };
+        self.stats.get_or_insert_with(StatQueue::new).push(ring, dirfd, path, tag)
+    }
+
+    /// Sends the queued stats, waits for one at least to finish, and gives each finished one as
+    /// (tag, the file's size or its error).
+    pub fn stat_wait(&mut self, done: impl FnMut(usize, io::Result<u64>)) -> io::Result<()> {
+        match (self.ring.as_mut(), self.stats.as_mut()) {
+            (Some(ring), Some(stats)) => stats.wait(ring, done),
+            _ => Ok(()),
+        }
+    }
+
+    /// Stats in flight.
+    pub fn stats_in_flight(&self) -> usize {
+        self.stats.as_ref().map_or(0, StatQueue::in_flight)
     }
 
     pub fn openat(&mut self, dirfd: i32, path: &[u8], flags: i32, mode: u32) -> io::Result<i32> {
@@ -153,6 +197,18 @@ impl FileOps {
                 let is_dot = name.starts_with(b".\0") || name.starts_with(b"..\0");
                 entries += u64::from(!is_dot);
                 at += reclen.max(1);
+            }
+        }
+    }
+}
+
+impl Drop for FileOps {
+    /// Stats still in flight own their slots until reaped: wait for them, and if the ring
+    /// cannot, leave the slots allocated rather than free memory the kernel may still write.
+    fn drop(&mut self) {
+        if let (Some(ring), Some(mut stats)) = (self.ring.as_mut(), self.stats.take()) {
+            if !stats.drain(ring) {
+                std::mem::forget(stats);
             }
         }
     }

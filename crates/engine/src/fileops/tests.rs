@@ -61,3 +61,55 @@ fn a_path_without_its_nul_is_refused_before_the_kernel_reads_past_it() {
         assert!(!dir.path().join("unterminated").exists(), "{engine:?}");
     }
 }
+
+#[test]
+fn stats_in_flight_each_come_back_with_their_own_size_or_error() {
+    let Ok(mut ops) = FileOps::new(FileOpsEngine::Uring) else {
+        return iolab_test_support::skip!(iolab_test_support::Missing::Other, "no io_uring here");
+    };
+    if ops.stat_depth() == 1 {
+        return iolab_test_support::skip!(
+            iolab_test_support::Missing::Other,
+            "this kernel's ring has no statx"
+        );
+    }
+    let dir = tempfile::tempdir().expect("temp dir");
+    for n in 0..40u64 {
+        std::fs::write(dir.path().join(format!("f{n}")), vec![7u8; n as usize * 3]).expect("file");
+    }
+    let handle = std::fs::File::open(dir.path()).expect("open the temp dir");
+    let dirfd = handle.as_raw_fd();
+    let depth = ops.stat_depth();
+    // 40 files and one missing name through `depth` slots, each slot reused as it comes back.
+    let mut names: Vec<u64> = (0..41).collect();
+    let mut in_slot = vec![u64::MAX; depth];
+    let mut free: Vec<usize> = (0..depth).collect();
+    let mut seen = Vec::new();
+    loop {
+        while !free.is_empty() && !names.is_empty() {
+            let (tag, n) = (free.pop().expect("a free slot"), names.pop().expect("a name"));
+            ops.stat_push(dirfd, format!("f{n}\0").as_bytes(), tag).expect("push");
+            in_slot[tag] = n;
+        }
+        let err =
+            ops.stat_push(dirfd, b"f0\0", in_slot.iter().position(|&n| n != u64::MAX).expect("one busy"));
+        assert_eq!(err.expect_err("a busy slot").kind(), std::io::ErrorKind::InvalidInput);
+        ops.stat_wait(|tag, result| {
+            seen.push((in_slot[tag], result.map_err(|e| e.raw_os_error())));
+            in_slot[tag] = u64::MAX;
+            free.push(tag);
+        })
+        .expect("wait");
+        if ops.stats_in_flight() == 0 && names.is_empty() {
+            break;
+        }
+    }
+    seen.sort_by_key(|s| s.0);
+    assert_eq!(seen.len(), 41);
+    for (n, result) in &seen[..40] {
+        assert_eq!(*result, Ok(n * 3), "f{n}");
+    }
+    assert_eq!(seen[40], (40, Err(Some(libc::ENOENT))), "the missing name's own error");
+    // One-at-a-time operations still work after the queue.
+    assert_eq!(ops.stat(dirfd, b"f5\0").expect("stat"), 15);
+}

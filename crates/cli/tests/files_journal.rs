@@ -1,0 +1,82 @@
+//! `iolab files --fsync` on ext4 (issue 16): a create phase whose every file is fsynced waits
+//! for the journal thread's commits, and the verdict says so from what /proc showed of the
+//! threads (blocked on `jbd2_log_wait_commit`) and of `jbd2/<dev>-8`; on tmpfs there is no
+//! journal to name.
+
+mod common;
+
+use common::{json, needs_root_and, run_in, sh, skip, stderr, LoopDevice};
+
+/// ext4 on a loop device (direct I/O over /dev/shm), mounted in a temp dir until dropped.
+struct Ext4 {
+    mount: tempfile::TempDir,
+    _lo: LoopDevice,
+}
+
+impl Ext4 {
+    fn new(name: &str, size_mib: u64) -> Ext4 {
+        let lo = LoopDevice::direct(name, size_mib);
+        // Inode tables and journal written now: no lazy-init thread writing beside the run.
+        sh(&format!("mkfs.ext4 -q -F -N 20000 -E lazy_itable_init=0,lazy_journal_init=0 {}", lo.path()));
+        let mount = tempfile::tempdir().expect("mount point");
+        sh(&format!("mount -t ext4 {} {}", lo.path(), mount.path().display()));
+        Ext4 { mount, _lo: lo }
+    }
+}
+
+impl Drop for Ext4 {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("umount").arg(self.mount.path()).status();
+    }
+}
+
+fn create_phase(cwd: &std::path::Path, dir: &std::path::Path, engine: &str) -> serde_json::Value {
+    let args = [
+        "files",
+        dir.to_str().expect("utf-8"),
+        "--files",
+        "2000",
+        "--threads",
+        "2",
+        "--fsync",
+        "--engine",
+        engine,
+        "--phases",
+        "mkdir,create,unlink,rmdir",
+        "--json",
+        "--no-store",
+    ];
+    let out = run_in(cwd, &args);
+    assert!(out.status.success(), "{engine}: {}", stderr(&out));
+    let report = json(&out);
+    report["phases"][1].clone()
+}
+
+#[test]
+fn fsync_heavy_creates_on_ext4_are_limited_by_the_journal_thread() {
+    if let Some((missing, why)) = needs_root_and(&["losetup", "mkfs.ext4", "mount"]) {
+        return skip!(missing, "{why}");
+    }
+    let fs = Ext4::new("files-journal", 128);
+    let cwd = tempfile::tempdir().expect("cwd");
+    for engine in ["sync", "io_uring"] {
+        let create = create_phase(cwd.path(), &fs.mount.path().join("tree"), engine);
+        assert_eq!(create["phase"], "create");
+        let journal = &create["journal"];
+        let thread = journal["thread"].as_str().unwrap_or_default();
+        assert!(thread.starts_with("jbd2/loop"), "{engine}: the loop device's journal thread: {journal}");
+        assert!(journal["samples"].as_u64().is_some_and(|n| n > 0), "{engine}: {journal}");
+        assert_eq!(create["verdict"]["cause"], "journal", "{engine}: {create:#}");
+        let summary = create["verdict"]["summary"].as_str().unwrap_or_default();
+        assert!(summary.contains(thread), "{engine}: {summary}");
+    }
+}
+
+#[test]
+fn tmpfs_has_no_journal_thread_to_name() {
+    let shm = std::path::Path::new("/dev/shm");
+    let temp = if shm.is_dir() { tempfile::tempdir_in(shm) } else { tempfile::tempdir() }.expect("dir");
+    let create = create_phase(temp.path(), &temp.path().join("tree"), "sync");
+    assert!(create.get("journal").is_none(), "{create:#}");
+    assert_ne!(create["verdict"]["cause"], "journal");
+}

@@ -1,0 +1,178 @@
+//! The journal thread, seen from /proc while a phase runs. On ext4 (and ocfs2, anything on
+//! jbd2) an fsync waits for the journal thread `jbd2/<dev>-8` to commit the running
+//! transaction; metadata-heavy phases wait for it too when the journal is full. Neither the
+//! device's busy time nor the threads' CPU shows that wait: the threads sleep in D state with
+//! the journal's wait channel (`jbd2_log_wait_commit`, `wait_transaction_locked`), while the
+//! journal thread commits one transaction at a time. So, every few milliseconds of a phase,
+//! this counts the process's tasks (the phase's threads and the io_uring workers that run
+//! their fsyncs) blocked there, and reads the journal thread's state and CPU time.
+//!
+//! Only where the directory's device has a journal thread: on tmpfs nothing is sampled.
+
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+/// How often the tasks' states are read: a few hundred file reads a second, nothing beside
+/// operations that take milliseconds (and phases shorter than a sample are not judged).
+const PERIOD: Duration = Duration::from_millis(5);
+
+/// The journal thread of a block device.
+#[derive(Debug, Clone, PartialEq)]
+pub struct JournalThread {
+    pub pid: u32,
+    /// Its name, `jbd2/loop0-8`.
+    pub name: String,
+}
+
+/// What a phase showed of the journal.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct JournalSeen {
+    /// The journal thread's name (`jbd2/loop0-8`).
+    pub thread: String,
+    /// The phase's threads' time blocked waiting for the journal (their own wait or their
+    /// io_uring workers'), in % of their time.
+    pub wait_pct: f64,
+    /// The journal thread's time on a CPU, in % of the phase.
+    pub cpu_pct: f64,
+    /// The journal thread's time blocked (D: its commit's writes to the device), in % of the phase.
+    pub device_wait_pct: f64,
+    /// States read.
+    pub samples: u64,
+}
+
+/// The journal thread of the block device named `dev` (`loop0`, `nvme0n1p2`, `dm-0`): its
+/// name is `jbd2/<dev>-<journal inode>`, cut to 15 bytes as the kernel keeps names.
+pub fn find_journal_thread(dev: &str) -> Option<JournalThread> {
+    let prefix = format!("jbd2/{dev}-");
+    for entry in std::fs::read_dir("/proc").ok()?.flatten() {
+        let Some(pid) = entry.file_name().to_str().and_then(|s| s.parse::<u32>().ok()) else { continue };
+        let Ok(comm) = std::fs::read_to_string(entry.path().join("comm")) else { continue };
+        let comm = comm.trim_end();
+        let cut = comm.len() == 15 && prefix.starts_with(comm);
+        if comm.starts_with(&prefix) || cut {
+            return Some(JournalThread { pid, name: comm.to_string() });
+        }
+    }
+    None
+}
+
+/// The device's name for sysfs dir `/sys/dev/block/M:m` (a link to `.../block/loop0`).
+pub fn device_name(sysfs_dev: &Path) -> Option<String> {
+    let real = std::fs::canonicalize(sysfs_dev).ok()?;
+    real.file_name()?.to_str().map(str::to_string)
+}
+
+/// The state letter of a `/proc/<pid>/stat` line (after the name, which may hold spaces and
+/// parentheses).
+pub fn state_of(stat: &str) -> Option<char> {
+    stat.get(stat.rfind(')')? + 1..)?.trim_start().chars().next()
+}
+
+/// Whether a wait channel is the journal's: waiting for a commit (fsync) or for room in the
+/// running transaction.
+pub fn journal_wchan(wchan: &str) -> bool {
+    let w = wchan.trim();
+    w.contains("jbd2") || w.contains("transaction") || w.contains("journal")
+}
+
+/// Counts, while running, the samples in which the process's tasks waited for the journal.
+pub struct JournalWatch {
+    stop: Arc<AtomicBool>,
+    handle: JoinHandle<Counts>,
+    thread: JournalThread,
+    cpu_ns_before: Option<u64>,
+}
+
+#[derive(Default)]
+struct Counts {
+    samples: u64,
+    /// Sum over samples of the tasks blocked in the journal, at most `threads` each.
+    blocked: u64,
+    /// Samples in which the journal thread was in D.
+    journal_blocked: u64,
+}
+
+fn on_cpu_ns(pid: u32) -> Option<u64> {
+    std::fs::read_to_string(format!("/proc/{pid}/schedstat")).ok()?.split_whitespace().next()?.parse().ok()
+}
+
+fn sample(journal: u32, threads: u64, counts: &mut Counts) {
+    let mut blocked = 0;
+    if let Ok(tasks) = std::fs::read_dir("/proc/self/task") {
+        for task in tasks.flatten() {
+            let path = task.path();
+            let in_d =
+                std::fs::read_to_string(path.join("stat")).ok().and_then(|s| state_of(&s)) == Some('D');
+            if in_d && std::fs::read_to_string(path.join("wchan")).is_ok_and(|w| journal_wchan(&w)) {
+                blocked += 1;
+            }
+        }
+    }
+    counts.samples += 1;
+    counts.blocked += blocked.min(threads);
+    let state = std::fs::read_to_string(format!("/proc/{journal}/stat")).ok().and_then(|s| state_of(&s));
+    counts.journal_blocked += u64::from(state == Some('D'));
+}
+
+impl JournalWatch {
+    /// Starts sampling for a phase of `threads` threads; none if the sampler cannot start.
+    pub fn start(thread: &JournalThread, threads: u32) -> Option<JournalWatch> {
+        let stop = Arc::new(AtomicBool::new(false));
+        let stopping = Arc::clone(&stop);
+        let pid = thread.pid;
+        let cpu_ns_before = on_cpu_ns(pid);
+        let handle = std::thread::Builder::new()
+            .name("iolab-journal".into())
+            .spawn(move || {
+                let mut counts = Counts::default();
+                while !stopping.load(Relaxed) {
+                    sample(pid, u64::from(threads), &mut counts);
+                    std::thread::sleep(PERIOD);
+                }
+                counts
+            })
+            .ok()?;
+        Some(JournalWatch { stop, handle, thread: thread.clone(), cpu_ns_before })
+    }
+
+    /// Stops sampling; the figures over a phase of `elapsed_s` and `threads` threads.
+    pub fn finish(self, elapsed_s: f64, threads: u32) -> Option<JournalSeen> {
+        self.stop.store(true, Relaxed);
+        let counts = self.handle.join().ok()?;
+        let cpu_ns = self.cpu_ns_before.zip(on_cpu_ns(self.thread.pid)).map(|(a, b)| b.saturating_sub(a));
+        if counts.samples == 0 {
+            return None;
+        }
+        let per = |n: u64, of: u64| 100.0 * n as f64 / of.max(1) as f64;
+        Some(JournalSeen {
+            thread: self.thread.name,
+            wait_pct: per(counts.blocked, counts.samples * u64::from(threads.max(1))),
+            cpu_pct: cpu_ns.map_or(0.0, |ns| (100.0 * ns as f64 / 1e9 / elapsed_s.max(1e-9)).min(100.0)),
+            device_wait_pct: per(counts.journal_blocked, counts.samples),
+            samples: counts.samples,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn states_and_wait_channels_as_proc_gives_them() {
+        // Captured on ext4 over a loop device during `iolab files --fsync --engine sync`.
+        assert_eq!(state_of("1402 (jbd2/loop0-8) D 2 0 0 0 -1 2129984 0 0"), Some('D'));
+        assert_eq!(state_of("1888 (iou-wrk-1886) R 1 1886 60 0"), Some('R'));
+        assert_eq!(state_of("7 (a) b) S 1"), Some('S'), "the last ')' ends the name");
+        assert!(journal_wchan("jbd2_log_wait_commit"));
+        assert!(journal_wchan("wait_transaction_locked\n"));
+        assert!(!journal_wchan("submit_bio_wait"), "the device, not the journal");
+        assert!(!journal_wchan("io_cqring_wait"));
+        assert!(!journal_wchan("0"));
+    }
+}
