@@ -37,12 +37,13 @@ use iolab_spec::{Distribution, Zone};
 /// accepted without evaluating p.
 const EPSILON: f64 = 1.0 / 64.0;
 
-/// Beyond this many cells the rest of the range becomes one cell (still exact, accepted less
-/// often; only a distribution whose far tail is negligible gets there).
+/// Beyond this many cells the rest of the range is cut into powers of two without regard to
+/// the fall (still exact, accepted less often; only a distribution whose far tail is
+/// negligible gets there).
 const MAX_CELLS: usize = 1 << 15;
 
-/// A rest of the range whose envelope weight is below this share of the total so far becomes
-/// one cell: the normal law's far tails, which would otherwise need a cell per few blocks.
+/// A rest of the range whose envelope weight is below this share of the total so far is cut
+/// the same way: the normal law's far tails, which would otherwise need a cell per few blocks.
 const NEGLIGIBLE_TAIL: f64 = 1e-12;
 
 /// The probability law of a block index, unnormalized.
@@ -245,7 +246,7 @@ impl Sampler {
     /// The next index before the scatter (a rank, for zipf and pareto).
     ///
     /// Two random words and no branch the predictor has to guess in the common case: the alias
-    /// table's coin is a select, a cell of one block goes through the same multiply as any
+    /// table's coin is a select, a cell of one block goes through the same shift as any
     /// other, and only an index that is not sure (under 1/64 of the draws) branches away.
     #[inline(always)]
     fn draw(&self, rng: &mut fastrand::Rng) -> u64 {
