@@ -155,7 +155,7 @@ fn distinct_blocks_touched_match_the_law() {
 
 #[test]
 fn scatter_is_a_bijection_and_the_key_moves_the_hot_block() {
-    for n in [1u64, 2, 3, 5, 1000, 4097, 65_536] {
+    for n in [1u64, 2, 3, 5, 1000, 4097, 65_536, (1 << 17) + 1] {
         let scatter = Scatter::new(n, 99);
         let mut seen = vec![false; n as usize];
         for rank in 0..n {
@@ -184,6 +184,10 @@ fn same_seed_same_draws_and_huge_regions_stay_cheap() {
     assert_eq!(draw(1), draw(1));
     assert_ne!(draw(1), draw(2));
     assert!(draw(3).iter().all(|&b| b < n));
+    // What a lane draws, a batch at a time, is the same sequence.
+    let mut rng = fastrand::Rng::with_seed(1);
+    let mut draws = Draws::new(sampler.clone());
+    assert_eq!(draw(1), (0..1000).map(|_| draws.next(&mut rng)).collect::<Vec<u64>>());
     let narrow = Sampler::new(&Distribution::Normal { stddev_pct: 0.001 }, 1 << 40, 0).expect("normal");
     assert!(narrow.cells.len() < MAX_CELLS, "{} cells", narrow.cells.len());
 }
