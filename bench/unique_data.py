@@ -15,7 +15,7 @@ With --content (issue 15 item 2), on the loop device instead: the default data a
 --compress-pct 50 and --dedupe-pct 50, in alternating order, with each one's IOPS, CPU per I/O,
 the ratio to the default, and the dedupe and compression ratios iolab measured on its sample.
 
-sudo python3 bench/unique_data.py [--runtime 5] [--repeat 5] [--iolab PATH] [--content]
+sudo python3 bench/unique_data.py [--runtime 5] [--repeat 5] [--warmup 20] [--iolab PATH] [--content]
 """
 
 import argparse
@@ -98,9 +98,13 @@ def fio_once(device, runtime):
     return cmd, (job["iops"], cpu_s / ios * 1e6 if ios else None)
 
 
-def measure(iolab, name, device, runtime, repeat):
+def measure(iolab, name, device, runtime, repeat, warmup):
     say(f"\n{name}: {device}, 4 KiB random write, QD 32, 1 worker, {runtime} s after 1 s ramp, "
-        f"{repeat} alternating pairs")
+        f"{repeat} alternating pairs after {warmup} s of the same writes, not counted")
+    # A device just filled drifts for a while (zram: 129k to 168k IOPS over its first three
+    # rounds of 3 s runs), which the pairs' order would turn into a difference.
+    if warmup:
+        iolab_once(iolab, device, warmup, True)
     runs = {True: [], False: []}
     shown = False
     for i in range(repeat):
@@ -138,6 +142,7 @@ def main():
     parser.add_argument("--runtime", type=int, default=5)
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--size", type=int, default=1 << 30, help="bytes of each scratch device")
+    parser.add_argument("--warmup", type=int, default=20, help="seconds of writes before the pairs, not counted")
     parser.add_argument("--iolab", default=str(REPO / "target/release/iolab"))
     parser.add_argument("--content", action="store_true",
                         help="compare --compress-pct 50 and --dedupe-pct 50 with the default on the loop device")
@@ -159,7 +164,7 @@ def main():
                 continue
             for note in notes:
                 say(f"  {note}")
-            measure(args.iolab, name, device, args.runtime, args.repeat)
+            measure(args.iolab, name, device, args.runtime, args.repeat, args.warmup)
     finally:
         devices.remove_all()
 
