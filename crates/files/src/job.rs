@@ -111,34 +111,11 @@ pub fn load(path: &Path) -> Result<FilesOptions, String> {
 
 /// Parses job-file text; the error is one line with the line number and the key.
 pub fn parse(text: &str) -> Result<FilesOptions, String> {
-    toml::from_str(text).map_err(|e| {
-        let line = e.span().map(|span| text[..span.start.min(text.len())].matches('\n').count() + 1);
-        let mut message = e.message().trim().replace('\n', " ").replace("unknown field", "unknown key");
-        if let Some(cut) = message.find(", expected one of") {
-            message.truncate(cut);
-            message.push_str(" (the keys of `iolab files` are listed in docs/files.md)");
-        }
-        // A value's error names the value, not its key: say which key it was given to.
-        let key = e
-            .span()
-            .and_then(|span| key_before(text, span.start))
-            .filter(|key| !message.contains(&format!("`{key}`")));
-        match (line, key) {
-            (Some(line), Some(key)) => format!("line {line} ({key}): {message}"),
-            (Some(line), None) => format!("line {line}: {message}"),
-            (None, _) => message,
-        }
-    })
-}
-
-/// The bare key of the `key = value` that the value at byte `at` belongs to, if it is on the
-/// value's line.
-fn key_before(text: &str, at: usize) -> Option<&str> {
-    let before = text.get(..at)?;
-    let line = &before[before.rfind('\n').map_or(0, |i| i + 1)..];
-    let key = line.split_once('=')?.0.trim();
-    let bare = !key.is_empty() && key.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-');
-    bare.then_some(key)
+    iolab_spec::jobfile::parse_toml(
+        text,
+        "unknown key",
+        "the keys of `iolab files` are listed in docs/files.md",
+    )
 }
 
 /// A value written as text, a number (sizes in bytes) or, for lists, an array of either.

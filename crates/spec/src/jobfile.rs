@@ -18,12 +18,23 @@ pub fn load(path: &Path) -> Result<Options, SpecError> {
 
 /// Parses job-file text; the error is one line with the line number.
 pub fn parse(text: &str) -> Result<Options, String> {
+    parse_toml(text, "unknown field", "the keys are listed in docs/job-file.md")
+}
+
+/// Parses a TOML job file of any command into `T`; the error is one line: the line number,
+/// the key a bad value was given to, `unknown` for serde's "unknown field" and, for a key
+/// that is not one, where the keys are listed (`keys_are`) instead of serde's whole list.
+pub fn parse_toml<T: serde::de::DeserializeOwned>(
+    text: &str,
+    unknown: &str,
+    keys_are: &str,
+) -> Result<T, String> {
     toml::from_str(text).map_err(|e| {
         let line = e.span().map(|span| text[..span.start.min(text.len())].matches('\n').count() + 1);
-        let mut message = e.message().trim().replace('\n', " ");
+        let mut message = e.message().trim().replace('\n', " ").replace("unknown field", unknown);
         if let Some(cut) = message.find(", expected one of") {
             message.truncate(cut);
-            message.push_str(" (the keys are listed in docs/job-file.md)");
+            message.push_str(&format!(" ({keys_are})"));
         }
         // A value's error names the value, not its key: say which key it was given to.
         let key = e
