@@ -9,6 +9,7 @@ use std::path::{Path, PathBuf};
 use std::process::Output;
 use std::time::{Duration, Instant};
 
+use common::ext4::Ext4;
 use common::{json, needs_root_and, run_in, sh, skip, spawn_in, stderr, LoopDevice};
 
 /// A directory on tmpfs (/dev/shm when there is one).
@@ -111,35 +112,12 @@ fn every_phase_counts_its_plan_on_tmpfs() {
     check_tree_counts(temp.path(), &temp.path().join("tree"), false);
 }
 
-/// An ext4 filesystem on a loop device over /dev/shm, mounted in a temp dir; unmounted and
-/// detached on drop.
-struct Ext4 {
-    mount: tempfile::TempDir,
-    _lo: LoopDevice,
-}
-
-impl Ext4 {
-    fn new(name: &str, size_mib: u64) -> Ext4 {
-        let lo = LoopDevice::new(name, size_mib);
-        sh(&format!("mkfs.ext4 -q -F -N 20000 {}", lo.path()));
-        let mount = tempfile::tempdir().expect("mount point");
-        sh(&format!("mount -t ext4 {} {}", lo.path(), mount.path().display()));
-        Ext4 { mount, _lo: lo }
-    }
-}
-
-impl Drop for Ext4 {
-    fn drop(&mut self) {
-        let _ = std::process::Command::new("umount").arg(self.mount.path()).status();
-    }
-}
-
 #[test]
 fn every_phase_counts_its_plan_on_ext4_with_fsync() {
     if let Some((missing, why)) = needs_root_and(&["losetup", "mkfs.ext4", "mount"]) {
         return skip!(missing, "{why}");
     }
-    let fs = Ext4::new("files-ext4", 96);
+    let fs = Ext4::on(LoopDevice::new("files-ext4", 96), "");
     let cwd = shm_dir();
     check_tree_counts(cwd.path(), &fs.mount.path().join("tree"), true);
 }

@@ -5,30 +5,8 @@
 
 mod common;
 
-use common::{json, needs_root_and, run_in, sh, skip, stderr, LoopDevice};
-
-/// ext4 on a loop device (direct I/O over /dev/shm), mounted in a temp dir until dropped.
-struct Ext4 {
-    mount: tempfile::TempDir,
-    _lo: LoopDevice,
-}
-
-impl Ext4 {
-    fn new(name: &str, size_mib: u64) -> Ext4 {
-        let lo = LoopDevice::direct(name, size_mib);
-        // Inode tables and journal written now: no lazy-init thread writing beside the run.
-        sh(&format!("mkfs.ext4 -q -F -N 20000 -E lazy_itable_init=0,lazy_journal_init=0 {}", lo.path()));
-        let mount = tempfile::tempdir().expect("mount point");
-        sh(&format!("mount -t ext4 {} {}", lo.path(), mount.path().display()));
-        Ext4 { mount, _lo: lo }
-    }
-}
-
-impl Drop for Ext4 {
-    fn drop(&mut self) {
-        let _ = std::process::Command::new("umount").arg(self.mount.path()).status();
-    }
-}
+use common::ext4::Ext4;
+use common::{json, needs_root_and, run_in, skip, stderr, LoopDevice};
 
 fn create_phase(cwd: &std::path::Path, dir: &std::path::Path, engine: &str) -> serde_json::Value {
     let args = [
@@ -57,7 +35,8 @@ fn fsync_heavy_creates_on_ext4_are_limited_by_the_journal_thread() {
     if let Some((missing, why)) = needs_root_and(&["losetup", "mkfs.ext4", "mount"]) {
         return skip!(missing, "{why}");
     }
-    let fs = Ext4::new("files-journal", 128);
+    // Inode tables and journal written now: no lazy-init thread writing beside the run.
+    let fs = Ext4::on(LoopDevice::direct("files-journal", 128), "-E lazy_itable_init=0,lazy_journal_init=0");
     let cwd = tempfile::tempdir().expect("cwd");
     for engine in ["sync", "io_uring"] {
         let create = create_phase(cwd.path(), &fs.mount.path().join("tree"), engine);

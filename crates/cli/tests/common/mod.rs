@@ -2,6 +2,7 @@
 //! machine cannot do, and cleaning up devices the tests create.
 #![allow(dead_code)]
 
+pub mod ext4;
 pub mod faulty_fs;
 pub mod fleet;
 
