@@ -231,8 +231,8 @@ impl Resident {
     fn new(path: &Path) -> Resident {
         let file = std::fs::File::open(path).expect("file");
         let len = file.metadata().expect("size").len() as usize;
-        // SAFETY: a read-only shared mapping of an open file, never read through; the mapping
-        // outlives the descriptor, and `drop` unmaps it.
+        // The mapping outlives the descriptor, and `drop` unmaps it.
+        // SAFETY: a read-only shared mapping of an open file, never read through.
         let addr = unsafe {
             libc::mmap(std::ptr::null_mut(), len, libc::PROT_READ, libc::MAP_SHARED, file.as_raw_fd(), 0)
         };
@@ -245,8 +245,8 @@ impl Resident {
         // SAFETY: sysconf has no preconditions.
         let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) }.max(1) as usize;
         let mut pages = vec![0u8; self.len.div_ceil(page)];
-        // SAFETY: `addr`..`addr + len` is the mapping made in `new`, and `pages` holds one byte
-        // for each of its pages, as mincore writes.
+        // `pages` holds one byte for each page of the mapping, as mincore writes.
+        // SAFETY: `addr`..`addr + len` is the mapping made in `new`; `pages` is long enough.
         let done = unsafe { libc::mincore(self.addr, self.len, pages.as_mut_ptr()) };
         assert_eq!(done, 0, "mincore: {}", std::io::Error::last_os_error());
         pages.iter().filter(|p| *p & 1 == 1).count() as u64 * page as u64

@@ -77,12 +77,13 @@ impl WriteStamp {
                 crate::blockcheck::seal(block);
             }
         }
+        // The streaming stores above are ordered before the submission that hands the buffer
+        // to the kernel.
         #[cfg(target_arch = "x86_64")]
-        // SAFETY: sfence has no memory operands; it orders the streaming stores above before
-        // the submission that hands the buffer to the kernel.
-        unsafe {
-            std::arch::x86_64::_mm_sfence()
-        };
+        if !self.sealed {
+            // SAFETY: sfence has no operands and no precondition.
+            unsafe { std::arch::x86_64::_mm_sfence() };
+        }
     }
 }
 
@@ -96,8 +97,8 @@ fn write_around_cache(block: &mut [u8], header: &[u8; 32]) {
         if ptr.align_offset(8) == 0 && block.len() >= 32 {
             for (i, word) in header.chunks_exact(8).enumerate() {
                 let value = i64::from_le_bytes(word.try_into().unwrap_or_default());
-                // SAFETY: `ptr` is 8-byte aligned and `block` holds at least 32 bytes, so each
-                // of the four 8-byte stores is inside it; `block` is borrowed mutably.
+                // Each of the four 8-byte stores is inside `block`, borrowed mutably.
+                // SAFETY: `ptr` is 8-byte aligned and `block` holds at least 32 bytes.
                 unsafe { std::arch::x86_64::_mm_stream_si64(ptr.add(i), value) };
             }
             return;

@@ -71,9 +71,9 @@ impl StatQueue {
         .flags(libc::AT_SYMLINK_NOFOLLOW)
         .build()
         .user_data(tag as u64);
-        // SAFETY: the path (copied, NUL-terminated as `CPath` checked) and the statx live in a
-        // slot that is not written, moved or freed until this entry's completion is reaped:
-        // it is marked busy, the slots are never resized, and `drain` runs before they drop.
+        // The path (copied, NUL-terminated as `CPath` checked) and the statx live in a slot
+        // marked busy; the slots are never resized, and `drain` runs before they drop.
+        // SAFETY: the slot is not written, moved or freed until this entry's completion is reaped.
         unsafe { ring.push(&entry) }?;
         slot.busy = true;
         self.in_flight += 1;
