@@ -314,9 +314,25 @@ impl<'a> Worker<'a> {
         let flags = libc::O_CREAT | libc::O_EXCL | libc::O_WRONLY | self.data_flags();
         let start = self.ctx.now_ns();
         let fd = self.sys.openat(self.ctx.dirfd, &self.path, flags, 0o644).map_err(|e| ("open", e))?;
+        self.work_and_close(fd, start, OpKind::Create, size, |w| {
+            w.write_all(fd, size).and_then(|()| w.sync(fd))
+        })
+    }
+
+    /// The rest of a file operation that opened `fd` at `start`: the open is recorded, `work`
+    /// runs, the close is timed apart, and the whole is recorded as `kind` of `size` bytes. A
+    /// failed `work` closes the file quietly and is the error.
+    fn work_and_close(
+        &mut self,
+        fd: i32,
+        start: u64,
+        kind: OpKind,
+        size: u64,
+        work: impl FnOnce(&mut Self) -> Result<(), (&'static str, io::Error)>,
+    ) -> Result<(), (&'static str, io::Error)> {
         let opened = self.ctx.now_ns();
         self.record(OpKind::Open, start, opened, 0);
-        if let Err(e) = self.write_all(fd, size).and_then(|()| self.sync(fd)) {
+        if let Err(e) = work(self) {
             self.close_quietly(fd);
             return Err(e);
         }
@@ -324,7 +340,7 @@ impl<'a> Worker<'a> {
         self.sys.close(fd).map_err(|e| ("close", e))?;
         let end = self.ctx.now_ns();
         self.record(OpKind::Close, before_close, end, 0);
-        self.record(OpKind::Create, start, end, size);
+        self.record(kind, start, end, size);
         Ok(())
     }
 
@@ -473,18 +489,7 @@ impl<'a> Worker<'a> {
             .sys
             .openat(self.ctx.dirfd, &self.path, libc::O_RDONLY | self.data_flags(), 0)
             .map_err(|e| ("open", e))?;
-        let opened = self.ctx.now_ns();
-        self.record(OpKind::Open, start, opened, 0);
-        if let Err(e) = self.read_all(fd, size, None) {
-            self.close_quietly(fd);
-            return Err(e);
-        }
-        let before_close = self.ctx.now_ns();
-        self.sys.close(fd).map_err(|e| ("close", e))?;
-        let end = self.ctx.now_ns();
-        self.record(OpKind::Close, before_close, end, 0);
-        self.record(OpKind::ReadFile, start, end, size);
-        Ok(())
+        self.work_and_close(fd, start, OpKind::ReadFile, size, |w| w.read_all(fd, size, None))
     }
 
     fn rename(&mut self, tree: &Tree, side: Side, i: u64) -> Result<(), (&'static str, io::Error)> {
