@@ -11,17 +11,19 @@
 //! evaluating p at all (the number of cells grows as log n / EPSILON for zipf). A rejected draw
 //! starts over from the alias table, which is what makes the envelope's weights, not the cells'
 //! exact masses, the right ones: the accepted index has probability p(k) exactly, up to the
-//! 2^-64 resolution of the random words.
+//! resolution of the random words (a cell's share of an alias entry is exact to 2^-48 at
+//! worst, the acceptance test to 2^-32).
 //!
 //! What a draw costs, since it must stay close to uniform's one random word and one multiply
-//! per I/O: two random words, two table loads and no multiply besides the generator's. The
+//! per I/O: two random words, one table load and no multiply besides the generator's. The
 //! alias table has a power-of-two number of entries, so the first word's top bits pick an entry
-//! and the rest is its coin; a cell's index is the second word's top bits and the rest its
-//! acceptance word. The coin is a select, not a jump (a jump on a coin toss is mispredicted half
-//! the time), and so is a cell of one block; only a draw that is not sure branches away. A
-//! cell's hot fields are 24 bytes, its height kept apart. A lane draws 32 indexes at a time
-//! (`Draws`): iterations independent but for the generator's state, which the processor
-//! overlaps.
+//! and the rest is its coin; each entry holds both of its cells in one word each (24 bytes in
+//! all), so the coin chooses between two words already loaded. A cell's index is the second
+//! word's top bits, and its low 16 bits are checked against the cell's sure threshold. The
+//! coin is a select, not a jump (a jump on a coin toss is mispredicted half the time), and so
+//! is a cell of one block. A lane draws 32 indexes at a time (`Draws`) in a loop without a call
+//! or a branch the predictor has to guess, iterations independent but for the generator's
+//! state, which the processor overlaps; the few draws that were not sure are settled after it.
 //!
 //! Zipf and pareto rank blocks (rank 0 the hottest) and place rank k at `Scatter::map(k)`, a
 //! keyed bijection of `0..n`, so the hot blocks are spread over the region, every block is
@@ -103,26 +105,79 @@ struct Span {
     sure: u64,
 }
 
-/// What every draw reads of the cell it lands in (24 bytes). The envelope's height, needed
-/// only by the rare draw that is not sure, is kept apart (`Cold`).
+/// A cell as every draw reads it, in one word: its first index (the top 42 bits), `63 - bits`
+/// (6 bits; the cell is 2^bits blocks wide, so an index in it is the top bits of a random
+/// word), and the top 16 bits of its sure threshold (`Span::sure` rounded down, so that a draw
+/// found sure by them is sure; 0 for a cell wider than 2^32 of a law that is not flat, where
+/// a draw's word has too few bits left and every one takes a fresh word).
 #[derive(Debug, Clone, Copy)]
-struct Cell {
-    first: u64,
-    /// `Span::sure`, or 0 for a cell wider than 2^32 of a law that is not flat: there the
-    /// leftover word has too few bits, and every draw takes a fresh one.
-    sure: u64,
-    /// The cell is 2^bits blocks wide: an index in it is the top bits of a random word.
-    bits: u32,
+struct Cell(u64);
+
+/// Regions up to this many blocks: a cell's first index fits its 42 bits.
+const MOST_BLOCKS: u64 = 1 << 42;
+
+impl Cell {
+    fn new(first: u64, bits: u32, sure: u64) -> Cell {
+        Cell(first << 22 | u64::from(63 - bits) << 16 | sure >> 48)
+    }
+
+    #[inline(always)]
+    fn first(self) -> u64 {
+        self.0 >> 22
+    }
+
+    /// 63 - bits: the shift that leaves a word's top `bits` bits (after a first shift by one).
+    #[inline(always)]
+    fn shift(self) -> u32 {
+        ((self.0 >> 16) & 63) as u32
+    }
+
+    #[inline(always)]
+    fn bits(self) -> u32 {
+        63 - self.shift()
+    }
+
+    /// A draw whose acceptance word's top 16 bits are below this is sure.
+    #[inline(always)]
+    fn sure(self) -> u64 {
+        self.0 & 0xffff
+    }
+
+    /// The acceptance word of the draw whose index came from `word`'s top `bits` bits (up to
+    /// `WIDE` of them): `word`'s low 16 bits on top (what the sure test reads), then the bits
+    /// between them and the index's, so it is uniform on a grid of 2^bits and independent of
+    /// the index.
+    fn acceptance(self, word: u64) -> u64 {
+        let bits = self.bits();
+        debug_assert!(bits <= WIDE);
+        word << 48 | (word << bits) >> (bits + 16) << bits
+    }
 }
 
-/// An alias-table entry: the cell drawn is the entry's own when the coin word is below `keep`,
-/// else `alias`.
+/// An alias-table entry with both of its cells, so that a draw makes one table load: the cell
+/// drawn is `own` when the coin (the low `64 - table_bits` bits of the word whose top bits
+/// picked the entry) is below `keep`, else `other`. A cell's share is exact to 2^-(64 -
+/// table_bits) of an entry's, 2^-48 at worst.
 #[derive(Debug, Clone, Copy)]
-struct Entry {
+struct Slot {
     keep: u64,
-    alias: u64,
+    own: Cell,
+    other: Cell,
 }
 
+/// A draw's first try (`Sampler::first_try`).
+#[derive(Debug, Clone, Copy)]
+struct FirstTry {
+    k: u64,
+    /// The acceptance word is below the cell's hot threshold: `k` is kept.
+    sure: bool,
+    /// The entry picked, and whether its own cell was drawn (else its alias).
+    pick: u64,
+    own: bool,
+    cell: Cell,
+}
+
+/// What a draw that is not sure reads: the envelope's height and the full threshold.
 #[derive(Debug, Clone, Copy)]
 struct Cold {
     peak: f64,
@@ -133,10 +188,15 @@ struct Cold {
 #[derive(Debug, Clone)]
 pub struct Sampler {
     law: Law,
-    /// 2^table_bits alias-table entries (those past the cells' count have weight 0).
-    entries: Vec<Entry>,
-    table_bits: u32,
-    cells: Vec<Cell>,
+    /// 2^table_bits alias-table entries, at least 2 (those past the cells' count have weight
+    /// 0); a random word's top bits pick one (`pick_shift` is 64 - table_bits), the others are
+    /// its coin (`coin_mask`).
+    slots: Vec<Slot>,
+    pick_shift: u32,
+    coin_mask: u64,
+    /// Each entry's alias, the index of its `other` cell.
+    aliases: Vec<u16>,
+    /// One per cell.
     cold: Vec<Cold>,
     scatter: Option<Scatter>,
 }
@@ -164,19 +224,14 @@ fn select_below(x: u64, limit: u64, then: u64, otherwise: u64) -> u64 {
     otherwise ^ ((otherwise ^ then) & below)
 }
 
-/// The top `bits` bits of `x` (0..=63 of them) and the rest of `x` shifted up: a uniform value
-/// below 2^bits and, independent of it, a uniform word on a grid of step 2^bits. Two plain
-/// shifts (`x >> 64` would overflow for `bits` 0).
-#[inline(always)]
-fn top_bits(x: u64, bits: u32) -> (u64, u64) {
-    (x >> 1 >> (63 - bits), x << bits)
-}
-
 impl Sampler {
     /// The sampler of `distribution` over `n` blocks (n >= 1); `key` places zipf and pareto
     /// ranks (one key per group, so every lane has the same hot blocks).
     pub fn new(distribution: &Distribution, n: u64, key: u64) -> Result<Sampler, String> {
         let n = n.max(1);
+        if n > MOST_BLOCKS {
+            return Err(format!("a skewed distribution covers at most 2^42 blocks; the region has {n}"));
+        }
         let nf = n as f64;
         let (law, spans, scatter) = match distribution {
             Distribution::Uniform => (Law::Flat, flat(&[(0, n, 1.0)]), None),
@@ -200,40 +255,63 @@ impl Sampler {
             }
             Distribution::Zoned(zones) => (Law::Flat, flat(&zone_cells(zones, n)?), None),
         };
-        let cells = spans
+        if spans.len() > 1 << 16 {
+            return Err(format!(
+                "{distribution} needs {} cells, more than the 2^16 a sampler holds",
+                spans.len()
+            ));
+        }
+        let cells: Vec<Cell> = spans
             .iter()
             .map(|s| {
                 debug_assert!(s.width.is_power_of_two());
                 let bits = s.width.trailing_zeros();
-                Cell {
-                    first: s.first,
-                    sure: if bits > WIDE && s.sure != u64::MAX { 0 } else { s.sure },
-                    bits,
-                }
+                Cell::new(s.first, bits, if bits > WIDE && s.sure != u64::MAX { 0 } else { s.sure })
             })
             .collect();
         let cold = spans.iter().map(|s| Cold { peak: s.peak, sure: s.sure }).collect();
-        let table_bits = spans.len().next_power_of_two().trailing_zeros();
-        Ok(Sampler { law, entries: alias(&spans, 1 << table_bits), table_bits, cells, cold, scatter })
+        let table_bits = spans.len().next_power_of_two().trailing_zeros().max(1);
+        let entries = alias(&spans, 1 << table_bits);
+        let slots = entries
+            .iter()
+            .enumerate()
+            .map(|(own, &(keep, alias))| Slot {
+                // The threshold on a whole word, scaled to the coin's bits.
+                keep: keep >> table_bits,
+                // An entry past the cells' count is never kept (its keep is 0).
+                own: cells.get(own).copied().unwrap_or(cells[alias as usize]),
+                other: cells[alias as usize],
+            })
+            .collect();
+        let aliases = entries.iter().map(|&(_, alias)| alias as u16).collect();
+        let coin_mask = u64::MAX >> table_bits;
+        Ok(Sampler { law, slots, pick_shift: 64 - table_bits, coin_mask, aliases, cold, scatter })
     }
 
-    /// The next block index, in `0..n` (what `fill` draws, one at a time).
-    #[cfg(test)]
-    pub fn sample(&self, rng: &mut fastrand::Rng) -> u64 {
-        let k = self.draw(rng);
-        match &self.scatter {
-            Some(scatter) => scatter.map(k),
-            None => k,
-        }
-    }
-
-    /// Fills `out` with draws: loops whose iterations are independent but for the random
-    /// generator's state, so the processor overlaps several draws' multiplies and table loads.
-    pub fn fill(&self, rng: &mut fastrand::Rng, out: &mut [u64]) {
+    /// Fills `out` with draws: first each draw's first try, a loop without a call or a branch
+    /// the predictor has to guess, whose iterations are independent but for the generator's
+    /// state, so the processor overlaps their multiplies and table loads; then the few tries
+    /// that were not sure (under 1/64), settled one by one from their words, which a copy of
+    /// the generator made before the loop gives again; then the scatter. The same seed gives
+    /// the same draws.
+    pub fn fill(&self, rng: &mut fastrand::Rng, out: &mut [u64; BATCH]) {
+        let before = rng.clone();
         // The generator's state in a register, not stored and reloaded through `rng` each time.
         let mut local = rng.clone();
-        for drawn in out.iter_mut() {
-            *drawn = self.draw(&mut local);
+        let mut unsure = 0u64;
+        for (i, drawn) in out.iter_mut().enumerate() {
+            let first = self.first_try(local.u64(..), local.u64(..));
+            *drawn = first.k;
+            unsure |= u64::from(!first.sure) << i;
+        }
+        while unsure != 0 {
+            let i = unsure.trailing_zeros() as usize;
+            let mut again = before.clone();
+            for _ in 0..2 * i {
+                again.u64(..);
+            }
+            out[i] = self.settle([again.u64(..), again.u64(..)], &mut local);
+            unsure &= unsure - 1;
         }
         *rng = local;
         if let Some(scatter) = &self.scatter {
@@ -243,37 +321,49 @@ impl Sampler {
         }
     }
 
-    /// The next index before the scatter (a rank, for zipf and pareto).
+    /// A draw from two random words, before the acceptance test's rare part.
     ///
-    /// Two random words and no branch the predictor has to guess in the common case: the alias
-    /// table's coin is a select, a cell of one block goes through the same shift as any
-    /// other, and only an index that is not sure (under 1/64 of the draws) branches away.
+    /// The first word's top bits pick an alias-table entry and the rest are its coin, a select
+    /// and not a branch (which one is taken is a coin toss no predictor can learn); the cell's
+    /// index is the second word's top bits and the rest its acceptance word. A cell of one
+    /// block goes through the same steps as any other.
     #[inline(always)]
-    fn draw(&self, rng: &mut fastrand::Rng) -> u64 {
+    fn first_try(&self, pick_word: u64, cell_word: u64) -> FirstTry {
+        let pick = pick_word >> self.pick_shift;
+        let slot = self.slots[pick as usize];
+        let own = select_below(pick_word & self.coin_mask, slot.keep, u64::MAX, 0);
+        let cell = Cell(slot.other.0 ^ ((slot.other.0 ^ slot.own.0) & own));
+        FirstTry {
+            k: cell.first() + (cell_word >> 1 >> cell.shift()),
+            sure: cell_word & 0xffff < cell.sure(),
+            own: own != 0,
+            pick,
+            cell,
+        }
+    }
+
+    /// The draw whose first try from these words was not sure: p(k) decides, and a rejected
+    /// index starts over with fresh words from `rng`.
+    #[cold]
+    #[inline(never)]
+    fn settle(&self, [mut pick_word, mut cell_word]: [u64; 2], rng: &mut fastrand::Rng) -> u64 {
         loop {
-            // The table has 2^table_bits entries: the top bits pick one, the rest are the coin.
-            let (pick, coin) = top_bits(rng.u64(..), self.table_bits);
-            let entry = self.entries[pick as usize];
-            // A select, not a branch: which one is taken is a coin toss no predictor can learn.
-            let index = select_below(coin, entry.keep, pick, entry.alias);
-            let cell = self.cells[index as usize];
-            let (offset, word) = top_bits(rng.u64(..), cell.bits);
-            let k = cell.first + offset;
-            if word < cell.sure {
-                return k;
+            let first = self.first_try(pick_word, cell_word);
+            if first.sure {
+                return first.k;
             }
+            let index = if first.own { first.pick } else { u64::from(self.aliases[first.pick as usize]) };
             // Too few bits left over in a wide cell's word: a fresh word decides.
-            let word = if cell.bits > WIDE { rng.u64(..) } else { word };
-            if self.keeps(index as usize, k, word) {
-                return k;
+            let word = if first.cell.bits() > WIDE { rng.u64(..) } else { first.cell.acceptance(cell_word) };
+            if self.keeps(index as usize, first.k, word) {
+                return first.k;
             }
+            (pick_word, cell_word) = (rng.u64(..), rng.u64(..));
         }
     }
 
     /// Whether index `k` of cell `index` is kept, for a draw whose acceptance `word` was not
     /// below the cell's hot threshold: p(k) / peak decides.
-    #[cold]
-    #[inline(never)]
     fn keeps(&self, index: usize, k: u64, word: u64) -> bool {
         let Cold { peak, sure } = self.cold[index];
         // `sure` is 2^64 - 1 for a flat cell: always kept.
@@ -291,7 +381,7 @@ pub struct Draws {
 }
 
 /// Draws made at a time: enough for the processor to overlap them, few enough to stay in a
-/// cache line or four.
+/// cache line or four (and to be one bit each of a word in `Sampler::fill`).
 const BATCH: usize = 32;
 
 impl Draws {
@@ -400,26 +490,21 @@ fn widest(law: Law, at: u64, left: u64, peak: f64, far: impl Fn(u64, u64) -> u64
 }
 
 /// Vose's alias table over the cells' envelope weights, `size` entries (a power of two at
-/// least the cells' count; entries past it have weight 0, so they always yield their alias).
-fn alias(spans: &[Span], size: usize) -> Vec<Entry> {
+/// least the cells' count; entries past it have weight 0, so they always yield their alias):
+/// per entry, the threshold below which a coin keeps it, and its alias.
+fn alias(spans: &[Span], size: usize) -> Vec<(u64, u64)> {
     let mut weights: Vec<f64> = spans.iter().map(|c| c.peak * c.width as f64).collect();
     weights.resize(size, 0.0);
     let heaviest = (0..spans.len()).max_by(|&a, &b| weights[a].total_cmp(&weights[b])).unwrap_or(0) as u64;
-    let mut entries: Vec<Entry> = (0..size as u64)
-        .map(|i| {
-            if (i as usize) < spans.len() {
-                Entry { keep: u64::MAX, alias: i }
-            } else {
-                Entry { keep: 0, alias: heaviest }
-            }
-        })
+    let mut entries: Vec<(u64, u64)> = (0..size as u64)
+        .map(|i| if (i as usize) < spans.len() { (u64::MAX, i) } else { (0, heaviest) })
         .collect();
     let total: f64 = weights.iter().sum();
     let mut scaled: Vec<f64> = weights.iter().map(|w| w * size as f64 / total).collect();
     let (mut small, mut large): (Vec<usize>, Vec<usize>) = (0..size).partition(|&i| scaled[i] < 1.0);
     while let (Some(&s), Some(&l)) = (small.last(), large.last()) {
         small.pop();
-        entries[s] = Entry { keep: threshold(scaled[s]), alias: l as u64 };
+        entries[s] = (threshold(scaled[s]), l as u64);
         scaled[l] -= 1.0 - scaled[s];
         if scaled[l] < 1.0 {
             large.pop();
@@ -439,24 +524,25 @@ pub struct Scatter {
     mask: u64,
     shift: u32,
     key: u64,
+    /// 2^bits over the golden ratio, odd: successive ranks land about 0.618 of the region
+    /// apart, so the hottest ones spread evenly over it (the three-distance theorem).
+    multiplier: u64,
 }
 
 impl Scatter {
     pub fn new(n: u64, key: u64) -> Scatter {
         let bits = (64 - (n.max(2) - 1).leading_zeros()).max(1);
         let mask = if bits == 64 { u64::MAX } else { (1 << bits) - 1 };
-        Scatter { n, mask, shift: bits.div_ceil(2), key }
+        let multiplier = (0x9e37_79b9_7f4a_7c15_u64 >> (64 - bits)) | 1;
+        Scatter { n, mask, shift: bits.div_ceil(2), key, multiplier }
     }
 
-    /// Each step is a bijection of `0..=mask`: adding a key, xor with a right shift of itself,
-    /// multiplying by an odd number.
+    /// Each step is a bijection of `0..=mask`: adding a key, multiplying by an odd number, xor
+    /// with a right shift of itself (which brings the product's high bits, where every bit of
+    /// the rank took part, down into its low ones, which depend only on the rank's low bits).
     #[inline(always)]
-    fn permute(&self, mut x: u64) -> u64 {
-        x = x.wrapping_add(self.key) & self.mask;
-        x ^= x >> self.shift;
-        x = x.wrapping_mul(0x9e37_79b9_7f4a_7c15) & self.mask;
-        x ^= x >> self.shift;
-        x = x.wrapping_mul(0xd6e8_feb8_6659_fd93) & self.mask;
+    fn permute(&self, x: u64) -> u64 {
+        let x = x.wrapping_add(self.key).wrapping_mul(self.multiplier) & self.mask;
         x ^ (x >> self.shift)
     }
 
