@@ -66,14 +66,16 @@ pub fn fleet_sentences(hosts: &[(&str, &CacheTiers)]) -> Vec<String> {
 }
 
 fn tier_sentence(k: usize, hosts: &[(&str, &CacheTiers)]) -> String {
-    let with: Vec<(&str, &Tier)> = hosts.iter().filter_map(|(h, t)| t.tiers.get(k).map(|tier| (*h, tier))).collect();
+    let with: Vec<(&str, &Tier)> =
+        hosts.iter().filter_map(|(h, t)| t.tiers.get(k).map(|tier| (*h, tier))).collect();
     let without: Vec<&str> = hosts.iter().filter(|(_, t)| t.tiers.len() <= k).map(|(h, _)| *h).collect();
     let sizes: Vec<f64> = with.iter().map(|(_, t)| t.size_bytes as f64).collect();
     let middle = median(&sizes).unwrap_or(0.0);
     let is_outlier = |t: &Tier| middle > 0.0 && (t.size_bytes as f64 - middle).abs() > OUTLIER_SHARE * middle;
     let (outliers, usual): (Vec<_>, Vec<_>) = with.iter().partition(|(_, t)| is_outlier(t));
     let span = |tiers: &[&(&str, &Tier)], pick: fn(&Tier) -> f64, show: fn(f64) -> String| {
-        let (lo, hi) = tiers.iter().map(|(_, t)| pick(t)).fold((f64::MAX, 0.0f64), |(lo, hi), v| (lo.min(v), hi.max(v)));
+        let (lo, hi) =
+            tiers.iter().map(|(_, t)| pick(t)).fold((f64::MAX, 0.0f64), |(lo, hi), v| (lo.min(v), hi.max(v)));
         if show(lo) == show(hi) {
             show(lo)
         } else {
@@ -136,7 +138,12 @@ mod tests {
             note: None,
             tiers: sizes_mib
                 .iter()
-                .map(|&(mib, hit_ns, miss_ns)| Tier { size_bytes: mib << 20, hit_ns, miss_ns, ..Tier::default() })
+                .map(|&(mib, hit_ns, miss_ns)| Tier {
+                    size_bytes: mib << 20,
+                    hit_ns,
+                    miss_ns,
+                    ..Tier::default()
+                })
                 .collect(),
         }
     }
@@ -146,7 +153,12 @@ mod tests {
         let a = tiers(&[(110, 2_000.0, 180_000.0)]);
         let b = tiers(&[(118, 2_300.0, 210_000.0)]);
         let said = fleet_sentences(&[("a", &a), ("b", &b)]);
-        assert_eq!(said, vec!["tier 1: every host's capacity is 110MiB-118MiB (hits 2.00us-2.30us, misses 180us-210us)".to_string()], "{said:?}");
+        assert_eq!(
+            said,
+            vec!["tier 1: every host's capacity is 110MiB-118MiB (hits 2.00us-2.30us, misses 180us-210us)"
+                .to_string()],
+            "{said:?}"
+        );
     }
 
     #[test]
@@ -174,14 +186,21 @@ mod tests {
     #[test]
     fn no_tier_anywhere_is_said() {
         let flat = CacheTiers::default();
-        assert_eq!(fleet_sentences(&[("a", &flat), ("b", &flat)]), vec!["no host found a tier: every host's curve is flat"]);
+        assert_eq!(
+            fleet_sentences(&[("a", &flat), ("b", &flat)]),
+            vec!["no host found a tier: every host's curve is flat"]
+        );
     }
 
     #[test]
     fn the_report_reads_back_as_a_plain_cache_report() {
         let summary = FleetCacheSummary {
             merged: CacheSummary { region_bytes: 3 << 20, ..CacheSummary::default() },
-            fleet: FleetCache { refinement: "union".into(), hosts: vec![HostCache::default()], sentences: vec![] },
+            fleet: FleetCache {
+                refinement: "union".into(),
+                hosts: vec![HostCache::default()],
+                sentences: vec![],
+            },
         };
         let json = serde_json::to_value(&summary).unwrap();
         let plain: CacheSummary = serde_json::from_value(json.clone()).unwrap();

@@ -37,7 +37,9 @@ pub fn run(args: FleetArgs, store: &StoreArgs) -> ExitCode {
             (steady.workload.options.quiet, &steady.metrics, steady.workload.keep)
         }
         Some(FleetStudy::Suite(suite)) => (suite.workload.options.quiet, &suite.metrics, suite.workload.keep),
-        Some(FleetStudy::Cache(cache)) => (cache.workload.options.quiet, &args.run.metrics, cache.workload.keep),
+        Some(FleetStudy::Cache(cache)) => {
+            (cache.workload.options.quiet, &args.run.metrics, cache.workload.keep)
+        }
     };
     // Before the subcommand or after it, as --metrics.
     let store = &store.keeping(KeepArgs { no_store: keep.no_store || args.run.workload.keep.no_store });

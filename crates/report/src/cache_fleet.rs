@@ -86,4 +86,3 @@ pub fn fleet_cache_text(summary: &FleetCacheSummary, run: &RunReport) -> String 
     }
     crate::shown(out)
 }
-

@@ -186,7 +186,11 @@ impl<'a> Lab<'a> {
 
     /// Checks `job` on every host of a remote lab and answers each host's region (see
     /// `Remote::check_regions`); not for a lab here.
-    pub fn check_regions(&mut self, job: &JobSpec, observer: &mut dyn Observer) -> Result<Vec<Option<u64>>, RunError> {
+    pub fn check_regions(
+        &mut self,
+        job: &JobSpec,
+        observer: &mut dyn Observer,
+    ) -> Result<Vec<Option<u64>>, RunError> {
         match self.remote.as_mut() {
             Some(remote) => remote.check_regions(job, observer),
             None => Err(RunError::Invalid("a lab here has no hosts to ask (a bug in iolab)".into())),
@@ -195,7 +199,11 @@ impl<'a> Lab<'a> {
 
     /// Runs `jobs[i]` on host i of a remote lab, every host at one instant, and keeps the
     /// merged result as `run_prepared` keeps a job's; answers each host's own result too.
-    pub fn run_each(&mut self, jobs: &[JobSpec], observer: &mut dyn Observer) -> Result<Vec<Option<JobResult>>, RunError> {
+    pub fn run_each(
+        &mut self,
+        jobs: &[JobSpec],
+        observer: &mut dyn Observer,
+    ) -> Result<Vec<Option<JobResult>>, RunError> {
         let Some(first) = jobs.first() else {
             return Err(RunError::Invalid("no job to run on the hosts (a bug in iolab)".into()));
         };
@@ -210,7 +218,9 @@ impl<'a> Lab<'a> {
         observer.starting(first, &[]);
         let each = match self.remote.as_mut() {
             Some(remote) => remote.run_each(jobs, self.interrupt, observer)?,
-            None => return Err(RunError::Invalid("a lab here has no hosts to run on (a bug in iolab)".into())),
+            None => {
+                return Err(RunError::Invalid("a lab here has no hosts to run on (a bug in iolab)".into()))
+            }
         };
         if let Some(sink) = self.sink.as_mut() {
             sink.keep(first, &each.merged);

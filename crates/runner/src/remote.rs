@@ -33,7 +33,11 @@ pub trait Remote {
     /// Checks `job` on every host as `check` does, and answers each host's region of its first
     /// target (bytes; `None` for a host that dropped out or an agent too old to say), so that
     /// a study can size each host's jobs to its own region (`iolab fleet cache`).
-    fn check_regions(&mut self, job: &JobSpec, observer: &mut dyn Observer) -> Result<Vec<Option<u64>>, RunError> {
+    fn check_regions(
+        &mut self,
+        job: &JobSpec,
+        observer: &mut dyn Observer,
+    ) -> Result<Vec<Option<u64>>, RunError> {
         let _ = (job, observer);
         Err(RunError::Invalid("this remote runs one job on every host (a bug in iolab)".into()))
     }

@@ -13,7 +13,9 @@
 //! region (the host that asked at exactly its size). Promotion and pollution run, in lock-step
 //! too, past each host's own first tier, when every host found one.
 
-use iolab_analysis::cache::{find_tiers, next_probe, polluted, promotion, CachePoint, LatencySample, Pollution, Promotion, Tier};
+use iolab_analysis::cache::{
+    find_tiers, next_probe, polluted, promotion, CachePoint, LatencySample, Pollution, Promotion, Tier,
+};
 use iolab_runner::{Lab, Observer, RunError};
 use iolab_spec::cache::{WorkingSet, WorkingSets};
 use iolab_spec::{Bytes, JobSpec, Nanos};
@@ -59,7 +61,11 @@ impl CacheStudy {
     }
 
     /// The study on every host of the fleet behind `lab`, each host sized to its own region.
-    pub fn run_fleet(&self, lab: &mut Lab<'_>, observer: &mut dyn Observer) -> Result<FleetCacheFound, RunError> {
+    pub fn run_fleet(
+        &self,
+        lab: &mut Lab<'_>,
+        observer: &mut dyn Observer,
+    ) -> Result<FleetCacheFound, RunError> {
         let names = lab.host_names();
         let regions = lab.check_regions(&self.job, observer)?;
         let mut found = FleetCacheFound::default();
@@ -232,8 +238,14 @@ impl CacheStudy {
 
     /// Promotion and pollution past each host's own first tier, every host at once; not
     /// measured (with a note) unless every running host found a tier.
-    fn phases(&self, lab: &mut Lab<'_>, found: &mut FleetCacheFound, observer: &mut dyn Observer) -> Result<(), RunError> {
-        let running: Vec<usize> = (0..found.hosts.len()).filter(|&h| found.hosts[h].failure.is_none()).collect();
+    fn phases(
+        &self,
+        lab: &mut Lab<'_>,
+        found: &mut FleetCacheFound,
+        observer: &mut dyn Observer,
+    ) -> Result<(), RunError> {
+        let running: Vec<usize> =
+            (0..found.hosts.len()).filter(|&h| found.hosts[h].failure.is_none()).collect();
         let firsts: Vec<Option<Tier>> = found
             .hosts
             .iter()
@@ -300,7 +312,8 @@ impl CacheStudy {
                 .map(|p| p.mean_ns)
                 .collect();
             targets[h] = self.rule.ceiling(median(&inside).unwrap_or(first.hit_ns));
-            flushes[h] = (first.upper_bytes.max(2 * first.size_bytes).min(offsets[h]) / grain * grain).max(grain);
+            flushes[h] =
+                (first.upper_bytes.max(2 * first.size_bytes).min(offsets[h]) / grain * grain).max(grain);
         }
         let evict: Vec<JobSpec> = flushes
             .iter()
@@ -345,17 +358,23 @@ impl CacheStudy {
         observer: &mut dyn Observer,
     ) -> Result<(), RunError> {
         let grain = self.grain();
-        let scans: Vec<u64> =
-            found.hosts.iter().zip(hot).map(|(h, &hot)| (h.found.region_bytes - hot) / grain * grain).collect();
+        let scans: Vec<u64> = found
+            .hosts
+            .iter()
+            .zip(hot)
+            .map(|(h, &hot)| (h.found.region_bytes - hot) / grain * grain)
+            .collect();
         if let Some(h) = (0..scans.len()).find(|&h| scans[h] == 0 && found.hosts[h].failure.is_none()) {
-            let note = format!("pollution not measured: {}'s hot set is its whole region", found.hosts[h].host);
+            let note =
+                format!("pollution not measured: {}'s hot set is its whole region", found.hosts[h].host);
             found.merged.notes.push(note.clone());
             found.hosts[h].found.notes.push(note);
             return Ok(());
         }
         let warm: Vec<JobSpec> = hot.iter().map(|&size| self.once(0, size, "warm hot set".into())).collect();
         self.each(lab, &warm, found, observer)?;
-        let measure: Vec<JobSpec> = hot.iter().map(|&size| self.over(0, size, "hot set before the scan".into())).collect();
+        let measure: Vec<JobSpec> =
+            hot.iter().map(|&size| self.over(0, size, "hot set before the scan".into())).collect();
         let (before, _) = self.measured(lab, &measure, hot, false, found, observer)?;
         let scan: Vec<JobSpec> = hot
             .iter()
@@ -363,7 +382,8 @@ impl CacheStudy {
             .map(|(&hot, &scan)| self.once(hot, scan.max(grain), "scan after the hot set".into()))
             .collect();
         self.each(lab, &scan, found, observer)?;
-        let again: Vec<JobSpec> = hot.iter().map(|&size| self.over(0, size, "hot set after the scan".into())).collect();
+        let again: Vec<JobSpec> =
+            hot.iter().map(|&size| self.over(0, size, "hot set after the scan".into())).collect();
         let (after, _) = self.measured(lab, &again, hot, false, found, observer)?;
         for (h, (before, after)) in before.into_iter().zip(after).enumerate() {
             let (Some(before), Some(after)) = (before, after) else { continue };
@@ -377,8 +397,12 @@ impl CacheStudy {
 
 /// A step's mean share of the hosts' regions: the order the ladder is measured in.
 fn mean_share(found: &FleetCacheFound, step: &Step) -> f64 {
-    let shares: f64 =
-        step.sizes.iter().zip(&found.hosts).map(|(&s, h)| s as f64 / h.found.region_bytes.max(1) as f64).sum();
+    let shares: f64 = step
+        .sizes
+        .iter()
+        .zip(&found.hosts)
+        .map(|(&s, h)| s as f64 / h.found.region_bytes.max(1) as f64)
+        .sum();
     shares / step.sizes.len().max(1) as f64
 }
 

@@ -315,7 +315,11 @@ impl Remote for Fleet {
         self.host_addresses()
     }
 
-    fn check_regions(&mut self, job: &JobSpec, observer: &mut dyn Observer) -> Result<Vec<Option<u64>>, RunError> {
+    fn check_regions(
+        &mut self,
+        job: &JobSpec,
+        observer: &mut dyn Observer,
+    ) -> Result<Vec<Option<u64>>, RunError> {
         self.regions(job, observer)
     }
 

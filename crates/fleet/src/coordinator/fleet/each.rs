@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 use iolab_runner::{EachHost, Observer, RunError};
 use iolab_spec::JobSpec;
 
-use super::{on_every_indexed, window_end_unix_ns, unix_ns, Fleet};
+use super::{on_every_indexed, unix_ns, window_end_unix_ns, Fleet};
 use crate::merge::{self, HostOutcome};
 use crate::protocol::Prepared;
 
@@ -19,11 +19,16 @@ impl Fleet {
 
     /// Sends `texts[i]` to host i (running hosts only); answers each host's `Prepared`. A
     /// refusal fails the job (nothing started anywhere); an unreachable host drops out.
-    fn prepare_each(&mut self, texts: &[String], observer: &mut dyn Observer) -> Result<Vec<Option<Prepared>>, RunError> {
+    fn prepare_each(
+        &mut self,
+        texts: &[String],
+        observer: &mut dyn Observer,
+    ) -> Result<Vec<Option<Prepared>>, RunError> {
         let running = self.running();
         let clients: Vec<_> = running.iter().map(|&i| self.hosts[i].client.clone()).collect();
         let sessions: Vec<_> = running.iter().map(|&i| self.hosts[i].session.clone()).collect();
-        let prepared = on_every_indexed(&clients, |n, client| client.prepare(&sessions[n], &texts[running[n]]));
+        let prepared =
+            on_every_indexed(&clients, |n, client| client.prepare(&sessions[n], &texts[running[n]]));
         let refused: Vec<String> = clients
             .iter()
             .zip(&prepared)
@@ -51,7 +56,11 @@ impl Fleet {
         Ok(answers)
     }
 
-    pub(super) fn regions(&mut self, job: &JobSpec, observer: &mut dyn Observer) -> Result<Vec<Option<u64>>, RunError> {
+    pub(super) fn regions(
+        &mut self,
+        job: &JobSpec,
+        observer: &mut dyn Observer,
+    ) -> Result<Vec<Option<u64>>, RunError> {
         let text = self.job_text(job)?;
         let texts = vec![text; self.hosts.len()];
         let prepared = self.prepare_each(&texts, observer)?;
