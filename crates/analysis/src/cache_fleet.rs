@@ -83,7 +83,7 @@ fn tier_sentence(k: usize, hosts: &[(&str, &CacheTiers)]) -> String {
         }
     };
     let size = |v: f64| Bytes(v as u64).to_string();
-    let usual_refs: Vec<&(&str, &Tier)> = usual.iter().copied().collect();
+    let usual_refs: &[&(&str, &Tier)] = &usual;
     let mut sentence = format!("tier {}: ", k + 1);
     if !usual_refs.is_empty() {
         let whose = if outliers.is_empty() && without.is_empty() && hosts.len() > 1 {
@@ -95,10 +95,18 @@ fn tier_sentence(k: usize, hosts: &[(&str, &CacheTiers)]) -> String {
         };
         sentence.push_str(&format!(
             "{whose} {} (hits {}, misses {})",
-            span(&usual_refs, |t| t.size_bytes as f64, size),
-            span(&usual_refs, |t| t.hit_ns, latency),
-            span(&usual_refs, |t| t.miss_ns, latency),
+            span(usual_refs, |t| t.size_bytes as f64, size),
+            span(usual_refs, |t| t.hit_ns, latency),
+            span(usual_refs, |t| t.miss_ns, latency),
         ));
+        // Two hosts have no outlier (each is as far from their median): a wide spread is said.
+        let (lo, hi) = usual_refs
+            .iter()
+            .map(|(_, t)| t.size_bytes as f64)
+            .fold((f64::MAX, 0.0f64), |(lo, hi), v| (lo.min(v), hi.max(v)));
+        if lo > 0.0 && hi > lo * (1.0 + OUTLIER_SHARE) {
+            sentence.push_str(&format!(", {:.2}x apart", hi / lo));
+        }
     }
     for (host, tier) in &outliers {
         if !sentence.ends_with(": ") {
@@ -170,6 +178,15 @@ mod tests {
         assert_eq!(said.len(), 1);
         assert!(said[0].starts_with("tier 1: hosts a, c: capacity 110MiB-118MiB"), "{}", said[0]);
         assert!(said[0].contains("host b's at 60MiB is the outlier (median 110MiB"), "{}", said[0]);
+    }
+
+    #[test]
+    fn two_hosts_far_apart_are_said_to_be() {
+        let a = tiers(&[(88, 1_800.0, 120_000.0)]);
+        let b = tiers(&[(146, 2_000.0, 155_000.0)]);
+        let said = fleet_sentences(&[("a", &a), ("b", &b)]);
+        assert!(said[0].starts_with("tier 1: every host's capacity is 88MiB-146MiB"), "{}", said[0]);
+        assert!(said[0].ends_with(", 1.66x apart"), "{}", said[0]);
     }
 
     #[test]

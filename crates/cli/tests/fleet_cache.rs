@@ -30,8 +30,9 @@ fn agents_with_targets(dir: &Path, sizes_mib: &[u64]) -> Vec<Agent> {
 fn fleet_cache(dir: &Path, agents: &[Agent], extra: &[&str]) -> std::process::Output {
     let (list, token) = (hosts(agents), token_file(dir));
     let db = dir.join("results.db");
-    let mut args = vec!["--db", db.to_str().unwrap(), "fleet", "--hosts", &list, "--token-file"];
-    args.push(token.to_str().unwrap());
+    let mut args =
+        vec!["--db", db.to_str().expect("a UTF-8 path"), "fleet", "--hosts", &list, "--token-file"];
+    args.push(token.to_str().expect("a UTF-8 path"));
     args.extend(["cache", "--engine", "null", "--runtime", "100ms", "--ramp", "0", "--promotion-time", "0"]);
     args.extend(["--no-pollution"]);
     args.extend(extra);
