@@ -174,3 +174,41 @@ fn a_working_set_larger_than_a_hosts_region_names_the_host() {
     let err = stderr(&out);
     assert!(err.contains(&agents[0].address) && err.contains("larger than the region"), "{err}");
 }
+
+#[test]
+fn a_host_lost_mid_study_keeps_its_working_sets_and_the_others_finish() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let mut agents = agents_with_targets(dir.path(), &[2, 2]);
+    let (list, token) = (hosts(&agents), token_file(dir.path()));
+    let db = dir.path().join("results.db");
+    let mut args = vec!["--db", db.to_str().unwrap(), "fleet", "--hosts", &list, "--token-file"];
+    args.push(token.to_str().unwrap());
+    args.extend(["cache", "/proc/self/cwd/t", "--engine", "null", "--runtime", "300ms", "--ramp", "0"]);
+    args.extend(["--promotion-time", "0", "--no-pollution", "--json"]);
+    args.extend(["--sizes", "10%,20%,30%,40%,50%,60%,70%,80%,90%,100%"]);
+    let coordinator = common::spawn_in(dir.path(), &args);
+    // Two working sets done (a warm pass and a measurement each).
+    common::wait_until_kept(&db, 4);
+    agents[1].kill();
+    let out = coordinator.wait_with_output().expect("the coordinator ends");
+    assert_eq!(out.status.code(), Some(3), "a lost host is a partial result: {}", stderr(&out));
+    let report = json(&out);
+    let summary = &report["summary"];
+    let hosts = summary["fleet"]["hosts"].as_array().unwrap();
+    assert!(hosts[0]["failure"].is_null());
+    assert!(hosts[1]["failure"].as_str().is_some_and(|r| r.contains("dropped out")), "{}", hosts[1]);
+    // The working sets asked for (a busy machine's stall could make the null engine's curve
+    // look like a tier and add refined ones).
+    let points = |h: &serde_json::Value| {
+        h["summary"]["points"].as_array().unwrap().iter().filter(|p| p["refined"] == false).count()
+    };
+    assert_eq!(points(&hosts[0]), 10, "the host that stayed measured every working set");
+    assert!(
+        (2..10).contains(&points(&hosts[1])),
+        "the lost host keeps what it measured: {}",
+        points(&hosts[1])
+    );
+    // From the loss on, the merged curve is the host that stayed.
+    let last = summary["points"].as_array().unwrap().last().unwrap().clone();
+    assert_eq!(u64_at(&last, "working_set_bytes"), 2 * MIB, "{last}");
+}

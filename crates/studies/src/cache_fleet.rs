@@ -10,7 +10,8 @@
 //! that size on every host. Refinement is on the union of the hosts' refinement points: each
 //! round, every host that still has a working set to measure (`next_probe` on its own curve)
 //! asks for it, and every host measures every one asked, each as the same share of its own
-//! region (the host that asked at exactly its size). Promotion and pollution run, in lock-step
+//! region (the host that asked at exactly its size); shares asked within 2% of each other are
+//! measured once, so a fleet of alike hosts refines about as fast as one host. Promotion and pollution run, in lock-step
 //! too, past each host's own first tier, when every host found one.
 
 use iolab_analysis::cache::{
@@ -23,6 +24,9 @@ use iolab_stats::central::median;
 use iolab_stats::result::JobResult;
 
 use crate::cache::{point, CacheFound, CacheStudy, MAX_PROBES, MIN_INTERVAL, PROMOTION_INTERVALS};
+
+/// Refinement points asked for by several hosts within this share of each other are one.
+const SAME_SHARE: f64 = 0.02;
 
 /// What a fleet's cache study measured: each host's own study and the merged curve.
 #[derive(Default)]
@@ -116,7 +120,11 @@ impl CacheStudy {
                 break;
             }
             steps.sort_by(|a, b| mean_share(found, a).total_cmp(&mean_share(found, b)));
-            steps.dedup_by(|a, b| a.sizes == b.sizes);
+            // Alike hosts ask for nearly the same shares: one point serves them all (a host whose
+            // point was left out measures one within SAME_SHARE of it, and asks again if it must).
+            steps.dedup_by(|a, b| {
+                a.sizes == b.sizes || mean_share(found, a) <= mean_share(found, b) * (1.0 + SAME_SHARE)
+            });
             for step in steps {
                 if self.stop(lab) {
                     return Ok(());
