@@ -422,3 +422,88 @@ fn round_share(pct: f64) -> f64 {
     let scale = 10f64.powi(2 - pct.log10().floor() as i32);
     (pct * scale).round() / scale
 }
+
+#[cfg(test)]
+mod tests {
+    use std::path::PathBuf;
+
+    use iolab_analysis::cache::CacheRule;
+    use iolab_spec::Options;
+
+    use super::*;
+    use crate::plan::Input;
+
+    const MIB: u64 = 1 << 20;
+
+    fn study(sizes: &str, target: bool) -> CacheStudy {
+        let options = Options {
+            target: target.then(|| vec![PathBuf::from("/nonexistent/iolab-fleet-cache-test")]),
+            ..Options::default()
+        };
+        let input = Input::flags(&options, Vec::new());
+        CacheStudy::new(&input, sizes.parse().unwrap(), CacheRule::default(), None, false).unwrap()
+    }
+
+    fn fleet(regions_mib: &[u64]) -> FleetCacheFound {
+        let hosts = regions_mib
+            .iter()
+            .enumerate()
+            .map(|(i, &mib)| HostFound {
+                host: format!("h{i}"),
+                found: CacheFound { region_bytes: mib * MIB, ..CacheFound::default() },
+                failure: None,
+            })
+            .collect();
+        FleetCacheFound { hosts, merged: CacheFound::default() }
+    }
+
+    #[test]
+    fn each_host_reads_its_share_of_its_own_region_and_a_size_is_the_same_everywhere() {
+        let found = fleet(&[100, 400]);
+        let steps = study("50%,10%,8m", true).ladder(&found).unwrap();
+        let sizes: Vec<&[u64]> = steps.iter().map(|s| s.sizes.as_slice()).collect();
+        // In order of the mean share: 8 MiB is 8% and 2%, 10% is 10% on both, 50% last.
+        assert_eq!(sizes, vec![&[8 * MIB, 8 * MIB][..], &[10 * MIB, 40 * MIB], &[50 * MIB, 200 * MIB]]);
+        let labels: Vec<&str> = steps.iter().map(|s| s.label.as_str()).collect();
+        assert_eq!(labels, vec!["8MiB", "10%", "50%"]);
+        assert!(steps.iter().all(|s| !s.refined));
+    }
+
+    #[test]
+    fn a_size_larger_than_one_hosts_region_names_that_host() {
+        let Err(RunError::Invalid(message)) = study("64m", true).ladder(&fleet(&[256, 32])) else {
+            panic!("refused")
+        };
+        assert!(message.starts_with("h1: working set 64MiB is larger than the region"), "{message}");
+    }
+
+    #[test]
+    fn a_refinement_point_is_the_askers_size_and_the_same_share_elsewhere() {
+        let found = fleet(&[100, 400]);
+        let cache = study("100%", true);
+        let step = cache.union_step(&found, 0, 30 * MIB + 512 * 1024);
+        // 30.5% of 400 MiB, rounded down to the 128 KiB grain.
+        assert_eq!(step.sizes, vec![30 * MIB + 512 * 1024, 122 * MIB]);
+        assert_eq!(step.label, "30.5%");
+        assert!(step.refined);
+        // Never beyond a host's region, never under one grain.
+        let step = cache.union_step(&found, 1, 400 * MIB);
+        assert_eq!(step.sizes, vec![100 * MIB, 400 * MIB]);
+        let step = cache.union_step(&found, 1, 128 * 1024);
+        assert_eq!(step.sizes, vec![128 * 1024, 128 * 1024]);
+    }
+
+    #[test]
+    fn a_fleet_needs_a_named_target() {
+        assert!(study("100%", true).check_fleet().is_ok());
+        let message = study("100%", false).check_fleet().unwrap_err();
+        assert!(message.contains("needs a target on the hosts"), "{message}");
+    }
+
+    #[test]
+    fn refined_shares_are_named_to_three_digits() {
+        assert_eq!(round_share(3.41278), 3.41);
+        assert_eq!(round_share(12.3456), 12.3);
+        assert_eq!(round_share(0.0123456), 0.0123);
+    }
+}
