@@ -133,6 +133,12 @@ fn a_fleet_cache_run_is_kept_as_one_run_that_reports_per_host() {
     }
     assert!(text.contains("(region 2MiB)") && text.contains("(region 4MiB)"), "{text}");
     assert!(text.contains("fleet, merged"), "{text}");
+    // The hosts at a glance: one line each, with its region.
+    assert!(text.contains("tiers (capacity: hit / miss)"), "{text}");
+    for (agent, region) in agents.iter().zip(["2MiB", "4MiB"]) {
+        let line = text.lines().find(|l| l.trim_start().starts_with(agent.address.as_str()));
+        assert!(line.is_some_and(|l| l.contains(region)), "{text}");
+    }
     let db = dir.path().join("results.db");
     let listed = run_in(dir.path(), &["--db", db.to_str().unwrap(), "results", "list"]);
     let listed = String::from_utf8_lossy(&listed.stdout);

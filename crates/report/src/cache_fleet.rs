@@ -45,6 +45,7 @@ pub fn fleet_cache_text(summary: &FleetCacheSummary, run: &RunReport) -> String 
     for sentence in &summary.fleet.sentences {
         let _ = writeln!(out, "fleet: {sentence}");
     }
+    host_table(&mut out, summary);
     for host in &summary.fleet.hosts {
         let _ = writeln!(out, "\nhost {} (region {}):", host.host, Bytes(host.summary.region_bytes));
         if let Some(failure) = &host.failure {
@@ -85,4 +86,39 @@ pub fn fleet_cache_text(summary: &FleetCacheSummary, run: &RunReport) -> String 
         out.push_str("INTERRUPTED: the working sets above are those that finished.\n");
     }
     crate::shown(out)
+}
+
+/// One line per host: its region and each of its tiers (capacity, hits, misses), promotion and
+/// pollution, so a fleet of many hosts reads at a glance before each host's own report.
+fn host_table(out: &mut String, summary: &FleetCacheSummary) {
+    let width = summary.fleet.hosts.iter().map(|h| h.host.len()).max().unwrap_or(4).max(4);
+    let _ = writeln!(out, "\n  {:<width$}{:>12}  tiers (capacity: hit / miss)", "host", "region");
+    for host in &summary.fleet.hosts {
+        let own = &host.summary;
+        let tiers: Vec<String> = own
+            .found
+            .tiers
+            .iter()
+            .map(|t| format!("{}: {} / {}", Bytes(t.size_bytes), latency(t.hit_ns), latency(t.miss_ns)))
+            .collect();
+        let mut line = if tiers.is_empty() { "none".to_string() } else { tiers.join(", ") };
+        if let Some(p) = &own.promotion {
+            line.push_str(&match (p.fast_after_s, p.fast_from_start) {
+                (_, true) => "; promotion: cached already".to_string(),
+                (Some(s), false) => format!("; promoted after {s:.2} s"),
+                (None, false) => "; NOT promoted".to_string(),
+            });
+        }
+        if let Some(p) = &own.pollution {
+            line.push_str(if p.polluted {
+                "; POLLUTED by a scan"
+            } else {
+                "; kept its hot set through a scan"
+            });
+        }
+        if host.failure.is_some() {
+            line.push_str("; FAILED");
+        }
+        let _ = writeln!(out, "  {:<width$}{:>12}  {line}", host.host, Bytes(own.region_bytes).to_string());
+    }
 }
