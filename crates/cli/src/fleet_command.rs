@@ -37,6 +37,9 @@ pub fn run(args: FleetArgs, store: &StoreArgs) -> ExitCode {
             (steady.workload.options.quiet, &steady.metrics, steady.workload.keep)
         }
         Some(FleetStudy::Suite(suite)) => (suite.workload.options.quiet, &suite.metrics, suite.workload.keep),
+        Some(FleetStudy::Cache(cache)) => {
+            (cache.workload.options.quiet, &args.run.metrics, cache.workload.keep)
+        }
     };
     // Before the subcommand or after it, as --metrics.
     let store = &store.keeping(KeepArgs { no_store: keep.no_store || args.run.workload.keep.no_store });
@@ -88,6 +91,7 @@ pub fn run(args: FleetArgs, store: &StoreArgs) -> ExitCode {
         Some(FleetStudy::Ramp(ramp)) => ramp_command::run(ramp, store, &mut place),
         Some(FleetStudy::Steady(steady)) => steady_command::run(steady, store, &mut place),
         Some(FleetStudy::Suite(suite)) => suite_command::run(suite, store, &mut place),
+        Some(FleetStudy::Cache(cache)) => crate::fleet_cache_command::run(cache, store, &mut place),
     };
     drop(fleet);
     drop(launched);

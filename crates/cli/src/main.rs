@@ -9,6 +9,7 @@ mod compare_command;
 mod exit;
 mod files_command;
 mod fio_job_command;
+mod fleet_cache_command;
 mod fleet_command;
 mod flow;
 mod import_command;

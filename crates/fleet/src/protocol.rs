@@ -97,6 +97,10 @@ pub struct Prepared {
     pub targets: Vec<String>,
     /// What the agent would tell its user (a file being laid out, a warning).
     pub notes: Vec<String>,
+    /// The first target's region as opened, bytes (`iolab fleet cache` takes its working sets
+    /// as shares of each host's own region); absent from an older agent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub region_bytes: Option<u64>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]

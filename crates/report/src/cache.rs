@@ -44,6 +44,16 @@ pub fn cache_text(summary: &CacheSummary, run: &RunReport) -> String {
         "each working set read once sequentially, then at random; region {}\n",
         Bytes(summary.region_bytes)
     );
+    cache_body(&mut out, summary);
+    if run.interrupted {
+        out.push_str("INTERRUPTED: the working sets above are those that finished.\n");
+    }
+    crate::shown(out)
+}
+
+/// The working sets, tiers, promotion, pollution and notes of one curve (`iolab cache`'s, or a
+/// fleet host's).
+pub(crate) fn cache_body(out: &mut String, summary: &CacheSummary) {
     let _ = writeln!(
         out,
         "  {:>12}{:>8}{:>11}{:>11}{:>10}{:>10}{:>12}",
@@ -72,7 +82,7 @@ pub fn cache_text(summary: &CacheSummary, run: &RunReport) -> String {
         let _ = writeln!(out, "tiers: none: {}", found.note.as_deref().unwrap_or("nothing judged"));
     }
     for (index, tier) in found.tiers.iter().enumerate() {
-        tier_lines(&mut out, index, tier, summary.rule.precision_pct);
+        tier_lines(out, index, tier, summary.rule.precision_pct);
     }
     if let Some(p) = &summary.promotion {
         let when = match (p.fast_after_s, p.fast_from_start) {
@@ -114,10 +124,6 @@ pub fn cache_text(summary: &CacheSummary, run: &RunReport) -> String {
     for note in &summary.notes {
         let _ = writeln!(out, "note: {note}");
     }
-    if run.interrupted {
-        out.push_str("INTERRUPTED: the working sets above are those that finished.\n");
-    }
-    crate::shown(out)
 }
 
 fn tier_name(index: usize) -> String {

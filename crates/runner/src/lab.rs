@@ -179,6 +179,56 @@ impl<'a> Lab<'a> {
         }
     }
 
+    /// The hosts of a remote lab that runs a job of its own on each (empty here).
+    pub fn host_names(&self) -> Vec<String> {
+        self.remote.as_ref().map(|r| r.host_names()).unwrap_or_default()
+    }
+
+    /// Checks `job` on every host of a remote lab and answers each host's region (see
+    /// `Remote::check_regions`); not for a lab here.
+    pub fn check_regions(
+        &mut self,
+        job: &JobSpec,
+        observer: &mut dyn Observer,
+    ) -> Result<Vec<Option<u64>>, RunError> {
+        match self.remote.as_mut() {
+            Some(remote) => remote.check_regions(job, observer),
+            None => Err(RunError::Invalid("a lab here has no hosts to ask (a bug in iolab)".into())),
+        }
+    }
+
+    /// Runs `jobs[i]` on host i of a remote lab, every host at one instant, and keeps the
+    /// merged result as `run_prepared` keeps a job's; answers each host's own result too.
+    pub fn run_each(
+        &mut self,
+        jobs: &[JobSpec],
+        observer: &mut dyn Observer,
+    ) -> Result<Vec<Option<JobResult>>, RunError> {
+        let Some(first) = jobs.first() else {
+            return Err(RunError::Invalid("no job to run on the hosts (a bug in iolab)".into()));
+        };
+        let mut both;
+        let observer: &mut dyn Observer = match self.watcher.as_deref_mut() {
+            Some(watcher) => {
+                both = Both { first: observer, second: watcher };
+                &mut both
+            }
+            None => observer,
+        };
+        observer.starting(first, &[]);
+        let each = match self.remote.as_mut() {
+            Some(remote) => remote.run_each(jobs, self.interrupt, observer)?,
+            None => {
+                return Err(RunError::Invalid("a lab here has no hosts to run on (a bug in iolab)".into()))
+            }
+        };
+        if let Some(sink) = self.sink.as_mut() {
+            sink.keep(first, &each.merged);
+        }
+        self.jobs.push(each.merged);
+        Ok(each.hosts)
+    }
+
     /// The results of every job run so far.
     pub fn jobs(&self) -> &[JobResult] {
         &self.jobs

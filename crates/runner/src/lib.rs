@@ -29,5 +29,5 @@ pub use error::RunError;
 pub use lab::Lab;
 pub use observer::{Both, HostRate, IntervalDetail, Observer, Phase, ProgressUpdate, ResultSink, Silent};
 pub use prepare::{OpenedTargets, PreparedTarget, SCRATCH_SIZE};
-pub use remote::Remote;
+pub use remote::{EachHost, Remote};
 pub use run::{run_jobs, OnFailedStart};

@@ -23,16 +23,17 @@ use crate::plan::{self, Input};
 
 /// Working sets are whole multiples of this (or of a larger block): the warm pass reads them
 /// in blocks of this size.
-const GRAIN: u64 = 128 << 10;
+pub(crate) const GRAIN: u64 = 128 << 10;
 /// Working sets measured to refine the tiers, at most: enough to narrow a 100x bracket to 10%
 /// for three tiers and to judge their capacities.
-const MAX_PROBES: usize = 24;
-/// Long enough never to end a warm pass or a scan early: the I/O limit ends the job.
-const UNBOUNDED: Nanos = Nanos(100 * 365 * 24 * 3600 * 1_000_000_000);
+pub(crate) const MAX_PROBES: usize = 24;
+/// Long enough never to end a warm pass or a scan early: the I/O limit ends the job. Under the
+/// century a job file's runtime may be, so the job travels to a fleet's agents.
+pub(crate) const UNBOUNDED: Nanos = Nanos(10 * 365 * 24 * 3600 * 1_000_000_000);
 /// Measured time per working set unless the user gives --runtime.
 const STEP_RUNTIME: Nanos = Nanos(2_000_000_000);
 /// The shortest series interval iolab takes (iolab_spec's own limit).
-const MIN_INTERVAL: Nanos = Nanos(50_000_000);
+pub(crate) const MIN_INTERVAL: Nanos = Nanos(50_000_000);
 /// Random reads before each measurement unless the user gives --ramp: after the warm pass
 /// (sequential) the cache settles into the random workload's own state (an LRU's lists,
 /// a tier's promotions) before it is measured.
@@ -41,7 +42,7 @@ const STEP_RAMP: Nanos = Nanos(1_000_000_000);
 /// stalls) are left out.
 const KEPT: f64 = 0.99;
 /// Intervals of the promotion run: its latency is judged interval by interval.
-const PROMOTION_INTERVALS: u64 = 20;
+pub(crate) const PROMOTION_INTERVALS: u64 = 20;
 
 /// The options `iolab cache` sets itself.
 const CACHE_KEYS: &[&str] = &[
@@ -64,11 +65,11 @@ const WHY_ONE: &str = "it grows one working set of one target";
 pub struct CacheStudy {
     pub plan: RunPlan,
     pub rule: CacheRule,
-    job: JobSpec,
-    sizes: WorkingSets,
+    pub(crate) job: JobSpec,
+    pub(crate) sizes: WorkingSets,
     /// How long a cold hot set is read to see it promoted; `None`: not measured.
-    promotion_time: Option<Nanos>,
-    pollution: bool,
+    pub(crate) promotion_time: Option<Nanos>,
+    pub(crate) pollution: bool,
 }
 
 /// What the study measured, for the rule and the report.
@@ -186,13 +187,13 @@ impl CacheStudy {
     }
 
     /// Working sets are whole warm blocks and whole blocks of the workload.
-    fn grain(&self) -> u64 {
+    pub(crate) fn grain(&self) -> u64 {
         let access = &self.job.groups[0].access;
         GRAIN.max(access.max_bs().0).max(access.align.0).next_multiple_of(access.max_bs().0.max(1))
     }
 
     /// Interrupted, or the last job ended the run (I/O errors).
-    fn stop(&self, lab: &Lab<'_>) -> bool {
+    pub(crate) fn stop(&self, lab: &Lab<'_>) -> bool {
         lab.interrupted() || lab.jobs().last().is_some_and(|j| j.stop_reason.ends_the_run())
     }
 
@@ -212,7 +213,7 @@ impl CacheStudy {
     }
 
     /// The measuring job over `size` bytes from `offset` in the region.
-    fn over(&self, offset: u64, size: u64, name: String) -> JobSpec {
+    pub(crate) fn over(&self, offset: u64, size: u64, name: String) -> JobSpec {
         let mut job = JobSpec { name, ..self.job.clone() };
         let target = &mut job.groups[0].target;
         target.offset = Bytes(target.offset.0 + offset);
@@ -229,6 +230,13 @@ impl CacheStudy {
         name: String,
         observer: &mut dyn Observer,
     ) -> Result<(), RunError> {
+        let job = self.once(offset, size, name);
+        let targets = lab.prepare(&job, observer)?;
+        lab.run_prepared(&job, &targets, observer).map(|_| ())
+    }
+
+    /// The job that reads `size` bytes from `offset` in the region once, sequentially.
+    pub(crate) fn once(&self, offset: u64, size: u64, name: String) -> JobSpec {
         let mut job = self.over(offset, size, name);
         job.io_limit = Some(IoLimit::Bytes(Bytes(size)));
         job.runtime = UNBOUNDED;
@@ -237,8 +245,7 @@ impl CacheStudy {
         let access = &mut job.groups[0].access;
         access.random_pct = 0;
         access.bs_split = vec![BsWeight { bs: Bytes(bs), weight: 1 }];
-        let targets = lab.prepare(&job, observer)?;
-        lab.run_prepared(&job, &targets, observer).map(|_| ())
+        job
     }
 
     /// A hot set of `hot` bytes at the end of the `region`, past the first working set that did
@@ -321,7 +328,7 @@ impl CacheStudy {
 }
 
 /// The read figures of a measured working set.
-fn point(job: &JobResult, size: u64, refined: bool) -> CachePoint {
+pub(crate) fn point(job: &JobResult, size: u64, refined: bool) -> CachePoint {
     let read = &job.read;
     let latency = read.latency.as_ref();
     CachePoint {

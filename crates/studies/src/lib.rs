@@ -6,6 +6,7 @@
 
 pub mod burnin;
 pub mod cache;
+pub mod cache_fleet;
 pub mod cliff;
 pub mod fill;
 pub mod groups;

@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use clap::{Args, Subcommand};
 use iolab_spec::{Bytes, Nanos};
 
-use super::{RampArgs, RunArgs, SteadyArgs, SuiteArgs, SweepArgs};
+use super::{CacheArgs, RampArgs, RunArgs, SteadyArgs, SuiteArgs, SweepArgs};
 
 #[derive(Debug, Args)]
 pub struct FleetArgs {
@@ -68,6 +68,9 @@ pub enum FleetStudy {
     Steady(SteadyArgs),
     /// A suite of tests (as `iolab suite`).
     Suite(SuiteArgs),
+    /// Each host's read cache and tiers, every working set (a share of each host's own region)
+    /// in lock-step (as `iolab cache`; docs/fleet-cache.md).
+    Cache(CacheArgs),
 }
 
 #[derive(Debug, Args)]

@@ -142,7 +142,8 @@ fn prepare<'a>(
     let Some((lab, _)) = lab.as_mut() else { return Err(Failure::internal("no lab after opening one")) };
     let opened = lab.prepare_opened(&job, targets, &mut observer).map_err(|e| failure_of(&e))?;
     let targets = opened.iter().flatten().map(|t| t.path.display().to_string()).collect();
-    Ok((job, opened, Prepared { targets, notes: observer.notes }))
+    let region_bytes = opened.first().and_then(|g| g.first()).map(|t| t.region_size);
+    Ok((job, opened, Prepared { targets, notes: observer.notes, region_bytes }))
 }
 
 fn scratch_need(job: &JobSpec) -> ScratchNeed {

@@ -20,6 +20,8 @@ use super::netbench;
 use crate::merge::{self, FinishedHost, HostOutcome, HostPart};
 use crate::protocol::AgentResult;
 
+mod each;
+
 /// How long after the start requests go out the hosts begin: room for every request to land.
 const MIN_START_LEAD: Duration = Duration::from_millis(300);
 /// How long a finished job's result may take to arrive.
@@ -307,6 +309,27 @@ impl Remote for Fleet {
             fleet.max_stream_lag_ms = live.max_lag_ms();
         }
         Ok(merged)
+    }
+
+    fn host_names(&self) -> Vec<String> {
+        self.host_addresses()
+    }
+
+    fn check_regions(
+        &mut self,
+        job: &JobSpec,
+        observer: &mut dyn Observer,
+    ) -> Result<Vec<Option<u64>>, RunError> {
+        self.regions(job, observer)
+    }
+
+    fn run_each(
+        &mut self,
+        jobs: &[JobSpec],
+        interrupt: &AtomicBool,
+        observer: &mut dyn Observer,
+    ) -> Result<iolab_runner::EachHost, RunError> {
+        self.each(jobs, interrupt, observer)
     }
 }
 

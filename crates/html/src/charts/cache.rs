@@ -74,6 +74,7 @@ pub(crate) fn cache(subjects: &[Subject<'_>]) -> Result<Vec<Figure>, HtmlError> 
             each.join("; ")
         };
         caption.push_str(&format!(" {}: {outcome}.", subject.name));
+        crate::charts::cache_fleet::host_curves(subject, &mut chart, &mut caption, scale);
     }
     Ok(vec![Figure::new("cache", &chart, caption)?])
 }

@@ -4,6 +4,7 @@
 
 mod burnin;
 pub(crate) mod cache;
+mod cache_fleet;
 mod distribution;
 pub(crate) mod hosts;
 mod load;

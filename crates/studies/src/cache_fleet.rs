@@ -1,0 +1,509 @@
+//! `iolab fleet cache`: the cache study (crate::cache) on every host of a fleet at once. Each
+//! host has its own cache (page cache, controller DRAM), so each host's tiers are judged on its
+//! own curve, from its own exact histograms; the fleet's merged curve (each point's histograms
+//! merged, IOPS summed) is reported beside them.
+//!
+//! Every host runs the same ladder in lock-step: each working set, its warm pass and its
+//! measured reads start together on every host, as a fleet sweep's points do. A working set is
+//! a share of each host's own region (the agents say their region when the job is checked), so
+//! hosts with different targets each read their own share; a working set given as a size is
+//! that size on every host. Refinement is on the union of the hosts' refinement points: each
+//! round, every host that still has a working set to measure (`next_probe` on its own curve)
+//! asks for it, and every host measures every one asked, each as the same share of its own
+//! region (the host that asked at exactly its size); shares asked within 2% of each other are
+//! measured once, so a fleet of alike hosts refines about as fast as one host. Promotion and pollution run, in lock-step
+//! too, past each host's own first tier, when every host found one.
+
+use iolab_analysis::cache::{
+    find_tiers, next_probe, polluted, promotion, CachePoint, LatencySample, Pollution, Promotion, Tier,
+};
+use iolab_runner::{Lab, Observer, RunError};
+use iolab_spec::cache::{WorkingSet, WorkingSets};
+use iolab_spec::{Bytes, JobSpec, Nanos};
+use iolab_stats::central::median;
+use iolab_stats::result::JobResult;
+
+use crate::cache::{point, CacheFound, CacheStudy, MAX_PROBES, MIN_INTERVAL, PROMOTION_INTERVALS};
+
+/// Refinement points asked for by several hosts within this share of each other are one.
+const SAME_SHARE: f64 = 0.02;
+
+/// What a fleet's cache study measured: each host's own study and the merged curve.
+#[derive(Default)]
+pub struct FleetCacheFound {
+    pub hosts: Vec<HostFound>,
+    /// The merged curve: each point's working set and the region are the sums over the hosts
+    /// that finished it.
+    pub merged: CacheFound,
+}
+
+#[derive(Default)]
+pub struct HostFound {
+    /// As the user named it.
+    pub host: String,
+    pub found: CacheFound,
+    /// Why it dropped out; its working sets until then are kept.
+    pub failure: Option<String>,
+}
+
+/// One lock-step working set: its size on each host.
+struct Step {
+    sizes: Vec<u64>,
+    /// What it is of the ladder ("5%", "64MiB"), the same on every host.
+    label: String,
+    refined: bool,
+}
+
+impl CacheStudy {
+    /// Refuses what a fleet cannot do: a scratch file is laid out anew on an agent for each
+    /// working set (a new file has nothing cached), so the hosts' target must be named.
+    pub fn check_fleet(&self) -> Result<(), String> {
+        if self.job.groups[0].target.paths.is_empty() {
+            return Err("`iolab fleet cache` needs a target on the hosts (a file or device each agent can read, the same path on every host); a scratch file would be laid out anew for each working set".into());
+        }
+        Ok(())
+    }
+
+    /// The study on every host of the fleet behind `lab`, each host sized to its own region.
+    pub fn run_fleet(
+        &self,
+        lab: &mut Lab<'_>,
+        observer: &mut dyn Observer,
+    ) -> Result<FleetCacheFound, RunError> {
+        let names = lab.host_names();
+        let regions = lab.check_regions(&self.job, observer)?;
+        let mut found = FleetCacheFound::default();
+        for (host, region) in names.iter().zip(&regions) {
+            let Some(region) = *region else {
+                return Err(RunError::Invalid(format!(
+                    "{host} did not say the size of its region (an older iolab agent, or it dropped out); run the same iolab version on every host"
+                )));
+            };
+            let found_here = CacheFound { region_bytes: region, ..CacheFound::default() };
+            found.hosts.push(HostFound { host: host.clone(), found: found_here, failure: None });
+        }
+        found.merged.region_bytes = found.hosts.iter().map(|h| h.found.region_bytes).sum();
+        self.measure_fleet(lab, &mut found, observer)?;
+        found.merged.points.sort_by_key(|p| p.working_set_bytes);
+        for host in &mut found.hosts {
+            host.found.points.sort_by_key(|p| p.working_set_bytes);
+        }
+        Ok(found)
+    }
+
+    fn measure_fleet(
+        &self,
+        lab: &mut Lab<'_>,
+        found: &mut FleetCacheFound,
+        observer: &mut dyn Observer,
+    ) -> Result<(), RunError> {
+        for step in self.ladder(found)? {
+            if self.stop(lab) {
+                return Ok(());
+            }
+            self.step(lab, &step, found, observer)?;
+        }
+        let mut asked = vec![0usize; found.hosts.len()];
+        loop {
+            let mut steps = Vec::new();
+            for (h, host) in found.hosts.iter().enumerate() {
+                if host.failure.is_some() || asked[h] >= MAX_PROBES {
+                    continue;
+                }
+                let tiers = find_tiers(&host.found.points, &self.rule);
+                if let Some(size) = next_probe(&tiers, &host.found.points, &self.rule, self.grain()) {
+                    asked[h] += 1;
+                    steps.push(self.union_step(found, h, size));
+                }
+            }
+            if steps.is_empty() {
+                break;
+            }
+            steps.sort_by(|a, b| mean_share(found, a).total_cmp(&mean_share(found, b)));
+            // Alike hosts ask for nearly the same shares: one point serves them all (a host whose
+            // point was left out measures one within SAME_SHARE of it, and asks again if it must).
+            steps.dedup_by(|a, b| {
+                a.sizes == b.sizes || mean_share(found, a) <= mean_share(found, b) * (1.0 + SAME_SHARE)
+            });
+            for step in steps {
+                if self.stop(lab) {
+                    return Ok(());
+                }
+                self.step(lab, &step, found, observer)?;
+            }
+        }
+        self.phases(lab, found, observer)
+    }
+
+    /// The working sets of `--sizes` on every host, in the order of their mean share of the
+    /// hosts' regions; one that is the same size on every host as another is measured once.
+    fn ladder(&self, found: &FleetCacheFound) -> Result<Vec<Step>, RunError> {
+        let mut steps = Vec::new();
+        for set in &self.sizes.0 {
+            let mut sizes = Vec::new();
+            for host in &found.hosts {
+                let one = WorkingSets(vec![*set]).resolve(host.found.region_bytes, self.grain());
+                let size = one.map_err(|e| RunError::Invalid(format!("{}: {e}", host.host)))?;
+                sizes.push(size[0]);
+            }
+            steps.push(Step { sizes, label: set.to_string(), refined: false });
+        }
+        steps.sort_by(|a, b| mean_share(found, a).total_cmp(&mean_share(found, b)));
+        steps.dedup_by(|a, b| a.sizes == b.sizes);
+        Ok(steps)
+    }
+
+    /// The working set host `asker` wants (`size` bytes of its region), as the same share of
+    /// every other host's region.
+    fn union_step(&self, found: &FleetCacheFound, asker: usize, size: u64) -> Step {
+        let share = size as f64 / found.hosts[asker].found.region_bytes.max(1) as f64;
+        let grain = self.grain();
+        let sizes = found
+            .hosts
+            .iter()
+            .enumerate()
+            .map(|(h, host)| {
+                if h == asker {
+                    return size;
+                }
+                let region = host.found.region_bytes;
+                ((share * region as f64) as u64 / grain * grain).clamp(grain, region / grain * grain)
+            })
+            .collect();
+        let label = format!("{}", WorkingSet::Pct(round_share(share * 100.0)));
+        Step { sizes, label, refined: true }
+    }
+
+    /// Warms and measures `step` on every host; keeps each host's point and the merged one.
+    fn step(
+        &self,
+        lab: &mut Lab<'_>,
+        step: &Step,
+        found: &mut FleetCacheFound,
+        observer: &mut dyn Observer,
+    ) -> Result<(), RunError> {
+        let warm: Vec<JobSpec> =
+            step.sizes.iter().map(|&size| self.once(0, size, format!("warm {}", step.label))).collect();
+        self.each(lab, &warm, found, observer)?;
+        let name = format!("working set {}", step.label);
+        let jobs: Vec<JobSpec> = step.sizes.iter().map(|&size| self.over(0, size, name.clone())).collect();
+        let (points, merged) = self.measured(lab, &jobs, &step.sizes, step.refined, found, observer)?;
+        for (host, point) in found.hosts.iter_mut().zip(points) {
+            if let Some(point) = point {
+                host.found.points.push(point);
+            }
+        }
+        found.merged.points.push(merged);
+        Ok(())
+    }
+
+    /// Runs `jobs` (one per host) and answers each host's point (`sizes[h]` bytes) and the
+    /// merged one (the sum of the sizes of the hosts that finished).
+    fn measured(
+        &self,
+        lab: &mut Lab<'_>,
+        jobs: &[JobSpec],
+        sizes: &[u64],
+        refined: bool,
+        found: &mut FleetCacheFound,
+        observer: &mut dyn Observer,
+    ) -> Result<(Vec<Option<CachePoint>>, CachePoint), RunError> {
+        let results = self.each(lab, jobs, found, observer)?;
+        let points: Vec<Option<CachePoint>> = results
+            .iter()
+            .zip(sizes)
+            .map(|(result, &size)| result.as_ref().map(|r| point(r, size, refined)))
+            .collect();
+        let total = points.iter().flatten().map(|p| p.working_set_bytes).sum();
+        let merged = lab.jobs().last().map(|job| point(job, total, refined)).unwrap_or_default();
+        Ok((points, merged))
+    }
+
+    /// Runs `jobs` (one per host) in lock-step; a host that did not finish is marked failed
+    /// with the reason the merged result gives.
+    fn each(
+        &self,
+        lab: &mut Lab<'_>,
+        jobs: &[JobSpec],
+        found: &mut FleetCacheFound,
+        observer: &mut dyn Observer,
+    ) -> Result<Vec<Option<JobResult>>, RunError> {
+        let results = lab.run_each(jobs, observer)?;
+        let merged = lab.jobs().last();
+        for (h, result) in results.iter().enumerate() {
+            let host = &mut found.hosts[h];
+            if result.is_none() && host.failure.is_none() {
+                let reason = merged
+                    .and_then(|m| m.fleet.as_ref())
+                    .and_then(|f| f.hosts.get(h))
+                    .and_then(|r| r.failure.clone())
+                    .unwrap_or_else(|| "no result".into());
+                host.failure = Some(format!("dropped out at '{}': {reason}", jobs[h].name));
+            }
+        }
+        Ok(results)
+    }
+
+    /// Promotion and pollution past each host's own first tier, every host at once; not
+    /// measured (with a note) unless every running host found a tier.
+    fn phases(
+        &self,
+        lab: &mut Lab<'_>,
+        found: &mut FleetCacheFound,
+        observer: &mut dyn Observer,
+    ) -> Result<(), RunError> {
+        let running: Vec<usize> =
+            (0..found.hosts.len()).filter(|&h| found.hosts[h].failure.is_none()).collect();
+        let firsts: Vec<Option<Tier>> = found
+            .hosts
+            .iter()
+            .map(|h| find_tiers(&h.found.points, &self.rule).tiers.first().cloned())
+            .collect();
+        let without: Vec<&str> =
+            running.iter().filter(|&&h| firsts[h].is_none()).map(|&h| found.hosts[h].host.as_str()).collect();
+        if !without.is_empty() {
+            let note = format!(
+                "promotion and pollution not measured: {} found no tier (every host runs them at once, each past its own first tier)",
+                without.join(", ")
+            );
+            found.merged.notes.push(note);
+            return Ok(());
+        }
+        let grain = self.grain();
+        let hot: Vec<u64> = firsts
+            .iter()
+            .map(|t| t.as_ref().map_or(grain, |t| (t.size_bytes / 2 / grain * grain).max(grain)))
+            .collect();
+        if let Some(time) = self.promotion_time {
+            if self.stop(lab) {
+                return Ok(());
+            }
+            self.fleet_promotion(lab, found, (&firsts, &hot), time, observer)?;
+        }
+        if self.pollution && !self.stop(lab) {
+            self.fleet_pollution(lab, found, &hot, observer)?;
+        }
+        Ok(())
+    }
+
+    fn fleet_promotion(
+        &self,
+        lab: &mut Lab<'_>,
+        found: &mut FleetCacheFound,
+        (firsts, hot): (&[Option<Tier>], &[u64]),
+        time: Nanos,
+        observer: &mut dyn Observer,
+    ) -> Result<(), RunError> {
+        let grain = self.grain();
+        let n = found.hosts.len();
+        let (mut offsets, mut flushes, mut targets) = (vec![0; n], vec![grain; n], vec![0.0; n]);
+        for (h, host) in found.hosts.iter_mut().enumerate() {
+            let (Some(first), None) = (&firsts[h], &host.failure) else { continue };
+            let region = host.found.region_bytes;
+            offsets[h] = (region - hot[h]) / grain * grain;
+            if offsets[h] < first.upper_bytes {
+                let note = format!(
+                    "promotion not measured: {}'s region holds no {} that the study had not just read (it must lie past {})",
+                    host.host,
+                    Bytes(hot[h]),
+                    Bytes(first.upper_bytes)
+                );
+                found.merged.notes.push(note.clone());
+                host.found.notes.push(note);
+                return Ok(());
+            }
+            let inside: Vec<f64> = host
+                .found
+                .points
+                .iter()
+                .filter(|p| p.working_set_bytes <= first.fits_bytes)
+                .map(|p| p.mean_ns)
+                .collect();
+            targets[h] = self.rule.ceiling(median(&inside).unwrap_or(first.hit_ns));
+            flushes[h] =
+                (first.upper_bytes.max(2 * first.size_bytes).min(offsets[h]) / grain * grain).max(grain);
+        }
+        let evict: Vec<JobSpec> = flushes
+            .iter()
+            .map(|&size| self.once(0, size, "evict: read before the promotion".into()))
+            .collect();
+        self.each(lab, &evict, found, observer)?;
+        let jobs: Vec<JobSpec> = (0..n)
+            .map(|h| {
+                let mut job = self.over(offsets[h], hot[h], "promotion: cold hot set read at random".into());
+                job.runtime = time;
+                job.ramp = Nanos(0);
+                job.interval = Nanos((time.0 / PROMOTION_INTERVALS).max(MIN_INTERVAL.0));
+                job
+            })
+            .collect();
+        let results = self.each(lab, &jobs, found, observer)?;
+        for (h, result) in results.iter().enumerate() {
+            let Some(result) = result else { continue };
+            let samples: Vec<LatencySample> = result
+                .series
+                .iter()
+                .map(|p| LatencySample { t_s: p.t_s + p.duration_s, mean_ns: p.mean_ns })
+                .collect();
+            let (fast_after_s, fast_from_start) = promotion(&samples, targets[h]);
+            found.hosts[h].found.promotion = Some(Promotion {
+                hot_set_bytes: hot[h],
+                offset_bytes: offsets[h],
+                target_ns: targets[h],
+                samples,
+                fast_after_s,
+                fast_from_start,
+            });
+        }
+        Ok(())
+    }
+
+    fn fleet_pollution(
+        &self,
+        lab: &mut Lab<'_>,
+        found: &mut FleetCacheFound,
+        hot: &[u64],
+        observer: &mut dyn Observer,
+    ) -> Result<(), RunError> {
+        let grain = self.grain();
+        let scans: Vec<u64> = found
+            .hosts
+            .iter()
+            .zip(hot)
+            .map(|(h, &hot)| (h.found.region_bytes - hot) / grain * grain)
+            .collect();
+        if let Some(h) = (0..scans.len()).find(|&h| scans[h] == 0 && found.hosts[h].failure.is_none()) {
+            let note =
+                format!("pollution not measured: {}'s hot set is its whole region", found.hosts[h].host);
+            found.merged.notes.push(note.clone());
+            found.hosts[h].found.notes.push(note);
+            return Ok(());
+        }
+        let warm: Vec<JobSpec> = hot.iter().map(|&size| self.once(0, size, "warm hot set".into())).collect();
+        self.each(lab, &warm, found, observer)?;
+        let measure: Vec<JobSpec> =
+            hot.iter().map(|&size| self.over(0, size, "hot set before the scan".into())).collect();
+        let (before, _) = self.measured(lab, &measure, hot, false, found, observer)?;
+        let scan: Vec<JobSpec> = hot
+            .iter()
+            .zip(&scans)
+            .map(|(&hot, &scan)| self.once(hot, scan.max(grain), "scan after the hot set".into()))
+            .collect();
+        self.each(lab, &scan, found, observer)?;
+        let again: Vec<JobSpec> =
+            hot.iter().map(|&size| self.over(0, size, "hot set after the scan".into())).collect();
+        let (after, _) = self.measured(lab, &again, hot, false, found, observer)?;
+        for (h, (before, after)) in before.into_iter().zip(after).enumerate() {
+            let (Some(before), Some(after)) = (before, after) else { continue };
+            let polluted = polluted(&before, &after, &self.rule);
+            found.hosts[h].found.pollution =
+                Some(Pollution { hot_set_bytes: hot[h], scan_bytes: scans[h], before, after, polluted });
+        }
+        Ok(())
+    }
+}
+
+/// A step's mean share of the hosts' regions: the order the ladder is measured in.
+fn mean_share(found: &FleetCacheFound, step: &Step) -> f64 {
+    let shares: f64 = step
+        .sizes
+        .iter()
+        .zip(&found.hosts)
+        .map(|(&s, h)| s as f64 / h.found.region_bytes.max(1) as f64)
+        .sum();
+    shares / step.sizes.len().max(1) as f64
+}
+
+/// Three significant digits: a refined share's name ("3.41%").
+fn round_share(pct: f64) -> f64 {
+    if pct <= 0.0 {
+        return pct;
+    }
+    let scale = 10f64.powi(2 - pct.log10().floor() as i32);
+    (pct * scale).round() / scale
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::PathBuf;
+
+    use iolab_analysis::cache::CacheRule;
+    use iolab_spec::Options;
+
+    use super::*;
+    use crate::plan::Input;
+
+    const MIB: u64 = 1 << 20;
+
+    fn study(sizes: &str, target: bool) -> CacheStudy {
+        let options = Options {
+            target: target.then(|| vec![PathBuf::from("/nonexistent/iolab-fleet-cache-test")]),
+            ..Options::default()
+        };
+        let input = Input::flags(&options, Vec::new());
+        CacheStudy::new(&input, sizes.parse().unwrap(), CacheRule::default(), None, false).unwrap()
+    }
+
+    fn fleet(regions_mib: &[u64]) -> FleetCacheFound {
+        let hosts = regions_mib
+            .iter()
+            .enumerate()
+            .map(|(i, &mib)| HostFound {
+                host: format!("h{i}"),
+                found: CacheFound { region_bytes: mib * MIB, ..CacheFound::default() },
+                failure: None,
+            })
+            .collect();
+        FleetCacheFound { hosts, merged: CacheFound::default() }
+    }
+
+    #[test]
+    fn each_host_reads_its_share_of_its_own_region_and_a_size_is_the_same_everywhere() {
+        let found = fleet(&[100, 400]);
+        let steps = study("50%,10%,8m", true).ladder(&found).unwrap();
+        let sizes: Vec<&[u64]> = steps.iter().map(|s| s.sizes.as_slice()).collect();
+        // In order of the mean share: 8 MiB is 8% and 2%, 10% is 10% on both, 50% last.
+        assert_eq!(sizes, vec![&[8 * MIB, 8 * MIB][..], &[10 * MIB, 40 * MIB], &[50 * MIB, 200 * MIB]]);
+        let labels: Vec<&str> = steps.iter().map(|s| s.label.as_str()).collect();
+        assert_eq!(labels, vec!["8MiB", "10%", "50%"]);
+        assert!(steps.iter().all(|s| !s.refined));
+    }
+
+    #[test]
+    fn a_size_larger_than_one_hosts_region_names_that_host() {
+        let Err(RunError::Invalid(message)) = study("64m", true).ladder(&fleet(&[256, 32])) else {
+            panic!("refused")
+        };
+        assert!(message.starts_with("h1: working set 64MiB is larger than the region"), "{message}");
+    }
+
+    #[test]
+    fn a_refinement_point_is_the_askers_size_and_the_same_share_elsewhere() {
+        let found = fleet(&[100, 400]);
+        let cache = study("100%", true);
+        let step = cache.union_step(&found, 0, 30 * MIB + 512 * 1024);
+        // 30.5% of 400 MiB, rounded down to the 128 KiB grain.
+        assert_eq!(step.sizes, vec![30 * MIB + 512 * 1024, 122 * MIB]);
+        assert_eq!(step.label, "30.5%");
+        assert!(step.refined);
+        // Never beyond a host's region, never under one grain.
+        let step = cache.union_step(&found, 1, 400 * MIB);
+        assert_eq!(step.sizes, vec![100 * MIB, 400 * MIB]);
+        let step = cache.union_step(&found, 1, 128 * 1024);
+        assert_eq!(step.sizes, vec![128 * 1024, 128 * 1024]);
+    }
+
+    #[test]
+    fn a_fleet_needs_a_named_target() {
+        assert!(study("100%", true).check_fleet().is_ok());
+        let message = study("100%", false).check_fleet().unwrap_err();
+        assert!(message.contains("needs a target on the hosts"), "{message}");
+    }
+
+    #[test]
+    fn refined_shares_are_named_to_three_digits() {
+        assert_eq!(round_share(3.41278), 3.41);
+        assert_eq!(round_share(12.3456), 12.3);
+        assert_eq!(round_share(0.0123456), 0.0123);
+    }
+}
