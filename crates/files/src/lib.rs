@@ -18,7 +18,9 @@ mod plan;
 mod report;
 mod run;
 pub mod safety;
+pub mod safety_at;
 mod sizes;
+mod steps;
 mod tree;
 mod verdict;
 mod worker;
@@ -30,6 +32,7 @@ pub use plan::{parse_phases, FileCount, FileEngine, FilesPlan, Phase, ALL_PHASES
 pub use report::{Failure, FilesReport, KindResult, OpKind, PhaseResult, Second, Stonewall, FILES_SCHEMA};
 pub use run::{run, RunOptions};
 pub use sizes::SizeSpec;
+pub use steps::Steps;
 pub use verdict::{FilesCause, FilesVerdict};
 
 #[cfg(test)]
