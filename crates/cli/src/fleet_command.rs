@@ -11,7 +11,10 @@ use iolab_fleet::coordinator::{hosts, Fleet, FleetConfig};
 use crate::args::{FleetArgs, FleetStudy, KeepArgs, MetricsArgs, StoreArgs};
 use crate::place::Place;
 use crate::progress::ProgressLine;
-use crate::{exit, metrics_args, ramp_command, run_command, steady_command, suite_command, sweep_command};
+use crate::{
+    exit, fleet_files_command, metrics_args, ramp_command, run_command, steady_command, suite_command,
+    sweep_command,
+};
 
 pub fn run(args: FleetArgs, store: &StoreArgs) -> ExitCode {
     if args.study.is_some()
@@ -37,6 +40,7 @@ pub fn run(args: FleetArgs, store: &StoreArgs) -> ExitCode {
             (steady.workload.options.quiet, &steady.metrics, steady.workload.keep)
         }
         Some(FleetStudy::Suite(suite)) => (suite.workload.options.quiet, &suite.metrics, suite.workload.keep),
+        Some(FleetStudy::Files(files)) => (Some(files.quiet || files.json), &args.run.metrics, files.store),
     };
     // Before the subcommand or after it, as --metrics.
     let store = &store.keeping(KeepArgs { no_store: keep.no_store || args.run.workload.keep.no_store });
@@ -88,6 +92,7 @@ pub fn run(args: FleetArgs, store: &StoreArgs) -> ExitCode {
         Some(FleetStudy::Ramp(ramp)) => ramp_command::run(ramp, store, &mut place),
         Some(FleetStudy::Steady(steady)) => steady_command::run(steady, store, &mut place),
         Some(FleetStudy::Suite(suite)) => suite_command::run(suite, store, &mut place),
+        Some(FleetStudy::Files(files)) => fleet_files_command::run(files, store, &mut fleet),
     };
     drop(fleet);
     drop(launched);

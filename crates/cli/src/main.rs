@@ -10,6 +10,7 @@ mod exit;
 mod files_command;
 mod fio_job_command;
 mod fleet_command;
+mod fleet_files_command;
 mod flow;
 mod import_command;
 mod job_source;

@@ -20,7 +20,6 @@ mod run;
 pub mod safety;
 pub mod safety_at;
 mod sizes;
-mod steps;
 mod tree;
 mod verdict;
 mod worker;
@@ -30,9 +29,9 @@ pub use job::FilesOptions;
 pub use journal::JournalSeen;
 pub use plan::{parse_phases, FileCount, FileEngine, FilesPlan, Phase, ALL_PHASES, DEFAULT_PHASES};
 pub use report::{Failure, FilesReport, KindResult, OpKind, PhaseResult, Second, Stonewall, FILES_SCHEMA};
+pub use run::steps::Steps;
 pub use run::{run, RunOptions};
 pub use sizes::SizeSpec;
-pub use steps::Steps;
 pub use verdict::{FilesCause, FilesVerdict};
 
 #[cfg(test)]

@@ -135,7 +135,7 @@ pub fn run(
     })
 }
 
-pub(crate) fn run_threads(ctx: &Ctx<'_>, phase: Phase, notes: &mut Vec<String>) -> Result<Vec<Outcome>, FilesError> {
+fn run_threads(ctx: &Ctx<'_>, phase: Phase, notes: &mut Vec<String>) -> Result<Vec<Outcome>, FilesError> {
     let results: Vec<std::io::Result<(Outcome, Vec<&'static str>)>> = std::thread::scope(|scope| {
         let handles: Vec<_> = (0..ctx.plan.threads)
             .map(|thread| {
@@ -185,7 +185,7 @@ pub(crate) fn run_threads(ctx: &Ctx<'_>, phase: Phase, notes: &mut Vec<String>) 
     Ok(outcomes)
 }
 
-pub(crate) fn assemble(
+fn assemble(
     plan: &FilesPlan,
     ctx: &Ctx<'_>,
     phase: Phase,
@@ -309,6 +309,10 @@ fn block_device(dir: &Path) -> Option<PathBuf> {
 }
 
 /// The device's io_ticks (ms it had requests in flight), the stat file's tenth field.
-pub(crate) fn io_ticks_ms(stat: &Path) -> Option<u64> {
+fn io_ticks_ms(stat: &Path) -> Option<u64> {
     std::fs::read_to_string(stat).ok()?.split_whitespace().nth(9)?.parse().ok()
 }
+
+// The same phases one at a time, on an opened directory (`iolab fleet files`).
+#[path = "steps.rs"]
+pub mod steps;

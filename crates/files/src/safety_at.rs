@@ -104,7 +104,9 @@ fn c_name(name: &[u8]) -> Vec<u8> {
 fn names(fd: i32, shown: &Path) -> Result<Vec<OsString>, FilesError> {
     let proc = PathBuf::from(format!("/proc/self/fd/{fd}"));
     let listing = std::fs::read_dir(&proc).map_err(|e| FilesError::io("cannot read", shown, e))?;
-    listing.map(|entry| entry.map(|e| e.file_name()).map_err(|e| FilesError::io("cannot read", shown, e))).collect()
+    listing
+        .map(|entry| entry.map(|e| e.file_name()).map_err(|e| FilesError::io("cannot read", shown, e)))
+        .collect()
 }
 
 fn unlink(sys: &mut FileOps, dir: i32, name: &[u8], is_dir: bool, shown: &Path) -> Result<(), FilesError> {

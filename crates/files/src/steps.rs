@@ -11,11 +11,11 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64};
 use std::sync::Barrier;
 
+use super::{assemble, io_ticks_ms, run_threads};
 use crate::error::FilesError;
 use crate::journal::{self, JournalThread, JournalWatch};
 use crate::plan::{FilesPlan, Phase};
 use crate::report::PhaseResult;
-use crate::run::{assemble, io_ticks_ms, run_threads};
 use crate::safety::Cleaned;
 use crate::safety_at;
 use crate::tree::Tree;
@@ -44,7 +44,12 @@ impl Steps {
     /// Checks `plan` and makes the opened directory `top` ready (refusing a non-empty one that
     /// holds no iolab tree, untouched), marking it. `shown` is its name in messages; `created`:
     /// the caller made the directory.
-    pub fn prepare(plan: FilesPlan, top: OwnedFd, shown: PathBuf, created: bool) -> Result<Steps, FilesError> {
+    pub fn prepare(
+        plan: FilesPlan,
+        top: OwnedFd,
+        shown: PathBuf,
+        created: bool,
+    ) -> Result<Steps, FilesError> {
         plan.check()?;
         let earlier = safety_at::prepare_at(top.as_fd(), &shown, created)?;
         let mut notes = Vec::new();
@@ -93,6 +98,11 @@ impl Steps {
     /// The phases and their planned operations, in order.
     pub fn planned(&self) -> &[(Phase, u64)] {
         &self.planned
+    }
+
+    /// How many phases ran so far: the index of the next.
+    pub fn ran(&self) -> usize {
+        self.next
     }
 
     /// The phase the next `run_next` runs; none once all ran or one stopped the run.

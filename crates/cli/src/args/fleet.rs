@@ -68,6 +68,9 @@ pub enum FleetStudy {
     Steady(SteadyArgs),
     /// A suite of tests (as `iolab suite`).
     Suite(SuiteArgs),
+    /// A file tree built and worked on every host, phase by phase in lock-step (as `iolab
+    /// files`; DIR must be under each agent's --allow-write).
+    Files(super::FilesArgs),
 }
 
 #[derive(Debug, Args)]

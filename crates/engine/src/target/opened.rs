@@ -178,7 +178,11 @@ fn split(path: &Path) -> io::Result<(&Path, &OsStr)> {
 }
 
 /// Opens `names` beneath `dir` with `flags`: `openat2` where the kernel has it, else a walk.
-pub(super) fn resolve_beneath(dir: BorrowedFd<'_>, names: &[&OsStr], flags: libc::c_int) -> io::Result<OwnedFd> {
+pub(super) fn resolve_beneath(
+    dir: BorrowedFd<'_>,
+    names: &[&OsStr],
+    flags: libc::c_int,
+) -> io::Result<OwnedFd> {
     let joined: PathBuf = names.iter().collect();
     match openat2_beneath(dir, joined.as_os_str(), flags) {
         Err(e) if e.raw_os_error() == Some(libc::ENOSYS) => walk_beneath(dir, names, flags),
