@@ -74,7 +74,7 @@ pub fn run(args: FilesArgs, store: &StoreArgs, fleet: &mut Fleet) -> ExitCode {
                     thousands(phase.ops_per_s)
                 );
             }
-            keeping.add(&plan, phase, &dir);
+            keeping.add(&plan, phase, &dir, hosts);
         });
     let ran = match ran {
         Ok(ran) => ran,
@@ -232,11 +232,13 @@ fn p99(phase: &PhaseResult) -> String {
 struct Keeping {
     kept: Option<(Store, RunId)>,
     next_seq: u32,
+    /// Phases heard so far (a phase not kept still counts).
+    phases: usize,
 }
 
 impl Keeping {
     fn start(args: &StoreArgs, plan: &FilesPlan, dir: &Path) -> Result<Keeping, ExitCode> {
-        let none = Keeping { kept: None, next_seq: 0 };
+        let none = Keeping { kept: None, next_seq: 0, phases: 0 };
         if args.no_store {
             return Ok(none);
         }
@@ -255,7 +257,7 @@ impl Keeping {
         let run = crate::recording::run_record("fleet files", label, plan, serde_json::Value::Null);
         let begun = Store::open(&path).and_then(|mut store| store.begin_run(&run).map(|id| (store, id)));
         match begun {
-            Ok(kept) => Ok(Keeping { kept: Some(kept), next_seq: 0 }),
+            Ok(kept) => Ok(Keeping { kept: Some(kept), next_seq: 0, phases: 0 }),
             Err(e) if !args.named() => {
                 say!("iolab: warning: this run is not kept: {e}");
                 Ok(none)
@@ -264,9 +266,20 @@ impl Keeping {
         }
     }
 
-    fn add(&mut self, plan: &FilesPlan, phase: &PhaseResult, dir: &Path) {
+    fn add(&mut self, plan: &FilesPlan, phase: &PhaseResult, dir: &Path, hosts: &[FilesHost]) {
         let Some((store, run)) = &mut self.kept else { return };
-        let point = files_command::point(self.next_seq, plan, phase, dir);
+        let mut point = files_command::point(self.next_seq, plan, phase, dir);
+        // The fleet's workers, targets and CPU per operation: every host's threads.
+        let index = self.phases;
+        self.phases += 1;
+        let ran: Vec<(&FilesHost, &PhaseResult)> =
+            hosts.iter().filter_map(|h| h.phases.get(index).map(|p| (h, p))).collect();
+        point.summary.workers = plan.threads * ran.len().max(1) as u32;
+        point.summary.targets =
+            ran.iter().map(|(h, _)| format!("{}:{}", h.host, h.dir.as_deref().unwrap_or("?"))).collect();
+        let cpu_s: f64 =
+            ran.iter().map(|(_, p)| p.cpu_busy_pct / 100.0 * p.elapsed_s * f64::from(plan.threads)).sum();
+        point.summary.cpu_us_per_io = (phase.done > 0).then(|| cpu_s * 1e6 / phase.done as f64);
         match store.add_point(*run, &point) {
             Ok(()) => self.next_seq += 1,
             Err(e) => say!("iolab: error: phase {} was not kept: {e}", phase.phase),

@@ -115,6 +115,13 @@ fn every_phase_runs_on_every_host_and_merges_to_the_plan_times_the_hosts() {
     let text = shown.to_string();
     assert!(text.contains("fleet files"), "{text}");
     assert!(text.contains("files rmdir"), "{text}");
+    // The HTML report draws a panel per phase for it.
+    let html = temp.path().join("report.html");
+    let args = ["report", "1", "--db", db.to_str().expect("utf-8"), "-o", html.to_str().expect("utf-8")];
+    let out = run_in(temp.path(), &args);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let page = std::fs::read_to_string(&html).expect("the report");
+    assert_eq!(page.matches("class=\"files-phase\"").count(), 7, "a panel per phase");
 }
 
 #[test]

@@ -101,3 +101,91 @@ pub fn merge_phase(parts: &[(&str, &PhaseResult)]) -> Option<PhaseResult> {
         histograms: merged.into_iter().map(|(kind, stats, ..)| (kind, stats)).collect(),
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use iolab_files::{FilesCause, Phase};
+
+    use super::*;
+
+    /// A create phase of `latencies` (ns) over `elapsed_s`, its first thread done at `first_s`.
+    fn phase(latencies: &[u64], elapsed_s: f64, first_s: f64, failure: Option<&str>) -> PhaseResult {
+        let (mut create, mut close) = (OpStats::default(), OpStats::default());
+        for &ns in latencies {
+            create.record(ns, 4096);
+            close.record(ns / 10, 0);
+        }
+        let done = latencies.len() as u64;
+        let kinds = [(OpKind::Create, &create), (OpKind::Close, &close)]
+            .iter()
+            .map(|(kind, stats)| KindResult { kind: *kind, summary: stats.summary(elapsed_s, &[]) })
+            .collect();
+        PhaseResult {
+            phase: Phase::Create,
+            planned: 100,
+            done,
+            elapsed_s,
+            ops_per_s: done as f64 / elapsed_s,
+            bytes: done * 4096,
+            bytes_per_s: (done * 4096) as f64 / elapsed_s,
+            stonewall: Stonewall { first_done_s: first_s, ops: done / 2, ops_per_s: 7.0, bytes_per_s: 70.0 },
+            entries: None,
+            kinds,
+            series: vec![Second { t_s: 0.0, ops: done - 1, bytes: 0 }, Second { t_s: 1.0, ops: 1, bytes: 0 }],
+            cpu_busy_pct: 50.0,
+            cpu_sys_pct: 20.0,
+            runq_wait_pct: 0.0,
+            device_busy_pct: None,
+            journal: None,
+            verdict: FilesVerdict { cause: FilesCause::Cpu, summary: format!("{elapsed_s} s") },
+            failure: failure.map(|path| Failure {
+                op: "open".into(),
+                path: path.into(),
+                error: "No space left on device".into(),
+                errno: Some(28),
+            }),
+            interrupted: false,
+            histograms: vec![(OpKind::Create, create), (OpKind::Close, close)],
+        }
+    }
+
+    #[test]
+    fn a_phase_merges_to_the_union_of_the_hosts_operations() {
+        // Host a is fast and uniform; host b has a slow tail a p99 of p99s would hide.
+        let a_lat: Vec<u64> = (0..100).map(|i| 10_000 + i * 10).collect();
+        let b_lat: Vec<u64> = (0..100).map(|i| if i < 90 { 20_000 } else { 5_000_000 }).collect();
+        let a = phase(&a_lat, 1.0, 0.8, None);
+        let b = phase(&b_lat[..60], 2.0, 1.5, Some("t0/d1/f60"));
+        let merged = merge_phase(&[("a:7878", &a), ("b:7878", &b)]).expect("merged");
+        assert_eq!((merged.done, merged.planned, merged.bytes), (160, 200, 160 * 4096));
+        assert_eq!(merged.elapsed_s, 2.0, "until the last host ended");
+        assert!((merged.ops_per_s - (100.0 + 30.0)).abs() < 1e-9, "rates summed");
+        assert_eq!(merged.stonewall.first_done_s, 0.8, "the first thread of the fleet");
+        assert!((merged.stonewall.ops_per_s - 14.0).abs() < 1e-9);
+        assert_eq!(
+            merged.series,
+            vec![Second { t_s: 0.0, ops: 158, bytes: 0 }, Second { t_s: 1.0, ops: 2, bytes: 0 }]
+        );
+        // The merged histogram is exactly the one of every operation recorded together.
+        let mut union = OpStats::default();
+        for &ns in a_lat.iter().chain(&b_lat[..60]) {
+            union.record(ns, 4096);
+        }
+        let (kind, stats) = &merged.histograms[0];
+        assert_eq!(*kind, OpKind::Create, "the phase's own kind first");
+        assert_eq!(stats.ios(), 160);
+        for p in [50.0, 90.0, 99.0, 99.9, 100.0] {
+            assert_eq!(stats.percentile_ns(p), union.percentile_ns(p), "p{p}");
+        }
+        assert_eq!(merged.kinds[0].summary.ios, 160);
+        assert_eq!(merged.kinds[1].kind, OpKind::Close);
+        assert!(
+            merged.verdict.summary.starts_with("b:7878 (the slowest host)"),
+            "{}",
+            merged.verdict.summary
+        );
+        let failure = merged.failure.expect("b's failure is the fleet's");
+        assert_eq!((failure.path.as_str(), failure.errno), ("b:7878:t0/d1/f60", Some(28)));
+        assert!(merge_phase(&[]).is_none());
+    }
+}
