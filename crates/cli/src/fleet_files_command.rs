@@ -166,7 +166,13 @@ fn with_hosts(report: &FilesReport, ran: &FleetFiles) -> serde_json::Value {
     let mut value = serde_json::to_value(report).unwrap_or_default();
     let hosts: Vec<serde_json::Value> = ran.hosts.iter().map(host_json).collect();
     if let Some(object) = value.as_object_mut() {
-        object.insert("fleet".into(), json!({ "hosts": hosts }));
+        let skews: Vec<serde_json::Value> = ran
+            .phases
+            .iter()
+            .zip(&ran.start_skew_ns)
+            .map(|(p, skew)| json!({ "phase": p.phase, "start_skew_ms": *skew as f64 / 1e6 }))
+            .collect();
+        object.insert("fleet".into(), json!({ "hosts": hosts, "phases": skews }));
     }
     value
 }
@@ -198,8 +204,11 @@ fn hosts_text(ran: &FleetFiles) -> String {
         "p99"
     );
     for (index, phase) in ran.phases.iter().enumerate() {
+        let name = phase.phase.name();
+        if let Some(skew) = ran.start_skew_ns.get(index) {
+            out.push_str(&format!("  {name:<8} the hosts began it {:.2} ms apart\n", *skew as f64 / 1e6));
+        }
         for host in &ran.hosts {
-            let name = phase.phase.name();
             let Some(own) = host.phases.get(index) else {
                 let why = host.failed.as_deref().unwrap_or("no result");
                 out.push_str(&format!("  {name:<8} {:<24} {why}\n", host.host));

@@ -101,6 +101,10 @@ fn every_phase_runs_on_every_host_and_merges_to_the_plan_times_the_hosts() {
         let first = phase["stonewall"]["first_done_s"].as_f64().expect("stonewall");
         assert!(first <= phase["elapsed_s"].as_f64().expect("elapsed") + 1e-9);
     }
+    // Each phase's start skew is measured (its size is the machine's business, not the test's).
+    let skews = report["fleet"]["phases"].as_array().expect("per phase");
+    assert_eq!(skews.len(), 7);
+    assert!(skews.iter().all(|p| p["start_skew_ms"].as_f64().is_some_and(|ms| ms >= 0.0)), "{skews:?}");
     // The bytes written are the same on both hosts (same seed, same sizes).
     let bytes: Vec<u64> = hosts.iter().map(|h| h["phases"][1]["bytes"].as_u64().expect("bytes")).collect();
     assert!(bytes[0] > 0 && bytes[0] == bytes[1], "{bytes:?}");
@@ -270,4 +274,51 @@ fn a_host_whose_filesystem_fills_stops_the_fleet_after_that_phase_and_every_tree
     }
     assert_eq!(entries(&roomy), 0, "the host that did not fail removed its tree too");
     assert_eq!(entries(&small), 0, "the full host removed its tree");
+}
+
+#[test]
+fn a_coordinator_that_vanishes_mid_run_leaves_no_tree_on_any_host() {
+    let temp = tempfile::tempdir().expect("temp dir");
+    let (agents, allowed) = two_agents(temp.path());
+    let token = token_file(temp.path());
+    let list = hosts(&agents);
+    let dir = format!("{}/host{{n}}/tree", temp.path().display());
+    let args = [
+        "fleet",
+        "--hosts",
+        &list,
+        "--token-file",
+        token.to_str().expect("utf-8"),
+        "--lease",
+        "1s",
+        "files",
+        "--files",
+        "400000",
+        "--threads",
+        "2",
+        "--engine",
+        "sync",
+        "--no-store",
+        &dir,
+    ];
+    let mut coordinator = common::spawn_in(temp.path(), &args);
+    // Killed once both hosts made their trees ready (whenever that is, the end is the same).
+    let markers: Vec<PathBuf> = allowed.iter().map(|p| p.join("tree/.iolab-files")).collect();
+    let began = std::time::Instant::now();
+    while !markers.iter().all(|m| m.exists()) && began.elapsed() < std::time::Duration::from_secs(60) {
+        if coordinator.try_wait().expect("wait").is_some() {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let _ = coordinator.kill();
+    let _ = coordinator.wait();
+    for agent in &agents {
+        agent
+            .wait_idle(std::time::Duration::from_secs(30))
+            .expect("the lease ran out and the session closed");
+    }
+    for path in &allowed {
+        assert_eq!(entries(path), 0, "{} keeps a tree after its coordinator vanished", path.display());
+    }
 }

@@ -208,6 +208,10 @@ pub struct FilesPhaseDone {
     pub histograms: Vec<(iolab_files::OpKind, EncodedOpStats)>,
     /// The host's notes so far (ring operations done as system calls, ...).
     pub notes: Vec<String>,
+    /// When the phase began on the agent's clock (ns since the Unix epoch): the fleet's start
+    /// skew comes from these.
+    #[serde(default)]
+    pub started_unix_ns: u64,
     /// The agent's peak resident memory so far (ru_maxrss), bytes.
     #[serde(default)]
     pub peak_rss_bytes: u64,

@@ -130,6 +130,7 @@ pub fn handle(session: &Session, allow: &AllowList, run: &mut Option<FilesRun>, 
                         std::thread::sleep(left.min(START_POLL));
                     }
                     let index = run.steps.ran();
+                    let started_unix_ns = unix_ns(SystemTime::now());
                     match run.steps.run_next(&session.interrupt) {
                         Ok(Some(result)) => {
                             let histograms = result
@@ -143,6 +144,7 @@ pub fn handle(session: &Session, allow: &AllowList, run: &mut Option<FilesRun>, 
                                 histograms,
                                 notes: run.steps.notes.clone(),
                                 peak_rss_bytes: iolab_stats::cpu::peak_rss_bytes().unwrap_or(0),
+                                started_unix_ns,
                             }))
                         }
                         Ok(None) => FilesStage::Failed(Failure::conflict(

@@ -34,6 +34,8 @@ pub struct FilesHost {
     /// Its phases, with their histograms.
     pub phases: Vec<PhaseResult>,
     pub notes: Vec<String>,
+    /// When each phase began there, on the coordinator's clock (ns since the Unix epoch).
+    pub phase_starts_ns: Vec<u64>,
     /// Its agent's peak resident memory, bytes.
     pub peak_rss_bytes: u64,
     /// Why it dropped out.
@@ -45,6 +47,9 @@ pub struct FilesHost {
 pub struct FleetFiles {
     pub phases: Vec<PhaseResult>,
     pub hosts: Vec<FilesHost>,
+    /// Per phase: how far apart the hosts began it, on the coordinator's clock (agents'
+    /// offsets taken out), ns.
+    pub start_skew_ns: Vec<u64>,
 }
 
 impl FleetFiles {
@@ -76,12 +81,13 @@ impl Fleet {
                 dir: None,
                 phases: Vec::new(),
                 notes: Vec::new(),
+                phase_starts_ns: Vec::new(),
                 peak_rss_bytes: 0,
                 failed: h.failed.clone(),
             })
             .collect();
         self.prepare_files(&job, dir, &mut hosts, observer)?;
-        let mut phases = Vec::new();
+        let (mut phases, mut start_skew_ns) = (Vec::new(), Vec::new());
         for (index, (phase, _)) in plan.planned().into_iter().enumerate() {
             if interrupt.load(Relaxed) {
                 break;
@@ -100,6 +106,8 @@ impl Fleet {
                         hosts[i].phases.push(done.result);
                         hosts[i].notes = done.notes;
                         hosts[i].peak_rss_bytes = done.peak_rss_bytes;
+                        let start = done.started_unix_ns.saturating_add_signed(-hosts[i].clock_offset_ns);
+                        hosts[i].phase_starts_ns.push(start);
                     }
                     Ok(done) => {
                         lost = true;
@@ -120,6 +128,9 @@ impl Fleet {
             let parts: Vec<(&str, &PhaseResult)> =
                 hosts.iter().filter_map(|h| h.phases.get(index).map(|p| (h.host.as_str(), p))).collect();
             let Some(merged) = merge_phase(&parts) else { break };
+            let starts = hosts.iter().filter_map(|h| h.phase_starts_ns.get(index).copied());
+            let (first, last) = starts.fold((u64::MAX, 0), |(lo, hi), s| (lo.min(s), hi.max(s)));
+            start_skew_ns.push(last.saturating_sub(first));
             on_phase(&merged, &hosts);
             let go_on = merged.failure.is_none() && !merged.interrupted && !lost;
             phases.push(merged);
@@ -127,7 +138,7 @@ impl Fleet {
                 break;
             }
         }
-        Ok(FleetFiles { phases, hosts })
+        Ok(FleetFiles { phases, hosts, start_skew_ns })
     }
 
     /// Has every host make its directory ready. A refusal on any host is the user's to fix:
