@@ -30,6 +30,7 @@ use super::error::Failure;
 use super::lock;
 use super::log::say;
 use super::open_target::Allowed;
+use super::refusal_log::{capped, MAX_LOGGED_FIELD};
 use super::session::{unix_ns, Session, Stage};
 use super::slot::Slot;
 use super::targets::{check_shape, resolve, AllowList};
@@ -80,21 +81,21 @@ pub struct FilesRun {
 
 impl Drop for FilesRun {
     fn drop(&mut self) {
+        let shown = self.shown.display().to_string();
+        let shown = capped(&shown, MAX_LOGGED_FIELD);
         match self.steps.clean() {
             Ok(cleaned) if cleaned.left.is_empty() => {
                 if let Err(e) = self.dir.remove_created() {
-                    say!("iolab agent: the file tree's directory {} stays: {e}", self.shown.display());
+                    say!("iolab agent: the file tree's directory {shown} stays: {e}");
                 }
             }
             Ok(cleaned) => say!(
-                "iolab agent: {} entries not made by iolab were left in {} with the marker",
-                cleaned.left.len(),
-                self.shown.display()
+                "iolab agent: {} entries not made by iolab were left in {shown} with the marker",
+                cleaned.left.len()
             ),
             Err(e) => say!(
-                "iolab agent: the file tree in {} could not be removed ({e}): `iolab files --clean {}`",
-                self.shown.display(),
-                self.shown.display()
+                "iolab agent: the file tree in {shown} could not be removed ({}): `iolab files --clean DIR` removes it",
+                capped(&e.to_string(), MAX_LOGGED_FIELD)
             ),
         }
     }
