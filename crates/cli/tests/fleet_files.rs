@@ -322,3 +322,55 @@ fn a_coordinator_that_vanishes_mid_run_leaves_no_tree_on_any_host() {
         assert_eq!(entries(path), 0, "{} keeps a tree after its coordinator vanished", path.display());
     }
 }
+
+#[test]
+fn a_host_lost_mid_run_stops_the_fleet_and_the_others_remove_their_trees() {
+    let temp = tempfile::tempdir().expect("temp dir");
+    let (mut agents, allowed) = two_agents(temp.path());
+    let token = token_file(temp.path());
+    let list = hosts(&agents);
+    let dir = format!("{}/host{{n}}/tree", temp.path().display());
+    let args = [
+        "fleet",
+        "--hosts",
+        &list,
+        "--token-file",
+        token.to_str().expect("utf-8"),
+        "files",
+        "--files",
+        "400000",
+        "--threads",
+        "2",
+        "--engine",
+        "sync",
+        "--no-store",
+        "--json",
+        &dir,
+    ];
+    let coordinator = common::spawn_in(temp.path(), &args);
+    // Killed once its first phase began (its first tree's root is there): in that phase or the
+    // next, long before 800,000 files are made.
+    let started = allowed[1].join("tree/t0");
+    let began = std::time::Instant::now();
+    while !started.exists() && began.elapsed() < std::time::Duration::from_secs(60) {
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    agents[1].kill();
+    let out = coordinator.wait_with_output().expect("the coordinator ends");
+    assert_eq!(out.status.code(), Some(3), "a lost host is a partial result: {}", stderr(&out));
+    assert!(stderr(&out).contains(&format!("{} dropped out", agents[1].address)), "{}", stderr(&out));
+    let report = json(&out);
+    let hosts = report["fleet"]["hosts"].as_array().expect("hosts");
+    assert_eq!((hosts[0]["status"].as_str(), hosts[1]["status"].as_str()), (Some("ok"), Some("failed")));
+    let phases = report["phases"].as_array().expect("phases");
+    let lost_in = phases.len() - 1;
+    assert!(phases.len() < 6, "the fleet stopped early: {} phases", phases.len());
+    assert_eq!(
+        hosts[1]["phases"].as_array().expect("its phases").len(),
+        lost_in,
+        "no phase after the one it was lost in"
+    );
+    assert_eq!(phases[lost_in]["done"], hosts[0]["phases"][lost_in]["done"], "only the host that ended it");
+    agents[0].wait_idle(std::time::Duration::from_secs(10)).expect("session closed");
+    assert_eq!(entries(&allowed[0]), 0, "the host still there removed its tree");
+}

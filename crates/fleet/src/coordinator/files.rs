@@ -93,13 +93,12 @@ impl Fleet {
                 break;
             }
             let running = self.running();
-            self.start_files_phase(&running, observer);
+            let mut lost = self.start_files_phase(&running, &mut hosts, observer);
             let running = self.running();
             let clients: Vec<_> = running.iter().map(|&i| self.hosts[i].client.clone()).collect();
             let sessions: Vec<_> = running.iter().map(|&i| self.hosts[i].session.clone()).collect();
             let results =
                 on_every_indexed(&clients, |n, client| phase_result(client, &sessions[n], interrupt));
-            let mut lost = false;
             for (&i, result) in running.iter().zip(results) {
                 match result.and_then(decode) {
                     Ok(done) if done.index == index && done.result.phase == phase => {
@@ -189,8 +188,14 @@ impl Fleet {
         self.require_some()
     }
 
-    /// Starts the next phase on every running host at one instant, as `start_all` does a job.
-    fn start_files_phase(&mut self, running: &[usize], observer: &mut dyn Observer) {
+    /// Starts the next phase on every running host at one instant, as `start_all` does a job;
+    /// whether a host dropped out (its start was not taken).
+    fn start_files_phase(
+        &mut self,
+        running: &[usize],
+        hosts: &mut [FilesHost],
+        observer: &mut dyn Observer,
+    ) -> bool {
         let slowest = running.iter().map(|&i| self.hosts[i].greeting.round_trip).max().unwrap_or_default();
         let instant = unix_ns() + (slowest * 4).max(MIN_START_LEAD).as_nanos() as u64;
         let clients: Vec<_> = running.iter().map(|&i| self.hosts[i].client.clone()).collect();
@@ -210,11 +215,15 @@ impl Fleet {
                 )
                 .map(drop)
         });
+        let mut lost = false;
         for (&i, s) in running.iter().zip(started) {
             if let Err(e) = s {
+                lost = true;
                 self.drop_host(i, e.to_string(), observer);
+                hosts[i].failed = Some(e.to_string());
             }
         }
+        lost
     }
 }
 
