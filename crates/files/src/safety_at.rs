@@ -24,6 +24,12 @@ pub fn prepare_at(top: BorrowedFd<'_>, shown: &Path, created: bool) -> Result<Op
     let names = names(top.as_raw_fd(), shown)?;
     let mut earlier = None;
     if names.iter().any(|n| n.as_bytes() == MARKER.as_bytes()) {
+        if let Some(owner) = live_owner(&read_marker(&mut sys, top.as_raw_fd(), shown)?) {
+            return Err(FilesError::Refused(format!(
+                "{} holds the iolab tree of {owner}, not an earlier one of this host's: nothing was touched; on a filesystem several hosts share, give each its own directory (`{{n}}` in DIR is the host's place in the list)",
+                shown.display()
+            )));
+        }
         let cleaned = clean_tree_at(&mut sys, top.as_raw_fd(), shown)?;
         if let Some(first) = cleaned.left.first() {
             return Err(FilesError::Refused(format!(
@@ -43,10 +49,11 @@ pub fn prepare_at(top: BorrowedFd<'_>, shown: &Path, created: bool) -> Result<Op
         )));
     }
     let text = format!(
-        "iolab files tree: iolab removes what it made here (`iolab files --clean {}`).\n{}\npid: {}\n",
+        "iolab files tree: iolab removes what it made here (`iolab files --clean {}`).\n{}\npid: {}\nhost: {}\n",
         shown.display(),
         if created { CREATED_LINE } else { "created-by-iolab: no" },
-        std::process::id()
+        std::process::id(),
+        hostname()
     );
     let marker = shown.join(MARKER);
     let fd = sys
@@ -85,6 +92,36 @@ pub fn clean_at(top: BorrowedFd<'_>, shown: &Path) -> Result<Cleaned, FilesError
         unlink(&mut sys, top.as_raw_fd(), MARKER.as_bytes(), false, &shown.join(MARKER))?;
     }
     Ok(cleaned)
+}
+
+/// Who else may be working the tree a marker describes: another host (its `host:` line, on a
+/// filesystem the hosts share), or a live process of this host other than this one (its `pid:`).
+fn live_owner(marker: &str) -> Option<String> {
+    let field = |name: &str| marker.lines().find_map(|l| l.strip_prefix(name)).map(str::trim);
+    match field("host:") {
+        Some(host) if host != hostname() => return Some(format!("host {host}")),
+        _ => {}
+    }
+    let pid: u32 = field("pid:")?.parse().ok()?;
+    let alive = Path::new(&format!("/proc/{pid}")).exists();
+    (pid != std::process::id() && alive).then(|| format!("process {pid}, still running"))
+}
+
+fn hostname() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname").map(|s| s.trim().to_string()).unwrap_or_default()
+}
+
+/// The marker's text (its first 4 KiB), opened without following a link.
+fn read_marker(sys: &mut FileOps, top: i32, shown: &Path) -> Result<String, FilesError> {
+    let marker = shown.join(MARKER);
+    let fd = sys
+        .openat(top, &c_name(MARKER.as_bytes()), libc::O_RDONLY | libc::O_NOFOLLOW, 0)
+        .map_err(|e| FilesError::io("cannot read the marker", &marker, e))?;
+    let mut buf = vec![0u8; 4096];
+    let read = sys.read(fd, &mut buf, 0);
+    let _ = sys.close(fd);
+    let n = read.map_err(|e| FilesError::io("cannot read the marker", &marker, e))?;
+    Ok(String::from_utf8_lossy(&buf[..n]).into_owned())
 }
 
 fn sync_ops() -> Result<FileOps, FilesError> {
@@ -237,5 +274,33 @@ mod tests {
         fs::create_dir_all(temp.path().join("t1/d0")).expect("mkdir");
         let earlier = prepare_at(top.as_fd(), temp.path(), false).expect("its own tree").expect("earlier");
         assert_eq!(earlier.dirs, 2);
+    }
+
+    #[test]
+    fn a_tree_another_host_or_a_live_process_works_is_refused_untouched() {
+        let temp = tempfile::tempdir().expect("temp dir");
+        let top = open(temp.path());
+        fs::create_dir_all(temp.path().join("t0/d0")).expect("mkdir");
+        let marker = temp.path().join(MARKER);
+        let ours = format!("iolab files tree\npid: {}\nhost: {}\n", std::process::id(), hostname());
+        for (text, refused) in [
+            (
+                "iolab files tree\npid: 1\nhost: another-host-of-the-fleet\n".to_string(),
+                Some("host another-host"),
+            ),
+            // pid 1 lives on every Linux host: a local run still going.
+            ("iolab files tree\ncreated-by-iolab: no\npid: 1\n".to_string(), Some("process 1")),
+            (ours, None),
+        ] {
+            fs::write(&marker, &text).expect("marker");
+            match (prepare_at(top.as_fd(), temp.path(), false), refused) {
+                (Err(FilesError::Refused(message)), Some(owner)) => {
+                    assert!(message.contains(owner), "{message}");
+                    assert!(temp.path().join("t0/d0").is_dir(), "nothing was touched");
+                }
+                (Ok(earlier), None) => assert_eq!(earlier.map(|e| e.dirs), Some(2), "its own earlier tree"),
+                (other, _) => panic!("{text}: {:?}", other.map(|_| ())),
+            }
+        }
     }
 }
