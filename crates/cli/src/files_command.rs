@@ -112,7 +112,7 @@ pub fn run(args: FilesArgs, store: &StoreArgs) -> ExitCode {
 }
 
 /// The run's options: the command line's flags over the job file's keys.
-fn options(args: &FilesArgs) -> Result<FilesOptions, String> {
+pub(crate) fn options(args: &FilesArgs) -> Result<FilesOptions, String> {
     let (file, dir) = job_and_dir(&args.paths)?;
     let from_file = match file {
         Some(path) => iolab_files::job::load(path)?,
@@ -234,7 +234,7 @@ impl Keeping {
 
 /// A phase as a stored point: its own operation kind's figures as reads (stat, readdir, read)
 /// or writes (the rest), its series, its verdict and its whole result.
-fn point(seq: u32, plan: &FilesPlan, phase: &PhaseResult, dir: &std::path::Path) -> Point {
+pub(crate) fn point(seq: u32, plan: &FilesPlan, phase: &PhaseResult, dir: &std::path::Path) -> Point {
     let main = OpKind::of_phase(phase.phase);
     let main_stats =
         phase.histograms.iter().find(|(k, _)| *k == main).map(|(_, s)| s.clone()).unwrap_or_default();

@@ -11,7 +11,10 @@ use iolab_fleet::coordinator::{hosts, Fleet, FleetConfig};
 use crate::args::{FleetArgs, FleetStudy, KeepArgs, MetricsArgs, StoreArgs};
 use crate::place::Place;
 use crate::progress::ProgressLine;
-use crate::{exit, metrics_args, ramp_command, run_command, steady_command, suite_command, sweep_command};
+use crate::{
+    exit, fleet_files_command, metrics_args, ramp_command, run_command, steady_command, suite_command,
+    sweep_command,
+};
 
 pub fn run(args: FleetArgs, store: &StoreArgs) -> ExitCode {
     if args.study.is_some()
@@ -40,6 +43,7 @@ pub fn run(args: FleetArgs, store: &StoreArgs) -> ExitCode {
         Some(FleetStudy::Cache(cache)) => {
             (cache.workload.options.quiet, &args.run.metrics, cache.workload.keep)
         }
+        Some(FleetStudy::Files(files)) => (Some(files.quiet || files.json), &args.run.metrics, files.store),
     };
     // Before the subcommand or after it, as --metrics.
     let store = &store.keeping(KeepArgs { no_store: keep.no_store || args.run.workload.keep.no_store });
@@ -92,6 +96,7 @@ pub fn run(args: FleetArgs, store: &StoreArgs) -> ExitCode {
         Some(FleetStudy::Steady(steady)) => steady_command::run(steady, store, &mut place),
         Some(FleetStudy::Suite(suite)) => suite_command::run(suite, store, &mut place),
         Some(FleetStudy::Cache(cache)) => crate::fleet_cache_command::run(cache, store, &mut place),
+        Some(FleetStudy::Files(files)) => fleet_files_command::run(files, store, &mut fleet),
     };
     drop(fleet);
     drop(launched);

@@ -11,6 +11,7 @@ mod files_command;
 mod fio_job_command;
 mod fleet_cache_command;
 mod fleet_command;
+mod fleet_files_command;
 mod flow;
 mod import_command;
 mod job_source;

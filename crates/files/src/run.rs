@@ -312,3 +312,7 @@ fn block_device(dir: &Path) -> Option<PathBuf> {
 fn io_ticks_ms(stat: &Path) -> Option<u64> {
     std::fs::read_to_string(stat).ok()?.split_whitespace().nth(9)?.parse().ok()
 }
+
+// The same phases one at a time, on an opened directory (`iolab fleet files`).
+#[path = "steps.rs"]
+pub mod steps;

@@ -13,7 +13,7 @@ use crate::tree::is_our_name;
 
 /// The marker's name in the run's directory.
 pub const MARKER: &str = ".iolab-files";
-const CREATED_LINE: &str = "created-by-iolab: yes";
+pub(crate) const CREATED_LINE: &str = "created-by-iolab: yes";
 
 /// How the run's directory was found.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -12,6 +12,7 @@
 //! every merged figure: half a window of it would pull the fleet's rates down by a fraction no
 //! one could read back.
 
+pub mod files;
 mod parts;
 
 use iolab_spec::{JobSpec, RateSpec};

@@ -23,7 +23,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use iolab_stats::encoded::EncodedHistograms;
+use iolab_stats::encoded::{EncodedHistograms, EncodedOpStats};
 use iolab_stats::result::{JobResult, SeriesPoint};
 
 /// Name and version of the protocol, sent both ways in the handshake.
@@ -173,4 +173,50 @@ pub struct NetMeasured {
     pub seconds: f64,
     /// 10^6 bytes per second.
     pub mb_s: f64,
+}
+
+// The fileset (`iolab fleet files`), phase by phase in lock-step; see docs/fleet.md:
+//
+// POST /v1/sessions/{id}/files/prepare          FilesPrepare -> FilesPrepared   make DIR ready
+// POST /v1/sessions/{id}/files/start            Start -> 202     the next phase, at an instant
+// GET  /v1/sessions/{id}/files/result?wait_ms=N FilesPhaseDone (202 while the phase runs)
+//
+// The tree is removed when the session closes, whatever happened.
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct FilesPrepare {
+    /// The run as `iolab files` job-file text (docs/files.md): the agent parses and checks it
+    /// as a user's; its `dir`, `keep`, `json` and `quiet` are not taken from it.
+    pub job: String,
+    /// Where to build the tree: an absolute path under the agent's `--allow-write`.
+    pub dir: String,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct FilesPrepared {
+    /// The directory as opened (links in the given path resolved).
+    pub dir: String,
+    /// The phases in order with their planned operations on this host.
+    pub planned: Vec<(iolab_files::Phase, u64)>,
+    pub notes: Vec<String>,
+}
+
+/// One phase as a host ran it.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct FilesPhaseDone {
+    /// Which phase of the plan (0 is the first).
+    pub index: usize,
+    /// Its figures (`iolab.files/1`'s phase, without histograms).
+    pub result: iolab_files::PhaseResult,
+    /// Each kind's histogram, encoded, to merge exactly.
+    pub histograms: Vec<(iolab_files::OpKind, EncodedOpStats)>,
+    /// The host's notes so far (ring operations done as system calls, ...).
+    pub notes: Vec<String>,
+    /// When the phase began on the agent's clock (ns since the Unix epoch): the fleet's start
+    /// skew comes from these.
+    #[serde(default)]
+    pub started_unix_ns: u64,
+    /// The agent's peak resident memory so far (ru_maxrss), bytes.
+    #[serde(default)]
+    pub peak_rss_bytes: u64,
 }

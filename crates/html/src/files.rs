@@ -23,7 +23,7 @@ const PERCENTILES: [(f64, &str); 6] = [
 /// The phase panels of `subject`'s run ("" unless it is a files run).
 pub(crate) fn panels(subject: &Subject<'_>) -> String {
     let mut out = String::new();
-    if subject.run.info.kind != "files" {
+    if !matches!(subject.run.info.kind.as_str(), "files" | "fleet files") {
         return out;
     }
     for point in &subject.run.points {

@@ -71,6 +71,9 @@ pub enum FleetStudy {
     /// Each host's read cache and tiers, every working set (a share of each host's own region)
     /// in lock-step (as `iolab cache`; docs/fleet-cache.md).
     Cache(CacheArgs),
+    /// A file tree built and worked on every host, phase by phase in lock-step (as `iolab
+    /// files`; DIR must be under each agent's --allow-write).
+    Files(super::FilesArgs),
 }
 
 #[derive(Debug, Args)]

@@ -1,6 +1,7 @@
 //! Targets: what a path is (file or block device), how big, which alignment O_DIRECT needs,
 //! and opening it with errors that tell the user what to do.
 
+mod beneath_dir;
 mod device;
 mod discard;
 mod layout;
@@ -13,6 +14,7 @@ use std::path::{Path, PathBuf};
 
 use thiserror::Error;
 
+pub use beneath_dir::BeneathDir;
 pub use device::{backing, has_poll_queues_behind, Backing, BlockDevice, DeviceNumber, DeviceStat};
 pub use discard::discard;
 pub use layout::{lay_out, lay_out_file, lay_out_file_with, lay_out_with, Layout};

@@ -158,7 +158,7 @@ fn flags(access: Access) -> libc::c_int {
 }
 
 /// The normal components of `relative`; anything else (root, `.`, `..`) is refused.
-fn components(relative: &Path) -> io::Result<Vec<&OsStr>> {
+pub(super) fn components(relative: &Path) -> io::Result<Vec<&OsStr>> {
     relative
         .components()
         .map(|c| match c {
@@ -178,7 +178,11 @@ fn split(path: &Path) -> io::Result<(&Path, &OsStr)> {
 }
 
 /// Opens `names` beneath `dir` with `flags`: `openat2` where the kernel has it, else a walk.
-fn resolve_beneath(dir: BorrowedFd<'_>, names: &[&OsStr], flags: libc::c_int) -> io::Result<OwnedFd> {
+pub(super) fn resolve_beneath(
+    dir: BorrowedFd<'_>,
+    names: &[&OsStr],
+    flags: libc::c_int,
+) -> io::Result<OwnedFd> {
     let joined: PathBuf = names.iter().collect();
     match openat2_beneath(dir, joined.as_os_str(), flags) {
         Err(e) if e.raw_os_error() == Some(libc::ENOSYS) => walk_beneath(dir, names, flags),
@@ -237,7 +241,7 @@ fn walk_beneath(dir: BorrowedFd<'_>, names: &[&OsStr], flags: libc::c_int) -> io
 }
 
 /// `openat(2)` of one name relative to `dir`, close-on-exec.
-fn open_at(dir: libc::c_int, name: &OsStr, flags: libc::c_int) -> io::Result<OwnedFd> {
+pub(super) fn open_at(dir: libc::c_int, name: &OsStr, flags: libc::c_int) -> io::Result<OwnedFd> {
     let c_name = CString::new(name.as_bytes()).map_err(|_| io::Error::from_raw_os_error(libc::EINVAL))?;
     let mode: libc::c_uint = 0o666;
     // SAFETY: `c_name` is NUL-terminated and alive for the call; `dir` is AT_FDCWD or open.

@@ -12,6 +12,7 @@ mod auth;
 mod body;
 mod config;
 mod error;
+mod files_session;
 mod live;
 mod log;
 mod netbench;

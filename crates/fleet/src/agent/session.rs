@@ -43,6 +43,8 @@ pub struct Session {
     pub log: Arc<EventLog>,
     commands: Mutex<mpsc::Sender<Command>>,
     thread: Mutex<Option<JoinHandle<()>>>,
+    /// Where a fileset run (`files_session`) is.
+    pub files: super::files_session::FilesSlot,
 }
 
 impl Session {
@@ -66,6 +68,7 @@ impl Session {
             log: Arc::new(EventLog::default()),
             commands: Mutex::new(tx),
             thread: Mutex::new(None),
+            files: Default::default(),
         });
         let for_thread = Arc::clone(&session);
         let thread = std::thread::Builder::new()
@@ -102,7 +105,7 @@ impl Session {
         *lock(&self.stage) = stage;
     }
 
-    fn send(&self, command: Command) -> Result<(), Failure> {
+    pub(super) fn send(&self, command: Command) -> Result<(), Failure> {
         lock(&self.commands).send(command).map_err(|_| {
             Failure::internal("the session's thread has ended; close the session and open another")
         })

@@ -79,7 +79,7 @@ impl AllowList {
     }
 
     /// The allowed place `canonical` is in, and its path relative to that place.
-    fn place_of<'a>(&'a self, canonical: &'a Path) -> Option<(&'a Allowed, &'a Path)> {
+    pub(super) fn place_of<'a>(&'a self, canonical: &'a Path) -> Option<(&'a Allowed, &'a Path)> {
         self.entries.iter().find_map(|entry| match &entry.allowed {
             Allowed::Directory(_) => {
                 canonical.strip_prefix(&entry.canonical).ok().map(|rel| (&entry.allowed, rel))
@@ -137,7 +137,7 @@ pub fn check(job: &mut JobSpec, allow: &AllowList) -> Result<OpenedTargets, Fail
 }
 
 /// Absolute, with no `..`: a target means the same thing whatever the agent's directory.
-fn check_shape(path: &Path) -> Result<(), Failure> {
+pub(super) fn check_shape(path: &Path) -> Result<(), Failure> {
     if !path.is_absolute() {
         return Err(Failure::bad_request(format!(
             "target {} is relative; an agent takes absolute paths only (e.g. /data/{})",
@@ -156,7 +156,7 @@ fn check_shape(path: &Path) -> Result<(), Failure> {
 
 /// The path with symbolic links resolved; for a file not yet laid out, its directory's. A
 /// symbolic link to nothing is refused: laying it out would create its target, wherever that is.
-fn resolve(path: &Path) -> Result<PathBuf, Failure> {
+pub(super) fn resolve(path: &Path) -> Result<PathBuf, Failure> {
     if let Ok(canonical) = path.canonicalize() {
         return Ok(canonical);
     }

@@ -26,6 +26,7 @@ pub enum Command {
     Prepare { job: String, reply: oneshot::Sender<Result<Prepared, Failure>> },
     Start { at: SystemTime },
     Close,
+    Files(super::files_session::FilesCommand),
 }
 
 /// The scratch file a job needs (size, kept), if any: a lab is reused while this stays the
@@ -42,6 +43,7 @@ pub fn run(
     let interrupt = Arc::clone(&session.interrupt);
     let mut lab: Option<(Lab<'_>, ScratchNeed)> = None;
     let mut ready: Option<(JobSpec, Vec<Vec<PreparedTarget>>)> = None;
+    let mut files: Option<super::files_session::FilesRun> = None;
     while let Ok(command) = commands.recv() {
         match command {
             Command::Prepare { job, reply } => {
@@ -92,8 +94,11 @@ pub fn run(
                 finish(session, outcome);
             }
             Command::Close => break,
+            Command::Files(command) => super::files_session::handle(session, allow, &mut files, command),
         }
     }
+    // Dropping a fileset run removes its tree.
+    drop(files);
     // Dropping the lab removes its scratch file.
     drop(ready);
     drop(lab);

@@ -177,7 +177,7 @@ impl AgentClient {
     }
 
     /// GETs `path`, waiting at most `within` (`None`: as long as it streams).
-    fn get(
+    pub(super) fn get(
         &self,
         path: &str,
         within: Option<Duration>,
@@ -193,7 +193,7 @@ impl AgentClient {
     }
 
     /// POSTs `body` to `path`, waiting at most `within`; the response if it is a success.
-    fn send<B: Serialize>(
+    pub(super) fn send<B: Serialize>(
         &self,
         path: &str,
         body: &B,
@@ -238,7 +238,7 @@ fn unreachable(error: ureq::Error) -> ClientError {
 }
 
 /// The response if it is a success; its `ApiError` (or status) if not.
-fn check(
+pub(super) fn check(
     mut response: ureq::http::Response<ureq::Body>,
 ) -> Result<ureq::http::Response<ureq::Body>, ClientError> {
     let status = response.status().as_u16();
@@ -255,7 +255,9 @@ fn check(
     Err(ClientError::Refused { status, message })
 }
 
-fn read<T: DeserializeOwned>(mut response: ureq::http::Response<ureq::Body>) -> Result<T, ClientError> {
+pub(super) fn read<T: DeserializeOwned>(
+    mut response: ureq::http::Response<ureq::Body>,
+) -> Result<T, ClientError> {
     response.body_mut().read_json().map_err(|e| ClientError::Garbled(e.to_string()))
 }
 

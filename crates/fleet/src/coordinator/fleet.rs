@@ -13,6 +13,10 @@ use iolab_runner::{Observer, Remote, RunError};
 use iolab_spec::JobSpec;
 use iolab_stats::result::JobResult;
 
+// `iolab fleet files`: its phases in lock-step, on the hosts of this fleet.
+#[path = "files.rs"]
+pub mod files;
+
 use super::client::{unix_ns, AgentClient, ClientError, Greeting};
 use super::heartbeat::Heartbeat;
 use super::live::{self, LiveFleet};

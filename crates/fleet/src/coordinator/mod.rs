@@ -8,4 +8,5 @@ mod live;
 mod netbench;
 pub mod ssh;
 
+pub use fleet::files::{FilesHost, FleetFiles};
 pub use fleet::{Fleet, FleetConfig};

@@ -1,0 +1,319 @@
+//! `iolab fleet ... files [JOB_FILE] [flags] DIR`: the fileset workload on every host of the
+//! fleet, phase by phase in lock-step (crates/fleet's `Fleet::run_files`), each phase's
+//! histograms merged exactly across hosts. Kept as one run of kind `fleet files`, a point per
+//! phase as it ends (as `iolab files` keeps its run), so `results`, `compare` and `report`
+//! read it; the report is a local run's plus a `fleet` section with each host's phases.
+
+use std::path::Path;
+use std::process::ExitCode;
+
+use iolab_files::{FilesPlan, FilesReport, PhaseResult, FILES_SCHEMA};
+use iolab_fleet::coordinator::{FilesHost, Fleet, FleetFiles};
+use iolab_report::{files_text, thousands};
+use iolab_store::{RunEnd, RunId, RunStatus, Store};
+use serde_json::json;
+
+use crate::args::{FilesArgs, StoreArgs};
+use crate::exit::{self, say};
+use crate::files_command;
+use crate::flow;
+use crate::progress::ProgressLine;
+use crate::recording::now_unix_s;
+
+pub fn run(args: FilesArgs, store: &StoreArgs, fleet: &mut Fleet) -> ExitCode {
+    if args.clean {
+        return exit::usage(
+            "--clean works on one host: an agent removes its tree itself when the session ends (run `iolab files --clean DIR` on a host for a tree a killed agent left)",
+        );
+    }
+    let options = match files_command::options(&args) {
+        Ok(options) => options,
+        Err(message) => return exit::usage(message),
+    };
+    if options.keep == Some(true) {
+        return exit::usage("--keep: an agent always removes its tree when the session ends; run `iolab files` on the host to keep one");
+    }
+    let dir = match &options.dir {
+        Some(dir) if dir.is_absolute() => dir.clone(),
+        Some(dir) => {
+            return exit::usage(format!(
+                "DIR {} is relative; give the absolute path on the hosts, under each agent's --allow-write",
+                dir.display()
+            ))
+        }
+        None => {
+            return exit::usage(
+                "give DIR, the directory each host builds its tree in (under its agent's --allow-write)",
+            )
+        }
+    };
+    let plan = match options.plan() {
+        Ok(plan) => plan,
+        Err(e) => return exit::usage(e),
+    };
+    let (json, quiet) = (options.json == Some(true), options.quiet == Some(true));
+    let interrupt = match flow::install_signals() {
+        Ok(flag) => flag,
+        Err(code) => return code,
+    };
+    let mut keeping = match Keeping::start(store, &plan, &dir) {
+        Ok(keeping) => keeping,
+        Err(code) => return code,
+    };
+    let mut progress = ProgressLine::new(quiet || json);
+    let ran =
+        fleet.run_files(&plan, &dir.display().to_string(), &interrupt, &mut progress, |phase, hosts| {
+            if !(quiet || json) {
+                say!(
+                    "iolab: fleet files: {} {} of {} on {} host(s) in {:.2} s ({}/s)",
+                    phase.phase,
+                    thousands(phase.done as f64),
+                    thousands(phase.planned as f64),
+                    hosts.iter().filter(|h| h.failed.is_none()).count(),
+                    phase.elapsed_s,
+                    thousands(phase.ops_per_s)
+                );
+            }
+            keeping.add(&plan, phase, &dir, hosts);
+        });
+    let ran = match ran {
+        Ok(ran) => ran,
+        Err(e) => {
+            keeping.forget();
+            return exit::fail(exit::run_error_code(&e), &e.to_string());
+        }
+    };
+    let report = report(&plan, &dir, &ran);
+    let full = with_hosts(&report, &ran);
+    let rendered = if json {
+        format!("{}\n", serde_json::to_string_pretty(&full).unwrap_or_default())
+    } else {
+        format!("{}{}", files_text(&report), hosts_text(&ran))
+    };
+    let status = if report.interrupted() {
+        RunStatus::Interrupted
+    } else if report.failure().is_some() || ran.lost_host().is_some() {
+        RunStatus::Failed
+    } else {
+        RunStatus::Complete
+    };
+    keeping.finish(status, full, quiet);
+    let output = iolab_spec::OutputSpec { json, ..Default::default() };
+    if let Err(code) = flow::write_output(&output, &rendered) {
+        return code;
+    }
+    if let Some((phase, failure)) = report.failure() {
+        let full = if failure.errno == Some(nix::errno::Errno::ENOSPC as i32) {
+            " (the filesystem is full)"
+        } else {
+            ""
+        };
+        return exit::fail(
+            exit::IO_ERRORS,
+            &format!(
+                "{} stopped the fleet: {} of {} failed: {}{full}; {} of {} done; every host's tree was removed",
+                phase.phase,
+                failure.op,
+                failure.path,
+                failure.error,
+                thousands(phase.done as f64),
+                thousands(phase.planned as f64)
+            ),
+        );
+    }
+    if let Some(host) = ran.lost_host() {
+        return exit::fail(
+            exit::IO_ERRORS,
+            &format!(
+                "{} dropped out ({}); the fleet stopped after that phase",
+                host.host,
+                host.failed.as_deref().unwrap_or("?")
+            ),
+        );
+    }
+    if report.interrupted() {
+        say!("iolab: interrupted; the phases done so far were reported");
+        return ExitCode::from(exit::INTERRUPTED);
+    }
+    ExitCode::from(exit::OK)
+}
+
+/// The fleet's report in the form of a local run's: merged phases, counts over every host.
+fn report(plan: &FilesPlan, dir: &Path, ran: &FleetFiles) -> FilesReport {
+    let hosts = ran.hosts.iter().filter(|h| h.dir.is_some()).count() as u64;
+    let mut notes = Vec::new();
+    for host in &ran.hosts {
+        notes.extend(host.notes.iter().map(|note| format!("{}: {note}", host.host)));
+        if let Some(reason) = &host.failed {
+            notes.push(format!("{}: dropped out: {reason}", host.host));
+        }
+    }
+    FilesReport {
+        schema: FILES_SCHEMA.to_string(),
+        dir: dir.display().to_string(),
+        plan: plan.clone(),
+        total_files: plan.total_files() * hosts,
+        total_dirs: plan.total_dirs() * hosts,
+        phases: ran.phases.clone(),
+        notes,
+        peak_rss_bytes: ran.hosts.iter().map(|h| h.peak_rss_bytes).max().unwrap_or(0),
+        kept: false,
+    }
+}
+
+/// The report's JSON with `fleet`: each host's own phases (the same schema) and status.
+fn with_hosts(report: &FilesReport, ran: &FleetFiles) -> serde_json::Value {
+    let mut value = serde_json::to_value(report).unwrap_or_default();
+    let hosts: Vec<serde_json::Value> = ran.hosts.iter().map(host_json).collect();
+    if let Some(object) = value.as_object_mut() {
+        let skews: Vec<serde_json::Value> = ran
+            .phases
+            .iter()
+            .zip(&ran.start_skew_ns)
+            .map(|(p, skew)| json!({ "phase": p.phase, "start_skew_ms": *skew as f64 / 1e6 }))
+            .collect();
+        object.insert("fleet".into(), json!({ "hosts": hosts, "phases": skews }));
+    }
+    value
+}
+
+fn host_json(host: &FilesHost) -> serde_json::Value {
+    json!({
+        "host": host.host,
+        "hostname": host.hostname,
+        "status": if host.failed.is_some() { "failed" } else { "ok" },
+        "failed": host.failed,
+        "clock_offset_ms": host.clock_offset_ns as f64 / 1e6,
+        "dir": host.dir,
+        "phases": host.phases,
+        "notes": host.notes,
+        "peak_rss_bytes": host.peak_rss_bytes,
+    })
+}
+
+/// Each phase's row per host: what it did, its rates and its own kind's p99.
+fn hosts_text(ran: &FleetFiles) -> String {
+    let mut out = format!(
+        "\nper host ({} hosts, each its own tree; peak memory is the agents' largest):\n  {:<8} {:<24} {:>10} {:>12} {:>14} {:>10}\n",
+        ran.hosts.len(),
+        "phase",
+        "host",
+        "done",
+        "ops/s",
+        "stonewall/s",
+        "p99"
+    );
+    for (index, phase) in ran.phases.iter().enumerate() {
+        let name = phase.phase.name();
+        if let Some(skew) = ran.start_skew_ns.get(index) {
+            out.push_str(&format!("  {name:<8} the hosts began it {:.2} ms apart\n", *skew as f64 / 1e6));
+        }
+        for host in &ran.hosts {
+            let Some(own) = host.phases.get(index) else {
+                let why = host.failed.as_deref().unwrap_or("no result");
+                out.push_str(&format!("  {name:<8} {:<24} {why}\n", host.host));
+                continue;
+            };
+            out.push_str(&format!(
+                "  {name:<8} {:<24} {:>10} {:>12} {:>14} {:>10}{}\n",
+                host.host,
+                thousands(own.done as f64),
+                thousands(own.ops_per_s),
+                thousands(own.stonewall.ops_per_s),
+                p99(own),
+                own.failure
+                    .as_ref()
+                    .map_or(String::new(), |f| format!("  {} of {} failed: {}", f.op, f.path, f.error)),
+            ));
+        }
+    }
+    out
+}
+
+fn p99(phase: &PhaseResult) -> String {
+    phase
+        .main()
+        .and_then(|k| k.summary.percentile(99.0))
+        .map_or_else(|| "-".to_string(), |ns| iolab_stats::format::latency(ns as f64))
+}
+
+/// The run in the results database, a point per phase as it ends (as `iolab files` keeps it).
+struct Keeping {
+    kept: Option<(Store, RunId)>,
+    next_seq: u32,
+    /// Phases heard so far (a phase not kept still counts).
+    phases: usize,
+}
+
+impl Keeping {
+    fn start(args: &StoreArgs, plan: &FilesPlan, dir: &Path) -> Result<Keeping, ExitCode> {
+        let none = Keeping { kept: None, next_seq: 0, phases: 0 };
+        if args.no_store {
+            return Ok(none);
+        }
+        let path = args.path().map_err(exit::usage)?;
+        let phases: Vec<&str> = plan.phases.iter().map(|p| p.name()).collect();
+        let label = format!(
+            "fleet files {} ({} files per host, {}, {} thread(s){}) in {}",
+            phases.join(","),
+            thousands(plan.total_files() as f64),
+            plan.engine.name(),
+            plan.threads,
+            if plan.shared_dir { ", shared dir" } else { "" },
+            dir.display()
+        );
+        let plan = serde_json::to_value(plan).unwrap_or_default();
+        let run = crate::recording::run_record("fleet files", label, plan, serde_json::Value::Null);
+        let begun = Store::open(&path).and_then(|mut store| store.begin_run(&run).map(|id| (store, id)));
+        match begun {
+            Ok(kept) => Ok(Keeping { kept: Some(kept), next_seq: 0, phases: 0 }),
+            Err(e) if !args.named() => {
+                say!("iolab: warning: this run is not kept: {e}");
+                Ok(none)
+            }
+            Err(e) => Err(exit::store_failed(&e)),
+        }
+    }
+
+    fn add(&mut self, plan: &FilesPlan, phase: &PhaseResult, dir: &Path, hosts: &[FilesHost]) {
+        let Some((store, run)) = &mut self.kept else { return };
+        let mut point = files_command::point(self.next_seq, plan, phase, dir);
+        // The fleet's workers, targets and CPU per operation: every host's threads.
+        let index = self.phases;
+        self.phases += 1;
+        let ran: Vec<(&FilesHost, &PhaseResult)> =
+            hosts.iter().filter_map(|h| h.phases.get(index).map(|p| (h, p))).collect();
+        point.summary.workers = plan.threads * ran.len().max(1) as u32;
+        point.summary.targets =
+            ran.iter().map(|(h, _)| format!("{}:{}", h.host, h.dir.as_deref().unwrap_or("?"))).collect();
+        let cpu_s: f64 =
+            ran.iter().map(|(_, p)| p.cpu_busy_pct / 100.0 * p.elapsed_s * f64::from(plan.threads)).sum();
+        point.summary.cpu_us_per_io = (phase.done > 0).then(|| cpu_s * 1e6 / phase.done as f64);
+        match store.add_point(*run, &point) {
+            Ok(()) => self.next_seq += 1,
+            Err(e) => say!("iolab: error: phase {} was not kept: {e}", phase.phase),
+        }
+    }
+
+    fn forget(&mut self) {
+        if let Some((store, run)) = &mut self.kept {
+            let _ = store.delete_run(*run);
+        }
+        self.kept = None;
+    }
+
+    fn finish(mut self, status: RunStatus, report: serde_json::Value, quiet: bool) {
+        let Some((mut store, run)) = self.kept.take() else { return };
+        let end = RunEnd {
+            status,
+            finished_at_unix_s: now_unix_s(),
+            report: Some(report),
+            environment_after: None,
+        };
+        match store.finish_run(run, &end) {
+            Ok(()) if !quiet => say!("iolab: kept as run {run} in {}", store.path().display()),
+            Ok(()) => {}
+            Err(e) => say!("iolab: error: the end of run {run} was not recorded: {e}"),
+        }
+    }
+}

@@ -1,0 +1,306 @@
+//! The rules of `safety.rs` (a marker first; a directory that is new, empty or its own earlier
+//! tree; removal of iolab's names only), worked through an opened directory's descriptor
+//! rather than its path: for a directory opened beneath an agent's `--allow-write` without
+//! following links (`iolab fleet files`), so that nothing here resolves its name again. Below
+//! it, every directory is opened `O_NOFOLLOW` from its parent's descriptor: a symbolic link
+//! in the tree is removed as a name, never followed.
+
+use std::ffi::OsString;
+use std::os::fd::{AsRawFd, BorrowedFd};
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
+
+use iolab_engine::fileops::{FileOps, FileOpsEngine};
+
+use crate::error::FilesError;
+use crate::safety::{Cleaned, CREATED_LINE, MARKER};
+use crate::tree::is_our_name;
+
+/// Makes the opened directory `top` ready for a run as `safety::prepare` does a path: empty,
+/// or holding an earlier iolab tree (removed first, and answered), else refused untouched.
+/// Writes the marker; `created` says whether the caller made the directory.
+pub fn prepare_at(top: BorrowedFd<'_>, shown: &Path, created: bool) -> Result<Option<Cleaned>, FilesError> {
+    let mut sys = sync_ops()?;
+    let names = names(top.as_raw_fd(), shown)?;
+    let mut earlier = None;
+    if names.iter().any(|n| n.as_bytes() == MARKER.as_bytes()) {
+        if let Some(owner) = live_owner(&read_marker(&mut sys, top.as_raw_fd(), shown)?) {
+            return Err(FilesError::Refused(format!(
+                "{} holds the iolab tree of {owner}, not an earlier one of this host's: nothing was touched; on a filesystem several hosts share, give each its own directory (`{{n}}` in DIR is the host's place in the list)",
+                shown.display()
+            )));
+        }
+        let cleaned = clean_tree_at(&mut sys, top.as_raw_fd(), shown)?;
+        if let Some(first) = cleaned.left.first() {
+            return Err(FilesError::Refused(format!(
+                "{} holds an earlier iolab tree and {} other entries ({}): iolab removed its own files and leaves the rest; move them away or give another directory",
+                shown.display(),
+                cleaned.left.len(),
+                first.display()
+            )));
+        }
+        unlink(&mut sys, top.as_raw_fd(), MARKER.as_bytes(), false, &shown.join(MARKER))?;
+        earlier = Some(cleaned);
+    } else if let Some(name) = names.first() {
+        return Err(FilesError::Refused(format!(
+            "{} is not empty (it holds {}) and holds no iolab tree ({MARKER}); nothing was touched: give a new or empty directory",
+            shown.display(),
+            name.to_string_lossy()
+        )));
+    }
+    let text = format!(
+        "iolab files tree: iolab removes what it made here (`iolab files --clean {}`).\n{}\npid: {}\nhost: {}\n",
+        shown.display(),
+        if created { CREATED_LINE } else { "created-by-iolab: no" },
+        std::process::id(),
+        hostname()
+    );
+    let marker = shown.join(MARKER);
+    let fd = sys
+        .openat(
+            top.as_raw_fd(),
+            &c_name(MARKER.as_bytes()),
+            libc::O_WRONLY | libc::O_CREAT | libc::O_EXCL | libc::O_NOFOLLOW,
+            0o644,
+        )
+        .map_err(|e| FilesError::io("cannot write the marker", &marker, e))?;
+    let written = sys.write(fd, text.as_bytes(), 0).and_then(|n| {
+        if n == text.len() {
+            sys.fsync(fd)
+        } else {
+            Err(std::io::Error::other("a short write"))
+        }
+    });
+    let closed = sys.close(fd);
+    written.and(closed).map_err(|e| FilesError::io("cannot write the marker", &marker, e))?;
+    Ok(earlier)
+}
+
+/// Removes the trees iolab made in the opened directory `top` (it must hold the marker), then
+/// the marker when nothing else is left. The directory itself stays: its opener removes it.
+pub fn clean_at(top: BorrowedFd<'_>, shown: &Path) -> Result<Cleaned, FilesError> {
+    let mut sys = sync_ops()?;
+    let names = names(top.as_raw_fd(), shown)?;
+    if !names.iter().any(|n| n.as_bytes() == MARKER.as_bytes()) {
+        return Err(FilesError::Refused(format!(
+            "{} holds no iolab tree (no {MARKER} marker); nothing was removed",
+            shown.display()
+        )));
+    }
+    let cleaned = clean_tree_at(&mut sys, top.as_raw_fd(), shown)?;
+    if cleaned.left.is_empty() {
+        unlink(&mut sys, top.as_raw_fd(), MARKER.as_bytes(), false, &shown.join(MARKER))?;
+    }
+    Ok(cleaned)
+}
+
+/// Who else may be working the tree a marker describes: another host (its `host:` line, on a
+/// filesystem the hosts share), or a live process of this host other than this one (its `pid:`).
+fn live_owner(marker: &str) -> Option<String> {
+    let field = |name: &str| marker.lines().find_map(|l| l.strip_prefix(name)).map(str::trim);
+    match field("host:") {
+        Some(host) if host != hostname() => return Some(format!("host {host}")),
+        _ => {}
+    }
+    let pid: u32 = field("pid:")?.parse().ok()?;
+    let alive = Path::new(&format!("/proc/{pid}")).exists();
+    (pid != std::process::id() && alive).then(|| format!("process {pid}, still running"))
+}
+
+fn hostname() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname").map(|s| s.trim().to_string()).unwrap_or_default()
+}
+
+/// The marker's text (its first 4 KiB), opened without following a link.
+fn read_marker(sys: &mut FileOps, top: i32, shown: &Path) -> Result<String, FilesError> {
+    let marker = shown.join(MARKER);
+    let fd = sys
+        .openat(top, &c_name(MARKER.as_bytes()), libc::O_RDONLY | libc::O_NOFOLLOW, 0)
+        .map_err(|e| FilesError::io("cannot read the marker", &marker, e))?;
+    let mut buf = vec![0u8; 4096];
+    let read = sys.read(fd, &mut buf, 0);
+    let _ = sys.close(fd);
+    let n = read.map_err(|e| FilesError::io("cannot read the marker", &marker, e))?;
+    Ok(String::from_utf8_lossy(&buf[..n]).into_owned())
+}
+
+fn sync_ops() -> Result<FileOps, FilesError> {
+    FileOps::new(FileOpsEngine::Sync).map_err(|e| FilesError::io("cannot start", "the clean-up", e))
+}
+
+/// `name` NUL-terminated, as the file operations take paths.
+fn c_name(name: &[u8]) -> Vec<u8> {
+    let mut c = Vec::with_capacity(name.len() + 1);
+    c.extend_from_slice(name);
+    c.push(0);
+    c
+}
+
+/// The names in the directory open as `fd` (through its /proc entry: that directory itself,
+/// whatever its path now leads to).
+fn names(fd: i32, shown: &Path) -> Result<Vec<OsString>, FilesError> {
+    let proc = PathBuf::from(format!("/proc/self/fd/{fd}"));
+    let listing = std::fs::read_dir(&proc).map_err(|e| FilesError::io("cannot read", shown, e))?;
+    listing
+        .map(|entry| entry.map(|e| e.file_name()).map_err(|e| FilesError::io("cannot read", shown, e)))
+        .collect()
+}
+
+fn unlink(sys: &mut FileOps, dir: i32, name: &[u8], is_dir: bool, shown: &Path) -> Result<(), FilesError> {
+    sys.unlinkat(dir, &c_name(name), is_dir).map_err(|e| FilesError::io("cannot remove", shown, e))
+}
+
+/// The directory `name` in `parent`, opened without following a link; `None` when the name
+/// is not a directory (a file, or a symbolic link to anything).
+fn open_dir(sys: &mut FileOps, parent: i32, name: &[u8], shown: &Path) -> Result<Option<i32>, FilesError> {
+    match sys.openat(parent, &c_name(name), libc::O_RDONLY | libc::O_DIRECTORY | libc::O_NOFOLLOW, 0) {
+        Ok(fd) => Ok(Some(fd)),
+        Err(e) if matches!(e.raw_os_error(), Some(libc::ENOTDIR | libc::ELOOP)) => Ok(None),
+        Err(e) => Err(FilesError::io("cannot open", shown, e)),
+    }
+}
+
+/// Removes the trees (directories of iolab's top-level names) in `top`, leaving the marker.
+fn clean_tree_at(sys: &mut FileOps, top: i32, shown: &Path) -> Result<Cleaned, FilesError> {
+    let mut cleaned = Cleaned::default();
+    for name in names(top, shown)? {
+        let bytes = name.as_bytes();
+        let path = shown.join(&name);
+        if bytes == MARKER.as_bytes() {
+            continue;
+        }
+        if !is_our_name(bytes, true) {
+            cleaned.left.push(path);
+            continue;
+        }
+        match open_dir(sys, top, bytes, &path)? {
+            Some(fd) => {
+                let emptied = empty_dir(sys, fd, &path, &mut cleaned);
+                let _ = sys.close(fd);
+                if emptied? {
+                    unlink(sys, top, bytes, true, &path)?;
+                    cleaned.dirs += 1;
+                }
+            }
+            None => cleaned.left.push(path),
+        }
+    }
+    Ok(cleaned)
+}
+
+/// Removes what has iolab's names in the open directory `dir`; whether it is empty now.
+fn empty_dir(sys: &mut FileOps, dir: i32, shown: &Path, cleaned: &mut Cleaned) -> Result<bool, FilesError> {
+    // Entries are removed while the directory is read; another pass finds any a listing missed.
+    loop {
+        let (mut removed, mut kept_here) = (0u64, 0usize);
+        for name in names(dir, shown)? {
+            let bytes = name.as_bytes();
+            let path = shown.join(&name);
+            if !is_our_name(bytes, false) {
+                if !cleaned.left.contains(&path) {
+                    cleaned.left.push(path);
+                }
+                kept_here += 1;
+                continue;
+            }
+            match open_dir(sys, dir, bytes, &path)? {
+                Some(fd) => {
+                    let emptied = empty_dir(sys, fd, &path, cleaned);
+                    let _ = sys.close(fd);
+                    if !emptied? {
+                        kept_here += 1;
+                        continue;
+                    }
+                    unlink(sys, dir, bytes, true, &path)?;
+                    cleaned.dirs += 1;
+                }
+                None => {
+                    unlink(sys, dir, bytes, false, &path)?;
+                    cleaned.files += 1;
+                }
+            }
+            removed += 1;
+        }
+        if removed == 0 {
+            return Ok(kept_here == 0);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::fs;
+    use std::os::fd::AsFd;
+
+    use super::*;
+
+    fn open(dir: &Path) -> fs::File {
+        fs::File::open(dir).expect("open the directory")
+    }
+
+    #[test]
+    fn a_foreign_directory_is_refused_untouched() {
+        let temp = tempfile::tempdir().expect("temp dir");
+        fs::write(temp.path().join("precious"), b"x").expect("write");
+        let top = open(temp.path());
+        let err = prepare_at(top.as_fd(), temp.path(), false).expect_err("refused");
+        assert!(matches!(err, FilesError::Refused(_)), "{err}");
+        assert_eq!(fs::read_dir(temp.path()).expect("list").count(), 1);
+        assert!(clean_at(top.as_fd(), temp.path()).is_err(), "no marker, no clean-up");
+    }
+
+    #[test]
+    fn clean_removes_ours_follows_no_link_and_leaves_the_rest() {
+        let temp = tempfile::tempdir().expect("temp dir");
+        let outside = tempfile::tempdir().expect("outside");
+        fs::write(outside.path().join("f1"), b"keep me").expect("write");
+        let top = open(temp.path());
+        assert!(prepare_at(top.as_fd(), temp.path(), false).expect("empty").is_none());
+        fs::create_dir_all(temp.path().join("t0/d1")).expect("mkdir");
+        fs::write(temp.path().join("t0/d1/f3"), b"").expect("write");
+        fs::write(temp.path().join("t0/d1/notes.txt"), b"mine").expect("write");
+        // A link of iolab's name to a directory elsewhere: removed as a name, never followed.
+        std::os::unix::fs::symlink(outside.path(), temp.path().join("t0/d2")).expect("symlink");
+        let cleaned = clean_at(top.as_fd(), temp.path()).expect("clean");
+        assert_eq!((cleaned.files, cleaned.left.len()), (2, 1), "{:?}", cleaned.left);
+        assert!(outside.path().join("f1").exists(), "nothing followed out of the tree");
+        assert!(temp.path().join(MARKER).exists(), "the marker stays while something is left");
+        fs::remove_file(temp.path().join("t0/d1/notes.txt")).expect("rm");
+        let cleaned = clean_at(top.as_fd(), temp.path()).expect("clean");
+        assert!(cleaned.left.is_empty() && cleaned.dirs == 2, "{cleaned:?}");
+        assert_eq!(fs::read_dir(temp.path()).expect("list").count(), 0);
+        // Its own earlier tree is accepted (and removed) by the next prepare.
+        assert!(prepare_at(top.as_fd(), temp.path(), false).expect("empty").is_none());
+        fs::create_dir_all(temp.path().join("t1/d0")).expect("mkdir");
+        let earlier = prepare_at(top.as_fd(), temp.path(), false).expect("its own tree").expect("earlier");
+        assert_eq!(earlier.dirs, 2);
+    }
+
+    #[test]
+    fn a_tree_another_host_or_a_live_process_works_is_refused_untouched() {
+        let temp = tempfile::tempdir().expect("temp dir");
+        let top = open(temp.path());
+        fs::create_dir_all(temp.path().join("t0/d0")).expect("mkdir");
+        let marker = temp.path().join(MARKER);
+        let ours = format!("iolab files tree\npid: {}\nhost: {}\n", std::process::id(), hostname());
+        for (text, refused) in [
+            (
+                "iolab files tree\npid: 1\nhost: another-host-of-the-fleet\n".to_string(),
+                Some("host another-host"),
+            ),
+            // pid 1 lives on every Linux host: a local run still going.
+            ("iolab files tree\ncreated-by-iolab: no\npid: 1\n".to_string(), Some("process 1")),
+            (ours, None),
+        ] {
+            fs::write(&marker, &text).expect("marker");
+            match (prepare_at(top.as_fd(), temp.path(), false), refused) {
+                (Err(FilesError::Refused(message)), Some(owner)) => {
+                    assert!(message.contains(owner), "{message}");
+                    assert!(temp.path().join("t0/d0").is_dir(), "nothing was touched");
+                }
+                (Ok(earlier), None) => assert_eq!(earlier.map(|e| e.dirs), Some(2), "its own earlier tree"),
+                (other, _) => panic!("{text}: {:?}", other.map(|_| ())),
+            }
+        }
+    }
+}

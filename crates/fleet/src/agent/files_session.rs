@@ -1,0 +1,310 @@
+//! A fileset run for a coordinator (`iolab fleet files`): the tree's directory is checked
+//! against `--allow-write` and opened beneath the held allowed directory without following any
+//! link (`BeneathDir`), and the run works only through that descriptor (`iolab_files::Steps`):
+//! the marker, every phase and the clean-up. Each phase runs on the session's thread at the
+//! instant the coordinator gives, so the hosts start each phase together. The tree is removed
+//! when the session closes (or a new run is prepared), whatever happened: an agent keeps no
+//! tree, as it keeps no scratch file.
+
+use std::os::fd::AsFd;
+use std::path::{Path as FsPath, PathBuf};
+use std::sync::atomic::Ordering::SeqCst;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use axum::extract::rejection::QueryRejection;
+use axum::extract::{Path, Query, State};
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use axum::Json;
+use iolab_engine::target::BeneathDir;
+use iolab_files::{FilesError, Steps};
+use iolab_stats::encoded::EncodedOpStats;
+use serde::Deserialize;
+use tokio::sync::oneshot;
+
+use crate::protocol::{FilesPhaseDone, FilesPrepare, FilesPrepared, LiveEvent, Start, MAX_START_DELAY_MS};
+
+use super::body::JsonBody;
+use super::error::Failure;
+use super::lock;
+use super::log::say;
+use super::open_target::Allowed;
+use super::refusal_log::{capped, MAX_LOGGED_FIELD};
+use super::session::{unix_ns, Session, Stage};
+use super::slot::Slot;
+use super::targets::{check_shape, resolve, AllowList};
+use super::worker::Command;
+
+/// The longest a result request waits for the phase to end.
+const MAX_RESULT_WAIT: Duration = Duration::from_secs(30);
+/// How often a wait for the start instant looks at the stop flag.
+const START_POLL: Duration = Duration::from_millis(10);
+
+pub enum FilesCommand {
+    Prepare { request: FilesPrepare, reply: oneshot::Sender<Result<FilesPrepared, Failure>> },
+    Phase { at: SystemTime },
+}
+
+/// Where the session's fileset run is, for the handlers.
+#[derive(Clone, Default)]
+enum FilesStage {
+    #[default]
+    None,
+    Preparing,
+    /// Prepared: ready for the first phase.
+    Ready,
+    Running,
+    Done(Arc<FilesPhaseDone>),
+    Failed(Failure),
+}
+
+#[derive(Default)]
+pub struct FilesSlot(Mutex<FilesStage>);
+
+impl FilesSlot {
+    fn get(&self) -> FilesStage {
+        lock(&self.0).clone()
+    }
+
+    fn set(&self, stage: FilesStage) {
+        *lock(&self.0) = stage;
+    }
+}
+
+/// The run, owned by the session's thread; dropping it removes the tree.
+pub struct FilesRun {
+    steps: Steps,
+    dir: BeneathDir,
+    shown: PathBuf,
+}
+
+impl Drop for FilesRun {
+    fn drop(&mut self) {
+        let shown = self.shown.display().to_string();
+        let shown = capped(&shown, MAX_LOGGED_FIELD);
+        match self.steps.clean() {
+            Ok(cleaned) if cleaned.left.is_empty() => {
+                if let Err(e) = self.dir.remove_created() {
+                    say!("iolab agent: the file tree's directory {shown} stays: {e}");
+                }
+            }
+            Ok(cleaned) => say!(
+                "iolab agent: {} entries not made by iolab were left in {shown} with the marker",
+                cleaned.left.len()
+            ),
+            Err(e) => say!(
+                "iolab agent: the file tree in {shown} could not be removed ({}): `iolab files --clean DIR` removes it",
+                capped(&e.to_string(), MAX_LOGGED_FIELD)
+            ),
+        }
+    }
+}
+
+/// Runs one command on the session's thread.
+pub fn handle(session: &Session, allow: &AllowList, run: &mut Option<FilesRun>, command: FilesCommand) {
+    match command {
+        FilesCommand::Prepare { request, reply } => {
+            // The last run's tree goes first.
+            *run = None;
+            session.rearm();
+            match open_run(&request, allow) {
+                Ok((ready, prepared)) => {
+                    *run = Some(ready);
+                    session.files.set(FilesStage::Ready);
+                    let _ = reply.send(Ok(prepared));
+                }
+                Err(failure) => {
+                    session.files.set(FilesStage::None);
+                    let _ = reply.send(Err(failure));
+                }
+            }
+        }
+        FilesCommand::Phase { at } => {
+            let stage = match run.as_mut() {
+                None => FilesStage::Failed(Failure::conflict(
+                    "no fileset run is prepared; POST files/prepare first",
+                )),
+                Some(run) => {
+                    while SystemTime::now() < at && !session.interrupt.load(SeqCst) {
+                        let left = at.duration_since(SystemTime::now()).unwrap_or_default();
+                        std::thread::sleep(left.min(START_POLL));
+                    }
+                    let index = run.steps.ran();
+                    let started_unix_ns = unix_ns(SystemTime::now());
+                    match run.steps.run_next(&session.interrupt) {
+                        Ok(Some(result)) => {
+                            let histograms = result
+                                .histograms
+                                .iter()
+                                .map(|(k, s)| (*k, EncodedOpStats::encode(s)))
+                                .collect();
+                            FilesStage::Done(Arc::new(FilesPhaseDone {
+                                index,
+                                result,
+                                histograms,
+                                notes: run.steps.notes.clone(),
+                                peak_rss_bytes: iolab_stats::cpu::peak_rss_bytes().unwrap_or(0),
+                                started_unix_ns,
+                            }))
+                        }
+                        Ok(None) => FilesStage::Failed(Failure::conflict(
+                            "no phase is left to run (all ran, or one stopped the run)",
+                        )),
+                        Err(e) => FilesStage::Failed(Failure::internal(format!(
+                            "the phase could not run on {}: {e}",
+                            run.shown.display()
+                        ))),
+                    }
+                }
+            };
+            session.files.set(stage);
+            session.log.push(LiveEvent::Note { message: "a fileset phase ended".into() });
+        }
+    }
+}
+
+/// Checks the job and the directory, and makes the directory ready beneath `--allow-write`.
+fn open_run(request: &FilesPrepare, allow: &AllowList) -> Result<(FilesRun, FilesPrepared), Failure> {
+    let options = iolab_files::job::parse(&request.job)
+        .map_err(|e| Failure::bad_request(format!("the fileset job: {e}")))?;
+    let options = iolab_files::FilesOptions { dir: None, keep: None, json: None, quiet: None, ..options };
+    let plan = options.plan().map_err(|e| Failure::bad_request(e.to_string()))?;
+    let given = FsPath::new(&request.dir);
+    check_shape(given)?;
+    let canonical = resolve(given)?;
+    let refused = || {
+        Failure::new(
+            StatusCode::FORBIDDEN,
+            format!(
+                "this agent may not write to {}: its operator must add --allow-write with a directory above it to `iolab agent`; nothing was touched",
+                given.display()
+            ),
+        )
+    };
+    let (allowed, relative) = allow.place_of(&canonical).ok_or_else(refused)?;
+    let Allowed::Directory(allowed) = allowed else { return Err(refused()) };
+    let dir = BeneathDir::open(allowed.as_fd(), relative).map_err(|e| match e.raw_os_error() {
+        Some(libc::ELOOP | libc::EXDEV | libc::ENOTDIR | libc::EAGAIN) => Failure::new(
+            StatusCode::FORBIDDEN,
+            format!(
+                "{} is reached through a symbolic link under --allow-write, is not a directory, or was renamed while the agent opened it; the agent follows no link there: name the directory itself; nothing was written",
+                canonical.display()
+            ),
+        ),
+        _ => Failure::bad_request(format!("cannot make or open {}: {e}", canonical.display())),
+    })?;
+    let top =
+        dir.dir.try_clone().map_err(|e| Failure::internal(format!("cannot duplicate a descriptor: {e}")))?;
+    let steps = match Steps::prepare(plan, top, canonical.clone(), dir.created) {
+        Ok(steps) => steps,
+        Err(e) => {
+            let _ = dir.remove_created();
+            return Err(match e {
+                FilesError::Refused(message) => Failure::new(StatusCode::FORBIDDEN, message),
+                FilesError::Plan(message) => Failure::bad_request(message),
+                e @ FilesError::Io { .. } => Failure::internal(e.to_string()),
+            });
+        }
+    };
+    let prepared = FilesPrepared {
+        dir: canonical.display().to_string(),
+        planned: steps.planned().to_vec(),
+        notes: steps.notes.clone(),
+    };
+    Ok((FilesRun { steps, dir, shown: canonical }, prepared))
+}
+
+pub async fn prepare(
+    State(slot): State<Arc<Slot>>,
+    Path(id): Path<String>,
+    JsonBody(request): JsonBody<FilesPrepare>,
+) -> Result<Json<FilesPrepared>, Failure> {
+    let session = slot.get(&id)?;
+    if matches!(session.stage(), Stage::Preparing | Stage::Running) {
+        return Err(Failure::conflict("a job is being prepared or running in this session; wait for it"));
+    }
+    match session.files.get() {
+        FilesStage::Preparing | FilesStage::Running => {
+            return Err(Failure::conflict("a fileset run is being prepared or running; wait for it"))
+        }
+        _ => session.files.set(FilesStage::Preparing),
+    }
+    let (reply, answer) = oneshot::channel();
+    if let Err(failure) = session.send(Command::Files(FilesCommand::Prepare { request, reply })) {
+        session.files.set(FilesStage::None);
+        return Err(failure);
+    }
+    answer
+        .await
+        .map_err(|_| Failure::internal("the session's thread ended while preparing; see the agent's log"))?
+        .map(Json)
+}
+
+/// Runs the next phase at `at_unix_ns` (at once if that is past).
+pub async fn start(
+    State(slot): State<Arc<Slot>>,
+    Path(id): Path<String>,
+    JsonBody(request): JsonBody<Start>,
+) -> Result<StatusCode, Failure> {
+    let session = slot.get(&id)?;
+    let now = unix_ns(SystemTime::now());
+    if request.at_unix_ns > now.saturating_add(MAX_START_DELAY_MS * 1_000_000) {
+        return Err(Failure::bad_request(format!(
+            "the start instant is {} ms ahead of this agent's clock, more than the {MAX_START_DELAY_MS} ms allowed; check the clocks and start sooner",
+            (request.at_unix_ns - now) / 1_000_000
+        )));
+    }
+    {
+        let mut stage = lock(&session.files.0);
+        match *stage {
+            FilesStage::Ready | FilesStage::Done(_) => *stage = FilesStage::Running,
+            FilesStage::Running => return Err(Failure::conflict("a phase is running; wait for its result")),
+            _ => {
+                return Err(Failure::conflict(
+                    "no fileset run is prepared; POST files/prepare first, then start",
+                ))
+            }
+        }
+    }
+    let at = UNIX_EPOCH + Duration::from_nanos(request.at_unix_ns);
+    session
+        .send(Command::Files(FilesCommand::Phase { at }))
+        .inspect_err(|_| session.files.set(FilesStage::None))?;
+    Ok(StatusCode::ACCEPTED)
+}
+
+#[derive(Deserialize)]
+pub struct Wait {
+    #[serde(default)]
+    wait_ms: u64,
+}
+
+/// The last phase's result once it ended (202 while it runs).
+pub async fn result(
+    State(slot): State<Arc<Slot>>,
+    Path(id): Path<String>,
+    query: Result<Query<Wait>, QueryRejection>,
+) -> Result<Response, Failure> {
+    let Query(Wait { wait_ms }) = query.map_err(|e| {
+        Failure::bad_request(format!("{e}; the query takes a whole number (e.g. ?wait_ms=1000)"))
+    })?;
+    let session = slot.get(&id)?;
+    let until = tokio::time::Instant::now() + Duration::from_millis(wait_ms).min(MAX_RESULT_WAIT);
+    loop {
+        let mut changed = session.log.subscribe();
+        match session.files.get() {
+            FilesStage::Done(done) => return Ok(Json(done.as_ref()).into_response()),
+            FilesStage::Failed(failure) => return Err(failure),
+            FilesStage::Running => {}
+            FilesStage::None | FilesStage::Preparing | FilesStage::Ready => {
+                return Err(Failure::conflict(
+                    "no phase has been started; POST files/prepare, then files/start",
+                ))
+            }
+        }
+        if session.closing() || tokio::time::timeout_at(until, changed.changed()).await.is_err() {
+            return Ok(Failure::new(StatusCode::ACCEPTED, "still running").into_response());
+        }
+    }
+}
