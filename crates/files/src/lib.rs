@@ -12,6 +12,7 @@
 //! a size from a hash of the seed and the index, and the figures are histograms.
 
 mod error;
+mod gate;
 pub mod job;
 mod journal;
 mod plan;
