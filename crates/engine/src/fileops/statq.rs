@@ -72,8 +72,10 @@ impl StatQueue {
         .build()
         .user_data(tag as u64);
         // The path (copied, NUL-terminated as `CPath` checked) and the statx live in a slot
-        // marked busy; the slots are never resized, and `drain` runs before they drop.
-        // SAFETY: the slot is not written, moved or freed until this entry's completion is reaped.
+        // marked busy; the slots are never resized, and `drain` runs before they drop (if it
+        // fails, the ring is broken and never entered again, and the slots are leaked).
+        // SAFETY: the slot is not written, moved or freed until this entry's completion is
+        // reaped, or ever if the ring breaks first.
         unsafe { ring.push(&entry) }?;
         slot.busy = true;
         self.in_flight += 1;
