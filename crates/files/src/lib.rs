@@ -15,6 +15,7 @@ mod error;
 mod gate;
 pub mod job;
 mod journal;
+mod owner;
 mod plan;
 mod report;
 mod run;

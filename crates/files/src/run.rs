@@ -40,6 +40,7 @@ pub fn run(
     plan.check()?;
     let dir = &options.dir;
     let prepared = safety::prepare(dir)?;
+    let claim = safety::Claim(dir);
     let mut notes = Vec::new();
     if let Some(earlier) = &prepared.earlier {
         notes.push(format!(
@@ -103,7 +104,7 @@ pub fn run(
     if options.keep {
         notes.push(format!("the tree was kept in {}: `iolab files --clean {0}` removes it", dir.display()));
     } else {
-        match safety::clean(dir) {
+        match claim.clean() {
             Ok(cleaned) if cleaned.left.is_empty() => {}
             Ok(cleaned) => {
                 kept = true;
