@@ -35,7 +35,7 @@ const RING_OPS: [(RingOp, &str, u8); 9] = [
 ];
 
 /// Room for the stats a thread keeps in flight (`STAT_DEPTH`) and more.
-const RING_ENTRIES: u32 = 32;
+const RING_ENTRIES: u32 = 64;
 
 pub(super) struct Ring {
     ring: IoUring,
