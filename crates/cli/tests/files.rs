@@ -231,7 +231,7 @@ fn a_second_run_on_a_directory_a_running_one_works_is_refused_with_nothing_touch
     walk(&dir, &dir, &mut before);
     before.sort();
     let marker = std::fs::read_to_string(dir.join(".iolab-files")).expect("marker");
-    assert!(marker.contains(&format!("owner-pid: {pid}")), "{marker}");
+    assert!(marker.contains(&format!("pid: {pid}\n")), "{marker}");
     let second = files_run(temp.path(), &dir, &["--files", "10"]);
     assert_eq!(second.status.code(), Some(2), "{}", stderr(&second));
     let said = stderr(&second);

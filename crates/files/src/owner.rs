@@ -2,13 +2,17 @@
 //! start time (clock ticks after boot, /proc/PID/stat), so a pid the kernel has since given to
 //! another process, or one from before a reboot, is not mistaken for the run. A second run on
 //! a directory whose owner is alive is refused; a dead owner's tree is an earlier tree.
+//!
+//! The pid's line is `pid:`, as the fleet agent's markers (safety_at.rs) write and read it; a
+//! marker with no boot and start time (the agent's, an older iolab's) names a live owner while
+//! a process called iolab has that pid.
 
 use std::fs;
 
 /// The marker lines' keys.
-const PID: &str = "owner-pid:";
-const BOOT: &str = "owner-boot-id:";
-const START: &str = "owner-start-ticks:";
+const PID: &str = "pid:";
+const BOOT: &str = "boot-id:";
+const START: &str = "start-ticks:";
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Owner {
@@ -46,6 +50,16 @@ impl Owner {
         })
     }
 
+    /// The pid of the live process `text` (a marker) names as working its tree, if any.
+    pub fn live_in_marker(text: &str) -> Option<u32> {
+        if let Some(owner) = Owner::in_marker(text) {
+            return owner.alive().then_some(owner.pid);
+        }
+        let pid: u32 = text.lines().find_map(|l| l.strip_prefix(PID))?.trim().parse().ok()?;
+        let comm = fs::read_to_string(format!("/proc/{pid}/comm")).ok()?;
+        (comm.trim() == "iolab").then_some(pid)
+    }
+
     /// The marker's lines naming this owner.
     pub fn lines(&self) -> String {
         format!("{PID} {}\n{BOOT} {}\n{START} {}\n", self.pid, self.boot_id, self.start_ticks)
@@ -80,6 +94,9 @@ mod tests {
         assert!(me.alive());
         assert_eq!(Owner::strip(&text), "iolab files tree\ncreated-by-iolab: yes\n");
         assert_eq!(Owner::in_marker(&Owner::strip(&text)), None);
+        assert_eq!(Owner::live_in_marker(&text), Some(me.pid));
+        // A pid alone (a fleet agent's or an older iolab's marker) counts only as an iolab's.
+        assert_eq!(Owner::live_in_marker(&format!("pid: {}\n", me.pid)), None, "this test is not iolab");
     }
 
     #[test]

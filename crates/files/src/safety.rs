@@ -110,13 +110,12 @@ fn write_marker(dir: &Path, created: bool) -> Result<(), FilesError> {
 fn refuse_if_worked(dir: &Path, nothing_done: &str) -> Result<(), FilesError> {
     let marker = dir.join(MARKER);
     let text = fs::read_to_string(&marker).map_err(io("cannot read the marker", &marker))?;
-    match Owner::in_marker(&text) {
-        Some(owner) if owner.alive() => Err(FilesError::Refused(format!(
-            "{} is being worked by a running iolab (pid {}, its marker {MARKER}); {nothing_done}",
-            dir.display(),
-            owner.pid
+    match Owner::live_in_marker(&text) {
+        Some(pid) => Err(FilesError::Refused(format!(
+            "{} is being worked by a running iolab (pid {pid}, its marker {MARKER}); {nothing_done}",
+            dir.display()
         ))),
-        _ => Ok(()),
+        None => Ok(()),
     }
 }
 
