@@ -81,7 +81,7 @@ pub fn run(
         let ticks_before = device.as_deref().and_then(io_ticks_ms);
         let ctx = Ctx { phase_start_ns: ctx.now_ns(), ..ctx };
         let watch = journal_thread.as_ref().and_then(|j| JournalWatch::start(j, plan.threads));
-        let outcomes = run_threads(&ctx, phase, &mut notes, &|_| FileOps::new(plan.engine.fileops()))?;
+        let outcomes = run_threads(&ctx, phase, &mut notes)?;
         let device_busy = ticks_before.zip(device.as_deref().and_then(io_ticks_ms));
         let elapsed_s = ctx.now_ns().saturating_sub(ctx.phase_start_ns) as f64 / 1e9;
         let journal = watch.and_then(|w| w.finish(elapsed_s, plan.threads));
@@ -139,9 +139,13 @@ pub fn run(
 /// Makes a thread's operations (its ring); a test gives one that fails.
 pub(crate) type MakeOps<'m> = &'m (dyn Fn(u32) -> std::io::Result<FileOps> + Sync);
 
+fn run_threads(ctx: &Ctx<'_>, phase: Phase, notes: &mut Vec<String>) -> Result<Vec<Outcome>, FilesError> {
+    run_threads_with(ctx, phase, notes, &|_| FileOps::new(ctx.plan.engine.fileops()))
+}
+
 /// Runs `phase` on every thread. A thread that cannot start, or panics, breaks the gate the
 /// others may be waiting at (so none waits for it forever) and the phase is the error.
-pub(crate) fn run_threads(
+pub(crate) fn run_threads_with(
     ctx: &Ctx<'_>,
     phase: Phase,
     notes: &mut Vec<String>,

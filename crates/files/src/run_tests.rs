@@ -128,7 +128,7 @@ fn shared_phase_with_a_thread_that_cannot_start(panics: bool) -> Option<Result<u
     use iolab_engine::fileops::{FileOps, FileOpsEngine};
 
     use crate::gate::Gate;
-    use crate::run::run_threads;
+    use crate::run::run_threads_with;
     use crate::tree::Tree;
     use crate::worker::Ctx;
 
@@ -165,7 +165,7 @@ fn shared_phase_with_a_thread_that_cannot_start(panics: bool) -> Option<Result<u
                 Err(std::io::Error::other("injected: thread 1 has no ring"))
             }
         };
-        let ended = run_threads(&ctx, Phase::Mkdir, &mut Vec::new(), &make);
+        let ended = run_threads_with(&ctx, Phase::Mkdir, &mut Vec::new(), &make);
         let _ = tx.send(ended.map(|outcomes| outcomes.len()).map_err(|e| e.to_string()));
     });
     // Generous: only a deadlock takes this long; how fast the phase ran is not asserted.
