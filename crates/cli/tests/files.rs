@@ -199,6 +199,59 @@ fn a_killed_run_leaves_only_its_own_files_and_clean_removes_them() {
     assert!(!dir.exists(), "the directory iolab made is gone");
 }
 
+/// A child killed (it may be stopped) when the test ends, however it ends.
+struct Killed(std::process::Child);
+
+impl Drop for Killed {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+#[test]
+fn a_second_run_on_a_directory_a_running_one_works_is_refused_with_nothing_touched() {
+    let temp = shm_dir();
+    let dir = temp.path().join("tree");
+    let db = temp.path().join("r.db");
+    let path = dir.to_str().expect("utf-8");
+    let args = ["files", path, "--files", "2000000", "--phases", "mkdir,create", "--engine", "sync"];
+    let mut first =
+        Killed(spawn_in(temp.path(), &[&args[..], &["--db", db.to_str().expect("utf-8"), "-q"]].concat()));
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while !std::fs::read_dir(dir.join("t0/d0")).is_ok_and(|mut d| d.next().is_some()) {
+        assert!(Instant::now() < deadline, "the first run made no file in 60 s");
+        assert!(first.0.try_wait().expect("wait").is_none(), "the first run ended early");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    // Stopped, it is still running (and its tree still): the second run must not touch it.
+    let pid = first.0.id().to_string();
+    assert!(std::process::Command::new("kill").args(["-STOP", &pid]).status().expect("kill").success());
+    let mut before = Vec::new();
+    walk(&dir, &dir, &mut before);
+    before.sort();
+    let marker = std::fs::read_to_string(dir.join(".iolab-files")).expect("marker");
+    assert!(marker.contains(&format!("pid: {pid}\n")), "{marker}");
+    let second = files_run(temp.path(), &dir, &["--files", "10"]);
+    assert_eq!(second.status.code(), Some(2), "{}", stderr(&second));
+    let said = stderr(&second);
+    assert!(said.contains("being worked by a running iolab") && said.contains(&pid), "{said}");
+    let clean = run_in(temp.path(), &["files", "--clean", path]);
+    assert_eq!(clean.status.code(), Some(2), "{}", stderr(&clean));
+    let mut after = Vec::new();
+    walk(&dir, &dir, &mut after);
+    after.sort();
+    assert_eq!(before, after, "nothing was touched");
+    assert_eq!(std::fs::read_to_string(dir.join(".iolab-files")).expect("marker"), marker);
+    // Killed, its tree is an earlier tree: the next run takes it back.
+    drop(first);
+    let third = files_run(temp.path(), &dir, &["--files", "10"]);
+    assert!(third.status.success(), "{}", stderr(&third));
+    let notes = json(&third)["notes"].to_string();
+    assert!(notes.contains("an earlier iolab tree"), "{notes}");
+    assert!(!dir.exists(), "removed with its tree");
+}
+
 #[test]
 fn a_foreign_directory_is_refused_with_nothing_touched() {
     let temp = shm_dir();

@@ -12,8 +12,10 @@
 //! a size from a hash of the seed and the index, and the figures are histograms.
 
 mod error;
+mod gate;
 pub mod job;
 mod journal;
+mod owner;
 mod plan;
 mod report;
 mod run;

@@ -7,12 +7,12 @@ use std::os::fd::AsRawFd;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64};
-use std::sync::Barrier;
 
 use iolab_engine::fileops::FileOps;
 use iolab_stats::OpStats;
 
 use crate::error::FilesError;
+use crate::gate::{BreakOnPanic, Gate};
 use crate::journal::{self, JournalSeen, JournalWatch};
 use crate::plan::{FilesPlan, Phase};
 use crate::report::{
@@ -40,6 +40,7 @@ pub fn run(
     plan.check()?;
     let dir = &options.dir;
     let prepared = safety::prepare(dir)?;
+    let claim = safety::Claim(dir);
     let mut notes = Vec::new();
     if let Some(earlier) = &prepared.earlier {
         notes.push(format!(
@@ -72,7 +73,7 @@ pub fn run(
             failed: AtomicBool::new(false),
             interrupt: options.interrupt,
             first_done_ns: AtomicU64::new(0),
-            barrier: Barrier::new(plan.threads as usize),
+            barrier: Gate::new(plan.threads as usize),
             renamed,
             copied,
             phase_start_ns: 0,
@@ -103,7 +104,7 @@ pub fn run(
     if options.keep {
         notes.push(format!("the tree was kept in {}: `iolab files --clean {0}` removes it", dir.display()));
     } else {
-        match safety::clean(dir) {
+        match claim.clean() {
             Ok(cleaned) if cleaned.left.is_empty() => {}
             Ok(cleaned) => {
                 kept = true;
@@ -135,19 +136,35 @@ pub fn run(
     })
 }
 
+/// Makes a thread's operations (its ring); a test gives one that fails.
+pub(crate) type MakeOps<'m> = &'m (dyn Fn(u32) -> std::io::Result<FileOps> + Sync);
+
 fn run_threads(ctx: &Ctx<'_>, phase: Phase, notes: &mut Vec<String>) -> Result<Vec<Outcome>, FilesError> {
+    run_threads_with(ctx, phase, notes, &|_| FileOps::new(ctx.plan.engine.fileops()))
+}
+
+/// Runs `phase` on every thread. A thread that cannot start, or panics, breaks the gate the
+/// others may be waiting at (so none waits for it forever) and the phase is the error.
+pub(crate) fn run_threads_with(
+    ctx: &Ctx<'_>,
+    phase: Phase,
+    notes: &mut Vec<String>,
+    make_ops: MakeOps<'_>,
+) -> Result<Vec<Outcome>, FilesError> {
     let results: Vec<std::io::Result<(Outcome, Vec<&'static str>)>> = std::thread::scope(|scope| {
         let handles: Vec<_> = (0..ctx.plan.threads)
             .map(|thread| {
                 std::thread::Builder::new().name(format!("iolab-files-{thread}")).spawn_scoped(
                     scope,
                     move || {
+                        let _unwinding = BreakOnPanic(&ctx.barrier);
                         // Each thread makes its own ring: a single-issuer ring belongs to its maker.
-                        let sys = match FileOps::new(ctx.plan.engine.fileops()) {
+                        let sys = match make_ops(thread) {
                             Ok(sys) => sys,
                             Err(e) => {
-                                // The others must not wait for this thread at a barrier forever.
+                                // The others must not wait for this thread at the gate forever.
                                 ctx.failed.store(true, std::sync::atomic::Ordering::Relaxed);
+                                ctx.barrier.break_open();
                                 return Err(e);
                             }
                         };
@@ -158,6 +175,11 @@ fn run_threads(ctx: &Ctx<'_>, phase: Phase, notes: &mut Vec<String>) -> Result<V
                 )
             })
             .collect();
+        if handles.iter().any(Result::is_err) {
+            // A thread that never started will not come to the gate either.
+            ctx.failed.store(true, std::sync::atomic::Ordering::Relaxed);
+            ctx.barrier.break_open();
+        }
         handles
             .into_iter()
             .map(|h| {

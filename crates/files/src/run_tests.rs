@@ -117,3 +117,73 @@ fn an_interrupted_run_stops_and_keeps_what_it_did() {
     assert!(report.phases[0].interrupted && report.phases[0].done == 0);
     assert!(!dir.exists());
 }
+
+/// Runs a mkdir phase of a shared tree (3 threads, 4 directory levels) whose thread 1 cannot
+/// start (`panics`: it panics instead), on its own thread: the phase's answer, or None if it
+/// never came (the threads deadlocked).
+fn shared_phase_with_a_thread_that_cannot_start(panics: bool) -> Option<Result<usize, String>> {
+    use std::os::fd::AsRawFd;
+    use std::sync::atomic::AtomicU64;
+
+    use iolab_engine::fileops::{FileOps, FileOpsEngine};
+
+    use crate::gate::Gate;
+    use crate::run::run_threads_with;
+    use crate::tree::Tree;
+    use crate::worker::Ctx;
+
+    let (tx, rx) = std::sync::mpsc::channel();
+    // Not scoped: a deadlocked phase must not hold the test up; its thread is left behind.
+    std::thread::spawn(move || {
+        let temp = scratch();
+        let top = std::fs::File::open(temp.path()).expect("open the temp dir");
+        let mut plan = plan(FileEngine::Sync, true, "mkdir");
+        plan.depth = 3;
+        let trees = vec![Tree::new(&plan, 0)];
+        let interrupt = AtomicBool::new(false);
+        let clock = quanta::Clock::new();
+        let ctx = Ctx {
+            plan: &plan,
+            trees: &trees,
+            dirfd: top.as_raw_fd(),
+            base: clock.raw(),
+            clock,
+            failed: AtomicBool::new(false),
+            interrupt: &interrupt,
+            first_done_ns: AtomicU64::new(0),
+            barrier: Gate::new(3),
+            renamed: false,
+            copied: false,
+            phase_start_ns: 0,
+        };
+        let make = |thread: u32| {
+            if thread != 1 {
+                FileOps::new(FileOpsEngine::Sync)
+            } else if panics {
+                panic!("injected: thread 1 panics at its start")
+            } else {
+                Err(std::io::Error::other("injected: thread 1 has no ring"))
+            }
+        };
+        let ended = run_threads_with(&ctx, Phase::Mkdir, &mut Vec::new(), &make);
+        let _ = tx.send(ended.map(|outcomes| outcomes.len()).map_err(|e| e.to_string()));
+    });
+    // Generous: only a deadlock takes this long; how fast the phase ran is not asserted.
+    rx.recv_timeout(std::time::Duration::from_secs(120)).ok()
+}
+
+#[test]
+fn a_shared_dir_thread_that_cannot_start_ends_the_phase_instead_of_deadlocking_it() {
+    // A thread whose ring could not be made returned before the gate between directory levels
+    // and the other threads waited there for it forever.
+    let ended = shared_phase_with_a_thread_that_cannot_start(false).expect("the phase ended");
+    let err = ended.expect_err("the thread's failure is the phase's error");
+    assert!(err.contains("injected: thread 1 has no ring"), "{err}");
+}
+
+#[test]
+fn a_shared_dir_thread_that_panics_at_its_start_ends_the_phase_too() {
+    let ended = shared_phase_with_a_thread_that_cannot_start(true).expect("the phase ended");
+    let err = ended.expect_err("the panic is the phase's error");
+    assert!(err.contains("panicked"), "{err}");
+}

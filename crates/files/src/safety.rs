@@ -1,7 +1,8 @@
 //! What a fileset run may touch: a directory that is new, empty, or its own earlier tree (a
 //! marker file in it says so, written before anything else), and within it only the names its
 //! trees use. A killed run leaves its marker, so `iolab files --clean DIR` finds and removes
-//! what it made, and nothing else.
+//! what it made, and nothing else. The marker also names the run working the tree while it
+//! runs (`owner`): a second run, or a clean-up, is refused while that process lives.
 
 use std::fs;
 use std::io::Write;
@@ -9,6 +10,7 @@ use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 
 use crate::error::FilesError;
+use crate::owner::Owner;
 use crate::tree::is_our_name;
 
 /// The marker's name in the run's directory.
@@ -57,6 +59,7 @@ pub fn prepare(dir: &Path) -> Result<Prepared, FilesError> {
         }
         let marker = dir.join(MARKER);
         if marker.exists() {
+            refuse_if_worked(dir, "nothing was touched: wait for it to end, or give another directory")?;
             let was_created = created_by_us(dir)?;
             let cleaned = clean_tree(dir)?;
             if let Some(first) = cleaned.left.first() {
@@ -94,13 +97,49 @@ fn write_marker(dir: &Path, created: bool) -> Result<(), FilesError> {
         .open(&marker)
         .map_err(io("cannot write the marker", &marker))?;
     let text = format!(
-        "iolab files tree: iolab removes what it made here (`iolab files --clean {}`).\n{}\npid: {}\n",
+        "iolab files tree: iolab removes what it made here (`iolab files --clean {}`).\n{}\n{}",
         dir.display(),
         if created { CREATED_LINE } else { "created-by-iolab: no" },
-        std::process::id()
+        Owner::this_process().map(|o| o.lines()).unwrap_or_default()
     );
     file.write_all(text.as_bytes()).map_err(io("cannot write the marker", &marker))?;
     file.sync_all().map_err(io("cannot write the marker", &marker))
+}
+
+/// Refused while the run the marker names is still running.
+fn refuse_if_worked(dir: &Path, nothing_done: &str) -> Result<(), FilesError> {
+    let marker = dir.join(MARKER);
+    let text = fs::read_to_string(&marker).map_err(io("cannot read the marker", &marker))?;
+    match Owner::live_in_marker(&text) {
+        Some(pid) => Err(FilesError::Refused(format!(
+            "{} is being worked by a running iolab (pid {pid}, its marker {MARKER}); {nothing_done}",
+            dir.display()
+        ))),
+        None => Ok(()),
+    }
+}
+
+/// The run's claim on its directory: while held, the marker names this process; dropped (the
+/// run over, however it ended), a marker still there names no owner, so a later run or
+/// `--clean` in this same process takes the tree as an earlier one.
+pub(crate) struct Claim<'a>(pub &'a Path);
+
+impl Claim<'_> {
+    /// The run's own clean-up (`clean`, less the refusal of a directory a live run works).
+    pub(crate) fn clean(&self) -> Result<Cleaned, FilesError> {
+        clean_marked(self.0)
+    }
+}
+
+impl Drop for Claim<'_> {
+    fn drop(&mut self) {
+        let marker = self.0.join(MARKER);
+        let Ok(text) = fs::read_to_string(&marker) else { return };
+        if Owner::in_marker(&text).is_some_and(|o| Some(o) == Owner::this_process()) {
+            // Best effort: a marker left naming this process is only refused while it lives.
+            let _ = fs::write(&marker, Owner::strip(&text));
+        }
+    }
 }
 
 fn created_by_us(dir: &Path) -> Result<bool, FilesError> {
@@ -111,6 +150,7 @@ fn created_by_us(dir: &Path) -> Result<bool, FilesError> {
 
 /// Removes every tree iolab made in `dir` (it must hold the marker), then the marker, then
 /// the directory when iolab made it. Entries of other names stay, listed in the answer.
+/// Refused, with nothing removed, while the run the marker names is still running.
 pub fn clean(dir: &Path) -> Result<Cleaned, FilesError> {
     let marker = dir.join(MARKER);
     if !marker.is_file() {
@@ -119,6 +159,13 @@ pub fn clean(dir: &Path) -> Result<Cleaned, FilesError> {
             dir.display()
         )));
     }
+    refuse_if_worked(dir, "nothing was removed: stop that run first (it removes its own tree)")?;
+    clean_marked(dir)
+}
+
+/// `clean` of a directory whose marker is there, without asking who works it.
+fn clean_marked(dir: &Path) -> Result<Cleaned, FilesError> {
+    let marker = dir.join(MARKER);
     let created = created_by_us(dir)?;
     let mut cleaned = clean_tree(dir)?;
     if cleaned.left.is_empty() {
@@ -214,6 +261,7 @@ mod tests {
         let temp = tempfile::tempdir().expect("temp dir");
         let dir = temp.path().join("run");
         assert!(prepare(&dir).expect("new directory").created);
+        drop(Claim(&dir)); // the run that made it is over
         fs::create_dir_all(dir.join("t0/d1")).expect("mkdir");
         fs::write(dir.join("t0/d1/f3"), b"").expect("write");
         fs::write(dir.join("t0/d1/notes.txt"), b"mine").expect("write");
@@ -233,6 +281,7 @@ mod tests {
         let temp = tempfile::tempdir().expect("temp dir");
         let dir = temp.path().join("run");
         assert!(prepare(&dir).expect("new directory").created);
+        drop(Claim(&dir)); // the run that made it is over
         for leaf in ["t0/d0", "t0/d1"] {
             fs::create_dir_all(dir.join(leaf)).expect("mkdir");
             fs::write(dir.join(leaf).join("f1"), b"").expect("write");
@@ -241,5 +290,33 @@ mod tests {
         let cleaned = clean(&dir).expect("clean");
         assert_eq!((cleaned.files, cleaned.left.len()), (2, 1), "{:?}", cleaned.left);
         assert!(dir.join("t0/d0/notes.txt").exists() && !dir.join("t0/d1").exists());
+    }
+
+    #[test]
+    fn a_tree_a_live_run_works_is_refused_and_a_dead_ones_is_taken_back() {
+        let temp = tempfile::tempdir().expect("temp dir");
+        let dir = temp.path().join("run");
+        prepare(&dir).expect("new directory");
+        let Some(me) = Owner::in_marker(&fs::read_to_string(dir.join(MARKER)).expect("marker")) else {
+            return iolab_test_support::skip!(iolab_test_support::Missing::Other, "no /proc: no owner");
+        };
+        fs::create_dir_all(dir.join("t0/d0")).expect("mkdir");
+        fs::write(dir.join("t0/d0/f0"), b"").expect("write");
+        // This process is the live run: a second run and a clean-up are refused, untouched.
+        for refused in [prepare(&dir).map(drop), clean(&dir).map(drop)] {
+            let err = refused.expect_err("a live run's tree");
+            assert!(err.to_string().contains("being worked by a running iolab"), "{err}");
+        }
+        assert!(dir.join("t0/d0/f0").exists() && dir.join(MARKER).exists());
+        // The same pid started at another time (a recycled pid) is a dead run's tree.
+        let text = fs::read_to_string(dir.join(MARKER)).expect("marker");
+        let dead = Owner { start_ticks: me.start_ticks + 1, ..me };
+        fs::write(dir.join(MARKER), format!("{}{}", Owner::strip(&text), dead.lines())).expect("write");
+        let again = prepare(&dir).expect("a dead run's tree is an earlier tree");
+        assert_eq!(again.earlier.map(|e| e.files), Some(1));
+        // The run over, its claim drops: the marker names no owner and the tree is free.
+        drop(Claim(&dir));
+        assert_eq!(Owner::in_marker(&fs::read_to_string(dir.join(MARKER)).expect("marker")), None);
+        assert!(clean(&dir).expect("free").removed_top);
     }
 }

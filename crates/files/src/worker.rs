@@ -8,11 +8,11 @@
 
 use std::io;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
-use std::sync::Barrier;
 
 use iolab_engine::fileops::{AlignedBuf, FileOps};
 use iolab_stats::OpStats;
 
+use crate::gate::Gate;
 use crate::plan::{FilesPlan, Phase};
 use crate::report::{Failure, OpKind, OP_KINDS};
 use crate::sizes::file_hash;
@@ -35,7 +35,8 @@ pub struct Ctx<'a> {
     pub interrupt: &'a AtomicBool,
     /// When the first thread finished (ns after `base`; 0: none yet).
     pub first_done_ns: AtomicU64,
-    pub barrier: Barrier,
+    /// Between a shared tree's directory levels; broken by a thread that will not come.
+    pub barrier: Gate,
     /// Whether the files are named r<N> (a rename ran) and whether a copy exists.
     pub renamed: bool,
     pub copied: bool,
@@ -248,8 +249,10 @@ impl<'a> Worker<'a> {
                     }
                 }
             }
-            if shared {
-                self.ctx.barrier.wait();
+            if shared && !self.ctx.barrier.wait() {
+                // A thread will not come (its start failed or it panicked): the run is ending.
+                self.ctx.failed.store(true, Relaxed);
+                return;
             }
         }
     }

@@ -35,12 +35,16 @@ const RING_OPS: [(RingOp, &str, u8); 9] = [
 ];
 
 /// Room for the stats a thread keeps in flight (`STAT_DEPTH`) and more.
-const RING_ENTRIES: u32 = 32;
+const RING_ENTRIES: u32 = 64;
 
 pub(super) struct Ring {
     ring: IoUring,
     /// Bit `RingOp as u8` set: the kernel runs it in the ring.
     supported: u16,
+    /// Why the ring is no longer used (set by a failed `io_uring_enter`): entries the kernel
+    /// did not take may still sit in the submission queue, pointing at memory their callers
+    /// have since freed, and must never be sent. Every way into the kernel checks this first.
+    broken: Option<String>,
 }
 
 impl Ring {
@@ -62,7 +66,7 @@ impl Ring {
                 }
             }
         }
-        Ok(Ring { ring, supported })
+        Ok(Ring { ring, supported, broken: None })
     }
 
     pub(super) fn supports(&self, op: RingOp) -> bool {
@@ -74,25 +78,73 @@ impl Ring {
         RING_OPS.iter().filter(|(op, _, _)| !self.supports(*op)).map(|(_, name, _)| *name).collect()
     }
 
+    /// An error if an earlier `io_uring_enter` failed: the ring is not entered again.
+    fn usable(&self) -> io::Result<()> {
+        match &self.broken {
+            None => Ok(()),
+            Some(why) => Err(io::Error::other(format!("the ring is no longer used: {why}"))),
+        }
+    }
+
+    /// Marks the ring unusable after `error` and gives it back.
+    fn broke(&mut self, error: io::Error) -> io::Error {
+        self.broken.get_or_insert_with(|| format!("io_uring_enter failed ({error})"));
+        error
+    }
+
     /// Runs `entry` and waits for it: its result, or the error the kernel gave.
+    ///
+    /// The entry's memory is the kernel's from the submit that takes it until its completion,
+    /// so this returns only before the kernel took it (the ring then marked broken: the entry
+    /// stays queued and is never sent) or after its completion is reaped. Nothing else is in
+    /// flight: the completion reaped is this entry's.
     ///
     /// # Safety
     /// Every pointer in `entry` (paths, buffers, statx) must stay valid until this returns.
     unsafe fn run(&mut self, entry: squeue::Entry) -> io::Result<i32> {
-        // A failed submit other than EINTR returns with the entry still queued: a known gap
-        // (issue 16), see the closing note.
-        // SAFETY: the caller keeps the entry's pointers valid until this returns.
+        self.usable()?;
+        // SAFETY: the caller keeps the entry's pointers valid until this returns, and this
+        // returns with the entry either reaped or never to be sent (see above).
         unsafe { self.ring.submission().push(&entry) }
             .map_err(|_| io::Error::other("the ring's submission queue is full"))?;
+        // Until the kernel has taken the entry (the queue's head moved past it). An enter that
+        // takes it answers with the count even when its wait part fails, so an error means it
+        // was not taken (EINTR included: tried again).
         loop {
-            match self.ring.submit_and_wait(1) {
-                Ok(_) => {}
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                Err(e) => return Err(e),
+            let sent = self.ring.submit_and_wait(1);
+            if self.ring.submission().is_empty() {
+                break;
             }
+            match sent {
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(self.broke(e)),
+                Ok(_) => return Err(self.broke(io::Error::other("the kernel did not take the entry"))),
+            }
+        }
+        // Taken: its completion must be reaped before the caller's memory is let go.
+        let mut failures = 0u32;
+        loop {
             if let Some(cqe) = self.ring.completion().next() {
                 let res = cqe.result();
                 return if res < 0 { Err(io::Error::from_raw_os_error(-res)) } else { Ok(res) };
+            }
+            match self.ring.submit_and_wait(1) {
+                Ok(_) => failures = 0,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => {
+                    let e = self.broke(e);
+                    failures += 1;
+                    // The wait fails only if completions were lost (EBADR: the CQ has room for
+                    // every entry this ring holds) or from another thread (EEXIST: a single-
+                    // issuer ring was moved mid-call). Returning would hand the caller back
+                    // memory the kernel may still write; stopping the process is what is sound.
+                    if failures >= 1000 {
+                        eprintln!(
+                            "iolab: an io_uring operation in flight cannot be waited for ({e}); stopping"
+                        );
+                        std::process::abort();
+                    }
+                }
             }
         }
     }
@@ -100,20 +152,25 @@ impl Ring {
     /// Queues `entry` (its `user_data` set) without submitting it.
     ///
     /// # Safety
-    /// Every pointer in `entry` must stay valid until its completion has been reaped.
+    /// Every pointer in `entry` must stay valid until its completion has been reaped, or, if
+    /// `submit_and_wait` fails (the ring then broken, never entered again), for ever.
     pub(super) unsafe fn push(&mut self, entry: &squeue::Entry) -> io::Result<()> {
-        // SAFETY: the caller keeps the entry's pointers valid until its completion is reaped.
+        self.usable()?;
+        // SAFETY: the caller keeps the entry's pointers valid as the contract above says.
         unsafe { self.ring.submission().push(entry) }
             .map_err(|_| io::Error::other("the ring's submission queue is full"))
     }
 
-    /// Submits what is queued and waits until `want` completions are there.
+    /// Submits what is queued and waits until `want` completions are there. An error other
+    /// than EINTR breaks the ring: entries still queued are never sent, and those in flight
+    /// may never be reaped (their memory must then never be freed).
     pub(super) fn submit_and_wait(&mut self, want: usize) -> io::Result<()> {
+        self.usable()?;
         loop {
             match self.ring.submit_and_wait(want) {
                 Ok(_) => return Ok(()),
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                Err(e) => return Err(e),
+                Err(e) => return Err(self.broke(e)),
             }
         }
     }

@@ -14,8 +14,12 @@ use io_uring::{opcode, types};
 use super::ring::Ring;
 use super::CPath;
 
-/// Stats one thread keeps in flight on a ring.
-pub const STAT_DEPTH: usize = 16;
+/// Stats one thread keeps in flight on a ring. Deeper queues mean fewer hand-offs and
+/// wake-ups per stat: on ext4 over a loop device (2 threads) the process's CPU per stat went
+/// from 4.2-5.0 us at 16 to 3.4-3.5 us at 32 (3.2 us at 64), on tmpfs from 3.9-5.0 to 3.0-3.4
+/// us; a bare fstatat costs 1.9 us on both (bench/files.py, perf cpu-clock samples). 32 keeps
+/// the wait each stat shares with the others in flight to half of 64's.
+pub const STAT_DEPTH: usize = 32;
 
 struct Slot {
     path: Vec<u8>,
@@ -72,8 +76,10 @@ impl StatQueue {
         .build()
         .user_data(tag as u64);
         // The path (copied, NUL-terminated as `CPath` checked) and the statx live in a slot
-        // marked busy; the slots are never resized, and `drain` runs before they drop.
-        // SAFETY: the slot is not written, moved or freed until this entry's completion is reaped.
+        // marked busy; the slots are never resized, and `drain` runs before they drop (if it
+        // fails, the ring is broken and never entered again, and the slots are leaked).
+        // SAFETY: the slot is not written, moved or freed until this entry's completion is
+        // reaped, or ever if the ring breaks first.
         unsafe { ring.push(&entry) }?;
         slot.busy = true;
         self.in_flight += 1;

@@ -48,10 +48,11 @@ impl FileOps {
 
     fn ring(&mut self, op: RingOp) -> Option<&mut Ring> {
         // One-at-a-time operations take the ring's next completion as theirs: no stat may be
-        // in flight (a caller's slip, drained here rather than misread).
+        // in flight (a caller's slip, drained here rather than misread). A drain fails only on
+        // a broken ring, which then answers the operation with its error.
         if let (Some(ring), Some(stats)) = (self.ring.as_mut(), self.stats.as_mut()) {
-            if stats.in_flight() > 0 && !stats.drain(ring) {
-                return None;
+            if stats.in_flight() > 0 {
+                stats.drain(ring);
             }
         }
         self.ring.as_mut().filter(|r| r.supports(op))

@@ -113,3 +113,44 @@ fn stats_in_flight_each_come_back_with_their_own_size_or_error() {
     // One-at-a-time operations still work after the queue.
     assert_eq!(ops.stat(dirfd, b"f5\0").expect("stat"), 15);
 }
+
+#[test]
+fn an_entry_the_kernel_refused_is_never_sent_later() {
+    // A submit that failed (not EINTR) left its entry queued while the caller's path was let
+    // go; the next operation's submit sent that stale entry too and took its completion as
+    // its own. A single-issuer ring refuses a submit from another thread (EEXIST): that is
+    // the failure provoked here.
+    let Ok(mut ops) = FileOps::new(FileOpsEngine::Uring) else {
+        return iolab_test_support::skip!(iolab_test_support::Missing::Other, "no io_uring here");
+    };
+    let dir = tempfile::tempdir().expect("temp dir");
+    let handle = std::fs::File::open(dir.path()).expect("open the temp dir");
+    let dirfd = handle.as_raw_fd();
+    // The stale path stays valid memory here, so a resend would really make the directory.
+    let stale = b"stale\0".to_vec();
+    let (ops_back, refused) = std::thread::scope(|s| {
+        s.spawn(|| {
+            let refused = ops.mkdirat(dirfd, &stale);
+            (ops, refused)
+        })
+        .join()
+        .expect("thread")
+    });
+    ops = ops_back;
+    match refused {
+        Ok(()) => {
+            return iolab_test_support::skip!(
+                iolab_test_support::Missing::Other,
+                "this kernel's ring is not single-issuer: no submit failure to provoke"
+            );
+        }
+        Err(e) => assert_eq!(e.raw_os_error(), Some(libc::EEXIST), "{e}"),
+    }
+    let later = ops.mkdirat(dirfd, b"fresh\0");
+    assert!(later.is_err(), "a broken ring answers with its error, not another entry's completion");
+    assert!(!dir.path().join("stale").exists(), "the refused entry was sent later");
+    assert!(!dir.path().join("fresh").exists());
+    let err = ops.stat_push(dirfd, b"x\0", 0).expect_err("nothing more is queued on a broken ring");
+    assert!(err.to_string().contains("no longer used"), "{err}");
+    drop(stale);
+}
