@@ -9,10 +9,10 @@ use std::os::fd::{AsFd, AsRawFd, OwnedFd};
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64};
-use std::sync::Barrier;
 
 use super::{assemble, io_ticks_ms, run_threads};
 use crate::error::FilesError;
+use crate::gate::Gate;
 use crate::journal::{self, JournalThread, JournalWatch};
 use crate::plan::{FilesPlan, Phase};
 use crate::report::PhaseResult;
@@ -125,7 +125,7 @@ impl Steps {
             failed: AtomicBool::new(false),
             interrupt,
             first_done_ns: AtomicU64::new(0),
-            barrier: Barrier::new(self.plan.threads as usize),
+            barrier: Gate::new(self.plan.threads as usize),
             renamed: self.renamed,
             copied: self.copied,
             phase_start_ns: 0,
