@@ -9,7 +9,7 @@
 use std::io;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
 
-use iolab_engine::fileops::{AlignedBuf, FileOps};
+use iolab_engine::fileops::{AlignedBuf, FileOps, PathOp};
 use iolab_stats::OpStats;
 
 use crate::gate::Gate;
@@ -158,7 +158,9 @@ impl<'a> Worker<'a> {
         match phase {
             Phase::Mkdir => self.dirs(Side::Source, false),
             Phase::Create => self.files(Side::Source, Self::create),
-            Phase::Stat if self.sys.stat_depth() > 1 => self.stats_in_flight(Side::Source),
+            Phase::Stat if self.sys.queue_depth(PathOp::Stat) > 1 => {
+                self.in_flight(Side::Source, PathOp::Stat)
+            }
             Phase::Stat => self.files(Side::Source, Self::stat),
             Phase::Readdir => self.dirs_listed(),
             Phase::Read => self.files(Side::Source, Self::read),
@@ -169,7 +171,11 @@ impl<'a> Worker<'a> {
             }
             Phase::Unlink => {
                 for &side in sides {
-                    self.files(side, Self::unlink);
+                    if self.sys.queue_depth(PathOp::Unlink) > 1 {
+                        self.in_flight(side, PathOp::Unlink);
+                    } else {
+                        self.files(side, Self::unlink);
+                    }
                 }
             }
             Phase::Rmdir => {
@@ -372,13 +378,17 @@ impl<'a> Worker<'a> {
         Ok(())
     }
 
-    /// The stat phase with several stats in flight (on a ring, where the kernel runs each
-    /// statx in a worker thread: one at a time, each would wait for a hand-off there and a
-    /// wake-up back). Each is timed on its own, from the submit that sent it to the reap that
-    /// saw it done: its latency as the thread lived it, at that depth.
-    fn stats_in_flight(&mut self, side: Side) {
+    /// The stat or unlink phase with several operations in flight (on a ring, where the kernel
+    /// runs each statx and unlinkat in a worker thread: one at a time, each would wait for a
+    /// hand-off there and a wake-up back). Each is timed on its own, from the submit that sent
+    /// it to the reap that saw it done: its latency as the thread lived it, at that depth.
+    fn in_flight(&mut self, side: Side, op: PathOp) {
         let (tree, first, stride) = self.share();
-        let depth = self.sys.stat_depth();
+        let (kind, name) = match op {
+            PathOp::Stat => (OpKind::Stat, "stat"),
+            PathOp::Unlink => (OpKind::Unlink, "unlink"),
+        };
+        let depth = self.sys.queue_depth(op);
         let (mut starts, mut index) = (vec![0u64; depth], vec![0u64; depth]);
         let mut free: Vec<usize> = (0..depth).rev().collect();
         let mut unsent: Vec<usize> = Vec::with_capacity(depth);
@@ -388,10 +398,10 @@ impl<'a> Worker<'a> {
             while next < tree.files && !self.ctx.stopping() {
                 let Some(tag) = free.pop() else { break };
                 tree.file_path(side, next, self.ctx.renamed, &mut self.path);
-                if let Err(e) = self.sys.stat_push(self.ctx.dirfd, &self.path, tag) {
+                if let Err(e) = self.sys.queue_push(op, self.ctx.dirfd, &self.path, tag) {
                     free.push(tag);
                     let path = std::mem::take(&mut self.path);
-                    self.fail("stat", &path, &e);
+                    self.fail(name, &path, &e);
                     self.path = path;
                     break;
                 }
@@ -399,24 +409,24 @@ impl<'a> Worker<'a> {
                 unsent.push(tag);
                 next += stride as u64;
             }
-            if self.sys.stats_in_flight() == 0 {
+            if self.sys.queued_in_flight() == 0 {
                 return;
             }
             let start = self.ctx.now_ns();
             for tag in unsent.drain(..) {
                 starts[tag] = start;
             }
-            let waited = self.sys.stat_wait(|tag, result| finished.push((tag, result)));
+            let waited = self.sys.queue_wait(|tag, result| finished.push((tag, result)));
             let end = self.ctx.now_ns();
             if let Err(e) = waited {
-                self.fail("stat", b"(the ring)", &e);
+                self.fail(name, b"(the ring)", &e);
                 return;
             }
             for (tag, result) in finished.drain(..) {
                 free.push(tag);
                 let i = index[tag];
                 let checked = result.and_then(|size| {
-                    let expected = self.size_of(tree, i);
+                    let expected = if op == PathOp::Stat { self.size_of(tree, i) } else { 0 };
                     if size == expected {
                         Ok(())
                     } else {
@@ -426,11 +436,11 @@ impl<'a> Worker<'a> {
                     }
                 });
                 match checked {
-                    Ok(()) => self.record(OpKind::Stat, starts[tag], end, 0),
+                    Ok(()) => self.record(kind, starts[tag], end, 0),
                     Err(e) => {
                         tree.file_path(side, i, self.ctx.renamed, &mut self.path);
                         let path = std::mem::take(&mut self.path);
-                        self.fail("stat", &path, &e);
+                        self.fail(name, &path, &e);
                         self.path = path;
                     }
                 }

@@ -8,13 +8,13 @@
 //! Descriptors are plain `i32`s the caller owns, as the fileset keeps thousands open and shut
 //! in its hot loop; closing one the caller does not own is its own bug, not memory unsafety.
 
+mod pathq;
 mod ring;
-mod statq;
 mod sys;
 
 use std::io;
 
-pub use statq::STAT_DEPTH;
+pub use pathq::{PathOp, QUEUE_DEPTH};
 pub use sys::{AlignedBuf, FileOps};
 
 /// Where the operations run.

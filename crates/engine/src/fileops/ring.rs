@@ -34,7 +34,7 @@ const RING_OPS: [(RingOp, &str, u8); 9] = [
     (RingOp::Fsync, "fsync", opcode::Fsync::CODE),
 ];
 
-/// Room for the stats a thread keeps in flight (`STAT_DEPTH`) and more.
+/// Room for the path operations a thread keeps in flight (`QUEUE_DEPTH`) and more.
 const RING_ENTRIES: u32 = 64;
 
 pub(super) struct Ring {

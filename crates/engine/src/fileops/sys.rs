@@ -4,15 +4,15 @@
 
 use std::io;
 
+use super::pathq::{PathOp, PathQueue, QUEUE_DEPTH};
 use super::ring::{Ring, RingOp};
-use super::statq::{StatQueue, STAT_DEPTH};
 use super::{CPath, FileOpsEngine};
 
 /// One thread's operations: its ring (for `FileOpsEngine::Uring`) or none.
 pub struct FileOps {
     ring: Option<Ring>,
-    /// Stats in flight (`stat_push`, `stat_wait`); made on first use.
-    stats: Option<StatQueue>,
+    /// Path operations in flight (`queue_push`, `queue_wait`); made on first use.
+    queue: Option<PathQueue>,
 }
 
 fn check(ret: libc::c_int) -> io::Result<i32> {
@@ -38,7 +38,7 @@ impl FileOps {
             FileOpsEngine::Uring => Some(Ring::new()?),
             FileOpsEngine::Sync => None,
         };
-        Ok(FileOps { ring, stats: None })
+        Ok(FileOps { ring, queue: None })
     }
 
     /// Ring operations this kernel lacks (done as system calls instead).
@@ -47,49 +47,57 @@ impl FileOps {
     }
 
     fn ring(&mut self, op: RingOp) -> Option<&mut Ring> {
-        // One-at-a-time operations take the ring's next completion as theirs: no stat may be
-        // in flight (a caller's slip, drained here rather than misread). A drain fails only on
-        // a broken ring, which then answers the operation with its error.
-        if let (Some(ring), Some(stats)) = (self.ring.as_mut(), self.stats.as_mut()) {
-            if stats.in_flight() > 0 {
-                stats.drain(ring);
+        // One-at-a-time operations take the ring's next completion as theirs: nothing queued
+        // may be in flight (a caller's slip, drained here rather than misread). A drain fails
+        // only on a broken ring, which then answers the operation with its error.
+        if let (Some(ring), Some(queue)) = (self.ring.as_mut(), self.queue.as_mut()) {
+            if queue.in_flight() > 0 {
+                queue.drain(ring);
             }
         }
         self.ring.as_mut().filter(|r| r.supports(op))
     }
 
-    /// Stats this engine keeps in flight with `stat_push` and `stat_wait`: `STAT_DEPTH` on a
-    /// ring that runs statx, else 1 (use `stat`).
-    pub fn stat_depth(&self) -> usize {
-        if self.ring.as_ref().is_some_and(|r| r.supports(RingOp::Statx)) {
-            STAT_DEPTH
+    /// How many `op`s this engine keeps in flight with `queue_push` and `queue_wait`:
+    /// `QUEUE_DEPTH` on a ring that runs the operation, else 1 (use `stat` or `unlinkat`).
+    pub fn queue_depth(&self, op: PathOp) -> usize {
+        let ring_op = match op {
+            PathOp::Stat => RingOp::Statx,
+            PathOp::Unlink => RingOp::UnlinkAt,
+        };
+        if self.ring.as_ref().is_some_and(|r| r.supports(ring_op)) {
+            QUEUE_DEPTH
         } else {
             1
         }
     }
 
-    /// Queues a stat of `path` (NUL-terminated, relative to `dirfd`) as `tag`, a number below
-    /// `stat_depth()` not in flight; `stat_wait` sends it.
-    pub fn stat_push(&mut self, dirfd: i32, path: &[u8], tag: usize) -> io::Result<()> {
+    /// Queues `op` on `path` (NUL-terminated, relative to `dirfd`) as `tag`, a number below
+    /// `queue_depth(op)` not in flight; `queue_wait` sends it.
+    pub fn queue_push(&mut self, op: PathOp, dirfd: i32, path: &[u8], tag: usize) -> io::Result<()> {
         let path = CPath::new(path)?;
-        let Some(ring) = self.ring.as_mut().filter(|r| r.supports(RingOp::Statx)) else {
-            return Err(io::Error::new(io::ErrorKind::Unsupported, "no ring statx here: use stat"));
-        };
-        self.stats.get_or_insert_with(StatQueue::new).push(ring, dirfd, path, tag)
+        if self.queue_depth(op) == 1 {
+            return Err(io::Error::new(
+                io::ErrorKind::Unsupported,
+                format!("no ring {op:?} here: one at a time"),
+            ));
+        }
+        let Some(ring) = self.ring.as_mut() else { unreachable!("a queue depth above 1 has a ring") };
+        self.queue.get_or_insert_with(PathQueue::new).push(ring, op, dirfd, path, tag)
     }
 
-    /// Sends the queued stats, waits for one at least to finish, and gives each finished one as
-    /// (tag, the file's size or its error).
-    pub fn stat_wait(&mut self, done: impl FnMut(usize, io::Result<u64>)) -> io::Result<()> {
-        match (self.ring.as_mut(), self.stats.as_mut()) {
-            (Some(ring), Some(stats)) => stats.wait(ring, done),
+    /// Sends what is queued, waits for one at least to finish, and gives each finished one as
+    /// (tag, the file's size for a stat or 0, or its error).
+    pub fn queue_wait(&mut self, done: impl FnMut(usize, io::Result<u64>)) -> io::Result<()> {
+        match (self.ring.as_mut(), self.queue.as_mut()) {
+            (Some(ring), Some(queue)) => queue.wait(ring, done),
             _ => Ok(()),
         }
     }
 
-    /// Stats in flight.
-    pub fn stats_in_flight(&self) -> usize {
-        self.stats.as_ref().map_or(0, StatQueue::in_flight)
+    /// Operations queued and not yet reaped.
+    pub fn queued_in_flight(&self) -> usize {
+        self.queue.as_ref().map_or(0, PathQueue::in_flight)
     }
 
     pub fn openat(&mut self, dirfd: i32, path: &[u8], flags: i32, mode: u32) -> io::Result<i32> {
@@ -204,12 +212,13 @@ impl FileOps {
 }
 
 impl Drop for FileOps {
-    /// Stats still in flight own their slots until reaped: wait for them, and if the ring
-    /// cannot, leave the slots allocated rather than free memory the kernel may still write.
+    /// Queued operations still in flight own their slots until reaped: wait for them, and if
+    /// the ring cannot, leave the slots allocated rather than free memory the kernel may still
+    /// write.
     fn drop(&mut self) {
-        if let (Some(ring), Some(mut stats)) = (self.ring.as_mut(), self.stats.take()) {
-            if !stats.drain(ring) {
-                std::mem::forget(stats);
+        if let (Some(ring), Some(mut queue)) = (self.ring.as_mut(), self.queue.take()) {
+            if !queue.drain(ring) {
+                std::mem::forget(queue);
             }
         }
     }

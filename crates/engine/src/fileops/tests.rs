@@ -67,7 +67,7 @@ fn stats_in_flight_each_come_back_with_their_own_size_or_error() {
     let Ok(mut ops) = FileOps::new(FileOpsEngine::Uring) else {
         return iolab_test_support::skip!(iolab_test_support::Missing::Other, "no io_uring here");
     };
-    if ops.stat_depth() == 1 {
+    if ops.queue_depth(PathOp::Stat) == 1 {
         return iolab_test_support::skip!(
             iolab_test_support::Missing::Other,
             "this kernel's ring has no statx"
@@ -79,7 +79,7 @@ fn stats_in_flight_each_come_back_with_their_own_size_or_error() {
     }
     let handle = std::fs::File::open(dir.path()).expect("open the temp dir");
     let dirfd = handle.as_raw_fd();
-    let depth = ops.stat_depth();
+    let depth = ops.queue_depth(PathOp::Stat);
     // 40 files and one missing name through `depth` slots, each slot reused as it comes back.
     let mut names: Vec<u64> = (0..41).collect();
     let mut in_slot = vec![u64::MAX; depth];
@@ -88,19 +88,23 @@ fn stats_in_flight_each_come_back_with_their_own_size_or_error() {
     loop {
         while !free.is_empty() && !names.is_empty() {
             let (tag, n) = (free.pop().expect("a free slot"), names.pop().expect("a name"));
-            ops.stat_push(dirfd, format!("f{n}\0").as_bytes(), tag).expect("push");
+            ops.queue_push(PathOp::Stat, dirfd, format!("f{n}\0").as_bytes(), tag).expect("push");
             in_slot[tag] = n;
         }
-        let err =
-            ops.stat_push(dirfd, b"f0\0", in_slot.iter().position(|&n| n != u64::MAX).expect("one busy"));
+        let err = ops.queue_push(
+            PathOp::Stat,
+            dirfd,
+            b"f0\0",
+            in_slot.iter().position(|&n| n != u64::MAX).expect("one busy"),
+        );
         assert_eq!(err.expect_err("a busy slot").kind(), std::io::ErrorKind::InvalidInput);
-        ops.stat_wait(|tag, result| {
+        ops.queue_wait(|tag, result| {
             seen.push((in_slot[tag], result.map_err(|e| e.raw_os_error())));
             in_slot[tag] = u64::MAX;
             free.push(tag);
         })
         .expect("wait");
-        if ops.stats_in_flight() == 0 && names.is_empty() {
+        if ops.queued_in_flight() == 0 && names.is_empty() {
             break;
         }
     }
@@ -112,6 +116,51 @@ fn stats_in_flight_each_come_back_with_their_own_size_or_error() {
     assert_eq!(seen[40], (40, Err(Some(libc::ENOENT))), "the missing name's own error");
     // One-at-a-time operations still work after the queue.
     assert_eq!(ops.stat(dirfd, b"f5\0").expect("stat"), 15);
+}
+
+#[test]
+fn queued_unlinks_remove_each_file_and_say_which_was_missing() {
+    let Ok(mut ops) = FileOps::new(FileOpsEngine::Uring) else {
+        return iolab_test_support::skip!(iolab_test_support::Missing::Other, "no io_uring here");
+    };
+    if ops.queue_depth(PathOp::Unlink) == 1 {
+        return iolab_test_support::skip!(
+            iolab_test_support::Missing::Other,
+            "this kernel's ring has no unlinkat"
+        );
+    }
+    let dir = tempfile::tempdir().expect("temp dir");
+    for n in 0..100u64 {
+        std::fs::write(dir.path().join(format!("f{n}")), b"x").expect("file");
+    }
+    let handle = std::fs::File::open(dir.path()).expect("open the temp dir");
+    let dirfd = handle.as_raw_fd();
+    // 100 files and one missing name (f100) through the queue's slots, each reused as it comes back.
+    let mut names: Vec<u64> = (0..=100).collect();
+    let mut in_slot = vec![u64::MAX; ops.queue_depth(PathOp::Unlink)];
+    let mut free: Vec<usize> = (0..in_slot.len()).collect();
+    let mut seen = Vec::new();
+    loop {
+        while !free.is_empty() && !names.is_empty() {
+            let (tag, n) = (free.pop().expect("a free slot"), names.pop().expect("a name"));
+            ops.queue_push(PathOp::Unlink, dirfd, format!("f{n}\0").as_bytes(), tag).expect("push");
+            in_slot[tag] = n;
+        }
+        ops.queue_wait(|tag, result| {
+            seen.push((in_slot[tag], result.map_err(|e| e.raw_os_error())));
+            in_slot[tag] = u64::MAX;
+            free.push(tag);
+        })
+        .expect("wait");
+        if ops.queued_in_flight() == 0 && names.is_empty() {
+            break;
+        }
+    }
+    seen.sort_by_key(|s| s.0);
+    assert_eq!(seen.len(), 101);
+    assert!(seen[..100].iter().all(|(_, result)| *result == Ok(0)), "{seen:?}");
+    assert_eq!(seen[100], (100, Err(Some(libc::ENOENT))), "the missing name's own error");
+    assert_eq!(std::fs::read_dir(dir.path()).expect("list").count(), 0, "every file removed");
 }
 
 #[test]
@@ -150,7 +199,8 @@ fn an_entry_the_kernel_refused_is_never_sent_later() {
     assert!(later.is_err(), "a broken ring answers with its error, not another entry's completion");
     assert!(!dir.path().join("stale").exists(), "the refused entry was sent later");
     assert!(!dir.path().join("fresh").exists());
-    let err = ops.stat_push(dirfd, b"x\0", 0).expect_err("nothing more is queued on a broken ring");
+    let err =
+        ops.queue_push(PathOp::Stat, dirfd, b"x\0", 0).expect_err("nothing more is queued on a broken ring");
     assert!(err.to_string().contains("no longer used"), "{err}");
     drop(stale);
 }
