@@ -6,7 +6,8 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use iolab_files::{
-    safety, FilesCause, FilesError, FilesOptions, FilesPlan, FilesReport, OpKind, PhaseResult, RunOptions,
+    safety, Failure, FilesCause, FilesError, FilesOptions, FilesPlan, FilesReport, OpKind, PhaseResult,
+    RunOptions,
 };
 use iolab_report::{files_json, files_text, thousands};
 use iolab_stats::result::{Bottleneck, SeriesPoint, Verdict};
@@ -86,23 +87,7 @@ pub fn run(args: FilesArgs, store: &StoreArgs) -> ExitCode {
         return code;
     }
     if let Some((phase, failure)) = report.failure() {
-        let full = if failure.errno == Some(nix::errno::Errno::ENOSPC as i32) {
-            " (the filesystem is full)"
-        } else {
-            ""
-        };
-        return exit::fail(
-            exit::IO_ERRORS,
-            &format!(
-                "{} stopped: {} of {} failed: {}{full}; {} of {} done",
-                phase.phase,
-                failure.op,
-                failure.path,
-                failure.error,
-                thousands(phase.done as f64),
-                thousands(phase.planned as f64)
-            ),
-        );
+        return stopped(phase, failure, "stopped", "");
     }
     if report.interrupted() {
         say!("iolab: interrupted; the phases done so far were reported");
@@ -302,4 +287,27 @@ pub(crate) fn point(seq: u32, plan: &FilesPlan, phase: &PhaseResult, dir: &std::
         histograms: Some(iolab_stats::encoded::EncodedHistograms::encode(&histograms)),
         result: serde_json::to_value(phase).unwrap_or_default(),
     }
+}
+
+/// The exit for a phase that stopped on a failed operation: what failed, on which file, and how
+/// far the phase got. `stopped` says what stopped ("stopped", "stopped the fleet"), `after`
+/// what followed.
+pub(crate) fn stopped(phase: &PhaseResult, failure: &Failure, stopped: &str, after: &str) -> ExitCode {
+    let full = if failure.errno == Some(nix::errno::Errno::ENOSPC as i32) {
+        " (the filesystem is full)"
+    } else {
+        ""
+    };
+    exit::fail(
+        exit::IO_ERRORS,
+        &format!(
+            "{} {stopped}: {} of {} failed: {}{full}; {} of {} done{after}",
+            phase.phase,
+            failure.op,
+            failure.path,
+            failure.error,
+            thousands(phase.done as f64),
+            thousands(phase.planned as f64)
+        ),
+    )
 }

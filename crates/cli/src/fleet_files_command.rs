@@ -103,22 +103,11 @@ pub fn run(args: FilesArgs, store: &StoreArgs, fleet: &mut Fleet) -> ExitCode {
         return code;
     }
     if let Some((phase, failure)) = report.failure() {
-        let full = if failure.errno == Some(nix::errno::Errno::ENOSPC as i32) {
-            " (the filesystem is full)"
-        } else {
-            ""
-        };
-        return exit::fail(
-            exit::IO_ERRORS,
-            &format!(
-                "{} stopped the fleet: {} of {} failed: {}{full}; {} of {} done; every host's tree was removed",
-                phase.phase,
-                failure.op,
-                failure.path,
-                failure.error,
-                thousands(phase.done as f64),
-                thousands(phase.planned as f64)
-            ),
+        return files_command::stopped(
+            phase,
+            failure,
+            "stopped the fleet",
+            "; every host's tree was removed",
         );
     }
     if let Some(host) = ran.lost_host() {

@@ -12,7 +12,7 @@ use iolab_files::{FilesPlan, PhaseResult, SizeSpec};
 use iolab_runner::{Observer, RunError};
 
 use super::super::client::{check, read, unix_ns, AgentClient, ClientError};
-use super::{on_every_indexed, Fleet, MIN_START_LEAD};
+use super::{on_every_indexed, refusals, Fleet, MIN_START_LEAD};
 use crate::merge::files::merge_phase;
 use crate::protocol::{FilesPhaseDone, FilesPrepare, FilesPrepared, Start};
 
@@ -160,17 +160,7 @@ impl Fleet {
             .collect();
         let prepared =
             on_every_indexed(&clients, |n, client| files_prepare(client, &sessions[n], &requests[n]));
-        let refused: Vec<String> = clients
-            .iter()
-            .zip(&prepared)
-            .filter_map(|(client, p)| match p {
-                Err(e) if e.is_refusal() => Some(format!("{}: {e}", client.address)),
-                _ => None,
-            })
-            .collect();
-        if !refused.is_empty() {
-            return Err(RunError::Invalid(format!("{}; nothing was started", refused.join("; "))));
-        }
+        refusals(&clients, &prepared)?;
         for (&i, p) in running.iter().zip(prepared) {
             match p {
                 Ok(prepared) => {

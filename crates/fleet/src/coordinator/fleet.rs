@@ -129,17 +129,7 @@ impl Fleet {
         let clients: Vec<_> = running.iter().map(|&i| self.hosts[i].client.clone()).collect();
         let sessions: Vec<_> = running.iter().map(|&i| self.hosts[i].session.clone()).collect();
         let prepared = on_every_indexed(&clients, |n, client| client.prepare(&sessions[n], text));
-        let refused: Vec<String> = clients
-            .iter()
-            .zip(&prepared)
-            .filter_map(|(client, p)| match p {
-                Err(e) if e.is_refusal() => Some(format!("{}: {e}", client.address)),
-                _ => None,
-            })
-            .collect();
-        if !refused.is_empty() {
-            return Err(RunError::Invalid(format!("{}; nothing was started", refused.join("; "))));
-        }
+        refusals(&clients, &prepared)?;
         for (&i, p) in running.iter().zip(prepared) {
             match p {
                 Ok(prepared) => {
@@ -354,6 +344,24 @@ fn on_every<T: Send>(
     call: impl Fn(&AgentClient) -> Result<T, ClientError> + Sync,
 ) -> Vec<Result<T, ClientError>> {
     on_every_indexed(clients, |_, client| call(client))
+}
+
+/// The job's refusals by any host (a 4xx answer: the user's to fix), each named by its host:
+/// an error, so nothing starts anywhere. Unreachable hosts are the caller's to drop.
+fn refusals<T>(clients: &[Arc<AgentClient>], prepared: &[Result<T, ClientError>]) -> Result<(), RunError> {
+    let refused: Vec<String> = clients
+        .iter()
+        .zip(prepared)
+        .filter_map(|(client, p)| match p {
+            Err(e) if e.is_refusal() => Some(format!("{}: {e}", client.address)),
+            _ => None,
+        })
+        .collect();
+    if refused.is_empty() {
+        Ok(())
+    } else {
+        Err(RunError::Invalid(format!("{}; nothing was started", refused.join("; "))))
+    }
 }
 
 fn on_every_indexed<T: Send>(

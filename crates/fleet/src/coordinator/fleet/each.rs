@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 use iolab_runner::{EachHost, Observer, RunError};
 use iolab_spec::JobSpec;
 
-use super::{on_every_indexed, unix_ns, window_end_unix_ns, Fleet};
+use super::{on_every_indexed, refusals, unix_ns, window_end_unix_ns, Fleet};
 use crate::merge::{self, HostOutcome};
 use crate::protocol::Prepared;
 
@@ -29,17 +29,7 @@ impl Fleet {
         let sessions: Vec<_> = running.iter().map(|&i| self.hosts[i].session.clone()).collect();
         let prepared =
             on_every_indexed(&clients, |n, client| client.prepare(&sessions[n], &texts[running[n]]));
-        let refused: Vec<String> = clients
-            .iter()
-            .zip(&prepared)
-            .filter_map(|(client, p)| match p {
-                Err(e) if e.is_refusal() => Some(format!("{}: {e}", client.address)),
-                _ => None,
-            })
-            .collect();
-        if !refused.is_empty() {
-            return Err(RunError::Invalid(format!("{}; nothing was started", refused.join("; "))));
-        }
+        refusals(&clients, &prepared)?;
         let mut answers: Vec<Option<Prepared>> = vec![None; self.hosts.len()];
         for (&i, p) in running.iter().zip(prepared) {
             match p {
