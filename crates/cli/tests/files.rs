@@ -227,6 +227,19 @@ fn a_second_run_on_a_directory_a_running_one_works_is_refused_with_nothing_touch
     // Stopped, it is still running (and its tree still): the second run must not touch it.
     let pid = first.0.id().to_string();
     assert!(std::process::Command::new("kill").args(["-STOP", &pid]).status().expect("kill").success());
+    // `kill` returns once the signal is sent; the run's threads may make a file or two more
+    // before they stop, so the tree is read only once the kernel says every one is stopped.
+    let stopped =
+        |stat: String| stat.rsplit(')').next().is_some_and(|rest| rest.trim_start().starts_with('T'));
+    let all_stopped = || {
+        std::fs::read_dir(format!("/proc/{pid}/task")).is_ok_and(|tasks| {
+            tasks.flatten().all(|task| std::fs::read_to_string(task.path().join("stat")).is_ok_and(stopped))
+        })
+    };
+    while !all_stopped() {
+        assert!(Instant::now() < deadline, "the first run did not stop");
+        std::thread::sleep(Duration::from_millis(5));
+    }
     let mut before = Vec::new();
     walk(&dir, &dir, &mut before);
     before.sort();
