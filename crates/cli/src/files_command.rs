@@ -6,8 +6,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use iolab_files::{
-    safety, Failure, FilesCause, FilesError, FilesOptions, FilesPlan, FilesReport, OpKind, PhaseResult,
-    RunOptions,
+    safety, Failure, FilesCause, FilesError, FilesOptions, FilesPlan, OpKind, PhaseResult, RunOptions,
 };
 use iolab_report::{files_json, files_text, thousands};
 use iolab_stats::result::{Bottleneck, SeriesPoint, Verdict};
@@ -43,7 +42,7 @@ pub fn run(args: FilesArgs, store: &StoreArgs) -> ExitCode {
     };
     let dir =
         options.dir.clone().unwrap_or_else(|| PathBuf::from(format!("iolab-files.{}", std::process::id())));
-    let mut keeping = match Keeping::start(store, &plan, &dir) {
+    let mut keeping = match Keeping::start(store, &plan, &dir, false) {
         Ok(keeping) => keeping,
         Err(code) => return code,
     };
@@ -60,7 +59,7 @@ pub fn run(args: FilesArgs, store: &StoreArgs) -> ExitCode {
                 thousands(phase.ops_per_s)
             );
         }
-        keeping.add(&plan, phase, &dir);
+        keeping.add(phase, |seq| point(seq, &plan, phase, &dir));
     });
     let report = match ran {
         Ok(report) => report,
@@ -81,7 +80,7 @@ pub fn run(args: FilesArgs, store: &StoreArgs) -> ExitCode {
     } else {
         RunStatus::Complete
     };
-    keeping.finish(status, &report, quiet_flag);
+    keeping.finish(status, serde_json::to_value(&report).unwrap_or_default(), quiet_flag);
     let output = iolab_spec::OutputSpec { json, ..Default::default() };
     if let Err(code) = flow::write_output(&output, &rendered) {
         return code;
@@ -148,22 +147,29 @@ fn clean(dir: PathBuf) -> ExitCode {
 }
 
 /// The run in the results database, a point per phase as it ends; nothing with --no-store,
-/// and only a warning when the default database cannot be used.
-struct Keeping {
+/// and only a warning when the default database cannot be used. A fleet's run (`fleet`) is
+/// kind `fleet files`, its file count per host.
+pub(crate) struct Keeping {
     kept: Option<(Store, RunId)>,
     next_seq: u32,
 }
 
 impl Keeping {
-    fn start(args: &StoreArgs, plan: &FilesPlan, dir: &std::path::Path) -> Result<Keeping, ExitCode> {
+    pub(crate) fn start(
+        args: &StoreArgs,
+        plan: &FilesPlan,
+        dir: &std::path::Path,
+        fleet: bool,
+    ) -> Result<Keeping, ExitCode> {
         let none = Keeping { kept: None, next_seq: 0 };
         if args.no_store {
             return Ok(none);
         }
         let path = args.path().map_err(exit::usage)?;
         let phases: Vec<&str> = plan.phases.iter().map(|p| p.name()).collect();
+        let (kind, count) = if fleet { ("fleet files", "files per host") } else { ("files", "files") };
         let label = format!(
-            "files {} ({} files, {}, {} thread(s){}) in {}",
+            "{kind} {} ({} {count}, {}, {} thread(s){}) in {}",
             phases.join(","),
             thousands(plan.total_files() as f64),
             plan.engine.name(),
@@ -172,7 +178,7 @@ impl Keeping {
             dir.display()
         );
         let plan = serde_json::to_value(plan).unwrap_or_default();
-        let run = crate::recording::run_record("files", label, plan, serde_json::Value::Null);
+        let run = crate::recording::run_record(kind, label, plan, serde_json::Value::Null);
         let begun = Store::open(&path).and_then(|mut store| store.begin_run(&run).map(|id| (store, id)));
         match begun {
             Ok(kept) => Ok(Keeping { kept: Some(kept), next_seq: 0 }),
@@ -184,29 +190,29 @@ impl Keeping {
         }
     }
 
-    fn add(&mut self, plan: &FilesPlan, phase: &PhaseResult, dir: &std::path::Path) {
+    /// Keeps `phase` as the point `make` builds from its sequence number.
+    pub(crate) fn add(&mut self, phase: &PhaseResult, make: impl FnOnce(u32) -> Point) {
         let Some((store, run)) = &mut self.kept else { return };
-        let point = point(self.next_seq, plan, phase, dir);
-        match store.add_point(*run, &point) {
+        match store.add_point(*run, &make(self.next_seq)) {
             Ok(()) => self.next_seq += 1,
             Err(e) => say!("iolab: error: phase {} was not kept: {e}", phase.phase),
         }
     }
 
     /// The run measured nothing (refused, or a bad directory): it is not kept.
-    fn forget(&mut self) {
+    pub(crate) fn forget(&mut self) {
         if let Some((store, run)) = &mut self.kept {
             let _ = store.delete_run(*run);
         }
         self.kept = None;
     }
 
-    fn finish(mut self, status: RunStatus, report: &FilesReport, quiet: bool) {
+    pub(crate) fn finish(mut self, status: RunStatus, report: serde_json::Value, quiet: bool) {
         let Some((mut store, run)) = self.kept.take() else { return };
         let end = RunEnd {
             status,
             finished_at_unix_s: now_unix_s(),
-            report: serde_json::to_value(report).ok(),
+            report: Some(report),
             environment_after: None,
         };
         match store.finish_run(run, &end) {

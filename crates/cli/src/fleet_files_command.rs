@@ -10,15 +10,14 @@ use std::process::ExitCode;
 use iolab_files::{FilesPlan, FilesReport, PhaseResult, FILES_SCHEMA};
 use iolab_fleet::coordinator::{FilesHost, Fleet, FleetFiles};
 use iolab_report::{files_text, thousands};
-use iolab_store::{RunEnd, RunId, RunStatus, Store};
+use iolab_store::{Point, RunStatus};
 use serde_json::json;
 
 use crate::args::{FilesArgs, StoreArgs};
 use crate::exit::{self, say};
-use crate::files_command;
+use crate::files_command::{self, Keeping};
 use crate::flow;
 use crate::progress::ProgressLine;
-use crate::recording::now_unix_s;
 
 pub fn run(args: FilesArgs, store: &StoreArgs, fleet: &mut Fleet) -> ExitCode {
     if args.clean {
@@ -56,10 +55,12 @@ pub fn run(args: FilesArgs, store: &StoreArgs, fleet: &mut Fleet) -> ExitCode {
         Ok(flag) => flag,
         Err(code) => return code,
     };
-    let mut keeping = match Keeping::start(store, &plan, &dir) {
+    let mut keeping = match Keeping::start(store, &plan, &dir, true) {
         Ok(keeping) => keeping,
         Err(code) => return code,
     };
+    // Phases heard so far, each a host's `phases` index (a phase not kept still counts).
+    let mut phases_heard = 0;
     let mut progress = ProgressLine::new(quiet || json);
     let ran =
         fleet.run_files(&plan, &dir.display().to_string(), &interrupt, &mut progress, |phase, hosts| {
@@ -74,7 +75,11 @@ pub fn run(args: FilesArgs, store: &StoreArgs, fleet: &mut Fleet) -> ExitCode {
                     thousands(phase.ops_per_s)
                 );
             }
-            keeping.add(&plan, phase, &dir, hosts);
+            let index = phases_heard;
+            phases_heard += 1;
+            keeping.add(phase, |seq| {
+                fleet_point(files_command::point(seq, &plan, phase, &dir), &plan, phase, index, hosts)
+            });
         });
     let ran = match ran {
         Ok(ran) => ran,
@@ -226,83 +231,23 @@ fn p99(phase: &PhaseResult) -> String {
         .map_or_else(|| "-".to_string(), |ns| iolab_stats::format::latency(ns as f64))
 }
 
-/// The run in the results database, a point per phase as it ends (as `iolab files` keeps it).
-struct Keeping {
-    kept: Option<(Store, RunId)>,
-    next_seq: u32,
-    /// Phases heard so far (a phase not kept still counts).
-    phases: usize,
-}
-
-impl Keeping {
-    fn start(args: &StoreArgs, plan: &FilesPlan, dir: &Path) -> Result<Keeping, ExitCode> {
-        let none = Keeping { kept: None, next_seq: 0, phases: 0 };
-        if args.no_store {
-            return Ok(none);
-        }
-        let path = args.path().map_err(exit::usage)?;
-        let phases: Vec<&str> = plan.phases.iter().map(|p| p.name()).collect();
-        let label = format!(
-            "fleet files {} ({} files per host, {}, {} thread(s){}) in {}",
-            phases.join(","),
-            thousands(plan.total_files() as f64),
-            plan.engine.name(),
-            plan.threads,
-            if plan.shared_dir { ", shared dir" } else { "" },
-            dir.display()
-        );
-        let plan = serde_json::to_value(plan).unwrap_or_default();
-        let run = crate::recording::run_record("fleet files", label, plan, serde_json::Value::Null);
-        let begun = Store::open(&path).and_then(|mut store| store.begin_run(&run).map(|id| (store, id)));
-        match begun {
-            Ok(kept) => Ok(Keeping { kept: Some(kept), next_seq: 0, phases: 0 }),
-            Err(e) if !args.named() => {
-                say!("iolab: warning: this run is not kept: {e}");
-                Ok(none)
-            }
-            Err(e) => Err(exit::store_failed(&e)),
-        }
-    }
-
-    fn add(&mut self, plan: &FilesPlan, phase: &PhaseResult, dir: &Path, hosts: &[FilesHost]) {
-        let Some((store, run)) = &mut self.kept else { return };
-        let mut point = files_command::point(self.next_seq, plan, phase, dir);
-        // The fleet's workers, targets and CPU per operation: every host's threads.
-        let index = self.phases;
-        self.phases += 1;
-        let ran: Vec<(&FilesHost, &PhaseResult)> =
-            hosts.iter().filter_map(|h| h.phases.get(index).map(|p| (h, p))).collect();
-        point.summary.workers = plan.threads * ran.len().max(1) as u32;
-        point.summary.targets =
-            ran.iter().map(|(h, _)| format!("{}:{}", h.host, h.dir.as_deref().unwrap_or("?"))).collect();
-        let cpu_s: f64 =
-            ran.iter().map(|(_, p)| p.cpu_busy_pct / 100.0 * p.elapsed_s * f64::from(plan.threads)).sum();
-        point.summary.cpu_us_per_io = (phase.done > 0).then(|| cpu_s * 1e6 / phase.done as f64);
-        match store.add_point(*run, &point) {
-            Ok(()) => self.next_seq += 1,
-            Err(e) => say!("iolab: error: phase {} was not kept: {e}", phase.phase),
-        }
-    }
-
-    fn forget(&mut self) {
-        if let Some((store, run)) = &mut self.kept {
-            let _ = store.delete_run(*run);
-        }
-        self.kept = None;
-    }
-
-    fn finish(mut self, status: RunStatus, report: serde_json::Value, quiet: bool) {
-        let Some((mut store, run)) = self.kept.take() else { return };
-        let end = RunEnd {
-            status,
-            finished_at_unix_s: now_unix_s(),
-            report: Some(report),
-            environment_after: None,
-        };
-        match store.finish_run(run, &end) {
-            Ok(()) if !quiet => say!("iolab: kept as run {run} in {}", store.path().display()),
-            Ok(()) => {}
-            Err(e) => say!("iolab: error: the end of run {run} was not recorded: {e}"),
-        }
-    }
+/// The fleet's figures in the stored point of phase `index` (what `files_command::point` gives
+/// of one host): every host's threads as workers, each host's tree as a target, and CPU per
+/// operation over all of them.
+fn fleet_point(
+    mut point: Point,
+    plan: &FilesPlan,
+    phase: &PhaseResult,
+    index: usize,
+    hosts: &[FilesHost],
+) -> Point {
+    let ran: Vec<(&FilesHost, &PhaseResult)> =
+        hosts.iter().filter_map(|h| h.phases.get(index).map(|p| (h, p))).collect();
+    point.summary.workers = plan.threads * ran.len().max(1) as u32;
+    point.summary.targets =
+        ran.iter().map(|(h, _)| format!("{}:{}", h.host, h.dir.as_deref().unwrap_or("?"))).collect();
+    let cpu_s: f64 =
+        ran.iter().map(|(_, p)| p.cpu_busy_pct / 100.0 * p.elapsed_s * f64::from(plan.threads)).sum();
+    point.summary.cpu_us_per_io = (phase.done > 0).then(|| cpu_s * 1e6 / phase.done as f64);
+    point
 }

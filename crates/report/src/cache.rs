@@ -19,12 +19,12 @@ pub fn cache_json(summary: &CacheSummary, run: &RunReport) -> String {
     to_json(CACHE_SCHEMA, summary, run)
 }
 
-pub fn cache_text(summary: &CacheSummary, run: &RunReport) -> String {
-    let mut out = String::new();
-    // The first job is a warm pass; the workload is that of the first working set measured.
+/// The run with only the first working set measured as its jobs: what its workload line
+/// describes (the first job of a cache study is a warm pass).
+pub(crate) fn first_measured(run: &RunReport) -> RunReport {
     let measured: Vec<JobResult> =
         run.jobs.iter().filter(|j| j.name.starts_with("working set")).take(1).cloned().collect();
-    let described = RunReport {
+    RunReport {
         schema: run.schema,
         iolab_version: run.iolab_version,
         host: run.host.clone(),
@@ -32,7 +32,12 @@ pub fn cache_text(summary: &CacheSummary, run: &RunReport) -> String {
         interrupted: run.interrupted,
         peak_rss_bytes: run.peak_rss_bytes,
         jobs: measured,
-    };
+    }
+}
+
+pub fn cache_text(summary: &CacheSummary, run: &RunReport) -> String {
+    let mut out = String::new();
+    let described = first_measured(run);
     let _ = writeln!(
         out,
         "read cache and tiers on {}: {}",

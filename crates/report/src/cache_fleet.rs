@@ -7,9 +7,9 @@ use std::fmt::Write;
 use iolab_analysis::cache_fleet::FleetCacheSummary;
 use iolab_spec::Bytes;
 use iolab_stats::format::{latency, thousands};
-use iolab_stats::result::{JobResult, RunReport};
+use iolab_stats::result::RunReport;
 
-use crate::cache::{cache_body, CACHE_SCHEMA};
+use crate::cache::{cache_body, first_measured, CACHE_SCHEMA};
 use crate::studies::{to_json, workload};
 
 pub fn fleet_cache_json(summary: &FleetCacheSummary, run: &RunReport) -> String {
@@ -18,17 +18,7 @@ pub fn fleet_cache_json(summary: &FleetCacheSummary, run: &RunReport) -> String 
 
 pub fn fleet_cache_text(summary: &FleetCacheSummary, run: &RunReport) -> String {
     let mut out = String::new();
-    let measured: Vec<JobResult> =
-        run.jobs.iter().filter(|j| j.name.starts_with("working set")).take(1).cloned().collect();
-    let described = RunReport {
-        schema: run.schema,
-        iolab_version: run.iolab_version,
-        host: run.host.clone(),
-        started_at_unix_s: run.started_at_unix_s,
-        interrupted: run.interrupted,
-        peak_rss_bytes: run.peak_rss_bytes,
-        jobs: measured,
-    };
+    let described = first_measured(run);
     let hosts: Vec<&str> = summary.fleet.hosts.iter().map(|h| h.host.as_str()).collect();
     let _ = writeln!(
         out,

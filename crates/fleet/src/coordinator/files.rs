@@ -11,8 +11,8 @@ use std::time::Duration;
 use iolab_files::{FilesPlan, PhaseResult, SizeSpec};
 use iolab_runner::{Observer, RunError};
 
-use super::super::client::{check, read, unix_ns, AgentClient, ClientError};
-use super::{on_every_indexed, refusals, Fleet, MIN_START_LEAD};
+use super::super::client::{check, read, AgentClient, ClientError};
+use super::{on_every_indexed, refusals, Fleet};
 use crate::merge::files::merge_phase;
 use crate::protocol::{FilesPhaseDone, FilesPrepare, FilesPrepared, Start};
 
@@ -186,16 +186,7 @@ impl Fleet {
         hosts: &mut [FilesHost],
         observer: &mut dyn Observer,
     ) -> bool {
-        let slowest = running.iter().map(|&i| self.hosts[i].greeting.round_trip).max().unwrap_or_default();
-        let instant = unix_ns() + (slowest * 4).max(MIN_START_LEAD).as_nanos() as u64;
-        let clients: Vec<_> = running.iter().map(|&i| self.hosts[i].client.clone()).collect();
-        let starts: Vec<(String, u64)> = running
-            .iter()
-            .map(|&i| {
-                let host = &self.hosts[i];
-                (host.session.clone(), instant.saturating_add_signed(host.greeting.clock_offset_ns))
-            })
-            .collect();
+        let (clients, starts) = self.start_instants(running);
         let started = on_every_indexed(&clients, |n, client| {
             client
                 .send(

@@ -161,20 +161,27 @@ impl Fleet {
         Ok(())
     }
 
-    /// Starts every running host at one instant: now plus a lead of four of the slowest round
-    /// trips (at least MIN_START_LEAD), on each agent's clock.
-    fn start_all(&mut self, observer: &mut dyn Observer) -> Result<(), RunError> {
-        let running = self.running();
+    /// One start instant for the `running` hosts: now plus a lead of four of the slowest round
+    /// trips (at least MIN_START_LEAD). Per host, its client, and its session with the instant
+    /// on that agent's clock.
+    fn start_instants(&self, running: &[usize]) -> (Vec<Arc<AgentClient>>, Vec<(String, u64)>) {
         let slowest = running.iter().map(|&i| self.hosts[i].greeting.round_trip).max().unwrap_or_default();
         let instant = unix_ns() + (slowest * 4).max(MIN_START_LEAD).as_nanos() as u64;
-        let clients: Vec<_> = running.iter().map(|&i| self.hosts[i].client.clone()).collect();
-        let starts: Vec<(String, u64)> = running
+        let clients = running.iter().map(|&i| self.hosts[i].client.clone()).collect();
+        let starts = running
             .iter()
             .map(|&i| {
                 let host = &self.hosts[i];
                 (host.session.clone(), instant.saturating_add_signed(host.greeting.clock_offset_ns))
             })
             .collect();
+        (clients, starts)
+    }
+
+    /// Starts every running host at one instant (`start_instants`).
+    fn start_all(&mut self, observer: &mut dyn Observer) -> Result<(), RunError> {
+        let running = self.running();
+        let (clients, starts) = self.start_instants(&running);
         let started = on_every_indexed(&clients, |n, client| client.start(&starts[n].0, starts[n].1));
         for (&i, s) in running.iter().zip(started) {
             if let Err(e) = s {
