@@ -1,7 +1,8 @@
 //! `iolab files` (issue 16): each phase counts exactly the operations its plan holds, on tmpfs
 //! and on ext4 over a loop device; a killed run leaves only its own files and `--clean`
-//! removes them; a foreign non-empty directory is refused untouched; a full filesystem stops
-//! the run with the file it failed on; each phase is kept in the results database.
+//! removes them; a foreign non-empty directory is refused untouched; a full filesystem (out of
+//! blocks or of inodes) stops the run with the file it failed on; each phase is kept in the
+//! results database.
 
 mod common;
 
@@ -120,6 +121,78 @@ fn every_phase_counts_its_plan_on_ext4_with_fsync() {
     let fs = Ext4::on(LoopDevice::new("files-ext4", 96), "");
     let cwd = shm_dir();
     check_tree_counts(cwd.path(), &fs.mount.path().join("tree"), true);
+}
+
+#[test]
+fn empty_files_count_their_plan_with_open_and_close_each_timed() {
+    // Empty files without --fsync are made with their opens and closes in flight on a ring.
+    let temp = shm_dir();
+    let dir = temp.path().join("tree");
+    for engine in ["io_uring", "sync"] {
+        for shared in [false, true] {
+            let mut args = vec!["--files", "999", "--threads", "2", "--depth", "1", "--dirs-per-dir", "4"];
+            args.extend(["--sizes", "0", "--phases", "mkdir,create,stat,unlink,rmdir", "--engine", engine]);
+            if shared {
+                args.push("--shared-dir");
+            }
+            let out = files_run(temp.path(), &dir, &args);
+            let what = format!("{engine}, shared {shared}");
+            assert!(out.status.success(), "{what}: {}", stderr(&out));
+            let report = json(&out);
+            let trees = if shared { 1 } else { 2 };
+            let dirs = 5 * trees;
+            let want = [("mkdir", dirs), ("create", 999), ("stat", 999), ("unlink", 999), ("rmdir", dirs)];
+            assert_counts(&report, &want, &what);
+            let kinds = report["phases"][1]["kinds"].as_array().expect("kinds");
+            for kind in ["open", "close"] {
+                let ios = kinds.iter().find(|k| k["kind"] == kind).map(|k| k["summary"]["ios"].clone());
+                assert_eq!(ios, Some(serde_json::json!(999)), "{what}: {kind}s timed apart");
+            }
+            assert_eq!(report["phases"][1]["bytes"], 0, "{what}");
+            assert!(!dir.exists(), "{what}: the run's directory is removed");
+        }
+    }
+}
+
+#[test]
+fn running_out_of_inodes_stops_the_create_with_the_file_it_failed_on() {
+    if let Some((missing, why)) = needs_root_and(&["mount"]) {
+        return skip!(missing, "{why}");
+    }
+    let mount = tempfile::tempdir().expect("mount point");
+    sh(&format!("mount -t tmpfs -o size=4m,nr_inodes=300 iolab-files-test {}", mount.path().display()));
+    let _unmount = Unmount(mount.path());
+    let cwd = shm_dir();
+    let dir = mount.path().join("tree");
+    for engine in ["io_uring", "sync"] {
+        let out = files_run(
+            cwd.path(),
+            &dir,
+            &["--files", "1000", "--sizes", "0", "--phases", "mkdir,create,unlink,rmdir", "--engine", engine],
+        );
+        assert_eq!(out.status.code(), Some(3), "{engine}: {}", stderr(&out));
+        let report = json(&out);
+        let phases = report["phases"].as_array().expect("phases");
+        assert_eq!(phases.len(), 2, "{engine}: the run stops at the create");
+        let create = &phases[1];
+        let done = create["done"].as_u64().expect("done");
+        assert!(done > 200 && done < 300, "{engine}: the files made before the inodes ran out: {done}");
+        let failure = &create["failure"];
+        assert_eq!(failure["errno"], 28, "{engine}: {failure}");
+        assert_eq!(failure["op"], "open", "{engine}: {failure}");
+        let path = failure["path"].as_str().expect("path");
+        assert!(path.starts_with("t0/d") && path.contains("/f"), "{engine}: {path}");
+        assert!(!dir.exists(), "{engine}: the partial tree was removed");
+    }
+}
+
+/// Unmounts a test's filesystem on drop.
+struct Unmount<'a>(&'a Path);
+
+impl Drop for Unmount<'_> {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("umount").arg(self.0).status();
+    }
 }
 
 /// Every entry below `dir` (not following links), as paths relative to it.
@@ -307,12 +380,6 @@ fn a_full_filesystem_stops_the_create_with_the_file_it_failed_on() {
     }
     let mount = tempfile::tempdir().expect("mount point");
     sh(&format!("mount -t tmpfs -o size=1m iolab-files-test {}", mount.path().display()));
-    struct Unmount<'a>(&'a Path);
-    impl Drop for Unmount<'_> {
-        fn drop(&mut self) {
-            let _ = std::process::Command::new("umount").arg(self.0).status();
-        }
-    }
     let _unmount = Unmount(mount.path());
     let cwd = shm_dir();
     let dir = mount.path().join("tree");

@@ -9,7 +9,7 @@
 use std::io;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
 
-use iolab_engine::fileops::{AlignedBuf, FileOps, PathOp};
+use iolab_engine::fileops::{AlignedBuf, FileOps, PathDone, PathOp};
 use iolab_stats::OpStats;
 
 use crate::gate::Gate;
@@ -157,7 +157,10 @@ impl<'a> Worker<'a> {
         let sides: &[Side] = if self.ctx.copied { &[Side::Source, Side::Copy] } else { &[Side::Source] };
         match phase {
             Phase::Mkdir => self.dirs(Side::Source, false),
-            Phase::Create => self.files(Side::Source, Self::create),
+            Phase::Create => match self.empty_files_create() {
+                Some(create) => self.in_flight(Side::Source, create),
+                None => self.files(Side::Source, Self::create),
+            },
             Phase::Stat if self.sys.queue_depth(PathOp::Stat) > 1 => {
                 self.in_flight(Side::Source, PathOp::Stat)
             }
@@ -279,6 +282,15 @@ impl<'a> Worker<'a> {
         }
     }
 
+    /// The create phase's queued operation where it can keep several in flight: empty files
+    /// without `--fsync` (an open and a close each) on a ring that runs both. Files with data
+    /// are made one at a time, as their writes follow the open.
+    fn empty_files_create(&self) -> Option<PathOp> {
+        let create = PathOp::Create { flags: self.data_flags() };
+        let empty = self.ctx.plan.sizes.max() == 0 && !self.ctx.plan.fsync;
+        (empty && self.sys.queue_depth(create) > 1).then_some(create)
+    }
+
     fn size_of(&self, tree: &Tree, i: u64) -> u64 {
         let align = if self.ctx.plan.direct { 4096 } else { 1 };
         self.ctx.plan.sizes.size(file_hash(self.ctx.plan.seed, tree.index, i), align)
@@ -378,21 +390,26 @@ impl<'a> Worker<'a> {
         Ok(())
     }
 
-    /// The stat or unlink phase with several operations in flight (on a ring, where the kernel
-    /// runs each statx and unlinkat in a worker thread: one at a time, each would wait for a
-    /// hand-off there and a wake-up back). Each is timed on its own, from the submit that sent
-    /// it to the reap that saw it done: its latency as the thread lived it, at that depth.
+    /// The stat, unlink or (empty files) create phase with several operations in flight (on a
+    /// ring, where the kernel runs each statx, unlinkat and openat(O_CREAT) in a worker thread:
+    /// one at a time, each would wait for a hand-off there and a wake-up back). Each is timed on
+    /// its own, from the submit that sent it to the reap that saw it done: its latency as the
+    /// thread lived it, at that depth. A create's open and close are two entries, timed apart,
+    /// and the create is the open's submit to the close's reap.
     fn in_flight(&mut self, side: Side, op: PathOp) {
         let (tree, first, stride) = self.share();
         let (kind, name) = match op {
             PathOp::Stat => (OpKind::Stat, "stat"),
             PathOp::Unlink => (OpKind::Unlink, "unlink"),
+            PathOp::Create { .. } => (OpKind::Create, "open"),
         };
         let depth = self.sys.queue_depth(op);
-        let (mut starts, mut index) = (vec![0u64; depth], vec![0u64; depth]);
+        // Per slot: its file, when its first entry was sent, when its open came back.
+        let (mut starts, mut opened, mut index) = (vec![0u64; depth], vec![0u64; depth], vec![0u64; depth]);
         let mut free: Vec<usize> = (0..depth).rev().collect();
         let mut unsent: Vec<usize> = Vec::with_capacity(depth);
-        let mut finished: Vec<(usize, io::Result<u64>)> = Vec::with_capacity(depth);
+        let mut closing: Vec<usize> = Vec::with_capacity(depth);
+        let mut finished: Vec<(usize, io::Result<PathDone>)> = Vec::with_capacity(depth);
         let mut next = first;
         loop {
             while next < tree.files && !self.ctx.stopping() {
@@ -416,6 +433,10 @@ impl<'a> Worker<'a> {
             for tag in unsent.drain(..) {
                 starts[tag] = start;
             }
+            // Closes queued by the last wait go out with this one's submit.
+            for tag in closing.drain(..) {
+                opened[tag] = opened[tag].max(start);
+            }
             let waited = self.sys.queue_wait(|tag, result| finished.push((tag, result)));
             let end = self.ctx.now_ns();
             if let Err(e) = waited {
@@ -423,24 +444,37 @@ impl<'a> Worker<'a> {
                 return;
             }
             for (tag, result) in finished.drain(..) {
-                free.push(tag);
                 let i = index[tag];
-                let checked = result.and_then(|size| {
-                    let expected = if op == PathOp::Stat { self.size_of(tree, i) } else { 0 };
-                    if size == expected {
-                        Ok(())
-                    } else {
-                        let message =
-                            format!("the file holds {size} bytes, not the {expected} it was made with");
-                        Err(io::Error::other(message))
-                    }
+                let checked = result.and_then(|done| match done {
+                    PathDone::Size(size) if size != self.size_of(tree, i) => Err(io::Error::other(format!(
+                        "the file holds {size} bytes, not the {} it was made with",
+                        self.size_of(tree, i)
+                    ))),
+                    _ => Ok(done),
                 });
                 match checked {
-                    Ok(()) => self.record(kind, starts[tag], end, 0),
+                    Ok(PathDone::Opened) => {
+                        self.record(OpKind::Open, starts[tag], end, 0);
+                        opened[tag] = end;
+                        closing.push(tag);
+                    }
+                    Ok(PathDone::Closed) => {
+                        free.push(tag);
+                        self.record(OpKind::Close, opened[tag], end, 0);
+                        self.record(kind, starts[tag], end, 0);
+                    }
+                    Ok(PathDone::Size(_) | PathDone::Unlinked) => {
+                        free.push(tag);
+                        self.record(kind, starts[tag], end, 0);
+                    }
                     Err(e) => {
+                        free.push(tag);
+                        // A close's error comes after its open did (this slot's open time is then
+                        // later than its start); an open's, a stat's or an unlink's before.
+                        let what = if opened[tag] > starts[tag] { "close" } else { name };
                         tree.file_path(side, i, self.ctx.renamed, &mut self.path);
                         let path = std::mem::take(&mut self.path);
-                        self.fail(name, &path, &e);
+                        self.fail(what, &path, &e);
                         self.path = path;
                     }
                 }

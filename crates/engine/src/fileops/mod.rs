@@ -14,7 +14,7 @@ mod sys;
 
 use std::io;
 
-pub use pathq::{PathOp, QUEUE_DEPTH};
+pub use pathq::{PathDone, PathOp, QUEUE_DEPTH};
 pub use sys::{AlignedBuf, FileOps};
 
 /// Where the operations run.

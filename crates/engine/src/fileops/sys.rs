@@ -4,7 +4,7 @@
 
 use std::io;
 
-use super::pathq::{PathOp, PathQueue, QUEUE_DEPTH};
+use super::pathq::{PathDone, PathOp, PathQueue, QUEUE_DEPTH};
 use super::ring::{Ring, RingOp};
 use super::{CPath, FileOpsEngine};
 
@@ -59,13 +59,15 @@ impl FileOps {
     }
 
     /// How many `op`s this engine keeps in flight with `queue_push` and `queue_wait`:
-    /// `QUEUE_DEPTH` on a ring that runs the operation, else 1 (use `stat` or `unlinkat`).
+    /// `QUEUE_DEPTH` on a ring that runs the operation, else 1 (use `stat`, `unlinkat`, or
+    /// `openat` and `close`).
     pub fn queue_depth(&self, op: PathOp) -> usize {
-        let ring_op = match op {
-            PathOp::Stat => RingOp::Statx,
-            PathOp::Unlink => RingOp::UnlinkAt,
+        let ring_ops: &[RingOp] = match op {
+            PathOp::Stat => &[RingOp::Statx],
+            PathOp::Unlink => &[RingOp::UnlinkAt],
+            PathOp::Create { .. } => &[RingOp::OpenAt, RingOp::Close],
         };
-        if self.ring.as_ref().is_some_and(|r| r.supports(ring_op)) {
+        if self.ring.as_ref().is_some_and(|r| ring_ops.iter().all(|&op| r.supports(op))) {
             QUEUE_DEPTH
         } else {
             1
@@ -87,8 +89,9 @@ impl FileOps {
     }
 
     /// Sends what is queued, waits for one at least to finish, and gives each finished one as
-    /// (tag, the file's size for a stat or 0, or its error).
-    pub fn queue_wait(&mut self, done: impl FnMut(usize, io::Result<u64>)) -> io::Result<()> {
+    /// (tag, what it did or its error). A create comes twice, `Opened` then `Closed` (the slot
+    /// is free after the second), unless its open failed.
+    pub fn queue_wait(&mut self, done: impl FnMut(usize, io::Result<PathDone>)) -> io::Result<()> {
         match (self.ring.as_mut(), self.queue.as_mut()) {
             (Some(ring), Some(queue)) => queue.wait(ring, done),
             _ => Ok(()),

@@ -111,7 +111,7 @@ fn stats_in_flight_each_come_back_with_their_own_size_or_error() {
     seen.sort_by_key(|s| s.0);
     assert_eq!(seen.len(), 41);
     for (n, result) in &seen[..40] {
-        assert_eq!(*result, Ok(n * 3), "f{n}");
+        assert_eq!(*result, Ok(PathDone::Size(n * 3)), "f{n}");
     }
     assert_eq!(seen[40], (40, Err(Some(libc::ENOENT))), "the missing name's own error");
     // One-at-a-time operations still work after the queue.
@@ -158,9 +158,77 @@ fn queued_unlinks_remove_each_file_and_say_which_was_missing() {
     }
     seen.sort_by_key(|s| s.0);
     assert_eq!(seen.len(), 101);
-    assert!(seen[..100].iter().all(|(_, result)| *result == Ok(0)), "{seen:?}");
+    assert!(seen[..100].iter().all(|(_, result)| *result == Ok(PathDone::Unlinked)), "{seen:?}");
     assert_eq!(seen[100], (100, Err(Some(libc::ENOENT))), "the missing name's own error");
     assert_eq!(std::fs::read_dir(dir.path()).expect("list").count(), 0, "every file removed");
+}
+
+#[test]
+fn queued_creates_open_then_close_each_file_and_say_which_existed() {
+    let Ok(mut ops) = FileOps::new(FileOpsEngine::Uring) else {
+        return iolab_test_support::skip!(iolab_test_support::Missing::Other, "no io_uring here");
+    };
+    let create = PathOp::Create { flags: 0 };
+    if ops.queue_depth(create) == 1 {
+        return iolab_test_support::skip!(
+            iolab_test_support::Missing::Other,
+            "this kernel's ring has no openat or close"
+        );
+    }
+    let dir = tempfile::tempdir().expect("temp dir");
+    std::fs::write(dir.path().join("f7"), b"there before").expect("file");
+    let handle = std::fs::File::open(dir.path()).expect("open the temp dir");
+    let dirfd = handle.as_raw_fd();
+    // 100 names through the queue's slots, f7 already there (O_EXCL: EEXIST, left untouched).
+    let mut names: Vec<u64> = (0..100).collect();
+    let mut in_slot = vec![u64::MAX; ops.queue_depth(create)];
+    let mut free: Vec<usize> = (0..in_slot.len()).collect();
+    // Per name, what its slot's completions said (an error as its errno).
+    type Said = Vec<Result<PathDone, Option<i32>>>;
+    let mut seen: Vec<(u64, Said)> = Vec::new();
+    loop {
+        while !free.is_empty() && !names.is_empty() {
+            let (tag, n) = (free.pop().expect("a free slot"), names.pop().expect("a name"));
+            ops.queue_push(create, dirfd, format!("f{n}\0").as_bytes(), tag).expect("push");
+            in_slot[tag] = n;
+            seen.push((n, Vec::new()));
+        }
+        ops.queue_wait(|tag, result| {
+            let n = in_slot[tag];
+            let result = result.map_err(|e| e.raw_os_error());
+            let slot_free = result != Ok(PathDone::Opened);
+            seen.iter_mut().find(|(m, _)| *m == n).expect("a queued name").1.push(result);
+            if slot_free {
+                in_slot[tag] = u64::MAX;
+                free.push(tag);
+            }
+        })
+        .expect("wait");
+        if ops.queued_in_flight() == 0 && names.is_empty() {
+            break;
+        }
+    }
+    seen.sort_by_key(|s| s.0);
+    assert_eq!(seen.len(), 100);
+    for (n, results) in &seen {
+        if *n == 7 {
+            assert_eq!(*results, vec![Err(Some(libc::EEXIST))], "f7 existed");
+        } else {
+            assert_eq!(*results, vec![Ok(PathDone::Opened), Ok(PathDone::Closed)], "f{n}");
+            let made = std::fs::metadata(dir.path().join(format!("f{n}"))).expect("made");
+            assert_eq!(made.len(), 0, "f{n} is empty");
+        }
+    }
+    assert_eq!(std::fs::read(dir.path().join("f7")).expect("f7"), b"there before");
+    assert_eq!(std::fs::read_dir(dir.path()).expect("list").count(), 100);
+    // Every descriptor the creates opened was closed: none of the process's points at a file
+    // of the directory.
+    let open_here: Vec<_> = std::fs::read_dir("/proc/self/fd")
+        .expect("fds")
+        .filter_map(|fd| std::fs::read_link(fd.ok()?.path()).ok())
+        .filter(|target| target.parent() == Some(dir.path()))
+        .collect();
+    assert!(open_here.is_empty(), "still open: {open_here:?}");
 }
 
 #[test]
