@@ -35,7 +35,18 @@ pub struct RunOptions<'a> {
 pub fn run(
     plan: &FilesPlan,
     options: &RunOptions<'_>,
+    on_phase: impl FnMut(&PhaseResult),
+) -> Result<FilesReport, FilesError> {
+    let engine = plan.engine.fileops();
+    run_with(plan, options, on_phase, &|_| FileOps::new(engine))
+}
+
+/// As `run`, each thread of each phase with the operations `make_ops` gives it.
+pub(crate) fn run_with(
+    plan: &FilesPlan,
+    options: &RunOptions<'_>,
     mut on_phase: impl FnMut(&PhaseResult),
+    make_ops: MakeOps<'_>,
 ) -> Result<FilesReport, FilesError> {
     plan.check()?;
     let dir = &options.dir;
@@ -81,7 +92,7 @@ pub fn run(
         let ticks_before = device.as_deref().and_then(io_ticks_ms);
         let ctx = Ctx { phase_start_ns: ctx.now_ns(), ..ctx };
         let watch = journal_thread.as_ref().and_then(|j| JournalWatch::start(j, plan.threads));
-        let outcomes = run_threads(&ctx, phase, &mut notes)?;
+        let outcomes = run_threads_with(&ctx, phase, &mut notes, make_ops);
         let device_busy = ticks_before.zip(device.as_deref().and_then(io_ticks_ms));
         let elapsed_s = ctx.now_ns().saturating_sub(ctx.phase_start_ns) as f64 / 1e9;
         let journal = watch.and_then(|w| w.finish(elapsed_s, plan.threads));
@@ -139,18 +150,20 @@ pub fn run(
 /// Makes a thread's operations (its ring); a test gives one that fails.
 pub(crate) type MakeOps<'m> = &'m (dyn Fn(u32) -> std::io::Result<FileOps> + Sync);
 
-fn run_threads(ctx: &Ctx<'_>, phase: Phase, notes: &mut Vec<String>) -> Result<Vec<Outcome>, FilesError> {
+/// Runs `phase` on every thread, each with its own ring (where the engine has one).
+pub(super) fn run_threads(ctx: &Ctx<'_>, phase: Phase, notes: &mut Vec<String>) -> Vec<Outcome> {
     run_threads_with(ctx, phase, notes, &|_| FileOps::new(ctx.plan.engine.fileops()))
 }
 
 /// Runs `phase` on every thread. A thread that cannot start, or panics, breaks the gate the
-/// others may be waiting at (so none waits for it forever) and the phase is the error.
+/// others may be waiting at (so none waits for it forever) and fails the phase like a failed
+/// operation: the run stops with what was done reported, and the tree is removed.
 pub(crate) fn run_threads_with(
     ctx: &Ctx<'_>,
     phase: Phase,
     notes: &mut Vec<String>,
     make_ops: MakeOps<'_>,
-) -> Result<Vec<Outcome>, FilesError> {
+) -> Vec<Outcome> {
     let results: Vec<std::io::Result<(Outcome, Vec<&'static str>)>> = std::thread::scope(|scope| {
         let handles: Vec<_> = (0..ctx.plan.threads)
             .map(|thread| {
@@ -190,9 +203,11 @@ pub(crate) fn run_threads_with(
             .collect()
     });
     let mut outcomes = Vec::with_capacity(results.len());
-    for result in results {
-        let (outcome, missing) =
-            result.map_err(|e| FilesError::io("cannot start the engine's threads for", "the run", e))?;
+    for (thread, result) in (0..).zip(results) {
+        let (outcome, missing) = match result {
+            Ok(done) => done,
+            Err(e) => (Outcome::not_started(thread, &e), Vec::new()),
+        };
         if !missing.is_empty() {
             let note = format!(
                 "io_uring on this kernel lacks {}: done with system calls instead",
@@ -204,7 +219,7 @@ pub(crate) fn run_threads_with(
         }
         outcomes.push(outcome);
     }
-    Ok(outcomes)
+    outcomes
 }
 
 fn assemble(

@@ -121,7 +121,7 @@ fn an_interrupted_run_stops_and_keeps_what_it_did() {
 /// Runs a mkdir phase of a shared tree (3 threads, 4 directory levels) whose thread 1 cannot
 /// start (`panics`: it panics instead), on its own thread: the phase's answer, or None if it
 /// never came (the threads deadlocked).
-fn shared_phase_with_a_thread_that_cannot_start(panics: bool) -> Option<Result<usize, String>> {
+fn shared_phase_with_a_thread_that_cannot_start(panics: bool) -> Option<(usize, Option<String>)> {
     use std::os::fd::AsRawFd;
     use std::sync::atomic::AtomicU64;
 
@@ -166,7 +166,11 @@ fn shared_phase_with_a_thread_that_cannot_start(panics: bool) -> Option<Result<u
             }
         };
         let ended = run_threads_with(&ctx, Phase::Mkdir, &mut Vec::new(), &make);
-        let _ = tx.send(ended.map(|outcomes| outcomes.len()).map_err(|e| e.to_string()));
+        let failure = ended
+            .iter()
+            .find_map(|o| o.failure.as_ref())
+            .map(|f| format!("{} of {}: {}", f.op, f.path, f.error));
+        let _ = tx.send((ended.len(), failure));
     });
     // Generous: only a deadlock takes this long; how fast the phase ran is not asserted.
     rx.recv_timeout(std::time::Duration::from_secs(120)).ok()
@@ -176,14 +180,51 @@ fn shared_phase_with_a_thread_that_cannot_start(panics: bool) -> Option<Result<u
 fn a_shared_dir_thread_that_cannot_start_ends_the_phase_instead_of_deadlocking_it() {
     // A thread whose ring could not be made returned before the gate between directory levels
     // and the other threads waited there for it forever.
-    let ended = shared_phase_with_a_thread_that_cannot_start(false).expect("the phase ended");
-    let err = ended.expect_err("the thread's failure is the phase's error");
-    assert!(err.contains("injected: thread 1 has no ring"), "{err}");
+    let (threads, failure) = shared_phase_with_a_thread_that_cannot_start(false).expect("the phase ended");
+    assert_eq!(threads, 3, "every thread's outcome, the one that did not start included");
+    let failure = failure.expect("the thread's failure is the phase's");
+    assert_eq!(failure, "start of thread 1: injected: thread 1 has no ring");
 }
 
 #[test]
 fn a_shared_dir_thread_that_panics_at_its_start_ends_the_phase_too() {
-    let ended = shared_phase_with_a_thread_that_cannot_start(true).expect("the phase ended");
-    let err = ended.expect_err("the panic is the phase's error");
-    assert!(err.contains("panicked"), "{err}");
+    let (_, failure) = shared_phase_with_a_thread_that_cannot_start(true).expect("the phase ended");
+    let failure = failure.expect("the panic is the phase's failure");
+    assert!(failure.starts_with("start of thread 1") && failure.contains("panicked"), "{failure}");
+}
+
+#[test]
+fn a_thread_that_cannot_start_in_a_later_phase_stops_the_run_and_the_tree_is_removed() {
+    // The phase was an error returned before the clean-up: the tree was left to `--clean`.
+    use iolab_engine::fileops::{FileOps, FileOpsEngine};
+    use std::sync::atomic::{AtomicU32, Ordering};
+
+    use crate::run::run_with;
+
+    let temp = scratch();
+    let dir = temp.path().join("tree");
+    let interrupt = AtomicBool::new(false);
+    let plan = plan(FileEngine::Sync, false, "mkdir,create,stat,unlink,rmdir");
+    // Three threads a phase, a phase's all started before the next's: from the seventh on,
+    // they are the stat's.
+    let started = AtomicU32::new(0);
+    let make = |thread: u32| {
+        if started.fetch_add(1, Ordering::Relaxed) >= 6 && thread == 2 {
+            Err(std::io::Error::from_raw_os_error(libc::ENOMEM))
+        } else {
+            FileOps::new(FileOpsEngine::Sync)
+        }
+    };
+    let options = RunOptions { dir: dir.clone(), keep: false, interrupt: &interrupt };
+    let report = run_with(&plan, &options, |_| {}, &make).expect("the run ends with a report");
+    let phases: Vec<Phase> = report.phases.iter().map(|p| p.phase).collect();
+    assert_eq!(phases, [Phase::Mkdir, Phase::Create, Phase::Stat], "the run stops at the stat");
+    assert_eq!(report.phases[1].done, 301, "the create's figures are kept");
+    let (phase, failure) = report.failure().expect("the stat failed");
+    assert_eq!(phase.phase, Phase::Stat);
+    assert_eq!(
+        (failure.op.as_str(), failure.path.as_str(), failure.errno),
+        ("start", "thread 2", Some(libc::ENOMEM))
+    );
+    assert!(!dir.exists(), "the tree is removed");
 }

@@ -112,8 +112,8 @@ impl Steps {
 
     /// Runs the next phase with every thread; `None` when there is none left. A phase that
     /// fails or is interrupted is answered with what was done, and no later phase runs.
-    pub fn run_next(&mut self, interrupt: &AtomicBool) -> Result<Option<PhaseResult>, FilesError> {
-        let Some(phase) = self.next_phase() else { return Ok(None) };
+    pub fn run_next(&mut self, interrupt: &AtomicBool) -> Option<PhaseResult> {
+        let phase = self.next_phase()?;
         let planned_ops = self.planned[self.next].1;
         self.next += 1;
         let ctx = Ctx {
@@ -133,13 +133,7 @@ impl Steps {
         let ticks_before = self.device.as_deref().and_then(io_ticks_ms);
         let ctx = Ctx { phase_start_ns: ctx.now_ns(), ..ctx };
         let watch = self.journal_thread.as_ref().and_then(|j| JournalWatch::start(j, self.plan.threads));
-        let outcomes = match run_threads(&ctx, phase, &mut self.notes) {
-            Ok(outcomes) => outcomes,
-            Err(e) => {
-                self.stopped = true;
-                return Err(e);
-            }
-        };
+        let outcomes = run_threads(&ctx, phase, &mut self.notes);
         let device_busy = ticks_before.zip(self.device.as_deref().and_then(io_ticks_ms));
         let elapsed_s = ctx.now_ns().saturating_sub(ctx.phase_start_ns) as f64 / 1e9;
         let journal = watch.and_then(|w| w.finish(elapsed_s, self.plan.threads));
@@ -151,7 +145,7 @@ impl Steps {
             _ => {}
         }
         self.stopped = result.failure.is_some() || result.interrupted;
-        Ok(Some(result))
+        Some(result)
     }
 
     /// Removes the tree (iolab's names only) and the marker, through the descriptor; the
@@ -195,7 +189,7 @@ mod tests {
         let mut steps = Steps::prepare(plan, top, temp.path().to_path_buf(), false).expect("prepared");
         let interrupt = AtomicBool::new(false);
         let mut ran = Vec::new();
-        while let Some(result) = steps.run_next(&interrupt).expect("phase") {
+        while let Some(result) = steps.run_next(&interrupt) {
             assert!(result.complete(), "{:?} {:?}", result.phase, result.failure);
             ran.push((result.phase, result.done));
         }

@@ -73,6 +73,37 @@ pub struct Outcome {
     pub runq_wait_ns: u64,
 }
 
+impl Outcome {
+    /// Nothing done yet.
+    pub fn empty() -> Outcome {
+        Outcome {
+            kinds: OP_KINDS.iter().map(|_| OpStats::default()).collect(),
+            series: Vec::new(),
+            done: 0,
+            bytes: 0,
+            entries: 0,
+            finished_ns: 0,
+            stonewall: None,
+            failure: None,
+            cpu_user_ns: 0,
+            cpu_sys_ns: 0,
+            runq_wait_ns: 0,
+        }
+    }
+
+    /// A thread that could not start (its ring, say, or it panicked): nothing done, and
+    /// `error` the phase's failure.
+    pub fn not_started(thread: u32, error: &io::Error) -> Outcome {
+        let failure = Failure {
+            op: "start".to_string(),
+            path: format!("thread {thread}"),
+            error: error.to_string(),
+            errno: error.raw_os_error(),
+        };
+        Outcome { failure: Some(failure), ..Outcome::empty() }
+    }
+}
+
 /// A failed operation: its name ("open", "write", ...) and the error.
 type OpError = (&'static str, io::Error);
 /// What a phase does to one file.
@@ -115,19 +146,7 @@ impl<'a> Worker<'a> {
             sys,
             thread,
             main: OpKind::of_phase(phase),
-            out: Outcome {
-                kinds: OP_KINDS.iter().map(|_| OpStats::default()).collect(),
-                series: Vec::new(),
-                done: 0,
-                bytes: 0,
-                entries: 0,
-                finished_ns: 0,
-                stonewall: None,
-                failure: None,
-                cpu_user_ns: 0,
-                cpu_sys_ns: 0,
-                runq_wait_ns: 0,
-            },
+            out: Outcome::empty(),
             path: Vec::with_capacity(256),
             path2: Vec::with_capacity(256),
             data: AlignedBuf::new(chunk, ctx.plan.seed ^ u64::from(thread)),

@@ -133,7 +133,7 @@ pub fn handle(session: &Session, allow: &AllowList, run: &mut Option<FilesRun>, 
                     let index = run.steps.ran();
                     let started_unix_ns = unix_ns(SystemTime::now());
                     match run.steps.run_next(&session.interrupt) {
-                        Ok(Some(result)) => {
+                        Some(result) => {
                             let histograms = result
                                 .histograms
                                 .iter()
@@ -148,13 +148,9 @@ pub fn handle(session: &Session, allow: &AllowList, run: &mut Option<FilesRun>, 
                                 started_unix_ns,
                             }))
                         }
-                        Ok(None) => FilesStage::Failed(Failure::conflict(
+                        None => FilesStage::Failed(Failure::conflict(
                             "no phase is left to run (all ran, or one stopped the run)",
                         )),
-                        Err(e) => FilesStage::Failed(Failure::internal(format!(
-                            "the phase could not run on {}: {e}",
-                            run.shown.display()
-                        ))),
                     }
                 }
             };
