@@ -5,7 +5,10 @@
    and unlinkat with no timing, THREADS threads x FILES files each in their own directory.
    iolab does the same tree (`--depth 0`: t0/f0 ...) with every operation timed, on both
    engines, alternating with the loop --repeat times. Goal: iolab's create, stat and delete
-   rates at least 0.7x the loop's (medians of the repeats).
+   rates at least 0.7x the loop's (medians of the repeats). Where liburing's header is
+   installed, bench/files_ring_ref.c too: the same operations as untimed ring entries, 32 in
+   flight per thread as iolab keeps them, which shows what the kernel's hand-off of each to an
+   io-wq worker leaves of the C loop whoever drives the ring, and iolab's io_uring over it.
 2. fio's filecreate / filestat / filedelete engines, 2 jobs each in its own directory, at
    --fio-nrfiles files per job, beside iolab on the same counts (fio's rate falls as nrfiles
    grows; each fio phase is capped at --fio-runtime seconds, which does not change a rate).
@@ -35,14 +38,22 @@ def run(cmd, **kw):
     return subprocess.run(cmd, check=True, capture_output=True, text=True, **kw)
 
 
-def build_ref():
+def build_ref(name, libs=()):
     out_dir = os.path.join(ROOT, "target", "bench-scratch")
     os.makedirs(out_dir, exist_ok=True)
-    binary = os.path.join(out_dir, "files_ref")
-    cmd = ["cc", "-O2", "-pthread", "-o", binary, os.path.join(ROOT, "bench", "files_ref.c")]
+    binary = os.path.join(out_dir, name)
+    cmd = ["cc", "-O2", "-pthread", "-o", binary, os.path.join(ROOT, "bench", name + ".c"), *libs]
     print("build:", " ".join(cmd))
     run(cmd)
     return binary
+
+
+def build_ring_ref():
+    """bench/files_ring_ref.c, or None (with why) where liburing's header is missing."""
+    if not os.path.exists("/usr/include/liburing.h"):
+        print("no ring loop: /usr/include/liburing.h is missing (apt-get install liburing-dev)")
+        return None
+    return build_ref("files_ring_ref", ["-luring"])
 
 
 def ref_rates(ref, base, threads, files):
@@ -89,13 +100,17 @@ def fmt(v):
     return "{:>12,.0f}".format(v)
 
 
-def limit_section(args, ref, base, label):
+def limit_section(args, ref, ring_ref, base, label):
     print("\n== %s: iolab vs the bare C loop, %d threads x %d files (%d repeats, medians) =="
           % (label, args.threads, args.files, args.repeat))
     rates = {"C loop": [], "iolab sync": [], "iolab io_uring": []}
+    if ring_ref:
+        rates["C ring loop"] = []
     shown = False
     for _ in range(args.repeat):
         rates["C loop"].append(ref_rates(ref, base, args.threads, args.files))
+        if ring_ref:
+            rates["C ring loop"].append(ref_rates(ring_ref, base, args.threads, args.files))
         for engine in ("sync", "io_uring"):
             r, _, cmd = iolab_rates(args.iolab, base, args.threads, args.threads * args.files, engine)
             if not shown:
@@ -110,6 +125,13 @@ def limit_section(args, ref, base, label):
         ratios = [med["iolab " + engine][p] / med["C loop"][p] for p in PHASES]
         verdict = "met" if min(ratios) >= 0.7 else "NOT met"
         print("%-16s" % ("ratio " + engine) + "".join("%12.2fx " % r for r in ratios) + " goal >= 0.7x: " + verdict)
+    if ring_ref:
+        ring = [med["C ring loop"][p] / med["C loop"][p] for p in PHASES]
+        print("%-16s" % "ring loop" + "".join("%12.2fx " % r for r in ring)
+              + " what the kernel's io-wq hand-off leaves of the C loop, untimed")
+        ours = [med["iolab io_uring"][p] / med["C ring loop"][p] for p in PHASES]
+        print("%-16s" % "io_uring/ring" + "".join("%12.2fx " % r for r in ours)
+              + " iolab's io_uring over the untimed ring loop at the same depth")
 
 
 def fio_section(args, base, label):
@@ -183,7 +205,8 @@ def main():
     skip = set(args.skip.split(","))
     if not os.access(args.iolab, os.X_OK):
         sys.exit("no iolab at %s: cargo build --release -p iolab, or --iolab PATH" % args.iolab)
-    ref = build_ref()
+    ref = build_ref("files_ref")
+    ring_ref = build_ring_ref()
     print("iolab:", args.iolab, "| fio:", run(["fio", "--version"]).stdout.strip(), "| cpus:", os.cpu_count())
     places = [] if args.no_tmpfs else [("tmpfs", tempfile.mkdtemp(prefix="iolab-files-bench.", dir="/dev/shm"), None)]
     if args.ext4:
@@ -194,7 +217,7 @@ def main():
     try:
         for label, base, _ in places:
             if "limit" not in skip:
-                limit_section(args, ref, base, label)
+                limit_section(args, ref, ring_ref, base, label)
             if "fio" not in skip:
                 fio_section(args, base, label)
             if "memory" not in skip:
