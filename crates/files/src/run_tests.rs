@@ -128,7 +128,7 @@ fn shared_phase_with_a_thread_that_cannot_start(panics: bool) -> Option<(usize, 
     use iolab_engine::fileops::{FileOps, FileOpsEngine};
 
     use crate::gate::Gate;
-    use crate::run::run_threads_with;
+    use crate::phases::run_threads_with;
     use crate::tree::Tree;
     use crate::worker::Ctx;
 

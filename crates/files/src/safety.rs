@@ -37,6 +37,18 @@ pub struct Cleaned {
     pub removed_top: bool,
 }
 
+impl Cleaned {
+    /// The run's note for an earlier tree in `dir` removed before it began.
+    pub(crate) fn earlier_note(&self, dir: &Path) -> String {
+        format!(
+            "an earlier iolab tree in {} was removed first ({} files, {} directories)",
+            dir.display(),
+            self.files,
+            self.dirs
+        )
+    }
+}
+
 fn io<'p>(what: &'static str, path: &'p Path) -> impl FnOnce(std::io::Error) -> FilesError + 'p {
     move |e| FilesError::io(what, path, e)
 }

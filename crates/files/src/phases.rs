@@ -1,0 +1,324 @@
+//! A fileset run's phases one after another, each run by every thread at once: shared by a
+//! local run (`run`) and a fleet agent's (`Steps`), which differ only in how the directory is
+//! made ready, when each phase starts and how the tree is removed.
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicU64};
+
+use iolab_engine::fileops::FileOps;
+use iolab_stats::OpStats;
+
+use crate::gate::{BreakOnPanic, Gate};
+use crate::journal::{self, JournalSeen, JournalThread, JournalWatch};
+use crate::plan::{FilesPlan, Phase};
+use crate::report::{KindResult, OpKind, PhaseResult, Second, Stonewall, OP_KINDS};
+use crate::tree::Tree;
+use crate::verdict::{judge, PhaseFacts};
+use crate::worker::{Ctx, Outcome, Worker};
+
+/// The state between phases: the trees, the clock, whether the files are renamed or copied,
+/// and which phase is next.
+pub(crate) struct Phases {
+    plan: FilesPlan,
+    trees: Vec<Tree>,
+    clock: quanta::Clock,
+    base: u64,
+    renamed: bool,
+    copied: bool,
+    planned: Vec<(Phase, u64)>,
+    next: usize,
+    /// A phase failed or was interrupted: no later one runs.
+    stopped: bool,
+    /// The sysfs stat file of the block device the tree is on (none for tmpfs and the like).
+    device: Option<PathBuf>,
+    journal_thread: Option<JournalThread>,
+}
+
+impl Phases {
+    /// `plan`'s phases over a tree on the filesystem of device number `dev`.
+    pub(crate) fn new(plan: FilesPlan, dev: Option<u64>) -> Phases {
+        let device = dev.and_then(block_device);
+        let journal_thread = device
+            .as_deref()
+            .and_then(Path::parent)
+            .and_then(journal::device_name)
+            .and_then(|name| journal::find_journal_thread(&name));
+        let trees = (0..plan.trees()).map(|t| Tree::new(&plan, t)).collect();
+        let clock = quanta::Clock::new();
+        let base = clock.raw();
+        Phases {
+            planned: plan.planned(),
+            plan,
+            trees,
+            clock,
+            base,
+            renamed: false,
+            copied: false,
+            next: 0,
+            stopped: false,
+            device,
+            journal_thread,
+        }
+    }
+
+    pub(crate) fn plan(&self) -> &FilesPlan {
+        &self.plan
+    }
+
+    /// The phases and their planned operations, in order.
+    pub(crate) fn planned(&self) -> &[(Phase, u64)] {
+        &self.planned
+    }
+
+    /// How many phases ran so far: the index of the next.
+    pub(crate) fn ran(&self) -> usize {
+        self.next
+    }
+
+    /// The phase the next `run_next` runs; none once all ran or one stopped the run.
+    pub(crate) fn next_phase(&self) -> Option<Phase> {
+        (!self.stopped).then(|| self.planned.get(self.next).map(|&(p, _)| p)).flatten()
+    }
+
+    /// Runs the next phase with every thread, each path relative to `dirfd`; `None` when there
+    /// is none left. A phase that fails or is interrupted is answered with what was done, and
+    /// no later phase runs.
+    pub(crate) fn run_next(
+        &mut self,
+        dirfd: i32,
+        interrupt: &AtomicBool,
+        notes: &mut Vec<String>,
+        make_ops: MakeOps<'_>,
+    ) -> Option<PhaseResult> {
+        let phase = self.next_phase()?;
+        let planned_ops = self.planned[self.next].1;
+        self.next += 1;
+        let ctx = Ctx {
+            plan: &self.plan,
+            trees: &self.trees,
+            dirfd,
+            clock: self.clock.clone(),
+            base: self.base,
+            failed: AtomicBool::new(false),
+            interrupt,
+            first_done_ns: AtomicU64::new(0),
+            barrier: Gate::new(self.plan.threads as usize),
+            renamed: self.renamed,
+            copied: self.copied,
+            phase_start_ns: 0,
+        };
+        let ticks_before = self.device.as_deref().and_then(io_ticks_ms);
+        let ctx = Ctx { phase_start_ns: ctx.now_ns(), ..ctx };
+        let watch = self.journal_thread.as_ref().and_then(|j| JournalWatch::start(j, self.plan.threads));
+        let outcomes = run_threads_with(&ctx, phase, notes, make_ops);
+        let device_busy = ticks_before.zip(self.device.as_deref().and_then(io_ticks_ms));
+        let elapsed_s = ctx.now_ns().saturating_sub(ctx.phase_start_ns) as f64 / 1e9;
+        let journal = watch.and_then(|w| w.finish(elapsed_s, self.plan.threads));
+        let result = assemble(&self.plan, &ctx, phase, planned_ops, outcomes, device_busy, journal);
+        match phase {
+            Phase::Rename => self.renamed = !self.renamed,
+            Phase::Copy => self.copied = true,
+            Phase::Rmdir => self.copied = false,
+            _ => {}
+        }
+        self.stopped = result.failure.is_some() || result.interrupted;
+        Some(result)
+    }
+}
+
+/// Makes a thread's operations (its ring); a test gives one that fails.
+pub(crate) type MakeOps<'m> = &'m (dyn Fn(u32) -> std::io::Result<FileOps> + Sync);
+
+/// Runs `phase` on every thread. A thread that cannot start, or panics, breaks the gate the
+/// others may be waiting at (so none waits for it forever) and fails the phase like a failed
+/// operation: the run stops with what was done reported, and the tree is removed.
+pub(crate) fn run_threads_with(
+    ctx: &Ctx<'_>,
+    phase: Phase,
+    notes: &mut Vec<String>,
+    make_ops: MakeOps<'_>,
+) -> Vec<Outcome> {
+    let results: Vec<std::io::Result<(Outcome, Vec<&'static str>)>> = std::thread::scope(|scope| {
+        let handles: Vec<_> = (0..ctx.plan.threads)
+            .map(|thread| {
+                std::thread::Builder::new().name(format!("iolab-files-{thread}")).spawn_scoped(
+                    scope,
+                    move || {
+                        let _unwinding = BreakOnPanic(&ctx.barrier);
+                        // Each thread makes its own ring: a single-issuer ring belongs to its maker.
+                        let sys = match make_ops(thread) {
+                            Ok(sys) => sys,
+                            Err(e) => {
+                                // The others must not wait for this thread at the gate forever.
+                                ctx.failed.store(true, std::sync::atomic::Ordering::Relaxed);
+                                ctx.barrier.break_open();
+                                return Err(e);
+                            }
+                        };
+                        let missing = sys.missing();
+                        let (outcome, _) = Worker::new(ctx, sys, thread, phase).run(phase);
+                        Ok((outcome, missing))
+                    },
+                )
+            })
+            .collect();
+        if handles.iter().any(Result::is_err) {
+            // A thread that never started will not come to the gate either.
+            ctx.failed.store(true, std::sync::atomic::Ordering::Relaxed);
+            ctx.barrier.break_open();
+        }
+        handles
+            .into_iter()
+            .map(|h| {
+                h.map_or_else(Err, |h| {
+                    h.join().unwrap_or_else(|_| Err(std::io::Error::other("a thread panicked")))
+                })
+            })
+            .collect()
+    });
+    let mut outcomes = Vec::with_capacity(results.len());
+    for (thread, result) in (0..).zip(results) {
+        let (outcome, missing) = match result {
+            Ok(done) => done,
+            Err(e) => (Outcome::not_started(thread, &e), Vec::new()),
+        };
+        if !missing.is_empty() {
+            let note = format!(
+                "io_uring on this kernel lacks {}: done with system calls instead",
+                missing.join(", ")
+            );
+            if !notes.contains(&note) {
+                notes.push(note);
+            }
+        }
+        outcomes.push(outcome);
+    }
+    outcomes
+}
+
+fn assemble(
+    plan: &FilesPlan,
+    ctx: &Ctx<'_>,
+    phase: Phase,
+    planned: u64,
+    outcomes: Vec<Outcome>,
+    device_ticks: Option<(u64, u64)>,
+    journal: Option<JournalSeen>,
+) -> PhaseResult {
+    let start = ctx.phase_start_ns;
+    let last = outcomes.iter().map(|o| o.finished_ns).max().unwrap_or(start);
+    let elapsed_s = last.saturating_sub(start) as f64 / 1e9;
+    let first_done_s =
+        ctx.first_done_ns.load(std::sync::atomic::Ordering::Relaxed).saturating_sub(start) as f64 / 1e9;
+    let mut merged: Vec<OpStats> = OP_KINDS.iter().map(|_| OpStats::default()).collect();
+    let mut series: Vec<[u64; 2]> = Vec::new();
+    let (mut done, mut bytes, mut entries, mut sw_ops, mut sw_bytes) = (0, 0, 0, 0, 0);
+    let (mut user_ns, mut sys_ns, mut wait_ns) = (0u64, 0u64, 0u64);
+    let mut failure = None;
+    for o in &outcomes {
+        for (m, k) in merged.iter_mut().zip(&o.kinds) {
+            m.merge(k);
+        }
+        if series.len() < o.series.len() {
+            series.resize(o.series.len(), [0, 0]);
+        }
+        for (s, t) in series.iter_mut().zip(&o.series) {
+            s[0] += t[0];
+            s[1] += t[1];
+        }
+        done += o.done;
+        bytes += o.bytes;
+        entries += o.entries;
+        let [ops, b] = o.stonewall.unwrap_or([o.done, o.bytes]);
+        sw_ops += ops;
+        sw_bytes += b;
+        user_ns += o.cpu_user_ns;
+        sys_ns += o.cpu_sys_ns;
+        wait_ns += o.runq_wait_ns;
+        if failure.is_none() {
+            failure.clone_from(&o.failure);
+        }
+    }
+    let main = OpKind::of_phase(phase);
+    let mut order: Vec<OpKind> = vec![main];
+    order.extend(OP_KINDS.iter().copied().filter(|&k| k != main));
+    let kinds: Vec<KindResult> = order
+        .iter()
+        .filter(|&&k| merged[k as usize].ios() > 0)
+        .map(|&k| KindResult { kind: k, summary: merged[k as usize].summary(elapsed_s, &[]) })
+        .collect();
+    let histograms: Vec<(OpKind, OpStats)> = order
+        .iter()
+        .filter(|&&k| merged[k as usize].ios() > 0)
+        .map(|&k| (k, merged[k as usize].clone()))
+        .collect();
+    let rate = |n: u64, s: f64| if s > 0.0 { n as f64 / s } else { 0.0 };
+    let thread_s = elapsed_s * f64::from(plan.threads);
+    let pct = |ns: u64| if thread_s > 0.0 { 100.0 * ns as f64 / 1e9 / thread_s } else { 0.0 };
+    let fsync_ns = merged[OpKind::Fsync as usize].moments().sum_ns.min(u128::from(u64::MAX)) as u64;
+    let device_busy_pct = device_ticks.map(|(before, after)| {
+        if elapsed_s > 0.0 {
+            (100.0 * after.saturating_sub(before) as f64 / 1e3 / elapsed_s).min(100.0)
+        } else {
+            0.0
+        }
+    });
+    let facts = PhaseFacts {
+        threads: plan.threads,
+        shared_dir: plan.shared_dir,
+        elapsed_s,
+        ops: done,
+        cpu_busy_pct: pct(user_ns + sys_ns).min(100.0),
+        cpu_sys_pct: pct(sys_ns).min(100.0),
+        runq_wait_pct: pct(wait_ns).min(100.0),
+        device_busy_pct,
+        fsync_pct: pct(fsync_ns),
+        journal,
+    };
+    PhaseResult {
+        phase,
+        planned,
+        done,
+        elapsed_s,
+        ops_per_s: rate(done, elapsed_s),
+        bytes,
+        bytes_per_s: rate(bytes, elapsed_s),
+        stonewall: Stonewall {
+            first_done_s,
+            ops: sw_ops,
+            ops_per_s: rate(sw_ops, first_done_s),
+            bytes_per_s: rate(sw_bytes, first_done_s),
+        },
+        entries: (phase == Phase::Readdir).then_some(entries),
+        kinds,
+        series: series
+            .iter()
+            .enumerate()
+            .map(|(t, s)| Second { t_s: t as f64, ops: s[0], bytes: s[1] })
+            .collect(),
+        cpu_busy_pct: facts.cpu_busy_pct,
+        cpu_sys_pct: facts.cpu_sys_pct,
+        runq_wait_pct: facts.runq_wait_pct,
+        device_busy_pct,
+        verdict: judge(&facts),
+        journal: facts.journal,
+        failure,
+        interrupted: ctx.interrupt.load(std::sync::atomic::Ordering::Relaxed),
+        histograms,
+    }
+}
+
+/// The sysfs stat file of block device `dev` (none for tmpfs, NFS and the like).
+fn block_device(dev: u64) -> Option<PathBuf> {
+    let (major, minor) = (libc::major(dev), libc::minor(dev));
+    if major == 0 {
+        return None;
+    }
+    let path = PathBuf::from(format!("/sys/dev/block/{major}:{minor}/stat"));
+    path.exists().then_some(path)
+}
+
+/// The device's io_ticks (ms it had requests in flight), the stat file's tenth field.
+fn io_ticks_ms(stat: &Path) -> Option<u64> {
+    std::fs::read_to_string(stat).ok()?.split_whitespace().nth(9)?.parse().ok()
+}
