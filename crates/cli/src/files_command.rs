@@ -6,7 +6,8 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use iolab_files::{
-    safety, Failure, FilesCause, FilesError, FilesOptions, FilesPlan, OpKind, PhaseResult, RunOptions,
+    safety, Failure, FilesCause, FilesError, FilesOptions, FilesPlan, OpKind, PhaseProgress, PhaseResult,
+    RunOptions,
 };
 use iolab_report::{files_json, files_text, thousands};
 use iolab_stats::result::{Bottleneck, SeriesPoint, Verdict};
@@ -15,6 +16,7 @@ use iolab_store::{Point, PointSummary, RunEnd, RunId, RunStatus, Store};
 
 use crate::args::{FilesArgs, StoreArgs};
 use crate::exit::{self, say};
+use crate::files_progress::FilesLine;
 use crate::flow;
 use crate::job_source;
 use crate::recording::now_unix_s;
@@ -46,20 +48,24 @@ pub fn run(args: FilesArgs, store: &StoreArgs) -> ExitCode {
         Ok(keeping) => keeping,
         Err(code) => return code,
     };
-    let run_options = RunOptions { dir: dir.clone(), keep, interrupt: &interrupt };
     let quiet = quiet_flag || json;
-    let ran = iolab_files::run(&plan, &run_options, |phase| {
-        if !quiet {
-            say!(
-                "iolab: files: {} {} of {} in {:.2} s ({}/s)",
-                phase.phase,
-                thousands(phase.done as f64),
-                thousands(phase.planned as f64),
-                phase.elapsed_s,
-                thousands(phase.ops_per_s)
-            );
-        }
-        keeping.add(phase, |seq| point(seq, &plan, phase, &dir));
+    let progress = PhaseProgress::new(plan.threads);
+    let run_options = RunOptions { dir: dir.clone(), keep, interrupt: &interrupt, progress: Some(&progress) };
+    let line = FilesLine::new(quiet);
+    let ran = line.while_running(&progress, || {
+        iolab_files::run(&plan, &run_options, |phase| {
+            if !quiet {
+                line.say(&format!(
+                    "iolab: files: {} {} of {} in {:.2} s ({}/s)",
+                    phase.phase,
+                    thousands(phase.done as f64),
+                    thousands(phase.planned as f64),
+                    phase.elapsed_s,
+                    thousands(phase.ops_per_s)
+                ));
+            }
+            keeping.add(phase, |seq| point(seq, &plan, phase, &dir));
+        })
     });
     let report = match ran {
         Ok(report) => report,

@@ -8,6 +8,7 @@ mod cliff_command;
 mod compare_command;
 mod exit;
 mod files_command;
+mod files_progress;
 mod fio_job_command;
 mod fleet_cache_command;
 mod fleet_command;

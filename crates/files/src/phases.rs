@@ -11,6 +11,7 @@ use iolab_stats::OpStats;
 use crate::gate::{BreakOnPanic, Gate};
 use crate::journal::{self, JournalSeen, JournalThread, JournalWatch};
 use crate::plan::{FilesPlan, Phase};
+use crate::progress::PhaseProgress;
 use crate::report::{KindResult, OpKind, PhaseResult, Second, Stonewall, OP_KINDS};
 use crate::tree::Tree;
 use crate::verdict::{judge, PhaseFacts};
@@ -80,8 +81,8 @@ impl Phases {
         (!self.stopped).then(|| self.planned.get(self.next).map(|&(p, _)| p)).flatten()
     }
 
-    /// Runs the next phase with every thread, each path relative to `dirfd`; `None` when there
-    /// is none left. A phase that fails or is interrupted is answered with what was done, and
+    /// Runs the next phase with every thread, each path relative to `dirfd` (publishing how far
+    /// it is to `progress`); `None` when there is none left. A phase that fails or is interrupted is answered with what was done, and
     /// no later phase runs.
     pub(crate) fn run_next(
         &mut self,
@@ -89,10 +90,14 @@ impl Phases {
         interrupt: &AtomicBool,
         notes: &mut Vec<String>,
         make_ops: MakeOps<'_>,
+        progress: Option<&PhaseProgress>,
     ) -> Option<PhaseResult> {
         let phase = self.next_phase()?;
         let planned_ops = self.planned[self.next].1;
         self.next += 1;
+        if let Some(progress) = progress {
+            progress.begin(phase, planned_ops);
+        }
         let ctx = Ctx {
             plan: &self.plan,
             trees: &self.trees,
@@ -106,6 +111,7 @@ impl Phases {
             renamed: self.renamed,
             copied: self.copied,
             phase_start_ns: 0,
+            progress,
         };
         let ticks_before = self.device.as_deref().and_then(io_ticks_ms);
         let ctx = Ctx { phase_start_ns: ctx.now_ns(), ..ctx };

@@ -13,6 +13,7 @@ use iolab_engine::fileops::FileOps;
 use crate::error::FilesError;
 use crate::phases::{MakeOps, Phases};
 use crate::plan::FilesPlan;
+use crate::progress::PhaseProgress;
 use crate::report::{FilesReport, PhaseResult, FILES_SCHEMA};
 use crate::safety;
 
@@ -22,6 +23,8 @@ pub struct RunOptions<'a> {
     pub keep: bool,
     /// Set by a stop signal: the phase running ends, its figures kept, and the run stops.
     pub interrupt: &'a AtomicBool,
+    /// Where the running phase's threads publish how far they are (a live display reads it).
+    pub progress: Option<&'a PhaseProgress>,
 }
 
 /// Runs `plan` in `options.dir`, calling `on_phase` with each phase as it ends.
@@ -53,7 +56,9 @@ pub(crate) fn run_with(
     let dev = top.metadata().ok().map(|meta| meta.dev());
     let mut runner = Phases::new(plan.clone(), dev);
     let mut phases = Vec::new();
-    while let Some(result) = runner.run_next(top.as_raw_fd(), options.interrupt, &mut notes, make_ops) {
+    while let Some(result) =
+        runner.run_next(top.as_raw_fd(), options.interrupt, &mut notes, make_ops, options.progress)
+    {
         on_phase(&result);
         phases.push(result);
     }

@@ -45,9 +45,22 @@ fn every_phase_counts_its_plan_exactly_and_leaves_nothing() {
             let plan = plan(engine, shared, ALL);
             let trees: u64 = if shared { 1 } else { 3 };
             let dirs = 13 * trees;
-            let report =
-                run(&plan, &RunOptions { dir: dir.clone(), keep: false, interrupt: &interrupt }, |_| {})
-                    .expect("run");
+            // Each phase's live count, read as it ends, is what it did.
+            let progress = crate::PhaseProgress::new(plan.threads);
+            let options = RunOptions {
+                dir: dir.clone(),
+                keep: false,
+                interrupt: &interrupt,
+                progress: Some(&progress),
+            };
+            let mut live = Vec::new();
+            let report = run(&plan, &options, |phase| {
+                let seen = progress.snapshot().expect("a phase began");
+                live.push((seen.phase, seen.planned, seen.done));
+                assert_eq!((seen.phase, seen.planned, seen.done), (phase.phase, phase.planned, phase.done));
+            })
+            .expect("run");
+            assert_eq!(live.len(), report.phases.len(), "{engine:?} shared {shared}");
             let counts: Vec<(Phase, u64, u64)> =
                 report.phases.iter().map(|p| (p.phase, p.planned, p.done)).collect();
             let expected = [dirs, 301, 301, dirs, 301, 301, 301, 301, 301, 602, 2 * dirs];
@@ -90,7 +103,8 @@ fn the_copy_is_identical_to_its_source() {
     let interrupt = AtomicBool::new(false);
     let mut plan = plan(FileEngine::IoUring, false, "mkdir,create,copy");
     plan.sizes = "lognormal:8k:300k".parse().expect("sizes");
-    run(&plan, &RunOptions { dir: dir.clone(), keep: true, interrupt: &interrupt }, |_| {}).expect("run");
+    run(&plan, &RunOptions { dir: dir.clone(), keep: true, interrupt: &interrupt, progress: None }, |_| {})
+        .expect("run");
     for t in 0..3 {
         let (mut source, mut copy) = (Vec::new(), Vec::new());
         files_below(&dir.join(format!("t{t}")), &mut source, &dir.join(format!("t{t}")));
@@ -109,7 +123,7 @@ fn an_interrupted_run_stops_and_keeps_what_it_did() {
     let interrupt = AtomicBool::new(true);
     let report = run(
         &plan(FileEngine::Sync, false, "mkdir,create"),
-        &RunOptions { dir: dir.clone(), keep: false, interrupt: &interrupt },
+        &RunOptions { dir: dir.clone(), keep: false, interrupt: &interrupt, progress: None },
         |_| {},
     )
     .expect("run");
@@ -155,6 +169,7 @@ fn shared_phase_with_a_thread_that_cannot_start(panics: bool) -> Option<(usize, 
             renamed: false,
             copied: false,
             phase_start_ns: 0,
+            progress: None,
         };
         let make = |thread: u32| {
             if thread != 1 {
@@ -215,7 +230,7 @@ fn a_thread_that_cannot_start_in_a_later_phase_stops_the_run_and_the_tree_is_rem
             FileOps::new(FileOpsEngine::Sync)
         }
     };
-    let options = RunOptions { dir: dir.clone(), keep: false, interrupt: &interrupt };
+    let options = RunOptions { dir: dir.clone(), keep: false, interrupt: &interrupt, progress: None };
     let report = run_with(&plan, &options, |_| {}, &make).expect("the run ends with a report");
     let phases: Vec<Phase> = report.phases.iter().map(|p| p.phase).collect();
     assert_eq!(phases, [Phase::Mkdir, Phase::Create, Phase::Stat], "the run stops at the stat");

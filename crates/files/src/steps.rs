@@ -73,7 +73,13 @@ impl Steps {
     /// fails or is interrupted is answered with what was done, and no later phase runs.
     pub fn run_next(&mut self, interrupt: &AtomicBool) -> Option<PhaseResult> {
         let engine = self.phases.plan().engine.fileops();
-        self.phases.run_next(self.top.as_raw_fd(), interrupt, &mut self.notes, &|_| FileOps::new(engine))
+        self.phases.run_next(
+            self.top.as_raw_fd(),
+            interrupt,
+            &mut self.notes,
+            &|_| FileOps::new(engine),
+            None,
+        )
     }
 
     /// Removes the tree (iolab's names only) and the marker, through the descriptor; the

@@ -14,6 +14,7 @@ use iolab_stats::OpStats;
 
 use crate::gate::Gate;
 use crate::plan::{FilesPlan, Phase};
+use crate::progress::{PhaseProgress, PUBLISH_EVERY};
 use crate::report::{Failure, OpKind, OP_KINDS};
 use crate::sizes::file_hash;
 use crate::tree::{Side, Tree};
@@ -41,6 +42,8 @@ pub struct Ctx<'a> {
     pub renamed: bool,
     pub copied: bool,
     pub phase_start_ns: u64,
+    /// Where each thread publishes how far it is, for a live display.
+    pub progress: Option<&'a PhaseProgress>,
 }
 
 impl Ctx<'_> {
@@ -159,6 +162,7 @@ impl<'a> Worker<'a> {
         let (user0, sys0) = thread_cpu_ns();
         let wait0 = runq_wait_ns();
         self.phase(phase);
+        self.publish();
         let end = self.ctx.now_ns().max(1);
         self.out.finished_ns = end;
         let _ = self.ctx.first_done_ns.compare_exchange(0, end, Relaxed, Relaxed);
@@ -223,6 +227,9 @@ impl<'a> Worker<'a> {
         self.out.kinds[kind as usize].record(end.saturating_sub(start), bytes);
         if kind == self.main {
             self.out.done += 1;
+            if self.out.done % PUBLISH_EVERY == 0 {
+                self.publish();
+            }
             self.out.bytes += bytes;
             let second = (end.saturating_sub(self.ctx.phase_start_ns) / 1_000_000_000) as usize;
             if self.out.series.len() <= second {
@@ -233,6 +240,12 @@ impl<'a> Worker<'a> {
             if self.out.stonewall.is_none() && self.ctx.first_done_ns.load(Relaxed) != 0 {
                 self.out.stonewall = Some([self.out.done, self.out.bytes]);
             }
+        }
+    }
+
+    fn publish(&self) {
+        if let Some(progress) = self.ctx.progress {
+            progress.publish(self.thread, self.out.done);
         }
     }
 

@@ -1,0 +1,66 @@
+//! How far the running phase is, for a live display. Each thread publishes its count of the
+//! phase's own operations every `PUBLISH_EVERY` of them, and at its end, into a cache line of
+//! its own (so the threads never contend for one); a reader sums them whenever it likes.
+
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use crate::plan::Phase;
+
+/// A thread publishes its count every this many operations.
+pub(crate) const PUBLISH_EVERY: u64 = 64;
+
+/// The running phase's progress, shared by its threads and a reader.
+pub struct PhaseProgress {
+    running: Mutex<Option<(Phase, u64, Instant)>>,
+    counts: Box<[OwnLine]>,
+}
+
+/// One thread's count, alone in its cache line.
+#[repr(align(128))]
+struct OwnLine(AtomicU64);
+
+/// The running phase as a reader sees it.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct PhaseSnapshot {
+    pub phase: Phase,
+    /// The phase's own operations done so far (up to `PUBLISH_EVERY` - 1 per thread behind).
+    pub done: u64,
+    pub planned: u64,
+    pub elapsed: Duration,
+}
+
+impl PhaseProgress {
+    pub fn new(threads: u32) -> PhaseProgress {
+        PhaseProgress {
+            running: Mutex::new(None),
+            counts: (0..threads).map(|_| OwnLine(AtomicU64::new(0))).collect(),
+        }
+    }
+
+    /// A phase of `planned` operations begins.
+    pub(crate) fn begin(&self, phase: Phase, planned: u64) {
+        for count in &self.counts {
+            count.0.store(0, Relaxed);
+        }
+        *self.running.lock().unwrap_or_else(std::sync::PoisonError::into_inner) =
+            Some((phase, planned, Instant::now()));
+    }
+
+    /// Thread `thread` has done `done` of the phase's operations.
+    #[inline]
+    pub(crate) fn publish(&self, thread: u32, done: u64) {
+        if let Some(count) = self.counts.get(thread as usize) {
+            count.0.store(done, Relaxed);
+        }
+    }
+
+    /// The phase running (or the last one run), if one has begun.
+    pub fn snapshot(&self) -> Option<PhaseSnapshot> {
+        let running = *self.running.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let (phase, planned, started) = running?;
+        let done = self.counts.iter().map(|c| c.0.load(Relaxed)).sum();
+        Some(PhaseSnapshot { phase, done, planned, elapsed: started.elapsed() })
+    }
+}
