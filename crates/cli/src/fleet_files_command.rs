@@ -16,6 +16,7 @@ use serde_json::json;
 use crate::args::{FilesArgs, StoreArgs};
 use crate::exit::{self, say};
 use crate::files_command::{self, Keeping};
+use crate::files_progress::FilesLine;
 use crate::flow;
 use crate::progress::ProgressLine;
 
@@ -62,10 +63,17 @@ pub fn run(args: FilesArgs, store: &StoreArgs, fleet: &mut Fleet) -> ExitCode {
     // Phases heard so far, each a host's `phases` index (a phase not kept still counts).
     let mut phases_heard = 0;
     let mut progress = ProgressLine::new(quiet || json);
-    let ran =
-        fleet.run_files(&plan, &dir.display().to_string(), &interrupt, &mut progress, |phase, hosts| {
+    let line = FilesLine::new(quiet || json);
+    let live = |seen| line.show(&seen);
+    let ran = fleet.run_files(
+        &plan,
+        &dir.display().to_string(),
+        &interrupt,
+        &mut progress,
+        &live,
+        |phase, hosts| {
             if !(quiet || json) {
-                say!(
+                line.say(&format!(
                     "iolab: fleet files: {} {} of {} on {} host(s) in {:.2} s ({}/s)",
                     phase.phase,
                     thousands(phase.done as f64),
@@ -73,14 +81,16 @@ pub fn run(args: FilesArgs, store: &StoreArgs, fleet: &mut Fleet) -> ExitCode {
                     hosts.iter().filter(|h| h.failed.is_none()).count(),
                     phase.elapsed_s,
                     thousands(phase.ops_per_s)
-                );
+                ));
             }
             let index = phases_heard;
             phases_heard += 1;
             keeping.add(phase, |seq| {
                 fleet_point(files_command::point(seq, &plan, phase, &dir), &plan, phase, index, hosts)
             });
-        });
+        },
+    );
+    line.finish();
     let ran = match ran {
         Ok(ran) => ran,
         Err(e) => {

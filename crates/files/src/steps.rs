@@ -15,6 +15,7 @@ use iolab_engine::fileops::FileOps;
 use crate::error::FilesError;
 use crate::phases::Phases;
 use crate::plan::{FilesPlan, Phase};
+use crate::progress::PhaseProgress;
 use crate::report::PhaseResult;
 use crate::safety::Cleaned;
 use crate::safety_at;
@@ -69,16 +70,21 @@ impl Steps {
         self.phases.next_phase()
     }
 
-    /// Runs the next phase with every thread; `None` when there is none left. A phase that
-    /// fails or is interrupted is answered with what was done, and no later phase runs.
-    pub fn run_next(&mut self, interrupt: &AtomicBool) -> Option<PhaseResult> {
+    /// Runs the next phase with every thread, publishing how far it is to `progress`; `None`
+    /// when there is none left. A phase that fails or is interrupted is answered with what was
+    /// done, and no later phase runs.
+    pub fn run_next(
+        &mut self,
+        interrupt: &AtomicBool,
+        progress: Option<&PhaseProgress>,
+    ) -> Option<PhaseResult> {
         let engine = self.phases.plan().engine.fileops();
         self.phases.run_next(
             self.top.as_raw_fd(),
             interrupt,
             &mut self.notes,
             &|_| FileOps::new(engine),
-            None,
+            progress,
         )
     }
 
@@ -113,7 +119,7 @@ mod tests {
         let mut steps = Steps::prepare(plan, top, temp.path().to_path_buf(), false).expect("prepared");
         let interrupt = AtomicBool::new(false);
         let mut ran = Vec::new();
-        while let Some(result) = steps.run_next(&interrupt) {
+        while let Some(result) = steps.run_next(&interrupt, None) {
             assert!(result.complete(), "{:?} {:?}", result.phase, result.failure);
             ran.push((result.phase, result.done));
         }

@@ -179,7 +179,8 @@ pub struct NetMeasured {
 //
 // POST /v1/sessions/{id}/files/prepare          FilesPrepare -> FilesPrepared   make DIR ready
 // POST /v1/sessions/{id}/files/start            Start -> 202     the next phase, at an instant
-// GET  /v1/sessions/{id}/files/result?wait_ms=N FilesPhaseDone (202 while the phase runs)
+// GET  /v1/sessions/{id}/files/result?wait_ms=N FilesPhaseDone (202 with FilesProgress while
+//                                               the phase runs)
 //
 // The tree is removed when the session closes, whatever happened.
 
@@ -199,6 +200,17 @@ pub struct FilesPrepared {
     /// The phases in order with their planned operations on this host.
     pub planned: Vec<(iolab_files::Phase, u64)>,
     pub notes: Vec<String>,
+}
+
+/// How far a host's running phase is (the 202 answer to a result request).
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq)]
+pub struct FilesProgress {
+    pub phase: iolab_files::Phase,
+    /// The phase's own operations done so far (each thread's count is up to 63 behind).
+    pub done: u64,
+    pub planned: u64,
+    /// Since the phase began on the host.
+    pub elapsed_ns: u64,
 }
 
 /// One phase as a host ran it.

@@ -7,7 +7,9 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use iolab_fleet::agent::{self, AgentConfig, RunningAgent};
-use iolab_fleet::protocol::{AgentResult, Hello, LiveEvent, Prepared, SessionOpened, PROTOCOL};
+use iolab_fleet::protocol::{
+    AgentResult, FilesPhaseDone, FilesProgress, Hello, LiveEvent, Prepared, SessionOpened, PROTOCOL,
+};
 use serde_json::{json, Value};
 
 const TOKEN: &str = "test-token-0123456789";
@@ -422,4 +424,49 @@ fn a_job_without_a_target_writes_a_scratch_file_that_goes_with_the_session() {
     assert_eq!(client.result(&session, 10_000).status, 200);
     assert_eq!(client.request("DELETE", &format!("/v1/sessions/{session}"), Some(TOKEN), None).status, 204);
     assert!(!file.exists(), "the scratch file went with the session");
+}
+
+#[test]
+fn a_running_fileset_phase_answers_a_result_request_with_how_far_it_is() {
+    let shm = Path::new("/dev/shm");
+    let allowed =
+        if shm.is_dir() { tempfile::tempdir_in(shm) } else { tempfile::tempdir() }.expect("tempdir");
+    let client = start_agent(vec![allowed.path().to_path_buf()]);
+    let session = client.open(60_000);
+    let job =
+        "files = 100000\nthreads = 1\nsizes = 0\nphases = \"mkdir,create,unlink,rmdir\"\nengine = \"sync\"\n";
+    let dir = allowed.path().join("tree");
+    let answer = client.post(
+        &format!("/v1/sessions/{session}/files/prepare"),
+        &json!({ "job": job, "dir": dir.display().to_string() }),
+    );
+    assert_eq!(answer.status, 200, "{}", answer.text);
+    let mut heard: Vec<FilesProgress> = Vec::new();
+    for phase in ["mkdir", "create", "unlink", "rmdir"] {
+        let at = unix_ns();
+        let answer =
+            client.post(&format!("/v1/sessions/{session}/files/start"), &json!({ "at_unix_ns": at }));
+        assert_eq!(answer.status, 202, "{}", answer.text);
+        loop {
+            let answer = client.get(&format!("/v1/sessions/{session}/files/result?wait_ms=20"));
+            match answer.status {
+                202 => heard.push(answer.json()),
+                200 => {
+                    let done: FilesPhaseDone = answer.json();
+                    assert_eq!(done.result.phase.name(), phase);
+                    break;
+                }
+                other => panic!("{other}: {}", answer.text),
+            }
+        }
+    }
+    // 100,000 creates and unlinks take a good part of a second at least: several answers
+    // came while they ran, each within its phase's plan, never going back.
+    let of = |name: &str| heard.iter().filter(|p| p.phase.name() == name).collect::<Vec<_>>();
+    for name in ["create", "unlink"] {
+        let seen = of(name);
+        assert!(seen.iter().any(|p| p.done > 0 && p.done < 100_000), "{name}: {heard:?}");
+        assert!(seen.iter().all(|p| p.planned == 100_000 && p.done <= p.planned), "{name}: {seen:?}");
+        assert!(seen.windows(2).all(|w| w[0].done <= w[1].done && w[0].elapsed_ns <= w[1].elapsed_ns));
+    }
 }

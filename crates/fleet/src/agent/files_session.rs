@@ -18,12 +18,14 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::Json;
 use iolab_engine::target::BeneathDir;
-use iolab_files::{FilesError, Steps};
+use iolab_files::{FilesError, PhaseProgress, Steps};
 use iolab_stats::encoded::EncodedOpStats;
 use serde::Deserialize;
 use tokio::sync::oneshot;
 
-use crate::protocol::{FilesPhaseDone, FilesPrepare, FilesPrepared, LiveEvent, Start, MAX_START_DELAY_MS};
+use crate::protocol::{
+    FilesPhaseDone, FilesPrepare, FilesPrepared, FilesProgress, LiveEvent, Start, MAX_START_DELAY_MS,
+};
 
 use super::body::JsonBody;
 use super::error::Failure;
@@ -60,15 +62,30 @@ enum FilesStage {
 }
 
 #[derive(Default)]
-pub struct FilesSlot(Mutex<FilesStage>);
+pub struct FilesSlot {
+    stage: Mutex<FilesStage>,
+    /// The prepared run's live counts, which a result request answers with while a phase runs.
+    progress: Mutex<Option<Arc<PhaseProgress>>>,
+}
 
 impl FilesSlot {
     fn get(&self) -> FilesStage {
-        lock(&self.0).clone()
+        lock(&self.stage).clone()
     }
 
     fn set(&self, stage: FilesStage) {
-        *lock(&self.0) = stage;
+        *lock(&self.stage) = stage;
+    }
+
+    /// How far the running phase is, if a run is prepared and a phase has begun.
+    fn progress(&self) -> Option<FilesProgress> {
+        let seen = lock(&self.progress).as_ref()?.snapshot()?;
+        Some(FilesProgress {
+            phase: seen.phase,
+            done: seen.done,
+            planned: seen.planned,
+            elapsed_ns: u64::try_from(seen.elapsed.as_nanos()).unwrap_or(u64::MAX),
+        })
     }
 }
 
@@ -77,6 +94,7 @@ pub struct FilesRun {
     steps: Steps,
     dir: BeneathDir,
     shown: PathBuf,
+    progress: Arc<PhaseProgress>,
 }
 
 impl Drop for FilesRun {
@@ -110,12 +128,14 @@ pub fn handle(session: &Session, allow: &AllowList, run: &mut Option<FilesRun>, 
             session.rearm();
             match open_run(&request, allow) {
                 Ok((ready, prepared)) => {
+                    *lock(&session.files.progress) = Some(Arc::clone(&ready.progress));
                     *run = Some(ready);
                     session.files.set(FilesStage::Ready);
                     let _ = reply.send(Ok(prepared));
                 }
                 Err(failure) => {
                     session.files.set(FilesStage::None);
+                    *lock(&session.files.progress) = None;
                     let _ = reply.send(Err(failure));
                 }
             }
@@ -132,7 +152,7 @@ pub fn handle(session: &Session, allow: &AllowList, run: &mut Option<FilesRun>, 
                     }
                     let index = run.steps.ran();
                     let started_unix_ns = unix_ns(SystemTime::now());
-                    match run.steps.run_next(&session.interrupt) {
+                    match run.steps.run_next(&session.interrupt, Some(&run.progress)) {
                         Some(result) => {
                             let histograms = result
                                 .histograms
@@ -208,7 +228,8 @@ fn open_run(request: &FilesPrepare, allow: &AllowList) -> Result<(FilesRun, File
         planned: steps.planned().to_vec(),
         notes: steps.notes.clone(),
     };
-    Ok((FilesRun { steps, dir, shown: canonical }, prepared))
+    let progress = Arc::new(PhaseProgress::new(steps.plan().threads));
+    Ok((FilesRun { steps, dir, shown: canonical, progress }, prepared))
 }
 
 pub async fn prepare(
@@ -252,7 +273,7 @@ pub async fn start(
         )));
     }
     {
-        let mut stage = lock(&session.files.0);
+        let mut stage = lock(&session.files.stage);
         match *stage {
             FilesStage::Ready | FilesStage::Done(_) => *stage = FilesStage::Running,
             FilesStage::Running => return Err(Failure::conflict("a phase is running; wait for its result")),
@@ -300,7 +321,10 @@ pub async fn result(
             }
         }
         if session.closing() || tokio::time::timeout_at(until, changed.changed()).await.is_err() {
-            return Ok(Failure::new(StatusCode::ACCEPTED, "still running").into_response());
+            return Ok(match session.files.progress() {
+                Some(progress) => (StatusCode::ACCEPTED, Json(progress)).into_response(),
+                None => Failure::new(StatusCode::ACCEPTED, "still running").into_response(),
+            });
         }
     }
 }

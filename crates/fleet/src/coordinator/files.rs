@@ -6,15 +6,16 @@
 //! `Fleet`'s drop), on every host that could be reached.
 
 use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
+use std::sync::Mutex;
 use std::time::Duration;
 
-use iolab_files::{FilesPlan, PhaseResult, SizeSpec};
+use iolab_files::{FilesPlan, PhaseResult, PhaseSnapshot, SizeSpec};
 use iolab_runner::{Observer, RunError};
 
 use super::super::client::{check, read, AgentClient, ClientError};
 use super::{on_every_indexed, refusals, Fleet};
 use crate::merge::files::merge_phase;
-use crate::protocol::{FilesPhaseDone, FilesPrepare, FilesPrepared, Start};
+use crate::protocol::{FilesPhaseDone, FilesPrepare, FilesPrepared, FilesProgress, Start};
 
 /// Each wait for a phase's result asks for at most this much; the coordinator asks again.
 const RESULT_POLL: Duration = Duration::from_secs(2);
@@ -61,13 +62,15 @@ impl FleetFiles {
 
 impl Fleet {
     /// Runs `plan` in `dir` on every host, calling `on_phase` with each merged phase (and every
-    /// host's part) as it ends.
+    /// host's part) as it ends, and `live` with the running phase summed over the hosts each
+    /// time a host says how far it is.
     pub fn run_files(
         &mut self,
         plan: &FilesPlan,
         dir: &str,
         interrupt: &AtomicBool,
         observer: &mut dyn Observer,
+        live: &(dyn Fn(PhaseSnapshot) + Sync),
         mut on_phase: impl FnMut(&PhaseResult, &[FilesHost]),
     ) -> Result<FleetFiles, RunError> {
         let job = job_text(plan);
@@ -88,7 +91,7 @@ impl Fleet {
             .collect();
         self.prepare_files(&job, dir, &mut hosts, observer)?;
         let (mut phases, mut start_skew_ns) = (Vec::new(), Vec::new());
-        for (index, (phase, _)) in plan.planned().into_iter().enumerate() {
+        for (index, (phase, planned)) in plan.planned().into_iter().enumerate() {
             if interrupt.load(Relaxed) {
                 break;
             }
@@ -97,8 +100,21 @@ impl Fleet {
             let running = self.running();
             let clients: Vec<_> = running.iter().map(|&i| self.hosts[i].client.clone()).collect();
             let sessions: Vec<_> = running.iter().map(|&i| self.hosts[i].session.clone()).collect();
-            let results =
-                on_every_indexed(&clients, |n, client| phase_result(client, &sessions[n], interrupt));
+            let heard = Mutex::new(vec![None::<FilesProgress>; clients.len()]);
+            let hear = |n: usize, progress: FilesProgress| {
+                let mut heard = heard.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+                heard[n] = Some(progress);
+                let this_phase = || heard.iter().flatten().filter(|p| p.phase == phase);
+                live(PhaseSnapshot {
+                    phase,
+                    done: this_phase().map(|p| p.done).sum(),
+                    planned: planned * clients.len() as u64,
+                    elapsed: Duration::from_nanos(this_phase().map(|p| p.elapsed_ns).max().unwrap_or(0)),
+                });
+            };
+            let results = on_every_indexed(&clients, |n, client| {
+                phase_result(client, &sessions[n], interrupt, &|progress| hear(n, progress))
+            });
             for (&i, result) in running.iter().zip(results) {
                 match result.and_then(decode) {
                     Ok(done) if done.index == index && done.result.phase == phase => {
@@ -218,10 +234,12 @@ fn files_prepare(
 
 /// Waits for the phase's result on one host; once `interrupt` is set, aborts it there (it
 /// answers with what it did).
+/// Waits for the host's phase to end, handing `live` each answer that says how far it is.
 fn phase_result(
     client: &AgentClient,
     session: &str,
     interrupt: &AtomicBool,
+    live: &dyn Fn(FilesProgress),
 ) -> Result<FilesPhaseDone, ClientError> {
     let mut aborted = false;
     loop {
@@ -230,8 +248,12 @@ fn phase_result(
             let _ = client.abort(session);
         }
         let path = format!("/sessions/{session}/files/result?wait_ms={}", RESULT_POLL.as_millis());
-        let response = client.get(&path, Some(RESULT_POLL + CALL_TIMEOUT))?;
+        let mut response = client.get(&path, Some(RESULT_POLL + CALL_TIMEOUT))?;
         if response.status().as_u16() == 202 {
+            // An older agent says only "still running".
+            if let Ok(progress) = response.body_mut().read_json::<FilesProgress>() {
+                live(progress);
+            }
             continue;
         }
         let mut response = check(response)?;
