@@ -154,35 +154,41 @@ fn empty_files_count_their_plan_with_open_and_close_each_timed() {
     }
 }
 
+/// A run of 1,000 files of `size` on a tmpfs mounted with `options`, which fills up mid-create:
+/// the run stops there (exit 3) with the file it failed on and the partial tree removed. Gives
+/// how many files were made and the failure.
+fn create_until_full(options: &str, size: &str, engine: &str) -> (u64, serde_json::Value, String) {
+    let mount = tempfile::tempdir().expect("mount point");
+    sh(&format!("mount -t tmpfs -o {options} iolab-files-test {}", mount.path().display()));
+    let _unmount = Unmount(mount.path());
+    let cwd = shm_dir();
+    let dir = mount.path().join("tree");
+    let args =
+        ["--files", "1000", "--sizes", size, "--phases", "mkdir,create,unlink,rmdir", "--engine", engine];
+    let out = files_run(cwd.path(), &dir, &args);
+    let what = format!("{options}, {engine}");
+    assert_eq!(out.status.code(), Some(3), "{what}: {}", stderr(&out));
+    let report = json(&out);
+    let phases = report["phases"].as_array().expect("phases");
+    assert_eq!(phases.len(), 2, "{what}: the run stops at the create");
+    let create = &phases[1];
+    let failure = create["failure"].clone();
+    assert_eq!(failure["errno"], 28, "{what}: {failure}");
+    let path = failure["path"].as_str().expect("path");
+    assert!(path.starts_with("t0/d") && path.contains("/f"), "{what}: {path}");
+    assert!(!dir.exists(), "{what}: the partial tree was removed");
+    (create["done"].as_u64().expect("done"), failure, stderr(&out))
+}
+
 #[test]
 fn running_out_of_inodes_stops_the_create_with_the_file_it_failed_on() {
     if let Some((missing, why)) = needs_root_and(&["mount"]) {
         return skip!(missing, "{why}");
     }
-    let mount = tempfile::tempdir().expect("mount point");
-    sh(&format!("mount -t tmpfs -o size=4m,nr_inodes=300 iolab-files-test {}", mount.path().display()));
-    let _unmount = Unmount(mount.path());
-    let cwd = shm_dir();
-    let dir = mount.path().join("tree");
     for engine in ["io_uring", "sync"] {
-        let out = files_run(
-            cwd.path(),
-            &dir,
-            &["--files", "1000", "--sizes", "0", "--phases", "mkdir,create,unlink,rmdir", "--engine", engine],
-        );
-        assert_eq!(out.status.code(), Some(3), "{engine}: {}", stderr(&out));
-        let report = json(&out);
-        let phases = report["phases"].as_array().expect("phases");
-        assert_eq!(phases.len(), 2, "{engine}: the run stops at the create");
-        let create = &phases[1];
-        let done = create["done"].as_u64().expect("done");
+        let (done, failure, _) = create_until_full("size=4m,nr_inodes=300", "0", engine);
         assert!(done > 200 && done < 300, "{engine}: the files made before the inodes ran out: {done}");
-        let failure = &create["failure"];
-        assert_eq!(failure["errno"], 28, "{engine}: {failure}");
         assert_eq!(failure["op"], "open", "{engine}: {failure}");
-        let path = failure["path"].as_str().expect("path");
-        assert!(path.starts_with("t0/d") && path.contains("/f"), "{engine}: {path}");
-        assert!(!dir.exists(), "{engine}: the partial tree was removed");
     }
 }
 
@@ -378,30 +384,10 @@ fn a_full_filesystem_stops_the_create_with_the_file_it_failed_on() {
     if let Some((missing, why)) = needs_root_and(&["mount"]) {
         return skip!(missing, "{why}");
     }
-    let mount = tempfile::tempdir().expect("mount point");
-    sh(&format!("mount -t tmpfs -o size=1m iolab-files-test {}", mount.path().display()));
-    let _unmount = Unmount(mount.path());
-    let cwd = shm_dir();
-    let dir = mount.path().join("tree");
-    let out = files_run(
-        cwd.path(),
-        &dir,
-        &["--files", "1000", "--sizes", "8k", "--phases", "mkdir,create,unlink,rmdir"],
-    );
-    assert_eq!(out.status.code(), Some(3), "{}", stderr(&out));
-    let report = json(&out);
-    let phases = report["phases"].as_array().expect("phases");
-    assert_eq!(phases.len(), 2, "the run stops at the create");
-    let create = &phases[1];
-    let done = create["done"].as_u64().expect("done");
+    let (done, failure, message) = create_until_full("size=1m", "8k", "io_uring");
     assert!(done > 0 && done < 1000, "some files were made before the filesystem filled: {done}");
-    let failure = &create["failure"];
-    assert_eq!(failure["errno"], 28, "{failure}");
     let path = failure["path"].as_str().expect("path");
-    assert!(path.starts_with("t0/d") && path.contains("/f"), "{path}");
-    let message = stderr(&out);
     assert!(message.contains(path) && message.contains("filesystem is full"), "{message}");
-    assert!(!dir.exists(), "the partial tree was removed");
 }
 
 #[test]

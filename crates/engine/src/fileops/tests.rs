@@ -62,142 +62,43 @@ fn a_path_without_its_nul_is_refused_before_the_kernel_reads_past_it() {
     }
 }
 
-#[test]
-fn stats_in_flight_each_come_back_with_their_own_size_or_error() {
-    let Ok(mut ops) = FileOps::new(FileOpsEngine::Uring) else {
-        return iolab_test_support::skip!(iolab_test_support::Missing::Other, "no io_uring here");
+/// A ring's queue for `op`, or why a test skips.
+fn queue_for(op: PathOp) -> Option<FileOps> {
+    let Ok(ops) = FileOps::new(FileOpsEngine::Uring) else {
+        iolab_test_support::skip!(iolab_test_support::Missing::Other, "no io_uring here");
+        return None;
     };
-    if ops.queue_depth(PathOp::Stat) == 1 {
-        return iolab_test_support::skip!(
+    if ops.queue_depth(op) == 1 {
+        iolab_test_support::skip!(
             iolab_test_support::Missing::Other,
-            "this kernel's ring has no statx"
+            "this kernel's ring cannot queue {op:?}"
         );
+        return None;
     }
-    let dir = tempfile::tempdir().expect("temp dir");
-    for n in 0..40u64 {
-        std::fs::write(dir.path().join(format!("f{n}")), vec![7u8; n as usize * 3]).expect("file");
-    }
-    let handle = std::fs::File::open(dir.path()).expect("open the temp dir");
-    let dirfd = handle.as_raw_fd();
-    let depth = ops.queue_depth(PathOp::Stat);
-    // 40 files and one missing name through `depth` slots, each slot reused as it comes back.
-    let mut names: Vec<u64> = (0..41).collect();
-    let mut in_slot = vec![u64::MAX; depth];
-    let mut free: Vec<usize> = (0..depth).collect();
-    let mut seen = Vec::new();
-    loop {
-        while !free.is_empty() && !names.is_empty() {
-            let (tag, n) = (free.pop().expect("a free slot"), names.pop().expect("a name"));
-            ops.queue_push(PathOp::Stat, dirfd, format!("f{n}\0").as_bytes(), tag).expect("push");
-            in_slot[tag] = n;
-        }
-        let err = ops.queue_push(
-            PathOp::Stat,
-            dirfd,
-            b"f0\0",
-            in_slot.iter().position(|&n| n != u64::MAX).expect("one busy"),
-        );
-        assert_eq!(err.expect_err("a busy slot").kind(), std::io::ErrorKind::InvalidInput);
-        ops.queue_wait(|tag, result| {
-            seen.push((in_slot[tag], result.map_err(|e| e.raw_os_error())));
-            in_slot[tag] = u64::MAX;
-            free.push(tag);
-        })
-        .expect("wait");
-        if ops.queued_in_flight() == 0 && names.is_empty() {
-            break;
-        }
-    }
-    seen.sort_by_key(|s| s.0);
-    assert_eq!(seen.len(), 41);
-    for (n, result) in &seen[..40] {
-        assert_eq!(*result, Ok(PathDone::Size(n * 3)), "f{n}");
-    }
-    assert_eq!(seen[40], (40, Err(Some(libc::ENOENT))), "the missing name's own error");
-    // One-at-a-time operations still work after the queue.
-    assert_eq!(ops.stat(dirfd, b"f5\0").expect("stat"), 15);
+    Some(ops)
 }
 
-#[test]
-fn queued_unlinks_remove_each_file_and_say_which_was_missing() {
-    let Ok(mut ops) = FileOps::new(FileOpsEngine::Uring) else {
-        return iolab_test_support::skip!(iolab_test_support::Missing::Other, "no io_uring here");
-    };
-    if ops.queue_depth(PathOp::Unlink) == 1 {
-        return iolab_test_support::skip!(
-            iolab_test_support::Missing::Other,
-            "this kernel's ring has no unlinkat"
-        );
-    }
-    let dir = tempfile::tempdir().expect("temp dir");
-    for n in 0..100u64 {
-        std::fs::write(dir.path().join(format!("f{n}")), b"x").expect("file");
-    }
-    let handle = std::fs::File::open(dir.path()).expect("open the temp dir");
-    let dirfd = handle.as_raw_fd();
-    // 100 files and one missing name (f100) through the queue's slots, each reused as it comes back.
-    let mut names: Vec<u64> = (0..=100).collect();
-    let mut in_slot = vec![u64::MAX; ops.queue_depth(PathOp::Unlink)];
-    let mut free: Vec<usize> = (0..in_slot.len()).collect();
-    let mut seen = Vec::new();
-    loop {
-        while !free.is_empty() && !names.is_empty() {
-            let (tag, n) = (free.pop().expect("a free slot"), names.pop().expect("a name"));
-            ops.queue_push(PathOp::Unlink, dirfd, format!("f{n}\0").as_bytes(), tag).expect("push");
-            in_slot[tag] = n;
-        }
-        ops.queue_wait(|tag, result| {
-            seen.push((in_slot[tag], result.map_err(|e| e.raw_os_error())));
-            in_slot[tag] = u64::MAX;
-            free.push(tag);
-        })
-        .expect("wait");
-        if ops.queued_in_flight() == 0 && names.is_empty() {
-            break;
-        }
-    }
-    seen.sort_by_key(|s| s.0);
-    assert_eq!(seen.len(), 101);
-    assert!(seen[..100].iter().all(|(_, result)| *result == Ok(PathDone::Unlinked)), "{seen:?}");
-    assert_eq!(seen[100], (100, Err(Some(libc::ENOENT))), "the missing name's own error");
-    assert_eq!(std::fs::read_dir(dir.path()).expect("list").count(), 0, "every file removed");
-}
+/// What each name's completions said (an error as its errno), by name.
+type Heard = Vec<(u64, Vec<Result<PathDone, Option<i32>>>)>;
 
-#[test]
-fn queued_creates_open_then_close_each_file_and_say_which_existed() {
-    let Ok(mut ops) = FileOps::new(FileOpsEngine::Uring) else {
-        return iolab_test_support::skip!(iolab_test_support::Missing::Other, "no io_uring here");
-    };
-    let create = PathOp::Create { flags: 0 };
-    if ops.queue_depth(create) == 1 {
-        return iolab_test_support::skip!(
-            iolab_test_support::Missing::Other,
-            "this kernel's ring has no openat or close"
-        );
-    }
-    let dir = tempfile::tempdir().expect("temp dir");
-    std::fs::write(dir.path().join("f7"), b"there before").expect("file");
-    let handle = std::fs::File::open(dir.path()).expect("open the temp dir");
-    let dirfd = handle.as_raw_fd();
-    // 100 names through the queue's slots, f7 already there (O_EXCL: EEXIST, left untouched).
-    let mut names: Vec<u64> = (0..100).collect();
-    let mut in_slot = vec![u64::MAX; ops.queue_depth(create)];
+/// Sends `op` on each of `names` ("f<N>" in `dirfd`) through the queue's slots, each slot
+/// reused once its last completion is in (a create's second).
+fn through_queue(ops: &mut FileOps, op: PathOp, dirfd: i32, mut names: Vec<u64>) -> Heard {
+    let mut in_slot = vec![u64::MAX; ops.queue_depth(op)];
     let mut free: Vec<usize> = (0..in_slot.len()).collect();
-    // Per name, what its slot's completions said (an error as its errno).
-    type Said = Vec<Result<PathDone, Option<i32>>>;
-    let mut seen: Vec<(u64, Said)> = Vec::new();
+    let mut heard: Heard = Vec::new();
     loop {
         while !free.is_empty() && !names.is_empty() {
             let (tag, n) = (free.pop().expect("a free slot"), names.pop().expect("a name"));
-            ops.queue_push(create, dirfd, format!("f{n}\0").as_bytes(), tag).expect("push");
+            ops.queue_push(op, dirfd, format!("f{n}\0").as_bytes(), tag).expect("push");
             in_slot[tag] = n;
-            seen.push((n, Vec::new()));
+            heard.push((n, Vec::new()));
         }
         ops.queue_wait(|tag, result| {
             let n = in_slot[tag];
             let result = result.map_err(|e| e.raw_os_error());
             let slot_free = result != Ok(PathDone::Opened);
-            seen.iter_mut().find(|(m, _)| *m == n).expect("a queued name").1.push(result);
+            heard.iter_mut().find(|(m, _)| *m == n).expect("a queued name").1.push(result);
             if slot_free {
                 in_slot[tag] = u64::MAX;
                 free.push(tag);
@@ -205,12 +106,66 @@ fn queued_creates_open_then_close_each_file_and_say_which_existed() {
         })
         .expect("wait");
         if ops.queued_in_flight() == 0 && names.is_empty() {
-            break;
+            heard.sort_by_key(|h| h.0);
+            return heard;
         }
     }
-    seen.sort_by_key(|s| s.0);
-    assert_eq!(seen.len(), 100);
-    for (n, results) in &seen {
+}
+
+#[test]
+fn stats_in_flight_each_come_back_with_their_own_size_or_error() {
+    let Some(mut ops) = queue_for(PathOp::Stat) else { return };
+    let dir = tempfile::tempdir().expect("temp dir");
+    for n in 0..40u64 {
+        std::fs::write(dir.path().join(format!("f{n}")), vec![7u8; n as usize * 3]).expect("file");
+    }
+    let handle = std::fs::File::open(dir.path()).expect("open the temp dir");
+    let dirfd = handle.as_raw_fd();
+    // A slot in flight is not taken again.
+    ops.queue_push(PathOp::Stat, dirfd, b"f0\0", 0).expect("push");
+    let err = ops.queue_push(PathOp::Stat, dirfd, b"f1\0", 0).expect_err("a busy slot");
+    assert_eq!(err.kind(), std::io::ErrorKind::InvalidInput);
+    while ops.queued_in_flight() > 0 {
+        ops.queue_wait(|_, result| assert_eq!(result.expect("f0"), PathDone::Size(0))).expect("wait");
+    }
+    // 40 files and one missing name (f40) through the slots.
+    let heard = through_queue(&mut ops, PathOp::Stat, dirfd, (0..=40).collect());
+    assert_eq!(heard.len(), 41);
+    for (n, results) in &heard[..40] {
+        assert_eq!(*results, vec![Ok(PathDone::Size(n * 3))], "f{n}");
+    }
+    assert_eq!(heard[40], (40, vec![Err(Some(libc::ENOENT))]), "the missing name's own error");
+    // One-at-a-time operations still work after the queue.
+    assert_eq!(ops.stat(dirfd, b"f5\0").expect("stat"), 15);
+}
+
+#[test]
+fn queued_unlinks_remove_each_file_and_say_which_was_missing() {
+    let Some(mut ops) = queue_for(PathOp::Unlink) else { return };
+    let dir = tempfile::tempdir().expect("temp dir");
+    for n in 0..100u64 {
+        std::fs::write(dir.path().join(format!("f{n}")), b"x").expect("file");
+    }
+    let handle = std::fs::File::open(dir.path()).expect("open the temp dir");
+    // 100 files and one missing name (f100).
+    let heard = through_queue(&mut ops, PathOp::Unlink, handle.as_raw_fd(), (0..=100).collect());
+    assert_eq!(heard.len(), 101);
+    assert!(heard[..100].iter().all(|(_, results)| *results == vec![Ok(PathDone::Unlinked)]), "{heard:?}");
+    assert_eq!(heard[100], (100, vec![Err(Some(libc::ENOENT))]), "the missing name's own error");
+    assert_eq!(std::fs::read_dir(dir.path()).expect("list").count(), 0, "every file removed");
+}
+
+#[test]
+fn queued_creates_open_then_close_each_file_and_say_which_existed() {
+    let create = PathOp::Create { flags: 0 };
+    let Some(mut ops) = queue_for(create) else { return };
+    let dir = tempfile::tempdir().expect("temp dir");
+    std::fs::write(dir.path().join("f7"), b"there before").expect("file");
+    let handle = std::fs::File::open(dir.path()).expect("open the temp dir");
+    // 100 names, f7 already there (O_EXCL: EEXIST, left untouched).
+    let heard = through_queue(&mut ops, create, handle.as_raw_fd(), (0..100).collect());
+    assert_eq!(heard.len(), 100);
+    for (n, results) in &heard {
         if *n == 7 {
             assert_eq!(*results, vec![Err(Some(libc::EEXIST))], "f7 existed");
         } else {
