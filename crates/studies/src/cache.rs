@@ -207,9 +207,7 @@ impl CacheStudy {
     ) -> Result<CachePoint, RunError> {
         self.read_once(lab, 0, size, format!("warm {}", Bytes(size)), observer)?;
         let job = self.over(0, size, format!("working set {}", Bytes(size)));
-        let targets = lab.prepare(&job, observer)?;
-        let result = lab.run_prepared(&job, &targets, observer)?;
-        Ok(point(result, size, refined))
+        run(lab, &job, observer, |result| point(result, size, refined))
     }
 
     /// The measuring job over `size` bytes from `offset` in the region.
@@ -230,9 +228,7 @@ impl CacheStudy {
         name: String,
         observer: &mut dyn Observer,
     ) -> Result<(), RunError> {
-        let job = self.once(offset, size, name);
-        let targets = lab.prepare(&job, observer)?;
-        lab.run_prepared(&job, &targets, observer).map(|_| ())
+        run(lab, &self.once(offset, size, name), observer, |_| ())
     }
 
     /// The job that reads `size` bytes from `offset` in the region once, sequentially.
@@ -287,13 +283,13 @@ impl CacheStudy {
         job.runtime = time;
         job.ramp = Nanos(0);
         job.interval = Nanos((time.0 / PROMOTION_INTERVALS).max(MIN_INTERVAL.0));
-        let targets = lab.prepare(&job, observer)?;
-        let result = lab.run_prepared(&job, &targets, observer)?;
-        let samples: Vec<LatencySample> = result
-            .series
-            .iter()
-            .map(|p| LatencySample { t_s: p.t_s + p.duration_s, mean_ns: p.mean_ns })
-            .collect();
+        let samples: Vec<LatencySample> = run(lab, &job, observer, |result| {
+            result
+                .series
+                .iter()
+                .map(|p| LatencySample { t_s: p.t_s + p.duration_s, mean_ns: p.mean_ns })
+                .collect()
+        })?;
         let (fast_after_s, fast_from_start) = promotion(&samples, target_ns);
         Ok(Some(Promotion {
             hot_set_bytes: hot,
@@ -320,11 +316,26 @@ impl CacheStudy {
             self.read_once(lab, hot, scan, format!("scan {} after the hot set", Bytes(scan)), observer)?;
         }
         let job = self.over(0, hot, format!("hot set {} after the scan", Bytes(hot)));
-        let targets = lab.prepare(&job, observer)?;
-        let after = point(lab.run_prepared(&job, &targets, observer)?, hot, false);
+        let after = run(lab, &job, observer, |result| point(result, hot, false))?;
         let polluted = polluted(&before, &after, &self.rule);
         Ok(Pollution { hot_set_bytes: hot, scan_bytes: scan, before, after, polluted })
     }
+}
+
+/// Runs `job` and answers what `read` takes from its result, then lets go of the latency
+/// histograms of the jobs run (the store kept them as each job ended; the study keeps only what
+/// `read` took): 300 KiB or more a job that would otherwise grow the study's own memory by
+/// several MiB over a study, charged to a memory cgroup beside the page cache it measures.
+pub(crate) fn run<T>(
+    lab: &mut Lab<'_>,
+    job: &JobSpec,
+    observer: &mut dyn Observer,
+    read: impl FnOnce(&JobResult) -> T,
+) -> Result<T, RunError> {
+    let targets = lab.prepare(job, observer)?;
+    let taken = read(lab.run_prepared(job, &targets, observer)?);
+    lab.release_histograms();
+    Ok(taken)
 }
 
 /// The read figures of a measured working set.
