@@ -9,8 +9,8 @@
 //! target and engine works, and every step is a job of the run like any other.
 
 use iolab_analysis::cache::{
-    find_tiers, next_probe, polluted, promotion, CachePoint, CacheRule, LatencySample, Pollution, Promotion,
-    Tier,
+    capacity_probe_below, find_tiers, next_probe, polluted, promotion, CachePoint, CacheRule, LatencySample,
+    Pollution, Promotion, Tier,
 };
 use iolab_analysis::cache_capacity::latency_shares;
 use iolab_runner::{Lab, Observer, RunError};
@@ -147,19 +147,37 @@ impl CacheStudy {
         let grain = self.grain();
         let sizes = self.sizes.resolve(region, grain).map_err(RunError::Invalid)?;
         let mut found = CacheFound { region_bytes: region, ..CacheFound::default() };
-        for &size in &sizes {
+        let mut probes = 0;
+        for (k, &size) in sizes.iter().enumerate() {
+            // The working sets a tier's capacity wants that lie below this size come first.
+            while probes < MAX_PROBES {
+                let tiers = find_tiers(&found.points, &self.rule);
+                let planned: Vec<u64> = found
+                    .points
+                    .iter()
+                    .map(|p| p.working_set_bytes)
+                    .chain(sizes[k..].iter().copied())
+                    .collect();
+                let Some(probe) = capacity_probe_below(&tiers, &planned, size, grain) else { break };
+                if self.stop(lab) {
+                    return Ok(found);
+                }
+                found.points.push(self.measure_next(lab, (probe, true), &found.points, observer)?);
+                probes += 1;
+            }
             if self.stop(lab) {
                 return Ok(found);
             }
-            found.points.push(self.measure(lab, size, false, observer)?);
+            found.points.push(self.measure_next(lab, (size, false), &found.points, observer)?);
         }
-        for _ in 0..MAX_PROBES {
+        while probes < MAX_PROBES {
             let tiers = find_tiers(&found.points, &self.rule);
             let Some(size) = next_probe(&tiers, &found.points, &self.rule, grain) else { break };
             if self.stop(lab) {
                 return Ok(found);
             }
-            found.points.push(self.measure(lab, size, true, observer)?);
+            found.points.push(self.measure_next(lab, (size, true), &found.points, observer)?);
+            probes += 1;
         }
         let tiers = find_tiers(&found.points, &self.rule);
         let Some(first) = tiers.tiers.first() else {
@@ -195,6 +213,19 @@ impl CacheStudy {
     /// Interrupted, or the last job ended the run (I/O errors).
     pub(crate) fn stop(&self, lab: &Lab<'_>) -> bool {
         lab.interrupted() || lab.jobs().last().is_some_and(|j| j.stop_reason.ends_the_run())
+    }
+
+    /// `size` bytes at the start of the region, warmed then measured, after the working sets
+    /// `before`.
+    fn measure_next(
+        &self,
+        lab: &mut Lab<'_>,
+        (size, refined): (u64, bool),
+        before: &[CachePoint],
+        observer: &mut dyn Observer,
+    ) -> Result<CachePoint, RunError> {
+        let point = self.measure(lab, size, refined, observer)?;
+        Ok(CachePoint { after_larger: before.iter().any(|p| p.working_set_bytes > size), ..point })
     }
 
     /// `size` bytes at the start of the region, warmed then measured.
@@ -350,6 +381,7 @@ pub(crate) fn point(job: &JobResult, size: u64, refined: bool) -> CachePoint {
         p99_ns: read.percentile(99.0).unwrap_or(0),
         iops: read.iops,
         refined,
+        after_larger: false,
         below: latency_shares(
             job.histograms
                 .read
