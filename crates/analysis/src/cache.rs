@@ -269,8 +269,7 @@ pub fn find_tiers(points: &[CachePoint], rule: &CacheRule) -> CacheTiers {
 }
 
 /// The working set to measure next: one beyond a tier whose capacity wants more working sets to
-/// judge it (`capacity_probe`: first, while the study's own memory, which a memory cgroup
-/// charges beside its page cache, is smallest); else the geometric middle of the first tier's
+/// judge it (`capacity_probe`) first; else the geometric middle of the first tier's
 /// bracket that is wider than the rule's precision, rounded down to `align` bytes; `None` when
 /// every tier is known (or no working set for a capacity fits within the largest of `points`,
 /// or a bracket cannot be split at that alignment).

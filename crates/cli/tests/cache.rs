@@ -376,7 +376,7 @@ fn cache_finds_the_page_cache_a_memory_cgroup_allows() {
         })
         .collect();
     // What the cgroup held of the file while each working set the capacity is judged on was
-    // measured (the limit less iolab's own memory and the kernel's: 119-123 MiB of 128 here),
+    // measured (the limit less iolab's own memory and the kernel's: 122-123 MiB of 128 here),
     // said in a failure's message.
     let judged: Vec<u64> = tier["hit_shares"]
         .as_array()

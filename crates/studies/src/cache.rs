@@ -1,7 +1,9 @@
 //! `iolab cache`: random reads over growing working sets at the start of the region, each read
-//! once sequentially first (warmed) and then measured; then more working sets past each tier
-//! (its capacity is judged on the share of reads that still hit there) and inside each bracket
-//! where latency stepped up, until the rule (iolab_analysis::cache) knows each tier; then, past
+//! once sequentially first (warmed) and then measured; more working sets past each tier (its
+//! capacity is judged on the share of reads that still hit there), each measured before any
+//! larger working set asked for (a cache still holding blocks of a larger one serves a smaller
+//! one less than it can); then working sets inside each bracket where latency stepped up,
+//! until the rule (iolab_analysis::cache) knows each tier; then, past
 //! the first tier, how fast a cold hot set becomes fast (promotion) and whether a hot set stays
 //! fast after a scan of the rest (pollution).
 //!
