@@ -44,6 +44,11 @@ pub struct CachePoint {
     pub iops: f64,
     /// Measured to refine a tier's size (bisection), not one of the sizes asked for.
     pub refined: bool,
+    /// Measured after a larger working set: a cache may still hold blocks of that one (the
+    /// kernel's active list keeps those that were hit) and serve this one less than it can, so
+    /// a capacity is judged on such a working set only when no other is in range.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub after_larger: bool,
     /// The latency distribution: the share of reads at or below each step of a ladder of
     /// latencies (cache_capacity.rs); what the share of hits beyond a tier is read from.
     #[serde(skip_serializing_if = "Vec::is_empty")]
@@ -264,15 +269,15 @@ pub fn find_tiers(points: &[CachePoint], rule: &CacheRule) -> CacheTiers {
 }
 
 /// The working set to measure next: one beyond a tier whose capacity wants more working sets to
-/// judge it (`capacity_probe`: first, while the study's own memory, which a memory cgroup
-/// charges beside its page cache, is smallest); else the geometric middle of the first tier's
+/// judge it (`capacity_probe`) first; else the geometric middle of the first tier's
 /// bracket that is wider than the rule's precision, rounded down to `align` bytes; `None` when
 /// every tier is known (or no working set for a capacity fits within the largest of `points`,
 /// or a bracket cannot be split at that alignment).
 pub fn next_probe(found: &CacheTiers, points: &[CachePoint], rule: &CacheRule, align: u64) -> Option<u64> {
     let align = align.max(1);
     let measured: Vec<u64> = points.iter().map(|p| p.working_set_bytes).collect();
-    let capacity = found.tiers.iter().find_map(|tier| capacity_probe(tier, &measured, align));
+    let largest = measured.iter().copied().max().unwrap_or(0);
+    let capacity = found.tiers.iter().find_map(|tier| capacity_probe(tier, &measured, largest, align));
     capacity.or_else(|| {
         let precision = 1.0 + rule.precision_pct / 100.0;
         found.tiers.iter().filter(|t| t.upper_bytes as f64 > t.fits_bytes as f64 * precision).find_map(
@@ -283,6 +288,18 @@ pub fn next_probe(found: &CacheTiers, points: &[CachePoint], rule: &CacheRule, a
             },
         )
     })
+}
+
+/// A working set for a tier's capacity (as `next_probe`'s first step) below `below`, the next
+/// size the study was asked for, which `planned` holds with the sizes measured (none is probed
+/// within 15% of one of them): measured before it, so that every working set a capacity is
+/// judged on is measured before any larger one. A cache still holds blocks of a larger working
+/// set measured before (the kernel's active list keeps those that were hit) and serves a
+/// smaller one less than it can: 20-35% fewer hits than the page cache held, over working sets
+/// measured after the whole region in a memory cgroup. `None` when no tier wants one there.
+pub fn capacity_probe_below(found: &CacheTiers, planned: &[u64], below: u64, align: u64) -> Option<u64> {
+    let largest = below.saturating_sub(1);
+    found.tiers.iter().find_map(|tier| capacity_probe(tier, planned, largest, align.max(1)))
 }
 
 /// The usable working sets from one tier's step on, their level and the next step up.

@@ -106,24 +106,28 @@ pub fn threshold_ns(hit_ns: f64, miss_ns: f64) -> f64 {
 
 /// The capacity of a tier whose hits take `hit_ns` and misses `miss_ns`, from the working sets
 /// `beyond` it: the median of share x W over those where `MIN_HIT_SHARE` <= share <=
-/// `MAX_HIT_SHARE` and, if any is, W >= `TWICE` x that median first taken over them all; when
+/// `MAX_HIT_SHARE` (leaving out those measured after a larger working set, when any other is)
+/// and, if any is, W >= `TWICE` x that median first taken over them all; when
 /// none is in range, over every one with a share of hits above 0 (a region short of twice the
 /// tier: less sure, and low for a cache that thrashes before it is full). `None` when no
 /// working set beyond keeps a distribution or has a hit.
 pub(crate) fn capacity(beyond: &[CachePoint], hit_ns: f64, miss_ns: f64) -> (Option<u64>, Vec<HitShare>) {
     let threshold = threshold_ns(hit_ns, miss_ns);
-    let mut shares: Vec<HitShare> = beyond
+    let (mut shares, after_larger): (Vec<HitShare>, Vec<bool>) = beyond
         .iter()
         .filter_map(|p| {
             let share = share_below(p, threshold)?;
             let capacity_bytes = (share * p.working_set_bytes as f64).round() as u64;
-            Some(HitShare { working_set_bytes: p.working_set_bytes, share, capacity_bytes, used: false })
+            let hit = HitShare { working_set_bytes: p.working_set_bytes, share, capacity_bytes, used: false };
+            Some((hit, p.after_larger))
         })
-        .collect();
+        .unzip();
     let in_range = |s: &HitShare| (MIN_HIT_SHARE..=MAX_HIT_SHARE).contains(&s.share);
     let sure = shares.iter().any(in_range);
-    for share in &mut shares {
-        share.used = if sure { in_range(share) } else { share.share > 0.0 };
+    // Working sets measured after a larger one are left out when another is in range.
+    let fresh = shares.iter().zip(&after_larger).any(|(s, after)| in_range(s) && !after);
+    for (share, after) in shares.iter_mut().zip(after_larger) {
+        share.used = if sure { in_range(share) && !(fresh && after) } else { share.share > 0.0 };
     }
     // A cache still holding blocks of a larger working set measured before (the kernel's active
     // list keeps them through a sequential warm pass) hits less than its capacity allows, and
@@ -150,14 +154,13 @@ pub fn sure_points(tier: &Tier) -> usize {
 
 /// The working set to measure next to know `tier`'s capacity: while fewer than
 /// `CAPACITY_POINTS` working sets judge it, the first of `PROBE_MULTIPLES` of the capacity so
-/// far (rounded down to `align`) that lies past the tier, no larger than the largest working
-/// set measured (`measured`: the sizes asked for bound the study), and not within
-/// `PROBE_SPACING` of one measured. `None` when the points measured keep no distribution.
-pub(crate) fn capacity_probe(tier: &Tier, measured: &[u64], align: u64) -> Option<u64> {
+/// far (rounded down to `align`) that lies past the tier, no larger than `largest`, and not
+/// within `PROBE_SPACING` of one of `measured` (measured, or to be). `None` when the points
+/// measured keep no distribution.
+pub(crate) fn capacity_probe(tier: &Tier, measured: &[u64], largest: u64, align: u64) -> Option<u64> {
     if tier.hit_shares.is_empty() || sure_points(tier) >= CAPACITY_POINTS {
         return None;
     }
-    let largest = measured.iter().copied().max().unwrap_or(0);
     let near = |a: u64, b: u64| (a as f64 - b as f64).abs() <= b as f64 * PROBE_SPACING;
     PROBE_MULTIPLES
         .iter()

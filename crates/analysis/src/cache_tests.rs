@@ -5,7 +5,8 @@
 //! distribution, so the capacity is judged from the share of hits beyond each tier.
 
 use crate::cache::{
-    find_tiers, next_probe, polluted, promotion, CachePoint, CacheRule, CacheTiers, LatencySample,
+    capacity_probe_below, find_tiers, next_probe, polluted, promotion, CachePoint, CacheRule, CacheTiers,
+    LatencySample,
 };
 use crate::cache_capacity::{latency_shares, share_below, sure_points, CAPACITY_POINTS};
 use crate::pseudo_noise::Noise;
@@ -81,6 +82,7 @@ impl Hierarchy {
             p99_ns: mean_ns as u64,
             iops: 1e9 / mean_ns,
             refined,
+            after_larger: false,
             below: latency_shares(recorded),
         }
     }
@@ -90,27 +92,48 @@ impl Hierarchy {
         self.study_to(REGION, noise_pct, seed)
     }
 
-    /// The study over a region of `region` bytes, the shares' noise a third of the latency's.
+    /// The study over a region of `region` bytes, the shares' noise a third of the latency's:
+    /// the points in the order measured (before each size of the grid, the working sets for a
+    /// capacity that lie below it, as the study measures them).
     fn study_to(&self, region: u64, noise_pct: f64, seed: u64) -> (CacheTiers, Vec<CachePoint>) {
         let rule = CacheRule::default();
         let mut noise = Noise::new(seed, noise_pct);
         let mut share_noise = Noise::new(seed ^ 0x5eed, noise_pct / 3.0);
-        let mut points: Vec<CachePoint> = GRID_PCT
-            .iter()
-            .map(|pct| {
-                let w = (region as f64 * pct / 100.0) as u64 / 4096 * 4096;
-                self.point(w, &mut noise, &mut share_noise, false)
-            })
-            .collect();
+        let grid: Vec<u64> =
+            GRID_PCT.iter().map(|pct| (region as f64 * pct / 100.0) as u64 / 4096 * 4096).collect();
+        let mut points: Vec<CachePoint> = Vec::new();
+        for (k, &w) in grid.iter().enumerate() {
+            loop {
+                let planned: Vec<u64> =
+                    points.iter().map(|p| p.working_set_bytes).chain(grid[k..].iter().copied()).collect();
+                let found = find_tiers(&points, &rule);
+                let Some(probe) = capacity_probe_below(&found, &planned, w, 4096) else { break };
+                assert!(probe < w, "{probe} below {w}");
+                points.push(self.point(probe, &mut noise, &mut share_noise, true));
+                assert!(!after_larger(&points), "nothing larger measured before {probe}");
+            }
+            points.push(self.point(w, &mut noise, &mut share_noise, false));
+        }
         for _ in 0..40 {
             let found = find_tiers(&points, &rule);
             match next_probe(&found, &points, &rule, 4096) {
-                Some(w) => points.push(self.point(w, &mut noise, &mut share_noise, true)),
+                Some(w) => {
+                    points.push(self.point(w, &mut noise, &mut share_noise, true));
+                    let after = after_larger(&points);
+                    points.last_mut().expect("pushed").after_larger = after;
+                }
                 None => return (found, points),
             }
         }
         panic!("the bisection did not end: {:?}", find_tiers(&points, &rule));
     }
+}
+
+/// The last of `points` was measured after a larger one.
+fn after_larger(points: &[CachePoint]) -> bool {
+    points
+        .split_last()
+        .is_some_and(|(last, before)| before.iter().any(|p| p.working_set_bytes > last.working_set_bytes))
 }
 
 fn near(actual: f64, expected: f64, pct: f64) -> bool {
@@ -221,16 +244,58 @@ fn a_tier_is_judged_on_three_working_sets_past_twice_its_capacity() {
     let hierarchy = one_tier();
     let (found, points) = hierarchy.study(0.0, 0);
     let tier = &found.tiers[0];
-    assert_eq!(sure_points(tier), CAPACITY_POINTS, "{tier:#?}");
-    // 500 MiB and 1 GiB were asked for; 625 MiB (2.5 x 250) and 875 MiB (3.5 x) were probed.
+    // 500 MiB and 1 GiB were asked for; 625 MiB (2.5 x 250) and 874 MiB (3.5 x) were probed
+    // before 1 GiB, which the study measures all the same.
     let used: Vec<u64> =
         tier.hit_shares.iter().filter(|s| s.used).map(|s| s.working_set_bytes / MIB).collect();
-    assert!(used.contains(&625) && used.contains(&1024), "{used:?}");
+    assert_eq!(used, [512, 625, 874, 1024], "{tier:#?}");
+    assert_eq!(sure_points(tier), CAPACITY_POINTS + 1, "{tier:#?}");
     assert!(points.iter().any(|p| p.refined && p.working_set_bytes > 500 * MIB), "probed past the grid");
     for share in &tier.hit_shares {
         let truth = (250.0 * MIB as f64 / share.working_set_bytes as f64).min(1.0);
         assert!((share.share - truth).abs() < 0.001, "{share:?} vs {truth}");
     }
+}
+
+#[test]
+fn a_capacity_is_judged_on_working_sets_measured_before_any_larger_one() {
+    // A cache still holds blocks of a larger working set measured before, and serves a smaller
+    // one less than it can: each working set a capacity is judged on comes before any larger.
+    for hierarchy in [one_tier(), two_tiers(), Hierarchy { thrash: 0.75, ..one_tier() }] {
+        let (found, points) = hierarchy.study(0.0, 0);
+        for tier in &found.tiers {
+            for share in tier.hit_shares.iter().filter(|s| s.used) {
+                let at = points.iter().position(|p| p.working_set_bytes == share.working_set_bytes);
+                let before = &points[..at.expect("measured")];
+                assert!(
+                    before.iter().all(|p| p.working_set_bytes < share.working_set_bytes),
+                    "{share:?} measured after a larger working set: {:?}",
+                    points.iter().map(|p| p.working_set_bytes / MIB).collect::<Vec<_>>()
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn a_working_set_measured_after_a_larger_one_is_not_judged_on_when_others_are() {
+    // Measured again after the whole region, 625 MiB hits as if the cache held 150 MiB of it
+    // (it still holds blocks past 625 MiB): left out while 512 MiB, 874 MiB and 1 GiB judge it.
+    let hierarchy = one_tier();
+    let (_, mut points) = hierarchy.study(0.0, 0);
+    let at = points.iter().position(|p| p.working_set_bytes / MIB == 625).expect("625 MiB");
+    let (mut quiet, mut quiet_shares) = (Noise::new(0, 0.0), Noise::new(0, 0.0));
+    let stale = Hierarchy::new(vec![(150 * MIB, 2_000.0)], 200_000.0);
+    let w = points[at].working_set_bytes;
+    points[at] = CachePoint { after_larger: true, ..stale.point(w, &mut quiet, &mut quiet_shares, true) };
+    let tier = &find_tiers(&points, &CacheRule::default()).tiers[0];
+    let unused = tier.hit_shares.iter().find(|s| s.working_set_bytes == w).expect("judged");
+    assert!(!unused.used && unused.share < 0.25, "{unused:?}");
+    assert!(near(tier.size_bytes as f64, 250.0 * MIB as f64, 1.0), "{tier:#?}");
+    // The same working set measured in order is judged on.
+    points[at].after_larger = false;
+    let tier = &find_tiers(&points, &CacheRule::default()).tiers[0];
+    assert!(tier.hit_shares.iter().any(|s| s.working_set_bytes == w && s.used), "{tier:#?}");
 }
 
 #[test]

@@ -316,9 +316,10 @@ fn cache_finds_the_page_cache_a_memory_cgroup_allows() {
     if !is_root() {
         return skip!(Missing::Root, "needs root to create a memory cgroup");
     }
-    // Large enough that iolab's own memory (about 10 MiB, charged to the cgroup too) is a small
-    // share of it; the file four times the limit, so that several working sets lie past twice
-    // the page cache, where its capacity is judged.
+    // Large enough that iolab's own memory (4-6 MiB of a debug build, charged to the cgroup
+    // too) and the kernel's for the file (1-2 MiB) are a small share of it; the file four times
+    // the limit, so that several working sets lie past twice the page cache, where its capacity
+    // is judged.
     let limit = 128 * MIB;
     let cgroup = match MemoryCgroup::new(limit) {
         Ok(cgroup) => cgroup,
@@ -328,6 +329,8 @@ fn cache_finds_the_page_cache_a_memory_cgroup_allows() {
     let dir = tempfile::tempdir_in("/var/tmp").expect("dir");
     let file = dir.path().join("f");
     cold_file(&file, 4 * limit);
+    // A second per working set: past twice the page cache a busy machine reads 3,000-8,000 times
+    // a second, and each share of hits is then within 2% (sampling error) rather than 4%.
     let (out, held) = cgroup.iolab_holding(
         dir.path(),
         &[
@@ -335,7 +338,7 @@ fn cache_finds_the_page_cache_a_memory_cgroup_allows() {
             "f",
             "--buffered",
             "--runtime",
-            "300ms",
+            "1s",
             "--ramp",
             "300ms",
             "--precision-pct",
@@ -373,8 +376,8 @@ fn cache_finds_the_page_cache_a_memory_cgroup_allows() {
         })
         .collect();
     // What the cgroup held of the file while each working set the capacity is judged on was
-    // measured: the capacity of the tier then. It falls over a study by up to 10%: iolab's own
-    // memory, charged to the cgroup too, grows by about 10 MiB as it keeps every job's results.
+    // measured (the limit less iolab's own memory and the kernel's: 122-123 MiB of 128 here),
+    // said in a failure's message.
     let judged: Vec<u64> = tier["hit_shares"]
         .as_array()
         .expect("hit shares")
@@ -408,13 +411,12 @@ fn cache_finds_the_page_cache_a_memory_cgroup_allows() {
         mib(cache),
         mib(limit as f64)
     );
-    assert!(file_held > 0.5 * limit as f64, "the cgroup held {file_held} bytes of the file");
-    // Issue 17's bar: the capacity within 15% of it. Under random reads the kernel's LRU lists
-    // begin to miss at 73-95% of what the cgroup holds; the capacity comes from the share of
-    // reads that still hit well beyond that.
+    // Issue 17's bar: the capacity within 15% of the cgroup's limit. Under random reads the
+    // kernel's LRU lists begin to miss at 73-95% of what the cgroup holds; the capacity comes
+    // from the share of reads that still hit well beyond that.
     assert!(
-        (size - file_held).abs() <= 0.15 * file_held,
-        "tier of {size} bytes, the cgroup held {file_held} of the file: {tier}"
+        (size - limit as f64).abs() <= 0.15 * limit as f64,
+        "tier of {size} bytes under a limit of {limit} (the cgroup held {file_held} of the file then): {tier}"
     );
     assert!(size <= 1.15 * cache, "tier of {size} bytes, the cgroup held {cache} in all: {tier}");
     for later in &tiers[1..] {

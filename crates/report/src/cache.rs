@@ -69,7 +69,7 @@ pub(crate) fn cache_body(out: &mut String, summary: &CacheSummary) {
         let mark = marks(summary, p.working_set_bytes);
         let _ = writeln!(
             out,
-            "  {:>12}{:>7.1}%{:>11}{:>11}{:>10}{:>10}{:>12}{}{mark}",
+            "  {:>12}{:>7.1}%{:>11}{:>11}{:>10}{:>10}{:>12}{}{}{mark}",
             Bytes(p.working_set_bytes).to_string(),
             share,
             latency(p.level_ns()),
@@ -77,7 +77,8 @@ pub(crate) fn cache_body(out: &mut String, summary: &CacheSummary) {
             latency(p.p50_ns as f64),
             latency(p.p99_ns as f64),
             thousands(p.iops),
-            if p.refined { " (refining)" } else { "" }
+            if p.refined { " (refining)" } else { "" },
+            if p.after_larger { " (after a larger one)" } else { "" }
         );
     }
     let _ =
@@ -193,4 +194,31 @@ fn tier_lines(out: &mut String, index: usize, tier: &Tier, precision_pct: f64) {
         latency(tier.beyond.mean_ns),
         thousands(tier.beyond.iops)
     );
+}
+
+#[cfg(test)]
+mod tests {
+    use iolab_analysis::cache::CachePoint;
+
+    use super::*;
+
+    #[test]
+    fn a_working_set_measured_after_a_larger_one_is_marked() {
+        let point = |mib: u64, after_larger| CachePoint {
+            working_set_bytes: mib << 20,
+            refined: after_larger,
+            after_larger,
+            ..CachePoint::default()
+        };
+        let summary = CacheSummary {
+            region_bytes: 64 << 20,
+            points: vec![point(32, true), point(64, false)],
+            ..CacheSummary::default()
+        };
+        let mut out = String::new();
+        cache_body(&mut out, &summary);
+        let lines: Vec<&str> = out.lines().filter(|l| l.contains("MiB")).collect();
+        assert!(lines[0].ends_with("(refining) (after a larger one)"), "{out}");
+        assert!(!lines[1].contains("after a larger"), "{out}");
+    }
 }

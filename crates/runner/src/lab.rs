@@ -170,12 +170,19 @@ impl<'a> Lab<'a> {
         self.run_prepared(job, &targets, observer)
     }
 
-    /// Lets go of the latency histograms of the jobs run so far (each ~100 KiB or more; the
-    /// sink has kept them): a study of thousands of jobs, a burn-in of weeks, keeps what it
-    /// merged of them and their figures, not every histogram.
+    /// Lets go of the latency histograms of the jobs run so far, the job's and its groups'
+    /// (each ~100 KiB or more; the sink has kept them): a study of thousands of jobs, a burn-in
+    /// of weeks, keeps what it merged of them and their figures, not every histogram.
     pub fn release_histograms(&mut self) {
+        let release = |stats: &mut iolab_stats::IntervalStats| {
+            // Released already (or never filled): nothing to let go of.
+            if stats.ios() > 0 || stats.response.is_some() {
+                *stats = iolab_stats::IntervalStats::default();
+            }
+        };
         for job in &mut self.jobs {
-            job.histograms = iolab_stats::IntervalStats::default();
+            release(&mut job.histograms);
+            job.groups.iter_mut().for_each(|group| release(&mut group.histograms));
         }
     }
 

@@ -1,7 +1,9 @@
 //! `iolab cache`: random reads over growing working sets at the start of the region, each read
-//! once sequentially first (warmed) and then measured; then more working sets past each tier
-//! (its capacity is judged on the share of reads that still hit there) and inside each bracket
-//! where latency stepped up, until the rule (iolab_analysis::cache) knows each tier; then, past
+//! once sequentially first (warmed) and then measured; more working sets past each tier (its
+//! capacity is judged on the share of reads that still hit there), each measured before any
+//! larger working set asked for (a cache still holding blocks of a larger one serves a smaller
+//! one less than it can); then working sets inside each bracket where latency stepped up,
+//! until the rule (iolab_analysis::cache) knows each tier; then, past
 //! the first tier, how fast a cold hot set becomes fast (promotion) and whether a hot set stays
 //! fast after a scan of the rest (pollution).
 //!
@@ -9,8 +11,8 @@
 //! target and engine works, and every step is a job of the run like any other.
 
 use iolab_analysis::cache::{
-    find_tiers, next_probe, polluted, promotion, CachePoint, CacheRule, LatencySample, Pollution, Promotion,
-    Tier,
+    capacity_probe_below, find_tiers, next_probe, polluted, promotion, CachePoint, CacheRule, LatencySample,
+    Pollution, Promotion, Tier,
 };
 use iolab_analysis::cache_capacity::latency_shares;
 use iolab_runner::{Lab, Observer, RunError};
@@ -147,19 +149,37 @@ impl CacheStudy {
         let grain = self.grain();
         let sizes = self.sizes.resolve(region, grain).map_err(RunError::Invalid)?;
         let mut found = CacheFound { region_bytes: region, ..CacheFound::default() };
-        for &size in &sizes {
+        let mut probes = 0;
+        for (k, &size) in sizes.iter().enumerate() {
+            // The working sets a tier's capacity wants that lie below this size come first.
+            while probes < MAX_PROBES {
+                let tiers = find_tiers(&found.points, &self.rule);
+                let planned: Vec<u64> = found
+                    .points
+                    .iter()
+                    .map(|p| p.working_set_bytes)
+                    .chain(sizes[k..].iter().copied())
+                    .collect();
+                let Some(probe) = capacity_probe_below(&tiers, &planned, size, grain) else { break };
+                if self.stop(lab) {
+                    return Ok(found);
+                }
+                found.points.push(self.measure_next(lab, (probe, true), &found.points, observer)?);
+                probes += 1;
+            }
             if self.stop(lab) {
                 return Ok(found);
             }
-            found.points.push(self.measure(lab, size, false, observer)?);
+            found.points.push(self.measure_next(lab, (size, false), &found.points, observer)?);
         }
-        for _ in 0..MAX_PROBES {
+        while probes < MAX_PROBES {
             let tiers = find_tiers(&found.points, &self.rule);
             let Some(size) = next_probe(&tiers, &found.points, &self.rule, grain) else { break };
             if self.stop(lab) {
                 return Ok(found);
             }
-            found.points.push(self.measure(lab, size, true, observer)?);
+            found.points.push(self.measure_next(lab, (size, true), &found.points, observer)?);
+            probes += 1;
         }
         let tiers = find_tiers(&found.points, &self.rule);
         let Some(first) = tiers.tiers.first() else {
@@ -197,6 +217,19 @@ impl CacheStudy {
         lab.interrupted() || lab.jobs().last().is_some_and(|j| j.stop_reason.ends_the_run())
     }
 
+    /// `size` bytes at the start of the region, warmed then measured, after the working sets
+    /// `before`.
+    fn measure_next(
+        &self,
+        lab: &mut Lab<'_>,
+        (size, refined): (u64, bool),
+        before: &[CachePoint],
+        observer: &mut dyn Observer,
+    ) -> Result<CachePoint, RunError> {
+        let point = self.measure(lab, size, refined, observer)?;
+        Ok(CachePoint { after_larger: before.iter().any(|p| p.working_set_bytes > size), ..point })
+    }
+
     /// `size` bytes at the start of the region, warmed then measured.
     fn measure(
         &self,
@@ -207,9 +240,7 @@ impl CacheStudy {
     ) -> Result<CachePoint, RunError> {
         self.read_once(lab, 0, size, format!("warm {}", Bytes(size)), observer)?;
         let job = self.over(0, size, format!("working set {}", Bytes(size)));
-        let targets = lab.prepare(&job, observer)?;
-        let result = lab.run_prepared(&job, &targets, observer)?;
-        Ok(point(result, size, refined))
+        run(lab, &job, observer, |result| point(result, size, refined))
     }
 
     /// The measuring job over `size` bytes from `offset` in the region.
@@ -230,9 +261,7 @@ impl CacheStudy {
         name: String,
         observer: &mut dyn Observer,
     ) -> Result<(), RunError> {
-        let job = self.once(offset, size, name);
-        let targets = lab.prepare(&job, observer)?;
-        lab.run_prepared(&job, &targets, observer).map(|_| ())
+        run(lab, &self.once(offset, size, name), observer, |_| ())
     }
 
     /// The job that reads `size` bytes from `offset` in the region once, sequentially.
@@ -287,13 +316,13 @@ impl CacheStudy {
         job.runtime = time;
         job.ramp = Nanos(0);
         job.interval = Nanos((time.0 / PROMOTION_INTERVALS).max(MIN_INTERVAL.0));
-        let targets = lab.prepare(&job, observer)?;
-        let result = lab.run_prepared(&job, &targets, observer)?;
-        let samples: Vec<LatencySample> = result
-            .series
-            .iter()
-            .map(|p| LatencySample { t_s: p.t_s + p.duration_s, mean_ns: p.mean_ns })
-            .collect();
+        let samples: Vec<LatencySample> = run(lab, &job, observer, |result| {
+            result
+                .series
+                .iter()
+                .map(|p| LatencySample { t_s: p.t_s + p.duration_s, mean_ns: p.mean_ns })
+                .collect()
+        })?;
         let (fast_after_s, fast_from_start) = promotion(&samples, target_ns);
         Ok(Some(Promotion {
             hot_set_bytes: hot,
@@ -320,11 +349,26 @@ impl CacheStudy {
             self.read_once(lab, hot, scan, format!("scan {} after the hot set", Bytes(scan)), observer)?;
         }
         let job = self.over(0, hot, format!("hot set {} after the scan", Bytes(hot)));
-        let targets = lab.prepare(&job, observer)?;
-        let after = point(lab.run_prepared(&job, &targets, observer)?, hot, false);
+        let after = run(lab, &job, observer, |result| point(result, hot, false))?;
         let polluted = polluted(&before, &after, &self.rule);
         Ok(Pollution { hot_set_bytes: hot, scan_bytes: scan, before, after, polluted })
     }
+}
+
+/// Runs `job` and answers what `read` takes from its result, then lets go of the latency
+/// histograms of the jobs run (the store kept them as each job ended; the study keeps only what
+/// `read` took): 300 KiB or more a job that would otherwise grow the study's own memory by
+/// several MiB over a study, charged to a memory cgroup beside the page cache it measures.
+pub(crate) fn run<T>(
+    lab: &mut Lab<'_>,
+    job: &JobSpec,
+    observer: &mut dyn Observer,
+    read: impl FnOnce(&JobResult) -> T,
+) -> Result<T, RunError> {
+    let targets = lab.prepare(job, observer)?;
+    let taken = read(lab.run_prepared(job, &targets, observer)?);
+    lab.release_histograms();
+    Ok(taken)
 }
 
 /// The read figures of a measured working set.
@@ -339,6 +383,7 @@ pub(crate) fn point(job: &JobResult, size: u64, refined: bool) -> CachePoint {
         p99_ns: read.percentile(99.0).unwrap_or(0),
         iops: read.iops,
         refined,
+        after_larger: false,
         below: latency_shares(
             job.histograms
                 .read
