@@ -189,3 +189,33 @@ fn same_seed_same_draws_and_huge_regions_stay_cheap() {
     let narrow = Sampler::new(&Distribution::Normal { stddev_pct: 0.001 }, 1 << 40, 0).expect("normal");
     assert!(narrow.cold.len() < MAX_CELLS, "{} cells", narrow.cold.len());
 }
+
+/// Not a check but a probe for `valgrind --tool=cachegrind` (docs/distributions.md, "Cost"):
+/// `IOLAB_COST_IOS` I/Os (default 2^21) of `AccessGenerator::next_io` with
+/// `IOLAB_COST_DISTRIBUTION` (default uniform) over a 1 GiB region, 4 KiB random reads, as the
+/// bench's null-engine runs issue them. Two runs with different I/O counts, differenced, give
+/// the instructions and cache misses per I/O without the set-up.
+#[test]
+#[ignore = "a cost probe run by hand under cachegrind"]
+fn next_io_cost_probe() {
+    let distribution: Distribution = std::env::var("IOLAB_COST_DISTRIBUTION")
+        .unwrap_or_else(|_| "uniform".into())
+        .parse()
+        .expect("a --distribution");
+    let ios: u64 = std::env::var("IOLAB_COST_IOS").map_or(1 << 21, |v| v.parse().expect("a count"));
+    let spec = iolab_spec::AccessSpec {
+        read_pct: 100,
+        random_pct: 100,
+        bs_split: vec![iolab_spec::BsWeight { bs: iolab_spec::Bytes(4096), weight: 1 }],
+        align: iolab_spec::Bytes(4096),
+        burst: None,
+        distribution,
+        working_set: None,
+    };
+    let mut generator = crate::access::AccessGenerator::new(&spec, 0, 1 << 30, 1, 0, 1).expect("fits");
+    let mut sum = 0u64;
+    for _ in 0..ios {
+        sum = sum.wrapping_add(std::hint::black_box(generator.next_io()).offset);
+    }
+    assert!(ios == 0 || sum != 0, "every offset was 0");
+}
