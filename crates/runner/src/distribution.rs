@@ -4,7 +4,8 @@
 //! One method serves them all, so each is exact and each costs about the same: rejection from a
 //! piecewise-constant envelope. The index range is cut into cells, each a power of two blocks
 //! wide, over which the probability changes by at most `EPSILON` (a flat zone is cut into the
-//! powers of two of its width); a cell is picked from its envelope weight (width x its largest
+//! powers of two of its width; a normal law's flanks, which carry little of its mass, may fall
+//! more, see `allowed_fall`); a cell is picked from its envelope weight (width x its largest
 //! probability) by Walker's alias table, an index uniformly inside it, and the index is kept
 //! with probability p(k) / peak. Since every cell's least p is known when the table is built,
 //! all but about `EPSILON` of the draws are decided by one integer comparison, without
@@ -21,9 +22,12 @@
 //! all), so the coin chooses between two words already loaded. A cell's index is the second
 //! word's top bits, and its low 16 bits are checked against the cell's sure threshold. The
 //! coin is a select, not a jump (a jump on a coin toss is mispredicted half the time), and so
-//! is a cell of one block. A lane draws 32 indexes at a time (`Draws`) in a loop without a call
-//! or a branch the predictor has to guess, iterations independent but for the generator's
-//! state, which the processor overlaps; the few draws that were not sure are settled after it.
+//! is a cell of one block. The only jump is on the sure test, which goes the same way for all
+//! but about `EPSILON` of the draws, so the predictor learns it; the draw is made inline in the
+//! I/O's path, the unsure ones settled by a call (`Sampler::settle`). (An earlier version drew
+//! 32 at a time and settled the unsure ones after the batch: storing, flagging, reloading and
+//! replaying cost more instructions than the overlap it sought, which the processor gets
+//! across I/Os anyway.)
 //!
 //! Zipf and pareto rank blocks (rank 0 the hottest) and place rank k at `Scatter::map(k)`, a
 //! keyed bijection of `0..n`, so the hot blocks are spread over the region, every block is
@@ -38,6 +42,9 @@ use iolab_spec::{Distribution, Zone};
 /// The most the probability may fall across one cell: at least 1 - EPSILON of the draws are
 /// accepted without evaluating p.
 const EPSILON: f64 = 1.0 / 64.0;
+
+/// The most a normal law's cell may fall (`allowed_fall`).
+const MOST_FALL: f64 = 0.25;
 
 /// Beyond this many cells the rest of the range is cut into powers of two without regard to
 /// the fall (still exact, accepted less often; only a distribution whose far tail is
@@ -288,36 +295,16 @@ impl Sampler {
         Ok(Sampler { law, slots, pick_shift: 64 - table_bits, coin_mask, aliases, cold, scatter })
     }
 
-    /// Fills `out` with draws: first each draw's first try, a loop without a call or a branch
-    /// the predictor has to guess, whose iterations are independent but for the generator's
-    /// state, so the processor overlaps their multiplies and table loads; then the few tries
-    /// that were not sure (under 1/64), settled one by one from their words, which a copy of
-    /// the generator made before the loop gives again; then the scatter. The same seed gives
-    /// the same draws.
-    pub fn fill(&self, rng: &mut fastrand::Rng, out: &mut [u64; BATCH]) {
-        let before = rng.clone();
-        // The generator's state in a register, not stored and reloaded through `rng` each time.
-        let mut local = rng.clone();
-        let mut unsure = 0u64;
-        for (i, drawn) in out.iter_mut().enumerate() {
-            let first = self.first_try(local.u64(..), local.u64(..));
-            *drawn = first.k;
-            unsure |= u64::from(!first.sure) << i;
-        }
-        while unsure != 0 {
-            let i = unsure.trailing_zeros() as usize;
-            let mut again = before.clone();
-            for _ in 0..2 * i {
-                again.u64(..);
-            }
-            out[i] = self.settle([again.u64(..), again.u64(..)], &mut local);
-            unsure &= unsure - 1;
-        }
-        *rng = local;
-        if let Some(scatter) = &self.scatter {
-            for drawn in out {
-                *drawn = scatter.map(*drawn);
-            }
+    /// One draw: the first try from two fresh words, which all but about `EPSILON` of the
+    /// draws stop at (a jump the predictor learns as never taken), then the scatter.
+    #[inline(always)]
+    pub fn draw(&self, rng: &mut fastrand::Rng) -> u64 {
+        let (pick_word, cell_word) = (rng.u64(..), rng.u64(..));
+        let first = self.first_try(pick_word, cell_word);
+        let k = if first.sure { first.k } else { self.settle(pick_word, cell_word, rng) };
+        match &self.scatter {
+            Some(scatter) => scatter.map(k),
+            None => k,
         }
     }
 
@@ -331,12 +318,12 @@ impl Sampler {
     fn first_try(&self, pick_word: u64, cell_word: u64) -> FirstTry {
         let pick = pick_word >> self.pick_shift;
         let slot = self.slots[pick as usize];
-        let own = select_below(pick_word & self.coin_mask, slot.keep, u64::MAX, 0);
-        let cell = Cell(slot.other.0 ^ ((slot.other.0 ^ slot.own.0) & own));
+        let own = pick_word & self.coin_mask < slot.keep;
+        let cell = if own { slot.own } else { slot.other };
         FirstTry {
             k: cell.first() + (cell_word >> 1 >> cell.shift()),
             sure: cell_word & 0xffff < cell.sure(),
-            own: own != 0,
+            own,
             pick,
             cell,
         }
@@ -346,7 +333,7 @@ impl Sampler {
     /// index starts over with fresh words from `rng`.
     #[cold]
     #[inline(never)]
-    fn settle(&self, [mut pick_word, mut cell_word]: [u64; 2], rng: &mut fastrand::Rng) -> u64 {
+    fn settle(&self, mut pick_word: u64, mut cell_word: u64, rng: &mut fastrand::Rng) -> u64 {
         loop {
             let first = self.first_try(pick_word, cell_word);
             if first.sure {
@@ -368,36 +355,6 @@ impl Sampler {
         let Cold { peak, sure } = self.cold[index];
         // `sure` is 2^64 - 1 for a flat cell: always kept.
         sure == u64::MAX || word < sure || (word as f64 / TWO_64) * peak < self.law.p(k)
-    }
-}
-
-/// Slot indexes drawn ahead, a batch at a time (`Sampler::fill`): what a lane draws from, one
-/// I/O at a time.
-#[derive(Debug, Clone)]
-pub struct Draws {
-    sampler: Sampler,
-    drawn: [u64; BATCH],
-    next: usize,
-}
-
-/// Draws made at a time: enough for the processor to overlap them, few enough to stay in a
-/// cache line or four (and to be one bit each of a word in `Sampler::fill`).
-const BATCH: usize = 32;
-
-impl Draws {
-    pub fn new(sampler: Sampler) -> Draws {
-        Draws { sampler, drawn: [0; BATCH], next: BATCH }
-    }
-
-    #[inline]
-    pub fn next(&mut self, rng: &mut fastrand::Rng) -> u64 {
-        if self.next == BATCH {
-            self.sampler.fill(rng, &mut self.drawn);
-            self.next = 0;
-        }
-        let k = self.drawn[self.next];
-        self.next += 1;
-        k
     }
 }
 
@@ -442,11 +399,16 @@ fn falling(law: Law, start: u64, n: u64, step: i64) -> Vec<Span> {
     let mut at = start;
     let mut left = if step > 0 { n - start } else { start + 1 };
     let far = |from: u64, blocks: u64| if step > 0 { from + (blocks - 1) } else { from - (blocks - 1) };
+    let top = law.p(start);
     while left > 0 {
         let peak = law.p(at);
         // A lump is cut in powers of two too: at most 64 more cells.
         let lump = cells.len() + 65 >= MAX_CELLS || peak * left as f64 <= total * NEGLIGIBLE_TAIL;
-        let width = if lump || peak == 0.0 { left } else { widest(law, at, left, peak, far) };
+        let width = if lump || peak == 0.0 {
+            left
+        } else {
+            widest(law, at, left, peak, allowed_fall(law, top, peak), far)
+        };
         let width = 1 << (63 - width.leading_zeros());
         let least = law.p(far(at, width));
         let first = if step > 0 { at } else { at - (width - 1) };
@@ -464,9 +426,23 @@ fn falling(law: Law, start: u64, n: u64, step: i64) -> Vec<Span> {
     cells
 }
 
-/// The most blocks from `at` (at most `left`) over which p stays within EPSILON of `peak`.
-fn widest(law: Law, at: u64, left: u64, peak: f64, far: impl Fn(u64, u64) -> u64) -> u64 {
-    let fits = |width: u64| law.p(far(at, width)) >= peak * (1.0 - EPSILON);
+/// The most p may fall across a cell whose largest p is `peak`, `top` being the law's largest:
+/// EPSILON, but for the normal law EPSILON x sqrt(top / peak), at most `MOST_FALL`. A cell's
+/// unsure draws (a share of about its fall) cost in proportion to its mass, and a bell's flanks
+/// carry little of it: a constant fall cut normal:10 into 2,322 cells (a 96 KiB alias table,
+/// beyond the L1 cache), most of them out in the flanks, where a wider fall costs next to
+/// nothing. Zipf and pareto gain nothing from it: their mass falls about as fast as their
+/// cells widen.
+fn allowed_fall(law: Law, top: f64, peak: f64) -> f64 {
+    match law {
+        Law::Normal { .. } => (EPSILON * (top / peak).sqrt()).min(MOST_FALL),
+        _ => EPSILON,
+    }
+}
+
+/// The most blocks from `at` (at most `left`) over which p falls by at most `fall` from `peak`.
+fn widest(law: Law, at: u64, left: u64, peak: f64, fall: f64, far: impl Fn(u64, u64) -> u64) -> u64 {
+    let fits = |width: u64| law.p(far(at, width)) >= peak * (1.0 - fall);
     let (mut good, mut bad) = (1u64, 2u64);
     while bad <= left && fits(bad) {
         good = bad;

@@ -7,10 +7,9 @@ const DRAWS: usize = 10_000_000;
 
 fn counts(sampler: &Sampler, n: u64, draws: usize, seed: u64) -> Vec<u32> {
     let mut rng = fastrand::Rng::with_seed(seed);
-    let mut lane = Draws::new(sampler.clone());
     let mut counts = vec![0u32; n as usize];
     for _ in 0..draws {
-        counts[lane.next(&mut rng) as usize] += 1;
+        counts[sampler.draw(&mut rng) as usize] += 1;
     }
     counts
 }
@@ -180,8 +179,7 @@ fn same_seed_same_draws_and_huge_regions_stay_cheap() {
     assert!(sampler.cold.len() < 4000, "{} cells", sampler.cold.len());
     let draw = |seed| {
         let mut rng = fastrand::Rng::with_seed(seed);
-        let mut lane = Draws::new(sampler.clone());
-        (0..1000).map(|_| lane.next(&mut rng)).collect::<Vec<u64>>()
+        (0..1000).map(|_| sampler.draw(&mut rng)).collect::<Vec<u64>>()
     };
     assert_eq!(draw(1), draw(1));
     assert_ne!(draw(1), draw(2));
