@@ -163,11 +163,13 @@ impl Cell {
 
 /// An alias-table entry with both of its cells, so that a draw makes one table load: the cell
 /// drawn is `own` when the coin (the low `64 - table_bits` bits of the word whose top bits
-/// picked the entry) is below `keep`, else `other`. A cell's share is exact to 2^-(64 -
-/// table_bits) of an entry's, 2^-48 at worst.
+/// picked the entry) is below the entry's threshold, else `other`. `limit` is the entry's
+/// number in those top bits plus that threshold, so that comparing the whole word with it
+/// compares the coin (no mask). A cell's share is exact to 2^-(64 - table_bits) of an entry's,
+/// 2^-48 at worst.
 #[derive(Debug, Clone, Copy)]
 struct Slot {
-    keep: u64,
+    limit: u64,
     own: Cell,
     other: Cell,
 }
@@ -197,10 +199,9 @@ pub struct Sampler {
     law: Law,
     /// 2^table_bits alias-table entries, at least 2 (those past the cells' count have weight
     /// 0); a random word's top bits pick one (`pick_shift` is 64 - table_bits), the others are
-    /// its coin (`coin_mask`).
+    /// its coin.
     slots: Vec<Slot>,
     pick_shift: u32,
-    coin_mask: u64,
     /// Each entry's alias, the index of its `other` cell.
     aliases: Vec<u16>,
     /// One per cell.
@@ -283,16 +284,16 @@ impl Sampler {
             .iter()
             .enumerate()
             .map(|(own, &(keep, alias))| Slot {
-                // The threshold on a whole word, scaled to the coin's bits.
-                keep: keep >> table_bits,
+                // The threshold on a whole word, scaled to the coin's bits, under the entry's
+                // number (it is below 2^(64 - table_bits): no carry).
+                limit: (own as u64) << (64 - table_bits) | keep >> table_bits,
                 // An entry past the cells' count is never kept (its keep is 0).
                 own: cells.get(own).copied().unwrap_or(cells[alias as usize]),
                 other: cells[alias as usize],
             })
             .collect();
         let aliases = entries.iter().map(|&(_, alias)| alias as u16).collect();
-        let coin_mask = u64::MAX >> table_bits;
-        Ok(Sampler { law, slots, pick_shift: 64 - table_bits, coin_mask, aliases, cold, scatter })
+        Ok(Sampler { law, slots, pick_shift: 64 - table_bits, aliases, cold, scatter })
     }
 
     /// One draw: the first try from two fresh words, which all but about `EPSILON` of the
@@ -318,7 +319,7 @@ impl Sampler {
     fn first_try(&self, pick_word: u64, cell_word: u64) -> FirstTry {
         let pick = pick_word >> self.pick_shift;
         let slot = self.slots[pick as usize];
-        let own = pick_word & self.coin_mask < slot.keep;
+        let own = pick_word < slot.limit;
         let cell = if own { slot.own } else { slot.other };
         FirstTry {
             k: cell.first() + (cell_word >> 1 >> cell.shift()),
