@@ -30,7 +30,8 @@ pub struct AccessGenerator {
     align: u64,
     cursor: u64,
     /// A skewed distribution's sampler of slot indexes; `None`: uniform.
-    sampler: Option<Sampler>,
+    /// (Boxed: a generator stays small, and a lane's router holds it in an enum.)
+    sampler: Option<Box<Sampler>>,
     moves: Option<Box<Moves>>,
     touched: Touched,
 }
@@ -109,7 +110,7 @@ impl AccessGenerator {
                 let slots = window.saturating_sub(max_bs) / align + 1;
                 // The key is the group's (and target's) seed, not the lane's: every lane of a
                 // group has the same hot blocks.
-                Some(Sampler::new(skewed, slots, seed)?)
+                Some(Box::new(Sampler::new(skewed, slots, seed)?))
             }
         };
         let share = window / u64::from(count.max(1)) * u64::from(index);
