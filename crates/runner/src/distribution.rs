@@ -9,7 +9,9 @@
 //! probability) by Walker's alias table, an index uniformly inside it, and the index is kept
 //! with probability p(k) / peak. Since every cell's least p is known when the table is built,
 //! all but about `EPSILON` of the draws are decided by one integer comparison, without
-//! evaluating p at all (the number of cells grows as log n / EPSILON for zipf). A rejected draw
+//! evaluating p at all (the number of cells grows as log n / EPSILON for zipf), and most of
+//! the rest by linear bounds on p where it is convex or concave across the cell (`Squeeze`;
+//! every law's cells but two per side of a normal bell's inflections). A rejected draw
 //! starts over from the alias table, which is what makes the envelope's weights, not the cells'
 //! exact masses, the right ones: the accepted index has probability p(k) exactly, up to the
 //! resolution of the random words (a cell's share of an alias entry is exact to 2^-48 at
@@ -87,6 +89,33 @@ impl Law {
     }
 }
 
+impl Law {
+    /// Whether p is convex (`Some(true)`) or concave (`Some(false)`) over the indexes
+    /// `lo..=hi`, as a sequence; `None`: neither, or not known.
+    fn shape(self, lo: u64, hi: u64) -> Option<bool> {
+        match self {
+            // x^-theta is convex, and so are the differences of x^alpha for alpha < 1 (their
+            // second differences are third differences of x^alpha, whose third derivative is
+            // positive).
+            Law::Zipf { .. } | Law::Pareto { .. } => Some(true),
+            // p(k) is the integral of the bell's density over [k, k + 1), so its second
+            // difference at k is that of the density over [k - 1, k + 2]: convex where the whole
+            // stretch is a standard deviation or more from the mean, concave where it is within.
+            Law::Normal { mean, sd } => {
+                let (from, to) = (lo as f64 - 1.0 - mean, hi as f64 + 2.0 - mean);
+                if from >= sd || to <= -sd {
+                    Some(true)
+                } else if from >= -sd && to <= sd {
+                    Some(false)
+                } else {
+                    None
+                }
+            }
+            Law::Flat => None,
+        }
+    }
+}
+
 /// P(a <= Z < b) for a standard normal Z, accurate in both tails (a difference of upper tails,
 /// never of numbers near 1).
 fn gauss_mass(a: f64, b: f64) -> f64 {
@@ -100,6 +129,63 @@ fn gauss_mass(a: f64, b: f64) -> f64 {
     }
 }
 
+/// Linear bounds on p across a cell of two or more blocks where p is convex or concave (as a
+/// sequence) and falls by at most half: the chord between the cell's ends, and the lines that
+/// continue its first and last steps. Convex, the chord is above p and the larger of those lines
+/// below it; concave, the other way round. Most draws that are not sure fall outside the gap
+/// between them and are decided without evaluating p.
+#[derive(Debug, Clone, Copy)]
+struct Squeeze {
+    /// The cell's index where p is largest (p0), and the distance to its far end (p1).
+    at: u64,
+    last: f64,
+    p0: f64,
+    p1: f64,
+    /// p's first step down from `at`, and its last one.
+    first_step: f64,
+    last_step: f64,
+    convex: bool,
+}
+
+impl Squeeze {
+    /// The squeeze of a cell from `at` over `width` blocks towards `far` (None when p is neither
+    /// convex nor concave there, or falls by more than half, where rounding in the bounds could
+    /// matter).
+    fn new(law: Law, at: u64, far: u64, width: u64) -> Option<Squeeze> {
+        if width < 2 {
+            return None;
+        }
+        let convex = law.shape(at.min(far), at.max(far))?;
+        let toward = |k: u64| if far > at { k + 1 } else { k - 1 };
+        let back = |k: u64| if far > at { k - 1 } else { k + 1 };
+        let (p0, p1) = (law.p(at), law.p(far));
+        if !(p1 >= p0 / 2.0 && p1 > 0.0) {
+            return None;
+        }
+        Some(Squeeze {
+            at,
+            last: (width - 1) as f64,
+            p0,
+            p1,
+            first_step: p0 - law.p(toward(at)),
+            last_step: law.p(back(far)) - p1,
+            convex,
+        })
+    }
+
+    /// (below, above): bounds on p(k) for an index k of the cell, each a hair outside the line
+    /// (rounding in p and in the lines is far smaller).
+    fn bounds(&self, k: u64) -> (f64, f64) {
+        let t = k.abs_diff(self.at) as f64;
+        let chord = self.p0 - (self.p0 - self.p1) * t / self.last;
+        let from_first = self.p0 - self.first_step * t;
+        let from_last = self.p1 + self.last_step * (self.last - t);
+        let (below, above) =
+            if self.convex { (from_first.max(from_last), chord) } else { (chord, from_first.min(from_last)) };
+        (below * (1.0 - 1e-9), above * (1.0 + 1e-9))
+    }
+}
+
 /// One cell of the envelope, as the builders make it.
 #[derive(Debug, Clone, Copy)]
 struct Span {
@@ -110,6 +196,7 @@ struct Span {
     /// An index in the cell is kept without evaluating p when the acceptance word is below
     /// this: (least p / peak) x 2^64, rounded down. `u64::MAX`: p is flat, always kept.
     sure: u64,
+    squeeze: Option<Squeeze>,
 }
 
 /// A cell as every draw reads it, in one word: its first index (the top 42 bits), `63 - bits`
@@ -186,11 +273,13 @@ struct FirstTry {
     cell: Cell,
 }
 
-/// What a draw that is not sure reads: the envelope's height and the full threshold.
+/// What a draw that is not sure reads: the envelope's height, the full threshold and the
+/// bounds on p.
 #[derive(Debug, Clone, Copy)]
 struct Cold {
     peak: f64,
     sure: u64,
+    squeeze: Option<Squeeze>,
 }
 
 /// An exact sampler of a block index in `0..n` (see the module's notes).
@@ -277,7 +366,7 @@ impl Sampler {
                 Cell::new(s.first, bits, if bits > WIDE && s.sure != u64::MAX { 0 } else { s.sure })
             })
             .collect();
-        let cold = spans.iter().map(|s| Cold { peak: s.peak, sure: s.sure }).collect();
+        let cold = spans.iter().map(|s| Cold { peak: s.peak, sure: s.sure, squeeze: s.squeeze }).collect();
         let table_bits = spans.len().next_power_of_two().trailing_zeros().max(1);
         let entries = alias(&spans, 1 << table_bits);
         let slots = entries
@@ -353,9 +442,22 @@ impl Sampler {
     /// Whether index `k` of cell `index` is kept, for a draw whose acceptance `word` was not
     /// below the cell's hot threshold: p(k) / peak decides.
     fn keeps(&self, index: usize, k: u64, word: u64) -> bool {
-        let Cold { peak, sure } = self.cold[index];
+        let Cold { peak, sure, squeeze } = self.cold[index];
         // `sure` is 2^64 - 1 for a flat cell: always kept.
-        sure == u64::MAX || word < sure || (word as f64 / TWO_64) * peak < self.law.p(k)
+        if sure == u64::MAX || word < sure {
+            return true;
+        }
+        let height = (word as f64 / TWO_64) * peak;
+        if let Some(squeeze) = squeeze {
+            let (below, above) = squeeze.bounds(k);
+            if height < below {
+                return true;
+            }
+            if height >= above {
+                return false;
+            }
+        }
+        height < self.law.p(k)
     }
 }
 
@@ -366,7 +468,7 @@ fn flat(parts: &[(u64, u64, f64)]) -> Vec<Span> {
     for &(mut first, width, weight) in parts.iter().filter(|&&(_, width, weight)| width > 0 && weight > 0.0) {
         let peak = weight / width as f64;
         for bit in (0..64).rev().map(|b| 1u64 << b).filter(|&bit| width & bit != 0) {
-            spans.push(Span { first, width: bit, peak, sure: u64::MAX });
+            spans.push(Span { first, width: bit, peak, sure: u64::MAX, squeeze: None });
             first += bit;
         }
     }
@@ -416,7 +518,8 @@ fn falling(law: Law, start: u64, n: u64, step: i64) -> Vec<Span> {
         // A hair under the true ratio, so that rounding in p never accepts too much.
         let sure = if width == 1 { u64::MAX } else { threshold(least / peak * (1.0 - 1e-12)) };
         if peak > 0.0 {
-            cells.push(Span { first, width, peak, sure });
+            let squeeze = Squeeze::new(law, at, far(at, width), width);
+            cells.push(Span { first, width, peak, sure, squeeze });
             total += peak * width as f64;
         }
         left -= width;

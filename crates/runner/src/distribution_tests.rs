@@ -188,6 +188,32 @@ fn same_seed_same_draws_and_huge_regions_stay_cheap() {
     assert!(narrow.cold.len() < MAX_CELLS, "{} cells", narrow.cold.len());
 }
 
+/// The bounds that decide most draws that are not sure without evaluating p hold at every
+/// index of every cell that has them, and most cells have them.
+#[test]
+fn squeeze_bounds_hold_at_every_index() {
+    for (law, n) in [
+        ("zipf:1.2", 1u64 << 16),
+        ("zipf:0.5", 100_003),
+        ("pareto:0.2", 1 << 16),
+        ("normal:10", 65_537),
+        ("normal:1", 1 << 20),
+    ] {
+        let sampler = Sampler::new(&law.parse().expect("a law"), n, 1).expect("a sampler");
+        let squeezed = sampler.cold.iter().filter(|c| c.squeeze.is_some()).count();
+        assert!(squeezed * 4 > sampler.cold.len() * 3, "{law}: {squeezed} of {} cells", sampler.cold.len());
+        for (i, cold) in sampler.cold.iter().enumerate() {
+            let Some(squeeze) = cold.squeeze else { continue };
+            let cell = sampler.slots[i].own;
+            for k in cell.first()..cell.first() + (1 << cell.bits()) {
+                let (below, above) = squeeze.bounds(k);
+                let p = sampler.law.p(k);
+                assert!(below <= p && p <= above, "{law}: block {k}: {below} <= {p} <= {above}");
+            }
+        }
+    }
+}
+
 /// Not a check but a probe for `valgrind --tool=cachegrind` (docs/distributions.md, "Cost"):
 /// `IOLAB_COST_IOS` I/Os (default 2^21) of `AccessGenerator::next_io` with
 /// `IOLAB_COST_DISTRIBUTION` (default uniform) over a 1 GiB region, 4 KiB random reads, as the
