@@ -234,10 +234,11 @@ impl Cell {
         63 - self.shift()
     }
 
-    /// A draw whose acceptance word's top 16 bits are below this is sure.
+    /// A draw whose acceptance word's top 16 bits are below this is sure. (Compared as 16-bit
+    /// numbers, the compiler compares the registers as they are, without two zero-extensions.)
     #[inline(always)]
-    fn sure(self) -> u64 {
-        self.0 & 0xffff
+    fn sure(self) -> u16 {
+        self.0 as u16
     }
 
     /// The acceptance word of the draw whose index came from `word`'s top `bits` bits (up to
@@ -415,7 +416,7 @@ impl Sampler {
         let cell = if own { slot.own } else { slot.other };
         FirstTry {
             k: cell.first() + (cell_word >> 1 >> cell.shift()),
-            sure: cell_word & 0xffff < cell.sure(),
+            sure: (cell_word as u16) < cell.sure(),
             own,
             pick,
             cell,
