@@ -15,7 +15,7 @@ use iolab_engine::Op;
 use iolab_spec::{AccessSpec, Distribution};
 
 use crate::coverage::Touched;
-use crate::distribution::{Draws, Sampler};
+use crate::distribution::Sampler;
 
 pub struct AccessGenerator {
     rng: fastrand::Rng,
@@ -29,8 +29,9 @@ pub struct AccessGenerator {
     end: u64,
     align: u64,
     cursor: u64,
-    /// A skewed distribution's slot indexes, drawn a batch ahead; `None`: uniform.
-    sampler: Option<Box<Draws>>,
+    /// A skewed distribution's sampler of slot indexes; `None`: uniform.
+    /// (Boxed: a generator stays small, and a lane's router holds it in an enum.)
+    sampler: Option<Box<Sampler>>,
     moves: Option<Box<Moves>>,
     touched: Touched,
 }
@@ -109,7 +110,7 @@ impl AccessGenerator {
                 let slots = window.saturating_sub(max_bs) / align + 1;
                 // The key is the group's (and target's) seed, not the lane's: every lane of a
                 // group has the same hot blocks.
-                Some(Box::new(Draws::new(Sampler::new(skewed, slots, seed)?)))
+                Some(Box::new(Sampler::new(skewed, slots, seed)?))
             }
         };
         let share = window / u64::from(count.max(1)) * u64::from(index);
@@ -168,7 +169,7 @@ impl AccessGenerator {
                     let slots = (self.end - self.start - len64) / self.align + 1;
                     self.start + self.rng.u64(0..slots) * self.align
                 }
-                Some(draws) => self.start + draws.next(&mut self.rng) * self.align,
+                Some(sampler) => self.start + sampler.draw(&mut self.rng) * self.align,
             }
         } else {
             // Outside the region also when a moving working set has left the cursor behind.

@@ -7,10 +7,9 @@ const DRAWS: usize = 10_000_000;
 
 fn counts(sampler: &Sampler, n: u64, draws: usize, seed: u64) -> Vec<u32> {
     let mut rng = fastrand::Rng::with_seed(seed);
-    let mut lane = Draws::new(sampler.clone());
     let mut counts = vec![0u32; n as usize];
     for _ in 0..draws {
-        counts[lane.next(&mut rng) as usize] += 1;
+        counts[sampler.draw(&mut rng) as usize] += 1;
     }
     counts
 }
@@ -180,12 +179,67 @@ fn same_seed_same_draws_and_huge_regions_stay_cheap() {
     assert!(sampler.cold.len() < 4000, "{} cells", sampler.cold.len());
     let draw = |seed| {
         let mut rng = fastrand::Rng::with_seed(seed);
-        let mut lane = Draws::new(sampler.clone());
-        (0..1000).map(|_| lane.next(&mut rng)).collect::<Vec<u64>>()
+        (0..1000).map(|_| sampler.draw(&mut rng)).collect::<Vec<u64>>()
     };
     assert_eq!(draw(1), draw(1));
     assert_ne!(draw(1), draw(2));
     assert!(draw(3).iter().all(|&b| b < n));
     let narrow = Sampler::new(&Distribution::Normal { stddev_pct: 0.001 }, 1 << 40, 0).expect("normal");
     assert!(narrow.cold.len() < MAX_CELLS, "{} cells", narrow.cold.len());
+}
+
+/// The bounds that decide most draws that are not sure without evaluating p hold at every
+/// index of every cell that has them, and most cells have them.
+#[test]
+fn squeeze_bounds_hold_at_every_index() {
+    for (law, n) in [
+        ("zipf:1.2", 1u64 << 16),
+        ("zipf:0.5", 100_003),
+        ("pareto:0.2", 1 << 16),
+        ("normal:10", 65_537),
+        ("normal:1", 1 << 20),
+    ] {
+        let sampler = Sampler::new(&law.parse().expect("a law"), n, 1).expect("a sampler");
+        let squeezed = sampler.cold.iter().filter(|c| c.squeeze.is_some()).count();
+        assert!(squeezed * 4 > sampler.cold.len() * 3, "{law}: {squeezed} of {} cells", sampler.cold.len());
+        for (i, cold) in sampler.cold.iter().enumerate() {
+            let Some(squeeze) = cold.squeeze else { continue };
+            let cell = sampler.slots[i].own;
+            for k in cell.first()..cell.first() + (1 << cell.bits()) {
+                let (below, above) = squeeze.bounds(k);
+                let p = sampler.law.p(k);
+                assert!(below <= p && p <= above, "{law}: block {k}: {below} <= {p} <= {above}");
+            }
+        }
+    }
+}
+
+/// Not a check but a probe for `valgrind --tool=cachegrind` (docs/distributions.md, "Cost"):
+/// `IOLAB_COST_IOS` I/Os (default 2^21) of `AccessGenerator::next_io` with
+/// `IOLAB_COST_DISTRIBUTION` (default uniform) over a 1 GiB region, 4 KiB random reads, as the
+/// bench's null-engine runs issue them. Two runs with different I/O counts, differenced, give
+/// the instructions and cache misses per I/O without the set-up.
+#[test]
+#[ignore = "a cost probe run by hand under cachegrind"]
+fn next_io_cost_probe() {
+    let distribution: Distribution = std::env::var("IOLAB_COST_DISTRIBUTION")
+        .unwrap_or_else(|_| "uniform".into())
+        .parse()
+        .expect("a --distribution");
+    let ios: u64 = std::env::var("IOLAB_COST_IOS").map_or(1 << 21, |v| v.parse().expect("a count"));
+    let spec = iolab_spec::AccessSpec {
+        read_pct: 100,
+        random_pct: 100,
+        bs_split: vec![iolab_spec::BsWeight { bs: iolab_spec::Bytes(4096), weight: 1 }],
+        align: iolab_spec::Bytes(4096),
+        burst: None,
+        distribution,
+        working_set: None,
+    };
+    let mut generator = crate::access::AccessGenerator::new(&spec, 0, 1 << 30, 1, 0, 1).expect("fits");
+    let mut sum = 0u64;
+    for _ in 0..ios {
+        sum = sum.wrapping_add(std::hint::black_box(generator.next_io()).offset);
+    }
+    assert!(ios == 0 || sum != 0, "every offset was 0");
 }
