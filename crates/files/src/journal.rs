@@ -43,6 +43,11 @@ pub struct JournalSeen {
     pub device_wait_pct: f64,
     /// States read.
     pub samples: u64,
+    /// The phase's threads' and their io_uring workers' time runnable or running (R), in % of
+    /// the threads' time: time no one waited on the journal in (on a busy machine, mostly
+    /// waiting for a CPU, a worker's included).
+    #[serde(default)]
+    pub runnable_pct: f64,
 }
 
 /// The journal thread of the block device named `dev` (`loop0`, `nvme0n1p2`, `dm-0`): its
@@ -95,26 +100,34 @@ struct Counts {
     blocked: u64,
     /// Samples in which the journal thread was in D.
     journal_blocked: u64,
+    /// Sum over samples of the tasks runnable or running, at most `threads` each.
+    runnable: u64,
 }
 
 fn on_cpu_ns(pid: u32) -> Option<u64> {
     std::fs::read_to_string(format!("/proc/{pid}/schedstat")).ok()?.split_whitespace().next()?.parse().ok()
 }
 
-fn sample(journal: u32, threads: u64, counts: &mut Counts) {
-    let mut blocked = 0;
+fn sample(journal: u32, threads: u64, sampler: &std::ffi::OsStr, counts: &mut Counts) {
+    let (mut blocked, mut runnable) = (0, 0);
     if let Ok(tasks) = std::fs::read_dir("/proc/self/task") {
         for task in tasks.flatten() {
+            if task.file_name() == sampler {
+                continue;
+            }
             let path = task.path();
-            let in_d =
-                std::fs::read_to_string(path.join("stat")).ok().and_then(|s| state_of(&s)) == Some('D');
-            if in_d && std::fs::read_to_string(path.join("wchan")).is_ok_and(|w| journal_wchan(&w)) {
-                blocked += 1;
+            match std::fs::read_to_string(path.join("stat")).ok().and_then(|s| state_of(&s)) {
+                Some('D') if std::fs::read_to_string(path.join("wchan")).is_ok_and(|w| journal_wchan(&w)) => {
+                    blocked += 1;
+                }
+                Some('R') => runnable += 1,
+                _ => {}
             }
         }
     }
     counts.samples += 1;
     counts.blocked += blocked.min(threads);
+    counts.runnable += runnable.min(threads);
     let state = std::fs::read_to_string(format!("/proc/{journal}/stat")).ok().and_then(|s| state_of(&s));
     counts.journal_blocked += u64::from(state == Some('D'));
 }
@@ -130,8 +143,9 @@ impl JournalWatch {
             .name("iolab-journal".into())
             .spawn(move || {
                 let mut counts = Counts::default();
+                let me = std::ffi::OsString::from(nix::unistd::gettid().to_string());
                 while !stopping.load(Relaxed) {
-                    sample(pid, u64::from(threads), &mut counts);
+                    sample(pid, u64::from(threads), &me, &mut counts);
                     std::thread::sleep(PERIOD);
                 }
                 counts
@@ -155,6 +169,7 @@ impl JournalWatch {
             cpu_pct: cpu_ns.map_or(0.0, |ns| (100.0 * ns as f64 / 1e9 / elapsed_s.max(1e-9)).min(100.0)),
             device_wait_pct: per(counts.journal_blocked, counts.samples),
             samples: counts.samples,
+            runnable_pct: per(counts.runnable, counts.samples * u64::from(threads.max(1))),
         })
     }
 }

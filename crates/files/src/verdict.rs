@@ -86,8 +86,16 @@ pub fn judge(f: &PhaseFacts) -> FilesVerdict {
     // time is the journal's one-commit-at-a-time writes, and the journal is what to change.
     // Or when fsync took most of the threads' time and the journal's commits most of that
     // (with io_uring the wait is an io-wq worker's, seen less often than a thread's own).
+    // On a busy machine a thread (or its io_uring worker) whose commit is done waits for a CPU
+    // before it runs again: that time is in its fsync but is no one's wait on the journal, so
+    // the journal's share is of the time the threads were not runnable (the threads' own wait
+    // for a CPU, or what the samples saw runnable of them and their workers, the larger).
     let journal_bound = |j: &&JournalSeen| {
-        j.wait_pct >= JOURNAL_PCT || (f.fsync_pct >= FSYNC_PCT && j.wait_pct >= f.fsync_pct / 2.0)
+        let queued = f.runq_wait_pct.max(j.runnable_pct);
+        let not_queued = (100.0 - queued).max(1.0);
+        let fsync_not_queued = (f.fsync_pct - queued).max(0.0);
+        100.0 * j.wait_pct / not_queued >= JOURNAL_PCT
+            || (f.fsync_pct >= FSYNC_PCT && j.wait_pct >= fsync_not_queued / 2.0)
     };
     if let Some(j) = f.journal.as_ref().filter(journal_bound) {
         return verdict(
@@ -193,6 +201,7 @@ mod tests {
                 cpu_pct: 4.0,
                 device_wait_pct: 31.0,
                 samples: 260,
+                runnable_pct: 10.0,
             }),
         }
     }
@@ -210,6 +219,20 @@ mod tests {
         assert_eq!(judge(&uring).cause, FilesCause::Journal);
         // Waiting little on the journal: fsync's own time (flushes, data writeback) is the rule.
         assert_eq!(judge(&fsync_on_ext4(20.0)).cause, FilesCause::Fsync);
+        // Both cores busy with other work (captured likewise beside two busy loops): the threads
+        // waited for a CPU 44% of their time, inside their fsyncs too; the journal's 23% is
+        // most of the rest.
+        let crowded = PhaseFacts { fsync_pct: 71.0, runq_wait_pct: 44.0, ..fsync_on_ext4(23.0) };
+        assert_eq!(judge(&crowded).cause, FilesCause::Journal, "{}", judge(&crowded).summary);
+        let crowded_elsewhere = PhaseFacts { fsync_pct: 71.0, runq_wait_pct: 44.0, ..fsync_on_ext4(8.0) };
+        assert_eq!(judge(&crowded_elsewhere).cause, FilesCause::Fsync);
+        // With io_uring the waits for a CPU are the workers': seen runnable in the samples.
+        let mut crowded_workers = PhaseFacts { fsync_pct: 80.0, runq_wait_pct: 5.0, ..fsync_on_ext4(22.0) };
+        assert_eq!(judge(&crowded_workers).cause, FilesCause::Fsync, "22% of 80% is not the journal");
+        if let Some(j) = crowded_workers.journal.as_mut() {
+            j.runnable_pct = 45.0;
+        }
+        assert_eq!(judge(&crowded_workers).cause, FilesCause::Journal, "22% of the 35% not runnable is");
         // No journal thread (tmpfs, xfs): as before.
         assert_eq!(judge(&PhaseFacts { journal: None, ..fsync_on_ext4(0.0) }).cause, FilesCause::Fsync);
         let short = PhaseFacts { elapsed_s: 0.01, ..fsync_on_ext4(90.0) };
