@@ -11,7 +11,8 @@ use std::process::Output;
 use std::time::{Duration, Instant};
 
 use common::ext4::Ext4;
-use common::{json, needs_root_and, run_in, sh, skip, spawn_in, stderr, LoopDevice};
+use common::tmpfs::Tmpfs;
+use common::{json, needs_root_and, run_in, skip, spawn_in, stderr, LoopDevice};
 
 /// A directory on tmpfs (/dev/shm when there is one).
 fn shm_dir() -> tempfile::TempDir {
@@ -158,9 +159,8 @@ fn empty_files_count_their_plan_with_open_and_close_each_timed() {
 /// the run stops there (exit 3) with the file it failed on and the partial tree removed. Gives
 /// how many files were made and the failure.
 fn create_until_full(options: &str, size: &str, engine: &str) -> (u64, serde_json::Value, String) {
-    let mount = tempfile::tempdir().expect("mount point");
-    sh(&format!("mount -t tmpfs -o {options} iolab-files-test {}", mount.path().display()));
-    let _unmount = Unmount(mount.path());
+    let mount_point = tempfile::tempdir().expect("mount point");
+    let mount = Tmpfs::mount(mount_point.path(), options);
     let cwd = shm_dir();
     let dir = mount.path().join("tree");
     let args =
@@ -189,15 +189,6 @@ fn running_out_of_inodes_stops_the_create_with_the_file_it_failed_on() {
         let (done, failure, _) = create_until_full("size=4m,nr_inodes=300", "0", engine);
         assert!(done > 200 && done < 300, "{engine}: the files made before the inodes ran out: {done}");
         assert_eq!(failure["op"], "open", "{engine}: {failure}");
-    }
-}
-
-/// Unmounts a test's filesystem on drop.
-struct Unmount<'a>(&'a Path);
-
-impl Drop for Unmount<'_> {
-    fn drop(&mut self) {
-        let _ = std::process::Command::new("umount").arg(self.0).status();
     }
 }
 

@@ -8,7 +8,8 @@ mod common;
 use std::path::{Path, PathBuf};
 
 use common::fleet::{hosts, token_file, Agent};
-use common::{json, needs_root_and, run_in, sh, skip, stderr};
+use common::tmpfs::Tmpfs;
+use common::{json, needs_root_and, run_in, skip, stderr};
 
 /// Two agents, each allowed to write only its own directory `host<i>` of `dir`.
 fn two_agents(dir: &Path) -> (Vec<Agent>, Vec<PathBuf>) {
@@ -200,14 +201,7 @@ fn a_host_whose_filesystem_fills_stops_the_fleet_after_that_phase_and_every_tree
     let small = temp.path().join("host1");
     std::fs::create_dir(&roomy).expect("mkdir");
     std::fs::create_dir(&small).expect("mkdir");
-    sh(&format!("mount -t tmpfs -o size=1m iolab-fleet-files-test {}", small.display()));
-    struct Unmount<'a>(&'a Path);
-    impl Drop for Unmount<'_> {
-        fn drop(&mut self) {
-            let _ = std::process::Command::new("umount").arg(self.0).status();
-        }
-    }
-    let _unmount = Unmount(&small);
+    let _small_fs = Tmpfs::mount(&small, "size=1m");
     let agents: Vec<Agent> = [&roomy, &small]
         .iter()
         .map(|path| {
@@ -215,10 +209,8 @@ fn a_host_whose_filesystem_fills_stops_the_fleet_after_that_phase_and_every_tree
         })
         .collect();
     let dir = format!("{}/host{{n}}/tree", temp.path().display());
-    let out = fleet_files(
-        temp.path(),
-        &agents,
-        &[
+    let run = |extra: &[&str]| {
+        let args = [
             "--files",
             "1000",
             "--sizes",
@@ -227,35 +219,15 @@ fn a_host_whose_filesystem_fills_stops_the_fleet_after_that_phase_and_every_tree
             "sync",
             "--phases",
             "mkdir,create,stat,unlink,rmdir",
-            "--no-store",
-            &dir,
-        ],
-    );
-    let out = if out.status.code() == Some(3) {
-        out
-    } else {
-        panic!("exit {:?}: {}", out.status.code(), stderr(&out))
+        ];
+        fleet_files(temp.path(), &agents, &[&args[..], extra, &["--no-store", &dir]].concat())
     };
+    let out = run(&[]);
+    assert_eq!(out.status.code(), Some(3), "{}", stderr(&out));
     let message = stderr(&out);
     assert!(message.contains(&agents[1].address) && message.contains("filesystem is full"), "{message}");
     // The JSON of the same run: the create is the last phase; host 1 failed in it, host 0 not.
-    let out = fleet_files(
-        temp.path(),
-        &agents,
-        &[
-            "--files",
-            "1000",
-            "--sizes",
-            "8k",
-            "--engine",
-            "sync",
-            "--phases",
-            "mkdir,create,stat,unlink,rmdir",
-            "--json",
-            "--no-store",
-            &dir,
-        ],
-    );
+    let out = run(&["--json"]);
     assert_eq!(out.status.code(), Some(3), "{}", stderr(&out));
     let report = json(&out);
     let phases = report["phases"].as_array().expect("phases");

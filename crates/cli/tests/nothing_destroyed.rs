@@ -8,6 +8,7 @@ mod common;
 use std::path::Path;
 use std::time::Duration;
 
+use common::tmpfs::Tmpfs;
 use common::{needs_root_and, run_in, sh, skip, spawn_in, stderr, LoopDevice};
 
 const QUICK: [&str; 5] = ["--runtime", "200ms", "--ramp", "0s", "-q"];
@@ -253,8 +254,8 @@ fn points_lost_to_a_full_disk_are_named_and_change_the_exit_code() {
         return skip!(missing, "{why} (mounts a small tmpfs)");
     }
     let dir = tempfile::tempdir().expect("dir");
-    let mounted = SmallTmpfs::mount(dir.path(), "4m");
-    let small = mounted.0.clone();
+    let mounted = small_tmpfs(dir.path(), "4m");
+    let small = mounted.path().to_path_buf();
     let db = small.join("r.db");
     let sweep = [
         "sweep",
@@ -321,8 +322,8 @@ fn a_new_database_on_a_full_disk_leaves_no_file() {
         return skip!(missing, "{why} (mounts a small tmpfs)");
     }
     let dir = tempfile::tempdir().expect("dir");
-    let mounted = SmallTmpfs::mount(dir.path(), "1m");
-    let small = mounted.0.clone();
+    let mounted = small_tmpfs(dir.path(), "1m");
+    let small = mounted.path().to_path_buf();
     sh(&format!("dd if=/dev/zero of={}/fill bs=1k count=2048 2>/dev/null || true", small.display()));
     let db = small.join("new/results.db");
     let out = run_quick(
@@ -338,19 +339,8 @@ fn a_new_database_on_a_full_disk_leaves_no_file() {
 }
 
 /// A tmpfs of `size` mounted at `DIR/small`, unmounted on drop.
-struct SmallTmpfs(std::path::PathBuf);
-
-impl SmallTmpfs {
-    fn mount(dir: &Path, size: &str) -> SmallTmpfs {
-        let small = dir.join("small");
-        std::fs::create_dir(&small).expect("mount point");
-        sh(&format!("mount -t tmpfs -o size={size} iolab-test {}", small.display()));
-        SmallTmpfs(small)
-    }
-}
-
-impl Drop for SmallTmpfs {
-    fn drop(&mut self) {
-        let _ = std::process::Command::new("umount").arg(&self.0).status();
-    }
+fn small_tmpfs(dir: &Path, size: &str) -> Tmpfs {
+    let small = dir.join("small");
+    std::fs::create_dir(&small).expect("mount point");
+    Tmpfs::mount(&small, &format!("size={size}"))
 }

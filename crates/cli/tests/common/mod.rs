@@ -5,6 +5,7 @@
 pub mod ext4;
 pub mod faulty_fs;
 pub mod fleet;
+pub mod tmpfs;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};

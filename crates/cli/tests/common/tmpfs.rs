@@ -1,0 +1,27 @@
+//! A tmpfs the test mounts (root only), unmounted on drop: a small filesystem to fill, or one
+//! to remount read-only.
+
+use std::path::{Path, PathBuf};
+
+use super::sh;
+
+pub struct Tmpfs(PathBuf);
+
+impl Tmpfs {
+    /// A tmpfs with mount `options` (`size=1m`, `size=4m,nr_inodes=300`) on the existing
+    /// directory `at`.
+    pub fn mount(at: &Path, options: &str) -> Tmpfs {
+        sh(&format!("mount -t tmpfs -o {options} iolab-test {}", at.display()));
+        Tmpfs(at.to_path_buf())
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl Drop for Tmpfs {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("umount").arg(&self.0).status();
+    }
+}
