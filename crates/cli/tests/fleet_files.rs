@@ -24,12 +24,20 @@ fn two_agents(dir: &Path) -> (Vec<Agent>, Vec<PathBuf>) {
     (agents, allowed)
 }
 
-fn fleet_files(dir: &Path, agents: &[Agent], rest: &[&str]) -> std::process::Output {
+/// `iolab fleet --hosts AGENTS --token-file T [fleet] files [rest]`'s arguments, run in `dir`.
+fn fleet_files_args(dir: &Path, agents: &[Agent], fleet: &[&str], rest: &[&str]) -> Vec<String> {
     let token = token_file(dir);
-    let list = hosts(agents);
-    let mut args = vec!["fleet", "--hosts", &list, "--token-file", token.to_str().expect("utf-8"), "files"];
-    args.extend(rest);
-    run_in(dir, &args)
+    let mut args = vec!["fleet".to_string(), "--hosts".into(), hosts(agents), "--token-file".into()];
+    args.push(token.to_str().expect("utf-8").to_string());
+    args.extend(fleet.iter().map(|a| a.to_string()));
+    args.push("files".into());
+    args.extend(rest.iter().map(|a| a.to_string()));
+    args
+}
+
+fn fleet_files(dir: &Path, agents: &[Agent], rest: &[&str]) -> std::process::Output {
+    let args = fleet_files_args(dir, agents, &[], rest);
+    run_in(dir, &args.iter().map(String::as_str).collect::<Vec<_>>())
 }
 
 fn entries(dir: &Path) -> usize {
@@ -252,27 +260,10 @@ fn a_host_whose_filesystem_fills_stops_the_fleet_after_that_phase_and_every_tree
 fn a_coordinator_that_vanishes_mid_run_leaves_no_tree_on_any_host() {
     let temp = tempfile::tempdir().expect("temp dir");
     let (agents, allowed) = two_agents(temp.path());
-    let token = token_file(temp.path());
-    let list = hosts(&agents);
     let dir = format!("{}/host{{n}}/tree", temp.path().display());
-    let args = [
-        "fleet",
-        "--hosts",
-        &list,
-        "--token-file",
-        token.to_str().expect("utf-8"),
-        "--lease",
-        "1s",
-        "files",
-        "--files",
-        "400000",
-        "--threads",
-        "2",
-        "--engine",
-        "sync",
-        "--no-store",
-        &dir,
-    ];
+    let rest = ["--files", "400000", "--threads", "2", "--engine", "sync", "--no-store", &dir];
+    let args = fleet_files_args(temp.path(), &agents, &["--lease", "1s"], &rest);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
     let mut coordinator = common::spawn_in(temp.path(), &args);
     // Killed once both hosts made their trees ready (whenever that is, the end is the same).
     let markers: Vec<PathBuf> = allowed.iter().map(|p| p.join("tree/.iolab-files")).collect();
@@ -299,26 +290,10 @@ fn a_coordinator_that_vanishes_mid_run_leaves_no_tree_on_any_host() {
 fn a_host_lost_mid_run_stops_the_fleet_and_the_others_remove_their_trees() {
     let temp = tempfile::tempdir().expect("temp dir");
     let (mut agents, allowed) = two_agents(temp.path());
-    let token = token_file(temp.path());
-    let list = hosts(&agents);
     let dir = format!("{}/host{{n}}/tree", temp.path().display());
-    let args = [
-        "fleet",
-        "--hosts",
-        &list,
-        "--token-file",
-        token.to_str().expect("utf-8"),
-        "files",
-        "--files",
-        "50000",
-        "--threads",
-        "2",
-        "--engine",
-        "sync",
-        "--no-store",
-        "--json",
-        &dir,
-    ];
+    let rest = ["--files", "50000", "--threads", "2", "--engine", "sync", "--no-store", "--json", &dir];
+    let args = fleet_files_args(temp.path(), &agents, &[], &rest);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
     let coordinator = common::spawn_in(temp.path(), &args);
     // Killed once its first phase began (its first tree's root is there): in that phase, or
     // in the next, which starts at least 300 ms later; long before the last of six.
