@@ -43,7 +43,7 @@ use iolab_spec::{Distribution, Zone};
 
 /// The most the probability may fall across one cell: at least 1 - EPSILON of the draws are
 /// accepted without evaluating p.
-const EPSILON: f64 = 1.0 / 64.0;
+const EPSILON: f64 = 1.0 / 32.0;
 
 /// The most a normal law's cell may fall (`allowed_fall`).
 const MOST_FALL: f64 = 0.25;
@@ -202,9 +202,10 @@ struct Span {
     squeeze: Option<Squeeze>,
 }
 
-/// A cell as every draw reads it, in one word: its first index (the top 42 bits), `63 - bits`
-/// (6 bits; the cell is 2^bits blocks wide, so an index in it is the top bits of a random
-/// word), and the top 16 bits of its sure threshold (`Span::sure` rounded down, so that a draw
+/// A cell as every draw reads it, in one word: where its first index lands (the top 42 bits;
+/// the scatter is affine, so index `first + r` lands `r` multipliers further on, see
+/// `Scatter::onward`), `63 - bits` (6 bits; the cell is 2^bits blocks wide, so an index in it
+/// is the top bits of a random word), and the top 16 bits of its sure threshold (`Span::sure` rounded down, so that a draw
 /// found sure by them is sure; 0 for a cell wider than 2^32 of a law that is not flat, where
 /// a draw's word has too few bits left and every one takes a fresh word).
 #[derive(Debug, Clone, Copy)]
@@ -214,12 +215,13 @@ struct Cell(u64);
 const MOST_BLOCKS: u64 = 1 << 42;
 
 impl Cell {
-    fn new(first: u64, bits: u32, sure: u64) -> Cell {
-        Cell(first << 22 | u64::from(63 - bits) << 16 | sure >> 48)
+    fn new(landing: u64, bits: u32, sure: u64) -> Cell {
+        Cell(landing << 22 | u64::from(63 - bits) << 16 | sure >> 48)
     }
 
+    /// Where the cell's first index lands.
     #[inline(always)]
-    fn first(self) -> u64 {
+    fn landing(self) -> u64 {
         self.0 >> 22
     }
 
@@ -268,7 +270,8 @@ struct Slot {
 /// A draw's first try (`Sampler::first_try`).
 #[derive(Debug, Clone, Copy)]
 struct FirstTry {
-    k: u64,
+    /// The index drawn, from the cell's first.
+    r: u64,
     /// The acceptance word is below the cell's hot threshold: `k` is kept.
     sure: bool,
     /// The entry picked, and whether its own cell was drawn (else its alias).
@@ -277,10 +280,11 @@ struct FirstTry {
     cell: Cell,
 }
 
-/// What a draw that is not sure reads: the envelope's height, the full threshold and the
-/// bounds on p.
+/// What a draw that is not sure reads: the cell's first index, the envelope's height, the full
+/// threshold and the bounds on p.
 #[derive(Debug, Clone, Copy)]
 struct Cold {
+    first: u64,
     peak: f64,
     sure: u64,
     squeeze: Option<Squeeze>,
@@ -299,7 +303,9 @@ pub struct Sampler {
     aliases: Vec<u16>,
     /// One per cell.
     cold: Vec<Cold>,
-    scatter: Option<Scatter>,
+    /// Where each index lands: zipf's and pareto's ranks are scattered, the other laws' indexes
+    /// stay where they are.
+    scatter: Scatter,
 }
 
 /// 2^64 as a float: turns a probability into a threshold on a random word.
@@ -335,14 +341,14 @@ impl Sampler {
         }
         let nf = n as f64;
         let (law, spans, scatter) = match distribution {
-            Distribution::Uniform => (Law::Flat, flat(&[(0, n, 1.0)]), None),
+            Distribution::Uniform => (Law::Flat, flat(&[(0, n, 1.0)]), Scatter::identity()),
             Distribution::Zipf { theta } => {
                 let law = Law::Zipf { theta: *theta };
-                (law, falling(law, 0, n, 1), Some(Scatter::new(n, key)))
+                (law, falling(law, 0, n, 1), Scatter::new(n, key))
             }
             Distribution::Pareto { h } => {
                 let law = Law::Pareto { alpha: (1.0 - h).ln() / h.ln(), n: nf };
-                (law, falling(law, 0, n, 1), Some(Scatter::new(n, key)))
+                (law, falling(law, 0, n, 1), Scatter::new(n, key))
             }
             Distribution::Normal { stddev_pct } => {
                 let law = Law::Normal { mean: nf / 2.0, sd: stddev_pct / 100.0 * nf };
@@ -352,9 +358,9 @@ impl Sampler {
                 if top > 0 {
                     spans.extend(falling(law, top - 1, n, -1));
                 }
-                (law, spans, None)
+                (law, spans, Scatter::identity())
             }
-            Distribution::Zoned(zones) => (Law::Flat, flat(&zone_cells(zones, n)?), None),
+            Distribution::Zoned(zones) => (Law::Flat, flat(&zone_cells(zones, n)?), Scatter::identity()),
         };
         if spans.len() > 1 << 16 {
             return Err(format!(
@@ -367,10 +373,12 @@ impl Sampler {
             .map(|s| {
                 debug_assert!(s.width.is_power_of_two());
                 let bits = s.width.trailing_zeros();
-                Cell::new(s.first, bits, if bits > WIDE && s.sure != u64::MAX { 0 } else { s.sure })
+                let sure = if bits > WIDE && s.sure != u64::MAX { 0 } else { s.sure };
+                Cell::new(scatter.permute(s.first), bits, sure)
             })
             .collect();
-        let cold = spans.iter().map(|s| Cold { peak: s.peak, sure: s.sure, squeeze: s.squeeze }).collect();
+        let cold =
+            spans.iter().map(|s| Cold { first: s.first, peak: s.peak, sure: s.sure, squeeze: s.squeeze }).collect();
         let table_bits = spans.len().next_power_of_two().trailing_zeros().max(1);
         let entries = alias(&spans, 1 << table_bits);
         let slots = entries
@@ -390,15 +398,15 @@ impl Sampler {
     }
 
     /// One draw: the first try from two fresh words, which all but about `EPSILON` of the
-    /// draws stop at (a jump the predictor learns as never taken), then the scatter.
+    /// draws stop at (a jump the predictor learns as never taken), where its index lands.
     #[inline(always)]
     pub fn draw(&self, rng: &mut fastrand::Rng) -> u64 {
         let (pick_word, cell_word) = (rng.u64(..), rng.u64(..));
         let first = self.first_try(pick_word, cell_word);
-        let k = if first.sure { first.k } else { self.settle(pick_word, cell_word, rng) };
-        match &self.scatter {
-            Some(scatter) => scatter.map(k),
-            None => k,
+        if first.sure {
+            self.scatter.onward(first.cell.landing(), first.r)
+        } else {
+            self.settle(pick_word, cell_word, rng)
         }
     }
 
@@ -411,11 +419,15 @@ impl Sampler {
     #[inline(always)]
     fn first_try(&self, pick_word: u64, cell_word: u64) -> FirstTry {
         let pick = pick_word >> self.pick_shift;
-        let slot = self.slots[pick as usize];
+        debug_assert!((pick as usize) < self.slots.len());
+        // SAFETY: `pick` is a word's top `table_bits` bits (`pick_shift` = 64 - table_bits), and
+        // the table has 2^table_bits entries (`Sampler::new`): the bounds check, three
+        // instructions per draw, could never fail.
+        let slot = unsafe { *self.slots.get_unchecked(pick as usize) };
         let own = pick_word < slot.limit;
         let cell = if own { slot.own } else { slot.other };
         FirstTry {
-            k: cell.first() + (cell_word >> 1 >> cell.shift()),
+            r: cell_word >> 1 >> cell.shift(),
             sure: (cell_word as u16) < cell.sure(),
             own,
             pick,
@@ -424,33 +436,35 @@ impl Sampler {
     }
 
     /// The draw whose first try from these words was not sure: p(k) decides, and a rejected
-    /// index starts over with fresh words from `rng`.
+    /// index starts over with fresh words from `rng`. Answers where the index kept lands.
     #[cold]
     #[inline(never)]
     fn settle(&self, mut pick_word: u64, mut cell_word: u64, rng: &mut fastrand::Rng) -> u64 {
         loop {
             let first = self.first_try(pick_word, cell_word);
+            let lands = self.scatter.onward(first.cell.landing(), first.r);
             if first.sure {
-                return first.k;
+                return lands;
             }
             let index = if first.own { first.pick } else { u64::from(self.aliases[first.pick as usize]) };
             // Too few bits left over in a wide cell's word: a fresh word decides.
             let word = if first.cell.bits() > WIDE { rng.u64(..) } else { first.cell.acceptance(cell_word) };
-            if self.keeps(index as usize, first.k, word) {
-                return first.k;
+            if self.keeps(index as usize, first.r, word) {
+                return lands;
             }
             (pick_word, cell_word) = (rng.u64(..), rng.u64(..));
         }
     }
 
-    /// Whether index `k` of cell `index` is kept, for a draw whose acceptance `word` was not
-    /// below the cell's hot threshold: p(k) / peak decides.
-    fn keeps(&self, index: usize, k: u64, word: u64) -> bool {
-        let Cold { peak, sure, squeeze } = self.cold[index];
+    /// Whether index `first + r` of cell `index` is kept, for a draw whose acceptance `word`
+    /// was not below the cell's hot threshold: p(k) / peak decides.
+    fn keeps(&self, index: usize, r: u64, word: u64) -> bool {
+        let Cold { first, peak, sure, squeeze } = self.cold[index];
         // `sure` is 2^64 - 1 for a flat cell: always kept.
         if sure == u64::MAX || word < sure {
             return true;
         }
+        let k = first + r;
         let height = (word as f64 / TWO_64) * peak;
         if let Some(squeeze) = squeeze {
             let (below, above) = squeeze.bounds(k);
@@ -600,17 +614,24 @@ fn alias(spans: &[Span], size: usize) -> Vec<(u64, u64)> {
     entries
 }
 
-/// A keyed bijection of `0..n`: a mixing permutation of the next power of two, walked until it
-/// lands below n (fewer than two steps on average).
+/// A keyed bijection of `0..n`: an affine permutation of the next power of two, walked until
+/// it lands below n (fewer than two steps on average); or, for the laws that are not ranked,
+/// the identity.
+///
+/// Rank r lands on (r + key) x m mod 2^bits, m being 2^bits over the golden ratio made odd:
+/// successive ranks land about 0.618 of the region apart, so the hottest ones spread evenly
+/// over it (the three-distance theorem), and any 2^j successive ranks cover every residue
+/// modulo 2^j once, so the hot blocks are shared evenly by stripes, channels or any other
+/// power-of-two layout of the region. Being affine, rank `first + r` lands `r x m` past where
+/// `first` lands: a cell keeps its first rank's landing, and a draw adds one product to it.
 #[derive(Debug, Clone, Copy)]
 pub struct Scatter {
     n: u64,
     mask: u64,
-    shift: u32,
     key: u64,
-    /// 2^bits over the golden ratio, odd: successive ranks land about 0.618 of the region
-    /// apart, so the hottest ones spread evenly over it (the three-distance theorem).
     multiplier: u64,
+    /// n is not a power of two: a landing at or past n walks on.
+    walks: bool,
 }
 
 impl Scatter {
@@ -618,28 +639,37 @@ impl Scatter {
         let bits = (64 - (n.max(2) - 1).leading_zeros()).max(1);
         let mask = if bits == 64 { u64::MAX } else { (1 << bits) - 1 };
         let multiplier = (0x9e37_79b9_7f4a_7c15_u64 >> (64 - bits)) | 1;
-        Scatter { n, mask, shift: bits.div_ceil(2), key, multiplier }
+        Scatter { n, mask, key: key & mask, multiplier, walks: mask >= n }
     }
 
-    /// Each step is a bijection of `0..=mask`: adding a key, multiplying by an odd number, xor
-    /// with a right shift of itself (which brings the product's high bits, where every bit of
-    /// the rank took part, down into its low ones, which depend only on the rank's low bits).
+    /// Every index lands where it is.
+    fn identity() -> Scatter {
+        Scatter { n: u64::MAX, mask: u64::MAX, key: 0, multiplier: 1, walks: false }
+    }
+
+    /// One step of the permutation of `0..=mask`.
     #[inline(always)]
     fn permute(&self, x: u64) -> u64 {
-        let x = x.wrapping_add(self.key).wrapping_mul(self.multiplier) & self.mask;
-        x ^ (x >> self.shift)
+        x.wrapping_add(self.key).wrapping_mul(self.multiplier) & self.mask
     }
 
-    #[inline]
-    pub fn map(&self, rank: u64) -> u64 {
-        let first = self.permute(rank);
-        if self.mask < self.n {
-            // n is a power of two: no walk.
-            return first;
+    /// Where rank `first + r` lands, `landing` being where `first` lands before any walk.
+    #[inline(always)]
+    fn onward(&self, landing: u64, r: u64) -> u64 {
+        let x = landing.wrapping_add(r.wrapping_mul(self.multiplier)) & self.mask;
+        if self.walks {
+            self.walk(x)
+        } else {
+            x
         }
-        // The walk's first three steps as selects: whether a step lands below n is a coin
-        // toss (as likely as n / (mask + 1), at least 1/2), so a loop would jump on it; this
-        // way only the walks of more than three steps (at most 1 in 8) do.
+    }
+
+    /// From a first landing to the first step below n. The walk's first three steps are
+    /// selects: whether a step lands below n is a coin toss (as likely as n / (mask + 1), at
+    /// least 1/2), so a loop would jump on it; this way only the walks of more than three steps
+    /// (at most 1 in 8) do.
+    #[inline(always)]
+    fn walk(&self, first: u64) -> u64 {
         let second = self.permute(first);
         let third = self.permute(second);
         let mut x = select_below(first, self.n, first, select_below(second, self.n, second, third));
@@ -647,6 +677,12 @@ impl Scatter {
             x = self.permute(x);
         }
         x
+    }
+
+    /// Where `rank` lands.
+    #[inline]
+    pub fn map(&self, rank: u64) -> u64 {
+        self.onward(self.permute(rank), 0)
     }
 }
 
