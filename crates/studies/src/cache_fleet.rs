@@ -12,10 +12,11 @@
 //! measures every one asked, each as the same share of its own region (the host that asked at
 //! exactly its size); shares asked within 2% of each other are measured once, so a fleet of
 //! alike hosts refines about as fast as one host. As in `iolab cache`, the working sets a
-//! host's capacity wants below the next rung (`capacity_probe_below`) are measured, so, before
-//! that rung; the rest (`next_probe`) after the ladder. Each point is marked `after_larger`
-//! from its own curve's earlier points (a host's, or the merged curve's). Promotion and
-//! pollution run, in lock-step too, past each host's own first tier, when every host found one.
+//! host's capacity wants that lie below the next rung (`capacity_probe_below`) are measured
+//! before that rung, the rest (`next_probe`) after the ladder. Each point is marked
+//! `after_larger` from its own curve's earlier points (a host's, or the merged curve's).
+//! Promotion and pollution run, in lock-step too, past each host's own first tier, when every
+//! host found one.
 
 use iolab_analysis::cache::{
     capacity_probe_below, find_tiers, next_probe, polluted, promotion, CachePoint, LatencySample, Pollution,
