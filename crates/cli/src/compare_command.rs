@@ -3,7 +3,8 @@
 
 use std::process::ExitCode;
 
-use iolab_report::{compare, compare_json, compare_text, CompareInput};
+use iolab_analysis::compare::match_cache_shares;
+use iolab_report::{compare, compare_json, compare_text, CompareInput, CACHE_SCHEMA};
 use iolab_spec::OutputSpec;
 use iolab_store::{RunId, Store};
 
@@ -16,11 +17,14 @@ pub fn run(args: CompareArgs, store: &StoreArgs) -> ExitCode {
         Ok(db) => db,
         Err(code) => return code,
     };
-    let inputs = match args.sides.iter().map(|side| input(&db, side)).collect::<Result<Vec<_>, _>>() {
-        Ok(inputs) => inputs,
+    let sides = match args.sides.iter().map(|side| input(&db, side)).collect::<Result<Vec<_>, _>>() {
+        Ok(sides) => sides,
         Err(message) => return exit::fail(exit::USAGE, &message),
     };
-    let comparison = compare(&inputs);
+    let (mut inputs, regions): (Vec<CompareInput>, Vec<Option<u64>>) = sides.into_iter().unzip();
+    let matched = match_cache_shares(&mut inputs, &regions);
+    let mut comparison = compare(&inputs);
+    comparison.notes.extend(matched);
     let text = if args.json { compare_json(&comparison) } else { compare_text(&comparison) };
     match flow::write_output(&OutputSpec::default(), &text) {
         Ok(()) => ExitCode::from(exit::OK),
@@ -28,8 +32,9 @@ pub fn run(args: CompareArgs, store: &StoreArgs) -> ExitCode {
     }
 }
 
-/// One side: "12" (every point of run 12) or "12:qd 32" / "12:3" (that point and its repeats).
-fn input(db: &Store, side: &str) -> Result<CompareInput, String> {
+/// One side: "12" (every point of run 12) or "12:qd 32" / "12:3" (that point and its repeats),
+/// and the region its working sets are shares of when it is a cache run.
+fn input(db: &Store, side: &str) -> Result<(CompareInput, Option<u64>), String> {
     let (id, point) = match side.split_once(':') {
         Some((id, point)) => (id, Some(point)),
         None => (side, None),
@@ -38,6 +43,7 @@ fn input(db: &Store, side: &str) -> Result<CompareInput, String> {
         format!("'{side}' is not a run: give ID or ID:POINT, as `iolab results list` shows them")
     })?;
     let run = db.run(id).map_err(|e| e.to_string())?;
+    let region = cache_region(run.report.as_ref());
     let points = match point {
         None => run.points,
         Some(wanted) => {
@@ -56,5 +62,13 @@ fn input(db: &Store, side: &str) -> Result<CompareInput, String> {
     if points.is_empty() {
         return Err(format!("run {id} holds no completed point"));
     }
-    Ok(CompareInput { label: format!("#{}", side.trim_start_matches('#')), points })
+    Ok((CompareInput { label: format!("#{}", side.trim_start_matches('#')), points }, region))
+}
+
+/// The region a cache run's working sets are shares of: on a fleet the first host's, whose job
+/// each stored point's spec is; `None` for another kind of run.
+fn cache_region(report: Option<&serde_json::Value>) -> Option<u64> {
+    let summary = report.filter(|r| r["schema"] == CACHE_SCHEMA)?.get("summary")?;
+    let first_host = summary.pointer("/fleet/hosts/0/summary/region_bytes");
+    first_host.or_else(|| summary.get("region_bytes"))?.as_u64()
 }

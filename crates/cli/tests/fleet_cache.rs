@@ -218,3 +218,50 @@ fn a_host_lost_mid_study_keeps_its_working_sets_and_the_others_finish() {
     let last = summary["points"].as_array().unwrap().last().unwrap().clone();
     assert_eq!(u64_at(&last, "working_set_bytes"), 2 * MIB, "{last}");
 }
+
+#[test]
+fn a_local_and_a_fleet_cache_run_compare_their_working_sets_by_share_of_the_region() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    // The fleet's first host reads 4 MiB, the local run 8 MiB: "working set 25%" is 1 MiB there,
+    // "working set 2MiB" here, and the fleet's 100% is the size of the local 50%.
+    let agents = agents_with_targets(dir.path(), &[4, 8]);
+    std::fs::write(dir.path().join("local"), vec![7u8; (8 * MIB) as usize]).expect("target");
+    let db = dir.path().join("results.db");
+    let db = db.to_str().expect("a UTF-8 path");
+    // A rise no curve reaches: no tier, so no refined working set that a busy machine's stall
+    // could add beside the ones asked for.
+    let study = ["--engine", "null", "--runtime", "100ms", "--ramp", "0", "--promotion-time", "0"];
+    let study = [&study[..], &["--no-pollution", "--rise-pct", "1000000", "--sizes"]].concat();
+    let mut local = vec!["--db", db, "cache", "local"];
+    local.extend(&study);
+    local.push("25%,50%,100%");
+    let out = run_in(dir.path(), &local);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let out = fleet_cache(
+        dir.path(),
+        &agents,
+        &["/proc/self/cwd/t", "--rise-pct", "1000000", "--sizes", "25%,100%"],
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    let out = run_in(dir.path(), &["--db", db, "compare", "1", "2", "--json"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let comparison = json(&out);
+    assert_eq!(comparison["sides"][1]["matched_by"], "name", "{comparison}");
+    let member = |row: &str| {
+        let rows = comparison["rows"].as_array().expect("rows");
+        rows.iter().find(|r| r["name"] == row).map(|r| r["members"][1].clone())
+    };
+    for row in ["warm 2MiB", "working set 2MiB", "warm 8MiB", "working set 8MiB"] {
+        assert!(member(row).is_some_and(|m| !m.is_null()), "{row} matched: {comparison}");
+    }
+    // The local 50% (4 MiB) is the fleet's first host's 100% by size, not by share.
+    assert!(member("working set 4MiB").is_none(), "{comparison}");
+    let unmatched = comparison["unmatched"].as_array().expect("unmatched");
+    assert!(unmatched.iter().any(|u| u["point"] == "working set 4MiB"), "{comparison}");
+    let notes = comparison["notes"].to_string();
+    assert!(notes.contains("#2's working sets matched to #1's by their share of the region"), "{notes}");
+    assert!(
+        notes.contains("25% as 2MiB, 100% as 8MiB") || notes.contains("100% as 8MiB, 25% as 2MiB"),
+        "{notes}"
+    );
+}

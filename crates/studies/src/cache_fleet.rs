@@ -8,14 +8,19 @@
 //! a share of each host's own region (the agents say their region when the job is checked), so
 //! hosts with different targets each read their own share; a working set given as a size is
 //! that size on every host. Refinement is on the union of the hosts' refinement points: each
-//! round, every host that still has a working set to measure (`next_probe` on its own curve)
-//! asks for it, and every host measures every one asked, each as the same share of its own
-//! region (the host that asked at exactly its size); shares asked within 2% of each other are
-//! measured once, so a fleet of alike hosts refines about as fast as one host. Promotion and pollution run, in lock-step
-//! too, past each host's own first tier, when every host found one.
+//! round, every host that still has a working set to measure asks for it, and every host
+//! measures every one asked, each as the same share of its own region (the host that asked at
+//! exactly its size); shares asked within 2% of each other are measured once, so a fleet of
+//! alike hosts refines about as fast as one host. As in `iolab cache`, the working sets a
+//! host's capacity wants that lie below the next rung (`capacity_probe_below`) are measured
+//! before that rung, the rest (`next_probe`) after the ladder. Each point is marked
+//! `after_larger` from its own curve's earlier points (a host's, or the merged curve's).
+//! Promotion and pollution run, in lock-step too, past each host's own first tier, when every
+//! host found one.
 
 use iolab_analysis::cache::{
-    find_tiers, next_probe, polluted, promotion, CachePoint, LatencySample, Pollution, Promotion, Tier,
+    capacity_probe_below, find_tiers, next_probe, polluted, promotion, CachePoint, LatencySample, Pollution,
+    Promotion, Tier,
 };
 use iolab_runner::{Lab, Observer, RunError};
 use iolab_spec::cache::{WorkingSet, WorkingSets};
@@ -97,42 +102,97 @@ impl CacheStudy {
         found: &mut FleetCacheFound,
         observer: &mut dyn Observer,
     ) -> Result<(), RunError> {
-        for step in self.ladder(found)? {
+        let finished = self.walk(found, |step, found| {
             if self.stop(lab) {
-                return Ok(());
+                return Ok(false);
             }
-            self.step(lab, &step, found, observer)?;
+            self.step(lab, step, found, observer)?;
+            Ok(true)
+        })?;
+        if finished {
+            self.phases(lab, found, observer)?;
         }
+        Ok(())
+    }
+
+    /// Measures (`measure`, which answers false to stop) the ladder, before each rung the
+    /// working sets the hosts' capacities want below it, then the refinements left; false when
+    /// stopped.
+    fn walk(
+        &self,
+        found: &mut FleetCacheFound,
+        mut measure: impl FnMut(&Step, &mut FleetCacheFound) -> Result<bool, RunError>,
+    ) -> Result<bool, RunError> {
+        let ladder = self.ladder(found)?;
         let mut asked = vec![0usize; found.hosts.len()];
-        loop {
-            let mut steps = Vec::new();
-            for (h, host) in found.hosts.iter().enumerate() {
-                if host.failure.is_some() || asked[h] >= MAX_PROBES {
-                    continue;
+        for k in 0..ladder.len() {
+            // Every working set a capacity is judged on is measured before any larger one asked
+            // for, on each host (a cache still holding blocks of a larger working set serves a
+            // smaller one less than it can).
+            loop {
+                let steps = self.capacity_steps(found, &ladder[k..], &mut asked);
+                if steps.is_empty() {
+                    break;
                 }
-                let tiers = find_tiers(&host.found.points, &self.rule);
-                if let Some(size) = next_probe(&tiers, &host.found.points, &self.rule, self.grain()) {
-                    asked[h] += 1;
-                    steps.push(self.union_step(found, h, size));
+                for step in steps {
+                    if !measure(&step, found)? {
+                        return Ok(false);
+                    }
                 }
             }
-            if steps.is_empty() {
-                break;
-            }
-            steps.sort_by(|a, b| mean_share(found, a).total_cmp(&mean_share(found, b)));
-            // Alike hosts ask for nearly the same shares: one point serves them all (a host whose
-            // point was left out measures one within SAME_SHARE of it, and asks again if it must).
-            steps.dedup_by(|a, b| {
-                a.sizes == b.sizes || mean_share(found, a) <= mean_share(found, b) * (1.0 + SAME_SHARE)
-            });
-            for step in steps {
-                if self.stop(lab) {
-                    return Ok(());
-                }
-                self.step(lab, &step, found, observer)?;
+            if !measure(&ladder[k], found)? {
+                return Ok(false);
             }
         }
-        self.phases(lab, found, observer)
+        loop {
+            let steps = self.refinement_steps(found, &mut asked);
+            if steps.is_empty() {
+                return Ok(true);
+            }
+            for step in steps {
+                if !measure(&step, found)? {
+                    return Ok(false);
+                }
+            }
+        }
+    }
+
+    /// The working sets the running hosts' capacities want below the next rung (`rest[0]`,
+    /// `rest` the ladder still to come), each host judged on its own curve and planned sizes,
+    /// as union steps; counts each host that asked in `asked`.
+    fn capacity_steps(&self, found: &FleetCacheFound, rest: &[Step], asked: &mut [usize]) -> Vec<Step> {
+        let mut steps = Vec::new();
+        for (h, host) in found.hosts.iter().enumerate() {
+            if host.failure.is_some() || asked[h] >= MAX_PROBES {
+                continue;
+            }
+            let points = &host.found.points;
+            let tiers = find_tiers(points, &self.rule);
+            let planned: Vec<u64> =
+                points.iter().map(|p| p.working_set_bytes).chain(rest.iter().map(|s| s.sizes[h])).collect();
+            if let Some(size) = capacity_probe_below(&tiers, &planned, rest[0].sizes[h], self.grain()) {
+                asked[h] += 1;
+                steps.push(self.union_step(found, h, size));
+            }
+        }
+        union_round(found, steps)
+    }
+
+    /// The working sets the running hosts' curves want next (`next_probe`), as union steps;
+    /// counts each host that asked in `asked`.
+    fn refinement_steps(&self, found: &FleetCacheFound, asked: &mut [usize]) -> Vec<Step> {
+        let mut steps = Vec::new();
+        for (h, host) in found.hosts.iter().enumerate() {
+            if host.failure.is_some() || asked[h] >= MAX_PROBES {
+                continue;
+            }
+            let tiers = find_tiers(&host.found.points, &self.rule);
+            if let Some(size) = next_probe(&tiers, &host.found.points, &self.rule, self.grain()) {
+                asked[h] += 1;
+                steps.push(self.union_step(found, h, size));
+            }
+        }
+        union_round(found, steps)
     }
 
     /// The working sets of `--sizes` on every host, in the order of their mean share of the
@@ -188,12 +248,7 @@ impl CacheStudy {
         let name = format!("working set {}", step.label);
         let jobs: Vec<JobSpec> = step.sizes.iter().map(|&size| self.over(0, size, name.clone())).collect();
         let (points, merged) = self.measured(lab, &jobs, &step.sizes, step.refined, found, observer)?;
-        for (host, point) in found.hosts.iter_mut().zip(points) {
-            if let Some(point) = point {
-                host.found.points.push(point);
-            }
-        }
-        found.merged.points.push(merged);
+        keep(found, points, merged);
         Ok(())
     }
 
@@ -403,6 +458,35 @@ impl CacheStudy {
     }
 }
 
+/// One round's union steps smallest share first; shares within `SAME_SHARE` of each other are
+/// measured once.
+fn union_round(found: &FleetCacheFound, mut steps: Vec<Step>) -> Vec<Step> {
+    steps.sort_by(|a, b| mean_share(found, a).total_cmp(&mean_share(found, b)));
+    // Alike hosts ask for nearly the same shares: one point serves them all (a host whose point
+    // was left out measures one within SAME_SHARE of it, and asks again if it must).
+    steps.dedup_by(|a, b| {
+        a.sizes == b.sizes || mean_share(found, a) <= mean_share(found, b) * (1.0 + SAME_SHARE)
+    });
+    steps
+}
+
+/// Adds each host's point (`None`: it did not finish) and the merged one to their curves, each
+/// marked `after_larger` when a working set measured before it on its curve was larger.
+fn keep(found: &mut FleetCacheFound, points: Vec<Option<CachePoint>>, merged: CachePoint) {
+    let marked = |curve: &[CachePoint], point: CachePoint| CachePoint {
+        after_larger: curve.iter().any(|p| p.working_set_bytes > point.working_set_bytes),
+        ..point
+    };
+    for (host, point) in found.hosts.iter_mut().zip(points) {
+        if let Some(point) = point {
+            let point = marked(&host.found.points, point);
+            host.found.points.push(point);
+        }
+    }
+    let merged = marked(&found.merged.points, merged);
+    found.merged.points.push(merged);
+}
+
 /// A step's mean share of the hosts' regions: the order the ladder is measured in.
 fn mean_share(found: &FleetCacheFound, step: &Step) -> f64 {
     let shares: f64 = step
@@ -428,6 +512,7 @@ mod tests {
     use std::path::PathBuf;
 
     use iolab_analysis::cache::CacheRule;
+    use iolab_analysis::cache_capacity::{latency_shares, HitShare};
     use iolab_spec::Options;
 
     use super::*;
@@ -491,6 +576,114 @@ mod tests {
         assert_eq!(step.sizes, vec![100 * MIB, 400 * MIB]);
         let step = cache.union_step(&found, 1, 128 * 1024);
         assert_eq!(step.sizes, vec![128 * 1024, 128 * 1024]);
+    }
+
+    /// A host whose cache holds `capacity` bytes of any working set (hits 2 µs, misses 200 µs):
+    /// its point at `size` bytes.
+    fn cached(capacity: u64, size: u64, refined: bool) -> CachePoint {
+        const READS: u64 = 1_000_000;
+        let hits = (capacity.min(size) as f64 / size as f64 * READS as f64).round() as u64;
+        let mean_ns = (hits as f64 * 2_000.0 + (READS - hits) as f64 * 200_000.0) / READS as f64;
+        CachePoint {
+            working_set_bytes: size,
+            mean_ns,
+            trimmed_ns: mean_ns,
+            iops: 1e9 / mean_ns,
+            refined,
+            below: latency_shares([(2_000, hits), (200_000, READS - hits)]),
+            ..CachePoint::default()
+        }
+    }
+
+    /// The study's steps on hosts with regions of `regions_mib` whose caches hold `caches_mib`,
+    /// in the order measured, and what the hosts found.
+    fn walked(sizes: &str, regions_mib: &[u64], caches_mib: &[u64]) -> (Vec<Step>, FleetCacheFound) {
+        let cache = study(sizes, true);
+        let mut found = fleet(regions_mib);
+        let mut steps = Vec::new();
+        let finished = cache
+            .walk(&mut found, |step, found| {
+                let points =
+                    step.sizes.iter().zip(caches_mib).map(|(&s, &c)| Some(cached(c * MIB, s, step.refined)));
+                let total = step.sizes.iter().sum();
+                let merged = cached(caches_mib.iter().sum::<u64>() * MIB, total, step.refined);
+                keep(found, points.collect(), merged);
+                steps.push(Step {
+                    sizes: step.sizes.clone(),
+                    label: step.label.clone(),
+                    refined: step.refined,
+                });
+                Ok(true)
+            })
+            .unwrap();
+        assert!(finished);
+        (steps, found)
+    }
+
+    #[test]
+    fn a_capacitys_working_sets_are_measured_on_the_union_before_the_larger_rungs() {
+        // Host 0 holds 100 MiB of 1 GiB, host 1 300 MiB of 2 GiB. Host 0's tier is found at 10%
+        // (102.4 MiB) and judged from 20% on: it wants 250 MiB (2.5 x 100) before 50%; host 1's
+        // is found at 20% (409.6 MiB) and wants 750 MiB before 50%, then 1.5 GiB before 100%.
+        let (steps, found) = walked("1%,2%,5%,10%,20%,50%,100%", &[1024, 2048], &[100, 300]);
+        let labels: Vec<&str> = steps.iter().map(|s| s.label.as_str()).collect();
+        let rungs = labels.iter().position(|&l| l == "100%").expect("the last rung");
+        assert_eq!(
+            labels[..=rungs],
+            ["1%", "2%", "5%", "10%", "20%", "24.4%", "36.6%", "50%", "73.2%", "100%"],
+            "{labels:?}"
+        );
+        // Each is the asking host's size (2.5, 2.5 and 5 times its capacity so far) and the same
+        // share of the other's region (twice the size).
+        for (k, asker, mib) in [(5, 0, 250), (6, 1, 750), (8, 1, 1500)] {
+            let step = &steps[k];
+            assert!(step.sizes[asker].abs_diff(mib * MIB) <= mib * MIB / 100, "{labels:?}: {:?}", step.sizes);
+            assert_eq!(step.sizes[1], 2 * step.sizes[0], "{labels:?}");
+            assert!(step.refined);
+        }
+        // On each host every working set its capacity is judged on came before any larger one.
+        for (host, cache_mib) in found.hosts.iter().zip([100, 300]) {
+            let tier = find_tiers(&host.found.points, &CacheRule::default()).tiers[0].clone();
+            assert!(tier.size_bytes.abs_diff(cache_mib * MIB) <= MIB, "{}: {tier:#?}", host.host);
+            let used: Vec<&HitShare> = tier.hit_shares.iter().filter(|s| s.used).collect();
+            assert!(used.len() >= 3, "{}: {tier:#?}", host.host);
+            for share in used {
+                let at =
+                    host.found.points.iter().position(|p| p.working_set_bytes == share.working_set_bytes);
+                let before = &host.found.points[..at.expect("measured")];
+                assert!(
+                    before.iter().all(|p| p.working_set_bytes < share.working_set_bytes),
+                    "{}: {share:?} measured after a larger working set",
+                    host.host
+                );
+            }
+        }
+        // The brackets are refined after the ladder, as before.
+        assert!(steps[rungs + 1..].iter().all(|s| s.refined) && steps.len() > rungs + 1, "{labels:?}");
+    }
+
+    #[test]
+    fn a_point_is_after_a_larger_one_from_its_own_curves_earlier_points() {
+        let mut found = fleet(&[1024, 1024]);
+        let mut keep_step = |sizes: [u64; 2], lost: bool| {
+            let points = vec![
+                Some(cached(MIB, sizes[0] * MIB, false)),
+                (!lost).then(|| cached(MIB, sizes[1] * MIB, false)),
+            ];
+            let total = if lost { sizes[0] } else { sizes[0] + sizes[1] };
+            keep(&mut found, points, cached(MIB, total * MIB, false));
+        };
+        keep_step([10, 40], false);
+        // Host 0's 30 MiB comes after host 1's 40 MiB, but only its own 10 MiB counts.
+        keep_step([30, 20], false);
+        keep_step([20, 60], false);
+        // Host 1 did not finish 50 MiB: its 60 MiB is still the largest it measured.
+        keep_step([35, 50], true);
+        let marks = |curve: &CacheFound| curve.points.iter().map(|p| p.after_larger).collect::<Vec<_>>();
+        assert_eq!(marks(&found.hosts[0].found), [false, false, true, false]);
+        assert_eq!(marks(&found.hosts[1].found), [false, true, false]);
+        // The merged curve (50, 50, 80, 35 MiB) from its own points.
+        assert_eq!(marks(&found.merged), [false, false, false, true]);
     }
 
     #[test]

@@ -18,8 +18,10 @@
 //! The noise rule and the figures of each side are in `measure.rs`; rendering is the report
 //! crate's (`iolab_report::compare_text`).
 
+mod cache;
 mod measure;
 
+pub use cache::match_cache_shares;
 use measure::{difference, measure, summary};
 
 use iolab_stats::OpStats;
