@@ -14,7 +14,12 @@ With --baseline PATH (another iolab build, e.g. one from before skew existed), u
 with that binary in the same rotation: what the per-I/O bookkeeping of this build (the blocks
 touched) costs uniform itself.
 
-sudo python3 bench/distributions.py [--runtime 5] [--repeat 3] [--iolab PATH] [--baseline PATH] [--no-fio]
+With --counts K, the null engine's runs are also counted under valgrind's cachegrind, K rounds
+(instructions, L1 data misses and mispredicted branches per I/O, each law against uniform;
+bench/cachegrind_counts.py): on a shared virtual machine, where 2 s timed runs spread by tens of
+per cent, these tell a few per cent apart.
+
+sudo python3 bench/distributions.py [--runtime 5] [--repeat 3] [--iolab PATH] [--baseline PATH] [--no-fio] [--counts K]
 """
 
 import argparse
@@ -26,6 +31,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+import cachegrind_counts  # noqa: E402
 from scratch_devices import ScratchDevices, Unavailable  # noqa: E402
 from vsfio.noise import goal_verdict  # noqa: E402
 
@@ -111,6 +117,34 @@ def measure(iolab, engine, target, runtime, repeat, baseline):
     return runs
 
 
+def counted(iolab, target, rounds):
+    """Each law's null-engine run under cachegrind, `rounds` times in rotating order; medians."""
+    def cmd_for(distribution):
+        return lambda ios: [iolab, "run", "--engine", "null", "--target", str(target), "--rw", "randread",
+                            "--bs", "4k", "--qd", "32", "--distribution", distribution, "--io-limit", f"{ios}ios",
+                            "--ramp", "0s", "--runtime", "600s", "-q", "--no-store"]
+    names = [name for name, _ in DISTRIBUTIONS]
+    say(f"\nnull engine on {target} under cachegrind: per I/O, the difference of runs of "
+        f"{cachegrind_counts.FEW_IOS:,} and {cachegrind_counts.MANY_IOS:,} I/Os, {rounds} rounds, medians")
+    say(f"  $ valgrind --tool=cachegrind --cache-sim=yes --branch-sim=yes {' '.join(cmd_for('LAW')(cachegrind_counts.MANY_IOS))}")
+    runs = {name: [] for name in names}
+    for i in range(rounds):
+        for name in names[i % len(names):] + names[:i % len(names)]:
+            runs[name].append(cachegrind_counts.per_io(cmd_for(name)))
+    median = {name: {k: statistics.median(r[k] for r in runs[name]) for k in cachegrind_counts.TOTALS}
+              for name in names}
+    base = median["uniform"]
+    for name in names:
+        m = median[name]
+        extra = "" if name == "uniform" else (
+            f"  over uniform: instructions x{m['instructions'] / base['instructions']:.3f} "
+            f"({m['instructions'] - base['instructions']:+.1f}), L1 misses {m['l1_misses'] - base['l1_misses']:+.3f}, "
+            f"mispredicts {m['mispredicts'] - base['mispredicts']:+.3f}")
+        spread = max(r["l1_misses"] for r in runs[name]) - min(r["l1_misses"] for r in runs[name])
+        say(f"  {name:<18} instructions {m['instructions']:7.1f}  L1 misses {m['l1_misses']:.3f} "
+            f"(spread {spread:.3f})  mispredicts {m['mispredicts']:.3f}{extra}")
+
+
 def fio_reference(device, runtime, iolab_runs):
     if subprocess.run(["which", "fio"], capture_output=True).returncode != 0:
         say("\nfio: not installed, no reference")
@@ -141,7 +175,11 @@ def main():
     parser.add_argument("--iolab", default=str(REPO / "target/release/iolab"))
     parser.add_argument("--baseline", help="another iolab binary to run uniform with, for comparison")
     parser.add_argument("--no-fio", action="store_true")
+    parser.add_argument("--counts", type=int, default=0, metavar="K",
+                        help="also count the null engine's runs under cachegrind, K rounds")
     args = parser.parse_args()
+    if args.counts and not cachegrind_counts.available():
+        raise SystemExit("--counts needs valgrind (apt-get install valgrind)")
     say(f"distributions: iolab {args.iolab}; runtime {args.runtime} s, repeat {args.repeat}")
     devices = ScratchDevices(say)
     try:
@@ -154,6 +192,8 @@ def main():
         # The null engine opens the device for its size (the region the samplers cover) and
         # reads nothing.
         measure(args.iolab, "null", device, args.runtime, args.repeat, args.baseline)
+        if args.counts:
+            counted(args.iolab, device, args.counts)
         loop_runs = measure(args.iolab, "uring", device, args.runtime, args.repeat, args.baseline)
         if not args.no_fio:
             fio_reference(device, args.runtime, loop_runs)

@@ -14,25 +14,28 @@
 //! every law's cells but two per side of a normal bell's inflections). A rejected draw
 //! starts over from the alias table, which is what makes the envelope's weights, not the cells'
 //! exact masses, the right ones: the accepted index has probability p(k) exactly, up to the
-//! resolution of the random words (a cell's share of an alias entry is exact to 2^-48 at
+//! resolution of the random words (a cell's share of an alias entry is exact to 2^-32 at
 //! worst, the acceptance test to 2^-32).
 //!
-//! What a draw costs, since it must stay close to uniform's one random word and one multiply
-//! per I/O: two random words, one table load and no multiply besides the generator's. The
-//! alias table has a power-of-two number of entries, so the first word's top bits pick an entry
-//! and the rest is its coin; each entry holds both of its cells in one word each (24 bytes in
-//! all), so the coin chooses between two words already loaded. A cell's index is the second
-//! word's top bits, and its low 16 bits are checked against the cell's sure threshold. The
-//! coin is a select, not a jump (a jump on a coin toss is mispredicted half the time), and so
-//! is a cell of one block. The only jump is on the sure test, which goes the same way for all
-//! but about `EPSILON` of the draws, so the predictor learns it; the draw is made inline in the
-//! I/O's path, the unsure ones settled by a call (`Sampler::settle`). (An earlier version drew
-//! 32 at a time and settled the unsure ones after the batch: storing, flagging, reloading and
-//! replaying cost more instructions than the overlap it sought, which the processor gets
+//! What a draw costs, since it must stay close to uniform's one random word, one multiply and
+//! one division per I/O: two random words, two dependent table loads and one multiply besides
+//! the generator's. The alias table has a power-of-two number of entries, so the first word's
+//! top bits pick an entry and the rest is its coin; an entry is one word (coin threshold and
+//! alias, `Slot`), a cell another (`Cell`), so a table of zipf's few hundred cells over any
+//! region takes 4-8 KiB beside the L1 cache's other tenants: the engine's latency histograms
+//! evicted the 24 KiB of a table whose entries held both of their cells, and those misses, not
+//! instructions, made most of what a skewed draw cost the null engine. A cell's index is the
+//! second word's top bits, and its low 16 bits are checked against the cell's sure threshold.
+//! The coin is a select, not a jump (a jump on a coin toss is mispredicted half the time), and
+//! so is a cell of one block. The only jump is on the sure test, which goes the same way for
+//! all but about `EPSILON` of the draws, so the predictor learns it; the draw is made inline in
+//! the I/O's path, the unsure ones settled by a call (`Sampler::settle`). (An earlier version
+//! drew 32 at a time and settled the unsure ones after the batch: storing, flagging, reloading
+//! and replaying cost more instructions than the overlap it sought, which the processor gets
 //! across I/Os anyway.)
 //!
 //! Zipf and pareto rank blocks (rank 0 the hottest) and place rank k at `Scatter::map(k)`, a
-//! keyed bijection of `0..n`, so the hot blocks are spread over the region, every block is
+//! keyed affine bijection of `0..n`, so the hot blocks are spread over the region, every block is
 //! reachable, and no two ranks share a block. fio's generator (its issue #1991) lacks the
 //! last two: it approximates the zipf law (Gray et al.'s method from 32-bit random numbers)
 //! and hashes ranks modulo n, so many blocks can never be drawn and a run touches far fewer
@@ -42,7 +45,9 @@
 use iolab_spec::{Distribution, Zone};
 
 /// The most the probability may fall across one cell: at least 1 - EPSILON of the draws are
-/// accepted without evaluating p.
+/// accepted without evaluating p. (1/64 took twice the cells, a table the L1 cache did not
+/// keep beside the engine's histograms; 1/16 sends twice the draws to `settle`, each a
+/// mispredicted jump, for a table smaller still: about even.)
 const EPSILON: f64 = 1.0 / 32.0;
 
 /// The most a normal law's cell may fall (`allowed_fall`).
@@ -254,17 +259,32 @@ impl Cell {
     }
 }
 
-/// An alias-table entry with both of its cells, so that a draw makes one table load: the cell
-/// drawn is `own` when the coin (the low `64 - table_bits` bits of the word whose top bits
-/// picked the entry) is below the entry's threshold, else `other`. `limit` is the entry's
-/// number in those top bits plus that threshold, so that comparing the whole word with it
-/// compares the coin (no mask). A cell's share is exact to 2^-(64 - table_bits) of an entry's,
-/// 2^-48 at worst.
+/// An alias-table entry in one word: the entry's own number in the top `table_bits` bits, its
+/// coin threshold in the bits below them down to bit 16, and its alias (the cell drawn when the
+/// coin is not below the threshold) in the low 16 bits. The word whose top bits picked the
+/// entry, its low 16 bits set, is below this exactly when its coin (its bits from 16 up) is
+/// below the threshold: one comparison, no mask. A cell's share is exact to 2^-(48 -
+/// table_bits) of an entry's, 2^-32 at worst.
 #[derive(Debug, Clone, Copy)]
-struct Slot {
-    limit: u64,
-    own: Cell,
-    other: Cell,
+struct Slot(u64);
+
+impl Slot {
+    fn new(number: u64, keep: u64, alias: u64, table_bits: u32) -> Slot {
+        // `keep` is scaled to the coin's bits under the entry's number (it is below
+        // 2^(64 - table_bits): no carry).
+        Slot((number << (64 - table_bits) | keep >> table_bits) & !0xffff | alias)
+    }
+
+    /// The index of the cell drawn by `pick_word`, whose top bits picked this entry, number
+    /// `pick`: a select, not a jump (which one is a coin toss no predictor can learn).
+    #[inline(always)]
+    fn cell(self, pick_word: u64, pick: u64) -> u64 {
+        if pick_word | 0xffff < self.0 {
+            pick
+        } else {
+            self.0 & 0xffff
+        }
+    }
 }
 
 /// A draw's first try (`Sampler::first_try`).
@@ -272,11 +292,10 @@ struct Slot {
 struct FirstTry {
     /// The index drawn, from the cell's first.
     r: u64,
-    /// The acceptance word is below the cell's hot threshold: `k` is kept.
+    /// The acceptance word is below the cell's hot threshold: the index is kept.
     sure: bool,
-    /// The entry picked, and whether its own cell was drawn (else its alias).
-    pick: u64,
-    own: bool,
+    /// The cell's number, and the cell.
+    index: usize,
     cell: Cell,
 }
 
@@ -295,13 +314,12 @@ struct Cold {
 pub struct Sampler {
     law: Law,
     /// 2^table_bits alias-table entries, at least 2 (those past the cells' count have weight
-    /// 0); a random word's top bits pick one (`pick_shift` is 64 - table_bits), the others are
-    /// its coin.
+    /// 0, so they always give their alias); a random word's top bits pick one (`pick_shift` is
+    /// 64 - table_bits), the others are its coin.
     slots: Vec<Slot>,
     pick_shift: u32,
-    /// Each entry's alias, the index of its `other` cell.
-    aliases: Vec<u16>,
-    /// One per cell.
+    /// One per cell: what every draw reads, and what the few that are not sure read.
+    cells: Vec<Cell>,
     cold: Vec<Cold>,
     /// Where each index lands: zipf's and pareto's ranks are scattered, the other laws' indexes
     /// stay where they are.
@@ -377,24 +395,18 @@ impl Sampler {
                 Cell::new(scatter.permute(s.first), bits, sure)
             })
             .collect();
-        let cold =
-            spans.iter().map(|s| Cold { first: s.first, peak: s.peak, sure: s.sure, squeeze: s.squeeze }).collect();
+        let cold = spans
+            .iter()
+            .map(|s| Cold { first: s.first, peak: s.peak, sure: s.sure, squeeze: s.squeeze })
+            .collect();
         let table_bits = spans.len().next_power_of_two().trailing_zeros().max(1);
         let entries = alias(&spans, 1 << table_bits);
         let slots = entries
             .iter()
             .enumerate()
-            .map(|(own, &(keep, alias))| Slot {
-                // The threshold on a whole word, scaled to the coin's bits, under the entry's
-                // number (it is below 2^(64 - table_bits): no carry).
-                limit: (own as u64) << (64 - table_bits) | keep >> table_bits,
-                // An entry past the cells' count is never kept (its keep is 0).
-                own: cells.get(own).copied().unwrap_or(cells[alias as usize]),
-                other: cells[alias as usize],
-            })
+            .map(|(number, &(keep, alias))| Slot::new(number as u64, keep, alias, table_bits))
             .collect();
-        let aliases = entries.iter().map(|&(_, alias)| alias as u16).collect();
-        Ok(Sampler { law, slots, pick_shift: 64 - table_bits, aliases, cold, scatter })
+        Ok(Sampler { law, slots, pick_shift: 64 - table_bits, cells, cold, scatter })
     }
 
     /// One draw: the first try from two fresh words, which all but about `EPSILON` of the
@@ -424,15 +436,12 @@ impl Sampler {
         // the table has 2^table_bits entries (`Sampler::new`): the bounds check, three
         // instructions per draw, could never fail.
         let slot = unsafe { *self.slots.get_unchecked(pick as usize) };
-        let own = pick_word < slot.limit;
-        let cell = if own { slot.own } else { slot.other };
-        FirstTry {
-            r: cell_word >> 1 >> cell.shift(),
-            sure: (cell_word as u16) < cell.sure(),
-            own,
-            pick,
-            cell,
-        }
+        let index = slot.cell(pick_word, pick) as usize;
+        debug_assert!(index < self.cells.len());
+        // SAFETY: the entry gives its own number only where its coin threshold is above 0,
+        // which an entry past the cells' count never has (`alias`), else its alias, a cell.
+        let cell = unsafe { *self.cells.get_unchecked(index) };
+        FirstTry { r: cell_word >> 1 >> cell.shift(), sure: (cell_word as u16) < cell.sure(), index, cell }
     }
 
     /// The draw whose first try from these words was not sure: p(k) decides, and a rejected
@@ -446,10 +455,9 @@ impl Sampler {
             if first.sure {
                 return lands;
             }
-            let index = if first.own { first.pick } else { u64::from(self.aliases[first.pick as usize]) };
             // Too few bits left over in a wide cell's word: a fresh word decides.
             let word = if first.cell.bits() > WIDE { rng.u64(..) } else { first.cell.acceptance(cell_word) };
-            if self.keeps(index as usize, first.r, word) {
+            if self.keeps(first.index, first.r, word) {
                 return lands;
             }
             (pick_word, cell_word) = (rng.u64(..), rng.u64(..));

@@ -205,7 +205,7 @@ fn squeeze_bounds_hold_at_every_index() {
         assert!(squeezed * 4 > sampler.cold.len() * 3, "{law}: {squeezed} of {} cells", sampler.cold.len());
         for (i, cold) in sampler.cold.iter().enumerate() {
             let Some(squeeze) = cold.squeeze else { continue };
-            let width = 1u64 << sampler.slots[i].own.bits();
+            let width = 1u64 << sampler.cells[i].bits();
             for k in cold.first..cold.first + width {
                 let (below, above) = squeeze.bounds(k);
                 let p = sampler.law.p(k);
@@ -243,4 +243,27 @@ fn next_io_cost_probe() {
         sum = sum.wrapping_add(std::hint::black_box(generator.next_io()).offset);
     }
     assert!(ios == 0 || sum != 0, "every offset was 0");
+}
+
+/// The share of first tries the sure test does not decide, from the table itself (each cell's
+/// envelope share times the share of acceptance words at or above its 16-bit threshold): the
+/// module's "all but about EPSILON of the draws" for every law.
+#[test]
+fn all_but_about_epsilon_of_the_draws_are_sure() {
+    for (law, n, most) in [
+        ("zipf:1.2", 1u64 << 18, EPSILON),
+        ("zipf:0.99", 1 << 18, EPSILON),
+        ("zipf:0.99", 1 << 34, EPSILON),
+        ("pareto:0.2", 1 << 18, EPSILON),
+        ("normal:10", 1 << 18, 2.0 * EPSILON),
+        ("zoned:80/20,20/80", 1 << 18, 1e-4),
+    ] {
+        let sampler = Sampler::new(&law.parse().expect("a law"), n, 1).expect("a sampler");
+        let weight = |i: usize| sampler.cold[i].peak * (1u64 << sampler.cells[i].bits()) as f64;
+        let total: f64 = (0..sampler.cells.len()).map(weight).sum();
+        let unsure: f64 = (0..sampler.cells.len())
+            .map(|i| weight(i) / total * (1.0 - f64::from(sampler.cells[i].sure()) / 65_536.0))
+            .sum();
+        assert!(unsure <= most, "{law} over {n} slots: {unsure} of the first tries are not sure");
+    }
 }
