@@ -34,7 +34,7 @@
 //! and replaying cost more instructions than the overlap it sought, which the processor gets
 //! across I/Os anyway.)
 //!
-//! Zipf and pareto rank blocks (rank 0 the hottest) and place rank k at `Scatter::map(k)`, a
+//! Zipf and pareto rank blocks (rank 0 the hottest) and place rank k where `Scatter` lands it, a
 //! keyed affine bijection of `0..n`, so the hot blocks are spread over the region, every block is
 //! reachable, and no two ranks share a block. fio's generator (its issue #1991) lacks the
 //! last two: it approximates the zipf law (Gray et al.'s method from 32-bit random numbers)
@@ -633,7 +633,7 @@ fn alias(spans: &[Span], size: usize) -> Vec<(u64, u64)> {
 /// power-of-two layout of the region. Being affine, rank `first + r` lands `r x m` past where
 /// `first` lands: a cell keeps its first rank's landing, and a draw adds one product to it.
 #[derive(Debug, Clone, Copy)]
-pub struct Scatter {
+struct Scatter {
     n: u64,
     mask: u64,
     key: u64,
@@ -643,7 +643,7 @@ pub struct Scatter {
 }
 
 impl Scatter {
-    pub fn new(n: u64, key: u64) -> Scatter {
+    fn new(n: u64, key: u64) -> Scatter {
         let bits = (64 - (n.max(2) - 1).leading_zeros()).max(1);
         let mask = if bits == 64 { u64::MAX } else { (1 << bits) - 1 };
         let multiplier = (0x9e37_79b9_7f4a_7c15_u64 >> (64 - bits)) | 1;
@@ -685,12 +685,6 @@ impl Scatter {
             x = self.permute(x);
         }
         x
-    }
-
-    /// Where `rank` lands.
-    #[inline]
-    pub fn map(&self, rank: u64) -> u64 {
-        self.onward(self.permute(rank), 0)
     }
 }
 

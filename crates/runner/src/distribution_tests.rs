@@ -57,6 +57,11 @@ fn normalized(weights: Vec<f64>) -> Vec<f64> {
     weights.into_iter().map(|w| w / sum).collect()
 }
 
+/// Where `scatter` lands `rank`.
+fn lands(scatter: &Scatter, rank: u64) -> u64 {
+    scatter.onward(scatter.permute(rank), 0)
+}
+
 /// Draws of a scattered law, mapped back to ranks through the inverse of the scatter (which
 /// also proves it a bijection of 0..n).
 fn rank_counts(sampler: &Sampler, n: u64, seed: u64) -> Vec<u32> {
@@ -64,7 +69,7 @@ fn rank_counts(sampler: &Sampler, n: u64, seed: u64) -> Vec<u32> {
     assert!(scatter.multiplier > 1, "a ranked law is scattered");
     let mut rank_of = vec![u64::MAX; n as usize];
     for rank in 0..n {
-        let block = scatter.map(rank) as usize;
+        let block = lands(&scatter, rank) as usize;
         assert_eq!(rank_of[block], u64::MAX, "two ranks on block {block}");
         rank_of[block] = rank;
     }
@@ -160,16 +165,23 @@ fn scatter_is_a_bijection_and_the_key_moves_the_hot_block() {
         let scatter = Scatter::new(n, 99);
         let mut seen = vec![false; n as usize];
         for rank in 0..n {
-            let block = scatter.map(rank);
+            let block = lands(&scatter, rank);
             assert!(block < n && !seen[block as usize], "n {n}: rank {rank} -> {block}");
             seen[block as usize] = true;
         }
     }
     // Hot blocks spread over the region rather than sitting at its start.
     let scatter = Scatter::new(1 << 30, 1);
-    let first: Vec<u64> = (0..64).map(|rank| scatter.map(rank) >> 27).collect();
+    let first: Vec<u64> = (0..64).map(|rank| lands(&scatter, rank) >> 27).collect();
     assert!((0..8).all(|eighth| first.contains(&eighth)), "{first:?}");
-    assert_ne!(Scatter::new(1 << 30, 1).map(0), Scatter::new(1 << 30, 2).map(0));
+    assert_ne!(lands(&Scatter::new(1 << 30, 1), 0), lands(&Scatter::new(1 << 30, 2), 0));
+    // Any 2^j successive ranks share a power-of-two layout's parts evenly: 16 of them land on
+    // 16 different residues mod 16 (16 stripes), wherever the run of ranks starts.
+    for start in [0u64, 1, 5, 1000] {
+        let mut residues: Vec<u64> = (start..start + 16).map(|rank| lands(&scatter, rank) % 16).collect();
+        residues.sort_unstable();
+        assert_eq!(residues, (0..16).collect::<Vec<u64>>(), "ranks from {start}");
+    }
 }
 
 #[test]
