@@ -17,6 +17,10 @@ use crate::cache::{CacheSummary, CacheTiers, Tier};
 /// share of it): two copies of one machine land within the rule's own 10-15%.
 pub const OUTLIER_SHARE: f64 = 0.25;
 
+/// Fewer hosts with a tier have no outlier: two are each as far from their median, so either
+/// both would be named or neither, and their spread is said instead.
+const LEAST_FOR_OUTLIER: usize = 3;
+
 /// The fleet's report: `merged` is the fleet's curve (working sets and region summed over the
 /// hosts; its tiers are not judged: a sum of caches on separate hosts is no tier anyone has),
 /// `fleet` each host's own study.
@@ -71,7 +75,11 @@ fn tier_sentence(k: usize, hosts: &[(&str, &CacheTiers)]) -> String {
     let without: Vec<&str> = hosts.iter().filter(|(_, t)| t.tiers.len() <= k).map(|(h, _)| *h).collect();
     let sizes: Vec<f64> = with.iter().map(|(_, t)| t.size_bytes as f64).collect();
     let middle = median(&sizes).unwrap_or(0.0);
-    let is_outlier = |t: &Tier| middle > 0.0 && (t.size_bytes as f64 - middle).abs() > OUTLIER_SHARE * middle;
+    let is_outlier = |t: &Tier| {
+        with.len() >= LEAST_FOR_OUTLIER
+            && middle > 0.0
+            && (t.size_bytes as f64 - middle).abs() > OUTLIER_SHARE * middle
+    };
     let (outliers, usual): (Vec<_>, Vec<_>) = with.iter().partition(|(_, t)| is_outlier(t));
     let span = |tiers: &[&(&str, &Tier)], pick: fn(&Tier) -> f64, show: fn(f64) -> String| {
         let (lo, hi) =
@@ -99,7 +107,7 @@ fn tier_sentence(k: usize, hosts: &[(&str, &CacheTiers)]) -> String {
             span(usual_refs, |t| t.hit_ns, latency),
             span(usual_refs, |t| t.miss_ns, latency),
         ));
-        // Two hosts have no outlier (each is as far from their median): a wide spread is said.
+        // Two hosts have no outlier (`LEAST_FOR_OUTLIER`): a wide spread is said.
         let (lo, hi) = usual_refs
             .iter()
             .map(|(_, t)| t.size_bytes as f64)
@@ -187,6 +195,11 @@ mod tests {
         let said = fleet_sentences(&[("a", &a), ("b", &b)]);
         assert!(said[0].starts_with("tier 1: every host's capacity is 88MiB-146MiB"), "{}", said[0]);
         assert!(said[0].ends_with(", 1.66x apart"), "{}", said[0]);
+        // Each more than OUTLIER_SHARE from their median: still no outlier, the spread said.
+        let (a, b) = (tiers(&[(89, 1_800.0, 120_000.0)]), tiers(&[(150, 2_000.0, 155_000.0)]));
+        let said = fleet_sentences(&[("a", &a), ("b", &b)]);
+        assert!(said[0].starts_with("tier 1: every host's capacity is 89MiB-150MiB"), "{}", said[0]);
+        assert!(said[0].ends_with(", 1.69x apart") && !said[0].contains("outlier"), "{}", said[0]);
     }
 
     #[test]
