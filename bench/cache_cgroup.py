@@ -48,6 +48,16 @@ def cold_file(path, size):
         os.posix_fadvise(f.fileno(), 0, 0, os.POSIX_FADV_DONTNEED)
 
 
+def remove_cgroup(cg):
+    """Removes the cgroup `cg` once the processes it held have gone (which takes a moment)."""
+    for _ in range(50):
+        try:
+            os.rmdir(cg)
+            return
+        except OSError:
+            time.sleep(0.1)
+
+
 class Resident:
     """The file's bytes in the page cache, by mincore over a mapping that is never read."""
 
@@ -110,12 +120,7 @@ def one(iolab, limit_mib, workdir, extra):
     finally:
         if resident:
             resident.close()
-        for _ in range(50):
-            try:
-                os.rmdir(cg)
-                break
-            except OSError:
-                time.sleep(0.1)
+        remove_cgroup(cg)
         os.unlink(path)
         os.rmdir(work)
     print(f"{'working set':>14} {'file held':>10} {'iolab anon':>11} {'kernel':>8} {'charged':>8}  (MiB, means over the measured window)")

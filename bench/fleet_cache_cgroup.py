@@ -23,7 +23,7 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from cache_cgroup import MIB, cold_file  # noqa: E402
+from cache_cgroup import MIB, cold_file, remove_cgroup  # noqa: E402
 
 STUDY = ["--buffered", "--runtime", "1s", "--ramp", "500ms", "--promotion-time", "5s", "--no-pollution"]
 TOKEN = "iolab-bench-fleet-cache-token-0123456789"
@@ -118,12 +118,7 @@ def main():
             agent.terminate()
             agent.wait()
         for cg in cgroups:
-            for _ in range(50):
-                try:
-                    os.rmdir(cg)
-                    break
-                except OSError:
-                    time.sleep(0.1)
+            remove_cgroup(cg)
         subprocess.run(["rm", "-rf", work])
 
 
