@@ -267,7 +267,7 @@ fn all_but_about_epsilon_of_the_draws_are_sure() {
         ("zipf:0.99", 1 << 18, EPSILON),
         ("zipf:0.99", 1 << 34, EPSILON),
         ("pareto:0.2", 1 << 18, EPSILON),
-        ("normal:10", 1 << 18, 2.0 * EPSILON),
+        ("normal:10", 1 << 18, EPSILON),
         ("zoned:80/20,20/80", 1 << 18, 1e-4),
     ] {
         let sampler = Sampler::new(&law.parse().expect("a law"), n, 1).expect("a sampler");

@@ -1,6 +1,6 @@
 //! The token check, in front of every route (the fallback included) and before any body is
-//! read: without the right token nothing is parsed and nothing runs. Also the one log line
-//! per refused request.
+//! parsed: without the right token nothing is parsed and nothing runs (a refused request's body
+//! is read only to be thrown away, `body::drain`). Also the one log line per refused request.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -10,6 +10,7 @@ use axum::http::{header, StatusCode};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 
+use super::body::drain;
 use super::error::{Failure, Refusal};
 use super::refusal_log::{capped, RefusalLog, MAX_LOGGED_FIELD};
 use super::serve::ConnectionProof;
@@ -50,10 +51,14 @@ pub async fn require_token(State(token): State<Arc<Token>>, request: Request, ne
         Some(_) => "wrong token; give the coordinator the agent's token file (--token-file)",
         None => "no token; send `Authorization: Bearer <token>` with the agent's token",
     };
+    let whole = drain(request.into_body()).await;
     let mut response = Failure::new(StatusCode::UNAUTHORIZED, refusal).into_response();
     // Says "an iolab agent is here" without the token, so a peer can be recognised before the
     // token is sent to it (netbench).
     response.headers_mut().insert(PROTOCOL_HEADER, header::HeaderValue::from_static(PROTOCOL));
+    if !whole {
+        response.headers_mut().insert(header::CONNECTION, header::HeaderValue::from_static("close"));
+    }
     response
 }
 

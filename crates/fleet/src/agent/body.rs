@@ -4,6 +4,8 @@
 //! whole read is timed (`serve::Limits::body_read`, 408 beyond): a peer that sends a head and
 //! then trickles its body does not hold a connection for longer.
 
+use std::time::Duration;
+
 use axum::body::Body;
 use axum::extract::{FromRequest, Request};
 use axum::http::StatusCode;
@@ -43,6 +45,32 @@ impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for JsonBody<T> {
             ))
         })
     }
+}
+
+/// How long a refused request's body may take to arrive (`drain`): a client sends it right
+/// after the head.
+const DRAIN_WITHIN: Duration = Duration::from_secs(1);
+
+/// Reads and throws away a refused request's body (nothing of it is parsed), at most
+/// `MAX_BODY_BYTES` within `DRAIN_WITHIN`, so that the connection can carry the client's next
+/// request: answered with its body still on the way, the connection was closed after the
+/// answer, and a client that had kept it for its next request saw that one fail ("peer
+/// disconnected"). Whether the body was read to its end: if not, the answer must say it closes
+/// the connection.
+pub async fn drain(body: Body) -> bool {
+    let read = async {
+        let mut stream = body.into_data_stream();
+        let mut seen = 0usize;
+        while let Some(chunk) = stream.next().await {
+            let Ok(chunk) = chunk else { return false };
+            seen = seen.saturating_add(chunk.len());
+            if seen > MAX_BODY_BYTES {
+                return false;
+            }
+        }
+        true
+    };
+    tokio::time::timeout(DRAIN_WITHIN, read).await.unwrap_or(false)
 }
 
 async fn read_limited(body: Body) -> Result<Vec<u8>, Failure> {
