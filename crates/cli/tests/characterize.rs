@@ -336,7 +336,8 @@ fn interrupt(child: &std::process::Child) {
 }
 
 /// Points of 2 s each, interrupted once the first is kept: one or two finished, the next cut
-/// short. (A fixed 2.5 s wait found none finished on a busy machine.)
+/// short if the signal came while it ran. (A fixed 2.5 s wait found none finished on a busy
+/// machine.)
 #[test]
 fn sigint_during_a_sweep_keeps_the_finished_points() {
     let (json_dir, text_dir) = (common::dir_with_target(), common::dir_with_target());
@@ -359,10 +360,16 @@ fn sigint_during_a_sweep_keeps_the_finished_points() {
     let report = json(&out);
     assert_eq!(report["run"]["interrupted"], true);
     let jobs = array(&report["run"]["jobs"], "jobs");
-    let (cut, finished) = jobs.split_last().expect("jobs");
-    assert_eq!(cut["stop_reason"], "interrupted", "the partial point stays in the run: {cut}");
+    // The signal may come between two points, or after a point's window ended: then no point
+    // is cut and every job kept ran its whole runtime.
+    let finished_count = jobs.iter().take_while(|j| j["stop_reason"] == "runtime").count();
+    let (finished, cut) = jobs.split_at(finished_count);
+    assert!(cut.len() <= 1, "only the last point can be cut short: {jobs:?}");
+    assert!(
+        cut.iter().all(|j| j["stop_reason"] == "interrupted"),
+        "the partial point stays in the run: {jobs:?}"
+    );
     assert!(!finished.is_empty() && finished.len() < 4, "{jobs:?}");
-    assert!(finished.iter().all(|j| j["stop_reason"] == "runtime"), "{jobs:?}");
     let rows = array(&report["summary"]["rows"], "rows");
     assert_eq!(names(rows), names(finished), "the rows are the finished points");
 
@@ -404,8 +411,10 @@ fn sigint_during_steady_does_not_judge_the_cut_round() {
     assert_eq!(out.status.code(), Some(130), "{}", stderr(&out));
     let report = json(&out);
     let jobs = array(&report["run"]["jobs"], "jobs");
-    assert_eq!(jobs.len(), 2, "round 1, and round 2 cut short: {jobs:?}");
-    assert_eq!(jobs[1]["stop_reason"], "interrupted");
+    // Round 2 is cut short, or never started if the signal came between the rounds.
+    assert!(matches!(jobs.len(), 1 | 2), "round 1, and round 2 cut short: {jobs:?}");
+    assert_eq!(jobs[0]["stop_reason"], "runtime", "{jobs:?}");
+    assert!(jobs[1..].iter().all(|j| j["stop_reason"] == "interrupted"), "{jobs:?}");
     let rounds = &report["summary"];
     assert_eq!(array(&rounds["values"], "values").len(), 1, "{rounds}");
     assert_eq!(rounds["state"]["state"], "too_short", "{rounds}");
