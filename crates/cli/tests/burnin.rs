@@ -5,18 +5,12 @@
 mod common;
 
 use std::path::Path;
-use std::time::{Duration, Instant};
 
-use common::{iolab, json, stderr};
+use common::{iolab, json, points_kept, stderr, wait_until_kept};
 use iolab_stats::encoded::EncodedHistograms;
 
 fn with_db(dir: &Path, db: &Path, args: &[&str]) -> std::process::Output {
     iolab().args(args).arg("--db").arg(db).current_dir(dir).output().expect("iolab runs")
-}
-
-fn point_count(db: &Path) -> i64 {
-    let Ok(conn) = rusqlite::Connection::open(db) else { return 0 };
-    conn.query_row("SELECT count(*) FROM points", [], |row| row.get(0)).unwrap_or(0)
 }
 
 /// Segments of 250 ms on the null engine over a small scratch file (add a --duration).
@@ -34,15 +28,6 @@ fn spawn(dir: &Path, db: &Path, args: &[&str]) -> std::process::Child {
         .stderr(std::process::Stdio::piped())
         .spawn()
         .expect("starts")
-}
-
-/// Waits (at most two minutes, for a busy machine) until the store holds `count` points.
-fn wait_for_points(db: &Path, count: i64) {
-    let deadline = Instant::now() + Duration::from_secs(120);
-    while point_count(db) < count {
-        assert!(Instant::now() < deadline, "no {count} segments in 120 s");
-        std::thread::sleep(Duration::from_millis(20));
-    }
 }
 
 /// Ctrl-C to `child`, and what it said.
@@ -109,7 +94,7 @@ fn a_killed_burn_in_resumes_with_no_segment_lost_and_the_trend_continuing() {
     let dir = tempfile::tempdir().expect("temp dir");
     let db = dir.path().join("r.db");
     let mut child = spawn(dir.path(), &db, &[BURNIN, &["--duration", "1h", "--json", "-q"]].concat());
-    wait_for_points(&db, 2);
+    wait_until_kept(&db, 2);
     child.kill().expect("SIGKILL");
     child.wait().expect("reaped");
 
@@ -124,7 +109,7 @@ fn a_killed_burn_in_resumes_with_no_segment_lost_and_the_trend_continuing() {
     assert!(page.contains("data-chart=\"burnin-iops\"") && page.contains("data-chart=\"burnin-p99\""));
 
     let resumed = spawn(dir.path(), &db, &["burnin", "--resume", "1", "--json", "-q"]);
-    wait_for_points(&db, before.len() as i64 + 2);
+    wait_until_kept(&db, before.len() as i64 + 2);
     let out = interrupt(resumed);
     assert_eq!(out.status.code(), Some(130), "{}", stderr(&out));
     check_continued(dir.path(), &db, &before, &out);
@@ -145,13 +130,13 @@ fn a_burn_in_stopped_with_ctrl_c_resumes_where_it_stopped() {
     let dir = tempfile::tempdir().expect("temp dir");
     let db = dir.path().join("r.db");
     let child = spawn(dir.path(), &db, &[BURNIN, &["--duration", "1h", "-q"]].concat());
-    wait_for_points(&db, 2);
+    wait_until_kept(&db, 2);
     let first = interrupt(child);
     assert_eq!(first.status.code(), Some(130), "{}", stderr(&first));
     let before = contiguous_segments(dir.path(), &db);
 
     let resumed = spawn(dir.path(), &db, &["burnin", "--resume", "1", "--json", "-q"]);
-    wait_for_points(&db, before.len() as i64 + 2);
+    wait_until_kept(&db, before.len() as i64 + 2);
     let out = interrupt(resumed);
     assert_eq!(out.status.code(), Some(130), "{}", stderr(&out));
     check_continued(dir.path(), &db, &before, &out);
@@ -181,7 +166,7 @@ fn a_job_file_is_not_taken_for_the_target() {
     let out = with_db(dir.path(), &db, &["burnin", "vms.toml", "--engine", "null"]);
     assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
     assert!(stderr(&out).contains("vms.toml is a job file"), "{}", stderr(&out));
-    assert_eq!(point_count(&db), 0);
+    assert_eq!(points_kept(&db), 0);
 }
 
 /// 12 million segments would be hundreds of gigabytes of points: refused before anything runs.
@@ -247,11 +232,7 @@ fn burn_in_while_the_target_shrinks(extra: &[&str]) -> std::process::Output {
         .stderr(std::process::Stdio::piped())
         .spawn()
         .expect("spawn");
-    let deadline = Instant::now() + Duration::from_secs(120);
-    while point_count(&db) < 1 {
-        assert!(Instant::now() < deadline, "no segment in 120 s");
-        std::thread::sleep(Duration::from_millis(10));
-    }
+    wait_until_kept(&db, 1);
     std::fs::File::options().write(true).open(&path).expect("open").set_len(0).expect("truncate");
     child.wait_with_output().expect("wait")
 }
@@ -368,14 +349,8 @@ fn ctrl_c_reports_so_far_and_says_how_to_continue() {
         .stderr(std::process::Stdio::piped())
         .spawn()
         .expect("starts");
-    let deadline = Instant::now() + Duration::from_secs(120);
-    while point_count(&db) < 1 {
-        assert!(Instant::now() < deadline, "no segment in 120 s");
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    // SAFETY: plain kill(2) on our own child's pid.
-    assert_eq!(unsafe { libc::kill(child.id() as i32, libc::SIGINT) }, 0);
-    let out = child.wait_with_output().expect("wait");
+    wait_until_kept(&db, 1);
+    let out = interrupt(child);
     assert_eq!(out.status.code(), Some(130), "{}", stderr(&out));
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.contains("INTERRUPTED after ") && text.contains("of 14400 segments"), "{text}");
