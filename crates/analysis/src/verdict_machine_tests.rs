@@ -193,6 +193,28 @@ fn saturated_cores_held_by_another_process_are_another_load() {
     );
 }
 
+/// Beside a bigger load, the device's own kernel workers are still named in the evidence,
+/// however many other owners outweigh them.
+#[test]
+fn the_devices_kernel_workers_are_named_beside_a_bigger_load() {
+    let mut job = base();
+    on_device(&mut job, "loop0");
+    *vdb(&mut job) = DeviceActivity { device: "loop0".into(), ..device("loop0", 50.0, 13.6) };
+    let owners = vec![
+        process("yes", 4242, 12.0, 0),
+        kernel("kworker/u8:4-events_unbound", 1, 1.8, 18.0),
+        kernel("ksoftirqd/1", 2, 1.7, 12.0),
+        process("sshd", 77, 1.5, 0),
+        kernel("kworker/u8:3-loop0", 1, 0.9, 9.0),
+    ];
+    machine(&mut job, owners, vec![core(0, 99.0, 1.0, 0.0), core(1, 100.0, 1.0, 0.0)]);
+    let v = assert_cause(&job, Bottleneck::OtherLoad);
+    let outside = v.evidence.iter().find(|l| l.starts_with("outside iolab: ")).expect("an outside line");
+    assert!(outside.contains("yes 12.00 core-seconds"), "{outside}");
+    assert!(outside.contains("loop0 workers 0.90 core-seconds"), "{outside}");
+    assert!(!outside.contains("sshd"), "the fourth biggest serves nothing here: {outside}");
+}
+
 #[test]
 fn another_process_writing_to_the_device_is_named() {
     let mut job = base();
@@ -224,6 +246,32 @@ fn punting_behind_writeback_names_the_writeback() {
     );
     let v = assert_cause(&job, Bottleneck::Writeback);
     assert!(v.summary.contains("io_uring punted the job's I/O to its io-wq kernel threads (75% of iolab's CPU) while vdb wrote 356MiB the job did not (writeback (flush-254:16): kworker/u8:0+flush-254:16)"), "{}", v.summary);
+    let words = "writeback (flush-254:16): kworker/u8:0+flush-254:16";
+    assert!(!v.evidence.iter().any(|l| l == words), "the summary said it: {:?}", v.evidence);
+}
+
+/// Cores held by another process are the verdict; the writeback the job's direct reads waited
+/// behind is still in the evidence.
+#[test]
+fn writeback_beside_a_cpu_load_is_in_the_evidence() {
+    let mut job = base();
+    *vdb(&mut job) = DeviceActivity { writes: 600, write_bytes: 40 << 20, ..device("vdb", 60.0, 12.0) };
+    machine(
+        &mut job,
+        vec![process("yes", 4242, 14.0, 0)],
+        vec![core(0, 99.0, 1.0, 0.0), core(1, 99.0, 1.0, 0.0)],
+    );
+    if let Some(m) = job.machine.as_mut() {
+        m.page_cache = Some(iolab_stats::machine::PageCacheActivity {
+            dirty_start_bytes: 300 << 20,
+            dirty_end_bytes: 260 << 20,
+            written_back_bytes: 40 << 20,
+        });
+    }
+    let v = assert_cause(&job, Bottleneck::OtherLoad);
+    assert!(v.summary.contains("other processes held more of them than iolab (yes"), "{}", v.summary);
+    let expected = "the kernel's writeback of dirty page cache: 40MiB written back in the window, 300MiB dirty at its start and 260MiB at its end";
+    assert!(v.evidence.iter().any(|l| l == expected), "{:#?}", v.evidence);
 }
 
 #[test]

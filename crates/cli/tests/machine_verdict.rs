@@ -154,6 +154,9 @@ fn a_file_under_writeback_names_the_writeback() {
         ],
     );
     assert!(laid.status.success(), "{}", stderr(&laid));
+    // Others' dirty pages written back first (a build's, just before the tests): the window's
+    // writeback is then this file's.
+    sh("sync");
     sh(&format!(
         "dd if=/dev/urandom of={}/f.dat bs=1M count=384 conv=notrunc status=none",
         dir.path().display()
@@ -187,9 +190,13 @@ fn a_file_under_writeback_names_the_writeback() {
     assert!(page_cache["written_back_bytes"].as_u64().expect("written back") > 0, "{page_cache}");
     let cause = job["verdict"]["cause"].as_str().expect("cause");
     assert!(["other_load", "writeback"].contains(&cause), "{:#}", job["verdict"]);
-    assert!(
-        job["verdict"]["summary"].as_str().expect("summary").contains("writeback"),
-        "{:#}",
-        job["verdict"]
-    );
+    let summary = job["verdict"]["summary"].as_str().expect("summary");
+    // On a machine whose cores other processes held, they are the verdict, and the writeback
+    // is in its evidence.
+    let named = if summary.contains("other processes held more of them than iolab") {
+        verdict_text(job)
+    } else {
+        summary.to_string()
+    };
+    assert!(named.contains("writeback"), "{:#}", job["verdict"]);
 }

@@ -10,7 +10,7 @@ use iolab_stats::threads::ThreadClass;
 
 use super::evidence::device_line;
 use super::facts::{same_disk, Facts, Load, FULL_QUEUE_SHARE, PUNTED_FULL_QUEUE_SHARE};
-use super::words::{count, pct};
+use super::words::{count, page_cache_writeback, pct};
 use super::Finding;
 
 /// A device whose requests were at least this share not the job's served another load.
@@ -175,6 +175,19 @@ pub fn writeback_punting(facts: &Facts<'_>) -> Option<Finding> {
     })
 }
 
+/// The kernel's writeback, where an O_DIRECT job's device wrote what the job did not: that
+/// writeback is what such reads and writes wait behind, whatever else limited the run. Once,
+/// for devices that share it.
+pub fn writeback_seen(facts: &Facts<'_>) -> Vec<String> {
+    let mut seen: Vec<String> = Vec::new();
+    for load in facts.loads.iter().filter(|l| l.only_direct() && l.foreign_write_bytes() > 0) {
+        if let Some(words) = writeback_words(facts, load).filter(|w| !seen.contains(w)) {
+            seen.push(words);
+        }
+    }
+    seen
+}
+
 /// The kernel's writeback as the evidence shows it: a writeback or journal thread of the device
 /// at work, or dirty page cache written back in the window (at least half of what the device
 /// wrote that the job did not).
@@ -183,14 +196,8 @@ fn writeback_words(facts: &Facts<'_>, load: &Load<'_>) -> Option<String> {
         return Some(format!("{}: {}", owner.name, owner.busiest_thread));
     }
     let cache = facts.machine?.page_cache?;
-    (cache.written_back_bytes > 0 && cache.written_back_bytes * 2 >= load.foreign_write_bytes()).then(|| {
-        format!(
-            "the kernel's writeback of dirty page cache: {} written back in the window, {} dirty at its start and {} at its end",
-            Bytes(cache.written_back_bytes),
-            Bytes(cache.dirty_start_bytes),
-            Bytes(cache.dirty_end_bytes)
-        )
-    })
+    (cache.written_back_bytes > 0 && cache.written_back_bytes * 2 >= load.foreign_write_bytes())
+        .then(|| page_cache_writeback(&cache))
 }
 
 /// Kernel threads that write back or journal for the device, the busiest first.

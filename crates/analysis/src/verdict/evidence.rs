@@ -4,6 +4,7 @@
 use iolab_stats::format::{latency, thousands};
 use iolab_stats::threads::ThreadClass;
 
+use super::device_rules::writeback_seen;
 use super::facts::{Facts, Load, FOREIGN_IOS_SLACK, FOREIGN_QUEUE_SLACK};
 use super::words::{count, micros, owner};
 use crate::cpu;
@@ -56,6 +57,7 @@ pub fn lines(facts: &Facts<'_>) -> Vec<String> {
         }
     }
     lines.extend(machine_line(facts));
+    lines.extend(writeback_seen(facts));
     lines.extend(outside_line(facts));
     lines.extend(core_time_line(facts));
     if !facts.cpu_known {
@@ -167,15 +169,20 @@ pub fn machine_line(facts: &Facts<'_>) -> Option<String> {
     Some(line)
 }
 
-/// "outside iolab: loop0 workers 1.67 core-seconds (...), ksoftirqd 0.98 core-seconds (...)".
+/// "outside iolab: loop0 workers 1.67 core-seconds (...), ksoftirqd 0.98 core-seconds (...)":
+/// the biggest, and the kernel threads that serve the job's devices wherever they rank (on a
+/// machine busy with another load they are part of the I/O path all the same).
 fn outside_line(facts: &Facts<'_>) -> Option<String> {
     let window_s = facts.machine?.window_s;
-    let named: Vec<String> = facts
+    let biggest: Vec<_> = facts
         .outside_owners()
         .filter(|o| window_s > 0.0 && o.cpu_s / window_s * 100.0 >= NOTABLE_OWNER_PCT)
         .take(OUTSIDE_OWNERS_SHOWN)
-        .map(owner)
         .collect();
+    let serving = facts.serving_owners().into_iter().map(|(o, _)| o).filter(|o| o.cpu_s > 0.0);
+    let unnamed_serving: Vec<_> = serving.filter(|o| !biggest.iter().any(|b| std::ptr::eq(*b, *o))).collect();
+    let mut named: Vec<String> = biggest.into_iter().map(owner).collect();
+    named.extend(unnamed_serving.into_iter().map(owner));
     (!named.is_empty()).then(|| format!("outside iolab: {}", named.join("; ")))
 }
 

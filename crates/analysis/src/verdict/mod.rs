@@ -75,8 +75,11 @@ pub fn judge(job: &JobResult) -> Verdict {
         .iter()
         .find_map(|(_, rule)| rule(&facts))
         .unwrap_or_else(|| fallback_rules::undetermined(&facts));
-    let rest: Vec<String> =
-        evidence::lines(&facts).into_iter().filter(|line| !finding.lead.contains(line)).collect();
+    // What the summary or the rule's own lines already say is not said again.
+    let rest: Vec<String> = evidence::lines(&facts)
+        .into_iter()
+        .filter(|line| !finding.lead.contains(line) && !finding.summary.contains(line.as_str()))
+        .collect();
     Verdict {
         cause: finding.cause,
         summary: finding.summary,

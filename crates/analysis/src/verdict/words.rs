@@ -1,6 +1,7 @@
 //! Small formatting helpers the verdict's sentences share.
 
-use iolab_stats::machine::CpuOwner;
+use iolab_spec::Bytes;
+use iolab_stats::machine::{CpuOwner, PageCacheActivity};
 
 /// Outstanding I/Os: whole when they are (they are unless targets split a group unevenly).
 pub fn count(value: f64) -> String {
@@ -39,4 +40,15 @@ pub fn owner(owner: &CpuOwner) -> String {
         line.push_str(&format!(", {}", role.words()));
     }
     line
+}
+
+/// "the kernel's writeback of dirty page cache: 380 MiB written back in the window, 384 MiB
+/// dirty at its start and 4 MiB at its end".
+pub fn page_cache_writeback(cache: &PageCacheActivity) -> String {
+    format!(
+        "the kernel's writeback of dirty page cache: {} written back in the window, {} dirty at its start and {} at its end",
+        Bytes(cache.written_back_bytes),
+        Bytes(cache.dirty_start_bytes),
+        Bytes(cache.dirty_end_bytes)
+    )
 }
