@@ -78,11 +78,12 @@ pub fn state_of(stat: &str) -> Option<char> {
     stat.get(stat.rfind(')')? + 1..)?.trim_start().chars().next()
 }
 
-/// Whether a wait channel is the journal's: waiting for a commit (fsync) or for room in the
-/// running transaction.
+/// Whether a wait channel is the journal's: waiting for a commit (fsync), for room in the
+/// running transaction, or for a metadata buffer the committing transaction still holds
+/// (jbd2's `do_get_write_access`).
 pub fn journal_wchan(wchan: &str) -> bool {
     let w = wchan.trim();
-    w.contains("jbd2") || w.contains("transaction") || w.contains("journal")
+    w.contains("jbd2") || w.contains("transaction") || w.contains("journal") || w == "do_get_write_access"
 }
 
 /// Counts, while running, the samples in which the process's tasks waited for the journal.
@@ -186,6 +187,10 @@ mod tests {
         assert_eq!(state_of("7 (a) b) S 1"), Some('S'), "the last ')' ends the name");
         assert!(journal_wchan("jbd2_log_wait_commit"));
         assert!(journal_wchan("wait_transaction_locked\n"));
+        // Seen beside two busy loops with io_uring: an io-wq worker waiting for a buffer that
+        // the commit holds.
+        assert!(journal_wchan("do_get_write_access"));
+        assert!(journal_wchan("__jbd2_log_wait_for_space"));
         assert!(!journal_wchan("submit_bio_wait"), "the device, not the journal");
         assert!(!journal_wchan("io_cqring_wait"));
         assert!(!journal_wchan("0"));
