@@ -78,6 +78,17 @@ fn machine(job: &mut JobResult, owners: Vec<CpuOwner>, cores: Vec<CpuBreakdown>)
     });
 }
 
+/// The machine's dirty page cache at the window's start and end, and what was written back in it.
+fn page_cache(job: &mut JobResult, dirty_start_bytes: u64, dirty_end_bytes: u64, written_back_bytes: u64) {
+    if let Some(m) = job.machine.as_mut() {
+        m.page_cache = Some(iolab_stats::machine::PageCacheActivity {
+            dirty_start_bytes,
+            dirty_end_bytes,
+            written_back_bytes,
+        });
+    }
+}
+
 fn on_device(job: &mut JobResult, name: &str) {
     job.groups[0].targets[0].device = Some(name.into());
     job.devices[0].device = name.into();
@@ -261,13 +272,7 @@ fn writeback_beside_a_cpu_load_is_in_the_evidence() {
         vec![process("yes", 4242, 14.0, 0)],
         vec![core(0, 99.0, 1.0, 0.0), core(1, 99.0, 1.0, 0.0)],
     );
-    if let Some(m) = job.machine.as_mut() {
-        m.page_cache = Some(iolab_stats::machine::PageCacheActivity {
-            dirty_start_bytes: 300 << 20,
-            dirty_end_bytes: 260 << 20,
-            written_back_bytes: 40 << 20,
-        });
-    }
+    page_cache(&mut job, 300 << 20, 260 << 20, 40 << 20);
     let v = assert_cause(&job, Bottleneck::OtherLoad);
     assert!(v.summary.contains("other processes held more of them than iolab (yes"), "{}", v.summary);
     let expected = "the kernel's writeback of dirty page cache: 40MiB written back in the window, 300MiB dirty at its start and 260MiB at its end";
@@ -356,13 +361,7 @@ fn page_cache_written_back_in_the_window_names_the_writeback() {
     let mut job = base();
     *vdb(&mut job) = DeviceActivity { writes: 600, write_bytes: 1 << 30, ..device("vdb", 89.0, 12.0) };
     machine(&mut job, Vec::new(), vec![core(0, 30.0, 1.0, 0.0), core(1, 20.0, 1.0, 0.0)]);
-    if let Some(m) = job.machine.as_mut() {
-        m.page_cache = Some(iolab_stats::machine::PageCacheActivity {
-            dirty_start_bytes: 1100 << 20,
-            dirty_end_bytes: 60 << 20,
-            written_back_bytes: 1000 << 20,
-        });
-    }
+    page_cache(&mut job, 1100 << 20, 60 << 20, 1000 << 20);
     let v = assert_cause(&job, Bottleneck::OtherLoad);
     assert!(
         v.summary.contains("it was the kernel's writeback of dirty page cache: 1000MiB written back in the window, 1.07GiB dirty at its start and 60MiB at its end"),
