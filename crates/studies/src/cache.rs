@@ -226,8 +226,7 @@ impl CacheStudy {
         before: &[CachePoint],
         observer: &mut dyn Observer,
     ) -> Result<CachePoint, RunError> {
-        let point = self.measure(lab, size, refined, observer)?;
-        Ok(CachePoint { after_larger: before.iter().any(|p| p.working_set_bytes > size), ..point })
+        Ok(marked_after(before, self.measure(lab, size, refined, observer)?))
     }
 
     /// `size` bytes at the start of the region, warmed then measured.
@@ -413,4 +412,10 @@ fn trimmed_mean_ns(job: &JobResult) -> f64 {
     } else {
         sum / keep as f64
     }
+}
+
+/// `point`, measured after the working sets `before` on its curve, marked `after_larger` when
+/// one of them was larger (a cache may still hold its blocks).
+pub(crate) fn marked_after(before: &[CachePoint], point: CachePoint) -> CachePoint {
+    CachePoint { after_larger: before.iter().any(|p| p.working_set_bytes > point.working_set_bytes), ..point }
 }

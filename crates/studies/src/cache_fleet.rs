@@ -19,8 +19,8 @@
 //! host found one.
 
 use iolab_analysis::cache::{
-    capacity_probe_below, find_tiers, next_probe, polluted, promotion, CachePoint, LatencySample, Pollution,
-    Promotion, Tier,
+    capacity_probe_below, find_tiers, next_probe, polluted, promotion, CachePoint, CacheTiers, LatencySample,
+    Pollution, Promotion, Tier,
 };
 use iolab_runner::{Lab, Observer, RunError};
 use iolab_spec::cache::{WorkingSet, WorkingSets};
@@ -28,7 +28,9 @@ use iolab_spec::{Bytes, JobSpec, Nanos};
 use iolab_stats::central::median;
 use iolab_stats::result::JobResult;
 
-use crate::cache::{point, CacheFound, CacheStudy, MAX_PROBES, MIN_INTERVAL, PROMOTION_INTERVALS};
+use crate::cache::{
+    marked_after, point, CacheFound, CacheStudy, MAX_PROBES, MIN_INTERVAL, PROMOTION_INTERVALS,
+};
 
 /// Refinement points asked for by several hosts within this share of each other are one.
 const SAME_SHARE: f64 = 0.02;
@@ -161,33 +163,34 @@ impl CacheStudy {
     /// `rest` the ladder still to come), each host judged on its own curve and planned sizes,
     /// as union steps; counts each host that asked in `asked`.
     fn capacity_steps(&self, found: &FleetCacheFound, rest: &[Step], asked: &mut [usize]) -> Vec<Step> {
+        self.asked_steps(found, asked, |h, points, tiers| {
+            let planned: Vec<u64> =
+                points.iter().map(|p| p.working_set_bytes).chain(rest.iter().map(|s| s.sizes[h])).collect();
+            capacity_probe_below(tiers, &planned, rest[0].sizes[h], self.grain())
+        })
+    }
+
+    /// The working sets the running hosts' curves want next (`next_probe`), as union steps;
+    /// counts each host that asked in `asked`.
+    fn refinement_steps(&self, found: &FleetCacheFound, asked: &mut [usize]) -> Vec<Step> {
+        self.asked_steps(found, asked, |_, points, tiers| next_probe(tiers, points, &self.rule, self.grain()))
+    }
+
+    /// The working set each running host with probes left wants (`want`: the host's number,
+    /// its points and the tiers found in them), as one round of union steps.
+    fn asked_steps(
+        &self,
+        found: &FleetCacheFound,
+        asked: &mut [usize],
+        want: impl Fn(usize, &[CachePoint], &CacheTiers) -> Option<u64>,
+    ) -> Vec<Step> {
         let mut steps = Vec::new();
         for (h, host) in found.hosts.iter().enumerate() {
             if host.failure.is_some() || asked[h] >= MAX_PROBES {
                 continue;
             }
             let points = &host.found.points;
-            let tiers = find_tiers(points, &self.rule);
-            let planned: Vec<u64> =
-                points.iter().map(|p| p.working_set_bytes).chain(rest.iter().map(|s| s.sizes[h])).collect();
-            if let Some(size) = capacity_probe_below(&tiers, &planned, rest[0].sizes[h], self.grain()) {
-                asked[h] += 1;
-                steps.push(self.union_step(found, h, size));
-            }
-        }
-        union_round(found, steps)
-    }
-
-    /// The working sets the running hosts' curves want next (`next_probe`), as union steps;
-    /// counts each host that asked in `asked`.
-    fn refinement_steps(&self, found: &FleetCacheFound, asked: &mut [usize]) -> Vec<Step> {
-        let mut steps = Vec::new();
-        for (h, host) in found.hosts.iter().enumerate() {
-            if host.failure.is_some() || asked[h] >= MAX_PROBES {
-                continue;
-            }
-            let tiers = find_tiers(&host.found.points, &self.rule);
-            if let Some(size) = next_probe(&tiers, &host.found.points, &self.rule, self.grain()) {
+            if let Some(size) = want(h, points, &find_tiers(points, &self.rule)) {
                 asked[h] += 1;
                 steps.push(self.union_step(found, h, size));
             }
@@ -473,17 +476,13 @@ fn union_round(found: &FleetCacheFound, mut steps: Vec<Step>) -> Vec<Step> {
 /// Adds each host's point (`None`: it did not finish) and the merged one to their curves, each
 /// marked `after_larger` when a working set measured before it on its curve was larger.
 fn keep(found: &mut FleetCacheFound, points: Vec<Option<CachePoint>>, merged: CachePoint) {
-    let marked = |curve: &[CachePoint], point: CachePoint| CachePoint {
-        after_larger: curve.iter().any(|p| p.working_set_bytes > point.working_set_bytes),
-        ..point
-    };
     for (host, point) in found.hosts.iter_mut().zip(points) {
         if let Some(point) = point {
-            let point = marked(&host.found.points, point);
+            let point = marked_after(&host.found.points, point);
             host.found.points.push(point);
         }
     }
-    let merged = marked(&found.merged.points, merged);
+    let merged = marked_after(&found.merged.points, merged);
     found.merged.points.push(merged);
 }
 
