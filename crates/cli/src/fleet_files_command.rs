@@ -122,7 +122,7 @@ pub fn run(args: FilesArgs, store: &StoreArgs, fleet: &mut Fleet) -> ExitCode {
             phase,
             failure,
             "stopped the fleet",
-            "; every host's tree was removed",
+            &format!("; {}", ran.trees_said()),
         );
     }
     if let Some(host) = ran.lost_host() {

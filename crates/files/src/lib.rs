@@ -16,6 +16,7 @@ mod gate;
 pub mod job;
 mod journal;
 mod owner;
+mod parents;
 mod phases;
 mod plan;
 mod progress;

@@ -13,6 +13,7 @@ use crate::journal::{self, JournalSeen, JournalThread, JournalWatch};
 use crate::plan::{FilesPlan, Phase};
 use crate::progress::PhaseProgress;
 use crate::report::{KindResult, OpKind, PhaseResult, Second, Stonewall, OP_KINDS};
+use crate::safety_at;
 use crate::tree::Tree;
 use crate::verdict::{judge, PhaseFacts};
 use crate::worker::{Ctx, Outcome, Worker};
@@ -117,6 +118,9 @@ impl Phases {
         let ctx = Ctx { phase_start_ns: ctx.now_ns(), ..ctx };
         let watch = self.journal_thread.as_ref().and_then(|j| JournalWatch::start(j, self.plan.threads));
         let outcomes = run_threads_with(&ctx, phase, notes, make_ops);
+        // What the phase made is iolab's to remove (safety_at): a failed mark leaves it to the
+        // user, never the other way round.
+        let _ = safety_at::mark(dirfd);
         let device_busy = ticks_before.zip(self.device.as_deref().and_then(io_ticks_ms));
         let elapsed_s = ctx.now_ns().saturating_sub(ctx.phase_start_ns) as f64 / 1e9;
         let journal = watch.and_then(|w| w.finish(elapsed_s, self.plan.threads));
@@ -144,12 +148,16 @@ pub(crate) fn run_threads_with(
     notes: &mut Vec<String>,
     make_ops: MakeOps<'_>,
 ) -> Vec<Outcome> {
+    let (running, all_ended) = std::sync::mpsc::channel::<()>();
     let results: Vec<std::io::Result<(Outcome, Vec<&'static str>)>> = std::thread::scope(|scope| {
         let handles: Vec<_> = (0..ctx.plan.threads)
             .map(|thread| {
+                let running = running.clone();
                 std::thread::Builder::new().name(format!("iolab-files-{thread}")).spawn_scoped(
                     scope,
                     move || {
+                        // Dropped as the thread ends, however it ends.
+                        let _running = running;
                         let _unwinding = BreakOnPanic(&ctx.barrier);
                         // Each thread makes its own ring: a single-issuer ring belongs to its maker.
                         let sys = match make_ops(thread) {
@@ -172,6 +180,12 @@ pub(crate) fn run_threads_with(
             // A thread that never started will not come to the gate either.
             ctx.failed.store(true, std::sync::atomic::Ordering::Relaxed);
             ctx.barrier.break_open();
+        }
+        drop(running);
+        while let Err(std::sync::mpsc::RecvTimeoutError::Timeout) =
+            all_ended.recv_timeout(safety_at::MARK_EVERY)
+        {
+            let _ = safety_at::mark(ctx.dirfd);
         }
         handles
             .into_iter()

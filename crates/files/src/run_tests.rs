@@ -243,3 +243,94 @@ fn a_thread_that_cannot_start_in_a_later_phase_stops_the_run_and_the_tree_is_rem
     );
     assert!(!dir.exists(), "the tree is removed");
 }
+
+/// Every file below `dir` (links not followed) with its bytes, by path relative to it.
+fn snapshot(dir: &Path) -> Vec<(PathBuf, Vec<u8>)> {
+    let mut out = Vec::new();
+    files_below(dir, &mut out, dir);
+    out
+}
+
+#[test]
+fn a_directory_swapped_for_a_link_between_phases_is_refused_and_nothing_outside_is_touched() {
+    // `t0` swapped (renameat2 RENAME_EXCHANGE) for a link to a user's directory whose files
+    // have iolab's names: the stat and unlink that followed went through the link, and the
+    // unlink deleted the user's files.
+    use nix::fcntl::{renameat2, RenameFlags, AT_FDCWD};
+
+    for engine in [FileEngine::Sync, FileEngine::IoUring] {
+        let temp = scratch();
+        let dir = temp.path().join("tree");
+        let user = scratch();
+        for leaf in ["d0/d0", "d0/d1", "d2/d2"] {
+            std::fs::create_dir_all(user.path().join(leaf)).expect("mkdir");
+            for i in 0..12 {
+                std::fs::write(
+                    user.path().join(leaf).join(format!("f{i}")),
+                    format!("the user's {leaf} {i}"),
+                )
+                .expect("write");
+            }
+        }
+        let before = snapshot(user.path());
+        let interrupt = AtomicBool::new(false);
+        let mut plan = plan(engine, false, "mkdir,create,stat,unlink,rmdir");
+        plan.sizes = SizeSpec::Fixed(0);
+        let options = RunOptions { dir: dir.clone(), keep: false, interrupt: &interrupt, progress: None };
+        let report = run(&plan, &options, |phase| {
+            if phase.phase == Phase::Create {
+                std::os::unix::fs::symlink(user.path(), dir.join("swap")).expect("symlink");
+                renameat2(
+                    AT_FDCWD,
+                    &dir.join("swap"),
+                    AT_FDCWD,
+                    &dir.join("t0"),
+                    RenameFlags::RENAME_EXCHANGE,
+                )
+                .expect("swap t0 for the link");
+            }
+        })
+        .expect("the run ends with a report");
+        let phases: Vec<Phase> = report.phases.iter().map(|p| p.phase).collect();
+        assert_eq!(
+            phases,
+            [Phase::Mkdir, Phase::Create, Phase::Stat],
+            "{engine:?}: the run stops at the stat"
+        );
+        let (_, failure) = report.failure().expect("the stat is refused");
+        assert!(failure.path.starts_with("t0/"), "{engine:?}: {failure:?}");
+        assert!(failure.error.contains("symbolic link"), "{engine:?}: {failure:?}");
+        assert_eq!(snapshot(user.path()), before, "{engine:?}: the user's directory is as it was");
+        // The link stays (iolab makes none), and so does iolab's own t0, now named `swap`:
+        // neither is removed through a name that is not what it was.
+        assert!(dir.join("t0").is_symlink() && dir.join("swap").is_dir(), "{engine:?}");
+        assert!(
+            report.kept && report.notes.iter().any(|n| n.contains("not made by iolab")),
+            "{:?}",
+            report.notes
+        );
+    }
+}
+
+#[test]
+fn a_file_a_user_put_in_a_kept_tree_is_left_by_the_clean_up() {
+    // The clean-up removed every entry of iolab's naming, a user's `t0/d0/d0/f0` rewritten in
+    // the kept tree among them.
+    let temp = scratch();
+    let dir = temp.path().join("tree");
+    let interrupt = AtomicBool::new(false);
+    let plan = plan(FileEngine::Sync, false, "mkdir,create");
+    run(&plan, &RunOptions { dir: dir.clone(), keep: true, interrupt: &interrupt, progress: None }, |_| {})
+        .expect("run");
+    let top = std::fs::File::open(&dir).expect("open");
+    let theirs = dir.join("t0/d0/d0/f0");
+    crate::safety_at::tests::write_after_the_mark(
+        std::os::fd::AsRawFd::as_raw_fd(&top),
+        &theirs,
+        b"the user's",
+    );
+    let cleaned = safety::clean(&dir).expect("clean");
+    assert_eq!(cleaned.left, std::slice::from_ref(&theirs));
+    assert_eq!(cleaned.files, 301 - 1);
+    assert_eq!(std::fs::read(&theirs).expect("kept"), b"the user's");
+}

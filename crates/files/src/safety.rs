@@ -1,17 +1,20 @@
 //! What a fileset run may touch: a directory that is new, empty, or its own earlier tree (a
-//! marker file in it says so, written before anything else), and within it only the names its
-//! trees use. A killed run leaves its marker, so `iolab files --clean DIR` finds and removes
+//! marker file in it says so, written before anything else), and within it only what its trees
+//! made (`safety_at` walks and removes them through descriptors, never through a link). A killed run leaves its marker, so `iolab files --clean DIR` finds and removes
 //! what it made, and nothing else. The marker also names the run working the tree while it
 //! runs (`owner`): a second run, or a clean-up, is refused while that process lives.
 
 use std::fs;
 use std::io::Write;
+use std::os::fd::AsRawFd;
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 
+use iolab_engine::fileops::{FileOps, FileOpsEngine};
+
 use crate::error::FilesError;
 use crate::owner::Owner;
-use crate::tree::is_our_name;
+use crate::safety_at;
 
 /// The marker's name in the run's directory.
 pub const MARKER: &str = ".iolab-files";
@@ -31,7 +34,8 @@ pub struct Prepared {
 pub struct Cleaned {
     pub files: u64,
     pub dirs: u64,
-    /// Entries not of iolab's naming, left where they were.
+    /// Entries iolab did not make (other names, links, files changed since the run's last
+    /// mark), left where they were.
     pub left: Vec<PathBuf>,
     /// The directory itself was removed (iolab had made it).
     pub removed_top: bool,
@@ -70,7 +74,7 @@ pub fn prepare(dir: &Path) -> Result<Prepared, FilesError> {
             )));
         }
         let marker = dir.join(MARKER);
-        if marker.exists() {
+        if fs::symlink_metadata(&marker).is_ok() {
             refuse_if_worked(dir, "nothing was touched: wait for it to end, or give another directory")?;
             let was_created = created_by_us(dir)?;
             let cleaned = clean_tree(dir)?;
@@ -121,7 +125,7 @@ fn write_marker(dir: &Path, created: bool) -> Result<(), FilesError> {
 /// Refused while the run the marker names is still running.
 fn refuse_if_worked(dir: &Path, nothing_done: &str) -> Result<(), FilesError> {
     let marker = dir.join(MARKER);
-    let text = fs::read_to_string(&marker).map_err(io("cannot read the marker", &marker))?;
+    let text = read_marker(&marker)?;
     match Owner::live_in_marker(&text) {
         Some(pid) => Err(FilesError::Refused(format!(
             "{} is being worked by a running iolab (pid {pid}, its marker {MARKER}); {nothing_done}",
@@ -146,17 +150,41 @@ impl Claim<'_> {
 impl Drop for Claim<'_> {
     fn drop(&mut self) {
         let marker = self.0.join(MARKER);
-        let Ok(text) = fs::read_to_string(&marker) else { return };
+        let Ok(text) = read_marker(&marker) else { return };
         if Owner::in_marker(&text).is_some_and(|o| Some(o) == Owner::this_process()) {
             // Best effort: a marker left naming this process is only refused while it lives.
-            let _ = fs::write(&marker, Owner::strip(&text));
+            let _ = rewrite_marker(&marker, &Owner::strip(&text));
         }
     }
 }
 
+/// The longest marker read: iolab writes a few hundred bytes.
+const MARKER_MAX: u64 = 4096;
+
+/// The marker's text, opened without following a link (a link in its place is an error) and
+/// read to `MARKER_MAX` at most.
+fn read_marker(marker: &Path) -> Result<String, FilesError> {
+    use std::io::Read;
+    let file = fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+        .open(marker)
+        .map_err(io("cannot read the marker", marker))?;
+    let mut text = String::new();
+    file.take(MARKER_MAX).read_to_string(&mut text).map_err(io("cannot read the marker", marker))?;
+    Ok(text)
+}
+
+/// Writes the marker anew in place, never through a link put where it was.
+fn rewrite_marker(marker: &Path, text: &str) -> std::io::Result<()> {
+    let mut file =
+        fs::OpenOptions::new().write(true).truncate(true).custom_flags(libc::O_NOFOLLOW).open(marker)?;
+    file.write_all(text.as_bytes())
+}
+
 fn created_by_us(dir: &Path) -> Result<bool, FilesError> {
     let marker = dir.join(MARKER);
-    let text = fs::read_to_string(&marker).map_err(io("cannot read the marker", &marker))?;
+    let text = read_marker(&marker)?;
     Ok(text.lines().any(|l| l.trim() == CREATED_LINE))
 }
 
@@ -165,7 +193,7 @@ fn created_by_us(dir: &Path) -> Result<bool, FilesError> {
 /// Refused, with nothing removed, while the run the marker names is still running.
 pub fn clean(dir: &Path) -> Result<Cleaned, FilesError> {
     let marker = dir.join(MARKER);
-    if !marker.is_file() {
+    if !fs::symlink_metadata(&marker).is_ok_and(|m| m.is_file()) {
         return Err(FilesError::Refused(format!(
             "{} holds no iolab tree (no {MARKER} marker); nothing was removed",
             dir.display()
@@ -190,71 +218,23 @@ fn clean_marked(dir: &Path) -> Result<Cleaned, FilesError> {
     Ok(cleaned)
 }
 
-/// Removes the trees (entries of iolab's names at the top) below `dir`, leaving the marker.
+/// Removes the trees iolab made below `dir` (`safety_at`: through descriptors, following no
+/// link), leaving the marker.
 fn clean_tree(dir: &Path) -> Result<Cleaned, FilesError> {
-    let mut cleaned = Cleaned::default();
-    for entry in fs::read_dir(dir).map_err(io("cannot read", dir))? {
-        let entry = entry.map_err(io("cannot read", dir))?;
-        let name = entry.file_name();
-        let path = entry.path();
-        if name == MARKER {
-            continue;
-        }
-        let kind = entry.file_type().map_err(io("cannot read", &path))?;
-        if kind.is_dir() && is_our_name(name.as_encoded_bytes(), true) {
-            remove_ours(&path, &mut cleaned)?;
-        } else {
-            cleaned.left.push(path);
-        }
-    }
-    Ok(cleaned)
-}
-
-/// Removes `dir` and, below it, what has iolab's names; a directory still holding other
-/// entries stays (with them).
-fn remove_ours(dir: &Path, cleaned: &mut Cleaned) -> Result<(), FilesError> {
-    // Entries are removed while the directory is read; another pass finds any a listing missed.
-    loop {
-        let mut removed = 0u64;
-        let mut kept_here = 0usize;
-        for entry in fs::read_dir(dir).map_err(io("cannot read", dir))? {
-            let entry = entry.map_err(io("cannot read", dir))?;
-            let path = entry.path();
-            let kind = entry.file_type().map_err(io("cannot read", &path))?;
-            if !is_our_name(entry.file_name().as_encoded_bytes(), false) {
-                if !cleaned.left.contains(&path) {
-                    cleaned.left.push(path);
-                }
-                kept_here += 1;
-                continue;
-            }
-            if kind.is_dir() {
-                remove_ours(&path, cleaned)?;
-                // Still there: it holds someone else's entries (listed in `left`). Counting it
-                // as kept, not removed, is what ends the loop.
-                if path.exists() {
-                    kept_here += 1;
-                    continue;
-                }
-            } else {
-                fs::remove_file(&path).map_err(io("cannot remove", &path))?;
-                cleaned.files += 1;
-            }
-            removed += 1;
-        }
-        if removed == 0 {
-            if kept_here == 0 {
-                fs::remove_dir(dir).map_err(io("cannot remove", dir))?;
-                cleaned.dirs += 1;
-            }
-            return Ok(());
-        }
-    }
+    let top = fs::File::open(dir).map_err(io("cannot open", dir))?;
+    let mut sys = FileOps::new(FileOpsEngine::Sync).map_err(io("cannot start the clean-up of", dir))?;
+    safety_at::clean_tree_at(&mut sys, top.as_raw_fd(), dir)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Marks the tree in `dir` as its run does: what is there now is iolab's.
+    fn mark(dir: &Path) {
+        let top = fs::File::open(dir).expect("open");
+        safety_at::mark(top.as_raw_fd()).expect("mark");
+    }
 
     #[test]
     fn a_foreign_directory_is_refused_untouched() {
@@ -277,6 +257,7 @@ mod tests {
         fs::create_dir_all(dir.join("t0/d1")).expect("mkdir");
         fs::write(dir.join("t0/d1/f3"), b"").expect("write");
         fs::write(dir.join("t0/d1/notes.txt"), b"mine").expect("write");
+        mark(&dir);
         let cleaned = clean(&dir).expect("clean");
         assert_eq!((cleaned.files, cleaned.left.len()), (1, 1));
         assert!(dir.join("t0/d1/notes.txt").exists());
@@ -299,6 +280,7 @@ mod tests {
             fs::write(dir.join(leaf).join("f1"), b"").expect("write");
         }
         fs::write(dir.join("t0/d0/notes.txt"), b"mine").expect("write");
+        mark(&dir);
         let cleaned = clean(&dir).expect("clean");
         assert_eq!((cleaned.files, cleaned.left.len()), (2, 1), "{:?}", cleaned.left);
         assert!(dir.join("t0/d0/notes.txt").exists() && !dir.join("t0/d1").exists());
@@ -314,6 +296,7 @@ mod tests {
         };
         fs::create_dir_all(dir.join("t0/d0")).expect("mkdir");
         fs::write(dir.join("t0/d0/f0"), b"").expect("write");
+        mark(&dir);
         // This process is the live run: a second run and a clean-up are refused, untouched.
         for refused in [prepare(&dir).map(drop), clean(&dir).map(drop)] {
             let err = refused.expect_err("a live run's tree");

@@ -1,18 +1,28 @@
 //! The rules of `safety.rs` (a marker first; a directory that is new, empty or its own earlier
-//! tree; removal of iolab's names only), worked through an opened directory's descriptor
+//! tree; removal of what iolab made only), worked through an opened directory's descriptor
 //! rather than its path: for a directory opened beneath an agent's `--allow-write` without
-//! following links (`iolab fleet files`), so that nothing here resolves its name again. Below
-//! it, every directory is opened `O_NOFOLLOW` from its parent's descriptor: a symbolic link
-//! in the tree is removed as a name, never followed.
+//! following links (`iolab fleet files`), so that nothing here resolves its name again, and for
+//! every clean-up of a local run. Below it, every directory is opened `O_NOFOLLOW` from its
+//! parent's descriptor: a symbolic link in the tree is never followed, nor removed (iolab
+//! makes none).
+//!
+//! What iolab made is told by name and by time: a run marks its tree (the marker's
+//! modification time set to now) as it works and when each phase ends, and a file is its own
+//! only if it has iolab's name and has not changed since the last mark (its ctime, which the
+//! kernel stamps on every change and no call sets back, is no later). A file a user put in a
+//! kept tree, or wrote to, is left where it is. A run killed outright marks nothing at its
+//! end: its marker still names it, dead, and its files count as made up to `KILLED_GRACE`
+//! after its last mark (it marks every `MARK_EVERY` while it works).
 
 use std::ffi::OsString;
 use std::os::fd::{AsRawFd, BorrowedFd};
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
-use iolab_engine::fileops::{FileOps, FileOpsEngine};
+use iolab_engine::fileops::{entry_stat, touch, EntryKind, FileOps, FileOpsEngine};
 
 use crate::error::FilesError;
+use crate::owner::Owner;
 use crate::safety::{Cleaned, CREATED_LINE, MARKER};
 use crate::tree::is_our_name;
 
@@ -94,6 +104,34 @@ pub fn clean_at(top: BorrowedFd<'_>, shown: &Path) -> Result<Cleaned, FilesError
     Ok(cleaned)
 }
 
+/// How often a running phase marks its tree.
+pub(crate) const MARK_EVERY: std::time::Duration = std::time::Duration::from_secs(1);
+
+/// How long after its last mark a run that was killed (its marker names it, and it is dead) may
+/// have made files: several marks it missed, for a marking thread a busy machine held up.
+const KILLED_GRACE: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// Marks the tree in the opened directory `top` (its marker's times set to now): everything
+/// iolab made there so far changed no later.
+pub fn mark(top: i32) -> std::io::Result<()> {
+    touch(top, &c_name(MARKER.as_bytes()))
+}
+
+/// When the tree in `top` was last marked (ns since the epoch).
+fn marked_at(top: i32, shown: &Path) -> Result<i128, FilesError> {
+    entry_stat(top, &c_name(MARKER.as_bytes()))
+        .map(|marker| marker.mtime_ns)
+        .map_err(|e| FilesError::io("cannot read the marker", shown.join(MARKER), e))
+}
+
+/// Until when the tree in `top` holds what iolab made: its last mark, or a little after it
+/// when the run that marked it was killed before it could mark its end.
+fn made_until(sys: &mut FileOps, top: i32, shown: &Path) -> Result<i128, FilesError> {
+    let marked = marked_at(top, shown)?;
+    let killed = Owner::in_marker(&read_marker(sys, top, shown)?).is_some_and(|owner| !owner.alive());
+    Ok(if killed { marked + KILLED_GRACE.as_nanos() as i128 } else { marked })
+}
+
 /// Who else may be working the tree a marker describes: another host (its `host:` line, on a
 /// filesystem the hosts share), or a live process of this host other than this one (its `pid:`).
 fn live_owner(marker: &str) -> Option<String> {
@@ -151,7 +189,7 @@ fn unlink(sys: &mut FileOps, dir: i32, name: &[u8], is_dir: bool, shown: &Path) 
 }
 
 /// The directory `name` in `parent`, opened without following a link; `None` when the name
-/// is not a directory (a file, or a symbolic link to anything).
+/// is not a directory (a file, or a symbolic link to anything, swapped in since it was seen).
 fn open_dir(sys: &mut FileOps, parent: i32, name: &[u8], shown: &Path) -> Result<Option<i32>, FilesError> {
     match sys.openat(parent, &c_name(name), libc::O_RDONLY | libc::O_DIRECTORY | libc::O_NOFOLLOW, 0) {
         Ok(fd) => Ok(Some(fd)),
@@ -160,9 +198,18 @@ fn open_dir(sys: &mut FileOps, parent: i32, name: &[u8], shown: &Path) -> Result
     }
 }
 
-/// Removes the trees (directories of iolab's top-level names) in `top`, leaving the marker.
-fn clean_tree_at(sys: &mut FileOps, top: i32, shown: &Path) -> Result<Cleaned, FilesError> {
+/// What the walk needs: the operations, and the tree's last mark.
+struct Walk<'s> {
+    sys: &'s mut FileOps,
+    marked_ns: i128,
+}
+
+/// Removes the trees (directories of iolab's top-level names) in `top`, leaving the marker:
+/// what iolab made, by name and not changed since the tree's last mark.
+pub(crate) fn clean_tree_at(sys: &mut FileOps, top: i32, shown: &Path) -> Result<Cleaned, FilesError> {
     let mut cleaned = Cleaned::default();
+    let marked_ns = made_until(sys, top, shown)?;
+    let mut walk = Walk { sys, marked_ns };
     for name in names(top, shown)? {
         let bytes = name.as_bytes();
         let path = shown.join(&name);
@@ -173,12 +220,12 @@ fn clean_tree_at(sys: &mut FileOps, top: i32, shown: &Path) -> Result<Cleaned, F
             cleaned.left.push(path);
             continue;
         }
-        match open_dir(sys, top, bytes, &path)? {
+        match open_dir(walk.sys, top, bytes, &path)? {
             Some(fd) => {
-                let emptied = empty_dir(sys, fd, &path, &mut cleaned);
-                let _ = sys.close(fd);
+                let emptied = empty_dir(&mut walk, fd, &path, &mut cleaned);
+                let _ = walk.sys.close(fd);
                 if emptied? {
-                    unlink(sys, top, bytes, true, &path)?;
+                    unlink(walk.sys, top, bytes, true, &path)?;
                     cleaned.dirs += 1;
                 }
             }
@@ -188,36 +235,51 @@ fn clean_tree_at(sys: &mut FileOps, top: i32, shown: &Path) -> Result<Cleaned, F
     Ok(cleaned)
 }
 
-/// Removes what has iolab's names in the open directory `dir`; whether it is empty now.
-fn empty_dir(sys: &mut FileOps, dir: i32, shown: &Path, cleaned: &mut Cleaned) -> Result<bool, FilesError> {
+/// Whether the entry `name` of `dir` is a file iolab made: a regular file (never a link)
+/// unchanged since the tree's last mark.
+fn made_by_us(walk: &Walk<'_>, dir: i32, name: &[u8], shown: &Path) -> Result<bool, FilesError> {
+    match entry_stat(dir, &c_name(name)) {
+        Ok(entry) => Ok(entry.kind == EntryKind::File && entry.ctime_ns <= walk.marked_ns),
+        Err(e) => Err(FilesError::io("cannot read", shown, e)),
+    }
+}
+
+/// Removes what iolab made in the open directory `dir`; whether it is empty now.
+fn empty_dir(walk: &mut Walk<'_>, dir: i32, shown: &Path, cleaned: &mut Cleaned) -> Result<bool, FilesError> {
     // Entries are removed while the directory is read; another pass finds any a listing missed.
     loop {
         let (mut removed, mut kept_here) = (0u64, 0usize);
         for name in names(dir, shown)? {
             let bytes = name.as_bytes();
             let path = shown.join(&name);
-            if !is_our_name(bytes, false) {
+            let ours = is_our_name(bytes, false)
+                && match open_dir(walk.sys, dir, bytes, &path)? {
+                    Some(fd) => {
+                        let emptied = empty_dir(walk, fd, &path, cleaned);
+                        let _ = walk.sys.close(fd);
+                        if emptied? {
+                            unlink(walk.sys, dir, bytes, true, &path)?;
+                            cleaned.dirs += 1;
+                            true
+                        } else {
+                            // Kept: it holds what iolab did not make (listed in `left`).
+                            kept_here += 1;
+                            continue;
+                        }
+                    }
+                    None if made_by_us(walk, dir, bytes, &path)? => {
+                        unlink(walk.sys, dir, bytes, false, &path)?;
+                        cleaned.files += 1;
+                        true
+                    }
+                    None => false,
+                };
+            if !ours {
                 if !cleaned.left.contains(&path) {
                     cleaned.left.push(path);
                 }
                 kept_here += 1;
                 continue;
-            }
-            match open_dir(sys, dir, bytes, &path)? {
-                Some(fd) => {
-                    let emptied = empty_dir(sys, fd, &path, cleaned);
-                    let _ = sys.close(fd);
-                    if !emptied? {
-                        kept_here += 1;
-                        continue;
-                    }
-                    unlink(sys, dir, bytes, true, &path)?;
-                    cleaned.dirs += 1;
-                }
-                None => {
-                    unlink(sys, dir, bytes, false, &path)?;
-                    cleaned.files += 1;
-                }
             }
             removed += 1;
         }
@@ -228,9 +290,9 @@ fn empty_dir(sys: &mut FileOps, dir: i32, shown: &Path, cleaned: &mut Cleaned) -
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use std::fs;
-    use std::os::fd::AsFd;
+    use std::os::fd::{AsFd, AsRawFd};
 
     use super::*;
 
@@ -249,6 +311,22 @@ mod tests {
         assert!(clean_at(top.as_fd(), temp.path()).is_err(), "no marker, no clean-up");
     }
 
+    /// Writes `text` to `path` until its change time is after the tree's last mark: a user's
+    /// write after the run (the kernel's clock may stamp both in one tick).
+    pub(crate) fn write_after_the_mark(top: i32, path: &Path, text: &[u8]) {
+        let marked = marked_at(top, path).expect("the marker");
+        for _ in 0..1000 {
+            fs::write(path, text).expect("write");
+            let name = c_name(path.file_name().expect("a name").as_bytes());
+            let dir = open(path.parent().expect("a parent"));
+            if entry_stat(dir.as_raw_fd(), &name).expect("stat").ctime_ns > marked {
+                return;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(2));
+        }
+        panic!("the clock never moved past the mark");
+    }
+
     #[test]
     fn clean_removes_ours_follows_no_link_and_leaves_the_rest() {
         let temp = tempfile::tempdir().expect("temp dir");
@@ -258,14 +336,26 @@ mod tests {
         assert!(prepare_at(top.as_fd(), temp.path(), false).expect("empty").is_none());
         fs::create_dir_all(temp.path().join("t0/d1")).expect("mkdir");
         fs::write(temp.path().join("t0/d1/f3"), b"").expect("write");
+        fs::write(temp.path().join("t0/d1/f4"), b"").expect("write");
         fs::write(temp.path().join("t0/d1/notes.txt"), b"mine").expect("write");
-        // A link of iolab's name to a directory elsewhere: removed as a name, never followed.
+        // A link of iolab's name to a directory elsewhere: iolab makes none, so it stays, and
+        // it is never followed.
         std::os::unix::fs::symlink(outside.path(), temp.path().join("t0/d2")).expect("symlink");
+        mark(top.as_raw_fd()).expect("mark");
+        // A file of iolab's name written after the run's last mark is the user's.
+        write_after_the_mark(top.as_raw_fd(), &temp.path().join("t0/d1/f4"), b"mine too");
         let cleaned = clean_at(top.as_fd(), temp.path()).expect("clean");
-        assert_eq!((cleaned.files, cleaned.left.len()), (2, 1), "{:?}", cleaned.left);
+        let mut left: Vec<_> =
+            cleaned.left.iter().map(|p| p.strip_prefix(temp.path()).expect("below")).collect();
+        left.sort();
+        assert_eq!(left, [Path::new("t0/d1/f4"), Path::new("t0/d1/notes.txt"), Path::new("t0/d2")]);
+        assert_eq!(cleaned.files, 1, "{cleaned:?}");
         assert!(outside.path().join("f1").exists(), "nothing followed out of the tree");
+        assert_eq!(fs::read(temp.path().join("t0/d1/f4")).expect("kept"), b"mine too");
         assert!(temp.path().join(MARKER).exists(), "the marker stays while something is left");
-        fs::remove_file(temp.path().join("t0/d1/notes.txt")).expect("rm");
+        for theirs in ["t0/d1/notes.txt", "t0/d1/f4", "t0/d2"] {
+            fs::remove_file(temp.path().join(theirs)).expect("rm");
+        }
         let cleaned = clean_at(top.as_fd(), temp.path()).expect("clean");
         assert!(cleaned.left.is_empty() && cleaned.dirs == 2, "{cleaned:?}");
         assert_eq!(fs::read_dir(temp.path()).expect("list").count(), 0);

@@ -73,6 +73,35 @@ impl Tree {
         buf.push(0);
     }
 
+    /// The directory holding directory `index` of `level`: `None` for a tree's root (the run's
+    /// directory holds it), else its index one level up.
+    pub fn parent_of(&self, level: u32, index: u64) -> Option<u64> {
+        let b = self.powers.get(1).copied().unwrap_or(1).max(1);
+        (level > 0).then_some(index / b)
+    }
+
+    /// The name (NUL-terminated) of directory `index` of `level` in its parent: the tree's root
+    /// name at level 0 (`t0`, `ct0`, `s`), else `d<digit>`.
+    pub fn dir_name(&self, side: Side, level: u32, index: u64, buf: &mut Vec<u8>) {
+        buf.clear();
+        if level == 0 {
+            self.push_root(side, buf);
+        } else {
+            let b = self.powers.get(1).copied().unwrap_or(1).max(1);
+            buf.push(b'd');
+            push_decimal(buf, index % b);
+        }
+        buf.push(0);
+    }
+
+    /// The name (NUL-terminated) of file `index` in its leaf directory, `r<index>` when `renamed`.
+    pub fn file_name(&self, index: u64, renamed: bool, buf: &mut Vec<u8>) {
+        buf.clear();
+        buf.push(if renamed { b'r' } else { b'f' });
+        push_decimal(buf, index);
+        buf.push(0);
+    }
+
     /// The leaf directory file `index` lives in.
     pub fn leaf_of(&self, index: u64) -> u64 {
         let leaves = self.leaves();
@@ -163,6 +192,30 @@ mod tests {
         let shared = Tree::new(&plan(3, 0, 20, true), 0);
         shared.file_path(Side::Source, 19, false, &mut buf);
         assert_eq!(text(&buf), "s/f19");
+    }
+
+    #[test]
+    fn a_name_and_its_parent_make_the_path() {
+        let tree = Tree::new(&plan(3, 3, 40, false), 2);
+        let (mut whole, mut parent, mut name) = (Vec::new(), Vec::new(), Vec::new());
+        for level in 0..=3 {
+            for index in 0..tree.dirs_at(level) {
+                tree.dir_path(Side::Copy, level, index, &mut whole);
+                tree.dir_name(Side::Copy, level, index, &mut name);
+                let joined = match tree.parent_of(level, index) {
+                    None => text(&name).to_string(),
+                    Some(up) => {
+                        tree.dir_path(Side::Copy, level - 1, up, &mut parent);
+                        format!("{}/{}", text(&parent), text(&name))
+                    }
+                };
+                assert_eq!(joined, text(&whole), "level {level} index {index}");
+            }
+        }
+        tree.file_path(Side::Source, 17, true, &mut whole);
+        tree.dir_path(Side::Source, 3, tree.leaf_of(17), &mut parent);
+        tree.file_name(17, true, &mut name);
+        assert_eq!(format!("{}/{}", text(&parent), text(&name)), text(&whole));
     }
 
     #[test]

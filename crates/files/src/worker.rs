@@ -13,6 +13,7 @@ use iolab_engine::fileops::{AlignedBuf, FileOps, PathDone, PathOp};
 use iolab_stats::OpStats;
 
 use crate::gate::Gate;
+use crate::parents::Parents;
 use crate::plan::{FilesPlan, Phase};
 use crate::progress::{PhaseProgress, PUBLISH_EVERY};
 use crate::report::{Failure, OpKind, OP_KINDS};
@@ -118,7 +119,12 @@ pub struct Worker<'a> {
     thread: u32,
     main: OpKind,
     out: Outcome,
+    /// The directories operations name their entries in, opened beneath the run's directory.
+    parents: Parents,
+    /// The entry an operation names (in its directory) and the whole path, for messages.
+    name: Vec<u8>,
     path: Vec<u8>,
+    name2: Vec<u8>,
     path2: Vec<u8>,
     data: AlignedBuf,
     dir_buf: Vec<u8>,
@@ -150,7 +156,10 @@ impl<'a> Worker<'a> {
             thread,
             main: OpKind::of_phase(phase),
             out: Outcome::empty(),
+            parents: Parents::new(ctx.dirfd),
+            name: Vec::with_capacity(32),
             path: Vec::with_capacity(256),
+            name2: Vec::with_capacity(32),
             path2: Vec::with_capacity(256),
             data: AlignedBuf::new(chunk, ctx.plan.seed ^ u64::from(thread)),
             dir_buf: if phase == Phase::Readdir { vec![0; DIR_BUF] } else { Vec::new() },
@@ -273,19 +282,26 @@ impl<'a> Worker<'a> {
                 if self.ctx.stopping() {
                     break;
                 }
-                tree.dir_path(side, level, x, &mut self.path);
-                let start = self.ctx.now_ns();
-                let done = if remove {
-                    self.sys.unlinkat(self.ctx.dirfd, &self.path, true)
-                } else {
-                    self.sys.mkdirat(self.ctx.dirfd, &self.path)
-                };
-                let end = self.ctx.now_ns();
+                let what = if remove { "rmdir" } else { "mkdir" };
+                let done = self.locate_dir(tree, side, level, x).map_err(|e| ("open directory", e)).and_then(
+                    |parent| {
+                        let start = self.ctx.now_ns();
+                        let done = if remove {
+                            self.sys.unlinkat(parent, &self.name, true)
+                        } else {
+                            self.sys.mkdirat(parent, &self.name)
+                        };
+                        let end = self.ctx.now_ns();
+                        done.map(|()| (start, end)).map_err(|e| (what, e))
+                    },
+                );
                 match done {
-                    Ok(()) => self.record(if remove { OpKind::Rmdir } else { OpKind::Mkdir }, start, end, 0),
-                    Err(e) => {
+                    Ok((start, end)) => {
+                        self.record(if remove { OpKind::Rmdir } else { OpKind::Mkdir }, start, end, 0);
+                    }
+                    Err((what, e)) => {
                         let path = std::mem::take(&mut self.path);
-                        self.fail(if remove { "rmdir" } else { "mkdir" }, &path, &e);
+                        self.fail(what, &path, &e);
                         self.path = path;
                     }
                 }
@@ -296,6 +312,25 @@ impl<'a> Worker<'a> {
                 return;
             }
         }
+    }
+
+    /// Names directory `index` of `level` (its name in `name`, its whole path in `path`) and
+    /// gives the descriptor of the directory that holds it.
+    fn locate_dir(&mut self, tree: &Tree, side: Side, level: u32, index: u64) -> io::Result<i32> {
+        tree.dir_name(side, level, index, &mut self.name);
+        tree.dir_path(side, level, index, &mut self.path);
+        self.parents.of_dir(tree, side, level, index)
+    }
+
+    /// Names file `index` (its name in `name`, its whole path in `path`) and gives its leaf
+    /// directory's descriptor.
+    fn locate_file(&mut self, tree: &Tree, side: Side, index: u64, renamed: bool) -> Result<i32, OpError> {
+        tree.file_name(index, renamed, &mut self.name);
+        tree.file_path(side, index, renamed, &mut self.path);
+        self.parents.of_file(tree, side, index).map_err(|e| {
+            tree.dir_path(side, tree.depth, tree.leaf_of(index), &mut self.path);
+            ("open directory", e)
+        })
     }
 
     /// Calls `op` on each file of the thread's share until the phase stops.
@@ -362,11 +397,11 @@ impl<'a> Worker<'a> {
     }
 
     fn create(&mut self, tree: &Tree, side: Side, i: u64) -> Result<(), (&'static str, io::Error)> {
-        tree.file_path(side, i, self.ctx.renamed, &mut self.path);
+        let leaf = self.locate_file(tree, side, i, self.ctx.renamed)?;
         let size = self.size_of(tree, i);
-        let flags = libc::O_CREAT | libc::O_EXCL | libc::O_WRONLY | self.data_flags();
+        let flags = libc::O_CREAT | libc::O_EXCL | libc::O_NOFOLLOW | libc::O_WRONLY | self.data_flags();
         let start = self.ctx.now_ns();
-        let fd = self.sys.openat(self.ctx.dirfd, &self.path, flags, 0o644).map_err(|e| ("open", e))?;
+        let fd = self.sys.openat(leaf, &self.name, flags, 0o644).map_err(|e| ("open", e))?;
         self.work_and_close(fd, start, OpKind::Create, size, |w| {
             w.write_all(fd, size).and_then(|()| w.sync(fd))
         })
@@ -409,9 +444,9 @@ impl<'a> Worker<'a> {
     }
 
     fn stat(&mut self, tree: &Tree, side: Side, i: u64) -> Result<(), (&'static str, io::Error)> {
-        tree.file_path(side, i, self.ctx.renamed, &mut self.path);
+        let leaf = self.locate_file(tree, side, i, self.ctx.renamed)?;
         let start = self.ctx.now_ns();
-        let size = self.sys.stat(self.ctx.dirfd, &self.path).map_err(|e| ("stat", e))?;
+        let size = self.sys.stat(leaf, &self.name).map_err(|e| ("stat", e))?;
         let end = self.ctx.now_ns();
         let expected = self.size_of(tree, i);
         if size != expected {
@@ -438,6 +473,8 @@ impl<'a> Worker<'a> {
         let depth = self.sys.queue_depth(op);
         // Per slot: its file, when its first entry was sent, when its open came back.
         let (mut starts, mut opened, mut index) = (vec![0u64; depth], vec![0u64; depth], vec![0u64; depth]);
+        // Per slot: the directory its entry is named in, held open until the slot is free.
+        let mut dirs = vec![0i32; depth];
         let mut free: Vec<usize> = (0..depth).rev().collect();
         let mut unsent: Vec<usize> = Vec::with_capacity(depth);
         let mut closing: Vec<usize> = Vec::with_capacity(depth);
@@ -446,14 +483,21 @@ impl<'a> Worker<'a> {
         loop {
             while next < tree.files && !self.ctx.stopping() {
                 let Some(tag) = free.pop() else { break };
-                tree.file_path(side, next, self.ctx.renamed, &mut self.path);
-                if let Err(e) = self.sys.queue_push(op, self.ctx.dirfd, &self.path, tag) {
-                    free.push(tag);
-                    let path = std::mem::take(&mut self.path);
-                    self.fail(name, &path, &e);
-                    self.path = path;
-                    break;
-                }
+                let queued = self.locate_file(tree, side, next, self.ctx.renamed).and_then(|leaf| {
+                    self.sys.queue_push(op, leaf, &self.name, tag).map(|()| leaf).map_err(|e| (name, e))
+                });
+                let leaf = match queued {
+                    Ok(leaf) => leaf,
+                    Err((what, e)) => {
+                        free.push(tag);
+                        let path = std::mem::take(&mut self.path);
+                        self.fail(what, &path, &e);
+                        self.path = path;
+                        break;
+                    }
+                };
+                self.parents.hold(leaf);
+                dirs[tag] = leaf;
                 index[tag] = next;
                 unsent.push(tag);
                 next += stride as u64;
@@ -492,15 +536,18 @@ impl<'a> Worker<'a> {
                     }
                     Ok(PathDone::Closed) => {
                         free.push(tag);
+                        self.parents.release(dirs[tag]);
                         self.record(OpKind::Close, opened[tag], end, 0);
                         self.record(kind, starts[tag], end, 0);
                     }
                     Ok(PathDone::Size(_) | PathDone::Unlinked) => {
                         free.push(tag);
+                        self.parents.release(dirs[tag]);
                         self.record(kind, starts[tag], end, 0);
                     }
                     Err(e) => {
                         free.push(tag);
+                        self.parents.release(dirs[tag]);
                         // A close's error comes after its open did (this slot's open time is then
                         // later than its start); an open's, a stat's or an unlink's before.
                         let what = if opened[tag] > starts[tag] { "close" } else { name };
@@ -561,38 +608,40 @@ impl<'a> Worker<'a> {
     }
 
     fn read(&mut self, tree: &Tree, side: Side, i: u64) -> Result<(), (&'static str, io::Error)> {
-        tree.file_path(side, i, self.ctx.renamed, &mut self.path);
+        let leaf = self.locate_file(tree, side, i, self.ctx.renamed)?;
         let size = self.size_of(tree, i);
         let start = self.ctx.now_ns();
         let fd = self
             .sys
-            .openat(self.ctx.dirfd, &self.path, libc::O_RDONLY | self.data_flags(), 0)
+            .openat(leaf, &self.name, libc::O_RDONLY | libc::O_NOFOLLOW | self.data_flags(), 0)
             .map_err(|e| ("open", e))?;
         self.work_and_close(fd, start, OpKind::ReadFile, size, |w| w.read_all(fd, size, None))
     }
 
     fn rename(&mut self, tree: &Tree, side: Side, i: u64) -> Result<(), (&'static str, io::Error)> {
-        tree.file_path(side, i, self.ctx.renamed, &mut self.path);
-        tree.file_path(side, i, !self.ctx.renamed, &mut self.path2);
+        let leaf = self.locate_file(tree, side, i, self.ctx.renamed)?;
+        tree.file_name(i, !self.ctx.renamed, &mut self.name2);
         let start = self.ctx.now_ns();
-        self.sys.renameat(self.ctx.dirfd, &self.path, &self.path2).map_err(|e| ("rename", e))?;
+        self.sys.renameat(leaf, &self.name, &self.name2).map_err(|e| ("rename", e))?;
         let end = self.ctx.now_ns();
         self.record(OpKind::Rename, start, end, 0);
         Ok(())
     }
 
     fn copy(&mut self, tree: &Tree, _side: Side, i: u64) -> Result<(), (&'static str, io::Error)> {
-        tree.file_path(Side::Source, i, self.ctx.renamed, &mut self.path);
-        tree.file_path(Side::Copy, i, self.ctx.renamed, &mut self.path2);
+        let renamed = self.ctx.renamed;
+        let copy_leaf = self.locate_file(tree, Side::Copy, i, renamed)?;
+        std::mem::swap(&mut self.name, &mut self.name2);
+        std::mem::swap(&mut self.path, &mut self.path2);
+        let leaf = self.locate_file(tree, Side::Source, i, renamed)?;
         let size = self.size_of(tree, i);
-        let dirfd = self.ctx.dirfd;
-        let flags = self.data_flags();
+        let flags = self.data_flags() | libc::O_NOFOLLOW;
         let start = self.ctx.now_ns();
-        let src = self.sys.openat(dirfd, &self.path, libc::O_RDONLY | flags, 0).map_err(|e| ("open", e))?;
+        let src = self.sys.openat(leaf, &self.name, libc::O_RDONLY | flags, 0).map_err(|e| ("open", e))?;
         let opened = self.ctx.now_ns();
         self.record(OpKind::Open, start, opened, 0);
         let create = libc::O_CREAT | libc::O_EXCL | libc::O_WRONLY | flags;
-        let dst = match self.sys.openat(dirfd, &self.path2, create, 0o644) {
+        let dst = match self.sys.openat(copy_leaf, &self.name2, create, 0o644) {
             Ok(fd) => fd,
             Err(e) => {
                 self.close_quietly(src);
@@ -620,9 +669,9 @@ impl<'a> Worker<'a> {
     }
 
     fn unlink(&mut self, tree: &Tree, side: Side, i: u64) -> Result<(), (&'static str, io::Error)> {
-        tree.file_path(side, i, self.ctx.renamed, &mut self.path);
+        let leaf = self.locate_file(tree, side, i, self.ctx.renamed)?;
         let start = self.ctx.now_ns();
-        self.sys.unlinkat(self.ctx.dirfd, &self.path, false).map_err(|e| ("unlink", e))?;
+        self.sys.unlinkat(leaf, &self.name, false).map_err(|e| ("unlink", e))?;
         let end = self.ctx.now_ns();
         self.record(OpKind::Unlink, start, end, 0);
         Ok(())
@@ -637,10 +686,17 @@ impl<'a> Worker<'a> {
                 if self.ctx.stopping() {
                     return;
                 }
-                tree.dir_path(Side::Source, level, x, &mut self.path);
+                let parent = match self.locate_dir(tree, Side::Source, level, x) {
+                    Ok(parent) => parent,
+                    Err(e) => {
+                        let path = std::mem::take(&mut self.path);
+                        self.fail("open directory", &path, &e);
+                        return;
+                    }
+                };
                 let start = self.ctx.now_ns();
                 let mut buf = std::mem::take(&mut self.dir_buf);
-                let listed = self.list(&mut buf);
+                let listed = self.list(parent, &mut buf);
                 self.dir_buf = buf;
                 let end = self.ctx.now_ns();
                 match listed {
@@ -658,9 +714,9 @@ impl<'a> Worker<'a> {
         }
     }
 
-    fn list(&mut self, buf: &mut [u8]) -> Result<u64, (&'static str, io::Error)> {
-        let flags = libc::O_RDONLY | libc::O_DIRECTORY;
-        let fd = self.sys.openat(self.ctx.dirfd, &self.path, flags, 0).map_err(|e| ("open", e))?;
+    fn list(&mut self, parent: i32, buf: &mut [u8]) -> Result<u64, (&'static str, io::Error)> {
+        let flags = libc::O_RDONLY | libc::O_DIRECTORY | libc::O_NOFOLLOW;
+        let fd = self.sys.openat(parent, &self.name, flags, 0).map_err(|e| ("open", e))?;
         let listed = self.sys.read_dir(fd, buf);
         let closed = self.sys.close(fd);
         let entries = listed.map_err(|e| ("getdents64", e))?;

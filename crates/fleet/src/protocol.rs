@@ -182,7 +182,9 @@ pub struct NetMeasured {
 // GET  /v1/sessions/{id}/files/result?wait_ms=N FilesPhaseDone (202 with FilesProgress while
 //                                               the phase runs)
 //
-// The tree is removed when the session closes, whatever happened.
+// The tree is removed once the run is over (its last phase, or one that failed or was
+// interrupted, and that phase's answer says what was removed and left: `FilesPhaseDone::tree`),
+// else when the session closes, whatever happened.
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct FilesPrepare {
@@ -231,4 +233,28 @@ pub struct FilesPhaseDone {
     /// The agent's peak resident memory so far (ru_maxrss), bytes.
     #[serde(default)]
     pub peak_rss_bytes: u64,
+    /// The run is over with this phase, and its tree was removed then: what was removed and
+    /// what was left. None while phases remain (and from an older agent).
+    #[serde(default)]
+    pub tree: Option<TreeRemoved>,
+}
+
+/// A host's tree removed at the end of its run.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct TreeRemoved {
+    pub files: u64,
+    pub dirs: u64,
+    /// Entries iolab did not make (other names, links, files changed since the run's last
+    /// mark), left with the marker; the first of them.
+    pub left: u64,
+    pub first_left: Option<String>,
+    /// Why the removal itself failed (the tree then stays for `iolab files --clean`).
+    pub error: Option<String>,
+}
+
+impl TreeRemoved {
+    /// Everything iolab made went, and nothing else was there.
+    pub fn whole(&self) -> bool {
+        self.left == 0 && self.error.is_none()
+    }
 }

@@ -3,8 +3,9 @@
 //! link (`BeneathDir`), and the run works only through that descriptor (`iolab_files::Steps`):
 //! the marker, every phase and the clean-up. Each phase runs on the session's thread at the
 //! instant the coordinator gives, so the hosts start each phase together. The tree is removed
-//! when the session closes (or a new run is prepared), whatever happened: an agent keeps no
-//! tree, as it keeps no scratch file.
+//! once the run is over (the last phase's answer, or a failed or interrupted one's, says what
+//! was removed and left), else when the session closes or a new run is prepared, whatever
+//! happened: an agent keeps no tree, as it keeps no scratch file.
 
 use std::os::fd::AsFd;
 use std::path::{Path as FsPath, PathBuf};
@@ -24,7 +25,8 @@ use serde::Deserialize;
 use tokio::sync::oneshot;
 
 use crate::protocol::{
-    FilesPhaseDone, FilesPrepare, FilesPrepared, FilesProgress, LiveEvent, Start, MAX_START_DELAY_MS,
+    FilesPhaseDone, FilesPrepare, FilesPrepared, FilesProgress, LiveEvent, Start, TreeRemoved,
+    MAX_START_DELAY_MS,
 };
 
 use super::body::JsonBody;
@@ -89,32 +91,62 @@ impl FilesSlot {
     }
 }
 
-/// The run, owned by the session's thread; dropping it removes the tree.
+/// The run, owned by the session's thread; its tree is removed once it is over, or when it
+/// drops.
 pub struct FilesRun {
     steps: Steps,
     dir: BeneathDir,
     shown: PathBuf,
     progress: Arc<PhaseProgress>,
+    /// The tree was removed (`remove_tree`).
+    removed: bool,
+}
+
+impl FilesRun {
+    /// Removes the tree (and the directory, when the agent made it and nothing else is left),
+    /// once; what was removed and left, also said in the agent's log.
+    fn remove_tree(&mut self) -> TreeRemoved {
+        self.removed = true;
+        let shown = self.shown.display().to_string();
+        let shown = capped(&shown, MAX_LOGGED_FIELD);
+        match self.steps.clean() {
+            Ok(cleaned) => {
+                if cleaned.left.is_empty() {
+                    if let Err(e) = self.dir.remove_created() {
+                        say!("iolab agent: the file tree's directory {shown} stays: {e}");
+                    }
+                } else {
+                    say!(
+                        "iolab agent: {} entries not made by iolab were left in {shown} with the marker",
+                        cleaned.left.len()
+                    );
+                }
+                TreeRemoved {
+                    files: cleaned.files,
+                    dirs: cleaned.dirs,
+                    left: cleaned.left.len() as u64,
+                    first_left: cleaned
+                        .left
+                        .first()
+                        .map(|p| capped(&p.display().to_string(), MAX_LOGGED_FIELD).into_owned()),
+                    error: None,
+                }
+            }
+            Err(e) => {
+                let error = capped(&e.to_string(), MAX_LOGGED_FIELD).into_owned();
+                say!(
+                    "iolab agent: the file tree in {shown} could not be removed ({error}): `iolab files --clean DIR` removes it"
+                );
+                TreeRemoved { files: 0, dirs: 0, left: 0, first_left: None, error: Some(error) }
+            }
+        }
+    }
 }
 
 impl Drop for FilesRun {
     fn drop(&mut self) {
-        let shown = self.shown.display().to_string();
-        let shown = capped(&shown, MAX_LOGGED_FIELD);
-        match self.steps.clean() {
-            Ok(cleaned) if cleaned.left.is_empty() => {
-                if let Err(e) = self.dir.remove_created() {
-                    say!("iolab agent: the file tree's directory {shown} stays: {e}");
-                }
-            }
-            Ok(cleaned) => say!(
-                "iolab agent: {} entries not made by iolab were left in {shown} with the marker",
-                cleaned.left.len()
-            ),
-            Err(e) => say!(
-                "iolab agent: the file tree in {shown} could not be removed ({}): `iolab files --clean DIR` removes it",
-                capped(&e.to_string(), MAX_LOGGED_FIELD)
-            ),
+        if !self.removed {
+            self.remove_tree();
         }
     }
 }
@@ -154,6 +186,8 @@ pub fn handle(session: &Session, allow: &AllowList, run: &mut Option<FilesRun>, 
                     let started_unix_ns = unix_ns(SystemTime::now());
                     match run.steps.run_next(&session.interrupt, Some(&run.progress)) {
                         Some(result) => {
+                            // The run is over: its tree goes now, and the answer says how.
+                            let tree = run.steps.next_phase().is_none().then(|| run.remove_tree());
                             let histograms = result
                                 .histograms
                                 .iter()
@@ -166,6 +200,7 @@ pub fn handle(session: &Session, allow: &AllowList, run: &mut Option<FilesRun>, 
                                 notes: run.steps.notes.clone(),
                                 peak_rss_bytes: iolab_stats::cpu::peak_rss_bytes().unwrap_or(0),
                                 started_unix_ns,
+                                tree,
                             }))
                         }
                         None => FilesStage::Failed(Failure::conflict(
@@ -229,7 +264,7 @@ fn open_run(request: &FilesPrepare, allow: &AllowList) -> Result<(FilesRun, File
         notes: steps.notes.clone(),
     };
     let progress = Arc::new(PhaseProgress::new(steps.plan().threads));
-    Ok((FilesRun { steps, dir, shown: canonical, progress }, prepared))
+    Ok((FilesRun { steps, dir, shown: canonical, progress, removed: false }, prepared))
 }
 
 pub async fn prepare(

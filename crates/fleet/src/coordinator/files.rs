@@ -2,8 +2,9 @@
 //! makes its directory ready first (one refusal and nothing runs); then each phase starts at
 //! one instant on every host (on each agent's own clock), and the next starts only once every
 //! host has ended this one. A host that fails a phase (a full filesystem), or cannot be
-//! reached, stops the fleet after that phase; the trees go when the sessions close (the
-//! `Fleet`'s drop), on every host that could be reached.
+//! reached, stops the fleet after that phase. Each host removes its tree as its run ends and
+//! says what it removed and left (`FilesHost::tree`); a host that could not say (it dropped
+//! out) removes it when its session closes (the `Fleet`'s drop), if it can be reached.
 
 use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 use std::sync::Mutex;
@@ -15,7 +16,7 @@ use iolab_runner::{Observer, RunError};
 use super::super::client::{check, read, AgentClient, ClientError};
 use super::{on_every_indexed, refusals, Fleet};
 use crate::merge::files::merge_phase;
-use crate::protocol::{FilesPhaseDone, FilesPrepare, FilesPrepared, FilesProgress, Start};
+use crate::protocol::{FilesPhaseDone, FilesPrepare, FilesPrepared, FilesProgress, Start, TreeRemoved};
 
 /// Each wait for a phase's result asks for at most this much; the coordinator asks again.
 const RESULT_POLL: Duration = Duration::from_secs(2);
@@ -41,6 +42,8 @@ pub struct FilesHost {
     pub peak_rss_bytes: u64,
     /// Why it dropped out.
     pub failed: Option<String>,
+    /// Its tree removed as its run ended: what went and what was left (None: not said).
+    pub tree: Option<TreeRemoved>,
 }
 
 /// The fleet's phases (merged) and each host's.
@@ -54,6 +57,35 @@ pub struct FleetFiles {
 }
 
 impl FleetFiles {
+    /// What became of each host's tree, in a clause: "every host's tree was removed" only when
+    /// every host said so.
+    pub fn trees_said(&self) -> String {
+        if self.hosts.iter().all(|h| h.tree.as_ref().is_some_and(TreeRemoved::whole)) {
+            return "every host's tree was removed".to_string();
+        }
+        let said: Vec<String> = self
+            .hosts
+            .iter()
+            .filter_map(|h| match &h.tree {
+                Some(tree) if tree.whole() => None,
+                Some(TreeRemoved { error: Some(error), .. }) => {
+                    Some(format!("{}'s tree could not be removed ({error})", h.host))
+                }
+                Some(tree) => Some(format!(
+                    "{} left {} entries iolab did not make (first: {}) with its marker",
+                    h.host,
+                    tree.left,
+                    tree.first_left.as_deref().unwrap_or("?")
+                )),
+                None => Some(format!(
+                    "{} did not say; its agent removes its tree when the session closes",
+                    h.host
+                )),
+            })
+            .collect();
+        said.join("; ")
+    }
+
     /// A host dropped out (its phases up to then are kept, none of the fleet's later ones ran).
     pub fn lost_host(&self) -> Option<&FilesHost> {
         self.hosts.iter().find(|h| h.failed.is_some())
@@ -87,6 +119,7 @@ impl Fleet {
                 phase_starts_ns: Vec::new(),
                 peak_rss_bytes: 0,
                 failed: h.failed.clone(),
+                tree: None,
             })
             .collect();
         self.prepare_files(&job, dir, &mut hosts, observer)?;
@@ -121,6 +154,7 @@ impl Fleet {
                         hosts[i].phases.push(done.result);
                         hosts[i].notes = done.notes;
                         hosts[i].peak_rss_bytes = done.peak_rss_bytes;
+                        hosts[i].tree = done.tree;
                         let start = done.started_unix_ns.saturating_add_signed(-hosts[i].clock_offset_ns);
                         hosts[i].phase_starts_ns.push(start);
                     }
