@@ -105,3 +105,28 @@ fn a_request_that_never_completes_is_reported_by_the_watchdog() {
         assert!(err.contains("has not completed"), "{err}");
     }
 }
+
+#[test]
+fn a_window_shorter_than_the_devices_answer_is_extended_until_it_holds_completions() {
+    // A 100 ms window over a device that answers each read after 300 ms completed nothing and
+    // reported 0 IOPS as the device's figure (a PTS matrix cell beside another load on the
+    // disk did so).
+    let Some(fs) = mount(Fault::Slow(Duration::from_millis(300))) else { return };
+    for engine in ["uring", "psync"] {
+        let out = run_on(
+            &fs,
+            &["--engine", engine, "--qd", "2", "--runtime", "100ms", "--ramp", "0s"],
+            Duration::from_secs(60),
+        )
+        .expect("finishes");
+        assert!(out.status.success(), "{engine}: {}", stderr(&out));
+        let job = &json(&out)["jobs"][0];
+        assert_eq!(job["stop_reason"], "runtime", "{engine}");
+        assert!(job["total"]["ios"].as_u64().expect("ios") > 0, "{engine}: {}", job["total"]);
+        assert!(job["total"]["iops"].as_f64().expect("iops") > 0.0, "{engine}");
+        let measured = job["measured_s"].as_f64().expect("measured");
+        assert!(measured >= 0.2, "{engine}: the window grew by whole windows: {measured}");
+        let notes = job["notes"].to_string();
+        assert!(notes.contains("no I/O completed in the 100ms window asked"), "{engine}: {notes}");
+    }
+}

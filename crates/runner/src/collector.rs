@@ -179,7 +179,7 @@ impl<'a> Collector<'a> {
             if interrupt.load(Relaxed) && !self.shared.stopping() {
                 self.shared.request_stop(StopReason::Interrupted, now);
             }
-            self.snapshot_cpu(now);
+            self.snapshot_cpu(now, false);
             // Once per tick, not per event: the scan covers every lane.
             if now >= last_tick + TICK.as_nanos() as u64 {
                 last_tick = now;
@@ -203,7 +203,7 @@ impl<'a> Collector<'a> {
             }
             self.tell_closed(observer);
         }
-        self.snapshot_cpu(self.shared.now_ns().max(self.shared.window_end_ns()));
+        self.snapshot_cpu(self.shared.now_ns().max(self.shared.window_end_ns()), true);
         self.close_up_to(i64::MAX);
         self.tell_closed(observer);
         self.out.failed_count = self.heartbeats.iter().map(|beat| beat.errors.load(Relaxed)).sum();
@@ -240,8 +240,9 @@ impl<'a> Collector<'a> {
         }
     }
 
-    /// Takes the CPU and device snapshots when the measured window opens and closes.
-    fn snapshot_cpu(&mut self, now: u64) {
+    /// Takes the CPU and device snapshots when the measured window opens and closes (`closing`:
+    /// the job is over, whatever the window says).
+    fn snapshot_cpu(&mut self, now: u64, closing: bool) {
         let window_end = self.shared.window_end_ns();
         if self.cpu_start.is_none() && now >= self.shared.measure_start_ns && now < window_end {
             self.cpu_start = ProcessCpu::now().ok().zip(MachineCpu::now().ok());
@@ -251,7 +252,7 @@ impl<'a> Collector<'a> {
                 self.device_start = Some(self.devices.snapshot(self.shared.now_ns()));
             }
         }
-        if !self.cpu_done && now >= window_end {
+        if !self.cpu_done && (closing || self.shared.window_over(now)) {
             self.cpu_done = true;
             if let Some(start) = &self.device_start {
                 self.out.devices = self.devices.activity(start, &self.devices.snapshot(self.shared.now_ns()));

@@ -8,7 +8,7 @@ use std::time::SystemTime;
 
 use iolab_engine::content::ContentConfig;
 use iolab_engine::{Engine, Op, WithEngine};
-use iolab_spec::{EngineKind, JobSpec, RateSpec};
+use iolab_spec::{EngineKind, JobSpec, Nanos, RateSpec};
 use iolab_stats::result::{
     BlockCoverage, Bottleneck, CpuReport, ErrorReport, GroupResult, IoErrorRecord, JobResult, RateReport,
     StuckIo, TargetResult, Verdict,
@@ -344,7 +344,7 @@ fn assemble(
         series: collected.job_series,
         cpu,
         errors,
-        notes: notes(job, targets, lane_group, setups),
+        notes: notes(job, targets, lane_group, setups, shared.empty_extension_ns()),
         slots: Some(slots),
         devices: collected.devices,
         machine: collected.machine,
@@ -414,8 +414,16 @@ fn notes(
     targets: &[Vec<PreparedTarget>],
     lane_group: &[usize],
     setups: &[Vec<&'static str>],
+    empty_extension_ns: u64,
 ) -> Vec<String> {
     let mut notes = Vec::new();
+    if empty_extension_ns > 0 {
+        notes.push(format!(
+            "no I/O completed in the {} window asked (the device took longer than that to answer): the window was extended by {} until it held completions; measure with a longer --runtime (and a --ramp) on a device this slow",
+            job.runtime,
+            Nanos(empty_extension_ns)
+        ));
+    }
     for (g, (group, group_targets)) in job.groups.iter().zip(targets).enumerate() {
         let label = if job.groups.len() > 1 { format!("group '{}': ", group.name) } else { String::new() };
         for target in group_targets {

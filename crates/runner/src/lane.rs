@@ -312,7 +312,7 @@ fn drive<E: Engine, P: Pacing>(
     let mut burst_left = plan.burst.map_or(u32::MAX, |b| b.ios);
 
     loop {
-        let stopping = shared.stopping() || now >= shared.window_end_ns();
+        let stopping = shared.stopping() || shared.window_over(now);
         if !stopping {
             while burst_left > 0 && pacer.is_due(now) {
                 let Some(slot) = free.pop() else { break };
@@ -391,8 +391,7 @@ fn drive<E: Engine, P: Pacing>(
             });
         }
         // Completions after the window (the drain at the end, or after a stop) are not results.
-        let window_end = shared.window_end_ns();
-        let in_window = now < window_end;
+        let in_window = !shared.window_over(now);
         let measured = in_window && now >= shared.measure_start_ns;
         let (mut batch_ios, mut batch_bytes) = (0u64, 0u64);
         for (stats, gap) in interval.stats.iter_mut().zip(gaps.iter_mut()) {

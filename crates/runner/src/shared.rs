@@ -21,8 +21,13 @@ pub struct Shared {
     pub measure_start_ns: u64,
     /// Length of one interval of the series (normally one second).
     pub interval_ns: u64,
-    /// End of the measured window: the planned end, or earlier when the job is stopped.
+    /// End of the measured window: the planned end, or earlier when the job is stopped, or
+    /// later while no I/O has completed in it (`window_over`).
     window_end_ns: AtomicU64,
+    /// The window's length as asked.
+    runtime_ns: u64,
+    /// Some I/O completed in the measured window.
+    measured_any: AtomicBool,
     stop: AtomicBool,
     reason: AtomicU8,
     io_limit: Option<IoLimit>,
@@ -41,6 +46,9 @@ pub fn job_clock() -> quanta::Clock {
     static CLOCK: OnceLock<quanta::Clock> = OnceLock::new();
     CLOCK.get_or_init(quanta::Clock::new).clone()
 }
+
+/// How far past its planned end a window that has seen no completion is extended at most.
+const MAX_EMPTY_EXTENSION_NS: u64 = 30_000_000_000;
 
 /// The longest a finished lane waits for the end-of-window CPU snapshot.
 const SNAPSHOT_WAIT: std::time::Duration = std::time::Duration::from_secs(1);
@@ -70,6 +78,8 @@ impl Shared {
             measure_start_ns: ramp_ns,
             interval_ns,
             window_end_ns: AtomicU64::new(ramp_ns + runtime_ns),
+            runtime_ns,
+            measured_any: AtomicBool::new(false),
             stop: AtomicBool::new(false),
             reason: AtomicU8::new(0),
             io_limit,
@@ -105,6 +115,41 @@ impl Shared {
         self.window_end_ns.load(Relaxed)
     }
 
+    /// Whether the measured window is over at `now`. A window that ends with no I/O completed in
+    /// it measured nothing (the device took longer than the window to answer: a 100 ms window
+    /// over a disk another load keeps at 140 ms per request): it is extended by its own length
+    /// instead, up to `MAX_EMPTY_EXTENSION_NS` past its planned end, until it holds completions.
+    /// Lanes and the collector all ask here, so they agree on where it ends.
+    #[inline]
+    pub fn window_over(&self, now: u64) -> bool {
+        let end = self.window_end_ns();
+        if now < end {
+            return false;
+        }
+        let planned_end = self.measure_start_ns.saturating_add(self.runtime_ns);
+        if self.stopping()
+            || self.measured_any.load(Relaxed)
+            || self.runtime_ns == 0
+            || end >= planned_end.saturating_add(MAX_EMPTY_EXTENSION_NS)
+        {
+            return true;
+        }
+        // Whoever comes first extends it; a stop request (which only ever ends it earlier) wins.
+        let extended = end.saturating_add(self.runtime_ns).max(now.saturating_add(1));
+        let _ = self.window_end_ns.compare_exchange(end, extended, Relaxed, Relaxed);
+        self.stopping()
+    }
+
+    /// How much longer than asked the window ran because it held no completion (0: as asked).
+    pub fn empty_extension_ns(&self) -> u64 {
+        let planned_end = self.measure_start_ns.saturating_add(self.runtime_ns);
+        if self.stopping() {
+            0
+        } else {
+            self.window_end_ns().saturating_sub(planned_end)
+        }
+    }
+
     #[inline]
     pub fn stopping(&self) -> bool {
         self.stop.load(Relaxed)
@@ -138,6 +183,9 @@ impl Shared {
     /// Counts a batch of measured I/Os and stops the job when the I/O limit is reached.
     #[inline]
     pub fn count_measured(&self, ios: u64, bytes: u64, now_ns: u64) {
+        if !self.measured_any.load(Relaxed) {
+            self.measured_any.store(true, Relaxed);
+        }
         let Some(limit) = self.io_limit else { return };
         let reached = match limit {
             IoLimit::Ios(n) => self.measured_ios.fetch_add(ios, Relaxed) + ios >= n,

@@ -22,6 +22,8 @@ pub enum Fault {
     EioFrom(u64),
     /// The first `n` reads succeed; later ones are never answered.
     HangAfter(u64),
+    /// Every read is answered this long after it came (a device slower than a short window).
+    Slow(Duration),
 }
 
 struct FaultyFs {
@@ -89,6 +91,14 @@ impl Filesystem for FaultyFs {
         match self.fault {
             Fault::EioFrom(from) if offset >= from => reply.error(Errno::EIO),
             Fault::HangAfter(limit) if n >= limit => self.held.lock().expect("lock").push(reply),
+            Fault::Slow(delay) => {
+                let len = size.min(FILE_SIZE.saturating_sub(offset) as u32) as usize;
+                // Answered from a thread of its own, so reads in flight wait together.
+                std::thread::spawn(move || {
+                    std::thread::sleep(delay);
+                    reply.data(&vec![0x5a; len]);
+                });
+            }
             _ => {
                 let len = size.min(FILE_SIZE.saturating_sub(offset) as u32) as usize;
                 reply.data(&vec![0x5a; len]);
