@@ -223,7 +223,8 @@ fn prepare(
     let kind = target::classify(&path, meta.file_type())?;
     // A file iolab did not lay out is someone's data; the null engine writes nothing.
     if kind == TargetKind::File && writes && !spec.allow_destroy && group.engine != EngineKind::Null {
-        refuse_findings(&path, safety::inspect_open_file(&handle.file))?;
+        let findings = safety::inspect_open_file(&handle.file).map_err(cannot_check(&path))?;
+        refuse_findings(&path, findings, None)?;
     }
     if let (TargetKind::File, Some(size)) = (kind, spec.size) {
         let content = ContentConfig::new(&group.data, group.seed, 1);
@@ -238,8 +239,14 @@ fn prepare(
         _ => io_error("cannot set the run's open flags", e),
     })?;
     let info = target::inspect(&path, &file)?;
+    let mut notes = Vec::new();
     if info.kind == TargetKind::BlockDevice && writes && !spec.allow_destroy {
-        refuse_findings(&path, safety::inspect_open_block_device(&file, &path))?;
+        let inspection = safety::inspect_open_block_device(&file, &path).map_err(cannot_check(&path))?;
+        refuse_findings(&path, inspection.findings, inspection.fallback.clone())?;
+        if let Some(fallback) = inspection.fallback {
+            observer.note(&format!("warning: {}: {fallback}", path.display()));
+            notes.push(fallback);
+        }
     }
     if offset >= info.size {
         return Err(RunError::Invalid(format!(
@@ -279,7 +286,6 @@ fn prepare(
             path.display()
         )));
     }
-    let mut notes = Vec::new();
     if info.kind == TargetKind::File {
         use std::os::unix::fs::MetadataExt;
         let allocated = file.metadata().map(|m| m.blocks() * 512).unwrap_or(u64::MAX);
@@ -298,15 +304,23 @@ fn prepare(
 }
 
 /// Refuses the write when the safety check found anything on `path` that it would destroy.
-fn refuse_findings(path: &Path, inspected: std::io::Result<Vec<safety::Finding>>) -> Result<(), RunError> {
-    let findings = inspected.map_err(|source| RunError::Internal {
-        context: format!("cannot check {} before writing", path.display()),
-        source,
-    })?;
+fn refuse_findings(
+    path: &Path,
+    findings: Vec<safety::Finding>,
+    fallback: Option<String>,
+) -> Result<(), RunError> {
     if findings.is_empty() {
         return Ok(());
     }
-    Err(RunError::Refused { path: path.to_path_buf(), findings })
+    Err(RunError::Refused { path: path.to_path_buf(), findings, fallback })
+}
+
+/// The safety check itself failed: the write does not go ahead unchecked.
+fn cannot_check(path: &Path) -> impl Fn(std::io::Error) -> RunError + '_ {
+    move |source| RunError::Internal {
+        context: format!("cannot check {} before writing", path.display()),
+        source,
+    }
 }
 
 /// O_DIRECT needs offsets and lengths that are multiples of the target's logical block size.
