@@ -238,6 +238,40 @@ fn the_next_run_removes_the_scratch_file_of_a_killed_one() {
     assert_eq!(scratch_files(dir.path()), ["iolab-scratch-4194000.dat"], "only the foreign file stays");
 }
 
+/// A scratch file kept with --keep is the user's from then on (issue 32): later runs in its
+/// directory never remove it, and `iolab verify` still finds in it what the run wrote.
+#[test]
+fn a_scratch_file_kept_with_keep_outlives_later_runs_and_still_verifies() {
+    let dir = tempfile::tempdir_in("/var/tmp").expect("dir");
+    let write = ["run", "--size", "8m", "--rw", "randwrite", "--verify", "--verify-state", "kept.state"];
+    let out = run_quick(dir.path(), &[&write[..], &["--keep", "--no-store"]].concat());
+    assert!(out.status.success(), "{}", stderr(&out));
+    let names: Vec<String> = std::fs::read_dir(dir.path())
+        .expect("dir")
+        .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
+        .filter(|n| !n.starts_with("kept.state"))
+        .collect();
+    assert_eq!(names.len(), 1, "the kept file: {names:?}");
+    let kept = dir.path().join(&names[0]);
+    let before = std::fs::read(&kept).expect("the kept file");
+
+    // Quiet runs, as a script's would be: nothing on stderr would say what they removed.
+    for args in [
+        &["run", "--size", "8m", "--no-store"][..],
+        &["run", "--rw", "randwrite", "--size", "4m", "--no-store"],
+    ] {
+        let out = run_quick(dir.path(), args);
+        assert!(out.status.success(), "{args:?}: {}", stderr(&out));
+        let after =
+            std::fs::read(&kept).unwrap_or_else(|e| panic!("after {args:?}, {}: {e}", kept.display()));
+        assert!(after == before, "after {args:?}, {} changed", kept.display());
+    }
+    let out = run_in(dir.path(), &["verify", &names[0], "--verify-state", "kept.state"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{text} {}", stderr(&out));
+    assert!(text.contains(" 0 bad") && !text.contains("verify: 0 blocks checked"), "{text}");
+}
+
 fn results_list(dir: &Path, db: &Path) -> String {
     let out = run_in(dir, &["results", "list", "--db", db.to_str().expect("utf-8 path")]);
     assert!(out.status.success(), "{}", stderr(&out));

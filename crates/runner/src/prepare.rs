@@ -42,6 +42,7 @@ impl PreparedTarget {
 pub struct Scratch {
     pub path: PathBuf,
     keep: bool,
+    /// Held while the file is to be removed: dropping it disarms the second signal's removal.
     _on_exit: Option<exit_cleanup::RemoveOnExit>,
 }
 
@@ -108,19 +109,28 @@ pub fn scratch(
     let removed = leftovers::remove_abandoned_scratch_files(&dir);
     if !removed.is_empty() {
         observer.note(&format!(
-            "removed {} scratch file(s) that earlier iolab runs left behind: {}",
+            "removed {} scratch file(s) that earlier iolab runs left behind when they were killed (no iolab with the pid in the name runs; a file kept with --keep is named {} and never removed): {}",
             removed.len(),
+            leftovers::KEPT_PATTERN,
             removed.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(", ")
         ));
     }
-    let path = dir.join(leftovers::scratch_name(std::process::id()));
-    observer.note(&format!("laying out a {} scratch file at {}", Bytes(size), path.display()));
-    // From here on the guard removes whatever was created, even on error or a second signal.
-    let on_exit = (!keep).then(|| exit_cleanup::remove_on_exit(&path));
-    let scratch = Scratch { path, keep, _on_exit: on_exit };
+    let path = match keep {
+        true => leftovers::free_kept_path(&dir, std::process::id()),
+        false => dir.join(leftovers::scratch_name(std::process::id())),
+    };
+    let kept = if keep { " (--keep: it stays after the run, and no later run removes it)" } else { "" };
+    observer.note(&format!("laying out a {} scratch file at {}{kept}", Bytes(size), path.display()));
+    // From here on the guard removes whatever was created, even on error or a second signal: a
+    // file to keep is kept only once it is whole.
+    let mut scratch = Scratch { _on_exit: Some(exit_cleanup::remove_on_exit(&path)), path, keep: false };
     // Shared by the groups without a target: laid out with the first one's data.
     let content = ContentConfig::new(&groups[0].data, groups[0].seed, 1);
     target::lay_out_file_with(&scratch.path, size, &content, cancel)?;
+    if keep {
+        scratch.keep = true;
+        scratch._on_exit = None;
+    }
     Ok(Some(scratch))
 }
 
