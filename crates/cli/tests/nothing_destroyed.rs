@@ -165,6 +165,41 @@ fn a_file_iolab_laid_out_or_an_empty_one_may_be_written_again() {
     assert!(out.status.success(), "an empty file holds nothing: {}", stderr(&out));
 }
 
+/// A run that may not write a file iolab did not make never grows it (issue 32): a read run's
+/// --size, or the null engine's, past its end is refused and the file stays as it was; a file
+/// iolab laid out is still laid out further.
+#[test]
+fn a_run_that_may_not_write_a_user_s_file_never_grows_it() {
+    let dir = tempfile::tempdir_in("/var/tmp").expect("dir");
+    let data = dir.path().join("data.bin");
+    let bytes: Vec<u8> = (0..8u32 << 20).map(|i| (i % 251) as u8).collect();
+    std::fs::write(&data, &bytes).expect("data.bin");
+    for extra in [&["--rw", "randread"][..], &["--engine", "null", "--rw", "randwrite"]] {
+        let out =
+            run_quick(dir.path(), &[&["run", "--target", "data.bin", "--size", "16m"][..], extra].concat());
+        let err = stderr(&out);
+        assert_eq!(out.status.code(), Some(2), "{extra:?}: {err}");
+        assert!(err.contains("data.bin holds 8MiB, --size asks 16MiB"), "{err}");
+        assert!(err.contains("Pass --size 8MiB or less, or write it first"), "{err}");
+        assert!(std::fs::read(&data).expect("data.bin") == bytes, "{extra:?}: data.bin changed");
+    }
+    let out = run_quick(dir.path(), &["run", "--target", "data.bin", "--offset", "4m", "--size", "8m"]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("--offset 4MiB + --size 8MiB ask 12MiB")
+            && stderr(&out).contains("Pass --size 4MiB or less")
+    );
+    let out = run_quick(dir.path(), &["run", "--target", "data.bin", "--size", "8m"]);
+    assert!(out.status.success(), "what the file holds is read: {}", stderr(&out));
+    assert!(std::fs::read(&data).expect("data.bin") == bytes);
+
+    let out = run_quick(dir.path(), &["run", "--target", "own.bin", "--size", "4m"]);
+    assert!(out.status.success(), "iolab makes the file: {}", stderr(&out));
+    let out = run_quick(dir.path(), &["run", "--target", "own.bin", "--size", "8m"]);
+    assert!(out.status.success(), "and may lay out more of it: {}", stderr(&out));
+    assert_eq!(std::fs::metadata(dir.path().join("own.bin")).expect("own.bin").len(), 8 << 20);
+}
+
 fn scratch_files(dir: &Path) -> Vec<String> {
     std::fs::read_dir(dir)
         .expect("dir")

@@ -237,6 +237,11 @@ fn prepare(
         refuse_findings(&path, findings, None)?;
     }
     if let (TargetKind::File, Some(size)) = (kind, spec.size) {
+        // A file the run may not write is laid out further only when iolab made it.
+        let may_write = (writes && spec.allow_destroy) || handle.created() || spec.paths.is_empty();
+        if !may_write {
+            refuse_growth(&handle, &meta, offset, size)?;
+        }
         let content = ContentConfig::new(&group.data, group.seed, 1);
         let layout = target::lay_out_with(&handle, offset + size.0, &content, cancel)?;
         if layout.written > 0 && !spec.paths.is_empty() {
@@ -311,6 +316,52 @@ fn prepare(
         }
     }
     Ok(PreparedTarget { path, file, kind: info.kind, notes, region_start: offset, region_size })
+}
+
+/// Refuses to lay out more of a file, shorter than `--offset` + `--size`, that iolab did not make
+/// (it neither begins with iolab's mark nor is empty): growing it would change a user's file
+/// in a run that was not allowed to write it (a read run, or the null engine's).
+fn refuse_growth(
+    handle: &OpenedTarget,
+    meta: &std::fs::Metadata,
+    offset: u64,
+    size: Bytes,
+) -> Result<(), RunError> {
+    let (len, needed) = (meta.len(), offset + size.0);
+    if len >= needed {
+        return Ok(());
+    }
+    let path = &handle.path;
+    let findings = safety::inspect_open_file(&handle.file).map_err(|source| RunError::Internal {
+        context: format!("cannot read {} to see whether iolab made it", path.display()),
+        source,
+    })?;
+    if findings.is_empty() {
+        return Ok(());
+    }
+    let asks = match offset {
+        0 => format!("--size asks {size}"),
+        _ => format!("--offset {} + --size {size} ask {}", Bytes(offset), Bytes(needed)),
+    };
+    let instead = match len.checked_sub(offset).filter(|fit| *fit > 0) {
+        Some(fit) => format!("Pass --size {} or less", exact(fit)),
+        None => "Pass a smaller --offset".to_string(),
+    };
+    Err(RunError::Invalid(format!(
+        "{} holds {}, {asks}: a run that does not write a file iolab did not make never lays out more of it (it does not begin with iolab's mark); nothing was changed. {instead}, or write it first (a write run, with --allow-destroy)",
+        path.display(),
+        Bytes(len)
+    )))
+}
+
+/// `bytes` as a --size value that is exactly it: "8MiB", or the plain number when a unit would round.
+fn exact(bytes: u64) -> String {
+    let shown = Bytes(bytes).to_string();
+    if shown.contains('.') {
+        bytes.to_string()
+    } else {
+        shown
+    }
 }
 
 /// Refuses the write when the safety check found anything on `path` that it would destroy.
