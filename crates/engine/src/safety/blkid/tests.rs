@@ -40,15 +40,18 @@ fn probe(blkid: &Libblkid, image: &Path) -> Vec<String> {
     blkid.probe(&file, 0, len).expect("probe").into_iter().map(|s| s.what).collect()
 }
 
+/// A 4 MiB minix filesystem image in `dir`, or `None` (the test skips) without mkfs.minix.
+fn minix_image(dir: &Path) -> Option<std::path::PathBuf> {
+    let image = dir.join("minix.img");
+    std::fs::write(&image, vec![0u8; 4 << 20]).expect("image");
+    made_with("mkfs.minix", &[&image]).then_some(image)
+}
+
 #[test]
 fn a_minix_filesystem_in_a_file_is_found_by_its_type() {
     let Some(blkid) = libblkid() else { return };
     let dir = tempfile::tempdir().expect("tempdir");
-    let image = dir.path().join("minix.img");
-    std::fs::write(&image, vec![0u8; 4 << 20]).expect("image");
-    if !made_with("mkfs.minix", &[&image]) {
-        return;
-    }
+    let Some(image) = minix_image(dir.path()) else { return };
     let found = probe(&blkid, &image);
     assert_eq!(found.len(), 1, "{found:?}");
     assert!(found[0].starts_with("a minix filesystem signature (libblkid"), "{found:?}");
@@ -98,11 +101,7 @@ fn zeroes_hold_nothing_and_a_partition_table_is_one() {
 fn a_probe_of_an_extent_sees_only_that_extent() {
     let Some(blkid) = libblkid() else { return };
     let dir = tempfile::tempdir().expect("tempdir");
-    let image = dir.path().join("minix.img");
-    std::fs::write(&image, vec![0u8; 4 << 20]).expect("image");
-    if !made_with("mkfs.minix", &[&image]) {
-        return;
-    }
+    let Some(image) = minix_image(dir.path()) else { return };
     // The image behind 1 MiB of zeroes, as a filesystem on a partition is.
     let mut bytes = vec![0u8; 1 << 20];
     bytes.extend(std::fs::read(&image).expect("read the image"));
