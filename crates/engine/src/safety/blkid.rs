@@ -1,7 +1,7 @@
 //! Asking libblkid, the library behind `blkid -p` and `wipefs`, what a device holds: every
 //! filesystem, RAID, volume-manager, swap and crypto superblock and every partition table it
-//! knows (about a hundred formats, kept current by util-linux), where iolab's own list
-//! (`signatures.rs`) knows a score.
+//! knows (dozens, kept current by util-linux), where iolab's own list (`signatures.rs`) knows
+//! 18 formats.
 //!
 //! Loaded at run time (`dlopen` of `libblkid.so.1`), not linked: the binary then runs where the
 //! library is missing (a minimal container), and the check falls back to iolab's own list
