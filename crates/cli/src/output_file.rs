@@ -3,9 +3,9 @@
 //!
 //! A results file must never cost the user data: it is never a block device or a character
 //! device other than a terminal or /dev/null, never a directory, never one of the run's targets,
-//! the results database or the database's journal files. A regular file is written beside its
-//! final place and renamed over it at the end, so a run that fails midway (or a full disk)
-//! leaves the old file as it was.
+//! its verify state files, the results database or the database's journal files. A regular
+//! file is written beside its final place and renamed over it at the end, so a run that fails
+//! midway (or a full disk) leaves the old file as it was.
 
 use std::fs;
 use std::io::{self, Write};
@@ -27,6 +27,15 @@ pub struct Protected {
 impl Protected {
     pub fn target(mut self, path: &Path) -> Self {
         self.paths.push((path.to_path_buf(), "a target of this run"));
+        self
+    }
+
+    /// A verify state file (or its marker): the record of what a target should hold.
+    pub fn verify_state(mut self, path: &Path) -> Self {
+        self.paths.push((
+            path.to_path_buf(),
+            "a verify state file of this run (the record of what its target should hold)",
+        ));
         self
     }
 
@@ -91,6 +100,8 @@ pub fn check_output(output: Option<&Path>, jobs: &[JobSpec], store: &StoreArgs) 
     let Some(path) = output else { return Ok(()) };
     let targets = jobs.iter().flat_map(|job| &job.groups).flat_map(|group| &group.target.paths);
     let mut protected = targets.fold(Protected::default(), |p, target| p.target(target));
+    protected =
+        iolab_runner::verify::plan_state_files(jobs).iter().fold(protected, |p, state| p.verify_state(state));
     if let Ok(db) = store.path() {
         protected = protected.database(&db);
     }

@@ -280,3 +280,24 @@ fn study_options_go_after_the_subcommand() {
     assert_eq!(out.status.code(), Some(2));
     assert!(stderr(&out).contains("after the subcommand"), "{}", stderr(&out));
 }
+
+/// An agent allowed to write a directory still never grows a file there that iolab did not make
+/// for a job that reads it (issue 32): the agent opens it for writing to lay it out, and the
+/// runner refuses before any byte is written.
+#[test]
+fn a_read_job_never_grows_a_user_s_file_beneath_allow_write() {
+    let dir = dir_with_target();
+    let allowed = dir.path().to_str().expect("a UTF-8 path").to_string();
+    let agent = Agent::start(dir.path(), "127.0.0.1:0", &["--allow-write", &allowed]);
+    let token = token_file(dir.path());
+    let target = dir.path().join("t");
+    let before = std::fs::read(&target).expect("t");
+    let mut args = fleet_args(&agent.address, token.to_str().expect("a UTF-8 path"));
+    args.extend(["--target", target.to_str().expect("a UTF-8 path"), "--rw", "randread", "--size", "2m"]);
+    args.extend(["--engine", "psync", "--runtime", "300ms", "--ramp", "0"]);
+    let out = run_in(dir.path(), &args);
+    let said = stderr(&out);
+    assert_eq!(out.status.code(), Some(2), "{said}");
+    assert!(said.contains("holds 1MiB, --size asks 2MiB"), "{said}");
+    assert!(std::fs::read(&target).expect("t") == before, "t is as it was");
+}

@@ -165,6 +165,41 @@ fn a_file_iolab_laid_out_or_an_empty_one_may_be_written_again() {
     assert!(out.status.success(), "an empty file holds nothing: {}", stderr(&out));
 }
 
+/// A run that may not write a file iolab did not make never grows it (issue 32): a read run's
+/// --size, or the null engine's, past its end is refused and the file stays as it was; a file
+/// iolab laid out is still laid out further.
+#[test]
+fn a_run_that_may_not_write_a_user_s_file_never_grows_it() {
+    let dir = tempfile::tempdir_in("/var/tmp").expect("dir");
+    let data = dir.path().join("data.bin");
+    let bytes: Vec<u8> = (0..8u32 << 20).map(|i| (i % 251) as u8).collect();
+    std::fs::write(&data, &bytes).expect("data.bin");
+    for extra in [&["--rw", "randread"][..], &["--engine", "null", "--rw", "randwrite"]] {
+        let out =
+            run_quick(dir.path(), &[&["run", "--target", "data.bin", "--size", "16m"][..], extra].concat());
+        let err = stderr(&out);
+        assert_eq!(out.status.code(), Some(2), "{extra:?}: {err}");
+        assert!(err.contains("data.bin holds 8MiB, --size asks 16MiB"), "{err}");
+        assert!(err.contains("Pass --size 8MiB or less, or write it first"), "{err}");
+        assert!(std::fs::read(&data).expect("data.bin") == bytes, "{extra:?}: data.bin changed");
+    }
+    let out = run_quick(dir.path(), &["run", "--target", "data.bin", "--offset", "4m", "--size", "8m"]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("--offset 4MiB + --size 8MiB ask 12MiB")
+            && stderr(&out).contains("Pass --size 4MiB or less")
+    );
+    let out = run_quick(dir.path(), &["run", "--target", "data.bin", "--size", "8m"]);
+    assert!(out.status.success(), "what the file holds is read: {}", stderr(&out));
+    assert!(std::fs::read(&data).expect("data.bin") == bytes);
+
+    let out = run_quick(dir.path(), &["run", "--target", "own.bin", "--size", "4m"]);
+    assert!(out.status.success(), "iolab makes the file: {}", stderr(&out));
+    let out = run_quick(dir.path(), &["run", "--target", "own.bin", "--size", "8m"]);
+    assert!(out.status.success(), "and may lay out more of it: {}", stderr(&out));
+    assert_eq!(std::fs::metadata(dir.path().join("own.bin")).expect("own.bin").len(), 8 << 20);
+}
+
 fn scratch_files(dir: &Path) -> Vec<String> {
     std::fs::read_dir(dir)
         .expect("dir")
@@ -236,6 +271,40 @@ fn the_next_run_removes_the_scratch_file_of_a_killed_one() {
     assert!(out.status.success(), "{:?} {err}", out.status);
     assert!(err.contains("removed 1 scratch file") && err.contains(&left[0]), "{err}");
     assert_eq!(scratch_files(dir.path()), ["iolab-scratch-4194000.dat"], "only the foreign file stays");
+}
+
+/// A scratch file kept with --keep is the user's from then on (issue 32): later runs in its
+/// directory never remove it, and `iolab verify` still finds in it what the run wrote.
+#[test]
+fn a_scratch_file_kept_with_keep_outlives_later_runs_and_still_verifies() {
+    let dir = tempfile::tempdir_in("/var/tmp").expect("dir");
+    let write = ["run", "--size", "8m", "--rw", "randwrite", "--verify", "--verify-state", "kept.state"];
+    let out = run_quick(dir.path(), &[&write[..], &["--keep", "--no-store"]].concat());
+    assert!(out.status.success(), "{}", stderr(&out));
+    let names: Vec<String> = std::fs::read_dir(dir.path())
+        .expect("dir")
+        .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
+        .filter(|n| !n.starts_with("kept.state"))
+        .collect();
+    assert_eq!(names.len(), 1, "the kept file: {names:?}");
+    let kept = dir.path().join(&names[0]);
+    let before = std::fs::read(&kept).expect("the kept file");
+
+    // Quiet runs, as a script's would be: nothing on stderr would say what they removed.
+    for args in [
+        &["run", "--size", "8m", "--no-store"][..],
+        &["run", "--rw", "randwrite", "--size", "4m", "--no-store"],
+    ] {
+        let out = run_quick(dir.path(), args);
+        assert!(out.status.success(), "{args:?}: {}", stderr(&out));
+        let after =
+            std::fs::read(&kept).unwrap_or_else(|e| panic!("after {args:?}, {}: {e}", kept.display()));
+        assert!(after == before, "after {args:?}, {} changed", kept.display());
+    }
+    let out = run_in(dir.path(), &["verify", &names[0], "--verify-state", "kept.state"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{text} {}", stderr(&out));
+    assert!(text.contains(" 0 bad") && !text.contains("verify: 0 blocks checked"), "{text}");
 }
 
 fn results_list(dir: &Path, db: &Path) -> String {

@@ -224,3 +224,56 @@ fn verify_refuses_block_sizes_it_cannot_check() {
     assert_eq!(out.status.code(), Some(2));
     assert!(stderr(&out).contains("4 KiB"), "{}", stderr(&out));
 }
+
+/// A state file cut short, zeroed or wiped is an error naming what is wrong (exit 2, as for any
+/// bad input), never "0 blocks checked, all never written" (issue 32).
+#[test]
+fn a_truncated_zeroed_or_wiped_state_is_an_error_that_says_so() {
+    let dir = dir();
+    write_region(dir.path(), &["--verify-state", "state"]);
+    let state = dir.path().join("state");
+    let good = std::fs::read(&state).expect("state");
+    let mut zeroed = good.clone();
+    zeroed[24..].fill(0);
+    let damaged: [(&str, Vec<u8>, &str); 4] = [
+        (
+            "truncated",
+            good[..16].to_vec(),
+            "is 16 bytes, a state for 2048 blocks is 16408 bytes: it was truncated",
+        ),
+        (
+            "cut in its header",
+            good[..5].to_vec(),
+            "is 5 bytes, too short to hold even a verify state's header",
+        ),
+        ("records zeroed", zeroed, "fails its checksum"),
+        ("wiped", vec![0; good.len()], "is 16408 bytes of zeros"),
+    ];
+    for (how, bytes, says) in damaged {
+        std::fs::write(&state, &bytes).expect("damage the state");
+        let out = run_in(dir.path(), &["verify", "t", "--verify-state", "state"]);
+        let err = stderr(&out);
+        assert_eq!(out.status.code(), Some(2), "{how}: {err}");
+        assert!(err.contains(&format!("state file {}", "state")) && err.contains(says), "{how}: {err}");
+        assert!(out.stdout.is_empty(), "{how}: nothing was checked");
+    }
+}
+
+/// `-o` naming the run's verify state would overwrite the record of what the target holds.
+#[test]
+fn output_naming_the_verify_state_is_refused_and_the_state_kept() {
+    let dir = dir();
+    write_region(dir.path(), &["--verify-state", "state"]);
+    let before = std::fs::read(dir.path().join("state")).expect("state");
+    let read = ["run", "--target", "t", "--rw", "randread", "--runtime", "200ms", "--ramp", "0"];
+    let out = run_in(
+        dir.path(),
+        &[&read[..], &["--verify", "--verify-state", "state", "-q", "-o", "state"]].concat(),
+    );
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("--output state is a verify state file of this run"), "{err}");
+    assert!(std::fs::read(dir.path().join("state")).expect("state") == before, "the record is as it was");
+    let (code, summary) = verify(dir.path(), &["--verify-state", "state"]);
+    assert_eq!((code, count(&summary, "blocks_checked")), (Some(0), BLOCKS), "{summary}");
+}

@@ -12,10 +12,16 @@ pub enum RunError {
     #[error(transparent)]
     Target(#[from] TargetError),
     #[error(
-        "refusing to write to {path}: {found}; nothing was written. Pass --allow-destroy to overwrite it",
-        found = list(findings)
+        "refusing to write to {path}: {found}; nothing was written{also}. Pass --allow-destroy to overwrite it",
+        found = list(findings),
+        also = fallback.as_ref().map(|note| format!(" ({note})")).unwrap_or_default()
     )]
-    Refused { path: PathBuf, findings: Vec<Finding> },
+    Refused {
+        path: PathBuf,
+        findings: Vec<Finding>,
+        /// How the check fell short: libblkid was not found and iolab's own list was used.
+        fallback: Option<String>,
+    },
     #[error("{0}")]
     Invalid(String),
     #[error(transparent)]

@@ -2,16 +2,38 @@
 //! power) are removed by the next run in the same directory, but only when they are certainly
 //! iolab's and abandoned: the name iolab gives them, a regular file that is empty or carries
 //! iolab's mark, and no running iolab with the process id in the name.
+//!
+//! A scratch file the user asked to keep (`--keep`) is named apart from the start
+//! (`iolab-kept-<pid>.dat`), so no sweep ever matches it: its run's process is gone by the next
+//! run too, and only the name can say it was kept.
 
 use std::io::Read;
 use std::path::{Path, PathBuf};
 
 const PREFIX: &str = "iolab-scratch-";
 const SUFFIX: &str = ".dat";
+const KEPT_PREFIX: &str = "iolab-kept-";
+
+/// What a kept scratch file's name looks like, for messages.
+pub const KEPT_PATTERN: &str = "iolab-kept-<pid>.dat";
 
 /// The scratch file name of process `pid`.
 pub fn scratch_name(pid: u32) -> String {
     format!("{PREFIX}{pid}{SUFFIX}")
+}
+
+/// Where process `pid` lays out a scratch file to keep: `iolab-kept-<pid>.dat`, or with `-2`,
+/// `-3`, ... after the pid when a run of an earlier process with the same pid kept one there.
+pub fn free_kept_path(dir: &Path, pid: u32) -> PathBuf {
+    let first = dir.join(format!("{KEPT_PREFIX}{pid}{SUFFIX}"));
+    let taken = |path: &PathBuf| std::fs::symlink_metadata(path).is_ok();
+    if !taken(&first) {
+        return first;
+    }
+    (2u64..)
+        .map(|n| dir.join(format!("{KEPT_PREFIX}{pid}-{n}{SUFFIX}")))
+        .find(|path| !taken(path))
+        .unwrap_or(first)
 }
 
 /// Removes the abandoned scratch files in `dir` and returns their paths. Anything that cannot
@@ -85,6 +107,22 @@ mod tests {
         expected.sort();
         assert_eq!(removed, expected);
         assert!(foreign.exists() && own.exists() && other_name.exists());
+    }
+
+    #[test]
+    fn a_kept_file_is_never_swept_and_never_reused() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let dead = u32::MAX - 1;
+        let kept = free_kept_path(dir.path(), dead);
+        assert_eq!(kept, dir.path().join(KEPT_PATTERN.replace("<pid>", &dead.to_string())));
+        let mut data = iolab_engine::stamp::MAGIC.to_vec();
+        data.extend_from_slice(&[5u8; 100]);
+        std::fs::write(&kept, &data).expect("kept");
+        assert!(remove_abandoned_scratch_files(dir.path()).is_empty());
+        assert_eq!(std::fs::read(&kept).expect("still there"), data);
+        // A later process with the same pid keeps its file beside, not over, this one.
+        let next = free_kept_path(dir.path(), dead);
+        assert_eq!(next, dir.path().join(format!("iolab-kept-{dead}-2.dat")));
     }
 
     #[test]

@@ -42,6 +42,7 @@ impl PreparedTarget {
 pub struct Scratch {
     pub path: PathBuf,
     keep: bool,
+    /// Held while the file is to be removed: dropping it disarms the second signal's removal.
     _on_exit: Option<exit_cleanup::RemoveOnExit>,
 }
 
@@ -108,19 +109,28 @@ pub fn scratch(
     let removed = leftovers::remove_abandoned_scratch_files(&dir);
     if !removed.is_empty() {
         observer.note(&format!(
-            "removed {} scratch file(s) that earlier iolab runs left behind: {}",
+            "removed {} scratch file(s) that earlier iolab runs left behind when they were killed (no iolab with the pid in the name runs; a file kept with --keep is named {} and never removed): {}",
             removed.len(),
+            leftovers::KEPT_PATTERN,
             removed.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(", ")
         ));
     }
-    let path = dir.join(leftovers::scratch_name(std::process::id()));
-    observer.note(&format!("laying out a {} scratch file at {}", Bytes(size), path.display()));
-    // From here on the guard removes whatever was created, even on error or a second signal.
-    let on_exit = (!keep).then(|| exit_cleanup::remove_on_exit(&path));
-    let scratch = Scratch { path, keep, _on_exit: on_exit };
+    let path = match keep {
+        true => leftovers::free_kept_path(&dir, std::process::id()),
+        false => dir.join(leftovers::scratch_name(std::process::id())),
+    };
+    let kept = if keep { " (--keep: it stays after the run, and no later run removes it)" } else { "" };
+    observer.note(&format!("laying out a {} scratch file at {}{kept}", Bytes(size), path.display()));
+    // From here on the guard removes whatever was created, even on error or a second signal: a
+    // file to keep is kept only once it is whole.
+    let mut scratch = Scratch { _on_exit: Some(exit_cleanup::remove_on_exit(&path)), path, keep: false };
     // Shared by the groups without a target: laid out with the first one's data.
     let content = ContentConfig::new(&groups[0].data, groups[0].seed, 1);
     target::lay_out_file_with(&scratch.path, size, &content, cancel)?;
+    if keep {
+        scratch.keep = true;
+        scratch._on_exit = None;
+    }
     Ok(Some(scratch))
 }
 
@@ -223,9 +233,15 @@ fn prepare(
     let kind = target::classify(&path, meta.file_type())?;
     // A file iolab did not lay out is someone's data; the null engine writes nothing.
     if kind == TargetKind::File && writes && !spec.allow_destroy && group.engine != EngineKind::Null {
-        refuse_findings(&path, safety::inspect_open_file(&handle.file))?;
+        let findings = safety::inspect_open_file(&handle.file).map_err(cannot_check(&path))?;
+        refuse_findings(&path, findings, None)?;
     }
     if let (TargetKind::File, Some(size)) = (kind, spec.size) {
+        // A file the run may not write is laid out further only when iolab made it.
+        let may_write = (writes && spec.allow_destroy) || handle.created() || spec.paths.is_empty();
+        if !may_write {
+            refuse_growth(&handle, &meta, offset, size)?;
+        }
         let content = ContentConfig::new(&group.data, group.seed, 1);
         let layout = target::lay_out_with(&handle, offset + size.0, &content, cancel)?;
         if layout.written > 0 && !spec.paths.is_empty() {
@@ -238,8 +254,14 @@ fn prepare(
         _ => io_error("cannot set the run's open flags", e),
     })?;
     let info = target::inspect(&path, &file)?;
+    let mut notes = Vec::new();
     if info.kind == TargetKind::BlockDevice && writes && !spec.allow_destroy {
-        refuse_findings(&path, safety::inspect_open_block_device(&file, &path))?;
+        let inspection = safety::inspect_open_block_device(&file, &path).map_err(cannot_check(&path))?;
+        refuse_findings(&path, inspection.findings, inspection.fallback.clone())?;
+        if let Some(fallback) = inspection.fallback {
+            observer.note(&format!("warning: {}: {fallback}", path.display()));
+            notes.push(fallback);
+        }
     }
     if offset >= info.size {
         return Err(RunError::Invalid(format!(
@@ -279,7 +301,6 @@ fn prepare(
             path.display()
         )));
     }
-    let mut notes = Vec::new();
     if info.kind == TargetKind::File {
         use std::os::unix::fs::MetadataExt;
         let allocated = file.metadata().map(|m| m.blocks() * 512).unwrap_or(u64::MAX);
@@ -297,16 +318,70 @@ fn prepare(
     Ok(PreparedTarget { path, file, kind: info.kind, notes, region_start: offset, region_size })
 }
 
-/// Refuses the write when the safety check found anything on `path` that it would destroy.
-fn refuse_findings(path: &Path, inspected: std::io::Result<Vec<safety::Finding>>) -> Result<(), RunError> {
-    let findings = inspected.map_err(|source| RunError::Internal {
-        context: format!("cannot check {} before writing", path.display()),
+/// Refuses to lay out more of a file, shorter than `--offset` + `--size`, that iolab did not make
+/// (it neither begins with iolab's mark nor is empty): growing it would change a user's file
+/// in a run that was not allowed to write it (a read run, or the null engine's).
+fn refuse_growth(
+    handle: &OpenedTarget,
+    meta: &std::fs::Metadata,
+    offset: u64,
+    size: Bytes,
+) -> Result<(), RunError> {
+    let (len, needed) = (meta.len(), offset + size.0);
+    if len >= needed {
+        return Ok(());
+    }
+    let path = &handle.path;
+    let findings = safety::inspect_open_file(&handle.file).map_err(|source| RunError::Internal {
+        context: format!("cannot read {} to see whether iolab made it", path.display()),
         source,
     })?;
     if findings.is_empty() {
         return Ok(());
     }
-    Err(RunError::Refused { path: path.to_path_buf(), findings })
+    let asks = match offset {
+        0 => format!("--size asks {size}"),
+        _ => format!("--offset {} + --size {size} ask {}", Bytes(offset), Bytes(needed)),
+    };
+    let instead = match len.checked_sub(offset).filter(|fit| *fit > 0) {
+        Some(fit) => format!("Pass --size {} or less", exact(fit)),
+        None => "Pass a smaller --offset".to_string(),
+    };
+    Err(RunError::Invalid(format!(
+        "{} holds {}, {asks}: a run that does not write a file iolab did not make never lays out more of it (it does not begin with iolab's mark); nothing was changed. {instead}, or write it first (a write run, with --allow-destroy)",
+        path.display(),
+        Bytes(len)
+    )))
+}
+
+/// `bytes` as a --size value that is exactly it: "8MiB", or the plain number when a unit would round.
+fn exact(bytes: u64) -> String {
+    let shown = Bytes(bytes).to_string();
+    if shown.contains('.') {
+        bytes.to_string()
+    } else {
+        shown
+    }
+}
+
+/// Refuses the write when the safety check found anything on `path` that it would destroy.
+fn refuse_findings(
+    path: &Path,
+    findings: Vec<safety::Finding>,
+    fallback: Option<String>,
+) -> Result<(), RunError> {
+    if findings.is_empty() {
+        return Ok(());
+    }
+    Err(RunError::Refused { path: path.to_path_buf(), findings, fallback })
+}
+
+/// The safety check itself failed: the write does not go ahead unchecked.
+fn cannot_check(path: &Path) -> impl Fn(std::io::Error) -> RunError + '_ {
+    move |source| RunError::Internal {
+        context: format!("cannot check {} before writing", path.display()),
+        source,
+    }
 }
 
 /// O_DIRECT needs offsets and lengths that are multiples of the target's logical block size.

@@ -1,9 +1,10 @@
 //! `--verify` in a job: what each block of a target should hold (its record, `blockcheck`),
 //! kept in memory while the job runs and in a state file between commands (docs/verify.md).
 //!
-//! The state file is 16 bytes of header (`iolabvs1`, the block count) and one little-endian
-//! u64 per 4 KiB block of the target, from offset 0: 2 MiB per GiB. It is read when the job
-//! starts and written when it ends; a job killed on the way leaves the previous one.
+//! The state file (`state_file.rs`) holds one little-endian u64 per 4 KiB block of the target,
+//! from offset 0 (2 MiB per GiB), behind a header with the block count and a checksum. It is
+//! read when the job starts and written when it ends; a job killed on the way leaves the
+//! previous one.
 //!
 //! Lanes share a target's records. A write is recorded when it completes (the record is read
 //! from the stamp in the buffer the write sent), last completion wins; while two writes of a
@@ -22,12 +23,13 @@ use std::sync::{Arc, Mutex};
 
 use iolab_engine::blockcheck::{self, Found, Verdict, AMBIGUOUS};
 use iolab_engine::stamp::BLOCK;
+use iolab_spec::{GroupSpec, JobSpec};
 use iolab_stats::verify::{BadBlock, BlockStamp, VerifySummary};
 
-/// The state file's name: version 2 goes with blocks checked by XXH3 (`blockcheck`).
-const STATE_MAGIC: &[u8; 8] = b"iolabvs2";
-/// Version 1 went with blocks checked by eight sector CRCs, which this iolab cannot check.
-const STATE_MAGIC_V1: &[u8; 8] = b"iolabvs1";
+mod state_file;
+
+pub use state_file::{read_state, write_state, StateError};
+
 /// In a block's in-flight byte: writes of it in flight together ever since the count was last 0.
 const CONTESTED: u8 = 0x80;
 /// The most writes of one block the in-flight byte counts.
@@ -51,7 +53,7 @@ pub struct TargetState {
 impl TargetState {
     /// Loads the records of `state_path` (none yet: all unwritten), sized for `bytes` of `target`.
     pub fn load(target: &Path, state_path: PathBuf, bytes: u64) -> Result<TargetState, String> {
-        let mut records = read_records(&state_path)?;
+        let mut records = read_records(&state_path).map_err(|e| e.to_string())?;
         let blocks = bytes.div_ceil(BLOCK as u64) as usize;
         if records.len() < blocks {
             records.resize(blocks, blockcheck::UNWRITTEN);
@@ -99,7 +101,7 @@ impl TargetState {
             })?;
         }
         let records: Vec<u64> = self.records.iter().map(|r| r.load(Relaxed)).collect();
-        write_state(&self.state_path, &records)?;
+        write_state(&self.state_path, &records).map_err(|e| e.to_string())?;
         match std::fs::remove_file(unsaved_marker(&self.state_path)) {
             Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(format!(
                 "cannot remove the verify marker {}: {e}",
@@ -156,7 +158,7 @@ fn unsaved_marker(state: &Path) -> PathBuf {
 /// without saving (its marker is there), every recorded block ambiguous, since that job's writes
 /// are in the blocks but not in the records: an intact block of the right offset passes, a lost,
 /// misdirected, torn or corrupted one is still found, and stale data can no longer be told.
-pub fn read_records(path: &Path) -> Result<Vec<u64>, String> {
+pub fn read_records(path: &Path) -> Result<Vec<u64>, StateError> {
     let mut records = read_state(path)?;
     if unsaved_marker(path).exists() {
         for record in records.iter_mut().filter(|r| **r != blockcheck::UNWRITTEN) {
@@ -164,43 +166,6 @@ pub fn read_records(path: &Path) -> Result<Vec<u64>, String> {
         }
     }
     Ok(records)
-}
-
-/// The records file as u64s (absent: none).
-pub fn read_state(path: &Path) -> Result<Vec<u64>, String> {
-    let bytes = match std::fs::read(path) {
-        Ok(bytes) => bytes,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
-        Err(e) => return Err(format!("cannot read the verify state {}: {e}", path.display())),
-    };
-    if bytes.starts_with(STATE_MAGIC_V1) {
-        return Err(format!(
-            "{} goes with blocks written by an earlier iolab, whose block check this one does not read; write the region again with --verify (or give another --verify-state)",
-            path.display()
-        ));
-    }
-    if bytes.len() < 16 || &bytes[..8] != STATE_MAGIC || (bytes.len() - 16) % 8 != 0 {
-        return Err(format!(
-            "{} is not an iolab verify state file; give --verify-state another path, or remove it",
-            path.display()
-        ));
-    }
-    Ok(bytes[16..].chunks_exact(8).map(|c| u64::from_le_bytes(c.try_into().unwrap_or_default())).collect())
-}
-
-/// Writes `records` to `path`, creating its directory.
-pub fn write_state(path: &Path, records: &[u64]) -> Result<(), String> {
-    let fail = |e: std::io::Error| format!("cannot write the verify state {}: {e}", path.display());
-    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-        std::fs::create_dir_all(dir).map_err(fail)?;
-    }
-    let mut bytes = Vec::with_capacity(16 + 8 * records.len());
-    bytes.extend_from_slice(STATE_MAGIC);
-    bytes.extend_from_slice(&(records.len() as u64).to_le_bytes());
-    records.iter().for_each(|r| bytes.extend_from_slice(&r.to_le_bytes()));
-    let temporary = path.with_extension("tmp");
-    std::fs::write(&temporary, &bytes).map_err(fail)?;
-    std::fs::rename(&temporary, path).map_err(fail)
 }
 
 /// The default state file of `target`: under the data directory ($XDG_DATA_HOME/iolab/verify,
@@ -237,6 +202,41 @@ pub fn state_path(given: Option<&Path>, target: &Path) -> Result<PathBuf, String
         Some(path) => Ok(path.to_path_buf()),
         None => default_state_path(target),
     }
+}
+
+/// The state file of target `index` of the `count` targets of `group`: its `--verify-state`
+/// (one file per target, numbered `.0`, `.1`, ..., when there are several), else the default.
+pub fn group_state_path(
+    group: &GroupSpec,
+    index: usize,
+    count: usize,
+    target: &Path,
+) -> Result<PathBuf, String> {
+    let given = group.verify.state.as_ref().map(|p| match count {
+        1 => p.clone(),
+        _ => PathBuf::from(format!("{}.{index}", p.display())),
+    });
+    state_path(given.as_deref(), target)
+}
+
+/// The state files a plan's `--verify` groups read and write, and their unsaved markers: what a
+/// results file must never be. A default state of a target that does not exist yet (it has no
+/// identity to be named after) cannot be named, and is not listed.
+pub fn plan_state_files(jobs: &[JobSpec]) -> Vec<PathBuf> {
+    let groups = jobs.iter().flat_map(|job| &job.groups).filter(|group| group.verify.verify);
+    let mut states = Vec::new();
+    for group in groups {
+        match group.target.paths.as_slice() {
+            // The scratch file: only a given state can be named before it is made.
+            [] => states.extend(group.verify.state.clone()),
+            paths => states.extend(
+                paths.iter().enumerate().filter_map(|(i, p)| group_state_path(group, i, paths.len(), p).ok()),
+            ),
+        }
+    }
+    let markers: Vec<PathBuf> = states.iter().map(|s| unsaved_marker(s)).collect();
+    states.extend(markers);
+    states
 }
 
 /// A lane's share of verification: the group's targets' records, what the lane found, and
@@ -400,12 +400,8 @@ impl JobVerify {
             }
             let mut mine = Vec::new();
             for (i, target) in group_targets.iter().enumerate() {
-                // One --verify-state for several targets: one file each, numbered.
-                let given = group.verify.state.as_ref().map(|p| match group_targets.len() {
-                    1 => p.clone(),
-                    _ => PathBuf::from(format!("{}.{i}", p.display())),
-                });
-                let path = state_path(given.as_deref(), &target.path).map_err(crate::RunError::Invalid)?;
+                let path = group_state_path(group, i, group_targets.len(), &target.path)
+                    .map_err(crate::RunError::Invalid)?;
                 let state = match states.iter().find(|s| s.state_path == path) {
                     Some(state) => state.clone(),
                     None => {
@@ -450,19 +446,6 @@ impl JobVerify {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn records_survive_a_round_trip_through_the_state_file() {
-        let dir = tempfile::tempdir().expect("tempdir");
-        let path = dir.path().join("sub").join("t.state");
-        assert_eq!(read_state(&path).expect("absent is empty"), Vec::<u64>::new());
-        write_state(&path, &[0, 5, u64::MAX]).expect("write");
-        assert_eq!(read_state(&path).expect("read"), vec![0, 5, u64::MAX]);
-        std::fs::write(&path, b"not a state").expect("write");
-        assert!(read_state(&path).unwrap_err().contains("not an iolab verify state"));
-        std::fs::write(&path, [&STATE_MAGIC_V1[..], &[0u8; 8]].concat()).expect("write");
-        assert!(read_state(&path).unwrap_err().contains("written by an earlier iolab"));
-    }
 
     #[test]
     fn a_job_that_wrote_and_never_saved_leaves_its_blocks_ambiguous_until_the_next_save() {

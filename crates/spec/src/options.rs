@@ -39,7 +39,7 @@ pub struct Options {
     #[arg(long, value_name = "SIZE", help_heading = "Target")]
     pub offset: Option<Bytes>,
 
-    /// Keep the scratch file after the run.
+    /// Keep the scratch file after the run, as iolab-kept-<pid>.dat, which no later run removes.
     #[arg(long, num_args = 0..=1, require_equals = true, default_missing_value = "true", help_heading = "Target")]
     pub keep: Option<bool>,
 

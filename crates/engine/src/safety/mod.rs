@@ -10,14 +10,18 @@
 //! - being held by a device stacked on top (sysfs `holders/`: device-mapper, md, bcache);
 //! - being claimed by anyone else (an `O_EXCL` open fails with EBUSY), which also catches mounts
 //!   in other mount namespaces that this process cannot list;
-//! - carrying a filesystem, partition table, LVM, RAID, swap or encryption signature in its first
-//!   or last MiB (`signatures.rs` lists the formats and their offsets).
+//! - carrying a filesystem, partition table, LVM, RAID, swap or encryption signature, as libblkid
+//!   (the library behind `blkid -p`) finds them on the descriptor opened here (`blkid.rs`); where
+//!   libblkid cannot be loaded, as iolab's own list finds them in the first or last MiB
+//!   (`signatures.rs`), and the [`Inspection`] says so.
 //!
 //! Nothing here writes. The answer errs towards refusing: a false alarm costs one flag, a miss
 //! costs data.
 
+mod blkid;
 mod ends;
 mod in_use;
+mod probe;
 mod signatures;
 mod sysfs;
 
@@ -29,6 +33,7 @@ use std::path::Path;
 
 pub use signatures::detect_signatures;
 
+use probe::Prober;
 use sysfs::BlockNode;
 
 const SYS: &str = "/sys";
@@ -49,13 +54,23 @@ impl fmt::Display for Finding {
     }
 }
 
+/// What the check of a block device found, and how it looked for signatures.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Inspection {
+    /// Everything a write would destroy: none means it is safe to write.
+    pub findings: Vec<Finding>,
+    /// Set when libblkid could not be loaded and iolab's own, shorter list was checked instead:
+    /// what the user should be told, beside a refusal or in the run's notes.
+    pub fallback: Option<String>,
+}
+
 /// Everything found on `device` (a path to a block device node, possibly a symlink like
-/// `/dev/disk/by-id/...`) and its partitions. An empty vec means it is safe to write.
+/// `/dev/disk/by-id/...`) and its partitions.
 ///
 /// Errors only when the checks themselves cannot be made: `device` is missing or not a block
 /// device (`InvalidInput`), it cannot be opened or read, or sysfs and `/proc` cannot be read.
 /// The error says which of these failed and on what path.
-pub fn inspect_block_device(device: &Path) -> io::Result<Vec<Finding>> {
+pub fn inspect_block_device(device: &Path) -> io::Result<Inspection> {
     let meta = fs::metadata(device)
         .map_err(with_context(format!("cannot inspect {} before writing to it", device.display())))?;
     inspect(device, &meta, || ends::open(device))
@@ -64,8 +79,9 @@ pub fn inspect_block_device(device: &Path) -> io::Result<Vec<Finding>> {
 /// As [`inspect_block_device`], for the device behind an open descriptor (`device` names it in
 /// the findings): what is checked is what was opened, whatever the name means by now. The
 /// exclusive probe reopens the descriptor itself (`/proc/self/fd`), and is refused unless it
-/// is the same device.
-pub fn inspect_open_block_device(file: &fs::File, device: &Path) -> io::Result<Vec<Finding>> {
+/// is the same device; the signatures are read through that second descriptor, which has
+/// neither the run's O_DIRECT (libblkid's reads are not aligned) nor its file offset.
+pub fn inspect_open_block_device(file: &fs::File, device: &Path) -> io::Result<Inspection> {
     use std::os::fd::AsRawFd;
     let meta = file
         .metadata()
@@ -88,7 +104,7 @@ fn inspect(
     device: &Path,
     meta: &fs::Metadata,
     open: impl FnOnce() -> io::Result<ends::Opened>,
-) -> io::Result<Vec<Finding>> {
+) -> io::Result<Inspection> {
     if !meta.file_type().is_block_device() {
         return Err(io::Error::new(
             io::ErrorKind::InvalidInput,
@@ -121,8 +137,9 @@ fn inspect(
                 .to_string(),
         });
     }
-    findings.extend(signatures_on(&opened.file, device, &nodes)?);
-    Ok(findings)
+    let prober = Prober::load();
+    findings.extend(signatures_on(&prober, &opened.file, device, &nodes)?);
+    Ok(Inspection { findings, fallback: prober.fallback_note() })
 }
 
 /// What a write to the open regular file `file` would destroy: nothing when it is empty or
@@ -149,10 +166,14 @@ pub fn inspect_open_file(file: &fs::File) -> io::Result<Vec<Finding>> {
 
 /// Signatures on the device and on each partition, plus the kernel's partitions when no
 /// recognised partition table explains them.
-fn signatures_on(file: &fs::File, device: &Path, nodes: &[BlockNode]) -> io::Result<Vec<Finding>> {
+fn signatures_on(
+    prober: &Prober,
+    file: &fs::File,
+    device: &Path,
+    nodes: &[BlockNode],
+) -> io::Result<Vec<Finding>> {
     let size = ends::size(file, device)?;
-    let whole = ends::read_ends(file, device, 0, size)?;
-    let on_disk = signatures::detect(&whole.head, &whole.tail, whole.size);
+    let on_disk = prober.detect(file, device, 0, size)?;
     let table_found = on_disk.iter().any(|s| s.partition_table);
     let mut findings: Vec<Finding> = on_disk.into_iter().map(|s| Finding { what: s.what }).collect();
 
@@ -165,8 +186,7 @@ fn signatures_on(file: &fs::File, device: &Path, nodes: &[BlockNode]) -> io::Res
         let Some(extent) = part.extent else { continue };
         // A partition table the kernel read may claim more than the device holds now.
         let len = extent.len.min(size.saturating_sub(extent.start));
-        let ends = ends::read_ends(file, device, extent.start, len)?;
-        for sig in signatures::detect(&ends.head, &ends.tail, ends.size) {
+        for sig in prober.detect(file, device, extent.start, len)? {
             findings.push(Finding { what: format!("{} on partition {}", sig.what, part.display) });
         }
     }

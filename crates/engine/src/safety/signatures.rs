@@ -1,8 +1,9 @@
-//! On-disk signatures a write would destroy, recognised by their magic numbers.
+//! On-disk signatures a write would destroy, recognised by their magic numbers: the fallback
+//! where libblkid (`blkid.rs`, which knows every format `blkid -p` knows) cannot be loaded.
 //!
-//! Written by hand instead of linking libblkid: the check needs a few dozen fixed offsets, must
-//! stay a pure function over bytes (so every format is unit-tested on a synthetic image), and must
-//! not drag a C library into the build. Formats whose magic is only two bytes long (ext, the MBR,
+//! A pure function over bytes, so every format is unit-tested on a synthetic image; it knows
+//! the formats below and no others (a minix, squashfs or erofs filesystem passes it unseen,
+//! which is why libblkid comes first and the run says when this list was used instead). Formats whose magic is only two bytes long (ext, the MBR,
 //! FAT) are also sanity-checked, because a device that an earlier benchmark filled with random
 //! data must not be refused by chance; everything else is matched on the magic alone.
 //!
