@@ -311,6 +311,21 @@ fn separate_run_ns(cgroup: &MemoryCgroup, dir: &Path, size: u64) -> (f64, f64) {
     (latency["mean_ns"].as_f64().expect("mean"), p50.and_then(|p| p["ns"].as_f64()).expect("p50"))
 }
 
+/// Bytes the block device under `path` has written so far (its sysfs stat), if it has one.
+fn disk_written_bytes(path: &Path) -> Option<u64> {
+    use std::os::unix::fs::MetadataExt;
+    let dev = std::fs::metadata(path).ok()?.dev();
+    let stat =
+        std::fs::read_to_string(format!("/sys/dev/block/{}:{}/stat", libc::major(dev), libc::minor(dev)))
+            .ok()?;
+    stat.split_whitespace().nth(6)?.parse::<u64>().ok().map(|sectors| sectors * 512)
+}
+
+/// Written by others while the study and its separate runs read the disk (they write nothing)
+/// beyond which their latencies are not comparable across runs: an fio writer beside them moved
+/// a miss from 33 us in one run to 2.45 ms in another.
+const QUIET_DISK_WRITES: u64 = 16 * MIB;
+
 #[test]
 fn cache_finds_the_page_cache_a_memory_cgroup_allows() {
     if !is_root() {
@@ -329,6 +344,7 @@ fn cache_finds_the_page_cache_a_memory_cgroup_allows() {
     let dir = tempfile::tempdir_in("/var/tmp").expect("dir");
     let file = dir.path().join("f");
     cold_file(&file, 4 * limit);
+    let written_before = disk_written_bytes(&file);
     // A second per working set: past twice the page cache a busy machine reads 3,000-8,000 times
     // a second, and each share of hits is then within 2% (sampling error) rather than 4%.
     let (out, held) = cgroup.iolab_holding(
@@ -439,18 +455,30 @@ fn cache_finds_the_page_cache_a_memory_cgroup_allows() {
     let expected_beyond = hit * hits + miss * (1.0 - hits);
     // Within 2.5x for hits, 4x beyond: the root disk is shared, and other loads on it moved a
     // miss from 150 to 450 µs between the study and the separate run.
-    let within = |a: f64, b: f64, x: f64| a / b < x && b / a < x;
-    assert!(within(hit, inside_run, 2.5), "hits: {hit} ns in the study, a median of {inside_run} ns alone");
-    assert!(
-        within(expected_beyond, beyond_run, 4.0),
-        "beyond: {expected_beyond} ns from the study, {beyond_run} ns alone"
-    );
-    let beyond = tier["beyond"]["mean_ns"].as_f64().expect("beyond");
-    assert!(within(beyond, beyond_run, 4.0), "beyond: {beyond} ns in the study, {beyond_run} ns alone");
+    // Within one run, a step: whatever else the disk serves, misses cost more than hits.
     assert!(
         beyond_run > 5.0 * inside_run,
         "the separate runs see the step too: {inside_run} vs {beyond_run} ns"
     );
+    let others_wrote = written_before.zip(disk_written_bytes(&file)).map(|(a, b)| b.saturating_sub(a));
+    let within = |a: f64, b: f64, x: f64| a / b < x && b / a < x;
+    let beyond = tier["beyond"]["mean_ns"].as_f64().expect("beyond");
+    // Hits are page-cache reads: the disk's load does not reach them.
+    assert!(within(hit, inside_run, 2.5), "hits: {hit} ns in the study, a median of {inside_run} ns alone");
+    match others_wrote {
+        Some(bytes) if bytes > QUIET_DISK_WRITES => skip!(
+            Missing::Other,
+            "other processes wrote {} MiB to the disk while the study and its separate runs read it: the study's latencies ({hit} ns hits, {beyond} ns beyond) and the separate runs' ({inside_run}, {beyond_run} ns) are not compared across runs on a disk this busy",
+            bytes / MIB
+        ),
+        _ => {
+            assert!(
+                within(expected_beyond, beyond_run, 4.0),
+                "beyond: {expected_beyond} ns from the study, {beyond_run} ns alone"
+            );
+            assert!(within(beyond, beyond_run, 4.0), "beyond: {beyond} ns in the study, {beyond_run} ns alone");
+        }
+    }
 
     let promotion = &summary["promotion"];
     assert_eq!(
