@@ -11,18 +11,8 @@ use std::process::Output;
 use std::time::{Duration, Instant};
 
 use common::ext4::Ext4;
-use common::tmpfs::Tmpfs;
+use common::tmpfs::{shm_dir, Tmpfs};
 use common::{json, needs_root_and, run_in, skip, spawn_in, stderr, LoopDevice};
-
-/// A directory on tmpfs (/dev/shm when there is one).
-fn shm_dir() -> tempfile::TempDir {
-    let shm = Path::new("/dev/shm");
-    if shm.is_dir() {
-        tempfile::tempdir_in(shm).expect("temp dir in /dev/shm")
-    } else {
-        tempfile::tempdir().expect("temp dir")
-    }
-}
 
 const PHASES: &str = "mkdir,create,stat,readdir,read,rename,copy,stat,unlink,rmdir";
 

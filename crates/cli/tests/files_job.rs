@@ -4,8 +4,7 @@
 
 mod common;
 
-use std::path::Path;
-
+use common::tmpfs::shm_dir;
 use common::{json, run_in, stderr};
 
 /// Each phase's (name, done, planned) and the plan's engine, from a JSON report.
@@ -20,18 +19,9 @@ fn counts(report: &serde_json::Value) -> Vec<(String, u64, u64)> {
         .collect()
 }
 
-fn tmp() -> tempfile::TempDir {
-    let shm = Path::new("/dev/shm");
-    if shm.is_dir() {
-        tempfile::tempdir_in(shm).expect("temp dir in /dev/shm")
-    } else {
-        tempfile::tempdir().expect("temp dir")
-    }
-}
-
 #[test]
 fn a_job_file_gives_the_counts_of_the_equivalent_flags() {
-    let temp = tmp();
+    let temp = shm_dir();
     let cwd = temp.path();
     let job = cwd.join("files.toml");
     std::fs::write(
@@ -90,7 +80,7 @@ fn a_job_file_gives_the_counts_of_the_equivalent_flags() {
 
 #[test]
 fn the_job_files_dir_is_used_and_an_unknown_key_is_refused_untouched() {
-    let temp = tmp();
+    let temp = shm_dir();
     let cwd = temp.path();
     std::fs::write(
         cwd.join("dir.toml"),

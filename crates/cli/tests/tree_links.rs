@@ -13,18 +13,9 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use common::fleet::{hosts, token_file, Agent};
+use common::tmpfs::shm_dir;
 use common::{spawn_in, stderr};
 use nix::fcntl::{renameat2, RenameFlags, AT_FDCWD};
-
-/// A directory on tmpfs (/dev/shm when there is one): creates are fast, the run is long enough.
-fn shm_dir() -> tempfile::TempDir {
-    let shm = Path::new("/dev/shm");
-    if shm.is_dir() {
-        tempfile::tempdir_in(shm).expect("temp dir in /dev/shm")
-    } else {
-        tempfile::tempdir().expect("temp dir")
-    }
-}
 
 /// A user's directory laid out as a tree's root is (`d0` .. `d9`), its files named as iolab
 /// names its own: what following the link would reach, and delete.

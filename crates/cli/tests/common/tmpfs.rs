@@ -5,6 +5,17 @@ use std::path::{Path, PathBuf};
 
 use super::sh;
 
+/// A temporary directory on the tmpfs every Linux has (/dev/shm), else in the temp dir: fast
+/// creates for the file-tree tests.
+pub fn shm_dir() -> tempfile::TempDir {
+    let shm = Path::new("/dev/shm");
+    if shm.is_dir() {
+        tempfile::tempdir_in(shm).expect("temp dir in /dev/shm")
+    } else {
+        tempfile::tempdir().expect("temp dir")
+    }
+}
+
 pub struct Tmpfs(PathBuf);
 
 impl Tmpfs {
