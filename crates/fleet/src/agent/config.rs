@@ -26,9 +26,9 @@ pub struct AgentConfig {
     pub max_lease: Duration,
     /// The largest scratch file a job may ask for (`--max-scratch`), in bytes.
     pub max_scratch: u64,
-    /// `--metrics`: hears every job the agent runs, for the operator's Prometheus endpoint
-    /// (served apart from the API, with no token); `None` unless asked for.
-    pub metrics: Option<iolab_metrics::MetricsObserver>,
+    /// `--metrics`: where the figures of every job the agent runs are served for the operator's
+    /// Prometheus (apart from the API, with no token); `None` unless asked for.
+    pub metrics: Option<super::MetricsPort>,
     /// `--allow-hardlinks`: jobs may write a file with more than one hard link (another name,
     /// possibly outside `--allow-write`, reaches the same data).
     pub allow_hardlinks: bool,

@@ -44,6 +44,8 @@ pub enum AgentError {
         #[source]
         source: std::io::Error,
     },
+    #[error(transparent)]
+    Metrics(#[from] iolab_metrics::MetricsError),
     #[error("the agent's runtime could not start: {0}; check the process limits (threads, open files)")]
     Runtime(#[source] std::io::Error),
     #[error("the agent stopped serving: {0}; restart it")]
