@@ -8,6 +8,8 @@
 
 use std::path::{Path, PathBuf};
 
+use iolab_spec::user_file;
+
 use crate::error::{at, FioJobError, Loc};
 
 /// One `key[=value]` line.
@@ -65,7 +67,7 @@ pub fn parse_text(
 }
 
 fn read(path: &Path) -> Result<String, FioJobError> {
-    std::fs::read_to_string(path)
+    user_file::read_to_string(path, user_file::FIO_JOB_FILE)
         .map_err(|e| FioJobError::Read { file: path.display().to_string(), message: e.to_string() })
 }
 
@@ -132,8 +134,8 @@ impl Reader<'_> {
             (false, Some(dir)) if given.is_relative() => dir.join(&given),
             _ => given,
         };
-        let text = std::fs::read_to_string(&path)
-            .map_err(|e| at(loc, format!("include {target}: cannot read {}: {e}", path.display())))?;
+        let text = user_file::read_to_string(&path, user_file::FIO_JOB_FILE)
+            .map_err(|e| at(loc, format!("include {target}: {e}")))?;
         self.lines(&text, &path, depth + 1)
     }
 }

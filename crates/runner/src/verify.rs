@@ -22,6 +22,7 @@ use std::sync::{Arc, Mutex};
 
 use iolab_engine::blockcheck::{self, Found, Verdict, AMBIGUOUS};
 use iolab_engine::stamp::BLOCK;
+use iolab_spec::user_file::{self, Cap};
 use iolab_stats::verify::{BadBlock, BlockStamp, VerifySummary};
 
 /// The state file's name: version 2 goes with blocks checked by XXH3 (`blockcheck`).
@@ -49,9 +50,15 @@ pub struct TargetState {
 }
 
 impl TargetState {
-    /// Loads the records of `state_path` (none yet: all unwritten), sized for `bytes` of `target`.
-    pub fn load(target: &Path, state_path: PathBuf, bytes: u64) -> Result<TargetState, String> {
-        let mut records = read_records(&state_path)?;
+    /// Loads the records of `state_path` (none yet: all unwritten), sized for `bytes` of `target`,
+    /// a target of `target_size` bytes.
+    pub fn load(
+        target: &Path,
+        state_path: PathBuf,
+        bytes: u64,
+        target_size: u64,
+    ) -> Result<TargetState, String> {
+        let mut records = read_records(&state_path, bytes.max(target_size))?;
         let blocks = bytes.div_ceil(BLOCK as u64) as usize;
         if records.len() < blocks {
             records.resize(blocks, blockcheck::UNWRITTEN);
@@ -156,8 +163,9 @@ fn unsaved_marker(state: &Path) -> PathBuf {
 /// without saving (its marker is there), every recorded block ambiguous, since that job's writes
 /// are in the blocks but not in the records: an intact block of the right offset passes, a lost,
 /// misdirected, torn or corrupted one is still found, and stale data can no longer be told.
-pub fn read_records(path: &Path) -> Result<Vec<u64>, String> {
-    let mut records = read_state(path)?;
+/// The state may describe at most `covering` bytes of the target.
+pub fn read_records(path: &Path, covering: u64) -> Result<Vec<u64>, String> {
+    let mut records = read_state(path, covering)?;
     if unsaved_marker(path).exists() {
         for record in records.iter_mut().filter(|r| **r != blockcheck::UNWRITTEN) {
             *record = AMBIGUOUS;
@@ -166,12 +174,14 @@ pub fn read_records(path: &Path) -> Result<Vec<u64>, String> {
     Ok(records)
 }
 
-/// The records file as u64s (absent: none).
-pub fn read_state(path: &Path) -> Result<Vec<u64>, String> {
-    let bytes = match std::fs::read(path) {
+/// The records file as u64s (absent: none), of at most `covering` bytes of the target: a
+/// path that holds more (a device linked there, another target's state) is refused unread.
+pub fn read_state(path: &Path, covering: u64) -> Result<Vec<u64>, String> {
+    let cap = Cap { what: "verify state", bytes: 16 + 8 * covering.div_ceil(BLOCK as u64) };
+    let bytes = match user_file::read(path, cap) {
         Ok(bytes) => bytes,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
-        Err(e) => return Err(format!("cannot read the verify state {}: {e}", path.display())),
+        Err(e) if e.is_not_found() => return Ok(Vec::new()),
+        Err(e) => return Err(e.to_string()),
     };
     if bytes.starts_with(STATE_MAGIC_V1) {
         return Err(format!(
@@ -410,8 +420,11 @@ impl JobVerify {
                     Some(state) => state.clone(),
                     None => {
                         let bytes = target.region_start + target.region_size;
+                        let size =
+                            iolab_engine::target::inspect(&target.path, &target.file).map_or(0, |i| i.size);
                         let state = Arc::new(
-                            TargetState::load(&target.path, path, bytes).map_err(crate::RunError::Invalid)?,
+                            TargetState::load(&target.path, path, bytes, size)
+                                .map_err(crate::RunError::Invalid)?,
                         );
                         states.push(state.clone());
                         state
@@ -455,13 +468,13 @@ mod tests {
     fn records_survive_a_round_trip_through_the_state_file() {
         let dir = tempfile::tempdir().expect("tempdir");
         let path = dir.path().join("sub").join("t.state");
-        assert_eq!(read_state(&path).expect("absent is empty"), Vec::<u64>::new());
+        assert_eq!(read_state(&path, 1 << 20).expect("absent is empty"), Vec::<u64>::new());
         write_state(&path, &[0, 5, u64::MAX]).expect("write");
-        assert_eq!(read_state(&path).expect("read"), vec![0, 5, u64::MAX]);
+        assert_eq!(read_state(&path, 1 << 20).expect("read"), vec![0, 5, u64::MAX]);
         std::fs::write(&path, b"not a state").expect("write");
-        assert!(read_state(&path).unwrap_err().contains("not an iolab verify state"));
+        assert!(read_state(&path, 1 << 20).unwrap_err().contains("not an iolab verify state"));
         std::fs::write(&path, [&STATE_MAGIC_V1[..], &[0u8; 8]].concat()).expect("write");
-        assert!(read_state(&path).unwrap_err().contains("written by an earlier iolab"));
+        assert!(read_state(&path, 1 << 20).unwrap_err().contains("written by an earlier iolab"));
     }
 
     #[test]
@@ -469,26 +482,29 @@ mod tests {
         let dir = tempfile::tempdir().expect("tempdir");
         let path = dir.path().join("t.state");
         write_state(&path, &[0, 5, 6]).expect("write");
-        let state = TargetState::load(dir.path(), path.clone(), 3 * BLOCK as u64).expect("load");
+        let state = TargetState::load(dir.path(), path.clone(), 3 * BLOCK as u64, 0).expect("load");
         state.mark_writing().expect("marker");
         drop(state); // killed: no save
-        assert_eq!(read_records(&path).expect("read"), vec![blockcheck::UNWRITTEN, AMBIGUOUS, AMBIGUOUS]);
-        let state = TargetState::load(dir.path(), path.clone(), 3 * BLOCK as u64).expect("load");
+        assert_eq!(
+            read_records(&path, 1 << 20).expect("read"),
+            vec![blockcheck::UNWRITTEN, AMBIGUOUS, AMBIGUOUS]
+        );
+        let state = TargetState::load(dir.path(), path.clone(), 3 * BLOCK as u64, 0).expect("load");
         state.mark_writing().expect("marker");
         state.queue_write(2);
         state.complete_write(2, 9);
         state.save().expect("save");
-        assert_eq!(read_records(&path).expect("read"), vec![blockcheck::UNWRITTEN, AMBIGUOUS, 9]);
+        assert_eq!(read_records(&path, 1 << 20).expect("read"), vec![blockcheck::UNWRITTEN, AMBIGUOUS, 9]);
     }
 
     #[test]
     fn the_first_job_to_verify_a_target_makes_the_state_directory() {
         let dir = tempfile::tempdir().expect("tempdir");
         let path = dir.path().join("never").join("made").join("t.state");
-        let state = TargetState::load(dir.path(), path.clone(), BLOCK as u64).expect("load");
+        let state = TargetState::load(dir.path(), path.clone(), BLOCK as u64, 0).expect("load");
         state.mark_writing().expect("the marker's directory is made");
         state.save().expect("save");
-        assert_eq!(read_records(&path).expect("read"), vec![blockcheck::UNWRITTEN]);
+        assert_eq!(read_records(&path, 1 << 20).expect("read"), vec![blockcheck::UNWRITTEN]);
     }
 
     #[test]
@@ -496,7 +512,7 @@ mod tests {
         let dir = tempfile::tempdir().expect("tempdir");
         let path = dir.path().join("t.state");
         let gone = dir.path().join("gone");
-        let state = TargetState::load(&gone, path.clone(), BLOCK as u64).expect("load");
+        let state = TargetState::load(&gone, path.clone(), BLOCK as u64, 0).expect("load");
         state.mark_writing().expect("marker");
         state.queue_write(0);
         state.complete_write(0, 9);
@@ -507,7 +523,7 @@ mod tests {
     #[test]
     fn overlapping_writes_leave_the_block_ambiguous_until_one_completes_alone() {
         let dir = tempfile::tempdir().expect("tempdir");
-        let state = TargetState::load(dir.path(), dir.path().join("s"), 4 * BLOCK as u64).expect("load");
+        let state = TargetState::load(dir.path(), dir.path().join("s"), 4 * BLOCK as u64, 0).expect("load");
         state.queue_write(1);
         state.complete_write(1, 7);
         assert_eq!(state.record(BLOCK as u64), 7);

@@ -65,7 +65,7 @@ pub fn read_token(path: &Path) -> Result<String, AgentError> {
     if mode & 0o077 != 0 {
         return Err(AgentError::TokenFileOpen { path: path.to_path_buf(), mode });
     }
-    let text = std::fs::read_to_string(path).map_err(file_error)?;
+    let text = iolab_spec::user_file::read_to_string(path, iolab_spec::user_file::TOKEN_FILE)?;
     let token = text.trim();
     if token.is_empty() {
         return Err(AgentError::EmptyToken { path: path.to_path_buf() });

@@ -20,6 +20,9 @@ pub enum AgentError {
         #[source]
         source: std::io::Error,
     },
+    /// Not a regular file, or larger than a token file may be.
+    #[error(transparent)]
+    TokenFileRead(#[from] iolab_spec::user_file::UserFileError),
     #[error("the token file {path} is empty; write a secret shared with the coordinator into it", path = path.display())]
     EmptyToken { path: PathBuf },
     #[error("the token is empty; give the agent a secret shared with the coordinator")]
