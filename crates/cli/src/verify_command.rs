@@ -67,7 +67,7 @@ fn verify(args: VerifyArgs) -> Result<ExitCode, ExitCode> {
         }
         lines.join("\n")
     };
-    println!("{text}");
+    crate::flow::write_output(&iolab_spec::OutputSpec::default(), &format!("{text}\n"))?;
     Ok(ExitCode::from(if summary.data_errors() > 0 { exit::DATA_ERRORS } else { exit::OK }))
 }
 

@@ -237,20 +237,9 @@ fn user_named_files_must_be_regular_files() {
     rejected_within(d, &["fleet", "--hosts", "127.0.0.1:9", "--token-file", "token", "run", "t"], fifo);
 }
 
-/// `rejected`, for a command the defect made hang: one still running after a minute is killed
-/// and fails the test.
+/// `rejected`, for a command the defect made hang.
 fn rejected_within(dir: &std::path::Path, args: &[&str], expect: &str) {
-    let mut child = common::spawn_in(dir, args);
-    let started = std::time::Instant::now();
-    while child.try_wait().expect("wait").is_none() {
-        if started.elapsed() > std::time::Duration::from_secs(60) {
-            let _ = child.kill();
-            let _ = child.wait();
-            panic!("{args:?} hung");
-        }
-        std::thread::sleep(std::time::Duration::from_millis(20));
-    }
-    let out = child.wait_with_output().expect("output");
+    let out = common::output_unless_hung(common::spawn_in(dir, args), &format!("{args:?}"));
     let err = stderr(&out);
     assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
     assert!(err.contains(expect), "{args:?}: expected '{expect}' in: {err}");
