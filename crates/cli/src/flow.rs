@@ -136,7 +136,7 @@ impl<'p> Measurement<'p> {
     }
 }
 
-/// Installs SIGINT/SIGTERM: the first asks the run to stop and keep its results, a second ends
+/// Installs SIGINT/SIGTERM/SIGHUP: the first asks the run to stop and keep its results, a second ends
 /// the process at once (removing the scratch file first), for a run that does not stop by itself.
 pub fn install_signals() -> Result<Arc<AtomicBool>, ExitCode> {
     iolab_engine::exit_cleanup::install_stop_signals()

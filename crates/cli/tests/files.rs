@@ -405,3 +405,50 @@ fn each_phase_is_kept_in_the_results_database() {
     assert_eq!(page.matches("<section class=\"files-phase\">").count(), 5, "a panel per phase");
     assert!(page.contains("<td>create</td>") && page.contains("stonewall"));
 }
+
+/// Issue 32: SIGHUP (a closed terminal) killed `iolab files` with no report, its tree left
+/// behind. SIGHUP and SIGTERM end it as Ctrl-C does: the phases done reported, the tree
+/// removed, exit 130.
+#[test]
+fn sighup_and_sigterm_end_a_run_as_ctrl_c_does() {
+    for signal in [libc::SIGHUP, libc::SIGTERM] {
+        let temp = shm_dir();
+        let dir = temp.path().join("tree");
+        let db = temp.path().join("r.db");
+        let args = [
+            "files",
+            dir.to_str().expect("utf-8"),
+            "--files",
+            "2000000",
+            "--threads",
+            "2",
+            "--phases",
+            "mkdir,create",
+            "--engine",
+            "sync",
+            "--json",
+            "--db",
+            db.to_str().expect("utf-8"),
+        ];
+        let child = spawn_in(temp.path(), &args);
+        // Once it has made files (a leaf directory with entries), signal it.
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while !std::fs::read_dir(dir.join("t0/d0")).is_ok_and(|mut d| d.next().is_some()) {
+            assert!(Instant::now() < deadline, "signal {signal}: the run never made a file");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        // SAFETY: plain kill(2) on our own child's pid.
+        assert_eq!(unsafe { libc::kill(child.id() as i32, signal) }, 0);
+        let out = common::output_unless_hung(child, &format!("iolab files after signal {signal}"));
+        let err = stderr(&out);
+        assert_eq!(out.status.code(), Some(130), "signal {signal}: {err}");
+        assert!(err.contains("interrupted; the phases done so far were reported"), "signal {signal}: {err}");
+        let report = json(&out);
+        assert!(!report["phases"].as_array().expect("phases").is_empty(), "signal {signal}: {report}");
+        let mut left = Vec::new();
+        if dir.exists() {
+            walk(&dir, &dir, &mut left);
+        }
+        assert!(left.is_empty(), "signal {signal}: the tree is left: {} entries", left.len());
+    }
+}
