@@ -9,10 +9,10 @@ use std::time::Duration;
 use iolab_fleet::agent::{self, AgentConfig};
 use iolab_fleet::protocol::MAX_LEASE_MS;
 
+use iolab_metrics::Metrics;
+
 use crate::args::AgentArgs;
-use crate::args::MetricsArgs;
 use crate::exit;
-use crate::metrics_args;
 
 pub fn run(args: AgentArgs) -> ExitCode {
     let from_stdin = args.token_file.as_os_str() == "-";
@@ -30,11 +30,6 @@ pub fn run(args: AgentArgs) -> ExitCode {
         Ok(token) => token,
         Err(message) => return exit::fail(exit::USAGE, &message),
     };
-    // Bound before the agent serves anything: a taken port is the operator's to fix first.
-    let served = match metrics_args::serve(&MetricsArgs { metrics: args.metrics }, "agent") {
-        Ok(served) => served,
-        Err(code) => return code,
-    };
     let config = AgentConfig {
         listen: args.listen,
         token,
@@ -42,7 +37,9 @@ pub fn run(args: AgentArgs) -> ExitCode {
         scratch_dir: args.scratch_dir,
         max_lease: Duration::from_millis(MAX_LEASE_MS),
         max_scratch: args.max_scratch.0,
-        metrics: served.as_ref().map(|served| served.observer.clone()),
+        // Bound with the API's listener, before the agent serves anything, and served within
+        // limits of its own (the agent's metrics_port.rs).
+        metrics: args.metrics.map(|addr| agent::MetricsPort { addr, metrics: Metrics::new("agent") }),
         allow_hardlinks: args.allow_hardlinks,
         limits: agent::Limits {
             max_connections: args.max_connections.max(1),

@@ -31,7 +31,7 @@ pub const STUCK: u8 = 4;
 pub const NOT_KEPT: u8 = 5;
 /// `--verify` or `iolab verify` found bad blocks (docs/verify.md).
 pub const DATA_ERRORS: u8 = 6;
-/// Interrupted by SIGINT or SIGTERM; the results gathered so far were written.
+/// Interrupted by SIGINT, SIGTERM or SIGHUP; the results gathered so far were written.
 pub const INTERRUPTED: u8 = 130;
 
 /// Prints `message` as iolab's one-line error and returns `code`.

@@ -1,7 +1,6 @@
 //! `iolab fio-job FILE`: checks a fio job file against what iolab can run, and with `--print`
 //! shows the iolab job file it becomes (the very text `iolab run FILE` runs).
 
-use std::io::Write;
 use std::process::ExitCode;
 
 use crate::args::FioJobArgs;
@@ -25,10 +24,8 @@ pub fn run(args: FioJobArgs) -> ExitCode {
             args.file.display()
         )
     };
-    match std::io::stdout().lock().write_all(text.as_bytes()) {
+    match crate::flow::write_output(&iolab_spec::OutputSpec::default(), &text) {
         Ok(()) => ExitCode::from(exit::OK),
-        // A closed pipe (`| head`) is not an error.
-        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => ExitCode::from(exit::OK),
-        Err(e) => exit::fail(exit::INTERNAL, &format!("cannot write to stdout: {e}")),
+        Err(code) => code,
     }
 }

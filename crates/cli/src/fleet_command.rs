@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use iolab_fleet::coordinator::ssh::{self, SshAgents};
 use iolab_fleet::coordinator::{hosts, Fleet, FleetConfig};
+use iolab_spec::user_file;
 
 use crate::args::{FleetArgs, FleetStudy, KeepArgs, MetricsArgs, StoreArgs};
 use crate::place::Place;
@@ -106,8 +107,7 @@ pub fn run(args: FleetArgs, store: &StoreArgs) -> ExitCode {
 /// The token on the file's first line; a token anyone on the host can read is said.
 pub fn read_token(path: &Path) -> Result<String, String> {
     let shown = path.display();
-    let text =
-        std::fs::read_to_string(path).map_err(|e| format!("cannot read the token file {shown}: {e}"))?;
+    let text = user_file::read_to_string(path, user_file::TOKEN_FILE).map_err(|e| e.to_string())?;
     let token = text.lines().next().unwrap_or("").trim().to_string();
     if token.is_empty() {
         return Err(format!("the token file {shown} is empty; put a long random token in it, e.g. head -c 32 /dev/urandom | base64"));

@@ -136,7 +136,7 @@ impl<'p> Measurement<'p> {
     }
 }
 
-/// Installs SIGINT/SIGTERM: the first asks the run to stop and keep its results, a second ends
+/// Installs SIGINT/SIGTERM/SIGHUP: the first asks the run to stop and keep its results, a second ends
 /// the process at once (removing the scratch file first), for a run that does not stop by itself.
 pub fn install_signals() -> Result<Arc<AtomicBool>, ExitCode> {
     iolab_engine::exit_cleanup::install_stop_signals()
@@ -144,18 +144,23 @@ pub fn install_signals() -> Result<Arc<AtomicBool>, ExitCode> {
 }
 
 /// Writes `text` to the output file (whole, or not at all), or stdout. Broken pipe
-/// (`iolab run | head`) is not an error.
+/// (`iolab run | head`) is not an error; any other failure to write stdout (ENOSPC) is one
+/// line on stderr and `INTERNAL`. Every write to stdout goes through here: `println!` panics.
 pub fn write_output(output: &OutputSpec, text: &str) -> Result<(), ExitCode> {
     use std::io::Write;
     let written = match &output.path {
         Some(path) => output_file::write(path, text.as_bytes())
             .map_err(|e| format!("cannot write the results to {}: {e}", path.display())),
-        None => match std::io::stdout().lock().write_all(text.as_bytes()) {
-            Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => {
-                Err(format!("cannot write the results: {e}"))
+        None => {
+            // Flushed here: what stdout still buffers at exit is written with its error ignored.
+            let mut stdout = std::io::stdout().lock();
+            match stdout.write_all(text.as_bytes()).and_then(|()| stdout.flush()) {
+                Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => {
+                    Err(format!("cannot write the results to stdout: {e}"))
+                }
+                _ => Ok(()),
             }
-            _ => Ok(()),
-        },
+        }
     };
     written.map_err(|message| exit::fail(exit::INTERNAL, &message))
 }

@@ -59,8 +59,8 @@ pub fn is_job_file(path: &Path) -> bool {
     }
     // The first 4 KiB decide; a data file (a target) is rarely text, and never all of it.
     let mut head = Vec::new();
-    let read = std::fs::File::open(path).and_then(|file| file.take(4096).read_to_end(&mut head));
-    if read.is_err() || head.contains(&0) {
+    let Ok(file) = iolab_spec::user_file::open(path, "job file") else { return false };
+    if file.take(4096).read_to_end(&mut head).is_err() || head.contains(&0) {
         return false;
     }
     let text = match std::str::from_utf8(&head) {

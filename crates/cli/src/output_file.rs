@@ -2,10 +2,11 @@
 //! `results export --output`): checked before anything runs, and written whole or not at all.
 //!
 //! A results file must never cost the user data: it is never a block device or a character
-//! device other than a terminal or /dev/null, never a directory, never one of the run's targets,
-//! its verify state files, the results database or the database's journal files. A regular
-//! file is written beside its final place and renamed over it at the end, so a run that fails
-//! midway (or a full disk) leaves the old file as it was.
+//! device other than a terminal or /dev/null, never a FIFO or a socket (a FIFO with no reader
+//! blocked the write after the run, deaf to SIGTERM), never a directory, never one of the run's
+//! targets, its verify state files, the results database or the database's journal files. A
+//! regular file is written beside its final place and renamed over it at the end, so a run that
+//! fails midway (or a full disk) leaves the old file as it was.
 
 use std::fs;
 use std::io::{self, Write};
@@ -65,12 +66,18 @@ pub fn check(path: &Path, protected: &Protected) -> Result<(), String> {
             }
             if kind.is_block_device() {
                 return Err(format!(
-                    "--output {shown} is a block device; results go to a regular file, a pipe or a terminal (nothing was written)"
+                    "--output {shown} is a block device; results go to a regular file or a terminal (nothing was written)"
                 ));
             }
             if kind.is_char_device() && !is_sink(meta.rdev()) {
                 return Err(format!(
-                    "--output {shown} is a character device that is not a terminal or /dev/null; results go to a regular file, a pipe or a terminal"
+                    "--output {shown} is a character device that is not a terminal or /dev/null; results go to a regular file or a terminal"
+                ));
+            }
+            if kind.is_fifo() || kind.is_socket() {
+                let what = if kind.is_fifo() { "a FIFO" } else { "a socket" };
+                return Err(format!(
+                    "-o {shown} is {what}: give a regular file (or leave -o out and pipe stdout)"
                 ));
             }
             if let Some(what) = protected.paths.iter().find(|(p, _)| same_existing(&meta, p)).map(|(_, w)| w)
@@ -109,7 +116,7 @@ pub fn check_output(output: Option<&Path>, jobs: &[JobSpec], store: &StoreArgs) 
 }
 
 /// Writes `bytes` to `path`: a regular file (or a new one) through a temporary file beside it
-/// renamed over it, keeping the old file's permissions; a pipe, terminal or /dev/null directly.
+/// renamed over it, keeping the old file's permissions; a terminal or /dev/null directly.
 pub fn write(path: &Path, bytes: &[u8]) -> io::Result<()> {
     match fs::metadata(path) {
         Ok(meta) if !meta.is_file() => fs::OpenOptions::new().write(true).open(path)?.write_all(bytes),

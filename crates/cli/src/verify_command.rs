@@ -25,7 +25,8 @@ fn verify(args: VerifyArgs) -> Result<ExitCode, ExitCode> {
             args.target.display()
         )));
     }
-    let records = read_records(&path).map_err(exit::usage)?;
+    let target_size = target_size(&args.target).map_err(exit::usage)?;
+    let records = read_records(&path, target_size).map_err(exit::usage)?;
     let start = args.offset.map_or(0, |o| o.0);
     if start % BLOCK as u64 != 0 {
         return Err(exit::usage(format!(
@@ -33,7 +34,6 @@ fn verify(args: VerifyArgs) -> Result<ExitCode, ExitCode> {
         )));
     }
     let recorded_end = records.len() as u64 * BLOCK as u64;
-    let target_size = target_size(&args.target).map_err(exit::usage)?;
     let end = match args.size {
         Some(size) => start
             .checked_add(size.0)
@@ -67,7 +67,7 @@ fn verify(args: VerifyArgs) -> Result<ExitCode, ExitCode> {
         }
         lines.join("\n")
     };
-    println!("{text}");
+    crate::flow::write_output(&iolab_spec::OutputSpec::default(), &format!("{text}\n"))?;
     Ok(ExitCode::from(if summary.data_errors() > 0 { exit::DATA_ERRORS } else { exit::OK }))
 }
 

@@ -209,3 +209,38 @@ fn a_target_that_does_not_fit_is_refused_before_writing() {
     assert_eq!(out.status.code(), Some(2), "{err}");
     assert!(err.contains("needs 64MiB more to reach --size") && err.contains("free"), "{err}");
 }
+
+/// Issue 32: a file the user named was read whatever it was. A FIFO hung the command before it
+/// ran anything (a `--verify-state` linked to /dev/zero grew to 20 GB: `user_file`'s unit tests
+/// hold that one). Each is refused at once, named, with exit 2.
+#[test]
+fn user_named_files_must_be_regular_files() {
+    let dir = dir_with_target();
+    let d = dir.path();
+    for name in ["job.toml", "job.fio", "state", "rated.toml", "token"] {
+        let status = std::process::Command::new("mkfifo")
+            .args(["-m", "600"])
+            .arg(d.join(name))
+            .status()
+            .expect("mkfifo runs");
+        assert!(status.success(), "mkfifo {name}");
+    }
+    std::fs::write(d.join("outer.fio"), "[global]\ninclude job.fio\n[j]\nfilename=t\nrw=read\n")
+        .expect("outer");
+    let fifo = "is a FIFO, not a regular file";
+    rejected_within(d, &["run", "job.toml"], fifo);
+    rejected_within(d, &["run", "job.fio"], fifo);
+    rejected_within(d, &["run", "outer.fio"], "line 2");
+    rejected_within(d, &["verify", "t", "--verify-state", "state"], fifo);
+    rejected_within(d, &["run", "--target", "t", "--engine", "null", "--rated", "rated.toml"], fifo);
+    rejected_within(d, &["agent", "--token-file", "token", "--listen", "127.0.0.1:0"], fifo);
+    rejected_within(d, &["fleet", "--hosts", "127.0.0.1:9", "--token-file", "token", "run", "t"], fifo);
+}
+
+/// `rejected`, for a command the defect made hang.
+fn rejected_within(dir: &std::path::Path, args: &[&str], expect: &str) {
+    let out = common::output_unless_hung(common::spawn_in(dir, args), &format!("{args:?}"));
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+    assert!(err.contains(expect), "{args:?}: expected '{expect}' in: {err}");
+}

@@ -207,36 +207,31 @@ fn ours(rel: &Path) -> bool {
     parts.all(|p| p.strip_prefix(['d', 'f', 'r']).is_some_and(digits))
 }
 
+/// `iolab files` making 2,000,000 files in `dir`, far more than a test waits for, with `output`
+/// (`-q`, `--json`).
+fn endless_create<'a>(dir: &'a Path, db: &'a Path, output: &'a str) -> Vec<&'a str> {
+    let (dir, db) = (dir.to_str().expect("utf-8"), db.to_str().expect("utf-8"));
+    let shape = ["--files", "2000000", "--threads", "2", "--phases", "mkdir,create", "--engine", "sync"];
+    [&["files", dir][..], &shape, &["--db", db, output]].concat()
+}
+
+/// Waits (at most a minute) until the run in `dir` has made files: a leaf directory has entries.
+fn wait_for_files(dir: &Path) {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while !std::fs::read_dir(dir.join("t0/d0")).is_ok_and(|mut d| d.next().is_some()) {
+        assert!(Instant::now() < deadline, "the run in {} never made a file", dir.display());
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
 #[test]
 fn a_killed_run_leaves_only_its_own_files_and_clean_removes_them() {
     let temp = shm_dir();
     let dir = temp.path().join("tree");
     let db = temp.path().join("r.db");
-    let args = [
-        "files",
-        dir.to_str().expect("utf-8"),
-        "--files",
-        "2000000",
-        "--threads",
-        "2",
-        "--phases",
-        "mkdir,create",
-        "--engine",
-        "sync",
-        "--db",
-        db.to_str().expect("utf-8"),
-        "-q",
-    ];
-    let mut child = spawn_in(temp.path(), &args);
-    // Wait until it has made files (a leaf directory with entries), then kill it outright.
-    let deadline = Instant::now() + Duration::from_secs(60);
-    loop {
-        let started = std::fs::read_dir(dir.join("t0/d0")).is_ok_and(|mut d| d.next().is_some());
-        if started || Instant::now() > deadline {
-            break;
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    let mut child = spawn_in(temp.path(), &endless_create(&dir, &db, "-q"));
+    // Once it has made files, kill it outright.
+    wait_for_files(&dir);
     child.kill().expect("kill");
     child.wait().expect("reaped");
     let mut left = Vec::new();
@@ -394,4 +389,32 @@ fn each_phase_is_kept_in_the_results_database() {
     let page = std::fs::read_to_string(&html).expect("the report");
     assert_eq!(page.matches("<section class=\"files-phase\">").count(), 5, "a panel per phase");
     assert!(page.contains("<td>create</td>") && page.contains("stonewall"));
+}
+
+/// Issue 32: SIGHUP (a closed terminal) killed `iolab files` with no report, its tree left
+/// behind. SIGHUP and SIGTERM end it as Ctrl-C does: the phases done reported, the tree
+/// removed, exit 130.
+#[test]
+fn sighup_and_sigterm_end_a_run_as_ctrl_c_does() {
+    for signal in [libc::SIGHUP, libc::SIGTERM] {
+        let temp = shm_dir();
+        let dir = temp.path().join("tree");
+        let db = temp.path().join("r.db");
+        let child = spawn_in(temp.path(), &endless_create(&dir, &db, "--json"));
+        // Once it has made files, signal it.
+        wait_for_files(&dir);
+        // SAFETY: plain kill(2) on our own child's pid.
+        assert_eq!(unsafe { libc::kill(child.id() as i32, signal) }, 0);
+        let out = common::output_unless_hung(child, &format!("iolab files after signal {signal}"));
+        let err = stderr(&out);
+        assert_eq!(out.status.code(), Some(130), "signal {signal}: {err}");
+        assert!(err.contains("interrupted; the phases done so far were reported"), "signal {signal}: {err}");
+        let report = json(&out);
+        assert!(!report["phases"].as_array().expect("phases").is_empty(), "signal {signal}: {report}");
+        let mut left = Vec::new();
+        if dir.exists() {
+            walk(&dir, &dir, &mut left);
+        }
+        assert!(left.is_empty(), "signal {signal}: the tree is left: {} entries", left.len());
+    }
 }

@@ -303,13 +303,7 @@ fn an_agent_serves_metrics_only_when_asked_and_never_its_token() {
     quiet.kill();
 
     let mut agent = common::fleet::Agent::start(dir.path(), "127.0.0.1:0", &["--metrics", "127.0.0.1:0"]);
-    let log = agent.log();
-    let address = log
-        .split("metrics on http://")
-        .nth(1)
-        .and_then(|rest| rest.split_whitespace().next())
-        .map(|a| a.trim_end_matches("/metrics").to_string())
-        .unwrap_or_else(|| panic!("no metrics address in {log}"));
+    let address = metrics_address(&agent);
     // A job through the agent: its figures are the agent's.
     let token = dir.path().join("token");
     let target = dir.path().join("t");
@@ -332,6 +326,35 @@ fn an_agent_serves_metrics_only_when_asked_and_never_its_token() {
         assert!(reads(&families) > 0.0, "the agent's job counted no reads:\n{text}");
     }
     agent.kill();
+}
+
+/// Where `agent` said it serves its figures.
+fn metrics_address(agent: &common::fleet::Agent) -> String {
+    let log = agent.log();
+    log.split("metrics on http://")
+        .nth(1)
+        .and_then(|rest| rest.split_whitespace().next())
+        .map(|a| a.trim_end_matches("/metrics").to_string())
+        .unwrap_or_else(|| panic!("no metrics address in {log}"))
+}
+
+/// Issue 32: idle connections to an agent's metrics port (1,135 under `ulimit -n 1024`) took
+/// every descriptor it had, and the coordinator's requests went unanswered. Here the agent may
+/// open 512 descriptors and 600 idle connections wait on its metrics port: the API still answers
+/// (and so does the metrics port, a connection at a time).
+#[test]
+fn idle_connections_to_the_agents_metrics_port_leave_its_api_answering() {
+    let dir = common::dir_with_target();
+    let prlimit = common::iolab_via("prlimit", &["--nofile=512:512", "--"]);
+    let agent =
+        common::fleet::Agent::start_with(prlimit, dir.path(), "127.0.0.1:0", &["--metrics", "127.0.0.1:0"]);
+    let address = metrics_address(&agent);
+    let idle: Vec<TcpStream> = (0..600).map_while(|_| TcpStream::connect(&address).ok()).collect();
+    assert!(idle.len() > 512, "only {} connections to the metrics port were made", idle.len());
+    let hello = agent.hello();
+    assert!(hello.is_ok(), "the API did not answer: {hello:?}; agent: {}", agent.log());
+    drop(idle);
+    scrape(&address, None).expect("the metrics port answers once the flood is gone");
 }
 
 /// The Grafana dashboard in deploy/grafana asks only for series a run serves (or, for the

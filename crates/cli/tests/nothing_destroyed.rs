@@ -49,6 +49,22 @@ fn output_onto_a_loop_device_holding_ext4_is_refused_and_the_device_is_unchanged
     assert!(!db.exists(), "nothing ran, so nothing was recorded");
 }
 
+/// Issue 32: `-o` at a FIFO with no reader blocked after the run, deaf to SIGTERM. It is refused
+/// before anything runs.
+#[test]
+fn output_naming_a_fifo_is_refused_before_anything_runs() {
+    let dir = common::dir_with_target();
+    let status = std::process::Command::new("mkfifo").arg(dir.path().join("fifo")).status().expect("mkfifo");
+    assert!(status.success());
+    let db = dir.path().join("r.db");
+    let args = ["run", "--target", "t", "--engine", "null", "--json", "-o", "fifo", "--db", "r.db"];
+    let out = common::output_unless_hung(spawn_in(dir.path(), &[&args[..], &QUICK[..]].concat()), "-o fifo");
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("-o fifo is a FIFO: give a regular file"), "{err}");
+    assert!(!db.exists(), "nothing ran, so nothing was recorded");
+}
+
 #[test]
 fn output_naming_the_target_is_refused_and_the_target_is_unchanged() {
     let dir = common::dir_with_target();

@@ -82,6 +82,28 @@ fn job_name_and_target_path_in_the_text_report_are_escaped() {
     assert!(!text.contains('\u{202e}'), "{text}");
 }
 
+/// Issue 32: `results export --format csv` wrote raw ESC bytes from a job's name and target.
+#[test]
+fn a_job_name_and_target_in_the_csv_export_are_escaped() {
+    let dir = dir_with_target();
+    let target = "t\u{1b}[31m";
+    std::fs::copy(dir.path().join("t"), dir.path().join(target)).expect("target with a control character");
+    let file = "name = \"lab\\u001b[31mel\\ttab\"\nengine = \"null\"\nruntime = \"300ms\"\nramp = 0\n";
+    std::fs::write(dir.path().join("j.toml"), file).expect("job file");
+    let out = in_dir(dir.path(), &["run", "j.toml", "-q", "--target", target, "--db", "r.db"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    for args in
+        [&["results", "export", "1", "--format", "csv"][..], &["results", "show", "1"], &["results", "list"]]
+    {
+        let out = in_dir(dir.path(), &[args, &["--db", "r.db"][..]].concat());
+        assert!(out.status.success(), "{args:?}: {}", stderr(&out));
+        assert_no_raw_controls(&out.stdout, &format!("{args:?}"));
+    }
+    let csv = in_dir(dir.path(), &["results", "export", "1", "--format", "csv", "--db", "r.db"]);
+    let text = String::from_utf8_lossy(&csv.stdout);
+    assert!(text.contains("lab\\u{1b}[31mel\\ttab") && text.contains("t\\u{1b}[31m"), "{text}");
+}
+
 #[test]
 fn clap_errors_escape_the_value_they_quote() {
     // clap strips escape sequences from its own rendering; a line feed it keeps, and the one

@@ -277,3 +277,28 @@ fn output_naming_the_verify_state_is_refused_and_the_state_kept() {
     let (code, summary) = verify(dir.path(), &["--verify-state", "state"]);
     assert_eq!((code, count(&summary, "blocks_checked")), (Some(0), BLOCKS), "{summary}");
 }
+
+/// Issue 32: `iolab verify --json > /dev/full` panicked ("failed printing to stdout", exit 101).
+/// A stdout that cannot be written is one line on stderr and exit 1; a closed pipe is no error.
+#[test]
+fn a_report_stdout_cannot_take_is_an_error_not_a_panic() {
+    let dir = dir();
+    write_region(dir.path(), &[]);
+    let full = std::fs::OpenOptions::new().write(true).open("/dev/full").expect("/dev/full");
+    let out = common::iolab()
+        .args(["verify", "t", "--json"])
+        .current_dir(dir.path())
+        .stdout(full)
+        .output()
+        .expect("iolab runs");
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("cannot write the results to stdout") && err.contains("No space left"), "{err}");
+    assert!(!err.contains("panicked"), "{err}");
+    let piped = common::iolab_via("bash", &["-c", "set -o pipefail; \"$0\" verify t --json | true"])
+        .current_dir(dir.path())
+        .output()
+        .expect("bash runs");
+    assert!(piped.status.success(), "a closed pipe: {}", stderr(&piped));
+    assert!(!stderr(&piped).contains("panicked"), "{}", stderr(&piped));
+}

@@ -1,7 +1,9 @@
 //! Stop signals, and what an interrupted run removes on its way out.
 //!
-//! The first SIGINT or SIGTERM asks the run to stop and keep its results (a flag the runner
-//! polls). A second one ends the process at once, for a run that does not stop by itself; but
+//! The first SIGINT, SIGTERM or SIGHUP asks the run to stop and keep its results (a flag the
+//! runner polls): a closed terminal or a service manager's stop ends a run as Ctrl-C does, its
+//! report written and its files removed (SIGHUP's default killed `iolab files` with its tree
+//! left behind). A SIGHUP the process was started ignoring (`nohup`) stays ignored. A second one ends the process at once, for a run that does not stop by itself; but
 //! first it removes the files registered with [`remove_on_exit`] (the scratch file), so a
 //! user's impatience never leaves a gigabyte of iolab's data behind. Only SIGKILL does.
 //!
@@ -24,20 +26,31 @@ static PATHS: [AtomicPtr<libc::c_char>; 16] = [const { AtomicPtr::new(null_mut()
 
 static INTERRUPT: OnceLock<Arc<AtomicBool>> = OnceLock::new();
 
-/// Installs the SIGINT and SIGTERM handlers (once per process) and returns the flag the first
-/// signal sets.
+/// Installs the SIGINT, SIGTERM and SIGHUP handlers (once per process) and returns the flag the
+/// first signal sets.
 pub fn install_stop_signals() -> std::io::Result<Arc<AtomicBool>> {
     if let Some(flag) = INTERRUPT.get() {
         return Ok(Arc::clone(flag));
     }
     let flag = Arc::new(AtomicBool::new(false));
-    for signal in [libc::SIGINT, libc::SIGTERM] {
+    let hangup = (!is_ignored(libc::SIGHUP)).then_some(libc::SIGHUP);
+    for signal in [libc::SIGINT, libc::SIGTERM].into_iter().chain(hangup) {
         let seen = Arc::clone(&flag);
         // SAFETY: the handler is async-signal-safe: an atomic swap, atomic loads of the table,
         // unlink(2) and _exit(2), no allocation and no lock.
         unsafe { signal_hook::low_level::register(signal, move || on_stop_signal(&seen)) }?;
     }
     Ok(Arc::clone(INTERRUPT.get_or_init(|| flag)))
+}
+
+/// Whether `signal` is ignored (as `nohup` leaves SIGHUP).
+fn is_ignored(signal: libc::c_int) -> bool {
+    // SAFETY: sigaction with a null new action only reads the current one into `current`, a
+    // zeroed struct sigaction that lives across the call.
+    unsafe {
+        let mut current: libc::sigaction = std::mem::zeroed();
+        libc::sigaction(signal, std::ptr::null(), &mut current) == 0 && current.sa_sigaction == libc::SIG_IGN
+    }
 }
 
 fn on_stop_signal(seen: &AtomicBool) {

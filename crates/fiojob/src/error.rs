@@ -19,8 +19,8 @@ impl fmt::Display for Loc {
 
 #[derive(Debug, Error, PartialEq, Eq)]
 pub enum FioJobError {
-    /// The file (or one it includes) cannot be read.
-    #[error("fio job file {file}: cannot read it: {message}")]
+    /// The file cannot be read (`message` names it: `iolab_spec::user_file`).
+    #[error("{message}")]
     Read { file: String, message: String },
     /// A bad line or value, at its place.
     #[error("fio job file {loc}: {message}")]

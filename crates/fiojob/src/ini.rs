@@ -5,8 +5,15 @@
 //! Stricter than fio in two places, both where fio would run something other than what the
 //! file seems to say: an unset `${VAR}` is an error (fio silently substitutes nothing), and
 //! fio's `$ncpus`-style keywords are refused (their value depends on the machine).
+//!
+//! An included file may be anything the user can read (`include /etc/shadow`), so no error or
+//! note ever shows its text beyond an option's name: a line that is not `name[=value]` with a
+//! name of letters, digits and `_` is refused by its number, and a value is never quoted
+//! (`Opt::shown`).
 
 use std::path::{Path, PathBuf};
+
+use iolab_spec::user_file;
 
 use crate::error::{at, FioJobError, Loc};
 
@@ -16,12 +23,16 @@ pub struct Opt {
     pub key: String,
     pub value: Option<String>,
     pub loc: Loc,
+    /// Read from an included file: its value is never shown.
+    pub included: bool,
 }
 
 impl Opt {
-    /// `key=value` or `key`, as written (after `${VAR}` expansion).
+    /// `key=value` or `key`, as written (after `${VAR}` expansion); `key=…` when the value
+    /// comes from an included file.
     pub fn shown(&self) -> String {
         match &self.value {
+            Some(_) if self.included => format!("{}=…", self.key),
             Some(value) => format!("{}={value}", self.key),
             None => self.key.clone(),
         }
@@ -65,7 +76,7 @@ pub fn parse_text(
 }
 
 fn read(path: &Path) -> Result<String, FioJobError> {
-    std::fs::read_to_string(path)
+    user_file::read_to_string(path, user_file::FIO_JOB_FILE)
         .map_err(|e| FioJobError::Read { file: path.display().to_string(), message: e.to_string() })
 }
 
@@ -78,12 +89,13 @@ impl Reader<'_> {
     /// The lines of one file; `depth` above 0 is an included file, which may not open sections.
     fn lines(&mut self, text: &str, path: &Path, depth: usize) -> Result<(), FioJobError> {
         let file = path.display().to_string();
+        let included = depth > 0;
         for (index, raw) in text.lines().enumerate() {
             let loc = Loc { file: file.clone(), line: index + 1 };
             let Some(line) = content(raw) else { continue };
-            let line = expand(line, &loc, self.env)?;
+            let line = expand(line, &loc, self.env, included)?;
             if let Some(rest) = line.strip_prefix('[') {
-                if depth > 0 {
+                if included {
                     return Err(at(&loc, "an included file cannot open a section (fio refuses it too)"));
                 }
                 let name = rest
@@ -91,6 +103,12 @@ impl Reader<'_> {
                     .map(str::trim)
                     .filter(|name| !name.is_empty())
                     .ok_or_else(|| at(&loc, format!("'{line}' is not a section header; write [name]")))?;
+                if name.chars().any(char::is_control) {
+                    return Err(at(
+                        &loc,
+                        "the section name holds a control character; name the job with printable characters",
+                    ));
+                }
                 self.sections.push(Section { name: name.to_string(), loc, options: Vec::new() });
                 continue;
             }
@@ -108,10 +126,16 @@ impl Reader<'_> {
                 Some((key, value)) => (key.trim(), Some(value.trim().to_string())),
                 None => (line.trim(), None),
             };
+            if included && !is_option_name(key) {
+                return Err(at(&loc, format!(
+                    "line {} of {file} is not an option (a name of letters, digits and _, then =value); nothing of an included file but an option's name is shown",
+                    loc.line
+                )));
+            }
             if key.is_empty() {
                 return Err(at(&loc, format!("'{line}' has no option name before '='")));
             }
-            let option = Opt { key: key.to_ascii_lowercase(), value, loc };
+            let option = Opt { key: key.to_ascii_lowercase(), value, loc, included };
             if let Some(section) = self.sections.last_mut() {
                 section.options.push(option);
             }
@@ -132,8 +156,8 @@ impl Reader<'_> {
             (false, Some(dir)) if given.is_relative() => dir.join(&given),
             _ => given,
         };
-        let text = std::fs::read_to_string(&path)
-            .map_err(|e| at(loc, format!("include {target}: cannot read {}: {e}", path.display())))?;
+        let text = user_file::read_to_string(&path, user_file::FIO_JOB_FILE)
+            .map_err(|e| at(loc, format!("include {target}: {e}")))?;
         self.lines(&text, &path, depth + 1)
     }
 }
@@ -153,18 +177,39 @@ fn include_target(line: &str) -> Option<&str> {
     (rest.len() > name.len() && !name.is_empty()).then_some(name.trim())
 }
 
-/// Replaces `${VAR}` by the variable's value; refuses fio's machine-dependent `$keywords`.
-fn expand(line: &str, loc: &Loc, env: &dyn Fn(&str) -> Option<String>) -> Result<String, FioJobError> {
+/// An option's name as fio has them: letters, digits and `_`.
+fn is_option_name(key: &str) -> bool {
+    !key.is_empty() && key.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+}
+
+/// Replaces `${VAR}` by the variable's value; refuses fio's machine-dependent `$keywords`. The
+/// line of an `included` file is never quoted.
+fn expand(
+    line: &str,
+    loc: &Loc,
+    env: &dyn Fn(&str) -> Option<String>,
+    included: bool,
+) -> Result<String, FioJobError> {
     let mut out = String::with_capacity(line.len());
     let mut rest = line;
     while let Some(start) = rest.find('$') {
         out.push_str(&rest[..start]);
         let after = &rest[start + 1..];
         if let Some(body) = after.strip_prefix('{') {
-            let end = body.find('}').ok_or_else(|| at(loc, format!("'{line}': '${{' without its '}}'")))?;
+            let shown =
+                if included { format!("line {} of {}", loc.line, loc.file) } else { format!("'{line}'") };
+            let end = body.find('}').ok_or_else(|| at(loc, format!("{shown}: '${{' without its '}}'")))?;
             let name = &body[..end];
             let value = env(name).ok_or_else(|| {
-                at(loc, format!("environment variable {name} is not set (fio would silently use nothing); set it or write the value"))
+                let what = if included {
+                    "an environment variable this line names".to_string()
+                } else {
+                    format!("environment variable {name}")
+                };
+                at(
+                    loc,
+                    format!("{what} is not set (fio would silently use nothing); set it or write the value"),
+                )
             })?;
             out.push_str(&value);
             rest = &body[end + 1..];

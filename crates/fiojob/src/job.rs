@@ -505,7 +505,15 @@ pub(crate) fn text(s: &Setting) -> Result<&str, FioJobError> {
         .ok_or_else(|| at(&s.opt.loc, format!("{} needs a value ({}=...)", s.opt.key, s.opt.key)))
 }
 
+/// `why` quotes the value: for an included file's option, only that the value is bad is said.
 pub(crate) fn bad_value(s: &Setting, why: &str) -> FioJobError {
+    if s.opt.included {
+        let Loc { file, line } = &s.opt.loc;
+        return at(
+            &s.opt.loc,
+            format!("{}: its value on line {line} of {file} is not one iolab can take (an included file's values are not shown)", s.opt.key),
+        );
+    }
     at(&s.opt.loc, format!("{}: {why}", s.opt.shown()))
 }
 

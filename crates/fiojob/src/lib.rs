@@ -80,8 +80,8 @@ pub fn looks_like_fio(path: &Path) -> bool {
     }
     // The first lines decide; a large file (or a device named by mistake) is not read whole.
     let mut head = Vec::new();
-    let read = std::fs::File::open(path).and_then(|file| file.take(64 << 10).read_to_end(&mut head));
-    if read.is_err() {
+    let Ok(file) = iolab_spec::user_file::open(path, "fio job file") else { return false };
+    if file.take(64 << 10).read_to_end(&mut head).is_err() {
         return false;
     }
     let text = String::from_utf8_lossy(&head);

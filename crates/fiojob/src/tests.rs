@@ -245,3 +245,45 @@ fn fio_files_are_told_from_toml_ones() {
     assert!(!looks_like_fio(&write("c", "qd = 1\n")));
     assert!(!looks_like_fio(&write("d.toml", "[global]\n")));
 }
+
+/// Issue 32: these came back as "its translation is not a valid iolab job file ... please
+/// report this". They are the user's to fix, named by line and option.
+#[test]
+fn values_iolab_cannot_hold_are_refused_at_their_line() {
+    let job = "[j]\nfilename=t\nrw=randread\nsize=1m\n";
+    let err = refusal("[j\u{1b}[31m]\nfilename=t\nrw=read\n");
+    assert!(err.contains("line 1: the section name holds a control character"), "{err}");
+    let err = refusal(&format!("{job}thinktime=18446744073709551615\n"));
+    assert!(err.contains("line 5: thinktime=") && err.contains("longer than any run"), "{err}");
+    let err = refusal(&format!("{job}ramp_time=99999999999\n"));
+    assert!(err.contains("line 5: ramp_time=") && err.contains("longer than any run"), "{err}");
+    let err = refusal(&format!("{job}offset=4611686018427387903\n"));
+    assert!(err.contains("line 5: offset=") && err.contains("above 8 PiB"), "{err}");
+    for text in [&format!("{job}thinktime=3153599999999999\n"), &format!("{job}offset=8p\n")] {
+        let translation = translate(text).unwrap_or_else(|e| panic!("{e}"));
+        translation.options("job.fio").expect("the largest values iolab takes parse");
+    }
+}
+
+/// Issue 32: `include /etc/shadow` printed its lines, password hashes and all, in the error.
+/// Nothing of an included file but an option's name is ever shown.
+#[test]
+fn an_included_file_is_never_quoted() {
+    let dir = tempfile::tempdir().expect("dir");
+    let secret = dir.path().join("secret");
+    let main = dir.path().join("main.fio");
+    let cases = [
+        ("root:$6$SECRETHASH:19000:0:99999:7:::\n", "line 1 of"),
+        ("password=SECRETHASH\n", "password=… ("),
+        ("bs=SECRETHASH\n", "bs: its value on line 1 of"),
+        ("x=${SECRETHASH\n", "line 1 of"),
+        ("x=${SECRETHASH}\n", "an environment variable this line names is not set"),
+    ];
+    for (text, expect) in cases {
+        std::fs::write(&secret, text).expect("secret");
+        std::fs::write(&main, "[j]\nfilename=t\nrw=read\nsize=1m\ninclude secret\n").expect("main");
+        let err = translate_file(&main).expect_err("refused").to_string();
+        assert!(!err.to_lowercase().contains("secrethash"), "{text}: the secret is shown: {err}");
+        assert!(err.contains(expect), "{text}: expected '{expect}' in: {err}");
+    }
+}

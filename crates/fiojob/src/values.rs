@@ -4,6 +4,13 @@
 //! `kib` is 1000 (fio turns the prefixes around for old scripts: `4KiB` is 4000 bytes there).
 //! Checked against fio 3.33 with `--debug=parse`.
 
+/// The largest size taken, 8 PiB: iolab's job file reads sizes as exact only below 2^53, and
+/// a larger one came back from the translation as "not a valid iolab job file".
+const MAX_SIZE: u64 = 1 << 53;
+/// The longest time taken, below a century (as iolab's own durations: they are added to clock
+/// readings).
+const MAX_MICROS: u64 = 100 * 365 * 86_400 * 1_000_000 - 1;
+
 /// A size in bytes: `4096`, `0x1000`, `4k`, `1M`, `4Ki`, `512b`. `Err` says why, for the caller
 /// to put beside the option.
 pub fn size(text: &str) -> Result<u64, String> {
@@ -23,7 +30,10 @@ pub fn size(text: &str) -> Result<u64, String> {
         (text[..end].parse::<u64>().map_err(|_| bad("no number"))?, &text[end..])
     };
     let multiplier = multiplier(&suffix.trim().to_ascii_lowercase()).ok_or_else(|| bad("unknown unit"))?;
-    number.checked_mul(multiplier).filter(|&n| n < 1 << 62).ok_or_else(|| bad("too large"))
+    number
+        .checked_mul(multiplier)
+        .filter(|&n| n <= MAX_SIZE)
+        .ok_or_else(|| bad("above 8 PiB, the most iolab takes"))
 }
 
 /// fio's unit of a size under `kb_base=1024`.
@@ -66,7 +76,11 @@ pub fn micros(text: &str, bare_us: u64) -> Result<u64, String> {
         "d" => 86_400_000_000,
         _ => return Err(bad()),
     };
-    number.checked_mul(unit).ok_or_else(bad)
+    let micros = number.checked_mul(unit).ok_or_else(bad)?;
+    if micros > MAX_MICROS {
+        return Err(format!("'{text}' is longer than any run can be (a century at most)"));
+    }
+    Ok(micros)
 }
 
 /// A switch: a bare key is on; `1`/`0` (and `true`/`false`, `yes`/`no`, `on`/`off`).

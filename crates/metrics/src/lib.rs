@@ -54,6 +54,12 @@ impl Metrics {
         MetricsServer::start(addr, Arc::clone(&self.registry))
     }
 
+    /// GET /metrics, for a caller that serves it on a listener of its own (the agent, within
+    /// its connection limits).
+    pub fn router(&self) -> axum::Router {
+        server::router(Arc::clone(&self.registry))
+    }
+
     /// The figures as a scrape would get them.
     pub fn render(&self, format: Format) -> String {
         families::render(&self.registry, format).unwrap_or_default()

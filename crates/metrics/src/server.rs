@@ -1,7 +1,8 @@
 //! The endpoint: GET /metrics on a socket of its own, served by axum on a one-thread tokio
 //! runtime in a thread of its own, so a command without a runtime (run, sweep) serves it the
 //! same way the agent does. The socket is bound before the thread starts, so a taken port is the
-//! caller's error before anything runs; dropping the server stops it.
+//! caller's error before anything runs; dropping the server stops it. The agent serves the
+//! same `router` on its own runtime, within the limits its API has (iolab_fleet's `serve.rs`).
 
 use std::net::{SocketAddr, TcpListener};
 use std::sync::Arc;
@@ -48,8 +49,7 @@ impl MetricsServer {
             .spawn(move || {
                 runtime.block_on(async move {
                     let Ok(listener) = tokio::net::TcpListener::from_std(listener) else { return };
-                    let app = axum::Router::new().route("/metrics", get(metrics)).with_state(registry);
-                    let _ = axum::serve(listener, app)
+                    let _ = axum::serve(listener, router(registry))
                         .with_graceful_shutdown(async {
                             let _ = stopped.await;
                         })
@@ -75,6 +75,11 @@ impl Drop for MetricsServer {
             let _ = thread.join();
         }
     }
+}
+
+/// GET /metrics, answered from `registry`.
+pub(crate) fn router(registry: Arc<Registry>) -> axum::Router {
+    axum::Router::new().route("/metrics", get(metrics)).with_state(registry)
 }
 
 async fn metrics(State(registry): State<Arc<Registry>>, headers: HeaderMap) -> Response {

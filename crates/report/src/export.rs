@@ -94,7 +94,12 @@ pub fn export_csv(runs: &[StoredRun]) -> Result<String, String> {
             row.push(opt(s.cpu_us_per_io.map(|us| us.to_string())));
             row.push(opt(point.verdict.as_ref().map(|v| v.cause.name().to_string())));
             row.push(opt(point.verdict.as_ref().map(|v| v.summary.clone())));
-            writer.write_record(&row).map_err(fail)?;
+            // A cell may hold what a user or host wrote (a job's name, a target's path): shown,
+            // never obeyed, when the CSV reaches a terminal (`cat`, `column`). A line feed is
+            // kept: CSV quotes the cell around it.
+            writer
+                .write_record(row.iter().map(|cell| iolab_spec::printable::lines(cell).into_owned()))
+                .map_err(fail)?;
         }
     }
     let bytes = writer.into_inner().map_err(|e| format!("cannot write CSV: {e}"))?;

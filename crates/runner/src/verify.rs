@@ -51,9 +51,15 @@ pub struct TargetState {
 }
 
 impl TargetState {
-    /// Loads the records of `state_path` (none yet: all unwritten), sized for `bytes` of `target`.
-    pub fn load(target: &Path, state_path: PathBuf, bytes: u64) -> Result<TargetState, String> {
-        let mut records = read_records(&state_path).map_err(|e| e.to_string())?;
+    /// Loads the records of `state_path` (none yet: all unwritten), sized for `bytes` of `target`,
+    /// a target of `target_size` bytes.
+    pub fn load(
+        target: &Path,
+        state_path: PathBuf,
+        bytes: u64,
+        target_size: u64,
+    ) -> Result<TargetState, String> {
+        let mut records = read_records(&state_path, bytes.max(target_size)).map_err(|e| e.to_string())?;
         let blocks = bytes.div_ceil(BLOCK as u64) as usize;
         if records.len() < blocks {
             records.resize(blocks, blockcheck::UNWRITTEN);
@@ -158,8 +164,9 @@ fn unsaved_marker(state: &Path) -> PathBuf {
 /// without saving (its marker is there), every recorded block ambiguous, since that job's writes
 /// are in the blocks but not in the records: an intact block of the right offset passes, a lost,
 /// misdirected, torn or corrupted one is still found, and stale data can no longer be told.
-pub fn read_records(path: &Path) -> Result<Vec<u64>, StateError> {
-    let mut records = read_state(path)?;
+/// The state may describe at most `covering` bytes of the target.
+pub fn read_records(path: &Path, covering: u64) -> Result<Vec<u64>, StateError> {
+    let mut records = read_state(path, covering)?;
     if unsaved_marker(path).exists() {
         for record in records.iter_mut().filter(|r| **r != blockcheck::UNWRITTEN) {
             *record = AMBIGUOUS;
@@ -406,8 +413,11 @@ impl JobVerify {
                     Some(state) => state.clone(),
                     None => {
                         let bytes = target.region_start + target.region_size;
+                        let size =
+                            iolab_engine::target::inspect(&target.path, &target.file).map_or(0, |i| i.size);
                         let state = Arc::new(
-                            TargetState::load(&target.path, path, bytes).map_err(crate::RunError::Invalid)?,
+                            TargetState::load(&target.path, path, bytes, size)
+                                .map_err(crate::RunError::Invalid)?,
                         );
                         states.push(state.clone());
                         state
@@ -452,26 +462,29 @@ mod tests {
         let dir = tempfile::tempdir().expect("tempdir");
         let path = dir.path().join("t.state");
         write_state(&path, &[0, 5, 6]).expect("write");
-        let state = TargetState::load(dir.path(), path.clone(), 3 * BLOCK as u64).expect("load");
+        let state = TargetState::load(dir.path(), path.clone(), 3 * BLOCK as u64, 0).expect("load");
         state.mark_writing().expect("marker");
         drop(state); // killed: no save
-        assert_eq!(read_records(&path).expect("read"), vec![blockcheck::UNWRITTEN, AMBIGUOUS, AMBIGUOUS]);
-        let state = TargetState::load(dir.path(), path.clone(), 3 * BLOCK as u64).expect("load");
+        assert_eq!(
+            read_records(&path, 1 << 20).expect("read"),
+            vec![blockcheck::UNWRITTEN, AMBIGUOUS, AMBIGUOUS]
+        );
+        let state = TargetState::load(dir.path(), path.clone(), 3 * BLOCK as u64, 0).expect("load");
         state.mark_writing().expect("marker");
         state.queue_write(2);
         state.complete_write(2, 9);
         state.save().expect("save");
-        assert_eq!(read_records(&path).expect("read"), vec![blockcheck::UNWRITTEN, AMBIGUOUS, 9]);
+        assert_eq!(read_records(&path, 1 << 20).expect("read"), vec![blockcheck::UNWRITTEN, AMBIGUOUS, 9]);
     }
 
     #[test]
     fn the_first_job_to_verify_a_target_makes_the_state_directory() {
         let dir = tempfile::tempdir().expect("tempdir");
         let path = dir.path().join("never").join("made").join("t.state");
-        let state = TargetState::load(dir.path(), path.clone(), BLOCK as u64).expect("load");
+        let state = TargetState::load(dir.path(), path.clone(), BLOCK as u64, 0).expect("load");
         state.mark_writing().expect("the marker's directory is made");
         state.save().expect("save");
-        assert_eq!(read_records(&path).expect("read"), vec![blockcheck::UNWRITTEN]);
+        assert_eq!(read_records(&path, 1 << 20).expect("read"), vec![blockcheck::UNWRITTEN]);
     }
 
     #[test]
@@ -479,7 +492,7 @@ mod tests {
         let dir = tempfile::tempdir().expect("tempdir");
         let path = dir.path().join("t.state");
         let gone = dir.path().join("gone");
-        let state = TargetState::load(&gone, path.clone(), BLOCK as u64).expect("load");
+        let state = TargetState::load(&gone, path.clone(), BLOCK as u64, 0).expect("load");
         state.mark_writing().expect("marker");
         state.queue_write(0);
         state.complete_write(0, 9);
@@ -490,7 +503,7 @@ mod tests {
     #[test]
     fn overlapping_writes_leave_the_block_ambiguous_until_one_completes_alone() {
         let dir = tempfile::tempdir().expect("tempdir");
-        let state = TargetState::load(dir.path(), dir.path().join("s"), 4 * BLOCK as u64).expect("load");
+        let state = TargetState::load(dir.path(), dir.path().join("s"), 4 * BLOCK as u64, 0).expect("load");
         state.queue_write(1);
         state.complete_write(1, 7);
         assert_eq!(state.record(BLOCK as u64), 7);

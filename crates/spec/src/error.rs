@@ -10,6 +10,9 @@ pub enum SpecError {
     /// A job file that cannot be read or parsed.
     #[error("job file {path}: {message}")]
     JobFile { path: String, message: String },
+    /// A job file that is not a regular file, or too large to be one.
+    #[error("{0}")]
+    UserFile(String),
 }
 
 pub(crate) fn invalid(message: impl Into<String>) -> SpecError {

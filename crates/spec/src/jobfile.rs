@@ -10,10 +10,9 @@ use crate::options::Options;
 
 /// Reads and parses a job file.
 pub fn load(path: &Path) -> Result<Options, SpecError> {
-    let shown = path.display().to_string();
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| SpecError::JobFile { path: shown.clone(), message: format!("cannot read it: {e}") })?;
-    parse(&text).map_err(|message| SpecError::JobFile { path: shown, message })
+    let text = crate::user_file::read_to_string(path, crate::user_file::JOB_FILE)
+        .map_err(|e| SpecError::UserFile(e.to_string()))?;
+    parse(&text).map_err(|message| SpecError::JobFile { path: path.display().to_string(), message })
 }
 
 /// Parses job-file text; the error is one line with the line number.

@@ -2,7 +2,8 @@
 //!
 //! Command-line flags and job files fill the same `Options` table; `resolve` stacks the layers
 //! (defaults < file < job < group < flags) and validates them into a `RunPlan`. Nothing here
-//! touches a file or device: checks that need the target live in the runner.
+//! touches a target: checks that need it live in the runner. The one reading done here is of
+//! files the user named (job files and the like), each through `user_file`.
 
 pub mod axis;
 pub mod cache;
@@ -19,6 +20,7 @@ pub mod scale;
 pub mod suite;
 pub mod sweep;
 mod units;
+pub mod user_file;
 mod values;
 mod verify;
 pub mod wire;

@@ -82,6 +82,21 @@ pub fn spawn_in(dir: &Path, args: &[&str]) -> std::process::Child {
         .expect("iolab starts")
 }
 
+/// The output of `child`, which the defect a test pins made hang: one still running after a
+/// minute (far beyond what it needs on busy cores) is killed and fails the test.
+pub fn output_unless_hung(mut child: std::process::Child, what: &str) -> Output {
+    let started = std::time::Instant::now();
+    while child.try_wait().expect("wait").is_none() {
+        if started.elapsed() > std::time::Duration::from_secs(60) {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("{what} hung");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    child.wait_with_output().expect("output")
+}
+
 /// How many points (jobs, sweep points, rounds) the database `db` holds; 0 before it exists.
 pub fn points_kept(db: &Path) -> i64 {
     let Ok(conn) = rusqlite::Connection::open_with_flags(db, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY)

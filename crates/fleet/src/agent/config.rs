@@ -26,9 +26,9 @@ pub struct AgentConfig {
     pub max_lease: Duration,
     /// The largest scratch file a job may ask for (`--max-scratch`), in bytes.
     pub max_scratch: u64,
-    /// `--metrics`: hears every job the agent runs, for the operator's Prometheus endpoint
-    /// (served apart from the API, with no token); `None` unless asked for.
-    pub metrics: Option<iolab_metrics::MetricsObserver>,
+    /// `--metrics`: where the figures of every job the agent runs are served for the operator's
+    /// Prometheus (apart from the API, with no token); `None` unless asked for.
+    pub metrics: Option<super::MetricsPort>,
     /// `--allow-hardlinks`: jobs may write a file with more than one hard link (another name,
     /// possibly outside `--allow-write`, reaches the same data).
     pub allow_hardlinks: bool,
@@ -65,7 +65,7 @@ pub fn read_token(path: &Path) -> Result<String, AgentError> {
     if mode & 0o077 != 0 {
         return Err(AgentError::TokenFileOpen { path: path.to_path_buf(), mode });
     }
-    let text = std::fs::read_to_string(path).map_err(file_error)?;
+    let text = iolab_spec::user_file::read_to_string(path, iolab_spec::user_file::TOKEN_FILE)?;
     let token = text.trim();
     if token.is_empty() {
         return Err(AgentError::EmptyToken { path: path.to_path_buf() });

@@ -20,6 +20,9 @@ pub enum AgentError {
         #[source]
         source: std::io::Error,
     },
+    /// Not a regular file, or larger than a token file may be.
+    #[error(transparent)]
+    TokenFileRead(#[from] iolab_spec::user_file::UserFileError),
     #[error("the token file {path} is empty; write a secret shared with the coordinator into it", path = path.display())]
     EmptyToken { path: PathBuf },
     #[error("the token is empty; give the agent a secret shared with the coordinator")]
@@ -44,6 +47,8 @@ pub enum AgentError {
         #[source]
         source: std::io::Error,
     },
+    #[error(transparent)]
+    Metrics(#[from] iolab_metrics::MetricsError),
     #[error("the agent's runtime could not start: {0}; check the process limits (threads, open files)")]
     Runtime(#[source] std::io::Error),
     #[error("the agent stopped serving: {0}; restart it")]

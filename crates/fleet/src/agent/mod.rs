@@ -15,6 +15,7 @@ mod error;
 mod files_session;
 mod live;
 mod log;
+mod metrics_port;
 mod netbench;
 mod open_target;
 mod refusal_log;
@@ -30,13 +31,18 @@ use std::net::SocketAddr;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
+use axum::Router;
+use iolab_metrics::MetricsError;
+
 pub use config::{read_token, AgentConfig, DEFAULT_LISTEN, DEFAULT_MAX_SCRATCH};
 pub use error::AgentError;
+pub use metrics_port::MetricsPort;
 pub use netbench::MAX_SEND_MS;
 pub use serve::Limits;
 
 use self::log::say;
 use auth::Token;
+use serve::Port;
 use slot::Slot;
 use targets::AllowList;
 
@@ -50,6 +56,8 @@ pub struct Agent {
     slot: Arc<Slot>,
     token: Arc<Token>,
     limits: Limits,
+    /// `--metrics`: its bound listener and what it serves.
+    metrics: Option<(tokio::net::TcpListener, Router)>,
 }
 
 impl Agent {
@@ -72,10 +80,19 @@ impl Agent {
             .map_err(|source| AgentError::Bind { addr: config.listen, source })?;
         let addr =
             listener.local_addr().map_err(|source| AgentError::Bind { addr: config.listen, source })?;
+        let observer = config.metrics.as_ref().map(|port| port.metrics.observer());
+        let metrics = match &config.metrics {
+            Some(port) => {
+                let bind_error = |source| MetricsError::Bind { addr: port.addr, source };
+                Some((serve::listen(port.addr).map_err(bind_error)?, metrics_port::router(&port.metrics)))
+            }
+            None => None,
+        };
         Ok(Agent {
             listener,
             addr,
-            slot: Arc::new(Slot::new(allow, config.max_lease).watched_by(config.metrics)),
+            metrics,
+            slot: Arc::new(Slot::new(allow, config.max_lease).watched_by(observer)),
             token: Arc::new(Token::new(config.token.trim().to_string())),
             limits: config.limits,
         })
@@ -88,14 +105,25 @@ impl Agent {
     /// Serves until `shutdown` completes, then closes any session (stopping its job and
     /// removing its scratch file).
     pub async fn serve(self, shutdown: impl Future<Output = ()> + Send + 'static) -> Result<(), AgentError> {
-        let Agent { listener, addr, slot, token, limits } = self;
+        let Agent { listener, addr, slot, token, limits, metrics } = self;
+        let log = Arc::new(refusal_log::RefusalLog::default());
+        let (metrics_stop, metrics_stopped) = tokio::sync::oneshot::channel::<()>();
+        let metrics_server = metrics.map(|(listener, router)| {
+            if let Ok(at) = listener.local_addr() {
+                say!("iolab agent: metrics on http://{at}/metrics");
+            }
+            let limits = (Port::Metrics, metrics_port::limits(&limits, metrics_port::open_file_limit()));
+            tokio::spawn(serve::serve(listener, router, limits, Arc::clone(&log), async move {
+                let _ = metrics_stopped.await;
+            }))
+        });
         say!("iolab agent: listening on {addr} ({})", crate::protocol::PROTOCOL);
         let watchdog = tokio::spawn(Arc::clone(&slot).watch_leases());
-        let log = Arc::new(refusal_log::RefusalLog::default());
         let app = routes::router(Arc::clone(&slot), token, Arc::clone(&log));
         let (stopping_tx, stopping_rx) = tokio::sync::oneshot::channel::<()>();
-        let server = serve::serve(listener, app, limits, log, async move {
+        let server = serve::serve(listener, app, (Port::Api, limits), log, async move {
             shutdown.await;
+            let _ = metrics_stop.send(());
             let _ = stopping_tx.send(());
         });
         let slot_at_stop = Arc::clone(&slot);
@@ -112,6 +140,9 @@ impl Agent {
             } => Ok(()),
         };
         watchdog.abort();
+        if let Some(metrics_server) = metrics_server {
+            metrics_server.abort();
+        }
         slot.close_all().await;
         say!("iolab agent: stopped");
         outcome

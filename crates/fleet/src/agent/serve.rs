@@ -7,7 +7,8 @@
 //! is answered 503 and closed at once, before it can hold a descriptor. When all connections
 //! are taken, the oldest one that has not yet sent the token makes room for the new one, so
 //! peers spread over many addresses cannot shut a coordinator out either. Only reading a
-//! request is timed; an answer (a live NDJSON stream) takes as long as it takes.
+//! request is timed; an answer (a live NDJSON stream) takes as long as it takes. The metrics
+//! port (`metrics_port.rs`) is served here too, with limits of its own.
 
 use std::collections::{BTreeMap, HashMap};
 use std::future::Future;
@@ -49,6 +50,32 @@ impl Default for Limits {
             body_read: Duration::from_secs(30),
             max_connections: 256,
             max_connections_per_peer: 32,
+        }
+    }
+}
+
+/// Which of the agent's listeners a connection came to: named in the refusals logged.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Port {
+    /// The protocol's API, behind the token.
+    Api,
+    /// `--metrics`: no token, a few connections (`metrics_port.rs`).
+    Metrics,
+}
+
+impl Port {
+    /// What bounds the connections from one address, and all of them, as the operator sets it.
+    fn limit_names(self) -> (&'static str, &'static str) {
+        match self {
+            Port::Api => ("--max-connections-per-peer", "--max-connections"),
+            Port::Metrics => ("the metrics port's limit", "the metrics port's limit"),
+        }
+    }
+
+    fn to_whom(self) -> &'static str {
+        match self {
+            Port::Api => "",
+            Port::Metrics => " to the metrics port",
         }
     }
 }
@@ -124,13 +151,15 @@ fn admit(
     counts: &Arc<Mutex<Counts>>,
     peer: IpAddr,
     limits: &Limits,
+    port: Port,
 ) -> Result<(Admission, Option<IpAddr>), String> {
+    let (per_peer_limit, total_limit) = port.limit_names();
     let mut held = lock(counts);
     let from_peer = held.per_peer.get(&peer).copied().unwrap_or(0);
     let mut evicted = None;
     if from_peer >= limits.max_connections_per_peer {
         return Err(format!(
-            "it has {from_peer} connections open, the most one address may (--max-connections-per-peer)"
+            "it has {from_peer} connections open, the most one address may ({per_peer_limit})"
         ));
     }
     if held.total >= limits.max_connections {
@@ -138,7 +167,7 @@ fn admit(
         // once); with none, the new one is refused.
         let Some((_, (oldest, its_peer))) = held.unproven.pop_first() else {
             return Err(format!(
-                "all {} connections the agent takes are open and serving (--max-connections)",
+                "all {} connections the agent takes are open and serving ({total_limit})",
                 limits.max_connections
             ));
         };
@@ -153,12 +182,12 @@ fn admit(
     Ok((Admission { counts: Arc::clone(counts), peer, id, evict }, evicted))
 }
 
-/// Serves `router` on `listener` until `shutdown` completes, then lets open connections end
-/// their answers (the caller bounds how long).
+/// Serves `router` on `listener` (the agent's `port`) until `shutdown` completes, then lets open
+/// connections end their answers (the caller bounds how long).
 pub async fn serve(
     listener: TcpListener,
     router: Router,
-    limits: Limits,
+    (port, limits): (Port, Limits),
     log: Arc<RefusalLog>,
     shutdown: impl Future<Output = ()>,
 ) {
@@ -186,11 +215,12 @@ pub async fn serve(
                 }
             },
         };
-        match admit(&counts, peer.ip(), &limits) {
+        let to_whom = port.to_whom();
+        match admit(&counts, peer.ip(), &limits, port) {
             Ok((admission, evicted)) => {
                 if let Some(evicted) = evicted {
                     log.refused(|| {
-                        format!("a connection from {evicted}: closed to make room, all connections being taken and it had not sent the token (--max-connections)")
+                        format!("a connection from {evicted}{to_whom}: closed to make room, all connections being taken and it had not sent the token (--max-connections)")
                     });
                 }
                 let connection =
@@ -199,7 +229,7 @@ pub async fn serve(
             }
             Err(why) => {
                 turn_away(&stream);
-                log.refused(|| format!("a connection from {peer}: {why}"));
+                log.refused(|| format!("a connection from {peer}{to_whom}: {why}"));
             }
         }
     }
@@ -271,12 +301,14 @@ mod tests {
             "127.0.0.3".parse().expect("ip"),
             "127.0.0.4".parse().expect("ip"),
         );
-        let (first, _) = admit(&counts, a, &limits).expect("first");
-        let (second, _) = admit(&counts, a, &limits).expect("second");
-        assert!(admit(&counts, a, &limits).expect_err("third from a").contains("--max-connections-per-peer"));
-        let (other, _) = admit(&counts, b, &limits).expect("another peer");
+        let (first, _) = admit(&counts, a, &limits, Port::Api).expect("first");
+        let (second, _) = admit(&counts, a, &limits, Port::Api).expect("second");
+        assert!(admit(&counts, a, &limits, Port::Api)
+            .expect_err("third from a")
+            .contains("--max-connections-per-peer"));
+        let (other, _) = admit(&counts, b, &limits, Port::Api).expect("another peer");
         // All taken: the oldest that has not sent a whole head makes room for the new one.
-        let (newest, evicted) = admit(&counts, c, &limits).expect("room made");
+        let (newest, evicted) = admit(&counts, c, &limits, Port::Api).expect("room made");
         assert_eq!(evicted, Some(a), "the oldest, from a, makes room");
         let runtime = tokio::runtime::Builder::new_current_thread().enable_time().build().expect("runtime");
         let told = runtime
@@ -288,7 +320,7 @@ mod tests {
         for proof in &proofs {
             proof.proven();
         }
-        let refused = admit(&counts, c, &limits).expect_err("every one has sent the token");
+        let refused = admit(&counts, c, &limits, Port::Api).expect_err("every one has sent the token");
         assert!(refused.contains("--max-connections"), "{refused}");
     }
 }

@@ -4,6 +4,8 @@
 use std::collections::HashSet;
 use std::path::Path;
 
+use iolab_spec::user_file;
+
 /// The port an agent listens on unless told otherwise.
 pub const DEFAULT_PORT: u16 = 7878;
 
@@ -20,8 +22,7 @@ pub fn parse_list(text: &str) -> Result<Vec<String>, String> {
 
 pub fn load_file(path: &Path) -> Result<Vec<String>, String> {
     let shown = path.display();
-    let text =
-        std::fs::read_to_string(path).map_err(|e| format!("cannot read the hosts file {shown}: {e}"))?;
+    let text = user_file::read_to_string(path, user_file::HOSTS_FILE).map_err(|e| e.to_string())?;
     let mut hosts = Vec::new();
     for (number, line) in text.lines().enumerate() {
         let line = line.split('#').next().unwrap_or("").trim();

@@ -18,6 +18,8 @@ use std::hash::Hasher;
 use std::io;
 use std::path::{Path, PathBuf};
 
+use iolab_engine::stamp::BLOCK;
+use iolab_spec::user_file::{self, Cap, UserFileError};
 use thiserror::Error;
 use twox_hash::XxHash3_64;
 
@@ -36,8 +38,8 @@ const NEXT: &str = "what it recorded cannot be trusted: give the --verify-state 
 /// Why a state file cannot be read; each says what to do next.
 #[derive(Debug, Error)]
 pub enum StateError {
-    #[error("cannot read the verify state {path}: {source}")]
-    Read { path: PathBuf, source: io::Error },
+    #[error(transparent)]
+    Unreadable(UserFileError),
     #[error("cannot write the verify state {path}: {source}")]
     Write { path: PathBuf, source: io::Error },
     #[error(
@@ -58,12 +60,16 @@ pub enum StateError {
     Checksum { path: PathBuf },
 }
 
-/// The records of the state file at `path` (absent: none), checked.
-pub fn read_state(path: &Path) -> Result<Vec<u64>, StateError> {
-    let bytes = match std::fs::read(path) {
+/// The records of the state file at `path` (absent: none), checked; it may describe at most
+/// `covering` bytes of the target, so a path that holds more (a device or /dev/zero linked
+/// there, another target's state) is refused unread, and so is anything but a regular file
+/// (a FIFO would block the read).
+pub fn read_state(path: &Path, covering: u64) -> Result<Vec<u64>, StateError> {
+    let cap = Cap { what: "verify state", bytes: HEADER + 8 * covering.div_ceil(BLOCK as u64) };
+    let bytes = match user_file::read(path, cap) {
         Ok(bytes) => bytes,
-        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Vec::new()),
-        Err(source) => return Err(StateError::Read { path: path.to_path_buf(), source }),
+        Err(e) if e.is_not_found() => return Ok(Vec::new()),
+        Err(source) => return Err(StateError::Unreadable(source)),
     };
     parse(path, &bytes)
 }
@@ -157,15 +163,15 @@ mod tests {
 
     fn error_of(path: &Path, bytes: &[u8]) -> String {
         std::fs::write(path, bytes).expect("write");
-        read_state(path).expect_err("refused").to_string()
+        read_state(path, 1 << 30).expect_err("refused").to_string()
     }
 
     #[test]
     fn records_survive_a_round_trip_and_absent_is_empty() {
         let (dir, path, bytes) = state_of(&[0, 5, u64::MAX]);
         assert_eq!(bytes.len(), 24 + 3 * 8);
-        assert_eq!(read_state(&path).expect("read"), vec![0, 5, u64::MAX]);
-        assert_eq!(read_state(&dir.path().join("absent")).expect("absent"), Vec::<u64>::new());
+        assert_eq!(read_state(&path, 1 << 30).expect("read"), vec![0, 5, u64::MAX]);
+        assert_eq!(read_state(&dir.path().join("absent"), 1 << 30).expect("absent"), Vec::<u64>::new());
     }
 
     #[test]
@@ -218,7 +224,7 @@ mod tests {
         // Format 2: no checksum, but its length is checked.
         let v2 = [&MAGIC_V2[..], &2u64.to_le_bytes(), &5u64.to_le_bytes(), &6u64.to_le_bytes()].concat();
         std::fs::write(&path, &v2).expect("write");
-        assert_eq!(read_state(&path).expect("format 2"), vec![5, 6]);
+        assert_eq!(read_state(&path, 1 << 30).expect("format 2"), vec![5, 6]);
         assert!(error_of(&path, &v2[..24])
             .contains("is 24 bytes, a state for 2 blocks is 32 bytes: it was truncated"));
     }
