@@ -321,6 +321,26 @@ fn disk_written_bytes(path: &Path) -> Option<u64> {
     stat.split_whitespace().nth(6)?.parse::<u64>().ok().map(|sectors| sectors * 512)
 }
 
+/// The share of the machine's cores other processes (not iolab, not the kernel) used in a job's
+/// window.
+fn others_machine_pct(machine: &Value) -> f64 {
+    machine["owners"]
+        .as_array()
+        .map(|owners| {
+            owners.iter().filter(|o| o["kind"] == "process").filter_map(|o| o["machine_pct"].as_f64()).sum()
+        })
+        .unwrap_or(0.0)
+}
+
+fn median(mut values: Vec<f64>) -> f64 {
+    values.sort_by(f64::total_cmp);
+    values.get(values.len() / 2).copied().unwrap_or(0.0)
+}
+
+/// Beyond this share of the cores used by other processes, the study's hits and misses are not
+/// told apart well enough to hold its capacity to 15%.
+const BUSY_MACHINE_PCT: f64 = 50.0;
+
 /// Written by others while the study and its separate runs read the disk (they write nothing)
 /// beyond which their latencies are not comparable across runs: an fio writer beside them moved
 /// a miss from 33 us in one run to 2.45 ms in another.
@@ -429,12 +449,35 @@ fn cache_finds_the_page_cache_a_memory_cgroup_allows() {
     );
     // Issue 17's bar: the capacity within 15% of the cgroup's limit. Under random reads the
     // kernel's LRU lists begin to miss at 73-95% of what the cgroup holds; the capacity comes
-    // from the share of reads that still hit well beyond that.
-    assert!(
-        (size - limit as f64).abs() <= 0.15 * limit as f64,
-        "tier of {size} bytes under a limit of {limit} (the cgroup held {file_held} of the file then): {tier}"
+    // from the share of reads that still hit well beyond that. A hit is told from a miss by its
+    // latency, so a hit preempted by other processes past the threshold counts as a miss: with
+    // two busy loops and an fio writer beside it, the study found 105 MiB under 128 (18% low).
+    // That bar is judged only while other processes left the cores mostly to the study.
+    let others_pct = median(
+        report["run"]["jobs"]
+            .as_array()
+            .expect("jobs")
+            .iter()
+            .filter(|j| {
+                j["spec"]["groups"][0]["target"]["size_bytes"].as_u64().is_some_and(|w| judged.contains(&w))
+            })
+            .map(|j| others_machine_pct(&j["machine"]))
+            .collect(),
     );
-    assert!(size <= 1.15 * cache, "tier of {size} bytes, the cgroup held {cache} in all: {tier}");
+    if others_pct > BUSY_MACHINE_PCT {
+        skip!(
+            Missing::Other,
+            "other processes held {others_pct:.0}% of the cores while the capacity was measured (a preempted hit reads as a miss): the tier of {} under a limit of {} is not held to 15% on a machine this busy",
+            mib(size),
+            mib(limit as f64)
+        );
+    } else {
+        assert!(
+            (size - limit as f64).abs() <= 0.15 * limit as f64,
+            "tier of {size} bytes under a limit of {limit} (the cgroup held {file_held} of the file then): {tier}"
+        );
+        assert!(size <= 1.15 * cache, "tier of {size} bytes, the cgroup held {cache} in all: {tier}");
+    }
     for later in &tiers[1..] {
         assert!(later["size_bytes"].as_f64() > Some(2.0 * size), "past the page cache: {}", brief(summary));
     }

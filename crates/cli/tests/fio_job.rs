@@ -23,8 +23,10 @@ fn lab() -> tempfile::TempDir {
         std::fs::copy(&path, dir.path().join(path.file_name().expect("name"))).expect("copy");
     }
     std::fs::create_dir(dir.path().join("sub")).expect("sub");
+    // 2 MiB: target.fio reads 1 MiB from 64 KiB in, and a run never lays out more of a file
+    // iolab did not make.
     for name in ["t", "t1", "t:2", "sub/t3"] {
-        std::fs::write(dir.path().join(name), vec![1u8; 1 << 20]).expect("target");
+        std::fs::write(dir.path().join(name), vec![1u8; 2 << 20]).expect("target");
     }
     dir
 }

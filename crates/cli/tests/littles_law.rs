@@ -23,18 +23,25 @@ fn closes(dir: &std::path::Path, args: &[&str], slots: f64) -> serde_json::Value
     assert_eq!(number("slots"), slots, "{split}");
     let iops = job["total"]["iops"].as_f64().expect("iops");
     assert!(iops > 0.0, "{job}");
-    // IOPS x mean cycle is the count of outstanding I/Os, as Little's law has it.
+    // IOPS x mean cycle is the count of outstanding I/Os, as Little's law has it, within 2% and
+    // the window's edges: an I/O still in flight when the window ends holds its slot for time no
+    // completion in the window counts (and one that began before it, for time one does), at most
+    // one I/O per slot, at most the longest latency each. On a disk another load keeps busy those
+    // run to tens of ms (a file beside an fio writer read 7.81 of 8 slots, a 10 ms p99).
+    let window_ns = job["measured_s"].as_f64().expect("measured_s") * 1e9;
+    let longest_ns = job["total"]["latency"]["max_ns"].as_f64().expect("max latency");
+    let edges = slots * longest_ns / window_ns;
     let law = iops * number("mean_cycle_ns") / 1e9;
     assert!(
-        (law - slots).abs() <= slots * 0.02,
+        (law - slots).abs() <= slots * 0.02 + edges,
         "IOPS {iops} x cycle {} ns = {law}, not {slots}: {split}",
         number("mean_cycle_ns")
     );
     let parts = number("in_flight") + number("awaiting_resubmission");
-    assert!((parts - slots).abs() <= slots * 0.02, "{parts} of {slots} slots accounted for: {split}");
+    assert!((parts - slots).abs() <= slots * 0.02 + edges, "{parts} of {slots} slots accounted for: {split}");
     // The in-flight part is what the latency figures cover: IOPS x mean latency.
     let mean = job["total"]["latency"]["mean_ns"].as_f64().expect("mean latency");
-    assert!((number("in_flight") - iops * mean / 1e9).abs() <= slots * 0.02, "{split}");
+    assert!((number("in_flight") - iops * mean / 1e9).abs() <= slots * 0.02 + edges, "{split}");
     job
 }
 

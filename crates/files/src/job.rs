@@ -102,10 +102,11 @@ impl FilesOptions {
     }
 }
 
-/// Reads a fileset job file.
+/// Reads a fileset job file (a regular file of at most `JOB_FILE`'s size: a FIFO or a device
+/// named here is refused, never waited on or read without end).
 pub fn load(path: &Path) -> Result<FilesOptions, String> {
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| format!("job file {}: cannot read it: {e}", path.display()))?;
+    let text = iolab_spec::user_file::read_to_string(path, iolab_spec::user_file::JOB_FILE)
+        .map_err(|e| e.to_string())?;
     parse(&text).map_err(|e| format!("job file {}: {e}", path.display()))
 }
 
