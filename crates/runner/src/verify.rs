@@ -28,7 +28,7 @@ use iolab_stats::verify::{BadBlock, BlockStamp, VerifySummary};
 
 mod state_file;
 
-pub use state_file::{read_state, write_state, StateError};
+pub use state_file::{parse_state, read_state, state_bytes, write_state, StateError};
 
 /// In a block's in-flight byte: writes of it in flight together ever since the count was last 0.
 const CONTESTED: u8 = 0x80;

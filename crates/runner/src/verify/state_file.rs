@@ -71,7 +71,7 @@ pub fn read_state(path: &Path, covering: u64) -> Result<Vec<u64>, StateError> {
         Err(e) if e.is_not_found() => return Ok(Vec::new()),
         Err(source) => return Err(StateError::Unreadable(source)),
     };
-    parse(path, &bytes)
+    parse_state(path, &bytes)
 }
 
 /// Writes `records` to `path` in format 3 (through a temporary file and a rename), creating
@@ -81,6 +81,13 @@ pub fn write_state(path: &Path, records: &[u64]) -> Result<(), StateError> {
     if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
         std::fs::create_dir_all(dir).map_err(fail)?;
     }
+    let temporary = path.with_extension("tmp");
+    std::fs::write(&temporary, state_bytes(records)).map_err(fail)?;
+    std::fs::rename(&temporary, path).map_err(fail)
+}
+
+/// The bytes of a format-3 state file holding `records`, as `write_state` writes them.
+pub fn state_bytes(records: &[u64]) -> Vec<u8> {
     let mut bytes = Vec::with_capacity(HEADER as usize + 8 * records.len());
     bytes.extend_from_slice(MAGIC);
     bytes.extend_from_slice(&(records.len() as u64).to_le_bytes());
@@ -88,12 +95,13 @@ pub fn write_state(path: &Path, records: &[u64]) -> Result<(), StateError> {
     records.iter().for_each(|r| bytes.extend_from_slice(&r.to_le_bytes()));
     let sum = checksum(&bytes);
     bytes[16..24].copy_from_slice(&sum.to_le_bytes());
-    let temporary = path.with_extension("tmp");
-    std::fs::write(&temporary, &bytes).map_err(fail)?;
-    std::fs::rename(&temporary, path).map_err(fail)
+    bytes
 }
 
-fn parse(path: &Path, bytes: &[u8]) -> Result<Vec<u64>, StateError> {
+/// The records of a state file's `bytes`, checked as `read_state` checks the file; `path` only
+/// names the file in errors. No I/O, so that any bytes can be fed to it (the `verify_state`
+/// fuzz target, fuzz/README.md).
+pub fn parse_state(path: &Path, bytes: &[u8]) -> Result<Vec<u64>, StateError> {
     let path_buf = || path.to_path_buf();
     let len = bytes.len() as u64;
     if !bytes.is_empty() && bytes.iter().all(|b| *b == 0) {
@@ -172,6 +180,14 @@ mod tests {
         assert_eq!(bytes.len(), 24 + 3 * 8);
         assert_eq!(read_state(&path, 1 << 30).expect("read"), vec![0, 5, u64::MAX]);
         assert_eq!(read_state(&dir.path().join("absent"), 1 << 30).expect("absent"), Vec::<u64>::new());
+    }
+
+    #[test]
+    fn the_bytes_in_hand_read_and_write_as_the_file_does() {
+        let (_dir, path, bytes) = state_of(&[0, 5, u64::MAX]);
+        assert_eq!(state_bytes(&[0, 5, u64::MAX]), bytes);
+        assert_eq!(parse_state(&path, &bytes).expect("parse"), vec![0, 5, u64::MAX]);
+        assert!(parse_state(&path, &bytes[..30]).expect_err("cut").to_string().contains("truncated"));
     }
 
     #[test]
