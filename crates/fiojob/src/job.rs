@@ -382,7 +382,12 @@ impl FioJob {
             _ => write,
         };
         let min = mix.iter().map(|e| e.0).min().unwrap_or(4096);
-        if let (Some(odd), Some(s)) = (mix.iter().find(|e| e.0 % min != 0), split) {
+        if min == 0 {
+            if let Some(s) = split.or(bs) {
+                return Err(bad_value(s, "a block size of 0 moves no data; give sizes of 512 bytes or more"));
+            }
+        }
+        if let (Some(odd), Some(s)) = (mix.iter().find(|e| e.0 % min.max(1) != 0), split) {
             return Err(bad_value(s, &format!("fio rounds {} down to a multiple of the smallest size ({min}); write the sizes as multiples of it", odd.0)));
         }
         Ok(mix)

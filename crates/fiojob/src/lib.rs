@@ -136,7 +136,7 @@ fn translate_sections(sections: &[ini::Section], file: &str) -> Result<Translati
     let mut text =
         format!("# iolab job file translated from the fio job file {file} (iolab fio-job --print)\n");
     for note in &findings.notes {
-        text.push_str(&format!("# note: {note}\n"));
+        text.push_str(&format!("# note: {}\n", comment_text(note)));
     }
     text.push('\n');
     text.push_str(&body);
@@ -179,6 +179,14 @@ fn refuse_unsupported(findings: &Findings, file: &str) -> Result<(), FioJobError
         list: format!("{what}: {}", list.join(", ")),
         them,
     })
+}
+
+/// `note` as a TOML comment may hold it: control characters (which TOML allows in no comment
+/// but a tab) escaped, as a section name or value of the user's can carry them.
+fn comment_text(note: &str) -> String {
+    note.chars()
+        .map(|c| if c.is_control() && c != '\t' { c.escape_default().to_string() } else { c.to_string() })
+        .collect()
 }
 
 #[cfg(test)]

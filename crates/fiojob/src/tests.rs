@@ -287,3 +287,30 @@ fn an_included_file_is_never_quoted() {
         assert!(err.contains(expect), "{text}: expected '{expect}' in: {err}");
     }
 }
+
+/// Fuzzing (fuzz/fuzz_targets/fio_job.rs) found `bs=0` (and `bssplit=0/100`, `bs=4k,0` on a
+/// writing job) panicking on a remainder by zero instead of being refused at its line.
+#[test]
+fn fuzz_finding_a_block_size_of_0_is_refused_not_a_panic() {
+    for (option, line) in [("bs=0", 7), ("bs=0k", 7), ("bssplit=0/100", 7), ("rw=write\nbs=4k,0", 8)] {
+        let err = refusal(&format!("{TIMED}[a]\n{option}\n"));
+        assert!(
+            err.contains(&format!("line {line}:")) && err.contains("a block size of 0"),
+            "{option}: {err}"
+        );
+    }
+}
+
+/// Fuzzing found a control character in a value a note repeats (`thread=\x01`,
+/// `description=\x7f`) written raw into the translation's `# note:` comments, which TOML
+/// refuses: users read "its translation is not a valid iolab job file ... please report this".
+/// (A section name with one is refused at its line.)
+#[test]
+fn fuzz_finding_a_control_character_in_a_note_is_escaped_in_its_comment() {
+    for value in ["thread=\u{1}", "description=x\u{7f}", "thread=a\rb"] {
+        let text = format!("{TIMED}[a]\n{value}\n");
+        let translation = translate(&text).unwrap_or_else(|e| panic!("{value:?}: {e}"));
+        translation.options("job.fio").unwrap_or_else(|e| panic!("{value:?}: {e}"));
+        assert!(!translation.text.chars().any(|c| c.is_control() && c != '\n'), "{:?}", translation.text);
+    }
+}
