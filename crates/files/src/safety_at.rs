@@ -184,6 +184,20 @@ fn names(fd: i32, shown: &Path) -> Result<Vec<OsString>, FilesError> {
         .collect()
 }
 
+/// The entries of the directory open as `fd`, each with whether the listing says it is a
+/// directory (its d_type: no system call per entry).
+fn entries(fd: i32, shown: &Path) -> Result<Vec<(OsString, bool)>, FilesError> {
+    let proc = PathBuf::from(format!("/proc/self/fd/{fd}"));
+    let listing = std::fs::read_dir(&proc).map_err(|e| FilesError::io("cannot read", shown, e))?;
+    listing
+        .map(|entry| {
+            let entry = entry.map_err(|e| FilesError::io("cannot read", shown, e))?;
+            let is_dir = entry.file_type().is_ok_and(|t| t.is_dir());
+            Ok((entry.file_name(), is_dir))
+        })
+        .collect()
+}
+
 fn unlink(sys: &mut FileOps, dir: i32, name: &[u8], is_dir: bool, shown: &Path) -> Result<(), FilesError> {
     sys.unlinkat(dir, &c_name(name), is_dir).map_err(|e| FilesError::io("cannot remove", shown, e))
 }
@@ -249,11 +263,15 @@ fn empty_dir(walk: &mut Walk<'_>, dir: i32, shown: &Path, cleaned: &mut Cleaned)
     // Entries are removed while the directory is read; another pass finds any a listing missed.
     loop {
         let (mut removed, mut kept_here) = (0u64, 0usize);
-        for name in names(dir, shown)? {
+        for (name, listed_dir) in entries(dir, shown)? {
             let bytes = name.as_bytes();
             let path = shown.join(&name);
-            let ours = is_our_name(bytes, false)
-                && match open_dir(walk.sys, dir, bytes, &path)? {
+            // A file is not opened as a directory first (a failed call per file): the listing
+            // says which it is, and a swap since is caught by O_NOFOLLOW or the file's stat.
+            let named_ours = is_our_name(bytes, false);
+            let as_dir = if named_ours && listed_dir { open_dir(walk.sys, dir, bytes, &path)? } else { None };
+            let ours = named_ours
+                && match as_dir {
                     Some(fd) => {
                         let emptied = empty_dir(walk, fd, &path, cleaned);
                         let _ = walk.sys.close(fd);

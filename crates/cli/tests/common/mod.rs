@@ -85,16 +85,32 @@ pub fn spawn_in(dir: &Path, args: &[&str]) -> std::process::Child {
 /// The output of `child`, which the defect a test pins made hang: one still running after a
 /// minute (far beyond what it needs on busy cores) is killed and fails the test.
 pub fn output_unless_hung(mut child: std::process::Child, what: &str) -> Output {
+    use std::io::Read;
+    // Its output is read while it runs: a report larger than a pipe holds (64 KiB) would block
+    // the child in its write, and read as a hang.
+    fn drain(pipe: Option<impl Read + Send + 'static>) -> std::thread::JoinHandle<Vec<u8>> {
+        std::thread::spawn(move || {
+            let mut bytes = Vec::new();
+            if let Some(mut pipe) = pipe {
+                let _ = pipe.read_to_end(&mut bytes);
+            }
+            bytes
+        })
+    }
+    let (stdout, stderr) = (drain(child.stdout.take()), drain(child.stderr.take()));
     let started = std::time::Instant::now();
-    while child.try_wait().expect("wait").is_none() {
+    let status = loop {
+        if let Some(status) = child.try_wait().expect("wait") {
+            break status;
+        }
         if started.elapsed() > std::time::Duration::from_secs(60) {
             let _ = child.kill();
             let _ = child.wait();
             panic!("{what} hung");
         }
         std::thread::sleep(std::time::Duration::from_millis(20));
-    }
-    child.wait_with_output().expect("output")
+    };
+    Output { status, stdout: stdout.join().unwrap_or_default(), stderr: stderr.join().unwrap_or_default() }
 }
 
 /// How many points (jobs, sweep points, rounds) the database `db` holds; 0 before it exists.
