@@ -55,6 +55,7 @@ fn device(util_pct: f64) -> DeviceActivity {
             hw_queues: Some(8),
             scheduler: Some("none".into()),
             rotational: Some(false),
+            ..QueueInfo::default()
         },
     }
 }

@@ -16,6 +16,7 @@ pub mod cliff;
 pub mod compare;
 pub mod cpu;
 pub mod fleet_verdict;
+pub mod judge;
 pub mod knee;
 pub mod ladder;
 pub mod ramp;

@@ -58,6 +58,7 @@ fn device(name: &str, util_pct: f64, avg_queue: f64) -> DeviceActivity {
             hw_queues: Some(1),
             scheduler: Some("none".into()),
             rotational: Some(false),
+            ..QueueInfo::default()
         },
     }
 }
@@ -134,7 +135,7 @@ fn base() -> JobResult {
         slots: None,
         machine: None,
         devices: vec![device("vdb", 50.0, 8.0)],
-        verdict: Verdict { cause: Bottleneck::Undetermined, summary: String::new(), evidence: Vec::new() },
+        verdict: Verdict::not_judged(),
         histograms: Default::default(),
         verify: None,
     }

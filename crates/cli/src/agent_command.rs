@@ -41,6 +41,7 @@ pub fn run(args: AgentArgs) -> ExitCode {
         // limits of its own (the agent's metrics_port.rs).
         metrics: args.metrics.map(|addr| agent::MetricsPort { addr, metrics: Metrics::new("agent") }),
         allow_hardlinks: args.allow_hardlinks,
+        judge: iolab_analysis::judge::judge,
         limits: agent::Limits {
             max_connections: args.max_connections.max(1),
             max_connections_per_peer: args.max_connections_per_peer.max(1),

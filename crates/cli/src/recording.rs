@@ -8,7 +8,7 @@ use std::process::ExitCode;
 use iolab_environment::{Environment, TargetUse};
 use iolab_runner::ResultSink;
 use iolab_spec::{JobSpec, RunPlan};
-use iolab_stats::result::{JobResult, RunReport};
+use iolab_stats::result::{JobResult, RunReport, Verdict};
 use iolab_store::{NewRun, Point, RunEnd, RunId, RunStatus, Store, StoreError};
 
 use crate::args::StoreArgs;
@@ -206,15 +206,34 @@ impl Drop for Recording {
     }
 }
 
+/// Measure, keep, then judge: the measured point is committed first (a crash in judging keeps
+/// it), then judged by the same rules `results show --rejudge` applies, and its verdict kept
+/// beside it.
 impl ResultSink for Recording {
-    fn keep(&mut self, _job: &JobSpec, result: &JobResult) {
-        let Some(active) = self.active.as_mut() else { return };
-        let point = Point::from_job(active.next_seq, result, now_unix_s());
-        active.next_seq += 1;
-        if let Err(e) = active.store.add_point(active.run, &point) {
-            say!("iolab: error: point '{}' was not kept in the results database: {e}", result.name);
-            active.lost.push(format!("'{}'", result.name));
+    fn keep_and_judge(&mut self, _job: &JobSpec, result: &JobResult) -> Verdict {
+        let kept = self.active.as_mut().and_then(|active| {
+            let seq = active.next_seq;
+            active.next_seq += 1;
+            match active.store.add_point(active.run, &Point::from_job(seq, result, now_unix_s())) {
+                Ok(()) => Some((active, seq)),
+                Err(e) => {
+                    say!("iolab: error: point '{}' was not kept in the results database: {e}", result.name);
+                    active.lost.push(format!("'{}'", result.name));
+                    None
+                }
+            }
+        });
+        let verdict = iolab_analysis::judge::judge(result);
+        if let Some((active, seq)) = kept {
+            if let Err(e) = active.store.set_verdict(active.run, seq, &verdict) {
+                say!(
+                    "iolab: error: the verdict of point '{}' was not kept in the results database: {e}",
+                    result.name
+                );
+                active.lost.push(format!("the verdict of '{}'", result.name));
+            }
         }
+        verdict
     }
 }
 

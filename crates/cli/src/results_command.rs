@@ -75,7 +75,7 @@ pub fn run(action: ResultsAction, store: &StoreArgs) -> ExitCode {
 
 /// Applies today's verdict rules to a stored run, and says on stderr what they changed.
 fn rejudged(run: &mut StoredRun) {
-    let changed = run.rejudge(iolab_analysis::verdict::judge);
+    let changed = run.rejudge(iolab_analysis::judge::judge);
     if changed.is_empty() {
         say!("iolab: every verdict of run {} stands under this iolab's rules", run.info.id);
     }

@@ -265,6 +265,27 @@ fn compare_judges_differences_against_repeats() {
     assert!(stderr(&missing).contains("no run 9"), "{}", stderr(&missing));
 }
 
+/// Issue 33: measure, keep, then judge. The runner returns a measured result; the point is
+/// kept, then judged, and its verdict stored beside it and in its whole result, where the
+/// reports and `--rejudge` read it.
+#[test]
+fn a_kept_point_is_judged_and_its_verdict_kept_beside_it_and_in_its_result() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let db = dir.path().join("r.db");
+    let run =
+        with_db(dir.path(), &db, &["run", "--engine", "null", "--runtime", "200ms", "--ramp", "0", "-q"]);
+    assert!(run.status.success(), "{}", stderr(&run));
+    let conn = rusqlite::Connection::open(&db).expect("opens");
+    let (beside, within): (String, String) = conn
+        .query_row(
+            "SELECT json_extract(verdict, '$.cause'), json_extract(result, '$.verdict.cause') FROM points",
+            [],
+            |row| Ok((row.get(0)?, row.get(1)?)),
+        )
+        .expect("one point");
+    assert_eq!((beside.as_str(), within.as_str()), ("submitting_cpu", "submitting_cpu"));
+}
+
 #[test]
 fn a_stored_run_is_judged_again_by_todays_rules() {
     let dir = tempfile::tempdir().expect("temp dir");

@@ -16,6 +16,7 @@ fn queue(scheduler: &str, rotational: bool) -> QueueInfo {
         hw_queues: Some(8),
         scheduler: Some(scheduler.into()),
         rotational: Some(rotational),
+        ..QueueInfo::default()
     }
 }
 

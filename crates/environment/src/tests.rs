@@ -41,6 +41,7 @@ fn nvme(scheduler: &str) -> DeviceFacts {
             hw_queues: Some(4),
             scheduler: Some(scheduler.into()),
             rotational: Some(false),
+            ..QueueInfo::default()
         },
         write_cache: Some("write back".into()),
         loop_device: None,

@@ -150,7 +150,8 @@ pub fn merge(job: &JobSpec, parts: &[HostPart], link_mb_s: &[Option<f64>]) -> Re
         max_stream_lag_ms: 0.0,
     };
     let total = all.combined();
-    let mut merged = JobResult {
+    // Not judged here: the merged result is judged after it is kept, as a job run here is.
+    let merged = JobResult {
         name: job.name.clone(),
         spec: job.clone(),
         stop_reason: results
@@ -183,12 +184,8 @@ pub fn merge(job: &JobSpec, parts: &[HostPart], link_mb_s: &[Option<f64>]) -> Re
         machine: None,
         // Every host's slots together: Little's law holds for the sum as for each.
         slots: Some(SlotSplit::sum(&ran.iter().filter_map(|r| r.result().slots).collect::<Vec<_>>())),
-        verdict: Verdict {
-            cause: iolab_stats::result::Bottleneck::Undetermined,
-            summary: String::new(),
-            evidence: Vec::new(),
-        },
-        fleet: None,
+        verdict: Verdict::not_judged(),
+        fleet: Some(fleet),
         histograms: all,
         // Every host's bad blocks, each on its own host's target (named host:path).
         verify: ran
@@ -202,8 +199,6 @@ pub fn merge(job: &JobSpec, parts: &[HostPart], link_mb_s: &[Option<f64>]) -> Re
                 Some(merged)
             }),
     };
-    merged.verdict = iolab_analysis::fleet_verdict::judge_fleet(&fleet, measured_s);
-    merged.fleet = Some(fleet);
     Ok(merged)
 }
 

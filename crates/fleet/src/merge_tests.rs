@@ -398,9 +398,11 @@ fn the_fleet_report_has_every_host_its_start_and_its_link() {
     assert_eq!(hx.series.len(), 2);
     assert_eq!((hx.total.iops, hx.total.ios, hx.verdict.clone()), (10_000.0, 20_000, None));
 
-    assert_eq!(merged.verdict.cause, Bottleneck::Device, "{}", merged.verdict.summary);
-    assert!(merged.verdict.summary.starts_with("Device on 3 of 3 hosts (h2 slowest: "));
-    assert!(merged.verdict.evidence.iter().any(|l| l == "hx failed: connection refused; not merged"));
+    // Measured and merged, not judged (issue 33): the fleet's verdict is judged after the
+    // merged result is kept (analysis' fleet_verdict_tests hold its rules); each host's is its
+    // agent's.
+    assert_eq!(merged.verdict, Verdict::not_judged());
+    assert_eq!(fleet.hosts[0].verdict.as_ref().map(|v| v.cause), Some(Bottleneck::Device));
 }
 
 #[test]

@@ -479,6 +479,7 @@ mod tests {
                 hw_queues: Some(1),
                 scheduler: Some("mq-deadline".into()),
                 rotational: Some(true),
+                ..QueueInfo::default()
             },
         }
     }

@@ -140,6 +140,7 @@ mod tests {
             hw_queues: Some(1),
             scheduler: Some("mq-deadline".into()),
             rotational: Some(true),
+            ..QueueInfo::default()
         };
         let a = activity("vda", &queue, &before, &after, 2.0);
         assert_eq!(

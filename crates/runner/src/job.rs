@@ -10,8 +10,8 @@ use iolab_engine::content::ContentConfig;
 use iolab_engine::{Engine, Op, WithEngine};
 use iolab_spec::{EngineKind, JobSpec, Nanos, RateSpec};
 use iolab_stats::result::{
-    BlockCoverage, Bottleneck, CpuReport, ErrorReport, GroupResult, IoErrorRecord, JobResult, RateReport,
-    StuckIo, TargetResult, Verdict,
+    BlockCoverage, CpuReport, ErrorReport, GroupResult, IoErrorRecord, JobResult, RateReport, StuckIo,
+    TargetResult, Verdict,
 };
 use iolab_stats::slots::SlotSplit;
 use iolab_stats::threads::WORKER_THREAD_PREFIX;
@@ -157,7 +157,6 @@ pub fn run_job(
     collected.group_set_blocks = contents.iter().map(|c| c.seen.distinct()).collect();
     let mut result = assemble(job, targets, &devices, &shared, &lane_group, &setups, collected);
     result.verify = verify.finish().map_err(RunError::Invalid)?;
-    result.verdict = iolab_analysis::verdict::judge(&result);
     Ok(result)
 }
 
@@ -348,7 +347,7 @@ fn assemble(
         slots: Some(slots),
         devices: collected.devices,
         machine: collected.machine,
-        verdict: Verdict { cause: Bottleneck::Undetermined, summary: String::new(), evidence: Vec::new() },
+        verdict: Verdict::not_judged(),
         fleet: None,
         histograms: all,
         verify: None,

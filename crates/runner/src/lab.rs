@@ -150,7 +150,7 @@ impl<'a> Lab<'a> {
             .map(|group| group.iter().map(|t| t.path.display().to_string()).collect())
             .collect();
         observer.starting(job, &paths);
-        let result = match self.remote.as_mut() {
+        let mut result = match self.remote.as_mut() {
             Some(remote) => remote.run(job, self.interrupt, observer)?,
             None => {
                 prepare::check_buffer_memory(std::slice::from_ref(job))?;
@@ -158,7 +158,7 @@ impl<'a> Lab<'a> {
             }
         };
         if let Some(sink) = self.sink.as_mut() {
-            sink.keep(job, &result);
+            result.verdict = sink.keep_and_judge(job, &result);
         }
         self.jobs.push(result);
         Ok(self.jobs.last().expect("just pushed"))
@@ -223,14 +223,14 @@ impl<'a> Lab<'a> {
             None => observer,
         };
         observer.starting(first, &[]);
-        let each = match self.remote.as_mut() {
+        let mut each = match self.remote.as_mut() {
             Some(remote) => remote.run_each(jobs, self.interrupt, observer)?,
             None => {
                 return Err(RunError::Invalid("a lab here has no hosts to run on (a bug in iolab)".into()))
             }
         };
         if let Some(sink) = self.sink.as_mut() {
-            sink.keep(first, &each.merged);
+            each.merged.verdict = sink.keep_and_judge(first, &each.merged);
         }
         self.jobs.push(each.merged);
         Ok(each.hosts)

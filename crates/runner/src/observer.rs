@@ -2,7 +2,7 @@
 //! it (the metrics endpoint, the fleet agent's live stream).
 
 use iolab_spec::{JobSpec, Nanos};
-use iolab_stats::result::{JobResult, SeriesPoint};
+use iolab_stats::result::{JobResult, SeriesPoint, Verdict};
 use iolab_stats::IntervalStats;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -107,8 +107,9 @@ impl Observer for Silent {
     fn note(&mut self, _: &str) {}
 }
 
-/// Where each job's result goes the moment the job ends (the results database), so a later
-/// crash or interruption keeps it.
+/// Where each job's measured result goes the moment the job ends: kept first (the results
+/// database), so a later crash or interruption keeps it, then judged. The runner measures and
+/// never judges: the verdict answered here is the one the lab sets on the result it holds.
 pub trait ResultSink {
-    fn keep(&mut self, job: &JobSpec, result: &JobResult);
+    fn keep_and_judge(&mut self, job: &JobSpec, result: &JobResult) -> Verdict;
 }

@@ -392,6 +392,13 @@ pub struct QueueInfo {
     pub scheduler: Option<String>,
     /// `queue/rotational` (virtual disks often claim 1 whatever backs them).
     pub rotational: Option<bool>,
+    /// `queue/max_sectors_kb`: the most one request moves, in KiB; a larger I/O is split.
+    pub max_sectors_kb: Option<u32>,
+    /// `queue/max_segments`: the most memory segments one request takes (a user buffer's pages
+    /// need not be contiguous, so a segment may be one page); a larger I/O is split.
+    pub max_segments: Option<u32>,
+    /// `queue/max_segment_size`: the most bytes one segment holds.
+    pub max_segment_size: Option<u32>,
 }
 
 /// What one block device did over the measured window, from its sysfs `stat` counters, and its
@@ -494,4 +501,11 @@ pub struct Verdict {
     pub summary: String,
     /// The figures behind it, one per line.
     pub evidence: Vec<String>,
+}
+
+impl Verdict {
+    /// A measured result's verdict until it is judged (after it is kept; never by the runner).
+    pub fn not_judged() -> Verdict {
+        Verdict { cause: Bottleneck::Undetermined, summary: String::new(), evidence: Vec::new() }
+    }
 }

@@ -194,7 +194,8 @@ impl StoredRun {
 }
 
 impl Point {
-    /// The stored form of an iolab job's result, `seq`-th of its run.
+    /// The stored form of an iolab job's measured result, `seq`-th of its run; its verdict is
+    /// judged after it is kept (`Store::set_verdict`).
     pub fn from_job(seq: u32, result: &JobResult, completed_at_unix_s: i64) -> Point {
         let group = result.groups.first();
         let json = |value: serde_json::Result<serde_json::Value>| value.unwrap_or(serde_json::Value::Null);
@@ -226,7 +227,7 @@ impl Point {
                     .to_string(),
             },
             series: result.series.clone(),
-            verdict: Some(result.verdict.clone()),
+            verdict: None,
             histograms: Some(EncodedHistograms::encode(&result.histograms)),
             result: json(serde_json::to_value(result)),
         }

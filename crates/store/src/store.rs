@@ -3,6 +3,7 @@
 
 use std::path::{Path, PathBuf};
 
+use iolab_stats::result::Verdict;
 use rusqlite::{params, Connection, OptionalExtension, Row, TransactionBehavior};
 use serde::de::DeserializeOwned;
 
@@ -95,6 +96,26 @@ impl Store {
                 ],
             )?;
             Ok(())
+        })
+        .map_err(|e| classify(&path, e))
+    }
+
+    /// Sets the verdict of point `seq` of `run`, judged after the point was kept: beside the
+    /// point, and in its whole result, as if it had been there from the start. A point that
+    /// was kept and never judged (a crash between the two) reads as not judged.
+    pub fn set_verdict(&mut self, run: RunId, seq: u32, verdict: &Verdict) -> Result<(), StoreError> {
+        let path = self.path.clone();
+        self.write(|tx| {
+            let verdict = to_json(verdict);
+            let updated = tx.execute(
+                "UPDATE points SET verdict = ?3, result = json_set(result, '$.verdict', json(?3))
+                 WHERE run_id = ?1 AND seq = ?2",
+                params![run, seq, verdict],
+            )?;
+            match updated {
+                1 => Ok(()),
+                _ => Err(rusqlite::Error::QueryReturnedNoRows),
+            }
         })
         .map_err(|e| classify(&path, e))
     }

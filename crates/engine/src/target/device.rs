@@ -160,6 +160,9 @@ impl BlockDevice {
             hw_queues,
             scheduler: self.queue_attribute("scheduler").and_then(|text| active_scheduler(&text)),
             rotational: self.queue_attribute("rotational").map(|v| v == "1"),
+            max_sectors_kb: number("max_sectors_kb"),
+            max_segments: number("max_segments"),
+            max_segment_size: number("max_segment_size"),
         }
     }
 }

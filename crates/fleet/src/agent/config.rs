@@ -5,6 +5,8 @@ use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use iolab_stats::result::{JobResult, Verdict};
+
 use crate::protocol::MAX_LEASE_MS;
 
 use super::error::AgentError;
@@ -34,13 +36,21 @@ pub struct AgentConfig {
     pub allow_hardlinks: bool,
     /// How long reading a request may take, and how many connections may be open.
     pub limits: super::Limits,
+    /// Judges each job's result after it is measured, before the coordinator gets it: the
+    /// host's own verdict. Given by the binary (the analysis crate's rules); the fleet crate
+    /// measures and merges, and never judges.
+    pub judge: Judge,
 }
+
+/// What limited a job, from its result alone.
+pub type Judge = fn(&JobResult) -> Verdict;
 
 /// `--max-scratch` unless the operator says otherwise.
 pub const DEFAULT_MAX_SCRATCH: u64 = 16 << 30;
 
 impl AgentConfig {
-    /// Listens on `listen`, writes nowhere but scratch files in the current directory.
+    /// Listens on `listen`, writes nowhere but scratch files in the current directory, and
+    /// judges nothing (its results' verdicts are `Verdict::not_judged`) until given a `judge`.
     pub fn new(listen: SocketAddr, token: impl Into<String>) -> Self {
         AgentConfig {
             listen,
@@ -52,6 +62,7 @@ impl AgentConfig {
             metrics: None,
             allow_hardlinks: false,
             limits: super::Limits::default(),
+            judge: |_| Verdict::not_judged(),
         }
     }
 }

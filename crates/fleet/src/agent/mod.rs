@@ -34,7 +34,7 @@ use std::time::Duration;
 use axum::Router;
 use iolab_metrics::MetricsError;
 
-pub use config::{read_token, AgentConfig, DEFAULT_LISTEN, DEFAULT_MAX_SCRATCH};
+pub use config::{read_token, AgentConfig, Judge, DEFAULT_LISTEN, DEFAULT_MAX_SCRATCH};
 pub use error::AgentError;
 pub use metrics_port::MetricsPort;
 pub use netbench::MAX_SEND_MS;
@@ -92,7 +92,7 @@ impl Agent {
             listener,
             addr,
             metrics,
-            slot: Arc::new(Slot::new(allow, config.max_lease).watched_by(observer)),
+            slot: Arc::new(Slot::new(allow, config.max_lease, config.judge).watched_by(observer)),
             token: Arc::new(Token::new(config.token.trim().to_string())),
             limits: config.limits,
         })

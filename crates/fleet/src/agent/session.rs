@@ -13,6 +13,7 @@ use tokio::sync::oneshot;
 
 use crate::protocol::{AgentResult, Prepared, MAX_START_DELAY_MS};
 
+use super::config::Judge;
 use super::error::Failure;
 use super::live::EventLog;
 use super::lock;
@@ -55,6 +56,7 @@ impl Session {
         lease: Duration,
         allow: Arc<AllowList>,
         metrics: Option<MetricsObserver>,
+        judge: Judge,
     ) -> Result<Arc<Session>, Failure> {
         let (tx, rx) = mpsc::channel();
         let session = Arc::new(Session {
@@ -73,7 +75,7 @@ impl Session {
         let for_thread = Arc::clone(&session);
         let thread = std::thread::Builder::new()
             .name(format!("session-{}", &session.id[..8.min(session.id.len())]))
-            .spawn(move || worker::run(&for_thread, &allow, &rx, metrics))
+            .spawn(move || worker::run(&for_thread, &allow, &rx, metrics, judge))
             .map_err(|e| {
                 Failure::internal(format!(
                     "cannot start the session's thread: {e}; check the agent's thread limit"

@@ -10,6 +10,7 @@ use iolab_metrics::MetricsObserver;
 
 use crate::protocol::{OpenSession, SessionOpened, MAX_COORDINATOR_NAME, MAX_LEASE_MS, MIN_LEASE_MS};
 
+use super::config::Judge;
 use super::error::Failure;
 use super::lock;
 use super::log::say;
@@ -27,13 +28,15 @@ pub struct Slot {
     max_lease_ms: u64,
     /// Hears the jobs of every session (`iolab agent --metrics`).
     metrics: Option<MetricsObserver>,
+    /// Judges each job a session runs (`AgentConfig::judge`).
+    judge: Judge,
 }
 
 impl Slot {
-    pub fn new(allow: Arc<AllowList>, max_lease: Duration) -> Self {
+    pub fn new(allow: Arc<AllowList>, max_lease: Duration, judge: Judge) -> Self {
         let max_lease_ms =
             u64::try_from(max_lease.as_millis()).unwrap_or(u64::MAX).clamp(MIN_LEASE_MS, MAX_LEASE_MS);
-        Slot { current: Mutex::new(None), allow, max_lease_ms, metrics: None }
+        Slot { current: Mutex::new(None), allow, max_lease_ms, metrics: None, judge }
     }
 
     /// Has `metrics` hear every job a session runs.
@@ -77,8 +80,14 @@ impl Slot {
         let id = session_id()?;
         let lease = Duration::from_millis(request.lease_ms);
         let allow = Arc::clone(&self.allow);
-        let session =
-            Session::open(id.clone(), request.coordinator.clone(), lease, allow, self.metrics.clone())?;
+        let session = Session::open(
+            id.clone(),
+            request.coordinator.clone(),
+            lease,
+            allow,
+            self.metrics.clone(),
+            self.judge,
+        )?;
         *current = Some(session);
         say!(
             "iolab agent: session {id} opened by coordinator '{}' (lease {} ms)",

@@ -11,12 +11,13 @@ use iolab_metrics::MetricsObserver;
 use iolab_runner::{Both, Lab, Observer, OnFailedStart, Phase, PreparedTarget, ProgressUpdate, RunError};
 use iolab_spec::{JobSpec, RunPlan};
 use iolab_stats::encoded::EncodedHistograms;
-use iolab_stats::result::SeriesPoint;
+use iolab_stats::result::{JobResult, SeriesPoint};
 use iolab_stats::IntervalStats;
 use tokio::sync::oneshot;
 
 use crate::protocol::{AgentResult, LiveEvent, Prepared};
 
+use super::config::Judge;
 use super::error::Failure;
 use super::live::EventLog;
 use super::session::{unix_ns, Session, Stage};
@@ -33,12 +34,14 @@ pub enum Command {
 /// same, so a study's jobs share one scratch file as they do locally.
 type ScratchNeed = Option<(u64, bool)>;
 
-/// Runs the session's commands; `metrics` (`iolab agent --metrics`) hears each job it runs.
+/// Runs the session's commands; `metrics` (`iolab agent --metrics`) hears each job it runs,
+/// and `judge` judges each result once it is measured.
 pub fn run(
     session: &Session,
     allow: &AllowList,
     commands: &mpsc::Receiver<Command>,
     mut metrics: Option<MetricsObserver>,
+    judge: Judge,
 ) {
     let interrupt = Arc::clone(&session.interrupt);
     let mut lab: Option<(Lab<'_>, ScratchNeed)> = None;
@@ -79,9 +82,11 @@ pub fn run(
                     };
                     let groups =
                         result.groups.iter().map(|g| EncodedHistograms::encode(&g.histograms)).collect();
+                    let histograms = EncodedHistograms::encode(&result.histograms);
+                    let result = JobResult { verdict: judge(result), ..result.clone() };
                     Ok::<_, RunError>(AgentResult {
-                        histograms: EncodedHistograms::encode(&result.histograms),
-                        result: result.clone(),
+                        histograms,
+                        result,
                         groups,
                         intervals: std::mem::take(&mut observer.intervals),
                     })
