@@ -22,6 +22,8 @@ struct Known {
     comm: String,
     process: String,
     kthread: bool,
+    /// Its parent when first read (a process reparented since keeps the first).
+    ppid: u32,
     /// Its CPU at the last reading, to tell a reused tid.
     cpu_ns: u64,
     /// The last `read_all` that saw it.
@@ -78,8 +80,8 @@ impl ProcReader {
     fn read_process(&mut self, pid: u32) -> io::Result<()> {
         // The leader first: its name is the process's.
         self.read_task(pid, pid)?;
-        let (kthread, starttime) = match self.known.get(&pid) {
-            Some(leader) => (leader.kthread, leader.starttime),
+        let (kthread, starttime, ppid) = match self.known.get(&pid) {
+            Some(leader) => (leader.kthread, leader.starttime, leader.ppid),
             None => return Ok(()),
         };
         if !kthread {
@@ -97,7 +99,7 @@ impl ProcReader {
             let _ = write!(self.path, "/proc/{pid}/io");
             if read_into(&self.path, &mut self.text).is_ok() {
                 if let Some((read_bytes, write_bytes)) = parse_proc_io(&self.text) {
-                    self.io.push(ProcessIoSample { pid, starttime, read_bytes, write_bytes });
+                    self.io.push(ProcessIoSample { pid, starttime, ppid, read_bytes, write_bytes });
                 }
             }
         }
@@ -156,6 +158,7 @@ impl ProcReader {
                 comm: thread.comm.clone(),
                 process: thread.process.clone(),
                 kthread: thread.kthread,
+                ppid: stat.ppid,
                 cpu_ns,
                 round: self.round,
             },

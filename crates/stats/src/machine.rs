@@ -157,11 +157,13 @@ pub struct MachineThread {
     pub cpu_ns: u64,
 }
 
-/// A process's storage I/O so far (/proc/<pid>/io).
+/// A process's storage I/O so far (/proc/<pid>/io): its own, and its reaped children's.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ProcessIoSample {
     pub pid: u32,
     pub starttime: u64,
+    /// Its parent, which takes in its lifetime's I/O when it reaps it.
+    pub ppid: u32,
     pub read_bytes: u64,
     pub write_bytes: u64,
 }
@@ -214,6 +216,34 @@ struct LiveIo {
     base: (u64, u64),
     last: (u64, u64),
     round: u64,
+    ppid: u32,
+    /// What children that ended in the window had done in their lives when last seen: the
+    /// parent's counters take it in when it reaps them, and it is theirs, not the parent's
+    /// (their part in the window is counted as theirs).
+    reaped: (u64, u64),
+}
+
+impl LiveIo {
+    fn new(sample: &ProcessIoSample, base: (u64, u64), round: u64) -> Self {
+        let last = (sample.read_bytes, sample.write_bytes);
+        LiveIo { base, last, round, ppid: sample.ppid, reaped: (0, 0) }
+    }
+
+    /// Bytes read and written in the window, without the lives of the children it reaped: a
+    /// shell that reaped a long-lived dd would otherwise show the dd's every byte since it
+    /// started. Each figure loses the children's only when it grew by at least as much (the
+    /// parent may reap them after the window ends).
+    fn in_window(&self) -> (u64, u64) {
+        let grown = |last: u64, base: u64, reaped: u64| {
+            let grown = last.saturating_sub(base);
+            if grown >= reaped {
+                grown - reaped
+            } else {
+                grown
+            }
+        };
+        (grown(self.last.0, self.base.0, self.reaped.0), grown(self.last.1, self.base.1, self.reaped.1))
+    }
 }
 
 /// CPU per owner over a window, from samples of every thread.
@@ -239,9 +269,7 @@ impl MachineAccounting {
         }
         for sample in io {
             let bytes = (sample.read_bytes, sample.write_bytes);
-            accounting
-                .io
-                .insert((sample.pid, sample.starttime), LiveIo { base: bytes, last: bytes, round: 0 });
+            accounting.io.insert((sample.pid, sample.starttime), LiveIo::new(sample, bytes, 0));
         }
         accounting.name_processes(threads);
         accounting
@@ -301,15 +329,25 @@ impl MachineAccounting {
                 Some(live) => {
                     live.last = bytes;
                     live.round = self.round;
+                    live.ppid = sample.ppid;
                 }
                 None => {
-                    self.io.insert(key, LiveIo { base: (0, 0), last: bytes, round: self.round });
+                    self.io.insert(key, LiveIo::new(sample, (0, 0), self.round));
                 }
             }
         }
         let round = self.round;
         let gone: Vec<(u32, u64)> =
             self.io.iter().filter(|(_, l)| l.round != round).map(|(k, _)| *k).collect();
+        // Each ended child's life so far goes to its parent's reaped, before any is retired.
+        for key in &gone {
+            let Some(child) = self.io.get(key) else { continue };
+            let (ppid, life) = (child.ppid, child.last);
+            if let Some(parent) = self.io.iter_mut().find_map(|((pid, _), l)| (*pid == ppid).then_some(l)) {
+                parent.reaped.0 += life.0;
+                parent.reaped.1 += life.1;
+            }
+        }
         for key in gone {
             if let Some(live) = self.io.remove(&key) {
                 self.retire_io(key, &live);
@@ -319,8 +357,7 @@ impl MachineAccounting {
 
     fn retire_io(&mut self, key: (u32, u64), live: &LiveIo) {
         let Some(name) = self.io_owner.remove(&key) else { return };
-        let (read, written) =
-            (live.last.0.saturating_sub(live.base.0), live.last.1.saturating_sub(live.base.1));
+        let (read, written) = live.in_window();
         if read + written > 0 {
             // A process that used no measurable CPU but moved data (a shell whose short-lived
             // children did the I/O: a process's io counts its reaped children's) is an owner too.

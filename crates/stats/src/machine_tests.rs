@@ -26,8 +26,13 @@ fn user(pid: u32, tid: u32, starttime: u64, process: &str, comm: &str, cpu_ms: u
     }
 }
 
+/// A process of init's.
 fn io(pid: u32, starttime: u64, read: u64, write: u64) -> ProcessIoSample {
-    ProcessIoSample { pid, starttime, read_bytes: read, write_bytes: write }
+    child_io(pid, starttime, 1, read, write)
+}
+
+fn child_io(pid: u32, starttime: u64, ppid: u32, read: u64, write: u64) -> ProcessIoSample {
+    ProcessIoSample { pid, starttime, ppid, read_bytes: read, write_bytes: write }
 }
 
 fn no_devices(_: &str) -> Option<String> {
@@ -139,4 +144,40 @@ fn a_process_that_only_moved_data_is_an_owner() {
     let owners = accounting.finish(2, 1.0, &no_devices);
     let sh = owner(&owners, "sh");
     assert_eq!((sh.cpu_s, sh.write_bytes, sh.pids.as_slice()), (0.0, Some(512 << 20), &[300u32][..]));
+}
+
+/// Issue 30: "the busiest other I/O in the window was bash (pid 4914), which read 82.61GiB"
+/// in a 1 s window: bash reaped a child that had read for hours, and a process's io takes in
+/// its reaped children's lifetime. The child's part in the window is the child's; the parent
+/// keeps only its own.
+#[test]
+fn a_child_reaped_in_the_window_does_not_bring_its_life_into_its_parent() {
+    const GIB: u64 = 1 << 30;
+    let shell = || user(4914, 4914, 5, "bash", "bash", 10);
+    let dd = |cpu| user(5000, 5000, 6, "dd", "dd", cpu);
+    let mut accounting = MachineAccounting::new(
+        &[shell(), dd(100)],
+        &[io(4914, 5, 1 << 20, 0), child_io(5000, 6, 4914, 80 * GIB, 0)],
+    );
+    // The dd reads 1 GiB more in the window, then ends; bash reaps it: bash's io takes in the
+    // dd's 81 GiB (and 4 KiB of its own).
+    accounting.observe(&[shell(), dd(200)], &[io(4914, 5, 1 << 20, 0), child_io(5000, 6, 4914, 81 * GIB, 0)]);
+    accounting.observe(&[shell()], &[io(4914, 5, (1 << 20) + 81 * GIB + 4096, 0)]);
+    let owners = accounting.finish(2, 1.0, &no_devices);
+    assert_eq!(owner(&owners, "dd").read_bytes, Some(GIB), "the child's part in the window");
+    assert_eq!(owner(&owners, "bash").read_bytes, Some(4096), "the parent's own");
+}
+
+/// A child that ended in the window but is not reaped by its end: its parent's figures have
+/// not taken it in, and keep all they grew by.
+#[test]
+fn a_child_not_yet_reaped_takes_nothing_from_its_parent() {
+    let shell = || user(4914, 4914, 5, "bash", "bash", 10);
+    let mut accounting = MachineAccounting::new(
+        &[shell(), user(5000, 5000, 6, "dd", "dd", 100)],
+        &[io(4914, 5, 0, 0), child_io(5000, 6, 4914, 1 << 30, 0)],
+    );
+    accounting.observe(&[shell()], &[io(4914, 5, 8192, 0)]);
+    let owners = accounting.finish(2, 1.0, &no_devices);
+    assert_eq!(owner(&owners, "bash").read_bytes, Some(8192));
 }

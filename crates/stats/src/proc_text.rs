@@ -16,12 +16,16 @@ pub struct TaskStat {
     pub threads: u64,
     /// Ticks after boot when the thread started: tells a reused tid from the thread before.
     pub starttime: u64,
+    /// The parent process (field 4): the one that reaps it, and whose /proc/<pid>/io then
+    /// takes in its lifetime's I/O.
+    pub ppid: u32,
 }
 
 /// PF_KTHREAD of include/linux/sched.h, stable since 2.6.
 const PF_KTHREAD: u64 = 0x0020_0000;
 
 // Fields of the stat line, numbered from 1 as in proc(5); the name is field 2, state field 3.
+const PPID: usize = 4;
 const FLAGS: usize = 9;
 const UTIME: usize = 14;
 const NUM_THREADS: usize = 20;
@@ -49,6 +53,7 @@ impl TaskStat {
             stime: field(UTIME + 1)?,
             threads: field(NUM_THREADS)?,
             starttime: field(STARTTIME)?,
+            ppid: u32::try_from(field(PPID)?).ok()?,
         })
     }
 }
