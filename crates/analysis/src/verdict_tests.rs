@@ -217,7 +217,7 @@ fn other_io_on_the_device_is_another_load_and_does_not_fill_the_jobs_queue() {
         v.summary
     );
     assert!(
-        v.evidence.iter().any(|e| e.contains("it completed 900000 requests, the job 500000")),
+        v.evidence.iter().any(|e| e.contains("it completed 900000 requests, the job's I/Os 500000")),
         "{:?}",
         v.evidence
     );
@@ -228,9 +228,58 @@ fn other_io_on_the_device_is_another_load_and_does_not_fill_the_jobs_queue() {
         v.evidence
             .iter()
             .any(|e| e
-                .starts_with("vdb held more requests on average (2.5) than the job kept outstanding (1)")),
+                .starts_with("vdb held more requests on average (2.5) than the 1 the job kept outstanding")),
         "{:?}",
         v.evidence
+    );
+}
+
+/// `job` as 1 MiB reads (the same count), on a queue whose requests hold 128 pages (512 KiB):
+/// the device completes two requests per I/O, each half of one, busy holding 62 of the 64.
+fn split_in_two(job: &mut JobResult) {
+    const MIB: u64 = 1 << 20;
+    let ios = job.total.ios;
+    let target = &mut job.groups[0].targets[0];
+    target.read.bytes = ios * MIB;
+    target.total.bytes = ios * MIB;
+    *vdb(job) = DeviceActivity { reads: 2 * ios, read_bytes: ios * MIB, ..device("vdb", 99.0, 62.0) };
+    vdb(job).queue.max_segments = Some(128);
+    vdb(job).queue.max_sectors_kb = Some(1280);
+}
+
+/// Issue 30: `suite quick`'s SEQ1M on a loop device (max_segments 128) was "Another load
+/// shared loop3: 50% of the requests ... 0% of its bytes were not the job's". The block layer
+/// split each 1 MiB read in two: those requests are the job's.
+#[test]
+fn requests_the_block_layer_split_from_the_jobs_ios_are_the_jobs() {
+    let mut job = base();
+    split_in_two(&mut job);
+    let v = assert_cause(&job, Bottleneck::Device);
+    assert!(
+        v.evidence[0].contains(
+            "62.0 requests in it on average of the 64 requests the job's 32 outstanding I/Os became"
+        ),
+        "{:?}",
+        v.evidence
+    );
+    assert!(v.evidence[0].contains("I/O of the job became up to 2 requests"), "{:?}", v.evidence);
+    assert!(v.evidence[0].contains("max_segments 128 of 4"), "{:?}", v.evidence);
+    assert!(!v.evidence.iter().any(|e| e.contains("also served other I/O")), "{:?}", v.evidence);
+
+    // Requests over what the limits foretell, but no bytes behind them: still the job's.
+    vdb(&mut job).queue.max_segments = Some(256);
+    assert_cause(&job, Bottleneck::Device);
+
+    // Another load's requests move bytes: 4 KiB reads as many as the job's split requests.
+    split_in_two(&mut job);
+    let ios = job.total.ios;
+    vdb(&mut job).reads += 2 * ios;
+    vdb(&mut job).read_bytes += 2 * ios * BLOCK;
+    let v = assert_cause(&job, Bottleneck::OtherLoad);
+    assert!(
+        v.summary.starts_with("Another load shared vdb: 1000000 of the requests it completed (50%"),
+        "{}",
+        v.summary
     );
 }
 

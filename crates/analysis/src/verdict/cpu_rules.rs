@@ -333,7 +333,7 @@ pub fn crowded_lane(facts: &Facts<'_>) -> Option<Finding> {
 pub fn sqpoll_starving(facts: &Facts<'_>) -> Option<Finding> {
     let sqpoll = cpu::busiest_pct(facts.job, ThreadClass::Sqpoll);
     let starving = !facts.loads.is_empty()
-        && facts.loads.iter().all(|l| !l.busy() && l.activity.avg_queue < l.asked * STARVED_SHARE);
+        && facts.loads.iter().all(|l| !l.busy() && l.activity.avg_queue < l.asked_requests() * STARVED_SHARE);
     (sqpoll >= SATURATED_PCT && starving).then(|| Finding {
         cause: Bottleneck::KernelCpu,
         summary: format!("The SQPOLL kernel thread was {sqpoll:.0}% busy while the devices held under half of the job's outstanding I/Os: requests waited to be submitted; compare with --sqpoll off (SQPOLL also spins while idle)."),

@@ -4,6 +4,8 @@
 use iolab_stats::format::{latency, thousands};
 use iolab_stats::threads::ThreadClass;
 
+use iolab_spec::Bytes;
+
 use super::device_rules::writeback_seen;
 use super::facts::{Facts, Load, FOREIGN_IOS_SLACK, FOREIGN_QUEUE_SLACK};
 use super::words::{count, micros, owner};
@@ -21,18 +23,19 @@ pub fn lines(facts: &Facts<'_>) -> Vec<String> {
     let mut lines: Vec<String> = facts.loads.iter().map(device_line).collect();
     for load in facts.loads.iter().filter(|l| l.only_direct()) {
         let device_ios = load.activity.reads + load.activity.writes;
-        if device_ios as f64 > load.job_ios as f64 * FOREIGN_IOS_SLACK {
+        // Requests over the job's with bytes behind them: another load's, not the job's split.
+        if device_ios as f64 > load.job_requests() as f64 * FOREIGN_IOS_SLACK && load.shared_with(0.0) {
             lines.push(format!(
-                "{} also served other I/O (other processes', or the filesystem's own): it completed {device_ios} requests, the job {}; its figures include that load",
+                "{} also served other I/O (other processes', or the filesystem's own): it completed {device_ios} requests, the job's I/Os {}; its figures include that load",
                 load.name(),
-                load.job_ios
+                job_requests_words(load)
             ));
-        } else if load.activity.avg_queue > load.asked * FOREIGN_QUEUE_SLACK {
+        } else if load.activity.avg_queue > load.asked_requests() * FOREIGN_QUEUE_SLACK {
             lines.push(format!(
-                "{} held more requests on average ({:.1}) than the job kept outstanding ({}): other I/O shared it, and its queue and await figures include that load",
+                "{} held more requests on average ({:.1}) than the {}: other I/O shared it, and its queue and await figures include that load",
                 load.name(),
                 load.activity.avg_queue,
-                count(load.asked)
+                asked_words(load)
             ));
         }
     }
@@ -85,7 +88,29 @@ pub fn device_line(load: &Load<'_>) -> String {
             line.push_str(&format!(", {what} await {}", micros(us)));
         }
     }
+    if let Some(split) = load.split() {
+        line.push_str(&format!(
+            "; each {} I/O of the job became up to {} requests (a request holds at most {}: {})",
+            Bytes(split.io_bytes),
+            count(split.requests),
+            Bytes(split.request_bytes),
+            split.limit
+        ));
+    }
     line
+}
+
+/// "8192", or "8192 (16384 requests, split)" where the block layer split them.
+fn job_requests_words(load: &Load<'_>) -> String {
+    match load.split() {
+        Some(split) => format!(
+            "{} ({} requests at most, each I/O split in {})",
+            load.job_ios,
+            load.job_requests(),
+            count(split.requests)
+        ),
+        None => load.job_ios.to_string(),
+    }
 }
 
 /// "where the 32 outstanding I/Os were: 20.0 in loop0, 5.9 in flight outside it (being
@@ -125,13 +150,22 @@ pub fn slots_line(facts: &Facts<'_>) -> Option<String> {
     ))
 }
 
-/// "31.6 requests in it on average of the 32 the job kept outstanding".
+/// "31.6 requests in it on average of the 32 the job kept outstanding", or where the block
+/// layer split each I/O, "of the 64 requests the job's 32 outstanding I/Os became".
 pub fn queue_words(load: &Load<'_>) -> String {
-    format!(
-        "{:.1} requests in it on average of the {} the job kept outstanding",
-        load.activity.avg_queue,
-        count(load.asked)
-    )
+    format!("{:.1} requests in it on average of the {}", load.activity.avg_queue, asked_words(load))
+}
+
+/// "32 the job kept outstanding", or "64 requests the job's 32 outstanding I/Os became".
+fn asked_words(load: &Load<'_>) -> String {
+    match load.split() {
+        Some(_) => format!(
+            "{} requests the job's {} outstanding I/Os became",
+            count(load.asked_requests()),
+            count(load.asked)
+        ),
+        None => format!("{} the job kept outstanding", count(load.asked)),
+    }
 }
 
 pub fn worker_line(facts: &Facts<'_>) -> Option<String> {

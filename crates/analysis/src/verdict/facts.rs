@@ -31,6 +31,26 @@ pub const STARVED_SHARE: f64 = 0.5;
 /// the job's by more, means other I/O shared the device.
 pub const FOREIGN_QUEUE_SLACK: f64 = 1.1;
 pub const FOREIGN_IOS_SLACK: f64 = 1.2;
+/// What one memory segment of a request holds at worst: a page (a user buffer's pages need not
+/// be contiguous in memory, so the block layer may give each its own segment).
+pub const PAGE_BYTES: u64 = 4096;
+/// The least a read or write request moves: one sector. Requests counted as another load's
+/// with fewer bytes than this each are not another load's (issue 30): they are the job's own,
+/// split in a way the queue's limits did not foretell.
+pub const SECTOR_BYTES: u64 = 512;
+
+/// How the block layer splits one of the job's I/Os on a device: each part is a request in the
+/// device's counters and its queue.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Split {
+    /// Requests per I/O, at most: the job's mean I/O size over the largest request.
+    pub requests: f64,
+    /// The job's mean I/O size on the device.
+    pub io_bytes: u64,
+    /// The largest request the queue takes, and which limit sets it.
+    pub request_bytes: u64,
+    pub limit: String,
+}
 
 /// One device as the job loaded it.
 pub struct Load<'a> {
@@ -61,9 +81,10 @@ impl Load<'_> {
     /// and end, and undercounts on some kernels, so the larger figure is the better one.
     pub fn busy_pct(&self) -> f64 {
         // Other I/O on the device (a queue above what the job kept outstanding) voids the bound.
-        let own_queue = self.activity.avg_queue <= self.asked * FOREIGN_QUEUE_SLACK;
-        let implied = if self.only_direct() && self.asked > 0.0 && own_queue {
-            (self.activity.avg_queue / self.asked * 100.0).min(100.0)
+        let asked = self.asked_requests();
+        let own_queue = self.activity.avg_queue <= asked * FOREIGN_QUEUE_SLACK;
+        let implied = if self.only_direct() && asked > 0.0 && own_queue {
+            (self.activity.avg_queue / asked * 100.0).min(100.0)
         } else {
             0.0
         };
@@ -81,26 +102,80 @@ impl Load<'_> {
     /// The device held what the job kept outstanding (for buffered loads readahead and
     /// writeback decide the queue, so any busy device counts).
     pub fn held(&self) -> bool {
-        self.buffered || self.activity.avg_queue >= self.asked * HELD_SHARE
+        self.buffered || self.activity.avg_queue >= self.asked_requests() * HELD_SHARE
+    }
+
+    /// How the block layer splits the job's I/Os on this device, when one I/O is larger than
+    /// the largest request the queue takes (`max_sectors_kb`, or `max_segments` pages); `None`
+    /// when each I/O fits one request or the limits are unknown. A mix of sizes is judged by
+    /// its mean, so a mix of small and very large I/Os may be split more than this says.
+    pub fn split(&self) -> Option<Split> {
+        let queue = &self.activity.queue;
+        let by_sectors =
+            queue.max_sectors_kb.map(|kb| (u64::from(kb) * 1024, format!("max_sectors_kb {kb}")));
+        let by_segments = queue.max_segments.map(|segments| {
+            let segment = queue.max_segment_size.map_or(PAGE_BYTES, |s| u64::from(s).min(PAGE_BYTES));
+            (
+                u64::from(segments) * segment,
+                format!("max_segments {segments} of {} each", iolab_spec::Bytes(segment)),
+            )
+        });
+        let (request_bytes, limit) = [by_sectors, by_segments]
+            .into_iter()
+            .flatten()
+            .filter(|(b, _)| *b > 0)
+            .min_by_key(|(b, _)| *b)?;
+        let io_bytes = (self.job_read_bytes + self.job_write_bytes).checked_div(self.job_ios)?;
+        let requests = io_bytes.div_ceil(request_bytes);
+        (requests > 1).then_some(Split { requests: requests as f64, io_bytes, request_bytes, limit })
+    }
+
+    /// The most requests one of the job's I/Os became on the device (1 unless split).
+    pub fn requests_per_io(&self) -> f64 {
+        self.split().map_or(1.0, |s| s.requests)
+    }
+
+    /// The requests the job's I/Os became, at most.
+    pub fn job_requests(&self) -> u64 {
+        (self.job_ios as f64 * self.requests_per_io()).round() as u64
+    }
+
+    /// The requests the job kept outstanding on the device, at most: what its queue and its
+    /// `avg_queue` count.
+    pub fn asked_requests(&self) -> f64 {
+        self.asked * self.requests_per_io()
     }
 
     /// Requests the device completed that were not the job's, and their share of all it
-    /// completed (its own requests may have been merged, so this is a floor).
+    /// completed: the job's I/Os counted as the requests the block layer made of them (its own
+    /// requests may have been merged, so this is a floor).
     pub fn foreign_ios(&self) -> (u64, f64) {
         let device = self.activity.reads + self.activity.writes;
-        let foreign = device.saturating_sub(self.job_ios);
+        let foreign = device.saturating_sub(self.job_requests());
         (foreign, if device > 0 { foreign as f64 / device as f64 } else { 0.0 })
+    }
+
+    /// Another load shared the device: a large share of its requests or of its bytes were not
+    /// the job's, and those requests moved bytes (a request moves a sector at least; requests
+    /// over the job's count with no bytes behind them are the job's own, split).
+    pub fn shared_with(&self, share: f64) -> bool {
+        let (foreign, requests_share) = self.foreign_ios();
+        let by_requests = requests_share >= share && self.foreign_bytes() >= foreign * SECTOR_BYTES;
+        by_requests || self.foreign_bytes_share() >= share
+    }
+
+    /// Bytes the device moved that the job did not.
+    pub fn foreign_bytes(&self) -> u64 {
+        let a = self.activity;
+        a.read_bytes.saturating_sub(self.job_read_bytes) + a.write_bytes.saturating_sub(self.job_write_bytes)
     }
 
     /// The share of the device's bytes that were not the job's (a load of large requests
     /// shows here while its request count stays small).
     pub fn foreign_bytes_share(&self) -> f64 {
-        let a = self.activity;
-        let device = a.read_bytes + a.write_bytes;
-        let foreign = a.read_bytes.saturating_sub(self.job_read_bytes)
-            + a.write_bytes.saturating_sub(self.job_write_bytes);
+        let device = self.activity.read_bytes + self.activity.write_bytes;
         if device > 0 {
-            foreign as f64 / device as f64
+            self.foreign_bytes() as f64 / device as f64
         } else {
             0.0
         }
