@@ -104,13 +104,33 @@ pub fn output_unless_hung(mut child: std::process::Child, what: &str) -> Output 
             break status;
         }
         if started.elapsed() > std::time::Duration::from_secs(60) {
+            // Where each of its threads waits, and what it said: a hang beside a busy machine
+            // is otherwise a bare name.
+            let threads = thread_states(child.id());
             let _ = child.kill();
             let _ = child.wait();
-            panic!("{what} hung");
+            let said = String::from_utf8_lossy(&stderr.join().unwrap_or_default()).to_string();
+            panic!("{what} hung; its threads: {threads}; its stderr: {said}");
         }
         std::thread::sleep(std::time::Duration::from_millis(20));
     };
     Output { status, stdout: stdout.join().unwrap_or_default(), stderr: stderr.join().unwrap_or_default() }
+}
+
+/// "iolab R do_sys_openat2; iolab-files-0 S futex_wait_queue": each thread of `pid`, its state
+/// and the kernel function it waits in.
+fn thread_states(pid: u32) -> String {
+    let read = |path: String| std::fs::read_to_string(path).unwrap_or_default().trim().to_string();
+    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else { return "gone".into() };
+    let mut states = Vec::new();
+    for task in tasks.flatten() {
+        let dir = task.path().display().to_string();
+        let stat = read(format!("{dir}/stat"));
+        let state =
+            stat.rsplit_once(") ").and_then(|(_, rest)| rest.split(' ').next()).unwrap_or("?").to_string();
+        states.push(format!("{} {state} {}", read(format!("{dir}/comm")), read(format!("{dir}/wchan"))));
+    }
+    states.join("; ")
 }
 
 /// How many points (jobs, sweep points, rounds) the database `db` holds; 0 before it exists.
