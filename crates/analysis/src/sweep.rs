@@ -85,6 +85,9 @@ pub struct SweepRow {
     pub cpu_us_per_io: f64,
     /// The point's own bottleneck verdict (its summary and evidence are in the run report).
     pub bottleneck: Bottleneck,
+    /// Its verdict says another load shared the target or the hypervisor stole the CPU: its
+    /// figures are not the target's alone, so it takes no part in choosing the sweet spot.
+    pub disturbed: bool,
     /// How many times the point was measured (--repeat), and the lowest and highest IOPS of
     /// those passes: the row shows the median one.
     pub repeats: u32,
@@ -181,10 +184,16 @@ fn row(point: &PointOutcome<'_>) -> SweepRow {
         p9999_ns: percentile(&figures.total, 99.99),
         cpu_us_per_io: figures.cpu_us_per_io,
         bottleneck: figures.bottleneck,
+        disturbed: disturbed(figures.bottleneck),
         repeats: point.repeat_iops.len() as u32,
         iops_low: point.repeat_iops.iter().copied().fold(figures.total.iops, f64::min),
         iops_high: point.repeat_iops.iter().copied().fold(figures.total.iops, f64::max),
     }
+}
+
+/// A point whose verdict is another load or stolen CPU measured something besides the target.
+pub fn disturbed(cause: Bottleneck) -> bool {
+    matches!(cause, Bottleneck::OtherLoad | Bottleneck::Steal)
 }
 
 fn percentile(op: &OpSummary, p: f64) -> u64 {
@@ -198,7 +207,9 @@ fn curve_summary(load_axis: LoadAxis, name: String, members: Vec<usize>, rows: &
     if load_axis == LoadAxis::None {
         return CurveSummary { name, rows: members, sweet_spot: None, saturation: None };
     }
-    let load: Vec<LoadPoint> = members
+    // Disturbed points are kept and shown, but the knee is found among the others only.
+    let undisturbed: Vec<usize> = members.iter().copied().filter(|&i| !rows[i].disturbed).collect();
+    let load: Vec<LoadPoint> = undisturbed
         .iter()
         .map(|&i| LoadPoint {
             outstanding: f64::from(rows[i].outstanding),
@@ -207,7 +218,7 @@ fn curve_summary(load_axis: LoadAxis, name: String, members: Vec<usize>, rows: &
         })
         .collect();
     let spot = sweet_spot(&load).map(|SweetSpot { index, knee_found, reason }| SweetSpotRow {
-        row: members[index],
+        row: undisturbed[index],
         knee_found,
         reason,
     });
@@ -223,7 +234,9 @@ fn curve_summary(load_axis: LoadAxis, name: String, members: Vec<usize>, rows: &
 fn saturation(spot: &SweepRow, members: &[usize], rows: &[SweepRow]) -> Option<String> {
     let beyond = rows
         .iter()
-        .filter(|r| r.access == spot.access && r.outstanding > spot.outstanding && r.iops > 0.0)
+        .filter(|r| {
+            r.access == spot.access && r.outstanding > spot.outstanding && r.iops > 0.0 && !r.disturbed
+        })
         .max_by(|a, b| a.iops.total_cmp(&b.iops));
     if let Some(best) =
         beyond.filter(|b| spot.iops > 0.0 && b.iops > spot.iops * (1.0 + FLAT_IOPS_PCT / 100.0))
@@ -238,8 +251,11 @@ fn saturation(spot: &SweepRow, members: &[usize], rows: &[SweepRow]) -> Option<S
             if spot.mean_ns > 0.0 { best.mean_ns / spot.mean_ns } else { 0.0 }
         ));
     }
-    let heaviest =
-        members.iter().map(|&i| &rows[i]).filter(|r| r.iops > 0.0).max_by_key(|r| r.outstanding)?;
+    let heaviest = members
+        .iter()
+        .map(|&i| &rows[i])
+        .filter(|r| r.iops > 0.0 && !r.disturbed)
+        .max_by_key(|r| r.outstanding)?;
     if heaviest.outstanding <= spot.outstanding || spot.iops <= 0.0 || spot.mean_ns <= 0.0 {
         return None;
     }
@@ -269,7 +285,8 @@ fn certainty(spot: &SweepRow, members: &[usize], rows: &[SweepRow]) -> String {
     if spot.repeats <= 1 {
         return "from a single pass (--repeat 3 shows how certain it is)".into();
     }
-    let mut curve: Vec<&SweepRow> = members.iter().map(|&i| &rows[i]).filter(|r| r.iops > 0.0).collect();
+    let mut curve: Vec<&SweepRow> =
+        members.iter().map(|&i| &rows[i]).filter(|r| r.iops > 0.0 && !r.disturbed).collect();
     curve.sort_by_key(|r| r.outstanding);
     let at = curve.iter().position(|r| std::ptr::eq(*r, spot));
     let neighbours = at.map_or_else(Vec::new, |at| {
@@ -307,6 +324,19 @@ fn verdict(load_axis: LoadAxis, rows: &[SweepRow], curves: &[CurveSummary]) -> V
     }
     for curve in curves {
         let label = if curve.name.is_empty() { String::new() } else { format!("{}: ", curve.name) };
+        let left_out: Vec<&str> =
+            curve.rows.iter().map(|&i| &rows[i]).filter(|r| r.disturbed).map(|r| r.name.as_str()).collect();
+        if !left_out.is_empty() && load_axis != LoadAxis::None {
+            words.push(format!(
+                "{label}{} of {} points left out of the sweet spot, their verdicts another load or a stolen CPU (their figures are not the target's alone; measure them again on a quiet machine): {}",
+                left_out.len(),
+                curve.rows.len(),
+                left_out.join(", ")
+            ));
+        }
+        if curve.sweet_spot.is_none() && !left_out.is_empty() && left_out.len() == curve.rows.len() {
+            words.push(format!("{label}no sweet spot: every point was disturbed"));
+        }
         if let Some(spot) = &curve.sweet_spot {
             let r = &rows[spot.row];
             let what = if spot.knee_found { "sweet spot" } else { "best point (no knee in range)" };

@@ -923,6 +923,35 @@ fn a_sweep_marks_the_knee_of_each_curve_and_the_saturation_past_it() {
     assert_words_finite(&summary.verdict);
 }
 
+/// Issue 30: "6 of 8 points disturbed, sweet spot printed as certain". A point another load
+/// shared (here QD 8, the knee, and QD 16 with IOPS a neighbour lent it) is kept and marked,
+/// but the sweet spot is found among the others.
+#[test]
+fn disturbed_points_are_kept_but_take_no_part_in_the_sweet_spot() {
+    let qds = [1, 2, 4, 8, 16, 32, 64];
+    let mut jobs: Vec<JobResult> = qds.iter().map(|&q| channel_point(q, Bottleneck::Device)).collect();
+    jobs[3].verdict.cause = Bottleneck::OtherLoad;
+    jobs[4].verdict.cause = Bottleneck::Steal;
+    jobs[4].total.iops *= 3.0;
+    let names: Vec<String> = qds.iter().map(|q| format!("qd {q}")).collect();
+    let summary = sweep_of(&jobs, &names);
+    assert_eq!(summary.rows.len(), 7, "every point is kept");
+    let marked: Vec<u32> = summary.rows.iter().filter(|r| r.disturbed).map(|r| r.qd).collect();
+    assert_eq!(marked, [8, 16]);
+    let spot = summary.curves[0].sweet_spot.as_ref().expect("a sweet spot");
+    assert!(!summary.rows[spot.row].disturbed, "{:?}", summary.rows[spot.row]);
+    let left = finding(&summary.verdict, "2 of 7 points left out of the sweet spot");
+    assert!(left.ends_with("qd 8, qd 16"), "{left}");
+
+    // Every point disturbed: no sweet spot, and that is said.
+    for job in &mut jobs {
+        job.verdict.cause = Bottleneck::OtherLoad;
+    }
+    let summary = sweep_of(&jobs, &names);
+    assert!(summary.curves[0].sweet_spot.is_none());
+    assert!(mentions(&summary.verdict, "no sweet spot: every point was disturbed"), "{:?}", summary.verdict);
+}
+
 #[test]
 fn the_curve_overrules_a_point_that_asks_for_more_load() {
     let qds = [4, 8, 16, 32];

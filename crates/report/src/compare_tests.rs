@@ -350,6 +350,30 @@ fn the_summary_over_many_points_is_the_geometric_mean() {
     );
 }
 
+/// Issue 30: `compare`'s closing line ranked two devices by points another load disturbed.
+/// Such a row is shown, and left out of the closing line, which says so.
+#[test]
+fn the_summary_leaves_out_points_another_load_disturbed_and_says_how_many() {
+    let disturbed = |mut point: Point| {
+        let cause = iolab_stats::result::Bottleneck::OtherLoad;
+        point.verdict =
+            Some(iolab_stats::result::Verdict { cause, summary: "Another load.".into(), evidence: vec![] });
+        point
+    };
+    let a = input("A", vec![flat(0, "qd1", 100.0, 10_000), flat(1, "qd2", 100.0, 10_000)]);
+    let b = input("B", vec![flat(0, "qd1", 110.0, 10_000), disturbed(flat(1, "qd2", 50.0, 10_000))]);
+    let c = compare(&[a, b]);
+    assert_eq!(c.rows.len(), 2, "the disturbed row is shown");
+    let summary = &c.summaries[0];
+    assert_eq!((summary.metrics[0].points, summary.left_out), (1, 1));
+    assert!(summary.text.starts_with("B vs A: IOPS +10.0% better,"), "{}", summary.text);
+    assert!(
+        summary.text.ends_with("; 1 point left out: another load or a stolen CPU disturbed it"),
+        "{}",
+        summary.text
+    );
+}
+
 #[test]
 fn json_parses_back_with_the_schema_and_figures() {
     let c = compare(&[repeated("#12", &[1000.0, 1010.0, 990.0]), repeated("#13", &[1500.0, 1510.0, 1490.0])]);

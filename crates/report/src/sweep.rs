@@ -46,12 +46,19 @@ pub fn sweep_text(summary: &SweepSummary, run: &RunReport) -> String {
                 latency(r.p99_ns as f64),
                 latency(r.p9999_ns as f64),
                 r.cpu_us_per_io,
-                r.bottleneck.name()
+                if r.disturbed {
+                    format!("{} (disturbed)", r.bottleneck.name())
+                } else {
+                    r.bottleneck.name().to_string()
+                }
             );
         }
     }
     if summary.curves.iter().any(|c| c.sweet_spot.is_some()) {
         let _ = writeln!(out, "  (* the sweet spot: the most IOPS before latency grows faster than IOPS)");
+    }
+    if summary.rows.iter().any(|r| r.disturbed) {
+        let _ = writeln!(out, "  (disturbed: another load or a stolen CPU; left out of the sweet spot)");
     }
     out.push_str(&crate::groups::groups_text(run));
     verdict(&mut out, &summary.verdict);

@@ -27,6 +27,9 @@ pub(super) fn measure(label: &str, group: &Group, notes: &mut Vec<String>) -> (M
         workers: first.workers,
         targets: first.targets.clone(),
         percentiles_from,
+        disturbed: points
+            .iter()
+            .any(|p| p.verdict.as_ref().is_some_and(|v| crate::sweep::disturbed(v.cause))),
     };
     let values = Metric::ALL
         .iter()
@@ -163,11 +166,19 @@ pub fn noise_verdict(pct: f64, base: &Measure, side: &Measure) -> (Noise, Option
 /// The closing line of side `k` against the baseline, over every row that compares them.
 pub(super) fn summary(runs: &[CompareInput], rows: &[Row], k: usize) -> SideSummary {
     let (side, baseline) = (runs[k].label.clone(), runs[0].label.clone());
+    // A row where either side was disturbed says nothing about the two targets: it is shown,
+    // and left out of the closing line.
+    let disturbed = |row: &&Row| {
+        [0, k].iter().any(|&i| row.members.get(i).and_then(Option::as_ref).is_some_and(|m| m.disturbed))
+    };
+    let left_out =
+        rows.iter().filter(|r| r.members.get(k).is_some_and(Option::is_some)).filter(disturbed).count();
     let metrics: Vec<SummaryMetric> = SUMMARY_METRICS
         .iter()
         .map(|&metric| {
             let differences: Vec<&Difference> = rows
                 .iter()
+                .filter(|r| !disturbed(r))
                 .filter_map(|r| r.metrics.iter().find(|m| m.metric == metric))
                 .filter_map(|m| m.vs_baseline[k].as_ref())
                 .collect();
@@ -194,8 +205,15 @@ pub(super) fn summary(runs: &[CompareInput], rows: &[Row], k: usize) -> SideSumm
         })
         .collect();
     let words: Vec<String> = metrics.iter().map(summary_words).collect();
-    let text = format!("{side} vs {baseline}: {}", words.join(", "));
-    SideSummary { side, baseline, metrics, text }
+    let mut text = format!("{side} vs {baseline}: {}", words.join(", "));
+    if left_out > 0 {
+        text.push_str(&format!(
+            "; {left_out} point{} left out: another load or a stolen CPU disturbed {}",
+            if left_out == 1 { "" } else { "s" },
+            if left_out == 1 { "it" } else { "them" }
+        ));
+    }
+    SideSummary { side, baseline, metrics, left_out, text }
 }
 
 /// "IOPS +12.0% better (beyond noise)", "p99 -3.0% better over 8 points (beyond noise at 6 of 8)".

@@ -116,6 +116,9 @@ pub struct Member {
     pub workers: u32,
     pub targets: Vec<String>,
     pub percentiles_from: PercentileSource,
+    /// A repeat's verdict is another load or a stolen CPU: its figures are not the target's
+    /// alone, and the closing line leaves the row out.
+    pub disturbed: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -245,6 +248,8 @@ pub struct SideSummary {
     pub side: String,
     pub baseline: String,
     pub metrics: Vec<SummaryMetric>,
+    /// Rows left out of the closing line: either side's point was disturbed.
+    pub left_out: usize,
     /// "#13 vs #12: IOPS +12.0% better (beyond noise), ..."
     pub text: String,
 }
