@@ -73,6 +73,7 @@ fn machine(job: &mut JobResult, owners: Vec<CpuOwner>, cores: Vec<CpuBreakdown>)
         interrupts: Vec::new(),
         series: Vec::new(),
         page_cache: None,
+        limits: Default::default(),
         threads_sampled: 300,
         sampler_cpu_s: 0.01,
     });
@@ -404,4 +405,72 @@ fn late_starts_while_the_lane_waited_for_a_cpu_are_the_load_generator_not_the_ra
     let v = assert_cause(&job, Bottleneck::RateLimit);
     assert!(v.summary.contains("IOPS were asked (--rate-iops) and delivered"), "{}", v.summary);
     assert!(v.summary.contains("some I/Os started up to 20.0ms behind their schedule"), "{}", v.summary);
+}
+
+// --- limits of the machine's configuration (issue 30) ---
+
+/// `base()` on a quiet machine whose cgroup has a quota of half a core.
+fn under_quota(throttled_periods: u64) -> JobResult {
+    let mut job = base();
+    machine(&mut job, Vec::new(), vec![core(0, 30.0, 0.0, 0.0), core(1, 25.0, 0.0, 0.0)]);
+    let machine = job.machine.as_mut().expect("machine");
+    machine.limits.cpu_quota = Some(iolab_stats::limits::CpuQuota {
+        cgroup: "/ci/job-7".into(),
+        quota_us: 50_000,
+        period_us: 100_000,
+        periods: 100,
+        throttled_periods,
+        throttled_s: throttled_periods as f64 * 0.05,
+    });
+    job
+}
+
+/// A cgroup CPU quota said nothing before: the verdict asked for more QD.
+#[test]
+fn a_cpu_quota_that_ran_out_is_the_limit_with_its_own_figures() {
+    let v = assert_cause(&under_quota(80), Bottleneck::ConfiguredLimit);
+    assert!(
+        v.summary.starts_with("The CPU quota of cgroup /ci/job-7 held the job back: 0.50 cores (50000 us per 100000 us), which ran out in 80% of the window's 100 periods; its threads waited 4.00 s throttled"),
+        "{}",
+        v.summary
+    );
+    // A quota that seldom ran out is not the cause, but it is in the evidence.
+    let v = verdict(&under_quota(3));
+    assert_ne!(v.cause, Bottleneck::ConfiguredLimit);
+    assert!(
+        v.evidence.iter().any(|e| e == "cgroup /ci/job-7 has a CPU quota of 0.50 cores; it ran out in 3 of the window's 100 periods (0.15 s throttled)"),
+        "{:?}",
+        v.evidence
+    );
+}
+
+/// An affinity mask of one core for two workers said nothing before.
+#[test]
+fn an_affinity_mask_narrower_than_the_workers_is_the_limit() {
+    let mut job = base();
+    job.groups[0].workers = 2;
+    job.groups[0].threads = 2;
+    // Two submitting threads sharing CPU 0: together a whole core, each waiting half the time.
+    job.cpu.threads[0] = ThreadClassCpu {
+        threads: 2,
+        user_s: 2.0,
+        system_s: 7.8,
+        busiest_thread_pct: 49.0,
+        busiest_demand_pct: 99.0,
+        runqueue_wait_s: 5.0,
+        ..job.cpu.threads[0].clone()
+    };
+    machine(&mut job, Vec::new(), vec![core(0, 99.0, 0.0, 0.0), core(1, 2.0, 0.0, 0.0)]);
+    let limits = &mut job.machine.as_mut().expect("machine").limits;
+    limits.affinity = Some(iolab_stats::limits::Affinity { allowed: vec![0], online: 2 });
+    let v = assert_cause(&job, Bottleneck::ConfiguredLimit);
+    assert!(
+        v.summary.starts_with("iolab may run only on CPU 0 of the machine's 2 (its affinity mask): its 2 submitting threads wanted 1.48 cores and ran 0.98 on the 1 allowed, waiting 5.00 s in all"),
+        "{}",
+        v.summary
+    );
+    // The whole machine allowed: not the mask.
+    job.machine.as_mut().expect("machine").limits.affinity =
+        Some(iolab_stats::limits::Affinity { allowed: vec![0, 1], online: 2 });
+    assert_ne!(verdict(&job).cause, Bottleneck::ConfiguredLimit);
 }

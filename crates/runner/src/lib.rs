@@ -12,6 +12,7 @@ mod job;
 mod lab;
 mod lane;
 mod leftovers;
+mod limits_reader;
 mod machine_watch;
 mod observer;
 mod prepare;

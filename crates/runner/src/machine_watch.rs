@@ -17,6 +17,7 @@ use iolab_stats::machine::{
 use iolab_stats::proc_text::{meminfo_bytes, parse_interrupts, vmstat_value, InterruptLine};
 use iolab_stats::threads::{ThreadClass, ThreadClassCpu};
 
+use crate::limits_reader::LimitsStart;
 use crate::proc_reader::{page_bytes, ProcReader};
 
 /// The sampler's budget: the share of one core it may take between samples. A sample that cost
@@ -34,6 +35,7 @@ pub struct MachineWatch {
     cpu_previous: MachineCpu,
     interrupts_start: Vec<InterruptLine>,
     page_cache_start: Option<(u64, u64)>,
+    limits: LimitsStart,
     start_ns: u64,
     previous_ns: u64,
     series: Vec<MachineSlice>,
@@ -56,6 +58,7 @@ impl MachineWatch {
         let cpu_start = MachineCpu::now().ok()?;
         let interrupts_start = read_interrupts();
         let page_cache_start = read_page_cache();
+        let limits = LimitsStart::read();
         Some(MachineWatch {
             reader,
             accounting,
@@ -63,6 +66,7 @@ impl MachineWatch {
             cpu_start,
             interrupts_start,
             page_cache_start,
+            limits,
             start_ns: now_ns,
             previous_ns: now_ns,
             series: Vec::new(),
@@ -134,6 +138,7 @@ impl MachineWatch {
                 },
             ),
             series: self.series,
+            limits: self.limits.finish(),
             threads_sampled,
             sampler_cpu_s: self.sampler_ns as f64 / 1e9,
         }

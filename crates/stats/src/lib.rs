@@ -14,6 +14,7 @@ pub mod format;
 pub mod health;
 mod interval;
 pub mod kernel_threads;
+pub mod limits;
 pub mod machine;
 mod op_stats;
 pub mod proc_text;

@@ -36,6 +36,9 @@ pub struct MachineReport {
     /// Dirty page cache and its writeback over the window (/proc/meminfo, /proc/vmstat).
     #[serde(default)]
     pub page_cache: Option<PageCacheActivity>,
+    /// The limits the machine's configuration put on iolab (affinity, its cgroup's CPU quota).
+    #[serde(default)]
+    pub limits: crate::limits::ConfiguredLimits,
     /// Threads on the machine at the last sample.
     pub threads_sampled: u32,
     /// CPU the sampling itself took in the window (reading /proc for every thread).

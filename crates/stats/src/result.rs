@@ -457,6 +457,9 @@ pub enum Bottleneck {
     PageCache,
     /// The job ran at the rate it was asked for (open loop).
     RateLimit,
+    /// A limit of the machine's configuration, not its hardware: a cgroup's CPU quota, an
+    /// affinity mask narrower than the job's threads.
+    ConfiguredLimit,
     /// Nothing was saturated: the job's own outstanding I/Os (QD x workers) limited it.
     Concurrency,
     /// A fleet's network: a host moved storage traffic near its measured link capacity, or its
@@ -485,6 +488,7 @@ impl Bottleneck {
             Bottleneck::Queue => "device queue",
             Bottleneck::PageCache => "page cache",
             Bottleneck::RateLimit => "rate limit",
+            Bottleneck::ConfiguredLimit => "configured limit",
             Bottleneck::Concurrency => "concurrency",
             Bottleneck::Network => "network",
             Bottleneck::Coordinator => "coordinator",

@@ -43,6 +43,7 @@ pub fn lines(facts: &Facts<'_>) -> Vec<String> {
     lines.extend(facts.in_memory.iter().map(|p| format!("{p} lives in memory (tmpfs): no device served it")));
     lines.extend(facts.unseen.iter().map(|p| format!("no block device behind {p} that iolab can read")));
     lines.extend(worker_line(facts));
+    lines.extend(limit_lines(facts));
     if let Some(sqpoll) = facts.class(ThreadClass::Sqpoll) {
         lines.push(format!(
             "the SQPOLL thread was {:.0}% busy (it spins while it waits for work)",
@@ -232,4 +233,27 @@ fn core_time_line(facts: &Facts<'_>) -> Option<String> {
         parts.push(format!("the hypervisor took {:.0}% of the cores (steal)", facts.steal_pct()));
     }
     (!parts.is_empty()).then(|| parts.join("; "))
+}
+
+/// The configuration's limits, whether or not they decided: a quota and how often it ran out, a
+/// narrowed affinity mask, and what of them could not be read.
+fn limit_lines(facts: &Facts<'_>) -> Vec<String> {
+    let Some(limits) = facts.machine.map(|m| &m.limits) else { return Vec::new() };
+    let mut lines = Vec::new();
+    if let Some(quota) = &limits.cpu_quota {
+        lines.push(format!(
+            "cgroup {} has a CPU quota of {:.2} cores; it ran out in {} of the window's {} periods ({:.2} s throttled)",
+            quota.cgroup,
+            quota.cores(),
+            quota.throttled_periods,
+            quota.periods,
+            quota.throttled_s
+        ));
+    }
+    if let Some(affinity) = limits.affinity.as_ref().filter(|a| a.narrowed()) {
+        let cpus: Vec<String> = affinity.allowed.iter().map(u32::to_string).collect();
+        lines.push(format!("iolab's affinity mask allows CPU {} of {}", cpus.join(","), affinity.online));
+    }
+    lines.extend(limits.unread.iter().map(|why| format!("not read: {why}")));
+    lines
 }

@@ -15,6 +15,7 @@ mod device_rules;
 mod evidence;
 mod facts;
 mod fallback_rules;
+mod limit_rules;
 mod words;
 
 use iolab_stats::result::{Bottleneck, JobResult, Verdict};
@@ -48,6 +49,8 @@ type Rule = fn(&Facts<'_>) -> Option<Finding>;
 const RULES: &[(&str, Rule)] = &[
     ("nothing_completed", device_rules::nothing_completed),
     ("rate_limit", device_rules::rate_kept),
+    ("cpu_quota", limit_rules::cpu_quota),
+    ("affinity", limit_rules::affinity_mask),
     ("null_engine", device_rules::null_engine),
     ("page_cache", device_rules::page_cache),
     ("writeback", device_rules::writeback_punting),

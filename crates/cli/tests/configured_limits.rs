@@ -1,0 +1,122 @@
+//! Limits the machine's configuration sets, on this kernel (issue 30): an affinity mask
+//! narrower than the workers, and a cgroup CPU quota. Each is set on purpose here, so the truth
+//! is known, and the verdict must name it with its own figure.
+
+mod common;
+
+use common::{have, iolab_via, is_root, json, stderr};
+
+/// One at a time: each judges the whole machine, and another iolab beside it would be a load.
+static MACHINE: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn alone() -> std::sync::MutexGuard<'static, ()> {
+    MACHINE.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// Two null-engine workers: each lane wants a whole core.
+const TWO_WORKERS: [&str; 12] = [
+    "run",
+    "--engine",
+    "null",
+    "--workers",
+    "2",
+    "--runtime",
+    "1s",
+    "--ramp",
+    "200ms",
+    "--json",
+    "-q",
+    "--no-store",
+];
+
+#[test]
+fn an_affinity_mask_of_one_cpu_for_two_workers_is_named() {
+    let _machine = alone();
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    if cores < 2 {
+        return common::skip!(common::Missing::Other, "one CPU: no mask can be narrower than the machine");
+    }
+    if !have("taskset") {
+        return common::skip!(common::Missing::Other, "needs taskset");
+    }
+    let dir = tempfile::tempdir().expect("temp dir");
+    let out =
+        iolab_via("taskset", &["-c", "0"]).args(TWO_WORKERS).current_dir(dir.path()).output().expect("runs");
+    assert!(out.status.success(), "{}", stderr(&out));
+    let job = &json(&out)["jobs"][0];
+    assert_eq!(
+        job["machine"]["limits"]["affinity"]["allowed"],
+        serde_json::json!([0]),
+        "{}",
+        job["machine"]["limits"]
+    );
+    let verdict = &job["verdict"];
+    assert_eq!(verdict["cause"], "configured_limit", "{verdict:#}");
+    let summary = verdict["summary"].as_str().expect("summary");
+    assert!(
+        summary.starts_with(&format!("iolab may run only on CPU 0 of the machine's {cores}")),
+        "{summary}"
+    );
+}
+
+/// The cpu controller's directory for a new cgroup: v1's `cpu` hierarchy, else v2's root.
+fn cpu_hierarchy() -> Option<(std::path::PathBuf, bool)> {
+    let mountinfo = std::fs::read_to_string("/proc/self/mountinfo").ok()?;
+    if let Some(v1) = iolab_stats::limits::cgroup_mount(&mountinfo, Some("cpu")) {
+        return Some((v1.into(), false));
+    }
+    let v2 = iolab_stats::limits::cgroup_mount(&mountinfo, None)?;
+    let controllers = std::fs::read_to_string(format!("{v2}/cgroup.subtree_control")).ok()?;
+    controllers.split_whitespace().any(|c| c == "cpu").then(|| (v2.into(), true))
+}
+
+/// A cgroup made for the test, removed on drop (its processes have exited by then).
+struct Cgroup(std::path::PathBuf);
+
+impl Drop for Cgroup {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir(&self.0);
+    }
+}
+
+#[test]
+fn a_cgroup_cpu_quota_that_runs_out_is_named_with_its_figures() {
+    let _machine = alone();
+    if !is_root() {
+        return common::skip!(common::Missing::Root, "making a cgroup needs root");
+    }
+    let Some((hierarchy, v2)) = cpu_hierarchy() else {
+        return common::skip!(
+            common::Missing::Other,
+            "no cgroup cpu controller (v1 or v2) to set a quota in"
+        );
+    };
+    let name = format!("iolab-test-quota-{}", std::process::id());
+    let cgroup = Cgroup(hierarchy.join(&name));
+    std::fs::create_dir(&cgroup.0).expect("the cgroup");
+    // A fifth of a core for two lanes that each want a whole one.
+    if v2 {
+        std::fs::write(cgroup.0.join("cpu.max"), "20000 100000").expect("cpu.max");
+    } else {
+        std::fs::write(cgroup.0.join("cpu.cfs_period_us"), "100000").expect("period");
+        std::fs::write(cgroup.0.join("cpu.cfs_quota_us"), "20000").expect("quota");
+    }
+    let dir = tempfile::tempdir().expect("temp dir");
+    let enter = format!("echo $$ > {}/cgroup.procs && exec \"$0\" \"$@\"", cgroup.0.display());
+    let out =
+        iolab_via("sh", &["-c", &enter]).args(TWO_WORKERS).current_dir(dir.path()).output().expect("runs");
+    assert!(out.status.success(), "{}", stderr(&out));
+    let job = &json(&out)["jobs"][0];
+    let quota = &job["machine"]["limits"]["cpu_quota"];
+    assert_eq!(quota["cgroup"], format!("/{name}"), "{}", job["machine"]["limits"]);
+    assert_eq!((quota["quota_us"].as_u64(), quota["period_us"].as_u64()), (Some(20_000), Some(100_000)));
+    let verdict = &job["verdict"];
+    assert_eq!(verdict["cause"], "configured_limit", "{verdict:#}");
+    let summary = verdict["summary"].as_str().expect("summary");
+    assert!(
+        summary.starts_with(&format!(
+            "The CPU quota of cgroup /{name} held the job back: 0.20 cores (20000 us per 100000 us)"
+        )),
+        "{summary}"
+    );
+}

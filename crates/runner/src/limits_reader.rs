@@ -1,0 +1,132 @@
+//! Reads the limits the machine's configuration puts on this process, at the start and the end
+//! of a job's window: its affinity mask, and the tightest CPU quota on the path from the root
+//! cgroup to its own (v1 `cpu` controller or v2), with that cgroup's throttling counters. The
+//! parsing and the figures are `iolab_stats::limits`; what cannot be read is said, never fatal.
+
+use std::path::{Path, PathBuf};
+
+use iolab_stats::limits::{
+    cgroup_mount, cgroup_path, parse_cfs_quota, parse_cpu_list, parse_cpu_max, Affinity, ConfiguredLimits,
+    CpuQuota, CpuStat,
+};
+
+/// The quota found at the window's start: where it is, and its counters then.
+pub struct LimitsStart {
+    quota: Option<QuotaDir>,
+    start: Option<CpuStat>,
+    unread: Vec<String>,
+}
+
+struct QuotaDir {
+    cgroup: String,
+    dir: PathBuf,
+    quota_us: u64,
+    period_us: u64,
+}
+
+impl LimitsStart {
+    pub fn read() -> LimitsStart {
+        let mut unread = Vec::new();
+        let quota = match tightest_quota() {
+            Ok(quota) => quota,
+            Err(why) => {
+                unread.push(why);
+                None
+            }
+        };
+        let start = quota.as_ref().and_then(|q| read_cpu_stat(q, &mut unread));
+        LimitsStart { quota, start, unread }
+    }
+
+    /// The limits over the window now ending.
+    pub fn finish(self) -> ConfiguredLimits {
+        let LimitsStart { quota, start, mut unread } = self;
+        let cpu_quota = quota.map(|q| {
+            let grown =
+                start.zip(read_cpu_stat(&q, &mut unread)).map(|(s, e)| e.since(&s)).unwrap_or_default();
+            CpuQuota {
+                cgroup: q.cgroup,
+                quota_us: q.quota_us,
+                period_us: q.period_us,
+                periods: grown.periods,
+                throttled_periods: grown.throttled_periods,
+                throttled_s: grown.throttled_ns as f64 / 1e9,
+            }
+        });
+        let affinity = affinity().map_err(|why| unread.push(why)).ok();
+        ConfiguredLimits { affinity, cpu_quota, unread }
+    }
+}
+
+fn read_cpu_stat(quota: &QuotaDir, unread: &mut Vec<String>) -> Option<CpuStat> {
+    let path = quota.dir.join("cpu.stat");
+    match std::fs::read_to_string(&path) {
+        Ok(text) => CpuStat::parse(&text).or_else(|| {
+            unread.push(format!("{}: no throttling counters in it", path.display()));
+            None
+        }),
+        Err(e) => {
+            unread.push(format!("{}: {e}", path.display()));
+            None
+        }
+    }
+}
+
+/// The CPUs this process may run on, and the machine's online ones.
+fn affinity() -> Result<Affinity, String> {
+    let set = nix::sched::sched_getaffinity(nix::unistd::Pid::from_raw(0))
+        .map_err(|e| format!("the affinity mask (sched_getaffinity): {e}"))?;
+    let allowed = (0..nix::sched::CpuSet::count() as u32)
+        .filter(|&cpu| set.is_set(cpu as usize).unwrap_or(false))
+        .collect();
+    let online = std::fs::read_to_string("/sys/devices/system/cpu/online")
+        .ok()
+        .and_then(|text| parse_cpu_list(&text))
+        .map_or_else(
+            || std::thread::available_parallelism().map_or(1, |n| n.get() as u32),
+            |cpus| cpus.len() as u32,
+        );
+    Ok(Affinity { allowed, online })
+}
+
+/// The quota with the fewest cores on the path from the hierarchy's root to this process's
+/// cgroup (a parent's quota holds its children too): v1's `cpu` controller, else v2.
+fn tightest_quota() -> Result<Option<QuotaDir>, String> {
+    let read = |path: &Path| std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()));
+    let cgroups = read(Path::new("/proc/self/cgroup"))?;
+    let mountinfo = read(Path::new("/proc/self/mountinfo"))?;
+    let (mount, cgroup, v2) =
+        match (cgroup_mount(&mountinfo, Some("cpu")), cgroup_path(&cgroups, Some("cpu"))) {
+            (Some(mount), Some(cgroup)) => (mount, cgroup, false),
+            _ => match (cgroup_mount(&mountinfo, None), cgroup_path(&cgroups, None)) {
+                (Some(mount), Some(cgroup)) => (mount, cgroup, true),
+                _ => return Ok(None),
+            },
+        };
+    let mut best: Option<QuotaDir> = None;
+    let mut dir = PathBuf::from(&mount);
+    let mut path = String::new();
+    let components = cgroup.split('/').filter(|c| !c.is_empty());
+    for component in std::iter::once("").chain(components) {
+        if !component.is_empty() {
+            dir.push(component);
+            path.push('/');
+            path.push_str(component);
+        }
+        let quota = if v2 {
+            std::fs::read_to_string(dir.join("cpu.max")).ok().and_then(|t| parse_cpu_max(&t))
+        } else {
+            let quota = std::fs::read_to_string(dir.join("cpu.cfs_quota_us")).ok();
+            let period = std::fs::read_to_string(dir.join("cpu.cfs_period_us")).ok();
+            quota.zip(period).and_then(|(q, p)| parse_cfs_quota(&q, &p))
+        };
+        if let Some((quota_us, period_us)) = quota.filter(|&(_, p)| p > 0) {
+            let cores = quota_us as f64 / period_us as f64;
+            if best.as_ref().is_none_or(|b| cores < b.quota_us as f64 / b.period_us as f64) {
+                let cgroup = if path.is_empty() { "/".to_string() } else { path.clone() };
+                best = Some(QuotaDir { cgroup, dir: dir.clone(), quota_us, period_us });
+            }
+        }
+    }
+    Ok(best)
+}

@@ -1,0 +1,187 @@
+//! The limits the machine's configuration puts on a job, as read over its window: the CPUs the
+//! process may run on (its affinity mask) and the CPU quota of its cgroup or of a parent
+//! (cgroup v1 `cpu.cfs_quota_us`, v2 `cpu.max`) with how often it throttled the job. These are
+//! limits no device sets: a verdict that does not read them blames the device or asks for more
+//! load (issue 30). The texts the kernel writes are parsed here; reading them is the runner's.
+
+use serde::{Deserialize, Serialize};
+
+/// What the configuration allowed the job, and what could not be read (said, never fatal).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct ConfiguredLimits {
+    pub affinity: Option<Affinity>,
+    /// The tightest CPU quota on the path from the root to iolab's cgroup, if any.
+    pub cpu_quota: Option<CpuQuota>,
+    /// Limits that could not be read: "cpu.stat of /sys/fs/cgroup/cpu/job: Permission denied".
+    pub unread: Vec<String>,
+}
+
+/// The CPUs the process may run on (`sched_getaffinity`), against the machine's online ones.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Affinity {
+    pub allowed: Vec<u32>,
+    pub online: u32,
+}
+
+impl Affinity {
+    /// The mask leaves out some of the machine's CPUs.
+    pub fn narrowed(&self) -> bool {
+        (self.allowed.len() as u32) < self.online
+    }
+}
+
+/// A cgroup's CPU quota and its throttling over the window.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct CpuQuota {
+    /// The cgroup, as /proc/self/cgroup names it ("/ci/job-7"); "/" is the root.
+    pub cgroup: String,
+    pub quota_us: u64,
+    pub period_us: u64,
+    /// Enforcement periods in the window, and those in which the cgroup ran out of quota.
+    pub periods: u64,
+    pub throttled_periods: u64,
+    /// Time the cgroup's threads were held back for want of quota in the window.
+    pub throttled_s: f64,
+}
+
+impl CpuQuota {
+    /// The quota in cores: 50000 us per 100000 us is half a core.
+    pub fn cores(&self) -> f64 {
+        if self.period_us == 0 {
+            0.0
+        } else {
+            self.quota_us as f64 / self.period_us as f64
+        }
+    }
+
+    /// The share of the window's enforcement periods in which the quota ran out, 0..100.
+    pub fn throttled_pct(&self) -> f64 {
+        if self.periods == 0 {
+            0.0
+        } else {
+            100.0 * self.throttled_periods as f64 / self.periods as f64
+        }
+    }
+}
+
+/// Throttling counters of a cgroup's `cpu.stat`: periods, throttled periods, throttled time (ns).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct CpuStat {
+    pub periods: u64,
+    pub throttled_periods: u64,
+    pub throttled_ns: u64,
+}
+
+impl CpuStat {
+    /// Parses `cpu.stat`: v1 says `nr_periods`, `nr_throttled`, `throttled_time` (ns); v2 the
+    /// same counts and `throttled_usec`. `None` without the counts.
+    pub fn parse(text: &str) -> Option<CpuStat> {
+        let value = |key: &str| {
+            text.lines().find_map(|line| {
+                let (name, value) = line.split_once(' ')?;
+                (name == key).then(|| value.trim().parse::<u64>().ok()).flatten()
+            })
+        };
+        let throttled_ns = value("throttled_time").or_else(|| value("throttled_usec").map(|us| us * 1000))?;
+        Some(CpuStat {
+            periods: value("nr_periods")?,
+            throttled_periods: value("nr_throttled")?,
+            throttled_ns,
+        })
+    }
+
+    /// The counters' growth from `start` to `self`.
+    pub fn since(&self, start: &CpuStat) -> CpuStat {
+        CpuStat {
+            periods: self.periods.saturating_sub(start.periods),
+            throttled_periods: self.throttled_periods.saturating_sub(start.throttled_periods),
+            throttled_ns: self.throttled_ns.saturating_sub(start.throttled_ns),
+        }
+    }
+}
+
+/// A quota as (quota_us, period_us), `None` for no quota: v2's `cpu.max` ("max 100000",
+/// "50000 100000"), or v1's `cpu.cfs_quota_us` (-1: none) with `cpu.cfs_period_us`.
+pub fn parse_cpu_max(text: &str) -> Option<(u64, u64)> {
+    let mut words = text.split_whitespace();
+    let quota = words.next()?;
+    let period = words.next()?.parse().ok()?;
+    (quota != "max").then(|| quota.parse().ok()).flatten().map(|q| (q, period))
+}
+
+pub fn parse_cfs_quota(quota: &str, period: &str) -> Option<(u64, u64)> {
+    let quota: i64 = quota.trim().parse().ok()?;
+    let period: u64 = period.trim().parse().ok()?;
+    (quota > 0).then_some((quota as u64, period))
+}
+
+/// The cgroup of a controller in /proc/self/cgroup ("4:cpu,cpuacct:/ci/job"): v1's line that
+/// lists `controller`, or with `None`, v2's "0::/path".
+pub fn cgroup_path(proc_self_cgroup: &str, controller: Option<&str>) -> Option<String> {
+    proc_self_cgroup.lines().find_map(|line| {
+        let mut fields = line.splitn(3, ':');
+        let (_, controllers, path) = (fields.next()?, fields.next()?, fields.next()?);
+        let matches = match controller {
+            Some(wanted) => controllers.split(',').any(|c| c == wanted),
+            None => controllers.is_empty(),
+        };
+        matches.then(|| path.to_string())
+    })
+}
+
+/// Where a cgroup hierarchy is mounted, from /proc/self/mountinfo: v1's mount whose super
+/// options list `controller`, or with `None`, the cgroup2 mount.
+pub fn cgroup_mount(mountinfo: &str, controller: Option<&str>) -> Option<String> {
+    mountinfo.lines().find_map(|line| {
+        let (left, right) = line.split_once(" - ")?;
+        let mount_point = left.split_whitespace().nth(4)?;
+        let mut right = right.split_whitespace();
+        let (fstype, _source, options) = (right.next()?, right.next()?, right.next().unwrap_or(""));
+        let matches = match controller {
+            Some(wanted) => fstype == "cgroup" && options.split(',').any(|o| o == wanted),
+            None => fstype == "cgroup2",
+        };
+        matches.then(|| unescape_octal(mount_point))
+    })
+}
+
+/// mountinfo writes a space as `\040` (and tab, newline, backslash likewise).
+fn unescape_octal(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(at) = rest.find('\\') {
+        out.push_str(&rest[..at]);
+        let code = rest.get(at + 1..at + 4).and_then(|d| u8::from_str_radix(d, 8).ok());
+        match code {
+            Some(byte) => {
+                out.push(char::from(byte));
+                rest = &rest[at + 4..];
+            }
+            None => {
+                out.push('\\');
+                rest = &rest[at + 1..];
+            }
+        }
+    }
+    out.push_str(rest);
+    out
+}
+
+/// A CPU list as the kernel writes it ("0-3,6,8-9"); `None` if it is not one.
+pub fn parse_cpu_list(text: &str) -> Option<Vec<u32>> {
+    let mut cpus = Vec::new();
+    for part in text.trim().split(',').filter(|p| !p.is_empty()) {
+        match part.split_once('-') {
+            Some((from, to)) => cpus.extend(from.parse::<u32>().ok()?..=to.parse::<u32>().ok()?),
+            None => cpus.push(part.parse().ok()?),
+        }
+    }
+    Some(cpus)
+}
+
+#[cfg(test)]
+#[path = "limits_tests.rs"]
+mod tests;

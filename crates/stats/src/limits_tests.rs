@@ -1,0 +1,67 @@
+use super::*;
+
+#[test]
+fn cpu_stat_of_cgroup_v1_and_v2() {
+    let v1 = "nr_periods 120\nnr_throttled 80\nthrottled_time 4000000000\n";
+    assert_eq!(
+        CpuStat::parse(v1),
+        Some(CpuStat { periods: 120, throttled_periods: 80, throttled_ns: 4_000_000_000 })
+    );
+    let v2 =
+        "usage_usec 9000\nuser_usec 1\nsystem_usec 2\nnr_periods 10\nnr_throttled 3\nthrottled_usec 2500\n";
+    assert_eq!(
+        CpuStat::parse(v2),
+        Some(CpuStat { periods: 10, throttled_periods: 3, throttled_ns: 2_500_000 })
+    );
+    // A v2 cgroup without the cpu controller enabled writes only usage.
+    assert_eq!(CpuStat::parse("usage_usec 9000\nuser_usec 1\nsystem_usec 2\n"), None);
+    let grown = CpuStat { periods: 130, throttled_periods: 85, throttled_ns: 4_500_000_000 }
+        .since(&CpuStat::parse(v1).expect("v1"));
+    assert_eq!(grown, CpuStat { periods: 10, throttled_periods: 5, throttled_ns: 500_000_000 });
+}
+
+#[test]
+fn quotas_of_v1_and_v2_and_none() {
+    assert_eq!(parse_cpu_max("50000 100000\n"), Some((50_000, 100_000)));
+    assert_eq!(parse_cpu_max("max 100000\n"), None);
+    assert_eq!(parse_cpu_max("garbage"), None);
+    assert_eq!(parse_cfs_quota("25000\n", "100000\n"), Some((25_000, 100_000)));
+    assert_eq!(parse_cfs_quota("-1\n", "100000\n"), None);
+    let quota = CpuQuota {
+        quota_us: 50_000,
+        period_us: 100_000,
+        periods: 20,
+        throttled_periods: 15,
+        ..CpuQuota::default()
+    };
+    assert_eq!((quota.cores(), quota.throttled_pct()), (0.5, 75.0));
+}
+
+#[test]
+fn the_cgroup_of_a_controller_and_where_it_is_mounted() {
+    let cgroup = "9:name=systemd:/\n4:memory:/process_api/61\n2:cpu,cpuacct:/ci/job 7\n0::/user.slice\n";
+    assert_eq!(cgroup_path(cgroup, Some("cpu")).as_deref(), Some("/ci/job 7"));
+    assert_eq!(cgroup_path(cgroup, Some("cpuacct")).as_deref(), Some("/ci/job 7"));
+    assert_eq!(cgroup_path(cgroup, Some("blkio")), None);
+    assert_eq!(cgroup_path(cgroup, None).as_deref(), Some("/user.slice"));
+    let mountinfo = "\
+30 24 0:26 / /sys/fs/cgroup ro,nosuid - tmpfs tmpfs ro,mode=755
+34 30 0:30 / /sys/fs/cgroup/cpu,cpuacct rw,nosuid shared:14 - cgroup cgroup rw,cpu,cpuacct
+35 30 0:31 / /sys/fs/cgroup/my\\040cpuset rw - cgroup cgroup rw,cpuset
+40 24 0:35 / /sys/fs/cgroup/unified rw - cgroup2 cgroup2 rw,nsdelegate
+";
+    assert_eq!(cgroup_mount(mountinfo, Some("cpu")).as_deref(), Some("/sys/fs/cgroup/cpu,cpuacct"));
+    assert_eq!(cgroup_mount(mountinfo, Some("cpuset")).as_deref(), Some("/sys/fs/cgroup/my cpuset"));
+    assert_eq!(cgroup_mount(mountinfo, Some("blkio")), None);
+    assert_eq!(cgroup_mount(mountinfo, None).as_deref(), Some("/sys/fs/cgroup/unified"));
+}
+
+#[test]
+fn cpu_lists() {
+    assert_eq!(parse_cpu_list("0-3,6,8-9\n"), Some(vec![0, 1, 2, 3, 6, 8, 9]));
+    assert_eq!(parse_cpu_list("0"), Some(vec![0]));
+    assert_eq!(parse_cpu_list("0-x"), None);
+    let affinity = Affinity { allowed: vec![0], online: 2 };
+    assert!(affinity.narrowed());
+    assert!(!Affinity { allowed: vec![0, 1], online: 2 }.narrowed());
+}
