@@ -391,6 +391,24 @@ fn each_phase_is_kept_in_the_results_database() {
     assert!(page.contains("<td>create</td>") && page.contains("stonewall"));
 }
 
+/// iolab started as from a terminal: SIGHUP at its default disposition, whatever this test
+/// process inherited. Under `nohup` (a suite run in the background) SIGHUP is ignored, iolab
+/// rightly keeps ignoring it, and the SIGHUP test hung: the run never heard it.
+fn spawn_hearing_sighup(dir: &Path, args: &[&str]) -> std::process::Child {
+    use std::os::unix::process::CommandExt;
+    use std::process::Stdio;
+    let mut command = common::iolab();
+    command.args(args).current_dir(dir).stdout(Stdio::piped()).stderr(Stdio::piped());
+    // SAFETY: signal(2) is async-signal-safe, as pre_exec requires; it touches nothing else.
+    unsafe {
+        command.pre_exec(|| {
+            libc::signal(libc::SIGHUP, libc::SIG_DFL);
+            Ok(())
+        });
+    }
+    command.spawn().expect("iolab starts")
+}
+
 /// Issue 32: SIGHUP (a closed terminal) killed `iolab files` with no report, its tree left
 /// behind. SIGHUP and SIGTERM end it as Ctrl-C does: the phases done reported, the tree
 /// removed, exit 130.
@@ -400,7 +418,7 @@ fn sighup_and_sigterm_end_a_run_as_ctrl_c_does() {
         let temp = shm_dir();
         let dir = temp.path().join("tree");
         let db = temp.path().join("r.db");
-        let child = spawn_in(temp.path(), &endless_create(&dir, &db, "--json"));
+        let child = spawn_hearing_sighup(temp.path(), &endless_create(&dir, &db, "--json"));
         // Once it has made files, signal it.
         wait_for_files(&dir);
         // SAFETY: plain kill(2) on our own child's pid.
