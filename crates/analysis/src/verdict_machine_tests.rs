@@ -474,3 +474,37 @@ fn an_affinity_mask_narrower_than_the_workers_is_the_limit() {
         Some(iolab_stats::limits::Affinity { allowed: vec![0, 1], online: 2 });
     assert_ne!(verdict(&job).cause, Bottleneck::ConfiguredLimit);
 }
+
+/// A cgroup I/O throttle: the verdict said "raise --qd".
+#[test]
+fn a_device_at_its_cgroup_throttle_is_the_limit_with_the_cap() {
+    let mut job = base();
+    machine(&mut job, Vec::new(), vec![core(0, 20.0, 0.0, 0.0), core(1, 15.0, 0.0, 0.0)]);
+    let throttle = |limit: u64| iolab_stats::limits::IoThrottle {
+        cgroup: "/ci".into(),
+        devnum: "254:16".into(),
+        device: Some("vdb".into()),
+        op: "read".into(),
+        unit: "iops".into(),
+        limit,
+        source: "blkio.throttle.read_iops_device".into(),
+    };
+    // vdb read 50,000 IOPS; capped at 50,000.
+    job.machine.as_mut().expect("machine").limits.io_throttles = vec![throttle(50_000)];
+    let v = assert_cause(&job, Bottleneck::ConfiguredLimit);
+    assert_eq!(
+        v.summary,
+        "The I/O throttle of cgroup /ci held the job back: vdb is capped at 50,000 read IOPS (blkio.throttle.read_iops_device), and it ran at 50,000 read IOPS, so the figures are the throttle's, not the device's."
+    );
+    // A cap the device stayed well under is said, not the cause.
+    job.machine.as_mut().expect("machine").limits.io_throttles = vec![throttle(200_000)];
+    let v = verdict(&job);
+    assert_ne!(v.cause, Bottleneck::ConfiguredLimit);
+    assert!(
+        v.evidence
+            .iter()
+            .any(|e| e == "cgroup /ci caps vdb at 200000 read IOPS (blkio.throttle.read_iops_device)"),
+        "{:?}",
+        v.evidence
+    );
+}

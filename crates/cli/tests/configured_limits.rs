@@ -120,3 +120,50 @@ fn a_cgroup_cpu_quota_that_runs_out_is_named_with_its_figures() {
         "{summary}"
     );
 }
+
+/// A cgroup that caps a loop device's reads at 500 IOPS: the device runs at the cap.
+#[test]
+fn a_cgroup_io_throttle_is_named_with_its_cap() {
+    let _machine = alone();
+    if let Some((missing, why)) = common::needs_root_and(&["losetup", "dd"]) {
+        return common::skip!(missing, "{why}");
+    }
+    let mountinfo = std::fs::read_to_string("/proc/self/mountinfo").expect("mountinfo");
+    let Some(blkio) = iolab_stats::limits::cgroup_mount(&mountinfo, Some("blkio")) else {
+        // io.max needs the io controller in a v2 subtree; this test writes v1's file only.
+        return common::skip!(common::Missing::Other, "no cgroup v1 blkio hierarchy to set a throttle in");
+    };
+    let device = common::LoopDevice::direct_random("throttle", 64);
+    let devnum = common::sh(&format!("cat /sys/block/{}/dev", device.name()));
+    let name = format!("iolab-test-throttle-{}", std::process::id());
+    let cgroup = Cgroup(std::path::Path::new(&blkio).join(&name));
+    std::fs::create_dir(&cgroup.0).expect("the cgroup");
+    std::fs::write(cgroup.0.join("blkio.throttle.read_iops_device"), format!("{devnum} 500"))
+        .expect("the throttle");
+    let dir = tempfile::tempdir().expect("temp dir");
+    let enter = format!("echo $$ > {}/cgroup.procs && exec \"$0\" \"$@\"", cgroup.0.display());
+    let run = [
+        "run",
+        "--target",
+        device.path(),
+        "--qd",
+        "8",
+        "--runtime",
+        "2s",
+        "--ramp",
+        "300ms",
+        "--json",
+        "-q",
+        "--no-store",
+    ];
+    let out = iolab_via("sh", &["-c", &enter]).args(run).current_dir(dir.path()).output().expect("runs");
+    assert!(out.status.success(), "{}", stderr(&out));
+    let job = &json(&out)["jobs"][0];
+    let verdict = &job["verdict"];
+    assert_eq!(verdict["cause"], "configured_limit", "{verdict:#}");
+    let summary = verdict["summary"].as_str().expect("summary");
+    assert!(
+        summary.starts_with(&format!("The I/O throttle of cgroup /{name} held the job back: {} is capped at 500 read IOPS (blkio.throttle.read_iops_device)", device.name())),
+        "{summary}"
+    );
+}

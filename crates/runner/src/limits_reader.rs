@@ -1,13 +1,14 @@
 //! Reads the limits the machine's configuration puts on this process, at the start and the end
-//! of a job's window: its affinity mask, and the tightest CPU quota on the path from the root
-//! cgroup to its own (v1 `cpu` controller or v2), with that cgroup's throttling counters. The
+//! of a job's window: its affinity mask, the tightest CPU quota on the path from the root
+//! cgroup to its own (v1 `cpu` controller or v2), with that cgroup's throttling counters, and
+//! the I/O throttles on the same path (v1 `blkio`, or v2 `io.max`). The
 //! parsing and the figures are `iolab_stats::limits`; what cannot be read is said, never fatal.
 
 use std::path::{Path, PathBuf};
 
 use iolab_stats::limits::{
-    cgroup_mount, cgroup_path, parse_cfs_quota, parse_cpu_list, parse_cpu_max, Affinity, ConfiguredLimits,
-    CpuQuota, CpuStat,
+    cgroup_mount, cgroup_path, parse_blkio_throttle, parse_cfs_quota, parse_cpu_list, parse_cpu_max,
+    parse_io_max, Affinity, ConfiguredLimits, CpuQuota, CpuStat, IoThrottle,
 };
 
 /// The quota found at the window's start: where it is, and its counters then.
@@ -54,7 +55,11 @@ impl LimitsStart {
             }
         });
         let affinity = affinity().map_err(|why| unread.push(why)).ok();
-        ConfiguredLimits { affinity, cpu_quota, unread }
+        let io_throttles = io_throttles().unwrap_or_else(|why| {
+            unread.push(why);
+            Vec::new()
+        });
+        ConfiguredLimits { affinity, cpu_quota, io_throttles, unread }
     }
 }
 
@@ -89,30 +94,81 @@ fn affinity() -> Result<Affinity, String> {
     Ok(Affinity { allowed, online })
 }
 
-/// The quota with the fewest cores on the path from the hierarchy's root to this process's
-/// cgroup (a parent's quota holds its children too): v1's `cpu` controller, else v2.
-fn tightest_quota() -> Result<Option<QuotaDir>, String> {
+/// The hierarchy of `controller` (v1), else v2's, and this process's cgroup in it: (mount,
+/// cgroup, v2).
+fn hierarchy(controller: &str) -> Result<Option<(String, String, bool)>, String> {
     let read = |path: &Path| std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()));
     let cgroups = read(Path::new("/proc/self/cgroup"))?;
     let mountinfo = read(Path::new("/proc/self/mountinfo"))?;
-    let (mount, cgroup, v2) =
-        match (cgroup_mount(&mountinfo, Some("cpu")), cgroup_path(&cgroups, Some("cpu"))) {
-            (Some(mount), Some(cgroup)) => (mount, cgroup, false),
-            _ => match (cgroup_mount(&mountinfo, None), cgroup_path(&cgroups, None)) {
-                (Some(mount), Some(cgroup)) => (mount, cgroup, true),
-                _ => return Ok(None),
-            },
+    Ok(match (cgroup_mount(&mountinfo, Some(controller)), cgroup_path(&cgroups, Some(controller))) {
+        (Some(mount), Some(cgroup)) => Some((mount, cgroup, false)),
+        _ => cgroup_mount(&mountinfo, None).zip(cgroup_path(&cgroups, None)).map(|(m, c)| (m, c, true)),
+    })
+}
+
+/// Each directory from the hierarchy's root down to the cgroup, with the cgroup's name there.
+fn levels(mount: &str, cgroup: &str) -> Vec<(PathBuf, String)> {
+    let mut levels = vec![(PathBuf::from(mount), "/".to_string())];
+    let (mut dir, mut path) = (PathBuf::from(mount), String::new());
+    for component in cgroup.split('/').filter(|c| !c.is_empty()) {
+        dir.push(component);
+        path.push('/');
+        path.push_str(component);
+        levels.push((dir.clone(), path.clone()));
+    }
+    levels
+}
+
+/// The I/O throttles from the root to this process's cgroup, the tightest per device and kind.
+fn io_throttles() -> Result<Vec<IoThrottle>, String> {
+    let Some((mount, cgroup, v2)) = hierarchy("blkio")? else { return Ok(Vec::new()) };
+    let mut tightest: Vec<IoThrottle> = Vec::new();
+    for (dir, name) in levels(&mount, &cgroup) {
+        let lines = if v2 {
+            std::fs::read_to_string(dir.join("io.max")).map(|t| parse_io_max(&t)).unwrap_or_default()
+        } else {
+            [("read", "iops"), ("write", "iops"), ("read", "bps"), ("write", "bps")]
+                .iter()
+                .flat_map(|&(op, unit)| {
+                    let file = dir.join(format!("blkio.throttle.{op}_{unit}_device"));
+                    std::fs::read_to_string(file)
+                        .map(|t| parse_blkio_throttle(&t, op, unit))
+                        .unwrap_or_default()
+                })
+                .collect()
         };
-    let mut best: Option<QuotaDir> = None;
-    let mut dir = PathBuf::from(&mount);
-    let mut path = String::new();
-    let components = cgroup.split('/').filter(|c| !c.is_empty());
-    for component in std::iter::once("").chain(components) {
-        if !component.is_empty() {
-            dir.push(component);
-            path.push('/');
-            path.push_str(component);
+        for (devnum, op, unit, limit, source) in lines {
+            let same = |t: &&mut IoThrottle| t.devnum == devnum && t.op == op && t.unit == unit;
+            match tightest.iter_mut().find(same) {
+                Some(known) if known.limit <= limit => {}
+                Some(known) => *known = IoThrottle { cgroup: name.clone(), limit, source, ..known.clone() },
+                None => tightest.push(IoThrottle {
+                    cgroup: name.clone(),
+                    device: device_of(&devnum),
+                    devnum,
+                    op: op.to_string(),
+                    unit: unit.to_string(),
+                    limit,
+                    source,
+                }),
+            }
         }
+    }
+    Ok(tightest)
+}
+
+/// The kernel's name of block device `devnum` ("7:3" -> "loop3"), from /sys/dev/block.
+fn device_of(devnum: &str) -> Option<String> {
+    let target = std::fs::read_link(format!("/sys/dev/block/{devnum}")).ok()?;
+    target.file_name()?.to_str().map(str::to_string)
+}
+
+/// The quota with the fewest cores on the path from the hierarchy's root to this process's
+/// cgroup (a parent's quota holds its children too): v1's `cpu` controller, else v2.
+fn tightest_quota() -> Result<Option<QuotaDir>, String> {
+    let Some((mount, cgroup, v2)) = hierarchy("cpu")? else { return Ok(None) };
+    let mut best: Option<QuotaDir> = None;
+    for (dir, name) in levels(&mount, &cgroup) {
         let quota = if v2 {
             std::fs::read_to_string(dir.join("cpu.max")).ok().and_then(|t| parse_cpu_max(&t))
         } else {
@@ -123,8 +179,7 @@ fn tightest_quota() -> Result<Option<QuotaDir>, String> {
         if let Some((quota_us, period_us)) = quota.filter(|&(_, p)| p > 0) {
             let cores = quota_us as f64 / period_us as f64;
             if best.as_ref().is_none_or(|b| cores < b.quota_us as f64 / b.period_us as f64) {
-                let cgroup = if path.is_empty() { "/".to_string() } else { path.clone() };
-                best = Some(QuotaDir { cgroup, dir: dir.clone(), quota_us, period_us });
+                best = Some(QuotaDir { cgroup: name, dir, quota_us, period_us });
             }
         }
     }

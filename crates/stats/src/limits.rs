@@ -13,6 +13,9 @@ pub struct ConfiguredLimits {
     pub affinity: Option<Affinity>,
     /// The tightest CPU quota on the path from the root to iolab's cgroup, if any.
     pub cpu_quota: Option<CpuQuota>,
+    /// The I/O throttles on the path from the root to iolab's cgroup, the tightest per device
+    /// and kind (v1 `blkio.throttle.*_device`, v2 `io.max`).
+    pub io_throttles: Vec<IoThrottle>,
     /// Limits that could not be read: "cpu.stat of /sys/fs/cgroup/cpu/job: Permission denied".
     pub unread: Vec<String>,
 }
@@ -65,6 +68,61 @@ impl CpuQuota {
             100.0 * self.throttled_periods as f64 / self.periods as f64
         }
     }
+}
+
+/// A cgroup's cap on one device's reads or writes, in I/Os or bytes per second.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct IoThrottle {
+    pub cgroup: String,
+    /// The device as its major:minor ("7:3"), and its kernel name where it resolved ("loop3").
+    pub devnum: String,
+    pub device: Option<String>,
+    /// "read" or "write".
+    pub op: String,
+    /// "iops" or "bps".
+    pub unit: String,
+    pub limit: u64,
+    /// Where it was set: "blkio.throttle.read_iops_device", "io.max riops".
+    pub source: String,
+}
+
+/// One throttle line: (devnum, op, unit, limit, source).
+pub type ThrottleLine = (String, &'static str, &'static str, u64, String);
+
+/// The lines of a v1 `blkio.throttle.{read,write}_{iops,bps}_device` file ("7:3 2000").
+pub fn parse_blkio_throttle(text: &str, op: &'static str, unit: &'static str) -> Vec<ThrottleLine> {
+    let source = format!("blkio.throttle.{op}_{unit}_device");
+    text.lines()
+        .filter_map(|line| {
+            let (devnum, limit) = line.split_once(' ')?;
+            let limit = limit.trim().parse().ok()?;
+            Some((devnum.to_string(), op, unit, limit, source.clone()))
+        })
+        .collect()
+}
+
+/// The caps of a v2 `io.max` ("7:3 rbps=max wbps=max riops=2000 wiops=max"); `max` is none.
+pub fn parse_io_max(text: &str) -> Vec<ThrottleLine> {
+    let mut caps = Vec::new();
+    for line in text.lines() {
+        let mut words = line.split_whitespace();
+        let Some(devnum) = words.next() else { continue };
+        for word in words {
+            let Some((key, value)) = word.split_once('=') else { continue };
+            let (op, unit) = match key {
+                "rbps" => ("read", "bps"),
+                "wbps" => ("write", "bps"),
+                "riops" => ("read", "iops"),
+                "wiops" => ("write", "iops"),
+                _ => continue,
+            };
+            if let Ok(limit) = value.parse() {
+                caps.push((devnum.to_string(), op, unit, limit, format!("io.max {key}")));
+            }
+        }
+    }
+    caps
 }
 
 /// Throttling counters of a cgroup's `cpu.stat`: periods, throttled periods, throttled time (ns).

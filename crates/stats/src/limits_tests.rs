@@ -65,3 +65,22 @@ fn cpu_lists() {
     assert!(affinity.narrowed());
     assert!(!Affinity { allowed: vec![0, 1], online: 2 }.narrowed());
 }
+
+#[test]
+fn io_throttles_of_v1_and_v2() {
+    assert_eq!(
+        parse_blkio_throttle("7:3 2000\n254:0 500\n", "read", "iops"),
+        [
+            ("7:3".to_string(), "read", "iops", 2000, "blkio.throttle.read_iops_device".to_string()),
+            ("254:0".to_string(), "read", "iops", 500, "blkio.throttle.read_iops_device".to_string()),
+        ]
+    );
+    assert!(parse_blkio_throttle("", "write", "bps").is_empty());
+    assert_eq!(
+        parse_io_max("7:3 rbps=max wbps=1048576 riops=2000 wiops=max\n"),
+        [
+            ("7:3".to_string(), "write", "bps", 1_048_576, "io.max wbps".to_string()),
+            ("7:3".to_string(), "read", "iops", 2000, "io.max riops".to_string()),
+        ]
+    );
+}

@@ -250,6 +250,17 @@ fn limit_lines(facts: &Facts<'_>) -> Vec<String> {
             quota.throttled_s
         ));
     }
+    for t in &limits.io_throttles {
+        lines.push(format!(
+            "cgroup {} caps {} at {} {} {} ({})",
+            t.cgroup,
+            t.device.as_deref().unwrap_or(&t.devnum),
+            t.limit,
+            t.op,
+            if t.unit == "iops" { "IOPS" } else { "bytes/s" },
+            t.source
+        ));
+    }
     if let Some(affinity) = limits.affinity.as_ref().filter(|a| a.narrowed()) {
         let cpus: Vec<String> = affinity.allowed.iter().map(u32::to_string).collect();
         lines.push(format!("iolab's affinity mask allows CPU {} of {}", cpus.join(","), affinity.online));

@@ -1,12 +1,15 @@
 //! The rules about limits the machine's configuration sets, not its hardware: a cgroup CPU
-//! quota that throttled the job, and an affinity mask that put more submitting threads than it
-//! allows CPUs on the same cores. Each names the limit and its own figure; neither gives advice
+//! quota that throttled the job, an affinity mask that put more submitting threads than it
+//! allows CPUs on the same cores, and a cgroup I/O throttle the device ran at. Each names the limit and its own figure; neither gives advice
 //! it has not tested.
 
 use iolab_stats::result::Bottleneck;
 use iolab_stats::threads::ThreadClass;
 
-use super::evidence::worker_line;
+use iolab_spec::Bytes;
+use iolab_stats::format::thousands;
+
+use super::evidence::{device_line, worker_line};
 use super::facts::Facts;
 use super::Finding;
 
@@ -17,6 +20,47 @@ pub const THROTTLED_PERIODS_PCT: f64 = 10.0;
 /// allows, or more, were held by the mask. Wanted, not used: on a machine busy with other work
 /// the threads get less than the mask allows, and the mask still held them.
 pub const MASK_WANTED_SHARE: f64 = 0.8;
+
+/// A device running at this share of a cgroup's cap on it, or more, ran at the cap.
+pub const AT_THROTTLE_SHARE: f64 = 0.9;
+
+/// iolab's cgroup (or a parent) caps a device of the job, and the device ran at the cap.
+pub fn io_throttle(facts: &Facts<'_>) -> Option<Finding> {
+    let throttles = &facts.machine?.limits.io_throttles;
+    let window = facts.job.measured_s;
+    if window <= 0.0 {
+        return None;
+    }
+    facts.loads.iter().find_map(|load| {
+        let a = load.activity;
+        throttles.iter().filter(|t| t.device.as_deref() == Some(load.name())).find_map(|t| {
+            let ran = match (t.op.as_str(), t.unit.as_str()) {
+                ("read", "iops") => a.reads as f64,
+                ("write", "iops") => a.writes as f64,
+                ("read", _) => a.read_bytes as f64,
+                _ => a.write_bytes as f64,
+            } / window;
+            if t.limit == 0 || ran < t.limit as f64 * AT_THROTTLE_SHARE {
+                return None;
+            }
+            let (cap, done) = if t.unit == "iops" {
+                (format!("{} {} IOPS", thousands(t.limit as f64), t.op), format!("{} {} IOPS", thousands(ran), t.op))
+            } else {
+                (format!("{}/s of {}s", Bytes(t.limit), t.op), format!("{}/s", Bytes(ran as u64)))
+            };
+            Finding::new(
+                Bottleneck::ConfiguredLimit,
+                format!(
+                    "The I/O throttle of cgroup {} held the job back: {} is capped at {cap} ({}), and it ran at {done}, so the figures are the throttle's, not the device's.",
+                    t.cgroup,
+                    load.name(),
+                    t.source
+                ),
+                vec![device_line(load)],
+            )
+        })
+    })
+}
 
 /// iolab's cgroup (or a parent) has a CPU quota that ran out during the window.
 pub fn cpu_quota(facts: &Facts<'_>) -> Option<Finding> {
