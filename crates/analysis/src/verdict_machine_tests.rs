@@ -86,6 +86,7 @@ fn page_cache(job: &mut JobResult, dirty_start_bytes: u64, dirty_end_bytes: u64,
             dirty_start_bytes,
             dirty_end_bytes,
             written_back_bytes,
+            ..Default::default()
         });
     }
 }
@@ -507,4 +508,34 @@ fn a_device_at_its_cgroup_throttle_is_the_limit_with_the_cap() {
         "{:?}",
         v.evidence
     );
+}
+
+/// Dirty-page throttling of a buffered writer: the verdict said "raise --qd".
+#[test]
+fn a_buffered_writer_past_the_dirty_limits_is_held_by_them() {
+    const MIB: u64 = 1 << 20;
+    let mut job = base();
+    buffered(&mut job);
+    job.groups[0].write = job.groups[0].read.clone();
+    machine(&mut job, Vec::new(), vec![core(0, 30.0, 0.0, 0.0), core(1, 20.0, 0.0, 0.0)]);
+    let set = |job: &mut JobResult, dirty_end_bytes: u64| {
+        job.machine.as_mut().expect("machine").page_cache = Some(iolab_stats::machine::PageCacheActivity {
+            dirty_start_bytes: 40 * MIB,
+            dirty_end_bytes,
+            written_back_bytes: 1000 * MIB,
+            dirty_threshold_bytes: 64 * MIB,
+            dirty_background_threshold_bytes: 16 * MIB,
+        })
+    };
+    set(&mut job, 50 * MIB);
+    let v = assert_cause(&job, Bottleneck::ConfiguredLimit);
+    assert!(
+        v.summary.starts_with("The kernel's dirty page limits held the buffered writer: 50MiB was dirty when the window closed, past the 40MiB from which the kernel throttles writers (halfway between the background limit, 16MiB, and the hard limit, 64MiB"),
+        "{}",
+        v.summary
+    );
+    assert!(v.summary.contains("(100MiB/s written back)"), "{}", v.summary);
+    // Under the throttling point: not the limits.
+    set(&mut job, 20 * MIB);
+    assert_ne!(verdict(&job).cause, Bottleneck::ConfiguredLimit);
 }

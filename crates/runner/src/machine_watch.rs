@@ -131,10 +131,15 @@ impl MachineWatch {
             cpus,
             interrupts: interrupts_since(&self.interrupts_start, &read_interrupts()),
             page_cache: self.page_cache_start.zip(read_page_cache()).map(
-                |((dirty0, written0), (dirty1, written1))| PageCacheActivity {
-                    dirty_start_bytes: dirty0,
-                    dirty_end_bytes: dirty1,
-                    written_back_bytes: written1.saturating_sub(written0).saturating_mul(page_bytes()),
+                |((dirty0, written0), (dirty1, written1))| {
+                    let (threshold, background) = read_dirty_thresholds();
+                    PageCacheActivity {
+                        dirty_start_bytes: dirty0,
+                        dirty_end_bytes: dirty1,
+                        written_back_bytes: written1.saturating_sub(written0).saturating_mul(page_bytes()),
+                        dirty_threshold_bytes: threshold.saturating_mul(page_bytes()),
+                        dirty_background_threshold_bytes: background.saturating_mul(page_bytes()),
+                    }
                 },
             ),
             series: self.series,
@@ -196,6 +201,13 @@ fn interrupts_since(start: &[InterruptLine], end: &[InterruptLine]) -> Vec<Inter
         .collect();
     fired.sort_by(|a, b| b.count.cmp(&a.count).then_with(|| a.irq.cmp(&b.irq)));
     fired
+}
+
+/// The dirty limits now, in pages (hard, background); 0 where vmstat does not say.
+fn read_dirty_thresholds() -> (u64, u64) {
+    let vmstat = std::fs::read_to_string("/proc/vmstat").unwrap_or_default();
+    let value = |key| vmstat_value(&vmstat, key).unwrap_or(0);
+    (value("nr_dirty_threshold"), value("nr_dirty_background_threshold"))
 }
 
 /// Dirty page cache in bytes and pages written back so far.

@@ -65,6 +65,22 @@ pub struct PageCacheActivity {
     pub dirty_end_bytes: u64,
     /// Bytes the kernel wrote back in the window (vmstat's nr_written, every device together).
     pub written_back_bytes: u64,
+    /// The dirty limits at the window's end (vmstat's nr_dirty_threshold and
+    /// nr_dirty_background_threshold, from vm.dirty_ratio / dirty_bytes and their background
+    /// twins); 0 where the kernel does not say.
+    #[serde(default)]
+    pub dirty_threshold_bytes: u64,
+    #[serde(default)]
+    pub dirty_background_threshold_bytes: u64,
+}
+
+impl PageCacheActivity {
+    /// Dirty bytes from which the kernel throttles writers (balance_dirty_pages' "freerun"
+    /// ceiling: halfway between the background and the hard limit); `None` without limits.
+    pub fn throttling_from_bytes(&self) -> Option<u64> {
+        (self.dirty_threshold_bytes > 0)
+            .then(|| (self.dirty_threshold_bytes + self.dirty_background_threshold_bytes) / 2)
+    }
 }
 
 /// Whose CPU it was.

@@ -52,6 +52,7 @@ const RULES: &[(&str, Rule)] = &[
     ("cpu_quota", limit_rules::cpu_quota),
     ("affinity", limit_rules::affinity_mask),
     ("io_throttle", limit_rules::io_throttle),
+    ("dirty_throttle", limit_rules::dirty_throttle),
     ("null_engine", device_rules::null_engine),
     ("page_cache", device_rules::page_cache),
     ("writeback", device_rules::writeback_punting),
