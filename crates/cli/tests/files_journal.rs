@@ -45,6 +45,21 @@ fn fsync_heavy_creates_on_ext4_are_limited_by_the_journal_thread() {
         let thread = journal["thread"].as_str().unwrap_or_default();
         assert!(thread.starts_with("jbd2/loop"), "{engine}: the loop device's journal thread: {journal}");
         assert!(journal["samples"].as_u64().is_some_and(|n| n > 0), "{engine}: {journal}");
+        // With io_uring the fsyncs wait in io-wq workers; on cores others hold (two busy loops,
+        // an fio writer, a build: runnable 58%, the journal seen 4% of the time) the wait for a
+        // CPU hides the journal's, and the verdict must not claim it. Half the time runnable or
+        // more: the journal cannot be told apart, and that is said, not asserted.
+        let queued = journal["runnable_pct"]
+            .as_f64()
+            .unwrap_or(0.0)
+            .max(create["runq_wait_pct"].as_f64().unwrap_or(0.0));
+        if engine == "io_uring" && queued >= 50.0 && create["verdict"]["cause"] != "journal" {
+            skip!(
+                common::Missing::Other,
+                "io_uring: the phase's tasks were runnable {queued:.0}% of the time (a busy machine): the journal's wait cannot be told from the wait for a CPU"
+            );
+            continue;
+        }
         assert_eq!(create["verdict"]["cause"], "journal", "{engine}: {create:#}");
         let summary = create["verdict"]["summary"].as_str().unwrap_or_default();
         assert!(summary.contains(thread), "{engine}: {summary}");
