@@ -230,7 +230,9 @@ fn requests_the_block_layer_splits_from_the_jobs_ios_are_the_jobs() {
     }
     let dir = tempfile::tempdir().expect("temp dir");
     let device = LoopDevice::direct_random("split", 128);
-    sh(&format!("echo 256 > /sys/block/{}/queue/max_sectors_kb", device.name()));
+    // A loop device keeps its queue's limits after it is detached: the next user of loopN
+    // (another test, the user) gets the kernel's value back.
+    let _restored = MaxSectors::set(device.name(), 256);
     let out = run_in(
         dir.path(),
         &[
@@ -265,4 +267,25 @@ fn requests_the_block_layer_splits_from_the_jobs_ios_are_the_jobs() {
     assert!(!text.contains("also served other I/O"), "{text}");
     assert!(text.contains("1MiB I/O of the job became up to 4 requests"), "{text}");
     assert!(text.contains("max_sectors_kb 256"), "{text}");
+}
+
+/// A device's `max_sectors_kb` set for a test, and put back as it was on drop.
+struct MaxSectors {
+    path: String,
+    was: String,
+}
+
+impl MaxSectors {
+    fn set(device: &str, kb: u32) -> MaxSectors {
+        let path = format!("/sys/block/{device}/queue/max_sectors_kb");
+        let was = std::fs::read_to_string(&path).expect("max_sectors_kb").trim().to_string();
+        std::fs::write(&path, kb.to_string()).expect("max_sectors_kb is writable");
+        MaxSectors { path, was }
+    }
+}
+
+impl Drop for MaxSectors {
+    fn drop(&mut self) {
+        let _ = std::fs::write(&self.path, &self.was);
+    }
 }
