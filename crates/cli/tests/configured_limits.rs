@@ -73,6 +73,15 @@ fn cpu_hierarchy() -> Option<(std::path::PathBuf, bool)> {
 /// A cgroup made for the test, removed on drop (its processes have exited by then).
 struct Cgroup(std::path::PathBuf);
 
+impl Cgroup {
+    /// iolab run with `args` inside the cgroup, in a temporary directory.
+    fn run(&self, args: &[&str]) -> std::process::Output {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let enter = format!("echo $$ > {}/cgroup.procs && exec \"$0\" \"$@\"", self.0.display());
+        iolab_via("sh", &["-c", &enter]).args(args).current_dir(dir.path()).output().expect("runs")
+    }
+}
+
 impl Drop for Cgroup {
     fn drop(&mut self) {
         let _ = std::fs::remove_dir(&self.0);
@@ -101,10 +110,7 @@ fn a_cgroup_cpu_quota_that_runs_out_is_named_with_its_figures() {
         std::fs::write(cgroup.0.join("cpu.cfs_period_us"), "100000").expect("period");
         std::fs::write(cgroup.0.join("cpu.cfs_quota_us"), "20000").expect("quota");
     }
-    let dir = tempfile::tempdir().expect("temp dir");
-    let enter = format!("echo $$ > {}/cgroup.procs && exec \"$0\" \"$@\"", cgroup.0.display());
-    let out =
-        iolab_via("sh", &["-c", &enter]).args(TWO_WORKERS).current_dir(dir.path()).output().expect("runs");
+    let out = cgroup.run(&TWO_WORKERS);
     assert!(out.status.success(), "{}", stderr(&out));
     let job = &json(&out)["jobs"][0];
     let quota = &job["machine"]["limits"]["cpu_quota"];
@@ -140,8 +146,6 @@ fn a_cgroup_io_throttle_is_named_with_its_cap() {
     std::fs::create_dir(&cgroup.0).expect("the cgroup");
     std::fs::write(cgroup.0.join("blkio.throttle.read_iops_device"), format!("{devnum} 500"))
         .expect("the throttle");
-    let dir = tempfile::tempdir().expect("temp dir");
-    let enter = format!("echo $$ > {}/cgroup.procs && exec \"$0\" \"$@\"", cgroup.0.display());
     let run = [
         "run",
         "--target",
@@ -156,7 +160,7 @@ fn a_cgroup_io_throttle_is_named_with_its_cap() {
         "-q",
         "--no-store",
     ];
-    let out = iolab_via("sh", &["-c", &enter]).args(run).current_dir(dir.path()).output().expect("runs");
+    let out = cgroup.run(&run);
     assert!(out.status.success(), "{}", stderr(&out));
     let job = &json(&out)["jobs"][0];
     let verdict = &job["verdict"];
