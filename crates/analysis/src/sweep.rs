@@ -334,7 +334,8 @@ fn verdict(load_axis: LoadAxis, rows: &[SweepRow], curves: &[CurveSummary]) -> V
                 left_out.join(", ")
             ));
         }
-        if curve.sweet_spot.is_none() && !left_out.is_empty() && left_out.len() == curve.rows.len() {
+        let swept = load_axis != LoadAxis::None;
+        if swept && curve.sweet_spot.is_none() && !left_out.is_empty() && left_out.len() == curve.rows.len() {
             words.push(format!("{label}no sweet spot: every point was disturbed"));
         }
         if let Some(spot) = &curve.sweet_spot {

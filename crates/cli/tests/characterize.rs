@@ -33,21 +33,34 @@ fn names(rows: &[Value]) -> Vec<&str> {
 }
 
 /// Every curve lists its rows, and its sweet spot (when it has one) is one of them.
+/// Checks each curve's sweet spot and answers how many curves were judged: those with a sweet
+/// spot, on an undisturbed row of their own, and those whose every point was disturbed (another
+/// load or stolen CPU: a machine busy with other work), which have none and say so.
 fn sweet_spots_are_on_their_curves(summary: &Value) -> usize {
-    let rows = array(&summary["rows"], "rows").len();
-    let mut spots = 0;
+    let rows = array(&summary["rows"], "rows");
+    let verdict = array(&summary["verdict"], "verdict");
+    let mut judged = 0;
     for curve in array(&summary["curves"], "curves") {
         let members: Vec<u64> =
             array(&curve["rows"], "curve rows").iter().map(|r| r.as_u64().expect("row")).collect();
-        assert!(members.iter().all(|&r| (r as usize) < rows), "{curve}");
+        assert!(members.iter().all(|&r| (r as usize) < rows.len()), "{curve}");
+        let disturbed = |row: u64| rows[row as usize]["disturbed"] == true;
         if let Some(spot) = curve["sweet_spot"].as_object() {
             let row = spot["row"].as_u64().expect("sweet spot row");
             assert!(members.contains(&row), "the sweet spot is on its own curve: {curve}");
+            assert!(!disturbed(row), "the sweet spot is an undisturbed point: {curve}");
             assert!(spot["knee_found"].is_boolean() && spot["reason"].is_string(), "{curve}");
-            spots += 1;
+            judged += 1;
+        } else if summary["load_axis"] != "none" && members.iter().all(|&row| disturbed(row)) {
+            let said = verdict
+                .iter()
+                .filter_map(Value::as_str)
+                .any(|l| l.ends_with("no sweet spot: every point was disturbed"));
+            assert!(said, "{verdict:?}");
+            judged += 1;
         }
     }
-    spots
+    judged
 }
 
 fn text(out: &Output) -> String {
@@ -79,15 +92,25 @@ fn sweep_over_qd_on_a_file_marks_one_sweet_spot() {
     assert_eq!(curves.len(), 1);
     assert_eq!(curves[0]["rows"], serde_json::json!([0, 1, 2, 3]));
     assert_eq!(sweet_spots_are_on_their_curves(summary), 1, "exactly one sweet spot");
-    assert!(array(&summary["verdict"], "verdict")[0].as_str().expect("verdict").contains("at qd "));
+    let verdict = array(&summary["verdict"], "verdict");
+    assert!(
+        verdict
+            .iter()
+            .filter_map(Value::as_str)
+            .any(|l| l.contains("at qd ") || l.ends_with("every point was disturbed")),
+        "{verdict:?}"
+    );
     let jobs = array(&report["run"]["jobs"], "jobs");
     assert_eq!(names(jobs), ["qd 1", "qd 2", "qd 4", "qd 8"], "the full run, one job per point");
 
     let out = quick(dir.path(), &["sweep", "t", "--qd", "1,2"]);
     let text = text(&out);
     assert!(text.starts_with("sweep of 2 points: 4KiB random read on t"), "{text}");
-    assert_eq!(marked(&text).len(), 1, "one sweet spot marked: {text}");
-    assert!(text.contains("(* the sweet spot") && text.contains("verdict:"), "{text}");
+    // None on a machine so busy that every point was disturbed; that is said.
+    let spots = if text.contains("no sweet spot: every point was disturbed") { 0 } else { 1 };
+    assert_eq!(marked(&text).len(), spots, "one sweet spot marked: {text}");
+    assert!(spots == 0 || text.contains("(* the sweet spot"), "{text}");
+    assert!(text.contains("verdict:"), "{text}");
 }
 
 #[test]
