@@ -161,9 +161,10 @@ pub fn queue_words(load: &Load<'_>) -> String {
 fn asked_words(load: &Load<'_>) -> String {
     match load.split() {
         Some(_) => format!(
-            "{} requests the job's {} outstanding I/Os became",
+            "{} requests the job's {} outstanding I/O{} became",
             count(load.asked_requests()),
-            count(load.asked)
+            count(load.asked),
+            if load.asked == 1.0 { "" } else { "s" }
         ),
         None => format!("{} the job kept outstanding", count(load.asked)),
     }
