@@ -32,7 +32,7 @@ pub const SLOW_LATENCY_FACTOR: f64 = 2.0;
 pub fn judge_fleet(report: &FleetReport, measured_s: f64) -> Verdict {
     let ran: Vec<&HostResult> = report.hosts.iter().filter(|h| h.status == HostStatus::Ok).collect();
     let (cause, summary) = decide(report, &ran, measured_s);
-    Verdict { cause, summary, evidence: evidence(report, measured_s) }
+    Verdict::of(cause, summary, evidence(report, measured_s))
 }
 
 fn decide(report: &FleetReport, ran: &[&HostResult], measured_s: f64) -> (Bottleneck, String) {

@@ -34,7 +34,7 @@ fn ops(iops: f64, mean_ns: f64) -> OpSummary {
 }
 
 fn verdict(cause: Bottleneck, summary: &str) -> Option<Verdict> {
-    Some(Verdict { cause, summary: summary.into(), evidence: Vec::new() })
+    Some(Verdict::of(cause, summary.into(), Vec::new()))
 }
 
 fn device(util_pct: f64) -> DeviceActivity {

@@ -143,13 +143,10 @@ impl Synth {
             slots: None,
             machine: None,
             devices: Vec::new(),
-            verdict: Verdict {
-                cause: Bottleneck::Undetermined,
-                summary: String::new(),
-                evidence: Vec::new(),
-            },
+            verdict: Verdict::not_judged(),
             histograms: Default::default(),
             verify: None,
+            trial: None,
         }
     }
 }

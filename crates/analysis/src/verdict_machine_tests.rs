@@ -315,6 +315,25 @@ fn steal_is_named() {
 }
 
 #[test]
+fn lanes_asleep_on_a_slow_target_lost_nothing_to_steal_or_busy_cores() {
+    // A FUSE file answering in 20 ms beside two busy loops: the lanes slept on it.
+    let mut job = base();
+    job.groups[0].targets = vec![target("/mnt/fuse/f", None, 50.0)];
+    job.devices.clear();
+    job.cpu.threads[0].busiest_thread_pct = 2.0;
+    job.cpu.threads[0].busiest_demand_pct = 3.0;
+    machine(
+        &mut job,
+        vec![process("yes", 10, 7.5, 0), process("yes", 11, 7.5, 0)],
+        vec![core(0, 100.0, 1.0, 25.0), core(1, 100.0, 1.0, 25.0)],
+    );
+    assert_cause(&job, Bottleneck::Target);
+    // A lane that wanted its core and waited for it did lose to them.
+    job.cpu.threads[0].busiest_demand_pct = 60.0;
+    assert_cause(&job, Bottleneck::Steal);
+}
+
+#[test]
 fn an_io_wq_thread_at_its_limit_is_not_advice_to_raise_the_qd() {
     // zram at QD 32: io_uring serves it in one io-wq thread near 100%; the device idles.
     let mut job = base();

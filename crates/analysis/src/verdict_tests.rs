@@ -138,6 +138,7 @@ fn base() -> JobResult {
         verdict: Verdict::not_judged(),
         histograms: Default::default(),
         verify: None,
+        trial: None,
     }
 }
 
@@ -449,7 +450,8 @@ fn one_io_at_a_time_on_an_idle_device_is_concurrency() {
     *vdb(&mut job) = device("vdb", 55.0, 0.55);
     let v = assert_cause(&job, Bottleneck::Concurrency);
     assert!(v.summary.contains("kept 1 I/O outstanding"), "{}", v.summary);
-    assert!(v.summary.contains("raise --qd or --workers"), "{}", v.summary);
+    // Advice no trial tested is said as a hypothesis.
+    assert!(v.summary.ends_with("Advice, untested: --qd 2."), "{}", v.summary);
 }
 
 #[test]
@@ -543,14 +545,14 @@ fn a_striped_group_shares_its_qd_among_its_devices() {
 // --- missing evidence ---
 
 #[test]
-fn no_device_behind_the_target_and_no_saturation_is_the_target_with_the_sweep_to_run() {
+fn no_device_behind_the_target_and_no_saturation_is_the_target_with_a_deeper_queue_to_try() {
     let mut job = base();
     job.groups[0].targets = vec![target("/mnt/fuse/f", None, IOPS)];
     job.devices.clear();
     let v = assert_cause(&job, Bottleneck::Target);
     assert!(v.summary.contains("waited at /mnt/fuse/f, which no block device"), "{}", v.summary);
     assert!(v.summary.contains("idle 60% of the window"), "{}", v.summary);
-    assert!(v.summary.contains("`iolab sweep /mnt/fuse/f --qd 8..256 --workers 1,2`"), "{}", v.summary);
+    assert!(v.summary.ends_with("Advice, untested: --qd 64."), "{}", v.summary);
     assert!(v.evidence.iter().any(|e| e == "no block device behind /mnt/fuse/f that iolab can read"));
 }
 
@@ -658,5 +660,7 @@ fn the_docs_list_every_rule_in_the_order_it_is_tried() {
     }
 }
 
+#[path = "verdict_advice_tests.rs"]
+mod advice;
 #[path = "verdict_machine_tests.rs"]
 mod machine_rules;

@@ -295,7 +295,7 @@ pub(crate) fn point(seq: u32, plan: &FilesPlan, phase: &PhaseResult, dir: &std::
             stop_reason: stop_reason.to_string(),
         },
         series,
-        verdict: Some(Verdict { cause, summary: phase.verdict.summary.clone(), evidence: Vec::new() }),
+        verdict: Some(Verdict::of(cause, phase.verdict.summary.clone(), Vec::new())),
         histograms: Some(iolab_stats::encoded::EncodedHistograms::encode(&histograms)),
         result: serde_json::to_value(phase).unwrap_or_default(),
     }

@@ -49,6 +49,8 @@ struct Active {
     /// The points that could not be written (each said as it was lost); the run goes on, its
     /// results still reach the output, and the exit code says so.
     lost: Vec<String>,
+    /// The place in the run of each result kept so far, in the order they came (`None`: lost).
+    kept: Vec<Option<u32>>,
 }
 
 impl Recording {
@@ -115,7 +117,16 @@ impl Recording {
             Ok(run) => run,
             Err(e) => return unkept(e),
         };
-        let active = Active { store, run, before, paths, next_seq: 0, resumed: false, lost: Vec::new() };
+        let active = Active {
+            store,
+            run,
+            before,
+            paths,
+            next_seq: 0,
+            resumed: false,
+            lost: Vec::new(),
+            kept: Vec::new(),
+        };
         Ok(Recording { active: Some(active), failed: false })
     }
 
@@ -123,7 +134,16 @@ impl Recording {
     pub fn resume(store: Store, run: RunId, plan: &RunPlan, points: u32) -> Recording {
         let paths = fingerprint_paths(&plan.jobs);
         let before = Environment::capture(&paths);
-        let active = Active { store, run, before, paths, next_seq: points, resumed: true, lost: Vec::new() };
+        let active = Active {
+            store,
+            run,
+            before,
+            paths,
+            next_seq: points,
+            resumed: true,
+            lost: Vec::new(),
+            kept: Vec::new(),
+        };
         Recording { active: Some(active), failed: false }
     }
 
@@ -215,26 +235,54 @@ impl ResultSink for Recording {
             let seq = active.next_seq;
             active.next_seq += 1;
             match active.store.add_point(active.run, &Point::from_job(seq, result, now_unix_s())) {
-                Ok(()) => Some((active, seq)),
+                Ok(()) => {
+                    active.kept.push(Some(seq));
+                    Some((active, seq))
+                }
                 Err(e) => {
                     say!("iolab: error: point '{}' was not kept in the results database: {e}", result.name);
                     active.lost.push(format!("'{}'", result.name));
+                    active.kept.push(None);
                     None
                 }
             }
         });
-        let verdict = iolab_analysis::judge::judge(result);
-        if let Some((active, seq)) = kept {
-            if let Err(e) = active.store.set_verdict(active.run, seq, &verdict) {
-                say!(
-                    "iolab: error: the verdict of point '{}' was not kept in the results database: {e}",
-                    result.name
-                );
-                active.lost.push(format!("the verdict of '{}'", result.name));
-            }
-        }
-        verdict
+        judge_kept(kept, result)
     }
+
+    fn amend_and_judge(&mut self, index: usize, result: &JobResult) -> Verdict {
+        let kept = self.active.as_mut().and_then(|active| {
+            let seq = active.kept.get(index).copied().flatten()?;
+            let Some(trial) = &result.trial else { return Some((active, seq)) };
+            match active.store.set_trial(active.run, seq, trial) {
+                Ok(()) => Some((active, seq)),
+                Err(e) => {
+                    say!(
+                        "iolab: error: the trial of point '{}' was not kept in the results database: {e}",
+                        result.name
+                    );
+                    active.lost.push(format!("the trial of '{}'", result.name));
+                    None
+                }
+            }
+        });
+        judge_kept(kept, result)
+    }
+}
+
+/// Judges `result` and keeps its verdict beside point `seq` of the run, when it was kept.
+fn judge_kept(kept: Option<(&mut Active, u32)>, result: &JobResult) -> Verdict {
+    let verdict = iolab_analysis::judge::judge(result);
+    if let Some((active, seq)) = kept {
+        if let Err(e) = active.store.set_verdict(active.run, seq, &verdict) {
+            say!(
+                "iolab: error: the verdict of point '{}' was not kept in the results database: {e}",
+                result.name
+            );
+            active.lost.push(format!("the verdict of '{}'", result.name));
+        }
+    }
+    verdict
 }
 
 /// The store, if this user may write it: SQLite opens a file it may only read without a word.

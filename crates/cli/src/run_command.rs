@@ -9,7 +9,7 @@ use iolab_report::{blend_json, blend_text, rated_text, render_json, render_text}
 use iolab_runner::{run_jobs, OnFailedStart};
 use iolab_spec::{resolve, RunPlan};
 use iolab_stats::result::RunReport;
-use iolab_studies::{plan, scale};
+use iolab_studies::{plan, scale, trial};
 
 use crate::args::{RunArgs, StoreArgs};
 use crate::exit::say;
@@ -41,10 +41,17 @@ fn measure(args: RunArgs, store: &StoreArgs, place: &mut Place<'_>) -> Result<Ex
     }
     let rated = args.rated.as_deref().map(crate::rated_input::load_rated).transpose().map_err(exit::usage)?;
     let plan = plan::repeated(plan, args.repeat);
+    let confirm = !args.no_confirm;
     Ok(Measurement::new("run", &plan).run(
         store,
         place,
-        |lab, progress| run_jobs(lab, &plan, OnFailedStart::Stop, progress),
+        |lab, progress| {
+            let failed = run_jobs(lab, &plan, OnFailedStart::Stop, progress)?;
+            if confirm {
+                trial::test_advice(lab, progress)?;
+            }
+            Ok(failed)
+        },
         |failed, report| {
             let mut rendered = if plan.output.json { render_json(report) } else { render_text(report) };
             if let Some(rated) = &rated {

@@ -7,23 +7,8 @@ mod common;
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-use common::faulty_fs::{Fault, Mounted};
+use common::faulty_fs::{mount_or_skip as mount, Fault, Mounted};
 use common::{iolab, json, stderr};
-
-fn mount(fault: Fault) -> Option<Mounted> {
-    if !common::is_root() || !std::path::Path::new("/dev/fuse").exists() {
-        let missing = if common::is_root() { common::Missing::Fuse } else { common::Missing::Root };
-        common::skip!(missing, "needs root and /dev/fuse to mount a FUSE test filesystem");
-        return None;
-    }
-    match Mounted::new(fault) {
-        Ok(mounted) => Some(mounted),
-        Err(e) => {
-            common::skip!(common::Missing::Fuse, "cannot mount a FUSE filesystem here: {e}");
-            None
-        }
-    }
-}
 
 fn run_on(mounted: &Mounted, extra: &[&str], limit: Duration) -> Option<std::process::Output> {
     let mut command = iolab();

@@ -107,7 +107,7 @@ fn spec() -> JobSpec {
 }
 
 fn verdict(cause: Bottleneck) -> Verdict {
-    Verdict { cause, summary: format!("{} on its own", cause.name()), evidence: Vec::new() }
+    Verdict::of(cause, format!("{} on its own", cause.name()), Vec::new())
 }
 
 /// The result an agent would hand over for `own`, measured over `measured_s`, its window
@@ -220,6 +220,7 @@ fn agent_result(own: &Recorded, measured_s: f64, start: u64, job: &JobSpec) -> A
         fleet: None,
         histograms: all.clone(),
         verify: None,
+        trial: None,
     };
     AgentResult {
         histograms: EncodedHistograms::encode(&result.histograms),

@@ -60,11 +60,7 @@ fn host(name: &str, hostname: &str, iops: f64) -> HostResult {
         errors: 0,
         devices: Vec::new(),
         machine: None,
-        verdict: Some(Verdict {
-            cause: Bottleneck::SubmittingCpu,
-            summary: "a worker was 99% busy".into(),
-            evidence: Vec::new(),
-        }),
+        verdict: Some(Verdict::of(Bottleneck::SubmittingCpu, "a worker was 99% busy".into(), Vec::new())),
         link_mb_s: Some(1180.0),
     }
 }

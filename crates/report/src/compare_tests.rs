@@ -356,8 +356,7 @@ fn the_summary_over_many_points_is_the_geometric_mean() {
 fn the_summary_leaves_out_points_another_load_disturbed_and_says_how_many() {
     let disturbed = |mut point: Point| {
         let cause = iolab_stats::result::Bottleneck::OtherLoad;
-        point.verdict =
-            Some(iolab_stats::result::Verdict { cause, summary: "Another load.".into(), evidence: vec![] });
+        point.verdict = Some(iolab_stats::result::Verdict::of(cause, "Another load.".into(), vec![]));
         point
     };
     let a = input("A", vec![flat(0, "qd1", 100.0, 10_000), flat(1, "qd2", 100.0, 10_000)]);

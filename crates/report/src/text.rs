@@ -509,11 +509,11 @@ mod tests {
 
     #[test]
     fn the_verdict_names_the_cause_and_indents_its_evidence() {
-        let verdict = Verdict {
-            cause: Bottleneck::Device,
-            summary: "vda was busy 97% of the window.".into(),
-            evidence: vec!["vda: busy 97%".into(), "cores busy 20% 10%".into()],
-        };
+        let verdict = Verdict::of(
+            Bottleneck::Device,
+            "vda was busy 97% of the window.".into(),
+            vec!["vda: busy 97%".into(), "cores busy 20% 10%".into()],
+        );
         let mut out = String::new();
         verdict_text(&mut out, &verdict);
         assert_eq!(

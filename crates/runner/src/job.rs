@@ -351,6 +351,7 @@ fn assemble(
         fleet: None,
         histograms: all,
         verify: None,
+        trial: None,
     }
 }
 

@@ -145,11 +145,7 @@ impl<'a> Lab<'a> {
             }
             None => observer,
         };
-        let paths: Vec<Vec<String>> = targets
-            .iter()
-            .map(|group| group.iter().map(|t| t.path.display().to_string()).collect())
-            .collect();
-        observer.starting(job, &paths);
+        observer.starting(job, &target_paths(targets));
         let mut result = match self.remote.as_mut() {
             Some(remote) => remote.run(job, self.interrupt, observer)?,
             None => {
@@ -162,6 +158,30 @@ impl<'a> Lab<'a> {
         }
         self.jobs.push(result);
         Ok(self.jobs.last().expect("just pushed"))
+    }
+
+    /// Runs `job` to learn something about a job already run (a trial of its verdict's
+    /// advice): neither kept nor judged, and not part of the report.
+    pub fn try_out(&mut self, job: &JobSpec, observer: &mut dyn Observer) -> Result<JobResult, RunError> {
+        if self.remote.is_some() {
+            return Err(RunError::Invalid(
+                "a trial runs in a lab here, not on a fleet (a bug in iolab)".into(),
+            ));
+        }
+        let targets = self.prepare(job, observer)?;
+        observer.starting(job, &target_paths(&targets));
+        prepare::check_buffer_memory(std::slice::from_ref(job))?;
+        run_job(job, &targets, None, self.interrupt, observer)
+    }
+
+    /// Applies `amend` to the result of job `index` (a fact measured after it) and has the
+    /// sink keep the amended result and judge it again.
+    pub fn amend(&mut self, index: usize, amend: impl FnOnce(&mut JobResult)) {
+        let Some(result) = self.jobs.get_mut(index) else { return };
+        amend(result);
+        if let Some(sink) = self.sink.as_mut() {
+            result.verdict = sink.amend_and_judge(index, result);
+        }
     }
 
     /// Prepares and runs one job.
@@ -253,6 +273,11 @@ impl<'a> Lab<'a> {
             jobs: self.jobs,
         }
     }
+}
+
+/// Each group's target paths, as an observer hears them.
+fn target_paths(targets: &[Vec<PreparedTarget>]) -> Vec<Vec<String>> {
+    targets.iter().map(|group| group.iter().map(|t| t.path.display().to_string()).collect()).collect()
 }
 
 fn unix_now_s() -> u64 {

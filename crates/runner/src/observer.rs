@@ -112,4 +112,8 @@ impl Observer for Silent {
 /// never judges: the verdict answered here is the one the lab sets on the result it holds.
 pub trait ResultSink {
     fn keep_and_judge(&mut self, job: &JobSpec, result: &JobResult) -> Verdict;
+
+    /// The result of the `index`th job this sink kept, with a fact measured after it (a trial
+    /// of its verdict's advice): kept in place of what was kept, then judged again.
+    fn amend_and_judge(&mut self, index: usize, result: &JobResult) -> Verdict;
 }

@@ -5,6 +5,7 @@
 //! the merge. Values are recorded in nanoseconds with 3 significant digits (hdrhistogram), so a
 //! reported percentile is within 0.1% of the true latency of that rank.
 
+pub mod advice;
 pub mod central;
 pub mod cpu;
 pub mod data;

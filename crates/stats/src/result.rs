@@ -100,6 +100,10 @@ pub struct JobResult {
     /// What `--verify` found (docs/verify.md); `None` without it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub verify: Option<crate::verify::VerifySummary>,
+    /// The short run at the setting the verdict advised, after the job (`iolab run`); `None`
+    /// when none ran.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trial: Option<crate::advice::Trial>,
 }
 
 impl JobResult {
@@ -505,11 +509,19 @@ pub struct Verdict {
     pub summary: String,
     /// The figures behind it, one per line.
     pub evidence: Vec<String>,
+    /// The setting the verdict advises, and whether a trial confirmed it; `None`: no advice.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub advice: Option<crate::advice::Advice>,
 }
 
 impl Verdict {
     /// A measured result's verdict until it is judged (after it is kept; never by the runner).
     pub fn not_judged() -> Verdict {
-        Verdict { cause: Bottleneck::Undetermined, summary: String::new(), evidence: Vec::new() }
+        Verdict::of(Bottleneck::Undetermined, String::new(), Vec::new())
+    }
+
+    /// A verdict that advises nothing.
+    pub fn of(cause: Bottleneck, summary: String, evidence: Vec<String>) -> Verdict {
+        Verdict { cause, summary, evidence, advice: None }
     }
 }

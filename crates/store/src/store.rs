@@ -3,6 +3,7 @@
 
 use std::path::{Path, PathBuf};
 
+use iolab_stats::advice::Trial;
 use iolab_stats::result::Verdict;
 use rusqlite::{params, Connection, OptionalExtension, Row, TransactionBehavior};
 use serde::de::DeserializeOwned;
@@ -111,6 +112,23 @@ impl Store {
                 "UPDATE points SET verdict = ?3, result = json_set(result, '$.verdict', json(?3))
                  WHERE run_id = ?1 AND seq = ?2",
                 params![run, seq, verdict],
+            )?;
+            match updated {
+                1 => Ok(()),
+                _ => Err(rusqlite::Error::QueryReturnedNoRows),
+            }
+        })
+        .map_err(|e| classify(&path, e))
+    }
+
+    /// Adds to point `seq` of `run` the trial run after it (of its verdict's advice), in its
+    /// whole result, where judging it again finds it.
+    pub fn set_trial(&mut self, run: RunId, seq: u32, trial: &Trial) -> Result<(), StoreError> {
+        let path = self.path.clone();
+        self.write(|tx| {
+            let updated = tx.execute(
+                "UPDATE points SET result = json_set(result, '$.trial', json(?3)) WHERE run_id = ?1 AND seq = ?2",
+                params![run, seq, to_json(trial)],
             )?;
             match updated {
                 1 => Ok(()),

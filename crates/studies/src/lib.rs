@@ -17,6 +17,7 @@ pub mod rounds;
 pub mod scale;
 pub mod suite;
 pub mod sweep;
+pub mod trial;
 
 #[cfg(test)]
 mod tests;

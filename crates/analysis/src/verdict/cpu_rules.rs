@@ -7,10 +7,13 @@ use iolab_stats::machine::{CpuOwner, OwnerKind};
 use iolab_stats::result::Bottleneck;
 use iolab_stats::threads::ThreadClass;
 
+use iolab_stats::advice::Change;
+
+use super::advice;
 use super::evidence::{device_line, machine_line, worker_line};
 use super::facts::{Facts, STARVED_SHARE};
 use super::words::owner;
-use super::Finding;
+use super::{Finding, Hypothesis};
 use crate::cpu::{self, MACHINE_SATURATED_PCT, SATURATED_PCT};
 
 /// A single kernel thread at this share of one core or more is at its limit: kernel threads
@@ -69,11 +72,12 @@ pub fn io_wq_thread_at_limit(facts: &Facts<'_>) -> Option<Finding> {
     Finding::new(
         Bottleneck::KernelCpu,
         format!(
-            "An io-wq kernel thread of iolab's ran at {:.0}% of one core: io_uring could not issue these requests inline (a synchronous device such as zram, buffered I/O, or a full queue) and served them in its worker threads, which were the limit; more --workers (each ring has its own) or --engine psync spread that work over more threads.",
+            "An io-wq kernel thread of iolab's ran at {:.0}% of one core: io_uring could not issue these requests inline (a synchronous device such as zram, buffered I/O, or a full queue) and served them in its worker threads, which were the limit.",
             io_wq.busiest_thread_pct
         ),
         Vec::new(),
     )
+    .map(|f| f.advising(advice::more_lanes(facts.job)))
 }
 
 /// A core saturated mostly by hardirq and softirq work: completions piled onto one CPU.
@@ -106,10 +110,12 @@ pub fn interrupt_cpu(facts: &Facts<'_>) -> Option<Finding> {
     )
 }
 
-/// The hypervisor took a large share of the VM's CPU.
+/// The hypervisor took a large share of the VM's CPU, and the lanes did not sleep it through on
+/// a slow target (the target's rule judges those).
 pub fn steal(facts: &Facts<'_>) -> Option<Finding> {
     let steal = facts.steal_pct();
-    (steal >= STEAL_PCT).then(|| Finding {
+    (steal >= STEAL_PCT && !lanes_asleep_on_a_target(facts)).then(|| Finding {
+        advice: None,
         cause: Bottleneck::Steal,
         summary: format!("The hypervisor took {steal:.0}% of this VM's CPU time (steal): its CPUs were not all its own, so these figures say as much about the host's other guests as about the device; measure on a quiet host or with dedicated CPUs."),
         lead: Vec::new(),
@@ -131,8 +137,9 @@ pub fn submitting_thread(facts: &Facts<'_>) -> Option<Finding> {
     if kernel >= 50.0 {
         summary.push_str(&format!(", {kernel:.0}% of it in the kernel (system calls, and for a synchronous device such as zram the I/O itself)"));
     }
-    summary.push_str("; add --workers or use a cheaper engine.");
+    summary.push('.');
     Finding::new(Bottleneck::SubmittingCpu, summary, worker_line(facts).into_iter().collect())
+        .map(|f| f.advising(advice::more_lanes(facts.job)))
 }
 
 /// Who held the machine's cores in the window, in core-seconds.
@@ -239,11 +246,20 @@ impl<'a> Holders<'a> {
     }
 }
 
-/// The cores were saturated: named by who held them.
+/// Lanes that slept waiting for a target no block device serves (each running or waiting for a
+/// CPU under a tenth of the window): the cores, however busy, did not hold them back.
+fn lanes_asleep_on_a_target(facts: &Facts<'_>) -> bool {
+    !facts.unseen.is_empty()
+        && facts
+            .class(ThreadClass::Worker)
+            .is_some_and(|w| w.busiest_demand_pct.max(w.busiest_thread_pct) < CROWDED_WAIT_PCT)
+}
+
+/// The cores were saturated: named by who held them (unless the lanes slept on their target).
 pub fn saturated_machine(facts: &Facts<'_>) -> Option<Finding> {
     let job = facts.job;
     let machine = cpu::machine_busy_pct(job);
-    if machine < MACHINE_SATURATED_PCT || job.measured_s <= 0.0 {
+    if machine < MACHINE_SATURATED_PCT || job.measured_s <= 0.0 || lanes_asleep_on_a_target(facts) {
         return None;
     }
     let cores = job.cpu.machine_busy_pct.len();
@@ -291,7 +307,7 @@ pub fn saturated_machine(facts: &Facts<'_>) -> Option<Finding> {
     }
     Finding::new(
         Bottleneck::SubmittingCpu,
-        format!("{head}, mostly with iolab's submitting threads: the CPU, not the device, was the limit; a cheaper engine or fewer threads per core would help."),
+        format!("{head}, mostly with iolab's submitting threads: the CPU, not the device, was the limit."),
         evidence,
     )
 }
@@ -320,9 +336,10 @@ pub fn crowded_lane(facts: &Facts<'_>) -> Option<Finding> {
     if cores > 0 && threads > cores {
         return Finding::new(
             Bottleneck::SubmittingCpu,
-            format!("{head}: iolab ran {threads} submitting threads on {cores} cores, which took turns; fewer threads (a deeper queue each) would cost less."),
+            format!("{head}: iolab ran {threads} submitting threads on {cores} cores, which took turns."),
             worker_line(facts).into_iter().collect(),
-        );
+        )
+        .map(|f| f.advising(advice::fewer_lanes(facts.job)));
     }
     None
 }
@@ -336,7 +353,8 @@ pub fn sqpoll_starving(facts: &Facts<'_>) -> Option<Finding> {
         && facts.loads.iter().all(|l| !l.busy() && l.activity.avg_queue < l.asked_requests() * STARVED_SHARE);
     (sqpoll >= SATURATED_PCT && starving).then(|| Finding {
         cause: Bottleneck::KernelCpu,
-        summary: format!("The SQPOLL kernel thread was {sqpoll:.0}% busy while the devices held under half of the job's outstanding I/Os: requests waited to be submitted; compare with --sqpoll off (SQPOLL also spins while idle)."),
+        summary: format!("The SQPOLL kernel thread was {sqpoll:.0}% busy while the devices held under half of the job's outstanding I/Os: requests waited to be submitted (SQPOLL also spins while idle, so its 100% alone proves nothing)."),
+        advice: Some(Hypothesis { change: Change::Sqpoll { on: false }, if_confirmed: None, if_refuted: None }),
         lead: facts.loads.iter().map(device_line).collect(),
     })
 }

@@ -20,6 +20,7 @@ pub const PUNTED_SHARE: f64 = 0.5;
 
 pub fn nothing_completed(facts: &Facts<'_>) -> Option<Finding> {
     (facts.job.total.ios == 0).then(|| Finding {
+        advice: None,
         cause: Bottleneck::Undetermined,
         summary: "No I/O completed in the measured window, so there is nothing to judge.".into(),
         lead: Vec::new(),
@@ -108,6 +109,7 @@ fn generator_fell_behind(facts: &Facts<'_>, latest_ns: u64) -> Option<Finding> {
 
 pub fn null_engine(facts: &Facts<'_>) -> Option<Finding> {
     facts.null.then(|| Finding {
+        advice: None,
         cause: Bottleneck::SubmittingCpu,
         summary: "The null engine does no I/O: the figures measure iolab's own cost per I/O, so the run is CPU-bound by construction.".into(),
         lead: vec![format!("{:.3} us of CPU per I/O", facts.job.cpu.us_per_io)],
@@ -311,6 +313,7 @@ pub fn device_busy(facts: &Facts<'_>) -> Option<Finding> {
         // more: that is the job's concurrency, even for a disk, which reorders a queue.
         let one_at_a_time = load.asked <= 1.0;
         (load.held() && !one_at_a_time).then(|| Finding {
+            advice: None,
             cause: Bottleneck::Device,
             summary: format!("{} was busy {:.0}% of the window with the job's requests waiting in it, not in iolab; utilization alone does not prove saturation for a device that serves requests in parallel (SSD, NVMe): a QD sweep does.", load.name(), load.busy_pct()),
             lead: vec![device_line(load)],

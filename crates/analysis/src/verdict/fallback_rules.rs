@@ -6,11 +6,12 @@ use iolab_stats::format::latency;
 use iolab_stats::result::Bottleneck;
 use iolab_stats::threads::ThreadClass;
 
+use super::advice;
 use super::cpu_rules::DEMAND_SATURATED_PCT;
 use super::evidence::device_line;
 use super::facts::Facts;
 use super::words::count;
-use super::Finding;
+use super::{Finding, Hypothesis};
 
 /// A submitting thread busy this share of the window or more sets the pace of its slots.
 pub const LANE_BUSY_PCT: f64 = 50.0;
@@ -23,6 +24,7 @@ const SCRATCH_PREFIX: &str = "iolab-scratch-";
 
 pub fn no_cpu_figures(facts: &Facts<'_>) -> Option<Finding> {
     (!facts.cpu_known).then(|| Finding {
+        advice: None,
         cause: Bottleneck::Undetermined,
         summary:
             "No CPU figures were taken, so a saturated core cannot be ruled out and nothing else stood out."
@@ -46,14 +48,32 @@ pub fn target_without_device(facts: &Facts<'_>) -> Option<Finding> {
         ),
         None => String::new(),
     };
-    Finding::new(
-        Bottleneck::Target,
-        format!(
-            "No CPU was saturated and iolab's busiest submitting thread was idle {idle:.0}% of the window, waiting for completions: the outstanding I/Os waited at {path}{split}, which no block device of this machine serves (a FUSE, network or btrfs filesystem), so the target (the filesystem or its server) is the limit at this load; whether it is saturated is a question for `{}`.",
-            sweep_command(facts)
-        ),
-        Vec::new(),
-    )
+    let head = format!(
+        "No CPU was saturated and iolab's busiest submitting thread was idle {idle:.0}% of the window, waiting for completions: the outstanding I/Os waited at {path}{split}, which no block device of this machine serves (a FUSE, network or btrfs filesystem), so the target (the filesystem or its server) set the pace at this load"
+    );
+    // Whether it was saturated, or served more at once than the job asked, a deeper queue tells.
+    let Some(change) = advice::deeper_queue(facts.job) else {
+        return Finding::new(
+            Bottleneck::Target,
+            format!("{head}; whether it is saturated is a question for `{}`.", sweep_command(facts)),
+            Vec::new(),
+        );
+    };
+    let advice = Hypothesis {
+        change,
+        if_confirmed: Some((
+            Bottleneck::Concurrency,
+            "the target serves more requests at once, so the job's own outstanding I/Os were the limit"
+                .into(),
+        )),
+        if_refuted: Some((Bottleneck::Target, format!("{path} serves no more at once: it was saturated"))),
+    };
+    Some(Finding {
+        cause: Bottleneck::Target,
+        summary: format!("{head}."),
+        lead: Vec::new(),
+        advice: Some(advice),
+    })
 }
 
 /// A device busy all the time that held too few of the job's outstanding I/Os, while no CPU was
@@ -73,14 +93,15 @@ pub fn device_busy_not_holding(facts: &Facts<'_>) -> Option<Finding> {
             return Finding::new(
                 Bottleneck::SubmittingCpu,
                 format!(
-                    "{} held {held:.1} of the {} outstanding I/Os on average; {in_iolab:.1} were reaped and waiting in iolab to be handed over again (a slot's mean gap {}) and {outside:.1} were in the kernel outside the device (being submitted, or completed and not yet reaped), because the submitting thread ({:.0}% busy, {kernel:.0}% of that in the kernel: its system calls) hands requests over and reaps completions in turns: the lane, not the device, kept them out; a larger --submit-batch (fewer system calls per I/O) or more --workers would keep the device fuller.",
+                    "{} held {held:.1} of the {} outstanding I/Os on average; {in_iolab:.1} were reaped and waiting in iolab to be handed over again (a slot's mean gap {}) and {outside:.1} were in the kernel outside the device (being submitted, or completed and not yet reaped), because the submitting thread ({:.0}% busy, {kernel:.0}% of that in the kernel: its system calls) hands requests over and reaps completions in turns: the lane, not the device, kept them out.",
                     load.name(),
                     count(load.asked),
                     latency(slots.mean_gap_ns),
                     worker.busiest_thread_pct
                 ),
                 vec![device_line(load)],
-            );
+            )
+            .map(|f| f.advising(advice::more_lanes(facts.job)));
         }
     }
     Finding::new(
@@ -110,11 +131,12 @@ pub fn concurrency(facts: &Facts<'_>) -> Option<Finding> {
     }
     let asked: f64 = facts.loads.iter().map(|l| l.asked).sum();
     let summary = match facts.loads.iter().find(|l| l.busy()) {
-        Some(load) if load.asked <= 1.0 => format!("Nothing was saturated: {} was busy {:.0}% of the window but with one request at a time, and a device that serves requests in parallel can do more at once; raise --qd or --workers.", load.name(), load.busy_pct()),
+        Some(load) if load.asked <= 1.0 => format!("Nothing was saturated: {} was busy {:.0}% of the window but with one request at a time, and a device that serves requests in parallel can do more at once.", load.name(), load.busy_pct()),
         Some(_) => return None,
-        None => format!("Nothing was saturated: the job kept {} I/O{} outstanding and the devices were idle part of the time; raise --qd or --workers.", count(asked), if asked == 1.0 { "" } else { "s" }),
+        None => format!("Nothing was saturated: the job kept {} I/O{} outstanding and the devices were idle part of the time.", count(asked), if asked == 1.0 { "" } else { "s" }),
     };
     Finding::new(Bottleneck::Concurrency, summary, Vec::new())
+        .map(|f| f.advising(advice::deeper_queue(facts.job)))
 }
 
 /// When no rule holds: say what is missing and what to run next.
@@ -128,7 +150,7 @@ pub fn undetermined(facts: &Facts<'_>) -> Finding {
             sweep_command(facts)
         )
     };
-    Finding { cause: Bottleneck::Undetermined, summary, lead: Vec::new() }
+    Finding { cause: Bottleneck::Undetermined, summary, lead: Vec::new(), advice: None }
 }
 
 /// "iolab sweep /dev/loop0 --qd 8..256 --workers 1,2": the sweep that answers what one job

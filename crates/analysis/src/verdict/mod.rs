@@ -10,6 +10,7 @@
 //! that were the wall are named by who held them; and "raise --qd" is advice only once nothing
 //! was saturated, the device idled, and no kernel thread of iolab's was at its limit.
 
+mod advice;
 mod cpu_rules;
 mod device_rules;
 mod evidence;
@@ -18,8 +19,10 @@ mod fallback_rules;
 mod limit_rules;
 mod words;
 
+use iolab_stats::advice::Change;
 use iolab_stats::result::{Bottleneck, JobResult, Verdict};
 
+pub use advice::CONFIRMING_GAIN_PCT;
 pub use cpu_rules::KERNEL_THREAD_LIMIT_PCT;
 pub use device_rules::{GENERATOR_WAIT_PCT, LATE_START_NS};
 pub use facts::same_disk;
@@ -29,16 +32,35 @@ pub use facts::{
     HELD_SHARE, PUNTED_FULL_QUEUE_SHARE, STARVED_SHARE,
 };
 
-/// What a rule found: the cause, one sentence, and the figures that decided it (shown first).
+/// What a rule found: the cause, one sentence, the figures that decided it (shown first), and
+/// the setting it says would lift the limit (a hypothesis the job's trial tests).
 pub struct Finding {
     pub cause: Bottleneck,
     pub summary: String,
     pub lead: Vec<String>,
+    pub advice: Option<Hypothesis>,
+}
+
+/// A change the finding says would lift the limit, and what a trial of it would show.
+pub struct Hypothesis {
+    pub change: Change,
+    /// The cause a confirming trial shows, with why, when it is not the finding's own.
+    pub if_confirmed: Option<(Bottleneck, String)>,
+    /// The cause a refuting trial shows, with why; `None`: undetermined, with what the figures
+    /// ruled out.
+    pub if_refuted: Option<(Bottleneck, String)>,
 }
 
 impl Finding {
     fn new(cause: Bottleneck, summary: String, lead: Vec<String>) -> Option<Finding> {
-        Some(Finding { cause, summary, lead })
+        Some(Finding { cause, summary, lead, advice: None })
+    }
+
+    /// The finding, advising `change` (none when the job has no such setting to change): a
+    /// trial that gains confirms it, one that does not leaves the cause undetermined.
+    fn advising(self, change: Option<Change>) -> Finding {
+        let advice = change.map(|change| Hypothesis { change, if_confirmed: None, if_refuted: None });
+        Finding { advice, ..self }
     }
 }
 
@@ -80,6 +102,7 @@ pub fn judge(job: &JobResult) -> Verdict {
         .iter()
         .find_map(|(_, rule)| rule(&facts))
         .unwrap_or_else(|| fallback_rules::undetermined(&facts));
+    let (finding, advice) = advice::settle(finding, &facts);
     // What the summary or the rule's own lines already say is not said again.
     let rest: Vec<String> = evidence::lines(&facts)
         .into_iter()
@@ -89,6 +112,7 @@ pub fn judge(job: &JobResult) -> Verdict {
         cause: finding.cause,
         summary: finding.summary,
         evidence: finding.lead.into_iter().chain(rest).collect(),
+        advice,
     }
 }
 

@@ -234,6 +234,12 @@ pub struct RunArgs {
     #[arg(long, value_name = "FIGURES|FILE")]
     pub rated: Option<String>,
 
+    /// Do not test the verdict's advice: by default, a job whose verdict advises a change
+    /// (--qd, --workers, --sqpoll) runs about a second more at that setting, and the verdict
+    /// says whether it gained what was advised (docs/bottleneck-verdict.md).
+    #[arg(long)]
+    pub no_confirm: bool,
+
     #[command(flatten)]
     pub workload: WorkloadArgs,
 

@@ -1,10 +1,10 @@
-//! A one-file FUSE filesystem whose reads fail or never answer on demand: the stand-in for a
-//! failing or stuck device on machines without device-mapper.
+//! A one-file FUSE filesystem whose reads fail, never answer, or answer slowly on demand: the
+//! stand-in for a failing, stuck or slow device on machines without device-mapper.
 
 use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Mutex;
+use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, UNIX_EPOCH};
 
 use fuser::{
@@ -24,12 +24,17 @@ pub enum Fault {
     HangAfter(u64),
     /// Every read is answered this long after it came (a device slower than a short window).
     Slow(Duration),
+    /// Every read takes `delay` on one of `channels`, answered in turn: a server of known
+    /// parallelism (more outstanding reads than channels only wait for one).
+    Channels { delay: Duration, channels: u32 },
 }
 
 struct FaultyFs {
     fault: Fault,
     reads: AtomicU64,
     held: Mutex<Vec<ReplyData>>,
+    /// The channels free now (`Fault::Channels`).
+    free: Arc<(Mutex<u32>, Condvar)>,
 }
 
 fn attr(ino: u64, kind: FileType, size: u64) -> FileAttr {
@@ -99,10 +104,42 @@ impl Filesystem for FaultyFs {
                     reply.data(&vec![0x5a; len]);
                 });
             }
+            Fault::Channels { delay, .. } => {
+                let len = size.min(FILE_SIZE.saturating_sub(offset) as u32) as usize;
+                let free = Arc::clone(&self.free);
+                std::thread::spawn(move || {
+                    let (count, freed) = &*free;
+                    let mut available =
+                        freed.wait_while(count.lock().expect("lock"), |n| *n == 0).expect("lock");
+                    *available -= 1;
+                    drop(available);
+                    std::thread::sleep(delay);
+                    *count.lock().expect("lock") += 1;
+                    freed.notify_one();
+                    reply.data(&vec![0x5a; len]);
+                });
+            }
             _ => {
                 let len = size.min(FILE_SIZE.saturating_sub(offset) as u32) as usize;
                 reply.data(&vec![0x5a; len]);
             }
+        }
+    }
+}
+
+/// The filesystem mounted with `fault`, or `None` (said as a skip) where this machine cannot
+/// mount it: FUSE needs root and /dev/fuse.
+pub fn mount_or_skip(fault: Fault) -> Option<Mounted> {
+    if !super::is_root() || !Path::new("/dev/fuse").exists() {
+        let missing = if super::is_root() { super::Missing::Fuse } else { super::Missing::Root };
+        super::skip!(missing, "needs root and /dev/fuse to mount a FUSE test filesystem");
+        return None;
+    }
+    match Mounted::new(fault) {
+        Ok(mounted) => Some(mounted),
+        Err(e) => {
+            super::skip!(super::Missing::Fuse, "cannot mount a FUSE filesystem here: {e}");
+            None
         }
     }
 }
@@ -119,7 +156,9 @@ impl Mounted {
         let mut config = Config::default();
         config.mount_options.push(MountOption::FSName("iolab-faulty".into()));
         config.n_threads = Some(2);
-        let fs = FaultyFs { fault, reads: AtomicU64::new(0), held: Mutex::new(Vec::new()) };
+        let channels = if let Fault::Channels { channels, .. } = fault { channels } else { 0 };
+        let free = Arc::new((Mutex::new(channels), Condvar::new()));
+        let fs = FaultyFs { fault, reads: AtomicU64::new(0), held: Mutex::new(Vec::new()), free };
         let session = fuser::spawn_mount(fs, dir.path(), &config)?;
         Ok(Mounted { dir, session: Some(session) })
     }

@@ -1,0 +1,149 @@
+//! Advice as a tested hypothesis: each advising rule names the change, the job's trial at it
+//! confirms or refutes the finding, and advice no trial tested is said as untested.
+
+use iolab_stats::advice::{Change, Outcome, Trial};
+use iolab_stats::result::LatencySummary;
+
+use super::*;
+
+/// The job's mean latency, so a trial's can be compared with it.
+const MEAN_NS: f64 = 100_000.0;
+
+fn with_latency(job: &mut JobResult) {
+    job.total.latency = Some(LatencySummary {
+        min_ns: 10_000,
+        mean_ns: MEAN_NS,
+        stdev_ns: 1.0,
+        max_ns: 1_000_000,
+        percentiles: Vec::new(),
+        within: Vec::new(),
+    });
+}
+
+fn trial(change: Change, gain: f64, latency: f64) -> Option<Trial> {
+    Some(Trial {
+        change,
+        measured_s: 1.0,
+        iops: IOPS * gain,
+        mean_latency_ns: MEAN_NS * latency,
+        failed: None,
+    })
+}
+
+/// QD 1 on a device half idle: the concurrency rule, advising QD 2.
+fn one_at_a_time() -> JobResult {
+    let mut job = base();
+    qd(&mut job, 1);
+    *vdb(&mut job) = device("vdb", 55.0, 0.55);
+    with_latency(&mut job);
+    job
+}
+
+const QD_2: Change = Change::QueueDepth { qd: 2 };
+
+#[test]
+fn a_trial_that_gains_confirms_the_advice_with_its_figures() {
+    let mut job = one_at_a_time();
+    job.trial = trial(QD_2, 1.38, 1.1);
+    let v = assert_cause(&job, Bottleneck::Concurrency);
+    assert!(
+        v.summary
+            .ends_with("Confirmed: --qd 2 gave +38% IOPS (69,000 against 50,000) at 1.1x the mean latency."),
+        "{}",
+        v.summary
+    );
+    let advice = v.advice.expect("advice");
+    assert_eq!(advice.change, QD_2);
+    assert!(
+        matches!(advice.outcome, Outcome::Confirmed { iops_gain_pct, .. } if (iops_gain_pct - 38.0).abs() < 0.01)
+    );
+}
+
+#[test]
+fn a_trial_that_gains_too_little_leaves_the_cause_undetermined_with_what_was_ruled_out() {
+    let mut job = one_at_a_time();
+    // Under the 10% bar: run-to-run noise, not the limit lifted.
+    job.trial = trial(QD_2, 1.05, 1.9);
+    let v = assert_cause(&job, Bottleneck::Undetermined);
+    assert!(
+        v.summary.starts_with("Not confirmed: --qd 2 gave +5% IOPS (52,500 against 50,000) at 1.9x the mean latency, so the limit the figures pointed to (concurrency) was not it; ruled out: a saturated core (the busiest was 45% busy)"),
+        "{}",
+        v.summary
+    );
+    assert!(
+        v.summary.contains("vdb (busy 55%, holding 0.6 of the job's 1 outstanding I/Os)"),
+        "{}",
+        v.summary
+    );
+    assert!(v.evidence[0].starts_with("the hypothesis tested: Nothing was saturated"), "{:?}", v.evidence);
+    assert!(matches!(v.advice.expect("advice").outcome, Outcome::NotConfirmed { .. }));
+}
+
+#[test]
+fn a_trial_of_another_setting_or_one_that_failed_leaves_the_advice_untested() {
+    let mut job = one_at_a_time();
+    job.trial = trial(Change::QueueDepth { qd: 8 }, 3.0, 1.0);
+    let v = assert_cause(&job, Bottleneck::Concurrency);
+    assert!(v.summary.ends_with("Advice, untested: --qd 2."), "{}", v.summary);
+    assert_eq!(v.advice.expect("advice").outcome, Outcome::Untested);
+
+    job.trial = Some(Trial { failed: Some("3 I/O errors".into()), ..trial(QD_2, 3.0, 1.0).expect("trial") });
+    let v = assert_cause(&job, Bottleneck::Concurrency);
+    assert!(
+        v.summary.ends_with("Advice, untested (its trial failed: 3 I/O errors): --qd 2."),
+        "{}",
+        v.summary
+    );
+}
+
+#[test]
+fn a_target_without_a_device_is_decided_by_its_trial() {
+    let mut job = base();
+    job.groups[0].targets = vec![target("/mnt/fuse/f", None, IOPS)];
+    job.devices.clear();
+    with_latency(&mut job);
+    let deeper = Change::QueueDepth { qd: 64 };
+    job.trial = trial(deeper, 1.9, 1.05);
+    let v = assert_cause(&job, Bottleneck::Concurrency);
+    assert!(
+        v.summary.ends_with("Confirmed: --qd 64 gave +90% IOPS (95,000 against 50,000) at 1.1x the mean latency: the target serves more requests at once, so the job's own outstanding I/Os were the limit."),
+        "{}",
+        v.summary
+    );
+    job.trial = trial(deeper, 1.0, 2.0);
+    let v = assert_cause(&job, Bottleneck::Target);
+    assert!(v.summary.ends_with("Tested: --qd 64 gave +0% IOPS (50,000 against 50,000) at 2.0x the mean latency: /mnt/fuse/f serves no more at once: it was saturated."), "{}", v.summary);
+}
+
+#[test]
+fn a_busy_lane_is_advised_a_second_lane_only_where_a_core_is_free() {
+    let mut job = base();
+    worker_busy(&mut job, 99.0);
+    *vdb(&mut job) = device("vdb", 70.0, 3.0);
+    let v = assert_cause(&job, Bottleneck::SubmittingCpu);
+    assert_eq!(v.advice.expect("advice").change, Change::Lanes { workers: 2, qd: 16 });
+    assert!(v.summary.ends_with("Advice, untested: --workers 2 --qd 16."), "{}", v.summary);
+    // One core: a second lane would only take turns with the first.
+    job.cpu.machine_busy_pct = vec![45.0];
+    let v = assert_cause(&job, Bottleneck::SubmittingCpu);
+    assert!(v.advice.is_none() && !v.summary.contains("Advice"), "{}", v.summary);
+}
+
+#[test]
+fn an_sqpoll_thread_that_starves_the_device_is_advised_off() {
+    let mut job = base();
+    job.groups[0].engine_setup.push("sqpoll".into());
+    job.cpu.threads.push(thread_class(ThreadClass::Sqpoll, 1, 0.0, 10.0, 100.0));
+    *vdb(&mut job) = device("vdb", 60.0, 4.0);
+    let v = assert_cause(&job, Bottleneck::KernelCpu);
+    assert!(v.summary.ends_with("Advice, untested: --sqpoll=false."), "{}", v.summary);
+}
+
+#[test]
+fn a_job_of_several_groups_gets_no_advice_a_single_flag_cannot_give() {
+    let mut job = one_at_a_time();
+    let second = job.groups[0].clone();
+    job.groups.push(second);
+    let v = assert_cause(&job, Bottleneck::Concurrency);
+    assert!(v.advice.is_none() && !v.summary.contains("Advice"), "{}", v.summary);
+}
