@@ -120,7 +120,10 @@ fn a_frozen_agent_is_given_up_after_its_silence_and_the_others_finish() {
     args.extend(["--target", target.to_str().unwrap(), "--engine", "psync", "--qd", "1"]);
     args.extend(["--runtime", "3s", "--ramp", "0", "--json"]);
     let coordinator = spawn_in(dir.path(), &args);
-    std::thread::sleep(Duration::from_millis(2000));
+    // Frozen once both run the job, with a second of it streamed: frozen earlier (a busy machine
+    // slow to start it), it held what the other agent waited for beside it on this one machine.
+    agents.iter().for_each(|agent| common::wait_until_running(agent.child.id()));
+    std::thread::sleep(Duration::from_millis(1000));
     // SIGSTOP: its connections stay open and say nothing, as a hung host's or a cut link's.
     let frozen = agents[1].child.id().to_string();
     assert!(std::process::Command::new("kill").args(["-STOP", &frozen]).status().unwrap().success());

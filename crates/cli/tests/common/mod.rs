@@ -172,6 +172,26 @@ pub fn wait_until_open(pid: u32, path: &std::path::Path) {
     }
 }
 
+/// Waits (up to 60 s) until process `pid` runs a job: one of its threads is a lane
+/// ("iolab-lane0"), which exists only while I/O is issued.
+pub fn wait_until_running(pid: u32) {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let lane = || {
+        std::fs::read_dir(format!("/proc/{pid}/task"))
+            .map(|tasks| {
+                tasks.flatten().any(|task| {
+                    std::fs::read_to_string(task.path().join("comm"))
+                        .is_ok_and(|c| c.starts_with("iolab-lane"))
+                })
+            })
+            .unwrap_or(false)
+    };
+    while !lane() {
+        assert!(Instant::now() < deadline, "process {pid} ran no job after 60 s");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
 /// A temporary directory holding `t`, a 1 MiB file of data to use as a target.
 pub fn dir_with_target() -> tempfile::TempDir {
     let dir = tempfile::tempdir().expect("temp dir");
