@@ -84,7 +84,10 @@ fn a_killed_agent_is_marked_failed_and_the_others_finish_then_it_restarts_cleanl
     ]);
     args.extend(["--qd", "1", "--json", "--interval", "250ms"]);
     let coordinator = spawn_in(dir.path(), &args);
-    std::thread::sleep(Duration::from_millis(2500));
+    // Killed once every agent runs the job, with a second of it (4 intervals) streamed: a fixed
+    // 2.5 s after the coordinator started, a busy machine had not begun it, and nothing was kept.
+    agents.iter().for_each(|agent| common::wait_until_running(agent.child.id()));
+    std::thread::sleep(Duration::from_millis(1000));
     agents[1].kill();
     let out = coordinator.wait_with_output().expect("the coordinator ends");
     assert_eq!(out.status.code(), Some(3), "a lost host is a partial result: {}", stderr(&out));
@@ -146,7 +149,7 @@ fn agents_stop_the_job_when_the_coordinator_vanishes() {
     args.extend(["--lease", "2s", "--target", target.to_str().unwrap(), "--engine", "psync", "--qd", "1"]);
     args.extend(["--runtime", "60s", "--ramp", "0", "--quiet"]);
     let mut coordinator = spawn_in(dir.path(), &args);
-    std::thread::sleep(Duration::from_millis(2000));
+    agents.iter().for_each(|agent| common::wait_until_running(agent.child.id()));
     for agent in &agents {
         assert!(!agent.hello().expect("the agent answers")["session"].is_null(), "the job runs");
     }
