@@ -106,13 +106,42 @@ fn a_target_without_a_device_is_decided_by_its_trial() {
     job.trial = trial(deeper, 1.9, 1.05);
     let v = assert_cause(&job, Bottleneck::Concurrency);
     assert!(
-        v.summary.ends_with("Confirmed: --qd 64 gave +90% IOPS (95,000 against 50,000) at 1.1x the mean latency: the target serves more requests at once, so the job's own outstanding I/Os were the limit."),
+        v.summary.ends_with("Confirmed: --qd 64 gave +90% IOPS (95,000 against 50,000) at 1.1x the mean latency: /mnt/fuse/f serves more requests at once, so the job's own outstanding I/Os were the limit."),
         "{}",
         v.summary
     );
     job.trial = trial(deeper, 1.0, 2.0);
     let v = assert_cause(&job, Bottleneck::Target);
     assert!(v.summary.ends_with("Tested: --qd 64 gave +0% IOPS (50,000 against 50,000) at 2.0x the mean latency: /mnt/fuse/f serves no more at once: it was saturated."), "{}", v.summary);
+}
+
+/// The default run on a virtio disk: 91% busy with 24.9 of the 32 in it, the lane not busy.
+#[test]
+fn a_busy_device_holding_most_of_the_job_sets_the_pace_and_a_trial_says_whether_it_was_saturated() {
+    let mut job = base();
+    *vdb(&mut job) = device("vdb", 91.0, 24.9);
+    with_latency(&mut job);
+    job.slots = Some(iolab_stats::slots::SlotSplit {
+        slots: 32.0,
+        ios: 500_000,
+        mean_cycle_ns: 640_000.0,
+        in_flight: 27.9,
+        awaiting_resubmission: 4.1,
+        mean_gap_ns: 50_000.0,
+        littles_law_slots: 32.0,
+    });
+    let v = assert_cause(&job, Bottleneck::Device);
+    assert!(
+        v.summary.starts_with("vdb was busy 91% of the window and held 24.9 of the 32 outstanding I/Os on average; of the rest, 4.1 were reaped and waiting in iolab to be handed over again (a slot's mean gap 50.0us) and 3.0 were in the kernel outside the device"),
+        "{}",
+        v.summary
+    );
+    assert!(v.summary.ends_with("so the device set the pace. Advice, untested: --qd 64."), "{}", v.summary);
+    job.trial = trial(Change::QueueDepth { qd: 64 }, 1.02, 2.0);
+    let v = assert_cause(&job, Bottleneck::Device);
+    assert!(v.summary.ends_with(": vdb serves no more at once: it was saturated."), "{}", v.summary);
+    job.trial = trial(Change::QueueDepth { qd: 64 }, 1.3, 1.5);
+    assert_cause(&job, Bottleneck::Concurrency);
 }
 
 #[test]

@@ -591,11 +591,12 @@ fn no_per_thread_cpu_on_a_saturated_machine() {
 }
 
 #[test]
-fn a_busy_device_missing_requests_with_no_cpu_saturated_is_undetermined() {
+fn a_busy_device_holding_under_half_with_no_cpu_saturated_is_undetermined() {
     let mut job = base();
     *vdb(&mut job) = device("vdb", 95.0, 12.0);
     let v = assert_cause(&job, Bottleneck::Undetermined);
-    assert!(v.summary.contains("held only 12.0 of the 32"), "{}", v.summary);
+    assert!(v.summary.contains("held 12.0 of the 32"), "{}", v.summary);
+    assert!(v.summary.contains("`iolab sweep /data/f --qd 8..256 --workers 1,2`"), "{}", v.summary);
 }
 
 #[test]

@@ -12,7 +12,7 @@ use super::cpu_rules::KERNEL_THREAD_LIMIT_PCT;
 use super::facts::Facts;
 use super::fallback_rules::LANE_HELD_SHARE;
 use super::words::count;
-use super::Finding;
+use super::{Finding, Hypothesis};
 use crate::cpu::SATURATED_PCT;
 
 /// A trial that gains less than this share of the job's IOPS does not confirm the advice:
@@ -25,6 +25,20 @@ pub fn deeper_queue(job: &JobResult) -> Option<Change> {
     let [group] = job.groups.as_slice() else { return None };
     let qd = group.qd.max(1);
     (qd < 4096).then(|| Change::QueueDepth { qd: (qd * 2).min(4096) })
+}
+
+/// Whether `what` (a device, a target) was saturated or serves more at once than the job asked:
+/// a trial at twice the queue depth decides between `holder` (saturated) and the job's own
+/// concurrency. `None` for a job of several groups.
+pub fn more_at_once(job: &JobResult, what: &str, holder: Bottleneck) -> Option<Hypothesis> {
+    Some(Hypothesis {
+        change: deeper_queue(job)?,
+        if_confirmed: Some((
+            Bottleneck::Concurrency,
+            format!("{what} serves more requests at once, so the job's own outstanding I/Os were the limit"),
+        )),
+        if_refuted: Some((holder, format!("{what} serves no more at once: it was saturated"))),
+    })
 }
 
 /// Twice the workers with the same outstanding I/Os in all (half the queue depth each), for a

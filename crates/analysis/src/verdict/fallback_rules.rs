@@ -11,13 +11,17 @@ use super::cpu_rules::DEMAND_SATURATED_PCT;
 use super::evidence::device_line;
 use super::facts::Facts;
 use super::words::count;
-use super::{Finding, Hypothesis};
+use super::Finding;
 
 /// A submitting thread busy this share of the window or more sets the pace of its slots.
 pub const LANE_BUSY_PCT: f64 = 50.0;
 /// A device busy all the time while this share of the slots or more were outside it (in iolab,
 /// or in the kernel around it) was kept short of requests.
 pub const LANE_HELD_SHARE: f64 = 0.15;
+
+/// A busy device holding at least this share of the job's outstanding requests set the pace when
+/// no lane kept the rest out.
+pub const DEVICE_HELD_MOST: f64 = 0.5;
 
 /// The name iolab gives its scratch files: a next-step command names no such target.
 const SCRATCH_PREFIX: &str = "iolab-scratch-";
@@ -51,22 +55,13 @@ pub fn target_without_device(facts: &Facts<'_>) -> Option<Finding> {
     let head = format!(
         "No CPU was saturated and iolab's busiest submitting thread was idle {idle:.0}% of the window, waiting for completions: the outstanding I/Os waited at {path}{split}, which no block device of this machine serves (a FUSE, network or btrfs filesystem), so the target (the filesystem or its server) set the pace at this load"
     );
-    // Whether it was saturated, or served more at once than the job asked, a deeper queue tells.
-    let Some(change) = advice::deeper_queue(facts.job) else {
+    // Whether it was saturated, or serves more at once than the job asked, a deeper queue tells.
+    let Some(advice) = advice::more_at_once(facts.job, path, Bottleneck::Target) else {
         return Finding::new(
             Bottleneck::Target,
             format!("{head}; whether it is saturated is a question for `{}`.", sweep_command(facts)),
             Vec::new(),
         );
-    };
-    let advice = Hypothesis {
-        change,
-        if_confirmed: Some((
-            Bottleneck::Concurrency,
-            "the target serves more requests at once, so the job's own outstanding I/Os were the limit"
-                .into(),
-        )),
-        if_refuted: Some((Bottleneck::Target, format!("{path} serves no more at once: it was saturated"))),
     };
     Some(Finding {
         cause: Bottleneck::Target,
@@ -104,18 +99,39 @@ pub fn device_busy_not_holding(facts: &Facts<'_>) -> Option<Finding> {
             .map(|f| f.advising(advice::more_lanes(facts.job)));
         }
     }
-    Finding::new(
-        Bottleneck::Undetermined,
-        format!(
-            "{} was busy {:.0}% of the window but held only {:.1} of the {} outstanding I/Os on average; the rest were being submitted or reaped, yet no CPU was saturated; `{}` shows whether more outstanding I/Os add IOPS.",
-            load.name(),
-            load.busy_pct(),
-            load.activity.avg_queue,
-            count(load.asked),
-            sweep_command(facts)
+    // Not kept out by a busy lane: the device held most of them and set the pace. Whether it was
+    // saturated, or serves more at once than the job asked, a deeper queue tells.
+    let rest = match facts.job.slots.filter(|s| s.ios > 0) {
+        Some(slots) => format!(
+            "; of the rest, {:.1} were reaped and waiting in iolab to be handed over again (a slot's mean gap {}) and {:.1} were in the kernel outside the device (being submitted, or completed and not yet reaped)",
+            slots.awaiting_resubmission,
+            latency(slots.mean_gap_ns),
+            (slots.in_flight - load.activity.avg_queue).max(0.0)
         ),
-        vec![device_line(load)],
-    )
+        None => "; the rest were being submitted or reaped".into(),
+    };
+    let head = format!(
+        "{} was busy {:.0}% of the window and held {:.1} of the {} outstanding I/Os on average{rest}; no CPU was saturated",
+        load.name(),
+        load.busy_pct(),
+        load.activity.avg_queue,
+        count(load.asked),
+    );
+    // Holding under half of them, the device did not set the pace: where the rest were decides.
+    let mostly_held = load.activity.avg_queue >= load.asked_requests() * DEVICE_HELD_MOST;
+    match advice::more_at_once(facts.job, load.name(), Bottleneck::Device).filter(|_| mostly_held) {
+        Some(advice) => Some(Finding {
+            cause: Bottleneck::Device,
+            summary: format!("{head}, so the device set the pace."),
+            lead: vec![device_line(load)],
+            advice: Some(advice),
+        }),
+        None => Finding::new(
+            Bottleneck::Undetermined,
+            format!("{head}; `{}` shows whether more outstanding I/Os add IOPS.", sweep_command(facts)),
+            vec![device_line(load)],
+        ),
+    }
 }
 
 /// Nothing was saturated, a device idled part of the window (or served one request at a time),
