@@ -74,6 +74,7 @@ fn machine(job: &mut JobResult, owners: Vec<CpuOwner>, cores: Vec<CpuBreakdown>)
         series: Vec::new(),
         page_cache: None,
         limits: Default::default(),
+        pressure: Default::default(),
         threads_sampled: 300,
         sampler_cpu_s: 0.01,
     });
@@ -312,6 +313,46 @@ fn steal_is_named() {
     machine(&mut job, Vec::new(), vec![core(0, 60.0, 1.0, 15.0), core(1, 50.0, 1.0, 15.0)]);
     let v = assert_cause(&job, Bottleneck::Steal);
     assert!(v.summary.starts_with("The hypervisor took 15% of this VM's CPU time"), "{}", v.summary);
+}
+
+#[test]
+fn pressure_stalls_are_evidence_and_a_kernel_without_them_is_said() {
+    use iolab_stats::pressure::{PressureReport, Stall};
+    let mut job = base();
+    machine(&mut job, Vec::new(), vec![core(0, 40.0, 1.0, 0.0), core(1, 30.0, 1.0, 0.0)]);
+    let stall = |resource: &str, cgroup: Option<&str>, some_pct, full_pct| Stall {
+        resource: resource.into(),
+        cgroup: cgroup.map(str::to_string),
+        some_pct,
+        full_pct,
+    };
+    job.machine.as_mut().expect("machine").pressure = PressureReport {
+        stalls: vec![
+            stall("cpu", None, 44.4, Some(0.0)),
+            stall("io", None, 6.0, Some(1.2)),
+            stall("memory", None, 0.0, Some(0.0)),
+            stall("io", Some("/ci/job"), 3.0, Some(0.0)),
+        ],
+        unread: Vec::new(),
+    };
+    let v = verdict(&job);
+    assert!(
+        v.evidence.iter().any(|e| e
+            == "pressure stalls over the window (PSI): cpu some 44%; io some 6%, full 1%; memory some 0%; in cgroup /ci/job: io some 3%"),
+        "{:?}",
+        v.evidence
+    );
+    job.machine.as_mut().expect("machine").pressure = PressureReport {
+        stalls: Vec::new(),
+        unread: vec!["/proc/pressure/cpu: No such file or directory (os error 2)".into()],
+    };
+    let v = verdict(&job);
+    assert!(
+        v.evidence.iter().any(|e| e
+            == "no pressure stall figures (PSI): /proc/pressure/cpu: No such file or directory (os error 2)"),
+        "{:?}",
+        v.evidence
+    );
 }
 
 #[test]

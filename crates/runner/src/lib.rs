@@ -16,6 +16,7 @@ mod limits_reader;
 mod machine_watch;
 mod observer;
 mod prepare;
+mod pressure_reader;
 mod proc_reader;
 mod remote;
 mod routing;

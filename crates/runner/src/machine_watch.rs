@@ -18,6 +18,7 @@ use iolab_stats::proc_text::{meminfo_bytes, parse_interrupts, vmstat_value, Inte
 use iolab_stats::threads::{ThreadClass, ThreadClassCpu};
 
 use crate::limits_reader::LimitsStart;
+use crate::pressure_reader::PressureStart;
 use crate::proc_reader::{page_bytes, ProcReader};
 
 /// The sampler's budget: the share of one core it may take between samples. A sample that cost
@@ -36,6 +37,7 @@ pub struct MachineWatch {
     interrupts_start: Vec<InterruptLine>,
     page_cache_start: Option<(u64, u64)>,
     limits: LimitsStart,
+    pressure: PressureStart,
     start_ns: u64,
     previous_ns: u64,
     series: Vec<MachineSlice>,
@@ -59,6 +61,7 @@ impl MachineWatch {
         let interrupts_start = read_interrupts();
         let page_cache_start = read_page_cache();
         let limits = LimitsStart::read();
+        let pressure = PressureStart::read();
         Some(MachineWatch {
             reader,
             accounting,
@@ -67,6 +70,7 @@ impl MachineWatch {
             interrupts_start,
             page_cache_start,
             limits,
+            pressure,
             start_ns: now_ns,
             previous_ns: now_ns,
             series: Vec::new(),
@@ -144,6 +148,7 @@ impl MachineWatch {
             ),
             series: self.series,
             limits: self.limits.finish(),
+            pressure: self.pressure.finish(window_s),
             threads_sampled,
             sampler_cpu_s: self.sampler_ns as f64 / 1e9,
         }

@@ -18,6 +18,7 @@ pub mod kernel_threads;
 pub mod limits;
 pub mod machine;
 mod op_stats;
+pub mod pressure;
 pub mod proc_text;
 mod rate;
 pub mod result;

@@ -39,6 +39,10 @@ pub struct MachineReport {
     /// The limits the machine's configuration put on iolab (affinity, its cgroup's CPU quota).
     #[serde(default)]
     pub limits: crate::limits::ConfiguredLimits,
+    /// The kernel's pressure stall information over the window, machine-wide and for iolab's
+    /// cgroup (v2).
+    #[serde(default)]
+    pub pressure: crate::pressure::PressureReport,
     /// Threads on the machine at the last sample.
     pub threads_sampled: u32,
     /// CPU the sampling itself took in the window (reading /proc for every thread).

@@ -64,6 +64,7 @@ pub fn lines(facts: &Facts<'_>) -> Vec<String> {
     lines.extend(writeback_seen(facts));
     lines.extend(outside_line(facts));
     lines.extend(core_time_line(facts));
+    lines.extend(pressure_line(facts));
     if !facts.cpu_known {
         lines.push("no CPU figures were taken".into());
     }
@@ -238,6 +239,31 @@ fn core_time_line(facts: &Facts<'_>) -> Option<String> {
 
 /// The configuration's limits, whether or not they decided: a quota and how often it ran out, a
 /// narrowed affinity mask, and what of them could not be read.
+/// "pressure stalls over the window (PSI): cpu some 44%; io some 6%, full 1%; memory some 0%;
+/// in cgroup /ci: io some 3%", or what kept the figures from being read.
+fn pressure_line(facts: &Facts<'_>) -> Option<String> {
+    let pressure = &facts.machine?.pressure;
+    let scope = |machine: bool| {
+        let each: Vec<String> = iolab_stats::pressure::RESOURCES
+            .iter()
+            .filter_map(|resource| pressure.stall(resource, machine))
+            .map(|stall| match stall.full_pct.filter(|&full| full >= 0.5) {
+                Some(full) => format!("{} some {:.0}%, full {full:.0}%", stall.resource, stall.some_pct),
+                None => format!("{} some {:.0}%", stall.resource, stall.some_pct),
+            })
+            .collect();
+        (!each.is_empty()).then(|| each.join("; "))
+    };
+    let cgroup = pressure.stalls.iter().find_map(|s| s.cgroup.as_deref());
+    match (scope(true), scope(false), cgroup) {
+        (Some(machine), Some(own), Some(cgroup)) => {
+            Some(format!("pressure stalls over the window (PSI): {machine}; in cgroup {cgroup}: {own}"))
+        }
+        (Some(machine), _, _) => Some(format!("pressure stalls over the window (PSI): {machine}")),
+        _ => pressure.unread.first().map(|why| format!("no pressure stall figures (PSI): {why}")),
+    }
+}
+
 fn limit_lines(facts: &Facts<'_>) -> Vec<String> {
     let Some(limits) = facts.machine.map(|m| &m.limits) else { return Vec::new() };
     let mut lines = Vec::new();
