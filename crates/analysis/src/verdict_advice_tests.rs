@@ -159,16 +159,6 @@ fn a_busy_lane_is_advised_a_second_lane_only_where_a_core_is_free() {
 }
 
 #[test]
-fn an_sqpoll_thread_that_starves_the_device_is_advised_off() {
-    let mut job = base();
-    job.groups[0].engine_setup.push("sqpoll".into());
-    job.cpu.threads.push(thread_class(ThreadClass::Sqpoll, 1, 0.0, 10.0, 100.0));
-    *vdb(&mut job) = device("vdb", 60.0, 4.0);
-    let v = assert_cause(&job, Bottleneck::KernelCpu);
-    assert!(v.summary.ends_with("Advice, untested: --sqpoll=false."), "{}", v.summary);
-}
-
-#[test]
 fn a_job_of_several_groups_gets_no_advice_a_single_flag_cannot_give() {
     let mut job = one_at_a_time();
     let second = job.groups[0].clone();

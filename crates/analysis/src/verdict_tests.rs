@@ -344,6 +344,7 @@ fn an_sqpoll_thread_that_cannot_keep_the_device_fed_is_kernel_cpu() {
     *vdb(&mut job) = device("vdb", 60.0, 4.0);
     let v = assert_cause(&job, Bottleneck::KernelCpu);
     assert!(v.summary.contains("SQPOLL"), "{}", v.summary);
+    assert!(v.summary.ends_with("Advice, untested: --sqpoll=false."), "{}", v.summary);
 }
 
 #[test]

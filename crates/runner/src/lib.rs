@@ -9,6 +9,7 @@ mod devices;
 mod distribution;
 mod error;
 mod job;
+mod kernel_file;
 mod lab;
 mod lane;
 mod leftovers;

@@ -11,6 +11,8 @@ use iolab_stats::limits::{
     parse_io_max, Affinity, ConfiguredLimits, CpuQuota, CpuStat, IoThrottle,
 };
 
+use crate::kernel_file::read_parsed;
+
 /// The quota found at the window's start: where it is, and its counters then.
 pub struct LimitsStart {
     quota: Option<QuotaDir>,
@@ -64,17 +66,7 @@ impl LimitsStart {
 }
 
 fn read_cpu_stat(quota: &QuotaDir, unread: &mut Vec<String>) -> Option<CpuStat> {
-    let path = quota.dir.join("cpu.stat");
-    match std::fs::read_to_string(&path) {
-        Ok(text) => CpuStat::parse(&text).or_else(|| {
-            unread.push(format!("{}: no throttling counters in it", path.display()));
-            None
-        }),
-        Err(e) => {
-            unread.push(format!("{}: {e}", path.display()));
-            None
-        }
-    }
+    read_parsed(&quota.dir.join("cpu.stat"), "throttling counters", CpuStat::parse, unread)
 }
 
 /// The CPUs this process may run on, and the machine's online ones.

@@ -8,6 +8,8 @@ use std::path::{Path, PathBuf};
 use iolab_stats::limits::{cgroup_mount, cgroup_path};
 use iolab_stats::pressure::{PressureReport, Stall, StallTotals, RESOURCES};
 
+use crate::kernel_file::read_parsed;
+
 /// The pressure files found at the window's start, with their totals then.
 pub struct PressureStart {
     files: Vec<(String, Option<String>, PathBuf, StallTotals)>,
@@ -48,16 +50,7 @@ impl PressureStart {
 }
 
 fn read(path: &Path, unread: &mut Vec<String>) -> Option<StallTotals> {
-    match std::fs::read_to_string(path) {
-        Ok(text) => StallTotals::parse(&text).or_else(|| {
-            unread.push(format!("{}: no stall totals in it", path.display()));
-            None
-        }),
-        Err(e) => {
-            unread.push(format!("{}: {e}", path.display()));
-            None
-        }
-    }
+    read_parsed(path, "stall totals", StallTotals::parse, unread)
 }
 
 /// This process's cgroup v2 directory, when it is in a cgroup below the root of a cgroup2
