@@ -87,13 +87,12 @@ fn a_trial_of_another_setting_or_one_that_failed_leaves_the_advice_untested() {
     assert!(v.summary.ends_with("Advice, untested: --qd 2."), "{}", v.summary);
     assert_eq!(v.advice.expect("advice").outcome, Outcome::Untested);
 
-    job.trial = Some(Trial { failed: Some("3 I/O errors".into()), ..trial(QD_2, 3.0, 1.0).expect("trial") });
+    job.trial = Some(Trial {
+        failed: Some("its trial met 3 I/O errors".into()),
+        ..trial(QD_2, 3.0, 1.0).expect("trial")
+    });
     let v = assert_cause(&job, Bottleneck::Concurrency);
-    assert!(
-        v.summary.ends_with("Advice, untested (its trial failed: 3 I/O errors): --qd 2."),
-        "{}",
-        v.summary
-    );
+    assert!(v.summary.ends_with("Advice, untested (its trial met 3 I/O errors): --qd 2."), "{}", v.summary);
 }
 
 #[test]

@@ -39,8 +39,8 @@ pub struct Trial {
     pub iops: f64,
     /// Mean response time of every I/O, in ns.
     pub mean_latency_ns: f64,
-    /// Why the trial says nothing (it could not start, or completed no I/O, or had errors);
-    /// `None` when its figures stand.
+    /// Why the trial says nothing, as a clause ("its trial met 3 I/O errors", "no trial: under
+    /// --rate-iops ..."); `None` when its figures stand.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub failed: Option<String>,
 }

@@ -51,9 +51,10 @@ pub fn test_advice(lab: &mut Lab<'_>, observer: &mut dyn Observer) -> Result<(),
         }
         let Some((name, change, job)) = advised(&lab.jobs()[index]) else { continue };
         let known = tried.iter().find(|(n, t)| *n == name && t.change == change).map(|(_, t)| t.clone());
-        let trial = match known {
-            Some(trial) => trial,
-            None => {
+        let trial = match (known, not_to_try(&job)) {
+            (Some(trial), _) => trial,
+            (None, Some(why)) => failed(change, why.into()),
+            (None, None) => {
                 observer.note(&format!(
                     "testing the verdict's advice on job '{name}': {} for 1 s",
                     change.flags()
@@ -61,7 +62,7 @@ pub fn test_advice(lab: &mut Lab<'_>, observer: &mut dyn Observer) -> Result<(),
                 let trial = match lab.try_out(&trial_job(&job, change), observer) {
                     Ok(result) => measured(change, &result),
                     Err(e) if e.is_interruption() => return Err(e),
-                    Err(e) => failed(change, e.to_string()),
+                    Err(e) => failed(change, format!("its trial could not start: {e}")),
                 };
                 tried.push((name, trial.clone()));
                 trial
@@ -81,17 +82,29 @@ fn advised(result: &JobResult) -> Option<(String, Change, JobSpec)> {
     Some((result.name.clone(), advice.change, result.spec.clone()))
 }
 
+/// Why a trial of `job` would mislead or harm: a verified job's record of what it wrote would
+/// no longer match the target, and a rate-limited job's IOPS are the rate's, whatever the setting.
+fn not_to_try(job: &JobSpec) -> Option<&'static str> {
+    if job.groups.iter().any(|g| g.verify.verify) {
+        Some("no trial: its writes would leave --verify's record of the target behind")
+    } else if job.groups.iter().any(|g| g.rate.is_some()) {
+        Some("no trial: under --rate-iops the rate, not the setting, sets the IOPS")
+    } else {
+        None
+    }
+}
+
 /// What a trial that ran measured; one that was stopped early, completed nothing or met errors
 /// says nothing of the advice.
 fn measured(change: Change, result: &JobResult) -> Trial {
     let failed = if result.total.ios == 0 {
-        Some("it completed no I/O".to_string())
+        Some("its trial completed no I/O".to_string())
     } else if result.errors.count > 0 {
-        Some(format!("{} I/O errors", result.errors.count))
+        Some(format!("its trial met {} I/O errors", result.errors.count))
     } else if result.stop_reason == StopReason::Interrupted {
-        Some("it was interrupted".to_string())
+        Some("its trial was interrupted".to_string())
     } else if result.stop_reason != StopReason::Runtime {
-        Some("it ended before its second was up".to_string())
+        Some("its trial ended before its second was up".to_string())
     } else {
         None
     };

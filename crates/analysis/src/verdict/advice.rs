@@ -66,7 +66,7 @@ pub fn settle(mut finding: Finding, facts: &Facts<'_>) -> (Finding, Option<Advic
     let measured = trial.and_then(|t| gain(facts.job, t).map(|g| (t, g)));
     let Some((trial, (gain_pct, latency_ratio))) = measured else {
         let why = match trial.and_then(|t| t.failed.as_deref()) {
-            Some(failed) => format!(" (its trial failed: {failed})"),
+            Some(failed) => format!(" ({failed})"),
             None => String::new(),
         };
         let summary = format!("{} Advice, untested{why}: {flags}.", finding.summary);
