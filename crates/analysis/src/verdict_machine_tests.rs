@@ -316,6 +316,24 @@ fn steal_is_named() {
 }
 
 #[test]
+fn a_cgroup_memory_limit_is_evidence() {
+    let mut job = base();
+    machine(&mut job, Vec::new(), vec![core(0, 40.0, 1.0, 0.0), core(1, 30.0, 1.0, 0.0)]);
+    job.machine.as_mut().expect("machine").limits.memory = Some(iolab_stats::limits::MemoryLimit {
+        cgroup: "/ci".into(),
+        max_bytes: Some(256 << 20),
+        high_bytes: Some(128 << 20),
+    });
+    let v = verdict(&job);
+    assert!(
+        v.evidence.iter().any(|e| e
+            == "cgroup /ci limits memory, the page cache included, to 256MiB, reclaimed from 128MiB (memory.high)"),
+        "{:?}",
+        v.evidence
+    );
+}
+
+#[test]
 fn pressure_stalls_are_evidence_and_a_kernel_without_them_is_said() {
     use iolab_stats::pressure::{PressureReport, Stall};
     let mut job = base();

@@ -1,14 +1,15 @@
 //! Reads the limits the machine's configuration puts on this process, at the start and the end
 //! of a job's window: its affinity mask, the tightest CPU quota on the path from the root
 //! cgroup to its own (v1 `cpu` controller or v2), with that cgroup's throttling counters, and
-//! the I/O throttles on the same path (v1 `blkio`, or v2 `io.max`). The
+//! the I/O throttles on the same path (v1 `blkio`, or v2 `io.max`), and the tightest memory
+//! limit there. The
 //! parsing and the figures are `iolab_stats::limits`; what cannot be read is said, never fatal.
 
 use std::path::{Path, PathBuf};
 
 use iolab_stats::limits::{
     cgroup_mount, cgroup_path, parse_blkio_throttle, parse_cfs_quota, parse_cpu_list, parse_cpu_max,
-    parse_io_max, Affinity, ConfiguredLimits, CpuQuota, CpuStat, IoThrottle,
+    parse_io_max, parse_memory_limit, Affinity, ConfiguredLimits, CpuQuota, CpuStat, IoThrottle, MemoryLimit,
 };
 
 use crate::kernel_file::read_parsed;
@@ -61,7 +62,11 @@ impl LimitsStart {
             unread.push(why);
             Vec::new()
         });
-        ConfiguredLimits { affinity, cpu_quota, io_throttles, unread }
+        let memory = memory_limit().unwrap_or_else(|why| {
+            unread.push(why);
+            None
+        });
+        ConfiguredLimits { affinity, cpu_quota, io_throttles, memory, unread }
     }
 }
 
@@ -144,6 +149,29 @@ fn io_throttles() -> Result<Vec<IoThrottle>, String> {
                     source,
                 }),
             }
+        }
+    }
+    Ok(tightest)
+}
+
+/// The tightest memory limits from the root to this process's cgroup: v1's
+/// `memory.limit_in_bytes`, or v2's `memory.max` and `memory.high`.
+fn memory_limit() -> Result<Option<MemoryLimit>, String> {
+    let Some((mount, cgroup, v2)) = hierarchy("memory")? else { return Ok(None) };
+    let read = |dir: &Path, file: &str| {
+        std::fs::read_to_string(dir.join(file)).ok().and_then(|text| parse_memory_limit(&text))
+    };
+    let mut tightest: Option<MemoryLimit> = None;
+    for (dir, name) in levels(&mount, &cgroup) {
+        let (max_bytes, high_bytes) = if v2 {
+            (read(&dir, "memory.max"), read(&dir, "memory.high"))
+        } else {
+            (read(&dir, "memory.limit_in_bytes"), None)
+        };
+        let here = MemoryLimit { cgroup: name, max_bytes, high_bytes };
+        let Some(bytes) = here.tightest_bytes() else { continue };
+        if tightest.as_ref().and_then(MemoryLimit::tightest_bytes).is_none_or(|known| bytes < known) {
+            tightest = Some(here);
         }
     }
     Ok(tightest)

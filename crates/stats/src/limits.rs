@@ -16,6 +16,9 @@ pub struct ConfiguredLimits {
     /// The I/O throttles on the path from the root to iolab's cgroup, the tightest per device
     /// and kind (v1 `blkio.throttle.*_device`, v2 `io.max`).
     pub io_throttles: Vec<IoThrottle>,
+    /// The tightest memory limit on the same path (v1 `memory.limit_in_bytes`, v2 `memory.max`
+    /// and `memory.high`): the page cache a buffered job can use lives under it.
+    pub memory: Option<MemoryLimit>,
     /// Limits that could not be read: "cpu.stat of /sys/fs/cgroup/cpu/job: Permission denied".
     pub unread: Vec<String>,
 }
@@ -34,6 +37,40 @@ impl Affinity {
         (self.allowed.len() as u32) < self.online
     }
 }
+
+/// A cgroup's memory limit: the hard one (`memory.max`, v1 `memory.limit_in_bytes`) and the
+/// point where reclaim throttles it (`memory.high`, v2 only), the tightest of each on the path.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct MemoryLimit {
+    /// The cgroup that sets the tighter of the two.
+    pub cgroup: String,
+    pub max_bytes: Option<u64>,
+    pub high_bytes: Option<u64>,
+}
+
+impl MemoryLimit {
+    /// The lower of the two limits.
+    pub fn tightest_bytes(&self) -> Option<u64> {
+        match (self.max_bytes, self.high_bytes) {
+            (Some(max), Some(high)) => Some(max.min(high)),
+            (max, high) => max.or(high),
+        }
+    }
+}
+
+/// A memory limit file's value: bytes, or `None` for no limit ("max" in v2; v1 writes a number
+/// near 2^63, rounded to its page size, for none).
+pub fn parse_memory_limit(text: &str) -> Option<u64> {
+    let text = text.trim();
+    if text == "max" {
+        return None;
+    }
+    text.parse::<u64>().ok().filter(|&bytes| bytes < NO_MEMORY_LIMIT_BYTES)
+}
+
+/// At or above this (2^62 bytes, 4 EiB), v1's limit means none: it writes 9223372036854771712.
+const NO_MEMORY_LIMIT_BYTES: u64 = 1 << 62;
 
 /// A cgroup's CPU quota and its throttling over the window.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]

@@ -84,3 +84,15 @@ fn io_throttles_of_v1_and_v2() {
         ]
     );
 }
+
+#[test]
+fn memory_limits_of_v1_and_v2_and_none() {
+    assert_eq!(parse_memory_limit("134217728\n"), Some(128 << 20));
+    assert_eq!(parse_memory_limit("max\n"), None);
+    // v1's "no limit" is a number near 2^63.
+    assert_eq!(parse_memory_limit("9223372036854771712\n"), None);
+    assert_eq!(parse_memory_limit("lots"), None);
+    let limit = MemoryLimit { cgroup: "/ci".into(), max_bytes: Some(512 << 20), high_bytes: Some(256 << 20) };
+    assert_eq!(limit.tightest_bytes(), Some(256 << 20));
+    assert_eq!(MemoryLimit { high_bytes: None, ..limit }.tightest_bytes(), Some(512 << 20));
+}

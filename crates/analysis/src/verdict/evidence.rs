@@ -292,6 +292,17 @@ fn limit_lines(facts: &Facts<'_>) -> Vec<String> {
         let cpus: Vec<String> = affinity.allowed.iter().map(u32::to_string).collect();
         lines.push(format!("iolab's affinity mask allows CPU {} of {}", cpus.join(","), affinity.online));
     }
+    if let Some(memory) = &limits.memory {
+        let words = match (memory.max_bytes, memory.high_bytes) {
+            (Some(max), Some(high)) => {
+                format!("to {}, reclaimed from {} (memory.high)", Bytes(max), Bytes(high))
+            }
+            (Some(max), None) => format!("to {}", Bytes(max)),
+            (None, Some(high)) => format!("by reclaim from {} (memory.high)", Bytes(high)),
+            (None, None) => String::new(),
+        };
+        lines.push(format!("cgroup {} limits memory, the page cache included, {words}", memory.cgroup));
+    }
     lines.extend(limits.unread.iter().map(|why| format!("not read: {why}")));
     lines
 }
