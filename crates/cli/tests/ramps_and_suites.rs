@@ -507,7 +507,15 @@ fn a_kept_rate_is_the_bottleneck_and_a_missed_one_is_not() {
             late_start || late || f64_of(&rate["shortfall_pct"]) > 1.0,
             "not sustained by the rule: {rate}"
         );
-        assert_ne!(job["verdict"]["cause"], "rate_limit", "{}", job["verdict"]);
+        // Delivered but late: still the rate's load, the late starts said, unless the
+        // generator's own wait for a CPU explains them (its own rule). Not delivered: no rate.
+        let verdict = &job["verdict"];
+        if rate["sustained"] == true && verdict["cause"] == "rate_limit" {
+            let summary = verdict["summary"].as_str().expect("summary");
+            assert!(summary.contains("behind their schedule"), "{verdict}");
+        } else {
+            assert_ne!(verdict["cause"], "rate_limit", "{verdict}");
+        }
         return common::skip!(common::Missing::Other, "the machine woke a 100 IOPS lane too late: {rate}");
     }
     let verdict = &job["verdict"];
