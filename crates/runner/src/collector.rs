@@ -245,12 +245,14 @@ impl<'a> Collector<'a> {
     fn snapshot_cpu(&mut self, now: u64, closing: bool) {
         let window_end = self.shared.window_end_ns();
         if self.cpu_start.is_none() && now >= self.shared.measure_start_ns && now < window_end {
-            self.cpu_start = ProcessCpu::now().ok().zip(MachineCpu::now().ok());
-            self.thread_cpu = ThreadCpuTracker::start().ok();
-            self.machine = MachineWatch::start(self.shared.now_ns());
+            // The devices first: one small read each, so their window lies closest to the job's
+            // (reading every thread of the machine can take milliseconds on a busy one).
             if !self.devices.is_empty() {
                 self.device_start = Some(self.devices.snapshot(self.shared.now_ns()));
             }
+            self.cpu_start = ProcessCpu::now().ok().zip(MachineCpu::now().ok());
+            self.thread_cpu = ThreadCpuTracker::start().ok();
+            self.machine = MachineWatch::start(self.shared.now_ns());
         }
         if !self.cpu_done && (closing || self.shared.window_over(now)) {
             self.cpu_done = true;
