@@ -116,6 +116,11 @@ pub struct RampRow {
     pub cpu_us_per_io: f64,
     /// The limit this level crossed, in words.
     pub crossed: Option<String>,
+    /// Its verdict says another load or a stolen CPU shared what it measured: shown, but not
+    /// the level the target sustains.
+    pub disturbed: bool,
+    /// Attempts at the level measured before the one shown and dropped, each disturbed.
+    pub retried: u32,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -208,6 +213,8 @@ pub fn row(level_pct: u32, job: &JobResult, limits: &RampLimits) -> RampRow {
         process_cpu_pct,
         cpu_us_per_io: job.cpu.us_per_io,
         crossed: latency_crossed.or(cpu_crossed),
+        disturbed: job.verdict.cause.disturbs_the_measure(),
+        retried: job.disturbed_attempts.len() as u32,
     }
 }
 
@@ -215,14 +222,34 @@ fn limit_name(limit: &LatencyLimit) -> String {
     limit.percentile.map_or("mean".to_string(), |p| format!("p{p}"))
 }
 
-/// The summary of a ramp over lists: each curve (name, maximum, rows) judged alone, its verdict
-/// lines led by its name when there are several.
-pub fn summarize_curves(limits: RampLimits, curves: Vec<(String, f64, Vec<RampRow>)>) -> RampSummary {
+/// One curve of a ramp as measured: its closed-loop maximum and a row per level that ran.
+pub struct MeasuredCurve {
+    /// "read 90%"; empty for a plain ramp.
+    pub name: String,
+    pub max_iops: f64,
+    /// The verdict of a closed-loop run that another load or a stolen CPU still disturbed after
+    /// its retries: every level's rate is a share of what it measured.
+    pub max_disturbed: Option<String>,
+    pub rows: Vec<RampRow>,
+}
+
+/// The summary of a ramp over lists: each curve judged alone, its verdict lines led by its
+/// name when there are several.
+pub fn summarize_curves(limits: RampLimits, curves: Vec<MeasuredCurve>) -> RampSummary {
     let several = curves.len() > 1;
-    let mut summary =
-        RampSummary { max_iops: curves.first().map_or(0.0, |c| c.1), limits, ..RampSummary::default() };
-    for (index, (name, max_iops, rows)) in curves.into_iter().enumerate() {
-        let judged = summarize(max_iops, limits, rows);
+    let mut summary = RampSummary {
+        max_iops: curves.first().map_or(0.0, |c| c.max_iops),
+        limits,
+        ..RampSummary::default()
+    };
+    for (index, curve) in curves.into_iter().enumerate() {
+        let MeasuredCurve { name, max_iops, max_disturbed, rows } = curve;
+        let mut judged = summarize(max_iops, limits, rows);
+        if let Some(why) = max_disturbed {
+            judged.verdict.push(format!(
+                "the closed-loop maximum was disturbed, so every level is a share of more than the target's alone: {why}"
+            ));
+        }
         let first = summary.rows.len();
         summary.rows.extend(judged.rows.into_iter().map(|row| RampRow { curve: index, ..row }));
         let lead = if several { format!("{name}: ") } else { String::new() };
@@ -234,7 +261,7 @@ pub fn summarize_curves(limits: RampLimits, curves: Vec<(String, f64, Vec<RampRo
 
 pub fn summarize(max_iops: f64, limits: RampLimits, rows: Vec<RampRow>) -> RampSummary {
     let mut verdict = Vec::new();
-    let within = |r: &&RampRow| r.kept_up && r.crossed.is_none();
+    let within = |r: &&RampRow| r.kept_up && r.crossed.is_none() && !r.disturbed;
     match rows.iter().filter(within).max_by(|a, b| a.achieved_iops.total_cmp(&b.achieved_iops)) {
         Some(best) => verdict.push(format!(
             "the target sustains {} IOPS ({}% of the {} IOPS closed-loop maximum) with response p99 {}{}",
@@ -281,6 +308,14 @@ pub fn summarize(max_iops: f64, limits: RampLimits, rows: Vec<RampRow>) -> RampS
             ));
         }
     }
+    let disturbed = rows.iter().filter(|r| r.disturbed).count();
+    if disturbed > 0 {
+        verdict.push(format!(
+            "{disturbed} level{} left out: another load or a stolen CPU disturbed {} in every attempt",
+            if disturbed == 1 { "" } else { "s" },
+            if disturbed == 1 { "it" } else { "them" }
+        ));
+    }
     let curves = vec![RampCurve { name: String::new(), max_iops, rows: (0..rows.len()).collect() }];
     RampSummary { max_iops, limits, rows, verdict, curves }
 }
@@ -297,6 +332,68 @@ mod tests {
         assert_eq!(mean.percentile, None);
         for bad in ["p98=1ms", "p99", "p99=0", "x=1ms", "p99=fast"] {
             assert!(bad.parse::<LatencyLimit>().is_err(), "{bad}");
+        }
+    }
+
+    fn level(level_pct: u32, achieved_iops: f64, disturbed: bool) -> RampRow {
+        RampRow {
+            level_pct,
+            target_iops: achieved_iops,
+            achieved_iops,
+            sustained: true,
+            kept_up: true,
+            response_p99_ns: 1_000_000,
+            disturbed,
+            retried: if disturbed { 2 } else { 0 },
+            ..RampRow::default()
+        }
+    }
+
+    /// Issue 30 item 5: a level another load shared is not what the target sustains.
+    #[test]
+    fn a_disturbed_level_is_shown_but_not_the_level_the_target_sustains() {
+        let rows = vec![level(50, 5_000.0, false), level(90, 9_000.0, true)];
+        let curve = MeasuredCurve { name: String::new(), max_iops: 10_000.0, max_disturbed: None, rows };
+        let summary = summarize_curves(RampLimits::default(), vec![curve]);
+        assert_eq!(summary.rows.len(), 2, "the disturbed level is kept");
+        assert!(
+            summary.verdict[0].starts_with("the target sustains 5,000 IOPS (50%"),
+            "{:?}",
+            summary.verdict
+        );
+        assert!(
+            summary
+                .verdict
+                .iter()
+                .any(|l| l == "1 level left out: another load or a stolen CPU disturbed it in every attempt"),
+            "{:?}",
+            summary.verdict
+        );
+    }
+
+    #[test]
+    fn a_disturbed_closed_loop_maximum_is_said() {
+        let curve = MeasuredCurve {
+            name: "read 90%".into(),
+            max_iops: 10_000.0,
+            max_disturbed: Some("Another load shared loop0".into()),
+            rows: vec![level(50, 5_000.0, false)],
+        };
+        let other = MeasuredCurve { name: "read 10%".into(), max_disturbed: None, ..curve_of(8_000.0) };
+        let summary = summarize_curves(RampLimits::default(), vec![curve, other]);
+        let said: Vec<&String> =
+            summary.verdict.iter().filter(|l| l.contains("maximum was disturbed")).collect();
+        assert_eq!(said.len(), 1, "only the disturbed curve's: {:?}", summary.verdict);
+        assert!(said[0].starts_with("read 90%: the closed-loop maximum was disturbed"), "{said:?}");
+        assert!(said[0].ends_with(": Another load shared loop0"), "{said:?}");
+    }
+
+    fn curve_of(max_iops: f64) -> MeasuredCurve {
+        MeasuredCurve {
+            name: String::new(),
+            max_iops,
+            max_disturbed: None,
+            rows: vec![level(50, max_iops / 2.0, false)],
         }
     }
 }

@@ -42,6 +42,8 @@ pub struct PointFigures {
     pub total: OpSummary,
     pub cpu_us_per_io: f64,
     pub bottleneck: Bottleneck,
+    /// Attempts measured before this one and dropped: another load or a stolen CPU disturbed them.
+    pub retried: u32,
 }
 
 impl PointFigures {
@@ -63,6 +65,7 @@ impl PointFigures {
             total: job.total.clone(),
             cpu_us_per_io: job.cpu.us_per_io,
             bottleneck: job.verdict.cause,
+            retried: job.disturbed_attempts.len() as u32,
         }
     }
 }
@@ -88,6 +91,9 @@ pub struct SweepRow {
     /// Its verdict says another load shared the target or the hypervisor stole the CPU: its
     /// figures are not the target's alone, so it takes no part in choosing the sweet spot.
     pub disturbed: bool,
+    /// Attempts at the point measured before the one shown and dropped, each disturbed
+    /// (`--retries`).
+    pub retried: u32,
     /// How many times the point was measured (--repeat), and the lowest and highest IOPS of
     /// those passes: the row shows the median one.
     pub repeats: u32,
@@ -184,16 +190,12 @@ fn row(point: &PointOutcome<'_>) -> SweepRow {
         p9999_ns: percentile(&figures.total, 99.99),
         cpu_us_per_io: figures.cpu_us_per_io,
         bottleneck: figures.bottleneck,
-        disturbed: disturbed(figures.bottleneck),
+        disturbed: figures.bottleneck.disturbs_the_measure(),
+        retried: figures.retried,
         repeats: point.repeat_iops.len() as u32,
         iops_low: point.repeat_iops.iter().copied().fold(figures.total.iops, f64::min),
         iops_high: point.repeat_iops.iter().copied().fold(figures.total.iops, f64::max),
     }
-}
-
-/// A point whose verdict is another load or stolen CPU measured something besides the target.
-pub fn disturbed(cause: Bottleneck) -> bool {
-    matches!(cause, Bottleneck::OtherLoad | Bottleneck::Steal)
 }
 
 fn percentile(op: &OpSummary, p: f64) -> u64 {

@@ -147,6 +147,7 @@ impl Synth {
             histograms: Default::default(),
             verify: None,
             trial: None,
+            disturbed_attempts: Vec::new(),
         }
     }
 }
@@ -1182,6 +1183,7 @@ fn swept(qd: u32, workers: u32, repeats: &[f64]) -> (String, crate::sweep::Point
         total: op_summary(iops, (mean_ns / 1.1) as u64, (mean_ns * 3.0) as u64),
         cpu_us_per_io: 2.0,
         bottleneck: Bottleneck::Undetermined,
+        retried: 0,
     };
     (format!("qd {qd}, workers {workers}"), figures, repeats.to_vec())
 }

@@ -139,6 +139,7 @@ fn base() -> JobResult {
         histograms: Default::default(),
         verify: None,
         trial: None,
+        disturbed_attempts: Vec::new(),
     }
 }
 

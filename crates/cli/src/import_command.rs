@@ -163,6 +163,7 @@ fn store_sweep(sweep: ImportedSweep, store: &StoreArgs) -> ExitCode {
                 total: point.summary.total.clone(),
                 cpu_us_per_io: point.summary.cpu_us_per_io.unwrap_or(0.0),
                 bottleneck: Bottleneck::Undetermined,
+                retried: 0,
             },
             repeat_iops: vec![point.summary.total.iops],
         })

@@ -22,7 +22,8 @@ pub fn run(args: RampArgs, store: &StoreArgs, place: &mut Place<'_>) -> ExitCode
 fn measure(args: RampArgs, store: &StoreArgs, place: &mut Place<'_>) -> Result<ExitCode, ExitCode> {
     let limits = RampLimits { latency: args.max_latency, max_cpu_pct: args.max_cpu };
     let input = job_source::study_input(args.target, &args.workload.options).map_err(exit::usage)?;
-    let ramp = Ramp::over(&input, args.levels.0.clone(), limits).map_err(exit::usage)?;
+    let ramp =
+        Ramp::over(&input, args.levels.0.clone(), limits).map_err(exit::usage)?.with_retries(args.retries);
     let progress = ProgressLine::with_plan(ramp.plan.output.quiet, "ramp", ramp.planned_s());
     Ok(Measurement::new("ramp", &ramp.plan).with_progress(progress).run(
         store,
@@ -32,8 +33,8 @@ fn measure(args: RampArgs, store: &StoreArgs, place: &mut Place<'_>) -> Result<E
             let empty: Vec<&str> = found
                 .curves
                 .iter()
-                .filter(|(_, max_iops, _)| *max_iops < 1.0)
-                .map(|(name, ..)| name.as_str())
+                .filter(|curve| curve.max_iops < 1.0)
+                .map(|curve| curve.name.as_str())
                 .collect();
             if !report.interrupted && !empty.is_empty() {
                 if empty.len() == found.curves.len() {

@@ -253,20 +253,32 @@ impl ResultSink for Recording {
     fn amend_and_judge(&mut self, index: usize, result: &JobResult) -> Verdict {
         let kept = self.active.as_mut().and_then(|active| {
             let seq = active.kept.get(index).copied().flatten()?;
-            let Some(trial) = &result.trial else { return Some((active, seq)) };
-            match active.store.set_trial(active.run, seq, trial) {
+            match active.store.amend_result(active.run, seq, result) {
                 Ok(()) => Some((active, seq)),
                 Err(e) => {
                     say!(
-                        "iolab: error: the trial of point '{}' was not kept in the results database: {e}",
+                        "iolab: error: what was measured after point '{}' was not kept in the results database: {e}",
                         result.name
                     );
-                    active.lost.push(format!("the trial of '{}'", result.name));
+                    active.lost.push(format!("what followed '{}'", result.name));
                     None
                 }
             }
         });
         judge_kept(kept, result)
+    }
+
+    fn forget_last(&mut self) {
+        let Some(active) = self.active.as_mut() else { return };
+        let Some(kept) = active.kept.pop() else { return };
+        active.next_seq -= 1;
+        let Some(seq) = kept else {
+            active.lost.pop();
+            return;
+        };
+        if let Err(e) = active.store.truncate_points(active.run, seq) {
+            say!("iolab: warning: the dropped attempt at point {seq} stays in the results database: {e}");
+        }
     }
 }
 

@@ -46,7 +46,7 @@ fn measure(args: RunArgs, store: &StoreArgs, place: &mut Place<'_>) -> Result<Ex
         store,
         place,
         |lab, progress| {
-            let failed = run_jobs(lab, &plan, OnFailedStart::Stop, progress)?;
+            let failed = run_jobs(lab, &plan, OnFailedStart::Stop, 0, progress)?;
             if confirm {
                 trial::test_advice(lab, progress)?;
             }
@@ -94,7 +94,7 @@ fn each_alone(plan: &RunPlan, store: &StoreArgs, place: &mut Place<'_>) -> ExitC
     Measurement::new("blend", plan).titled(format!("blend of {}", groups.join(", "))).run(
         store,
         place,
-        |lab, progress| run_jobs(lab, plan, OnFailedStart::Stop, progress),
+        |lab, progress| run_jobs(lab, plan, OnFailedStart::Stop, 0, progress),
         |failed, report| {
             alone_then_together(plan, &failed, report, "interference run", |alone, together| {
                 let summary = summarize(alone, together);

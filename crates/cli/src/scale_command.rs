@@ -24,7 +24,7 @@ pub fn run(store: &StoreArgs, args: ScaleArgs) -> ExitCode {
     Measurement::new("scale", &plan).run(
         store,
         &mut Place::here(),
-        |lab, progress| run_jobs(lab, &plan, OnFailedStart::Stop, progress),
+        |lab, progress| run_jobs(lab, &plan, OnFailedStart::Stop, 0, progress),
         |failed, report| {
             alone_then_together(&plan, &failed, report, "scaling run", |singles, together| {
                 let summary = summarize(singles, together);

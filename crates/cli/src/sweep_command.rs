@@ -32,7 +32,8 @@ fn measure(args: SweepArgs, store: &StoreArgs, place: &mut Place<'_>) -> Result<
         false => None,
     };
     let input = job_source::study_input(args.target, &args.workload.options).map_err(exit::usage)?;
-    let sweep = Sweep::over(&input, args.repeat, until_steady).map_err(exit::usage)?;
+    let sweep =
+        Sweep::over(&input, args.repeat, until_steady).map_err(exit::usage)?.with_retries(args.retries);
     let mut measurement = Measurement::new(sweep.kind(), &sweep.plan);
     let mut earlier = Vec::new();
     if args.resume {

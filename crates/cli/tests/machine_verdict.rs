@@ -125,6 +125,99 @@ fn another_process_writing_to_the_device_is_another_load_and_named() {
     );
 }
 
+/// Issue 30 item 5: a sweep point another load shares is measured again (`--retries`), each
+/// dropped attempt kept in the point's result, and one disturbed in every attempt is kept,
+/// marked, and no candidate for the sweet spot. The store holds the last attempt only.
+#[test]
+fn a_sweep_measures_a_disturbed_point_again_and_leaves_it_out_of_the_sweet_spot() {
+    let _machine = alone();
+    if let Some((missing, why)) = needs_root_and(&["losetup", "dd"]) {
+        return common::skip!(missing, "{why}");
+    }
+    let dir = tempfile::tempdir().expect("temp dir");
+    let device = LoopDevice::direct_random("retried", 512);
+    let mut neighbour = Command::new("sh")
+        .args([
+            "-c",
+            &format!(
+                "while :; do dd if=/dev/zero of={} bs=1M seek=256 count=128 oflag=direct status=none; done",
+                device.path()
+            ),
+        ])
+        .stdout(Stdio::null())
+        .spawn()
+        .expect("sh runs");
+    let db = dir.path().join("r.db");
+    let out = common::iolab()
+        .args([
+            "sweep",
+            device.path(),
+            "--size",
+            "256m",
+            "--qd",
+            "1,8",
+            "--runtime",
+            "1s",
+            "--ramp",
+            "200ms",
+            "--retries",
+            "1",
+            "--json",
+            "-q",
+            "--db",
+        ])
+        .arg(&db)
+        .current_dir(dir.path())
+        .output()
+        .expect("iolab runs");
+    let _ = neighbour.kill();
+    let _ = neighbour.wait();
+    let _ = Command::new("sh").args(["-c", "sleep 0.5"]).status();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let report = json(&out);
+    let rows = report["summary"]["rows"].as_array().expect("rows");
+    let jobs = report["run"]["jobs"].as_array().expect("jobs");
+    assert_eq!((rows.len(), jobs.len()), (2, 2), "one result a point, its dropped attempts inside it");
+    let mut measured_again = 0;
+    for (row, job) in rows.iter().zip(jobs) {
+        let dropped = job["disturbed_attempts"].as_array().map_or(0, Vec::len);
+        assert_eq!(row["retried"].as_u64(), Some(dropped as u64), "{row}");
+        assert!(dropped <= 1, "at most --retries attempts are dropped: {job:#}");
+        for attempt in job["disturbed_attempts"].as_array().into_iter().flatten() {
+            assert!(
+                ["other_load", "steal"].contains(&attempt["cause"].as_str().unwrap_or_default()),
+                "{attempt}"
+            );
+            assert!(attempt["iops"].as_f64().expect("iops") > 0.0, "{attempt}");
+        }
+        let disturbed =
+            ["other_load", "steal"].contains(&job["verdict"]["cause"].as_str().unwrap_or_default());
+        assert_eq!(row["disturbed"].as_bool(), Some(disturbed), "{row}");
+        if disturbed {
+            assert_eq!(dropped, 1, "a point disturbed at the end was measured again first: {job:#}");
+        }
+        measured_again += dropped;
+    }
+    assert!(measured_again > 0, "the neighbour's writes disturbed a first attempt: {:#}", report["summary"]);
+    for curve in report["summary"]["curves"].as_array().expect("curves") {
+        if let Some(spot) = curve["sweet_spot"]["row"].as_u64() {
+            assert_eq!(rows[spot as usize]["disturbed"], false, "{curve}");
+        }
+    }
+    // The store keeps one point each, the last attempt, with the attempts it dropped.
+    let conn = rusqlite::Connection::open(&db).expect("the database");
+    let kept: Vec<(u32, i64)> = conn
+        .prepare("SELECT seq, json_array_length(result, '$.disturbed_attempts') FROM points ORDER BY seq")
+        .expect("query")
+        .query_map([], |row| Ok((row.get(0)?, row.get::<_, Option<i64>>(1)?.unwrap_or(0))))
+        .expect("rows")
+        .collect::<Result<_, _>>()
+        .expect("read");
+    let dropped: Vec<i64> =
+        jobs.iter().map(|j| j["disturbed_attempts"].as_array().map_or(0, |a| a.len() as i64)).collect();
+    assert_eq!(kept, vec![(0, dropped[0]), (1, dropped[1])]);
+}
+
 #[test]
 fn a_file_under_writeback_names_the_writeback() {
     let _machine = alone();

@@ -200,6 +200,7 @@ pub fn merge(job: &JobSpec, parts: &[HostPart], link_mb_s: &[Option<f64>]) -> Re
             }),
         // A fleet's verdict advises nothing a trial here could test.
         trial: None,
+        disturbed_attempts: Vec::new(),
     };
     Ok(merged)
 }

@@ -221,6 +221,7 @@ fn agent_result(own: &Recorded, measured_s: f64, start: u64, job: &JobSpec) -> A
         histograms: all.clone(),
         verify: None,
         trial: None,
+        disturbed_attempts: Vec::new(),
     };
     AgentResult {
         histograms: EncodedHistograms::encode(&result.histograms),

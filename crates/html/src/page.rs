@@ -185,7 +185,7 @@ fn points_table(out: &mut String, subject: &Subject<'_>) {
         let latency = s.total.latency.as_ref();
         let show = |ns: Option<f64>| ns.map_or_else(|| "—".to_string(), |v| sig3(v / scale));
         let spot = spots.contains(&point.seq);
-        let disturbed = point.verdict.as_ref().is_some_and(|v| iolab_analysis::sweep::disturbed(v.cause));
+        let disturbed = point.verdict.as_ref().is_some_and(|v| v.cause.disturbs_the_measure());
         let _ = writeln!(
             out,
             "<tr{}><td>{}{}{}</td><td>{}</td>{}<td class=\"num\">{} × {}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td>{}</tr>",
@@ -215,7 +215,7 @@ fn points_table(out: &mut String, subject: &Subject<'_>) {
     if !spots.is_empty() {
         out.push_str("<p class=\"note\">★ the sweet spot of a load curve: the most IOPS before latency grows faster than IOPS (where latency never did, no knee was found, its best point).</p>\n");
     }
-    if points.iter().any(|p| p.verdict.as_ref().is_some_and(|v| iolab_analysis::sweep::disturbed(v.cause))) {
+    if points.iter().any(|p| p.verdict.as_ref().is_some_and(|v| v.cause.disturbs_the_measure())) {
         out.push_str("<p class=\"note\">⚠ disturbed: the point's verdict is another load or a stolen CPU, so its figures are not the target's alone; a sweep leaves it out of the sweet spot.</p>\n");
     }
 }

@@ -78,7 +78,13 @@ fn table<'a>(out: &mut String, rows: impl Iterator<Item = &'a RampRow>) {
             r.machine_cpu_pct,
             r.process_cpu_pct,
             r.cpu_us_per_io,
-            r.crossed.as_ref().map_or(String::new(), |c| format!("  <- {c}"))
+            match (&r.crossed, r.disturbed) {
+                (Some(c), false) => format!("  <- {c}"),
+                (Some(c), true) => format!("  <- {c} (disturbed)"),
+                (None, true) if r.retried == 0 => "  <- disturbed".into(),
+                (None, true) => format!("  <- disturbed in all {} attempts", r.retried + 1),
+                (None, false) => String::new(),
+            }
         );
     }
 }

@@ -46,10 +46,12 @@ pub fn sweep_text(summary: &SweepSummary, run: &RunReport) -> String {
                 latency(r.p99_ns as f64),
                 latency(r.p9999_ns as f64),
                 r.cpu_us_per_io,
-                if r.disturbed {
-                    format!("{} (disturbed)", r.bottleneck.name())
-                } else {
-                    r.bottleneck.name().to_string()
+                match (r.disturbed, r.retried) {
+                    (true, 0) => format!("{} (disturbed)", r.bottleneck.name()),
+                    (true, n) => format!("{} (disturbed in all {} attempts)", r.bottleneck.name(), n + 1),
+                    (false, 0) => r.bottleneck.name().to_string(),
+                    (false, n) =>
+                        format!("{} (after {n} disturbed attempt{})", r.bottleneck.name(), plural(n)),
                 }
             );
         }
@@ -59,6 +61,12 @@ pub fn sweep_text(summary: &SweepSummary, run: &RunReport) -> String {
     }
     if summary.rows.iter().any(|r| r.disturbed) {
         let _ = writeln!(out, "  (disturbed: another load or a stolen CPU; left out of the sweet spot)");
+    }
+    if summary.rows.iter().any(|r| r.retried > 0) {
+        let _ = writeln!(
+            out,
+            "  (a disturbed attempt is measured again, up to --retries times; the last is shown)"
+        );
     }
     out.push_str(&crate::groups::groups_text(run));
     verdict(&mut out, &summary.verdict);
@@ -83,4 +91,12 @@ fn setting(run: &RunReport) -> String {
         job.measured_s,
         job.ramp_s
     )
+}
+
+fn plural(n: u32) -> &'static str {
+    if n == 1 {
+        ""
+    } else {
+        "s"
+    }
 }

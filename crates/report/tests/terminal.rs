@@ -85,6 +85,24 @@ fn sweep() {
     insta::assert_snapshot!(sweep_text(&summary, &run));
 }
 
+/// Issue 30 item 5: a point measured again because another load disturbed it says so.
+#[test]
+fn a_sweep_says_which_points_were_measured_again() {
+    let (mut summary, run) = report::<SweepSummary>(&stored("sweep"));
+    assert!(summary.rows.len() >= 2, "the stored sweep has points to mark");
+    summary.rows[0].retried = 1;
+    summary.rows[1].disturbed = true;
+    summary.rows[1].retried = 2;
+    let text = sweep_text(&summary, &run);
+    let line = |name: &str| text.lines().find(|l| l.contains(name)).unwrap_or_default().to_string();
+    assert!(line(&summary.rows[0].name).ends_with("(after 1 disturbed attempt)"), "{text}");
+    assert!(line(&summary.rows[1].name).ends_with("(disturbed in all 3 attempts)"), "{text}");
+    assert!(
+        text.contains("(a disturbed attempt is measured again, up to --retries times; the last is shown)"),
+        "{text}"
+    );
+}
+
 #[test]
 fn ramp() {
     let (summary, run) = report::<RampSummary>(&stored("ramp"));

@@ -352,6 +352,7 @@ fn assemble(
         histograms: all,
         verify: None,
         trial: None,
+        disturbed_attempts: Vec::new(),
     }
 }
 

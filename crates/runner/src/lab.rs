@@ -7,7 +7,8 @@ use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 
 use iolab_engine::probe;
 use iolab_spec::{EngineKind, JobSpec, RunPlan};
-use iolab_stats::result::{HostInfo, JobResult, RunReport, SCHEMA};
+use iolab_stats::result::{HostInfo, JobResult, RunReport, StopReason, SCHEMA};
+use iolab_stats::retry::DisturbedAttempt;
 
 use crate::error::RunError;
 use crate::job::run_job;
@@ -126,6 +127,45 @@ impl<'a> Lab<'a> {
         observer: &mut dyn Observer,
     ) -> Result<&JobResult, RunError> {
         self.run_prepared_at(job, targets, None, observer)
+    }
+
+    /// As `run_prepared`, measured again up to `retries` times while its verdict says another
+    /// load or a stolen CPU disturbed it (a study's point): each disturbed attempt is said and
+    /// dropped, and the last attempt kept with the dropped ones listed in it. A result never
+    /// judged (no sink) or cut short is kept as it is.
+    pub fn run_until_undisturbed(
+        &mut self,
+        job: &JobSpec,
+        targets: &[Vec<PreparedTarget>],
+        retries: u32,
+        observer: &mut dyn Observer,
+    ) -> Result<&JobResult, RunError> {
+        let mut dropped = Vec::new();
+        loop {
+            let result = self.run_prepared(job, targets, observer)?;
+            let whole = matches!(result.stop_reason, StopReason::Runtime | StopReason::IoLimit);
+            let disturbed = DisturbedAttempt::of(&result.verdict, result.total.iops).filter(|_| whole);
+            let Some(attempt) = disturbed.filter(|_| dropped.len() < retries as usize && !self.interrupted())
+            else {
+                break;
+            };
+            observer.note(&format!(
+                "{}: measured again ({} of {retries}): {}",
+                job.name,
+                dropped.len() + 1,
+                attempt.summary
+            ));
+            dropped.push(attempt);
+            self.jobs.pop();
+            if let Some(sink) = self.sink.as_mut() {
+                sink.forget_last();
+            }
+        }
+        let index = self.jobs.len() - 1;
+        if !dropped.is_empty() {
+            self.amend(index, |result| result.disturbed_attempts = dropped);
+        }
+        Ok(&self.jobs[index])
     }
 
     /// As `run_prepared`, with the I/O beginning at `start_at` (a fleet agent's start instant):
@@ -292,3 +332,7 @@ fn host_info() -> HostInfo {
         cpus: std::thread::available_parallelism().map_or(1, |n| n.get()),
     }
 }
+
+#[cfg(test)]
+#[path = "lab_tests.rs"]
+mod tests;

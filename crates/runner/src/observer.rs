@@ -114,6 +114,10 @@ pub trait ResultSink {
     fn keep_and_judge(&mut self, job: &JobSpec, result: &JobResult) -> Verdict;
 
     /// The result of the `index`th job this sink kept, with a fact measured after it (a trial
-    /// of its verdict's advice): kept in place of what was kept, then judged again.
+    /// of its verdict's advice, the attempts a study dropped before it): kept in place of what
+    /// was kept, then judged again.
     fn amend_and_judge(&mut self, index: usize, result: &JobResult) -> Verdict;
+
+    /// Drops the last job kept: an attempt a study measures again (another load disturbed it).
+    fn forget_last(&mut self);
 }

@@ -18,11 +18,14 @@ pub enum OnFailedStart {
 /// Runs every job of `plan` in `lab` (here or on a fleet); stops after the current job when the
 /// lab's interrupt is set. Fails outright only when nothing could run. Each job's result goes
 /// to the lab's sink as it ends, and stays in the lab; returned are the jobs that could not
-/// start (by index in the plan), with why (the jobs before them keep their results).
+/// start (by index in the plan), with why (the jobs before them keep their results). A job
+/// another load or a stolen CPU disturbed is measured again up to `retries` times
+/// (`Lab::run_until_undisturbed`; 0 for a run, where the verdict names the disturbance).
 pub fn run_jobs(
     lab: &mut Lab<'_>,
     plan: &RunPlan,
     on_failed_start: OnFailedStart,
+    retries: u32,
     observer: &mut dyn Observer,
 ) -> Result<Vec<(usize, RunError)>, RunError> {
     // Open and check every job's targets before the first I/O, so a bad third job fails now.
@@ -33,7 +36,7 @@ pub fn run_jobs(
         if lab.interrupted() {
             break;
         }
-        let ran = lab.run_prepared(job, targets, observer).map(|result| result.stop_reason);
+        let ran = lab.run_until_undisturbed(job, targets, retries, observer).map(|result| result.stop_reason);
         let stop = match ran {
             Ok(stop) => stop,
             Err(e) if e.is_interruption() => return Err(e),

@@ -22,6 +22,7 @@ pub mod pressure;
 pub mod proc_text;
 mod rate;
 pub mod result;
+pub mod retry;
 pub mod slots;
 pub mod threads;
 pub mod verify;

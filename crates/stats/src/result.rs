@@ -104,6 +104,10 @@ pub struct JobResult {
     /// when none ran.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub trial: Option<crate::advice::Trial>,
+    /// A study's earlier attempts at this point, dropped because another load or a stolen CPU
+    /// disturbed them (`--retries`); this result is the last attempt.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub disturbed_attempts: Vec<crate::retry::DisturbedAttempt>,
 }
 
 impl JobResult {

@@ -3,8 +3,7 @@
 
 use std::path::{Path, PathBuf};
 
-use iolab_stats::advice::Trial;
-use iolab_stats::result::Verdict;
+use iolab_stats::result::{JobResult, Verdict};
 use rusqlite::{params, Connection, OptionalExtension, Row, TransactionBehavior};
 use serde::de::DeserializeOwned;
 
@@ -121,14 +120,15 @@ impl Store {
         .map_err(|e| classify(&path, e))
     }
 
-    /// Adds to point `seq` of `run` the trial run after it (of its verdict's advice), in its
-    /// whole result, where judging it again finds it.
-    pub fn set_trial(&mut self, run: RunId, seq: u32, trial: &Trial) -> Result<(), StoreError> {
+    /// Puts `result` in place of point `seq`'s whole result: facts measured after the point
+    /// was kept (the trial of its verdict's advice, the attempts a study dropped before it),
+    /// where judging it again finds them. Its figures are the point's own, unchanged.
+    pub fn amend_result(&mut self, run: RunId, seq: u32, result: &JobResult) -> Result<(), StoreError> {
         let path = self.path.clone();
         self.write(|tx| {
             let updated = tx.execute(
-                "UPDATE points SET result = json_set(result, '$.trial', json(?3)) WHERE run_id = ?1 AND seq = ?2",
-                params![run, seq, to_json(trial)],
+                "UPDATE points SET result = ?3 WHERE run_id = ?1 AND seq = ?2",
+                params![run, seq, to_json(result)],
             )?;
             match updated {
                 1 => Ok(()),

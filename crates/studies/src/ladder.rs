@@ -48,7 +48,7 @@ impl Ladder {
         lab: &mut Lab<'_>,
         observer: &mut dyn Observer,
     ) -> Result<Vec<(usize, RunError)>, RunError> {
-        run_jobs(lab, &self.plan, OnFailedStart::Skip, observer)
+        run_jobs(lab, &self.plan, OnFailedStart::Skip, 0, observer)
     }
 
     /// Each rung's result in `report`, or why it has none (`failed`: the rungs that could not

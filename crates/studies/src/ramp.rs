@@ -3,7 +3,7 @@
 //! groups shares each level's rate among them in proportion to their own rates, or without
 //! rates to their outstanding I/Os (QD x workers): `groups::shares`.
 
-use iolab_analysis::ramp::{row, RampLimits, RampRow};
+use iolab_analysis::ramp::{row, MeasuredCurve, RampLimits};
 use iolab_runner::{Lab, Observer, RunError};
 use iolab_spec::{GroupSpec, JobSpec, Options, RateSpec, RunPlan, MAX_RATE_IOPS};
 
@@ -20,6 +20,8 @@ pub struct Ramp {
     pub limits: RampLimits,
     levels: Vec<u32>,
     curves: Vec<Curve>,
+    /// Times a run another load or a stolen CPU disturbed is measured again.
+    retries: u32,
 }
 
 /// One workload of the ramp: the only one, or one combination of the listed values.
@@ -34,10 +36,9 @@ struct Curve {
     weights: Vec<u64>,
 }
 
-/// What the ramp measured: per curve, its name, the closed-loop maximum and a row per level
-/// that ran.
+/// What the ramp measured: each curve that ran.
 pub struct RampFound {
-    pub curves: Vec<(String, f64, Vec<RampRow>)>,
+    pub curves: Vec<MeasuredCurve>,
 }
 
 impl Ramp {
@@ -84,10 +85,22 @@ impl Ramp {
             curves.push(curve);
         }
         let jobs = curves.iter().map(|c| c.closed.clone()).collect();
-        Ok(Ramp { plan: RunPlan { jobs, output: output.unwrap_or_default() }, limits, levels, curves })
+        Ok(Ramp {
+            plan: RunPlan { jobs, output: output.unwrap_or_default() },
+            limits,
+            levels,
+            curves,
+            retries: 0,
+        })
     }
 
-    /// Seconds the closed-loop runs and every level take, at most.
+    /// The ramp measuring a disturbed closed-loop run or level again up to `retries` times
+    /// (`--retries`): a disturbed maximum would set every level's rate from another load's.
+    pub fn with_retries(self, retries: u32) -> Ramp {
+        Ramp { retries, ..self }
+    }
+
+    /// Seconds the closed-loop runs and every level take, at most (without retries).
     pub fn planned_s(&self) -> f64 {
         let each = |c: &Curve| (c.closed.ramp.0 + c.closed.runtime.0) as f64 / 1e9;
         self.curves.iter().map(|c| each(c) * (self.levels.len() + 1) as f64).sum()
@@ -100,8 +113,7 @@ impl Ramp {
             if lab.interrupted() || lab.jobs().iter().any(|j| j.stop_reason.ends_the_run()) {
                 break;
             }
-            let (max_iops, rows) = self.run_curve(curve, lab, observer)?;
-            found.push((curve.name.clone(), max_iops, rows));
+            found.push(self.run_curve(curve, lab, observer)?);
         }
         Ok(RampFound { curves: found })
     }
@@ -111,10 +123,13 @@ impl Ramp {
         curve: &Curve,
         lab: &mut Lab<'_>,
         observer: &mut dyn Observer,
-    ) -> Result<(f64, Vec<RampRow>), RunError> {
+    ) -> Result<MeasuredCurve, RunError> {
         let targets = lab.prepare(&curve.closed, observer)?;
         let max = JobSpec { name: curve.named("maximum (closed loop)"), ..curve.closed.clone() };
-        let max_iops = lab.run_prepared(&max, &targets, observer)?.total.iops;
+        let closed = lab.run_until_undisturbed(&max, &targets, self.retries, observer)?;
+        let max_iops = closed.total.iops;
+        let max_disturbed =
+            closed.verdict.cause.disturbs_the_measure().then(|| closed.verdict.summary.clone());
         let mut rows = Vec::new();
         for &level in self.levels.iter().filter(|_| max_iops >= 1.0) {
             if lab.interrupted() || lab.jobs().iter().any(|j| j.stop_reason.ends_the_run()) {
@@ -130,14 +145,15 @@ impl Ramp {
                 continue;
             }
             let job = curve.level_job(iops, level);
-            let level_row = row(level, lab.run_prepared(&job, &targets, observer)?, &self.limits);
+            let measured = lab.run_until_undisturbed(&job, &targets, self.retries, observer)?;
+            let level_row = row(level, measured, &self.limits);
             let crossed = level_row.crossed.is_some();
             rows.push(level_row);
             if crossed {
                 break;
             }
         }
-        Ok((max_iops, rows))
+        Ok(MeasuredCurve { name: curve.name.clone(), max_iops, max_disturbed, rows })
     }
 }
 

@@ -23,6 +23,9 @@ pub struct Sweep {
     repeat: u32,
     /// Rounds until steady at each point, from this fresh state; `None` for one run a point.
     until_steady: Option<SteadyRounds>,
+    /// Times a point another load or a stolen CPU disturbed is measured again (not in rounds
+    /// until steady: their rounds already measure it again).
+    retries: u32,
 }
 
 /// What the jobs still to run measured.
@@ -48,7 +51,12 @@ impl Sweep {
             jobs.extend(plan.jobs.into_iter().map(|job| JobSpec { name: point.name.clone(), ..job }));
         }
         let plan = plan::repeated(RunPlan { jobs, output: output.unwrap_or_default() }, repeat);
-        Ok(Sweep { plan, load, points, repeat, until_steady })
+        Ok(Sweep { plan, load, points, repeat, until_steady, retries: 0 })
+    }
+
+    /// The sweep measuring a disturbed point again up to `retries` times (`--retries`).
+    pub fn with_retries(self, retries: u32) -> Sweep {
+        Sweep { retries, ..self }
     }
 
     /// The run's kind in the store: rounds until steady make other points than a plain sweep,
@@ -79,7 +87,7 @@ impl Sweep {
                 Ok(SweepRan { steady, failed: None })
             }
             None => {
-                let failed = run_jobs(lab, remaining, OnFailedStart::Stop, observer)?;
+                let failed = run_jobs(lab, remaining, OnFailedStart::Stop, self.retries, observer)?;
                 Ok(SweepRan { steady: Vec::new(), failed: failed.into_iter().next() })
             }
         }
@@ -234,5 +242,6 @@ fn stored_figures(point: &Point) -> PointFigures {
         total: point.summary.total.clone(),
         cpu_us_per_io: point.summary.cpu_us_per_io.unwrap_or(0.0),
         bottleneck: point.verdict.as_ref().map_or(Bottleneck::Undetermined, |v| v.cause),
+        retried: point.result["disturbed_attempts"].as_array().map_or(0, |a| a.len() as u32),
     }
 }

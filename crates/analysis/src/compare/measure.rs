@@ -27,9 +27,7 @@ pub(super) fn measure(label: &str, group: &Group, notes: &mut Vec<String>) -> (M
         workers: first.workers,
         targets: first.targets.clone(),
         percentiles_from,
-        disturbed: points
-            .iter()
-            .any(|p| p.verdict.as_ref().is_some_and(|v| crate::sweep::disturbed(v.cause))),
+        disturbed: points.iter().any(|p| p.verdict.as_ref().is_some_and(|v| v.cause.disturbs_the_measure())),
     };
     let values = Metric::ALL
         .iter()

@@ -32,6 +32,12 @@ pub struct RampArgs {
     #[arg(long, value_name = "PCT", value_parser = parse_pct)]
     pub max_cpu: Option<f64>,
 
+    /// Measure a level (or the closed-loop maximum) again, up to N times, while its verdict says another load or a stolen
+    /// CPU disturbed it (each attempt said and dropped); one still disturbed is kept, marked,
+    /// and left out of the level the target sustains. 0: never.
+    #[arg(long, value_name = "N", default_value_t = 2, value_parser = clap::value_parser!(u32).range(0..=10))]
+    pub retries: u32,
+
     #[command(flatten)]
     pub workload: WorkloadArgs,
 
@@ -161,6 +167,12 @@ pub struct SweepArgs {
     /// (interrupted or killed): the points it finished are kept, the rest are run.
     #[arg(long)]
     pub resume: bool,
+
+    /// Measure a point again, up to N times, while its verdict says another load or a stolen
+    /// CPU disturbed it (each attempt said and dropped); one still disturbed is kept, marked,
+    /// and left out of the sweet spot (not with --until-steady: its rounds measure a point again already). 0: never.
+    #[arg(long, value_name = "N", default_value_t = 2, value_parser = clap::value_parser!(u32).range(0..=10))]
+    pub retries: u32,
 
     #[command(flatten)]
     pub workload: WorkloadArgs,

@@ -139,11 +139,16 @@ pub(crate) fn load_curves(subjects: &[Subject<'_>]) -> Result<Vec<Figure>, HtmlE
                     color: v.color,
                 });
             }
+            iops.marks.extend(v.rows.iter().filter(|r| r.disturbed).map(|r| Mark {
+                at: (f64::from(outstanding(r)), r.iops),
+                label: "disturbed".into(),
+                color: v.color,
+            }));
         }
         let latency = mean_and_p99("Latency (mean and p99) against outstanding I/Os", x, &views, |r| {
             f64::from(outstanding(r))
         });
-        figures.push(Figure::panel("qd-iops", iops, &workload, "Each sweep curve's IOPS at each load; the ringed point is its sweet spot: the most IOPS before latency grows faster than IOPS.")?);
+        figures.push(Figure::panel("qd-iops", iops, &workload, "Each sweep curve's IOPS at each load; the ringed point is its sweet spot: the most IOPS before latency grows faster than IOPS. A point marked disturbed was shared with another load or a stolen CPU in every attempt, and is no candidate for the sweet spot.")?);
         figures.push(Figure::panel("qd-latency", latency, &workload, "Solid: mean latency; dashed: p99, of the same points. The ringed point is the sweet spot (on the mean).")?);
     }
     Ok(figures)
@@ -251,8 +256,14 @@ fn ramp_curve(
         markers: false,
         points: series(&service_p99_ns),
     });
-    for row in rows.iter().filter(|r| r.crossed.is_some() || !r.sustained) {
-        let why = row.crossed.clone().unwrap_or_else(|| "not sustained".into());
+    for row in rows.iter().filter(|r| r.crossed.is_some() || !r.sustained || r.disturbed) {
+        let why = row.crossed.clone().unwrap_or_else(|| {
+            if row.disturbed {
+                "disturbed".into()
+            } else {
+                "not sustained".into()
+            }
+        });
         chart.marks.push(Mark {
             at: (row.achieved_iops, response_p99_ns(row) / scale),
             label: format!("{}%: {why}", row.level_pct),
