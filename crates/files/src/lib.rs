@@ -13,6 +13,7 @@
 
 mod error;
 mod gate;
+mod io_wq;
 pub mod job;
 mod journal;
 mod owner;

@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64};
 
 use iolab_engine::fileops::FileOps;
+use iolab_engine::target::DeviceStat;
 use iolab_stats::OpStats;
 
 use crate::gate::{BreakOnPanic, Gate};
@@ -114,17 +115,17 @@ impl Phases {
             phase_start_ns: 0,
             progress,
         };
-        let ticks_before = self.device.as_deref().and_then(io_ticks_ms);
+        let device_before = self.device.as_deref().and_then(device_stat);
         let ctx = Ctx { phase_start_ns: ctx.now_ns(), ..ctx };
         let watch = self.journal_thread.as_ref().and_then(|j| JournalWatch::start(j, self.plan.threads));
         let outcomes = run_threads_with(&ctx, phase, notes, make_ops);
         // What the phase made is iolab's to remove (safety_at): a failed mark leaves it to the
         // user, never the other way round.
         let _ = safety_at::mark(dirfd);
-        let device_busy = ticks_before.zip(self.device.as_deref().and_then(io_ticks_ms));
+        let device = device_before.zip(self.device.as_deref().and_then(device_stat));
         let elapsed_s = ctx.now_ns().saturating_sub(ctx.phase_start_ns) as f64 / 1e9;
         let journal = watch.and_then(|w| w.finish(elapsed_s, self.plan.threads));
-        let result = assemble(&self.plan, &ctx, phase, planned_ops, outcomes, device_busy, journal);
+        let result = assemble(&self.plan, &ctx, phase, planned_ops, outcomes, device, journal);
         match phase {
             Phase::Rename => self.renamed = !self.renamed,
             Phase::Copy => self.copied = true,
@@ -222,7 +223,7 @@ fn assemble(
     phase: Phase,
     planned: u64,
     outcomes: Vec<Outcome>,
-    device_ticks: Option<(u64, u64)>,
+    device: Option<(DeviceStat, DeviceStat)>,
     journal: Option<JournalSeen>,
 ) -> PhaseResult {
     let start = ctx.phase_start_ns;
@@ -233,7 +234,7 @@ fn assemble(
     let mut merged: Vec<OpStats> = OP_KINDS.iter().map(|_| OpStats::default()).collect();
     let mut series: Vec<[u64; 2]> = Vec::new();
     let (mut done, mut bytes, mut entries, mut sw_ops, mut sw_bytes) = (0, 0, 0, 0, 0);
-    let (mut user_ns, mut sys_ns, mut wait_ns) = (0u64, 0u64, 0u64);
+    let (mut user_ns, mut sys_ns, mut wait_ns, mut io_wq_ns) = (0u64, 0u64, 0u64, 0u64);
     let mut failure = None;
     for o in &outcomes {
         for (m, k) in merged.iter_mut().zip(&o.kinds) {
@@ -254,7 +255,8 @@ fn assemble(
         sw_bytes += b;
         user_ns += o.cpu_user_ns;
         sys_ns += o.cpu_sys_ns;
-        wait_ns += o.runq_wait_ns;
+        wait_ns += o.runq_wait_ns + o.io_wq_wait_ns;
+        io_wq_ns += o.io_wq_ns;
         if failure.is_none() {
             failure.clone_from(&o.failure);
         }
@@ -276,22 +278,30 @@ fn assemble(
     let thread_s = elapsed_s * f64::from(plan.threads);
     let pct = |ns: u64| if thread_s > 0.0 { 100.0 * ns as f64 / 1e9 / thread_s } else { 0.0 };
     let fsync_ns = merged[OpKind::Fsync as usize].moments().sum_ns.min(u128::from(u64::MAX)) as u64;
-    let device_busy_pct = device_ticks.map(|(before, after)| {
+    let device_busy_pct = device.map(|(before, after)| {
         if elapsed_s > 0.0 {
-            (100.0 * after.saturating_sub(before) as f64 / 1e3 / elapsed_s).min(100.0)
+            (100.0 * DeviceStat::ms_delta(before.io_ticks_ms, after.io_ticks_ms) as f64 / 1e3 / elapsed_s)
+                .min(100.0)
         } else {
             0.0
         }
     });
+    let device_bytes = |sectors: fn(&DeviceStat) -> u64| {
+        device.map(|(before, after)| sectors(&after).saturating_sub(sectors(&before)) * 512)
+    };
     let facts = PhaseFacts {
         threads: plan.threads,
         shared_dir: plan.shared_dir,
+        modifies_entries: phase.modifies(),
+        writes_nothing: phase.writes_nothing(),
         elapsed_s,
         ops: done,
-        cpu_busy_pct: pct(user_ns + sys_ns).min(100.0),
-        cpu_sys_pct: pct(sys_ns).min(100.0),
+        cpu_busy_pct: pct(user_ns + sys_ns + io_wq_ns).min(100.0),
+        cpu_sys_pct: pct(sys_ns + io_wq_ns).min(100.0),
         runq_wait_pct: pct(wait_ns).min(100.0),
         device_busy_pct,
+        device_read_bytes: device_bytes(|d| d.read_sectors),
+        device_written_bytes: device_bytes(|d| d.write_sectors),
         fsync_pct: pct(fsync_ns),
         journal,
     };
@@ -318,6 +328,7 @@ fn assemble(
             .collect(),
         cpu_busy_pct: facts.cpu_busy_pct,
         cpu_sys_pct: facts.cpu_sys_pct,
+        io_wq_pct: pct(io_wq_ns),
         runq_wait_pct: facts.runq_wait_pct,
         device_busy_pct,
         verdict: judge(&facts),
@@ -338,7 +349,7 @@ fn block_device(dev: u64) -> Option<PathBuf> {
     path.exists().then_some(path)
 }
 
-/// The device's io_ticks (ms it had requests in flight), the stat file's tenth field.
-fn io_ticks_ms(stat: &Path) -> Option<u64> {
-    std::fs::read_to_string(stat).ok()?.split_whitespace().nth(9)?.parse().ok()
+/// The device's I/O counters now.
+fn device_stat(stat: &Path) -> Option<DeviceStat> {
+    DeviceStat::parse(&std::fs::read_to_string(stat).ok()?)
 }

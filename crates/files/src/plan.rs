@@ -61,9 +61,17 @@ impl Phase {
         }
     }
 
-    /// Whether the phase changes the tree (its latencies are stored as writes).
+    /// Whether the phase changes the tree (its latencies are stored as writes). These are the
+    /// phases that add or remove directory entries, each under its directory's lock held
+    /// exclusively; the others look entries up, which takes no such lock.
     pub fn modifies(self) -> bool {
         !matches!(self, Phase::Stat | Phase::Readdir | Phase::Read)
+    }
+
+    /// Whether the phase makes the device write nothing of its own: stat and readdir (reading
+    /// a file's data updates its access time, which the journal then writes).
+    pub fn writes_nothing(self) -> bool {
+        matches!(self, Phase::Stat | Phase::Readdir)
     }
 }
 

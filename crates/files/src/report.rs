@@ -146,9 +146,13 @@ pub struct PhaseResult {
     /// Every kind of operation the phase timed, the phase's own first.
     pub kinds: Vec<KindResult>,
     pub series: Vec<Second>,
-    /// The threads' CPU time over their wall time, and the kernel's share of it.
+    /// The engine's CPU time over the threads' wall time, and the kernel's share of it: the
+    /// threads' own, and their io_uring io-wq workers' (the requests io_uring punted).
     pub cpu_busy_pct: f64,
     pub cpu_sys_pct: f64,
+    /// The io-wq workers' part of `cpu_busy_pct` (0 on the sync engine).
+    #[serde(default)]
+    pub io_wq_pct: f64,
     /// The threads' time runnable but waiting for a core (another load on the machine).
     #[serde(default)]
     pub runq_wait_pct: f64,

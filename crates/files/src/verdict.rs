@@ -5,6 +5,8 @@
 
 use serde::{Deserialize, Serialize};
 
+use iolab_stats::format::binary_bytes;
+
 use crate::journal::JournalSeen;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -15,6 +17,9 @@ pub enum FilesCause {
     Cpu,
     /// The block device under the directory was busy nearly all the time.
     Device,
+    /// The device was busy writing what the phase did not write (a phase that writes nothing):
+    /// an earlier phase's dirty pages written back, or another process's writes.
+    OtherWrites,
     /// The threads waited for the filesystem's journal thread (jbd2) to commit: fsync, or a
     /// full journal. Fewer fsyncs, a larger or faster journal, or more threads per commit.
     Journal,
@@ -33,6 +38,7 @@ impl FilesCause {
         match self {
             FilesCause::Cpu => "cpu",
             FilesCause::Device => "device",
+            FilesCause::OtherWrites => "other_writes",
             FilesCause::Journal => "journal",
             FilesCause::DirectoryLock => "directory_lock",
             FilesCause::Fsync => "fsync",
@@ -53,6 +59,10 @@ pub struct FilesVerdict {
 pub struct PhaseFacts {
     pub threads: u32,
     pub shared_dir: bool,
+    /// The phase adds or removes directory entries, each under its directory's lock.
+    pub modifies_entries: bool,
+    /// The phase makes the device write nothing of its own (stat, readdir).
+    pub writes_nothing: bool,
     pub elapsed_s: f64,
     pub ops: u64,
     /// The threads' CPU time over their wall time, in % (100: every thread always on a CPU).
@@ -61,6 +71,9 @@ pub struct PhaseFacts {
     /// Time runnable but waiting for a core, over the threads' wall time, in %.
     pub runq_wait_pct: f64,
     pub device_busy_pct: Option<f64>,
+    /// What the device read and wrote over the phase, whoever asked.
+    pub device_read_bytes: Option<u64>,
+    pub device_written_bytes: Option<u64>,
     /// Time spent in fsync over the threads' wall time, in %.
     pub fsync_pct: f64,
     /// The journal thread's figures, where the directory's filesystem has one (ext4).
@@ -73,6 +86,9 @@ const JOURNAL_PCT: f64 = 50.0;
 /// The threads' time in fsync from which fsync is the limit.
 const FSYNC_PCT: f64 = 50.0;
 const MIN_SECONDS: f64 = 0.05;
+/// Writes a phase that writes nothing must see on its busy device, at least, before they are
+/// what kept it busy: more than stray atime updates of a directory or two.
+const OTHER_WRITES_MIN_BYTES: u64 = 1 << 20;
 
 pub fn judge(f: &PhaseFacts) -> FilesVerdict {
     let verdict = |cause, summary: String| FilesVerdict { cause, summary };
@@ -113,6 +129,17 @@ pub fn judge(f: &PhaseFacts) -> FilesVerdict {
         );
     }
     if let Some(busy) = f.device_busy_pct.filter(|&b| b >= BUSY_PCT) {
+        let (read, written) = (f.device_read_bytes.unwrap_or(0), f.device_written_bytes.unwrap_or(0));
+        if f.writes_nothing && written >= OTHER_WRITES_MIN_BYTES && written >= read {
+            return verdict(
+                FilesCause::OtherWrites,
+                format!(
+                    "writes this phase did not make: the device was busy {busy:.0}% of it and wrote {} (it read {}) while the phase wrote nothing; an earlier phase's dirty pages written back, or another process's writes",
+                    binary_bytes(written),
+                    binary_bytes(read)
+                ),
+            );
+        }
         return verdict(FilesCause::Device, format!("the device: busy {busy:.0}% of the phase"));
     }
     if f.fsync_pct >= FSYNC_PCT {
@@ -142,7 +169,7 @@ pub fn judge(f: &PhaseFacts) -> FilesVerdict {
             ),
         );
     }
-    if f.shared_dir && f.threads > 1 {
+    if f.shared_dir && f.threads > 1 && f.modifies_entries {
         return verdict(
             FilesCause::DirectoryLock,
             format!(
@@ -171,12 +198,16 @@ mod tests {
         PhaseFacts {
             threads: 2,
             shared_dir: false,
+            modifies_entries: true,
+            writes_nothing: false,
             elapsed_s: 2.0,
             ops: 10_000,
             cpu_busy_pct: 95.0,
             cpu_sys_pct: 80.0,
             runq_wait_pct: 0.0,
             device_busy_pct: None,
+            device_read_bytes: None,
+            device_written_bytes: None,
             fsync_pct: 0.0,
             journal: None,
         }
@@ -188,12 +219,16 @@ mod tests {
         PhaseFacts {
             threads: 2,
             shared_dir: false,
+            modifies_entries: true,
+            writes_nothing: false,
             elapsed_s: 1.492,
             ops: 3000,
             cpu_busy_pct: 7.0,
             cpu_sys_pct: 6.0,
             runq_wait_pct: 14.0,
             device_busy_pct: Some(28.0),
+            device_read_bytes: Some(0),
+            device_written_bytes: Some(12 << 20),
             fsync_pct: 86.0,
             journal: Some(JournalSeen {
                 thread: "jbd2/loop0-8".into(),
@@ -254,5 +289,44 @@ mod tests {
         assert_eq!(judge(&crowded).cause, FilesCause::Cpu);
         let short = PhaseFacts { elapsed_s: 0.001, ..facts() };
         assert_eq!(judge(&short).cause, FilesCause::Undetermined);
+    }
+
+    /// Issue 30 item 6: a stat phase's busy device that wrote 300 MiB wrote what the phase did
+    /// not: the create phase's pages written back, or another process's.
+    #[test]
+    fn a_phase_that_writes_nothing_on_a_device_busy_writing_names_those_writes() {
+        let stat = PhaseFacts {
+            writes_nothing: true,
+            modifies_entries: false,
+            cpu_busy_pct: 20.0,
+            device_busy_pct: Some(96.0),
+            device_read_bytes: Some(8 << 20),
+            device_written_bytes: Some(300 << 20),
+            ..facts()
+        };
+        let v = judge(&stat);
+        assert_eq!(v.cause, FilesCause::OtherWrites, "{}", v.summary);
+        assert!(v.summary.contains("busy 96%") && v.summary.contains("wrote 300.0 MiB"), "{}", v.summary);
+        // Its own reads were what the device did: the device.
+        let reading = PhaseFacts { device_written_bytes: Some(64 << 10), ..stat };
+        assert_eq!(judge(&reading).cause, FilesCause::Device);
+        // A phase that writes (its own entries, through the journal) is judged on the device.
+        let create = PhaseFacts {
+            writes_nothing: false,
+            modifies_entries: true,
+            device_written_bytes: Some(300 << 20),
+            ..reading
+        };
+        assert_eq!(judge(&create).cause, FilesCause::Device);
+    }
+
+    /// Issue 30 item 6: looking entries up takes no directory lock, so a shared directory's
+    /// stat phase on idle CPUs and device is not held by one.
+    #[test]
+    fn the_directory_lock_only_for_phases_that_take_it() {
+        let create = PhaseFacts { shared_dir: true, cpu_busy_pct: 40.0, ..facts() };
+        assert_eq!(judge(&create).cause, FilesCause::DirectoryLock);
+        let stat = PhaseFacts { modifies_entries: false, writes_nothing: true, ..create };
+        assert_eq!(judge(&stat).cause, FilesCause::Waiting, "{}", judge(&stat).summary);
     }
 }

@@ -13,6 +13,7 @@ use iolab_engine::fileops::{AlignedBuf, FileOps, PathDone, PathOp};
 use iolab_stats::OpStats;
 
 use crate::gate::Gate;
+use crate::io_wq::IoWqCpu;
 use crate::parents::Parents;
 use crate::plan::{FilesPlan, Phase};
 use crate::progress::{PhaseProgress, PUBLISH_EVERY};
@@ -75,6 +76,9 @@ pub struct Outcome {
     pub cpu_sys_ns: u64,
     /// Time the thread was runnable but waited for a core (schedstat): a busy machine.
     pub runq_wait_ns: u64,
+    /// The thread's io_uring io-wq workers: their time on a CPU, and waiting for one.
+    pub io_wq_ns: u64,
+    pub io_wq_wait_ns: u64,
 }
 
 impl Outcome {
@@ -92,6 +96,8 @@ impl Outcome {
             cpu_user_ns: 0,
             cpu_sys_ns: 0,
             runq_wait_ns: 0,
+            io_wq_ns: 0,
+            io_wq_wait_ns: 0,
         }
     }
 
@@ -170,6 +176,7 @@ impl<'a> Worker<'a> {
     pub fn run(mut self, phase: Phase) -> (Outcome, FileOps) {
         let (user0, sys0) = thread_cpu_ns();
         let wait0 = runq_wait_ns();
+        let io_wq = IoWqCpu::start();
         self.phase(phase);
         self.publish();
         let end = self.ctx.now_ns().max(1);
@@ -182,6 +189,7 @@ impl<'a> Worker<'a> {
         self.out.cpu_user_ns = user1.saturating_sub(user0);
         self.out.cpu_sys_ns = sys1.saturating_sub(sys0);
         self.out.runq_wait_ns = runq_wait_ns().saturating_sub(wait0);
+        (self.out.io_wq_ns, self.out.io_wq_wait_ns) = io_wq.since_start();
         (self.out, self.sys)
     }
 
