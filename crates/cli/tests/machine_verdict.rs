@@ -70,6 +70,26 @@ fn a_loop_device_names_its_kernel_workers() {
     assert!(text.contains(&workers), "the verdict names the loop driver's workers: {text}");
 }
 
+/// Another process writing the device's second half in large requests, until stopped.
+struct Neighbour(std::process::Child);
+
+impl Neighbour {
+    fn writing(device: &LoopDevice) -> Neighbour {
+        let script = format!(
+            "while :; do dd if=/dev/zero of={} bs=1M seek=256 count=128 oflag=direct status=none; done",
+            device.path()
+        );
+        Neighbour(Command::new("sh").args(["-c", &script]).stdout(Stdio::null()).spawn().expect("sh runs"))
+    }
+
+    fn stop(mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+        // The loop's last dd may still be finishing: let it end before the device is detached.
+        let _ = Command::new("sh").args(["-c", "sleep 0.5"]).status();
+    }
+}
+
 #[test]
 fn another_process_writing_to_the_device_is_another_load_and_named() {
     let _machine = alone();
@@ -78,18 +98,7 @@ fn another_process_writing_to_the_device_is_another_load_and_named() {
     }
     let dir = tempfile::tempdir().expect("temp dir");
     let device = LoopDevice::direct_random("neighbour", 512);
-    // A neighbour writes the device's second half in large requests for as long as the job runs.
-    let mut neighbour = Command::new("sh")
-        .args([
-            "-c",
-            &format!(
-                "while :; do dd if=/dev/zero of={} bs=1M seek=256 count=128 oflag=direct status=none; done",
-                device.path()
-            ),
-        ])
-        .stdout(Stdio::null())
-        .spawn()
-        .expect("sh runs");
+    let neighbour = Neighbour::writing(&device);
     let out = run_in(
         dir.path(),
         &[
@@ -109,10 +118,7 @@ fn another_process_writing_to_the_device_is_another_load_and_named() {
             "--no-store",
         ],
     );
-    let _ = neighbour.kill();
-    let _ = neighbour.wait();
-    // The loop's last dd may still be finishing: let it end before the device is detached.
-    let _ = Command::new("sh").args(["-c", "sleep 0.5"]).status();
+    neighbour.stop();
     assert!(out.status.success(), "{}", stderr(&out));
     let job = &json(&out)["jobs"][0];
     assert_eq!(job["verdict"]["cause"], "other_load", "{:#}", job["verdict"]);
@@ -136,17 +142,7 @@ fn a_sweep_measures_a_disturbed_point_again_and_leaves_it_out_of_the_sweet_spot(
     }
     let dir = tempfile::tempdir().expect("temp dir");
     let device = LoopDevice::direct_random("retried", 512);
-    let mut neighbour = Command::new("sh")
-        .args([
-            "-c",
-            &format!(
-                "while :; do dd if=/dev/zero of={} bs=1M seek=256 count=128 oflag=direct status=none; done",
-                device.path()
-            ),
-        ])
-        .stdout(Stdio::null())
-        .spawn()
-        .expect("sh runs");
+    let neighbour = Neighbour::writing(&device);
     let db = dir.path().join("r.db");
     let out = common::iolab()
         .args([
@@ -170,9 +166,7 @@ fn a_sweep_measures_a_disturbed_point_again_and_leaves_it_out_of_the_sweet_spot(
         .current_dir(dir.path())
         .output()
         .expect("iolab runs");
-    let _ = neighbour.kill();
-    let _ = neighbour.wait();
-    let _ = Command::new("sh").args(["-c", "sleep 0.5"]).status();
+    neighbour.stop();
     assert!(out.status.success(), "{}", stderr(&out));
     let report = json(&out);
     let rows = report["summary"]["rows"].as_array().expect("rows");
