@@ -6,18 +6,22 @@
 //! operation's start to its last one's end. In the shared tree, directory levels are a
 //! barrier apart so no thread makes a directory before its parent exists.
 
+mod in_flight;
+mod outcome;
+
+use outcome::CpuAtStart;
+pub use outcome::Outcome;
+
 use std::io;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
 
-use iolab_engine::fileops::{AlignedBuf, FileOps, PathDone, PathOp};
-use iolab_stats::OpStats;
+use iolab_engine::fileops::{AlignedBuf, FileOps, PathOp};
 
 use crate::gate::Gate;
-use crate::io_wq::IoWqCpu;
 use crate::parents::Parents;
 use crate::plan::{FilesPlan, Phase};
 use crate::progress::{PhaseProgress, PUBLISH_EVERY};
-use crate::report::{Failure, OpKind, OP_KINDS};
+use crate::report::{Failure, OpKind};
 use crate::sizes::file_hash;
 use crate::tree::{Side, Tree};
 
@@ -60,60 +64,6 @@ impl Ctx<'_> {
     }
 }
 
-/// A thread's figures for one phase.
-pub struct Outcome {
-    pub kinds: Vec<OpStats>,
-    /// Per second of the phase: the phase's operations and bytes.
-    pub series: Vec<[u64; 2]>,
-    pub done: u64,
-    pub bytes: u64,
-    pub entries: u64,
-    pub finished_ns: u64,
-    /// (operations, bytes) when the first thread finished.
-    pub stonewall: Option<[u64; 2]>,
-    pub failure: Option<Failure>,
-    pub cpu_user_ns: u64,
-    pub cpu_sys_ns: u64,
-    /// Time the thread was runnable but waited for a core (schedstat): a busy machine.
-    pub runq_wait_ns: u64,
-    /// The thread's io_uring io-wq workers: their time on a CPU, and waiting for one.
-    pub io_wq_ns: u64,
-    pub io_wq_wait_ns: u64,
-}
-
-impl Outcome {
-    /// Nothing done yet.
-    pub fn empty() -> Outcome {
-        Outcome {
-            kinds: OP_KINDS.iter().map(|_| OpStats::default()).collect(),
-            series: Vec::new(),
-            done: 0,
-            bytes: 0,
-            entries: 0,
-            finished_ns: 0,
-            stonewall: None,
-            failure: None,
-            cpu_user_ns: 0,
-            cpu_sys_ns: 0,
-            runq_wait_ns: 0,
-            io_wq_ns: 0,
-            io_wq_wait_ns: 0,
-        }
-    }
-
-    /// A thread that could not start (its ring, say, or it panicked): nothing done, and
-    /// `error` the phase's failure.
-    pub fn not_started(thread: u32, error: &io::Error) -> Outcome {
-        let failure = Failure {
-            op: "start".to_string(),
-            path: format!("thread {thread}"),
-            error: error.to_string(),
-            errno: error.raw_os_error(),
-        };
-        Outcome { failure: Some(failure), ..Outcome::empty() }
-    }
-}
-
 /// A failed operation: its name ("open", "write", ...) and the error.
 type OpError = (&'static str, io::Error);
 /// What a phase does to one file.
@@ -134,23 +84,6 @@ pub struct Worker<'a> {
     path2: Vec<u8>,
     data: AlignedBuf,
     dir_buf: Vec<u8>,
-}
-
-fn thread_cpu_ns() -> (u64, u64) {
-    use nix::sys::resource::{getrusage, UsageWho};
-    let Ok(usage) = getrusage(UsageWho::RUSAGE_THREAD) else {
-        return (0, 0);
-    };
-    let ns = |t: nix::sys::time::TimeVal| t.tv_sec() as u64 * 1_000_000_000 + t.tv_usec() as u64 * 1_000;
-    (ns(usage.user_time()), ns(usage.system_time()))
-}
-
-/// The thread's time waiting on a run queue, in ns (0 where the kernel keeps no schedstat).
-fn runq_wait_ns() -> u64 {
-    std::fs::read_to_string("/proc/thread-self/schedstat")
-        .ok()
-        .and_then(|text| text.split_whitespace().nth(1)?.parse().ok())
-        .unwrap_or(0)
 }
 
 impl<'a> Worker<'a> {
@@ -174,9 +107,7 @@ impl<'a> Worker<'a> {
 
     /// Runs the thread's part of `phase` and gives its figures.
     pub fn run(mut self, phase: Phase) -> (Outcome, FileOps) {
-        let (user0, sys0) = thread_cpu_ns();
-        let wait0 = runq_wait_ns();
-        let io_wq = IoWqCpu::start();
+        let cpu = CpuAtStart::now();
         self.phase(phase);
         self.publish();
         let end = self.ctx.now_ns().max(1);
@@ -185,11 +116,7 @@ impl<'a> Worker<'a> {
         if self.out.stonewall.is_none() {
             self.out.stonewall = Some([self.out.done, self.out.bytes]);
         }
-        let (user1, sys1) = thread_cpu_ns();
-        self.out.cpu_user_ns = user1.saturating_sub(user0);
-        self.out.cpu_sys_ns = sys1.saturating_sub(sys0);
-        self.out.runq_wait_ns = runq_wait_ns().saturating_sub(wait0);
-        (self.out.io_wq_ns, self.out.io_wq_wait_ns) = io_wq.since_start();
+        cpu.since(&mut self.out);
         (self.out, self.sys)
     }
 
@@ -463,110 +390,6 @@ impl<'a> Worker<'a> {
         }
         self.record(OpKind::Stat, start, end, 0);
         Ok(())
-    }
-
-    /// The stat, unlink or (empty files) create phase with several operations in flight (on a
-    /// ring, where the kernel runs each statx, unlinkat and openat(O_CREAT) in a worker thread:
-    /// one at a time, each would wait for a hand-off there and a wake-up back). Each is timed on
-    /// its own, from the submit that sent it to the reap that saw it done: its latency as the
-    /// thread lived it, at that depth. A create's open and close are two entries, timed apart,
-    /// and the create is the open's submit to the close's reap.
-    fn in_flight(&mut self, side: Side, op: PathOp) {
-        let (tree, first, stride) = self.share();
-        let (kind, name) = match op {
-            PathOp::Stat => (OpKind::Stat, "stat"),
-            PathOp::Unlink => (OpKind::Unlink, "unlink"),
-            PathOp::Create { .. } => (OpKind::Create, "open"),
-        };
-        let depth = self.sys.queue_depth(op);
-        // Per slot: its file, when its first entry was sent, when its open came back.
-        let (mut starts, mut opened, mut index) = (vec![0u64; depth], vec![0u64; depth], vec![0u64; depth]);
-        // Per slot: the directory its entry is named in, held open until the slot is free.
-        let mut dirs = vec![0i32; depth];
-        let mut free: Vec<usize> = (0..depth).rev().collect();
-        let mut unsent: Vec<usize> = Vec::with_capacity(depth);
-        let mut closing: Vec<usize> = Vec::with_capacity(depth);
-        let mut finished: Vec<(usize, io::Result<PathDone>)> = Vec::with_capacity(depth);
-        let mut next = first;
-        loop {
-            while next < tree.files && !self.ctx.stopping() {
-                let Some(tag) = free.pop() else { break };
-                let queued = self.locate_file(tree, side, next, self.ctx.renamed).and_then(|leaf| {
-                    self.sys.queue_push(op, leaf, &self.name, tag).map(|()| leaf).map_err(|e| (name, e))
-                });
-                let leaf = match queued {
-                    Ok(leaf) => leaf,
-                    Err((what, e)) => {
-                        free.push(tag);
-                        let path = std::mem::take(&mut self.path);
-                        self.fail(what, &path, &e);
-                        self.path = path;
-                        break;
-                    }
-                };
-                self.parents.hold(leaf);
-                dirs[tag] = leaf;
-                index[tag] = next;
-                unsent.push(tag);
-                next += stride as u64;
-            }
-            if self.sys.queued_in_flight() == 0 {
-                return;
-            }
-            let start = self.ctx.now_ns();
-            for tag in unsent.drain(..) {
-                starts[tag] = start;
-            }
-            // Closes queued by the last wait go out with this one's submit.
-            for tag in closing.drain(..) {
-                opened[tag] = opened[tag].max(start);
-            }
-            let waited = self.sys.queue_wait(|tag, result| finished.push((tag, result)));
-            let end = self.ctx.now_ns();
-            if let Err(e) = waited {
-                self.fail(name, b"(the ring)", &e);
-                return;
-            }
-            for (tag, result) in finished.drain(..) {
-                let i = index[tag];
-                let checked = result.and_then(|done| match done {
-                    PathDone::Size(size) if size != self.size_of(tree, i) => Err(io::Error::other(format!(
-                        "the file holds {size} bytes, not the {} it was made with",
-                        self.size_of(tree, i)
-                    ))),
-                    _ => Ok(done),
-                });
-                match checked {
-                    Ok(PathDone::Opened) => {
-                        self.record(OpKind::Open, starts[tag], end, 0);
-                        opened[tag] = end;
-                        closing.push(tag);
-                    }
-                    Ok(PathDone::Closed) => {
-                        free.push(tag);
-                        self.parents.release(dirs[tag]);
-                        self.record(OpKind::Close, opened[tag], end, 0);
-                        self.record(kind, starts[tag], end, 0);
-                    }
-                    Ok(PathDone::Size(_) | PathDone::Unlinked) => {
-                        free.push(tag);
-                        self.parents.release(dirs[tag]);
-                        self.record(kind, starts[tag], end, 0);
-                    }
-                    Err(e) => {
-                        free.push(tag);
-                        self.parents.release(dirs[tag]);
-                        // A close's error comes after its open did (this slot's open time is then
-                        // later than its start); an open's, a stat's or an unlink's before.
-                        let what = if opened[tag] > starts[tag] { "close" } else { name };
-                        tree.file_path(side, i, self.ctx.renamed, &mut self.path);
-                        let path = std::mem::take(&mut self.path);
-                        self.fail(what, &path, &e);
-                        self.path = path;
-                    }
-                }
-            }
-        }
     }
 
     /// Reads `size` bytes of `fd` into the data buffer, each read timed; when `copy_to` is
