@@ -387,7 +387,11 @@ fn lanes_asleep_on_a_slow_target_lost_nothing_to_steal_or_busy_cores() {
         vec![core(0, 100.0, 1.0, 25.0), core(1, 100.0, 1.0, 25.0)],
     );
     assert_cause(&job, Bottleneck::Target);
-    // A lane that wanted its core and waited for it did lose to them.
+    // Beside the suite's load (issue 32): a lane at QD 1 on a 28 ms target that ran or waited
+    // for a CPU 10% of the window still slept on the target most of it.
+    job.cpu.threads[0].busiest_demand_pct = 10.5;
+    assert_cause(&job, Bottleneck::Target);
+    // A lane that wanted its core most of the window and waited for it did lose to them.
     job.cpu.threads[0].busiest_demand_pct = 60.0;
     assert_cause(&job, Bottleneck::Steal);
 }
