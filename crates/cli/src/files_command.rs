@@ -78,7 +78,8 @@ pub fn run(args: FilesArgs, store: &StoreArgs) -> ExitCode {
             return exit::fail(code, &e.to_string());
         }
     };
-    let rendered = if json { files_json(&report) } else { files_text(&report) };
+    let kept = serde_json::to_value(&report).unwrap_or_default();
+    let rendered = if json { files_json(&kept) } else { files_text(&kept) };
     let status = if report.interrupted() {
         RunStatus::Interrupted
     } else if report.failure().is_some() {
@@ -86,7 +87,7 @@ pub fn run(args: FilesArgs, store: &StoreArgs) -> ExitCode {
     } else {
         RunStatus::Complete
     };
-    keeping.finish(status, serde_json::to_value(&report).unwrap_or_default(), quiet_flag);
+    keeping.finish(status, kept, quiet_flag);
     let output = iolab_spec::OutputSpec { json, ..Default::default() };
     if let Err(code) = flow::write_output(&output, &rendered) {
         return code;

@@ -103,7 +103,7 @@ pub fn run(args: FilesArgs, store: &StoreArgs, fleet: &mut Fleet) -> ExitCode {
     let rendered = if json {
         format!("{}\n", serde_json::to_string_pretty(&full).unwrap_or_default())
     } else {
-        format!("{}{}", files_text(&report), hosts_text(&ran))
+        format!("{}{}", files_text(&full), hosts_text(&ran))
     };
     let status = if report.interrupted() {
         RunStatus::Interrupted
@@ -156,6 +156,7 @@ fn report(plan: &FilesPlan, dir: &Path, ran: &FleetFiles) -> FilesReport {
         schema: FILES_SCHEMA.to_string(),
         dir: dir.display().to_string(),
         plan: plan.clone(),
+        tree: plan.describe_tree(plan.total_files() * hosts, plan.total_dirs() * hosts),
         total_files: plan.total_files() * hosts,
         total_dirs: plan.total_dirs() * hosts,
         phases: ran.phases.clone(),

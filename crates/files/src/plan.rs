@@ -6,6 +6,7 @@ use std::fmt;
 use std::str::FromStr;
 
 use iolab_spec::Bytes;
+use iolab_stats::format::thousands;
 use serde::{Deserialize, Serialize};
 
 use crate::error::FilesError;
@@ -247,6 +248,26 @@ impl FilesPlan {
             }
         }
         Ok(())
+    }
+
+    /// The tree in words, for `files` of them in `dirs` directories (one host's, or a fleet's):
+    /// "400 files, 5 directories (one shared tree, 1 level(s) of 4 per directory), sizes 4 KiB,
+    /// 2 thread(s) on one shared tree, io_uring".
+    pub fn describe_tree(&self, files: u64, dirs: u64) -> String {
+        format!(
+            "{} files, {} directories ({}, {} level(s) of {} per directory), sizes {}, {} thread(s){}, {}{}{}",
+            thousands(files as f64),
+            thousands(dirs as f64),
+            if self.shared_dir { "one shared tree".to_string() } else { format!("{} trees", self.trees()) },
+            self.depth,
+            self.dirs_per_dir,
+            self.sizes.describe(),
+            self.threads,
+            if self.shared_dir { " on one shared tree" } else { "" },
+            self.engine.name(),
+            if self.fsync { ", fsync per file" } else { "" },
+            if self.direct { ", O_DIRECT" } else { "" },
+        )
     }
 
     /// Trees in the run: one per thread, or one for all with --shared-dir.

@@ -188,6 +188,9 @@ pub struct FilesReport {
     pub schema: String,
     pub dir: String,
     pub plan: FilesPlan,
+    /// The tree in words (`FilesPlan::describe_tree`): what the text report heads with.
+    #[serde(default)]
+    pub tree: String,
     pub total_files: u64,
     pub total_dirs: u64,
     pub phases: Vec<PhaseResult>,

@@ -90,6 +90,7 @@ pub(crate) fn run_with(
         schema: FILES_SCHEMA.to_string(),
         dir: dir.display().to_string(),
         plan: plan.clone(),
+        tree: plan.describe_tree(plan.total_files(), plan.total_dirs()),
         total_files: plan.total_files(),
         total_dirs: plan.total_dirs(),
         phases,

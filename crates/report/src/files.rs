@@ -1,49 +1,110 @@
 //! `iolab files`' report: a table per phase of every operation kind it timed (count, rate,
-//! latency percentiles to 99.9999), its stonewall rate and its verdict; or the JSON.
+//! latency percentiles to 99.9999), its stonewall rate and its verdict; or the JSON. Read from
+//! the run's result as the store keeps it (schema iolab.files/1, docs/files.md), so the report
+//! needs nothing of the crate that measured it.
 
-use iolab_files::{FilesReport, PhaseResult};
 use iolab_spec::Bytes;
 use iolab_stats::format::{latency, thousands};
+use iolab_stats::result::OpSummary;
+use serde::Deserialize;
+use serde_json::Value;
 
-pub use iolab_files::FILES_SCHEMA;
+/// The parts of a kept files run the text report shows.
+#[derive(Deserialize)]
+struct FilesRun {
+    dir: String,
+    #[serde(default)]
+    tree: String,
+    phases: Vec<Phase>,
+    #[serde(default)]
+    notes: Vec<String>,
+    #[serde(default)]
+    peak_rss_bytes: u64,
+}
 
-pub fn files_json(report: &FilesReport) -> String {
+#[derive(Deserialize)]
+struct Phase {
+    phase: String,
+    planned: u64,
+    done: u64,
+    elapsed_s: f64,
+    ops_per_s: f64,
+    bytes: u64,
+    bytes_per_s: f64,
+    stonewall: Stonewall,
+    entries: Option<u64>,
+    kinds: Vec<Kind>,
+    cpu_busy_pct: f64,
+    cpu_sys_pct: f64,
+    #[serde(default)]
+    runq_wait_pct: f64,
+    device_busy_pct: Option<f64>,
+    journal: Option<Journal>,
+    verdict: Verdict,
+    failure: Option<Failure>,
+    interrupted: bool,
+}
+
+#[derive(Deserialize)]
+struct Stonewall {
+    first_done_s: f64,
+    ops_per_s: f64,
+}
+
+#[derive(Deserialize)]
+struct Kind {
+    kind: String,
+    summary: OpSummary,
+}
+
+#[derive(Deserialize)]
+struct Journal {
+    thread: String,
+    wait_pct: f64,
+    cpu_pct: f64,
+    device_wait_pct: f64,
+}
+
+#[derive(Deserialize)]
+struct Verdict {
+    summary: String,
+}
+
+#[derive(Deserialize)]
+struct Failure {
+    op: String,
+    path: String,
+    error: String,
+}
+
+/// `report` (a files run's whole result) as pretty JSON.
+pub fn files_json(report: &Value) -> String {
     let mut text = serde_json::to_string_pretty(report)
         .unwrap_or_else(|e| serde_json::json!({ "error": e.to_string() }).to_string());
     text.push('\n');
     text
 }
 
-pub fn files_text(report: &FilesReport) -> String {
-    let plan = &report.plan;
-    let mut out = format!(
-        "files in {}: {} files, {} directories ({}, {} level(s) of {} per directory), sizes {}, {} thread(s){}, {}{}{}\n",
-        report.dir,
-        thousands(report.total_files as f64),
-        thousands(report.total_dirs as f64),
-        if plan.shared_dir { "one shared tree".to_string() } else { format!("{} trees", plan.trees()) },
-        plan.depth,
-        plan.dirs_per_dir,
-        plan.sizes.describe(),
-        plan.threads,
-        if plan.shared_dir { " on one shared tree" } else { "" },
-        plan.engine.name(),
-        if plan.fsync { ", fsync per file" } else { "" },
-        if plan.direct { ", O_DIRECT" } else { "" },
-    );
-    for phase in &report.phases {
+/// `report` (a files run's whole result) as text; a line saying so when it is not one.
+pub fn files_text(report: &Value) -> String {
+    let run = match FilesRun::deserialize(report) {
+        Ok(run) => run,
+        Err(e) => return format!("not a files run's result (schema iolab.files/1): {e}\n"),
+    };
+    let mut out = format!("files in {}: {}\n", run.dir, run.tree);
+    for phase in &run.phases {
         out.push('\n');
         phase_text(phase, &mut out);
     }
     out.push('\n');
-    for note in &report.notes {
+    for note in &run.notes {
         out.push_str(&format!("note: {note}\n"));
     }
-    out.push_str(&format!("peak memory: {:.1} MiB\n", report.peak_rss_bytes as f64 / f64::from(1 << 20)));
+    out.push_str(&format!("peak memory: {:.1} MiB\n", run.peak_rss_bytes as f64 / f64::from(1 << 20)));
     crate::shown(out)
 }
 
-fn phase_text(phase: &PhaseResult, out: &mut String) {
+fn phase_text(phase: &Phase, out: &mut String) {
     let bytes =
         if phase.bytes > 0 { format!(", {}/s", Bytes(phase.bytes_per_s as u64)) } else { String::new() };
     out.push_str(&format!(
@@ -69,7 +130,7 @@ fn phase_text(phase: &PhaseResult, out: &mut String) {
         let p = |q: f64| l.percentile(q).map_or("-".to_string(), |ns| latency(ns as f64));
         out.push_str(&format!(
             "  {:<10} {:>11} {:>11} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9}\n",
-            kind.kind.name(),
+            kind.kind,
             thousands(s.ios as f64),
             thousands(s.iops),
             latency(l.mean_ns),

@@ -31,7 +31,7 @@ pub use compare::{
     compare, compare_json, compare_text, CompareInput, Comparison, COMPARE_SCHEMA, NOISE_RULE,
 };
 pub use export::{csv_header, export_csv, export_json, EXPORT_SCHEMA};
-pub use files::{files_json, files_text, FILES_SCHEMA};
+pub use files::{files_json, files_text};
 pub use iolab_stats::format::{latency, thousands};
 pub use precondition::{precondition_json, precondition_text, PRECONDITION_SCHEMA};
 pub use ramp::{ramp_json, ramp_text, RAMP_SCHEMA};
