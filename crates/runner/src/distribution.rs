@@ -44,6 +44,12 @@
 
 use iolab_spec::{Distribution, Zone};
 
+mod law;
+mod scatter;
+
+use law::Law;
+use scatter::Scatter;
+
 /// The most the probability may fall across one cell: at least 1 - EPSILON of the draws are
 /// accepted without evaluating p. (1/64 took twice the cells, a table the L1 cache did not
 /// keep beside the engine's histograms; 1/16 sends twice the draws to `settle`, each a
@@ -61,78 +67,6 @@ const MAX_CELLS: usize = 1 << 15;
 /// A rest of the range whose envelope weight is below this share of the total so far is cut
 /// the same way: the normal law's far tails, which would otherwise need a cell per few blocks.
 const NEGLIGIBLE_TAIL: f64 = 1e-12;
-
-/// The probability law of a block index, unnormalized.
-#[derive(Debug, Clone, Copy)]
-enum Law {
-    /// Rank k (0-based) has weight (k + 1)^-theta.
-    Zipf { theta: f64 },
-    /// Rank k has probability F(k) - F(k - 1), F(k) = ((k + 1) / n)^alpha.
-    Pareto { alpha: f64, n: f64 },
-    /// Block k has the probability that N(mean, sd) falls in [k, k + 1).
-    Normal { mean: f64, sd: f64 },
-    /// Weights are set per cell (zoned, uniform): p is constant inside a cell.
-    Flat,
-}
-
-impl Law {
-    fn p(self, k: u64) -> f64 {
-        match self {
-            Law::Zipf { theta } => (k as f64 + 1.0).powf(-theta),
-            Law::Pareto { alpha, n } => {
-                if k == 0 {
-                    (1.0 / n).powf(alpha)
-                } else {
-                    // F(k) - F(k-1) = (k/n)^a ((1 + 1/k)^a - 1), without the cancellation.
-                    let k = k as f64;
-                    (k / n).powf(alpha) * (alpha * (1.0 / k).ln_1p()).exp_m1()
-                }
-            }
-            Law::Normal { mean, sd } => gauss_mass((k as f64 - mean) / sd, (k as f64 + 1.0 - mean) / sd),
-            Law::Flat => 1.0,
-        }
-    }
-}
-
-impl Law {
-    /// Whether p is convex (`Some(true)`) or concave (`Some(false)`) over the indexes
-    /// `lo..=hi`, as a sequence; `None`: neither, or not known.
-    fn shape(self, lo: u64, hi: u64) -> Option<bool> {
-        match self {
-            // x^-theta is convex, and so are the differences of x^alpha for alpha < 1 (their
-            // second differences are third differences of x^alpha, whose third derivative is
-            // positive).
-            Law::Zipf { .. } | Law::Pareto { .. } => Some(true),
-            // p(k) is the integral of the bell's density over [k, k + 1), so its second
-            // difference at k is that of the density over [k - 1, k + 2]: convex where the whole
-            // stretch is a standard deviation or more from the mean, concave where it is within.
-            Law::Normal { mean, sd } => {
-                let (from, to) = (lo as f64 - 1.0 - mean, hi as f64 + 2.0 - mean);
-                if from >= sd || to <= -sd {
-                    Some(true)
-                } else if from >= -sd && to <= sd {
-                    Some(false)
-                } else {
-                    None
-                }
-            }
-            Law::Flat => None,
-        }
-    }
-}
-
-/// P(a <= Z < b) for a standard normal Z, accurate in both tails (a difference of upper tails,
-/// never of numbers near 1).
-fn gauss_mass(a: f64, b: f64) -> f64 {
-    let upper = |x: f64| 0.5 * libm::erfc(x / std::f64::consts::SQRT_2);
-    if a >= 0.0 {
-        upper(a) - upper(b)
-    } else if b <= 0.0 {
-        upper(-b) - upper(-a)
-    } else {
-        1.0 - upper(-a) - upper(b)
-    }
-}
 
 /// Linear bounds on p across a cell of two or more blocks where p is convex or concave (as a
 /// sequence) and falls by at most half: the chord between the cell's ends, and the lines that
@@ -623,72 +557,6 @@ fn alias(spans: &[Span], size: usize) -> Vec<(u64, u64)> {
     // What is left is 1 up to rounding: kept as the entries start (a cell always itself, an
     // entry of weight 0 always the heaviest cell).
     entries
-}
-
-/// A keyed bijection of `0..n`: an affine permutation of the next power of two, walked until
-/// it lands below n (fewer than two steps on average); or, for the laws that are not ranked,
-/// the identity.
-///
-/// Rank r lands on (r + key) x m mod 2^bits, m being 2^bits over the golden ratio made odd:
-/// successive ranks land about 0.618 of the region apart, so the hottest ones spread evenly
-/// over it (the three-distance theorem), and any 2^j successive ranks cover every residue
-/// modulo 2^j once, so the hot blocks are shared evenly by stripes, channels or any other
-/// power-of-two layout of the region. Being affine, rank `first + r` lands `r x m` past where
-/// `first` lands: a cell keeps its first rank's landing, and a draw adds one product to it.
-#[derive(Debug, Clone, Copy)]
-struct Scatter {
-    n: u64,
-    mask: u64,
-    key: u64,
-    multiplier: u64,
-    /// n is not a power of two: a landing at or past n walks on.
-    walks: bool,
-}
-
-impl Scatter {
-    fn new(n: u64, key: u64) -> Scatter {
-        let bits = (64 - (n.max(2) - 1).leading_zeros()).max(1);
-        let mask = if bits == 64 { u64::MAX } else { (1 << bits) - 1 };
-        let multiplier = (0x9e37_79b9_7f4a_7c15_u64 >> (64 - bits)) | 1;
-        Scatter { n, mask, key: key & mask, multiplier, walks: mask >= n }
-    }
-
-    /// Every index lands where it is.
-    fn identity() -> Scatter {
-        Scatter { n: u64::MAX, mask: u64::MAX, key: 0, multiplier: 1, walks: false }
-    }
-
-    /// One step of the permutation of `0..=mask`.
-    #[inline(always)]
-    fn permute(&self, x: u64) -> u64 {
-        x.wrapping_add(self.key).wrapping_mul(self.multiplier) & self.mask
-    }
-
-    /// Where rank `first + r` lands, `landing` being where `first` lands before any walk.
-    #[inline(always)]
-    fn onward(&self, landing: u64, r: u64) -> u64 {
-        let x = landing.wrapping_add(r.wrapping_mul(self.multiplier)) & self.mask;
-        if self.walks {
-            self.walk(x)
-        } else {
-            x
-        }
-    }
-
-    /// From a first landing to the first step below n. The walk's first three steps are
-    /// selects: whether a step lands below n is a coin toss (as likely as n / (mask + 1), at
-    /// least 1/2), so a loop would jump on it; this way only the walks of more than three steps
-    /// (at most 1 in 8) do.
-    #[inline(always)]
-    fn walk(&self, first: u64) -> u64 {
-        let second = self.permute(first);
-        let third = self.permute(second);
-        let mut x = select_below(first, self.n, first, select_below(second, self.n, second, third));
-        while x >= self.n {
-            x = self.permute(x);
-        }
-        x
-    }
 }
 
 #[cfg(test)]
