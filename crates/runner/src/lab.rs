@@ -15,7 +15,15 @@ use crate::job::run_job;
 use crate::observer::{Both, Observer, ResultSink};
 use crate::prepare::{self, OpenedTargets, PreparedTarget, Scratch};
 use crate::remote::Remote;
-use crate::run::OnFailedStart;
+
+/// What to do when a job cannot start (its engine or target refuses), after an earlier job ran.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OnFailedStart {
+    /// Keep the results so far and stop (a job file: later jobs may depend on it).
+    Stop,
+    /// Record it and go on with the next job (a ladder: each rung stands alone).
+    Skip,
+}
 
 pub struct Lab<'a> {
     interrupt: &'a AtomicBool,

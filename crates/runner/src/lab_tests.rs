@@ -7,9 +7,9 @@ use std::sync::atomic::AtomicBool;
 use iolab_spec::{resolve, EngineKind, JobSpec, Nanos, Options};
 use iolab_stats::result::{Bottleneck, JobResult, Verdict};
 
+use crate::lab::OnFailedStart;
 use crate::observer::{Observer, ProgressUpdate, ResultSink};
 use crate::prepare::PreparedTarget;
-use crate::run::OnFailedStart;
 use crate::Lab;
 
 /// Answers the scripted causes in turn (then `Device`), and records what it was asked.

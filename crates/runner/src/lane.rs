@@ -33,6 +33,7 @@ use iolab_stats::result::StopReason;
 use iolab_stats::{DataSample, IntervalStats, OpStats};
 
 use crate::coverage::Touched;
+use crate::poison::lock;
 use crate::routing::{RoutedIo, Router};
 use crate::schedule::Schedule;
 use crate::shared::Shared;
@@ -498,11 +499,6 @@ fn hand_over<E: Engine, D>(
 struct Gaps {
     ns: u64,
     count: u64,
-}
-
-/// A poisoned lock only means another thread panicked while recording; the counts are intact.
-pub fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    mutex.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 /// Sleeps until `until` (between bursts, or until an open-loop lane's next I/O is due) in

@@ -16,6 +16,7 @@ mod leftovers;
 mod limits_reader;
 mod machine_watch;
 mod observer;
+mod poison;
 mod prepare;
 mod pressure_reader;
 mod proc_reader;
@@ -30,7 +31,8 @@ pub mod verify;
 
 pub use error::RunError;
 pub use lab::Lab;
+pub use lab::OnFailedStart;
 pub use observer::{Both, HostRate, IntervalDetail, Observer, Phase, ProgressUpdate, ResultSink, Silent};
 pub use prepare::{OpenedTargets, PreparedTarget, SCRATCH_SIZE};
 pub use remote::{EachHost, Remote};
-pub use run::{run_jobs, OnFailedStart};
+pub use run::run_jobs;

@@ -3,17 +3,8 @@
 use iolab_spec::RunPlan;
 
 use crate::error::RunError;
-use crate::lab::Lab;
+use crate::lab::{Lab, OnFailedStart};
 use crate::observer::Observer;
-
-/// What to do when a job cannot start (its engine or target refuses), after an earlier job ran.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum OnFailedStart {
-    /// Keep the results so far and stop (a job file: later jobs may depend on it).
-    Stop,
-    /// Record it and go on with the next job (a ladder: each rung stands alone).
-    Skip,
-}
 
 /// Runs every job of `plan` in `lab` (here or on a fleet); stops after the current job when the
 /// lab's interrupt is set. Fails outright only when nothing could run. Each job's result goes

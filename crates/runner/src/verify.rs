@@ -363,7 +363,7 @@ impl LaneVerify {
     /// Hands the lane's summary over.
     pub fn finish(&mut self) {
         let summary = std::mem::take(&mut self.summary);
-        crate::lane::lock(&self.sink).merge(&summary);
+        crate::poison::lock(&self.sink).merge(&summary);
     }
 }
 
@@ -447,7 +447,7 @@ impl JobVerify {
         for state in &self.states {
             state.save()?;
         }
-        let mut summary = std::mem::take(&mut *crate::lane::lock(&self.summary));
+        let mut summary = std::mem::take(&mut *crate::poison::lock(&self.summary));
         summary.state_files = self.states.iter().map(|s| s.state_path.display().to_string()).collect();
         Ok(Some(summary))
     }
