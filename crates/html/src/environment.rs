@@ -6,7 +6,7 @@ use std::fmt::Write;
 
 use serde_json::{Map, Value};
 
-use crate::page::esc;
+use crate::escape::esc;
 use crate::plot::{number, sig3};
 
 /// The host's facts (nested objects one level down, "host.kernel"), for the run's fact boxes.

@@ -8,7 +8,7 @@ use std::fmt::Write;
 use iolab_stats::format::{latency, thousands};
 use serde_json::Value;
 
-use crate::page::esc;
+use crate::escape::esc;
 use crate::Subject;
 
 const PERCENTILES: [(f64, &str); 6] = [

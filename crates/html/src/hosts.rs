@@ -8,8 +8,9 @@ use std::fmt::Write;
 use iolab_stats::format::latency;
 
 use crate::charts::{hosts, latency_unit};
+use crate::escape::esc;
 use crate::fleet::{Fleet, Host};
-use crate::page::{esc, figure_html};
+use crate::page::figure_html;
 use crate::plot::number;
 use crate::{HtmlError, Subject};
 

@@ -15,6 +15,7 @@
 mod axis;
 mod charts;
 mod environment;
+mod escape;
 mod files;
 mod fleet;
 mod hosts;

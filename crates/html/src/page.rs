@@ -7,6 +7,7 @@ use std::fmt::Write;
 use iolab_store::Point;
 
 use crate::charts::{latency_unit, Figure};
+use crate::escape::esc;
 use crate::plot::sig3;
 use crate::studies::Study;
 use crate::Subject;
@@ -303,22 +304,6 @@ fn point_verdicts(out: &mut String, points: &[Point]) {
     }
 }
 
-/// Text for HTML content and attribute values.
-pub(crate) fn esc(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for c in text.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&#39;"),
-            c => out.push(c),
-        }
-    }
-    out
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -328,10 +313,5 @@ mod tests {
         assert_eq!(utc(0), "1970-01-01 00:00:00");
         assert_eq!(utc(951_782_400), "2000-02-29 00:00:00");
         assert_eq!(utc(1_795_370_214), "2026-11-22 17:56:54");
-    }
-
-    #[test]
-    fn escapes() {
-        assert_eq!(esc("<a href=\"x\">&'"), "&lt;a href=&quot;x&quot;&gt;&amp;&#39;");
     }
 }

@@ -14,7 +14,8 @@ use iolab_analysis::compare::{
 use iolab_store::Point;
 
 use crate::charts::{chosen_points, latency_unit, Chosen};
-use crate::page::{esc, swatch};
+use crate::escape::esc;
+use crate::page::swatch;
 use crate::plot::sig3;
 use crate::{workload, Subject};
 
