@@ -15,10 +15,9 @@
 //! doubling, 19% apart), computed from its merged histogram (exact to the histogram's 0.1%).
 
 use iolab_stats::central::median;
-use serde::{Deserialize, Serialize};
 
-pub use crate::cache::MAX_HIT_SHARE;
-use crate::cache::{CachePoint, Tier};
+use crate::cache_curve::{CachePoint, Tier};
+pub use crate::cache_curve::{HitShare, LatencyShare, MAX_HIT_SHARE};
 
 /// Beyond a tier, working sets where fewer of the reads hit are not judged: a few hits among
 /// thousands of reads are mostly noise.
@@ -38,29 +37,6 @@ const PROBE_SPACING: f64 = 0.15;
 const STEPS_PER_DOUBLING: u32 = 4;
 /// The ladder runs from 2^6 ns (64 ns) to 2^36 ns (69 s).
 const LADDER_DOUBLINGS: (u32, u32) = (6, 36);
-
-/// The share of a working set's reads that took at most `ns`.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
-#[serde(default)]
-pub struct LatencyShare {
-    pub ns: u64,
-    pub share: f64,
-}
-
-/// One working set beyond a tier: the share of its reads at hit latency, and the capacity that
-/// share makes.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
-#[serde(default)]
-pub struct HitShare {
-    pub working_set_bytes: u64,
-    /// The share of its reads at or below the tier's threshold: served by the tier (or one
-    /// before it).
-    pub share: f64,
-    /// share x working set.
-    pub capacity_bytes: u64,
-    /// The tier's capacity is the median of the working sets used.
-    pub used: bool,
-}
 
 /// The steps of the ladder, fastest first.
 fn ladder() -> impl Iterator<Item = u64> {

@@ -11,6 +11,7 @@ pub mod blend;
 pub mod burnin;
 pub mod cache;
 pub mod cache_capacity;
+mod cache_curve;
 pub mod cache_fleet;
 pub mod cliff;
 pub mod compare;

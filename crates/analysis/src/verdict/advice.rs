@@ -8,9 +8,7 @@ use iolab_stats::format::{latency, thousands};
 use iolab_stats::result::{Bottleneck, JobResult};
 use iolab_stats::threads::ThreadClass;
 
-use super::cpu_rules::KERNEL_THREAD_LIMIT_PCT;
-use super::facts::Facts;
-use super::fallback_rules::LANE_HELD_SHARE;
+use super::facts::{Facts, KERNEL_THREAD_LIMIT_PCT, LANE_HELD_SHARE};
 use super::words::count;
 use super::{Finding, Hypothesis};
 use crate::cpu::SATURATED_PCT;

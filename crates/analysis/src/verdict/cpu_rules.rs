@@ -11,23 +11,19 @@ use iolab_stats::advice::Change;
 
 use super::advice;
 use super::evidence::{device_line, machine_line, worker_line};
-use super::facts::{Facts, STARVED_SHARE};
+use super::facts::{Facts, DEMAND_SATURATED_PCT, KERNEL_THREAD_LIMIT_PCT, STARVED_SHARE};
 use super::words::owner;
 use super::{Finding, Hypothesis};
 use crate::cpu::{self, MACHINE_SATURATED_PCT, SATURATED_PCT};
 
-/// A single kernel thread at this share of one core or more is at its limit: kernel threads
-/// sleep between work items, so 90% is a thread that never caught up.
-pub const KERNEL_THREAD_LIMIT_PCT: f64 = 90.0;
 /// A core at least this busy, this share of it in hardirq and softirq, was drowned in
 /// interrupt work.
 pub const IRQ_CORE_BUSY_PCT: f64 = 90.0;
 pub const IRQ_SHARE_PCT: f64 = 50.0;
 /// The hypervisor taking this share of the VM's CPU (steal) or more distorts every figure.
 pub const STEAL_PCT: f64 = 10.0;
-/// A submitting thread running or waiting to run this share of the window wanted a whole core;
-/// when it waited at least `CROWDED_WAIT_PCT` of it for a CPU, others held the core.
-pub const DEMAND_SATURATED_PCT: f64 = 95.0;
+/// A submitting thread that wanted a whole core (`DEMAND_SATURATED_PCT`) and waited at least
+/// this share of the window for a CPU: others held the core.
 pub const CROWDED_WAIT_PCT: f64 = 10.0;
 
 /// A kernel thread serving the job's device (the loop driver's worker, an md RAID thread,

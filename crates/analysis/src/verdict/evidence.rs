@@ -6,9 +6,9 @@ use iolab_stats::threads::ThreadClass;
 
 use iolab_spec::Bytes;
 
-use super::device_rules::writeback_seen;
 use super::facts::{Facts, Load, FOREIGN_IOS_SLACK, FOREIGN_QUEUE_SLACK};
 use super::words::{count, micros, owner};
+use super::writeback::writeback_seen;
 use crate::cpu;
 
 /// Owners outside iolab the evidence names.

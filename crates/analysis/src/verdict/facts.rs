@@ -27,6 +27,14 @@ pub const PUNTED_FULL_QUEUE_SHARE: f64 = 0.75;
 pub const CACHED_BYTES_SHARE: f64 = 0.1;
 /// A device holding less than this share of the outstanding I/Os on average was kept waiting.
 pub const STARVED_SHARE: f64 = 0.5;
+/// A single kernel thread at this share of one core or more is at its limit: kernel threads
+/// sleep between work items, so 90% is a thread that never caught up.
+pub const KERNEL_THREAD_LIMIT_PCT: f64 = 90.0;
+/// A submitting thread running or waiting to run this share of the window wanted a whole core.
+pub const DEMAND_SATURATED_PCT: f64 = 95.0;
+/// A device busy all the time while this share of the slots or more were outside it (in iolab,
+/// or in the kernel around it) was kept short of requests.
+pub const LANE_HELD_SHARE: f64 = 0.15;
 /// A device queue above the job's outstanding I/Os by more than this factor, or requests above
 /// the job's by more, means other I/O shared the device.
 pub const FOREIGN_QUEUE_SLACK: f64 = 1.1;

@@ -7,17 +7,13 @@ use iolab_stats::result::Bottleneck;
 use iolab_stats::threads::ThreadClass;
 
 use super::advice;
-use super::cpu_rules::DEMAND_SATURATED_PCT;
 use super::evidence::device_line;
-use super::facts::Facts;
+use super::facts::{Facts, DEMAND_SATURATED_PCT, LANE_HELD_SHARE};
 use super::words::count;
 use super::Finding;
 
 /// A submitting thread busy this share of the window or more sets the pace of its slots.
 pub const LANE_BUSY_PCT: f64 = 50.0;
-/// A device busy all the time while this share of the slots or more were outside it (in iolab,
-/// or in the kernel around it) was kept short of requests.
-pub const LANE_HELD_SHARE: f64 = 0.15;
 
 /// A busy device holding at least this share of the job's outstanding requests set the pace when
 /// no lane kept the rest out.

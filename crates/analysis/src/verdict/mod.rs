@@ -18,18 +18,18 @@ mod facts;
 mod fallback_rules;
 mod limit_rules;
 mod words;
+mod writeback;
 
 use iolab_stats::advice::Change;
 use iolab_stats::result::{Bottleneck, JobResult, Verdict};
 
 pub use advice::CONFIRMING_GAIN_PCT;
-pub use cpu_rules::KERNEL_THREAD_LIMIT_PCT;
 pub use device_rules::{GENERATOR_WAIT_PCT, LATE_START_NS};
 pub use facts::same_disk;
 use facts::Facts;
 pub use facts::{
     BUSY_DEVICE_PCT, CACHED_BYTES_SHARE, FOREIGN_IOS_SLACK, FOREIGN_QUEUE_SLACK, FULL_QUEUE_SHARE,
-    HELD_SHARE, PUNTED_FULL_QUEUE_SHARE, STARVED_SHARE,
+    HELD_SHARE, KERNEL_THREAD_LIMIT_PCT, PUNTED_FULL_QUEUE_SHARE, STARVED_SHARE,
 };
 
 /// What a rule found: the cause, one sentence, the figures that decided it (shown first), and
