@@ -1,24 +1,24 @@
 //! What a fileset run may touch: a directory that is new, empty, or its own earlier tree (a
 //! marker file in it says so, written before anything else), and within it only what its trees
-//! made (`safety_at` walks and removes them through descriptors, never through a link). A killed run leaves its marker, so `iolab files --clean DIR` finds and removes
-//! what it made, and nothing else. The marker also names the run working the tree while it
-//! runs (`owner`): a second run, or a clean-up, is refused while that process lives.
+//! made (`safety_at` walks and removes them through descriptors, never through a link; it owns
+//! the marker's name and what a clean-up answers). A killed run leaves its marker, so
+//! `iolab files --clean DIR` finds and removes what it made, and nothing else. The marker also
+//! names the run working the tree while it runs (`owner`): a second run, or a clean-up, is
+//! refused while that process lives.
 
 use std::fs;
 use std::io::Write;
 use std::os::fd::AsRawFd;
 use std::os::unix::fs::OpenOptionsExt;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use iolab_engine::fileops::{FileOps, FileOpsEngine};
 
 use crate::error::FilesError;
 use crate::owner::Owner;
 use crate::safety_at;
-
-/// The marker's name in the run's directory.
-pub const MARKER: &str = ".iolab-files";
-pub(crate) const CREATED_LINE: &str = "created-by-iolab: yes";
+use crate::safety_at::CREATED_LINE;
+pub use crate::safety_at::{Cleaned, MARKER};
 
 /// How the run's directory was found.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -27,30 +27,6 @@ pub struct Prepared {
     pub created: bool,
     /// An earlier run's tree was there and was removed first.
     pub earlier: Option<Cleaned>,
-}
-
-/// What a clean-up removed and what it left.
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub struct Cleaned {
-    pub files: u64,
-    pub dirs: u64,
-    /// Entries iolab did not make (other names, links, files changed since the run's last
-    /// mark), left where they were.
-    pub left: Vec<PathBuf>,
-    /// The directory itself was removed (iolab had made it).
-    pub removed_top: bool,
-}
-
-impl Cleaned {
-    /// The run's note for an earlier tree in `dir` removed before it began.
-    pub(crate) fn earlier_note(&self, dir: &Path) -> String {
-        format!(
-            "an earlier iolab tree in {} was removed first ({} files, {} directories)",
-            dir.display(),
-            self.files,
-            self.dirs
-        )
-    }
 }
 
 fn io<'p>(what: &'static str, path: &'p Path) -> impl FnOnce(std::io::Error) -> FilesError + 'p {

@@ -23,8 +23,35 @@ use iolab_engine::fileops::{entry_stat, touch, EntryKind, FileOps, FileOpsEngine
 
 use crate::error::FilesError;
 use crate::owner::Owner;
-use crate::safety::{Cleaned, CREATED_LINE, MARKER};
 use crate::tree::is_our_name;
+
+/// The marker's name in the run's directory.
+pub const MARKER: &str = ".iolab-files";
+pub(crate) const CREATED_LINE: &str = "created-by-iolab: yes";
+
+/// What a clean-up removed and what it left.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Cleaned {
+    pub files: u64,
+    pub dirs: u64,
+    /// Entries iolab did not make (other names, links, files changed since the run's last
+    /// mark), left where they were.
+    pub left: Vec<PathBuf>,
+    /// The directory itself was removed (iolab had made it).
+    pub removed_top: bool,
+}
+
+impl Cleaned {
+    /// The run's note for an earlier tree in `dir` removed before it began.
+    pub(crate) fn earlier_note(&self, dir: &Path) -> String {
+        format!(
+            "an earlier iolab tree in {} was removed first ({} files, {} directories)",
+            dir.display(),
+            self.files,
+            self.dirs
+        )
+    }
+}
 
 /// Makes the opened directory `top` ready for a run as `safety::prepare` does a path: empty,
 /// or holding an earlier iolab tree (removed first, and answered), else refused untouched.
