@@ -4,8 +4,10 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::activity::{CpuReport, DeviceActivity};
 use crate::machine::MachineReport;
-use crate::result::{CpuReport, DeviceActivity, OpSummary, SeriesPoint, Verdict};
+use crate::summary::{OpSummary, SeriesPoint};
+use crate::verdict::Verdict;
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct FleetReport {

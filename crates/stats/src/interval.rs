@@ -3,7 +3,7 @@
 use iolab_spec::Nanos;
 
 use crate::op_stats::OpStats;
-use crate::result::SeriesPoint;
+use crate::summary::SeriesPoint;
 
 #[derive(Clone, Debug, Default)]
 pub struct IntervalStats {

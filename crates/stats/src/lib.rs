@@ -5,6 +5,7 @@
 //! the merge. Values are recorded in nanoseconds with 3 significant digits (hdrhistogram), so a
 //! reported percentile is within 0.1% of the true latency of that rank.
 
+mod activity;
 pub mod advice;
 pub mod central;
 pub mod cpu;
@@ -24,7 +25,9 @@ mod rate;
 pub mod result;
 pub mod retry;
 pub mod slots;
+mod summary;
 pub mod threads;
+mod verdict;
 pub mod verify;
 
 pub use data::{DataReport, DataSample};

@@ -4,7 +4,7 @@
 use hdrhistogram::Histogram;
 use iolab_spec::Nanos;
 
-use crate::result::{LatencySummary, OpSummary, Percentile, Within};
+use crate::summary::{LatencySummary, OpSummary, Percentile, Within};
 
 /// The percentiles every report gives.
 pub const PERCENTILES: [f64; 7] = [50.0, 90.0, 99.0, 99.9, 99.99, 99.999, 99.9999];

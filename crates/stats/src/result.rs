@@ -4,11 +4,13 @@
 use iolab_spec::{Arrival, JobSpec};
 use serde::{Deserialize, Serialize};
 
+pub use crate::activity::{CpuReport, DeviceActivity, QueueInfo};
 use crate::fleet::FleetReport;
 use crate::interval::IntervalStats;
 use crate::machine::MachineReport;
 use crate::slots::SlotSplit;
-use crate::threads::ThreadClassCpu;
+pub use crate::summary::{LatencySummary, OpSummary, Percentile, SeriesPoint, Within};
+pub use crate::verdict::{Bottleneck, Verdict};
 
 /// Name and version of the JSON schema of `RunReport`.
 pub const SCHEMA: &str = "iolab.run/3";
@@ -266,87 +268,6 @@ pub struct TargetResult {
     pub total: OpSummary,
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-pub struct OpSummary {
-    pub ios: u64,
-    pub bytes: u64,
-    pub iops: f64,
-    /// 10^6 bytes per second.
-    pub mb_s: f64,
-    /// 2^20 bytes per second.
-    pub mib_s: f64,
-    /// Absent when there were no I/Os of this kind.
-    pub latency: Option<LatencySummary>,
-}
-
-impl OpSummary {
-    /// The latency at percentile `p` (e.g. 99.0) as the result reported it; `None` without
-    /// I/Os of this kind or when the source did not give that percentile.
-    pub fn percentile(&self, p: f64) -> Option<u64> {
-        self.latency.as_ref()?.percentile(p)
-    }
-}
-
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-pub struct LatencySummary {
-    pub min_ns: u64,
-    pub mean_ns: f64,
-    pub stdev_ns: f64,
-    pub max_ns: u64,
-    pub percentiles: Vec<Percentile>,
-    /// Share of I/Os completed within each threshold (1 ms, 2 ms and the user's --slo).
-    pub within: Vec<Within>,
-}
-
-impl LatencySummary {
-    /// The latency at percentile `p` (e.g. 99.0), if the summary gives that percentile.
-    pub fn percentile(&self, p: f64) -> Option<u64> {
-        self.percentiles.iter().find(|x| (x.p - p).abs() < 1e-9).map(|x| x.ns)
-    }
-}
-
-#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq)]
-pub struct Percentile {
-    pub p: f64,
-    pub ns: u64,
-}
-
-#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq)]
-pub struct Within {
-    pub threshold_ns: u64,
-    pub pct: f64,
-}
-
-/// One interval (normally one second) of the measured phase.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-pub struct SeriesPoint {
-    /// Start of the interval, in seconds after the measurement started.
-    pub t_s: f64,
-    pub duration_s: f64,
-    pub iops: f64,
-    pub read_iops: f64,
-    pub write_iops: f64,
-    pub mb_s: f64,
-    pub mean_ns: f64,
-    pub p99_ns: u64,
-}
-
-#[derive(Debug, Clone, Serialize, Deserialize, Default, PartialEq)]
-pub struct CpuReport {
-    /// User time of the whole iolab process (every thread, io_uring kernel workers included).
-    pub user_s: f64,
-    pub system_s: f64,
-    /// Microseconds of process CPU per completed I/O.
-    pub us_per_io: f64,
-    /// Busy share of each core of the machine during the measured phase, 0..100.
-    pub machine_busy_pct: Vec<f64>,
-    /// The process's CPU by thread class: submitting workers, the SQPOLL thread, io-wq
-    /// workers (requests io_uring punted to kernel threads), other (collector, main).
-    pub threads: Vec<ThreadClassCpu>,
-    /// Process CPU seconds no thread sample accounts for: threads that exited between samples.
-    pub unattributed_s: f64,
-}
-
 #[derive(Debug, Clone, Serialize, Deserialize, Default)]
 pub struct ErrorReport {
     /// I/Os that failed or transferred fewer bytes than asked.
@@ -379,153 +300,4 @@ pub struct StuckIo {
     pub thread: u32,
     pub outstanding_ms: u64,
     pub in_flight: u32,
-}
-
-/// A block device's request queue: its limits and settings, as sysfs shows them; what sysfs does
-/// not have is `None`. The engine reads it (`BlockDevice::queue`); the environment's
-/// `DeviceFacts` and a job's `DeviceActivity` hold it flattened: its fields sit beside the
-/// device's own in the JSON.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct QueueInfo {
-    /// `queue/nr_requests`: the requests the block layer holds per hardware queue (in the
-    /// scheduler and the driver together). Bio-based devices (zram, device-mapper) have none.
-    pub nr_requests: Option<u32>,
-    /// The commands the device (or its driver) takes at once, per hardware queue:
-    /// `device/queue_depth` for SCSI (SATA, SAS), else blk-mq's `mq/0/nr_tags`.
-    pub hw_queue_depth: Option<u32>,
-    /// The hardware queues (`mq/*`): NVMe has one per CPU or so, most others one.
-    pub hw_queues: Option<u32>,
-    /// The active I/O scheduler ("none", "mq-deadline", "bfq", "kyber"); `None` for bio-based
-    /// devices (zram, device-mapper), which have no choice.
-    pub scheduler: Option<String>,
-    /// `queue/rotational` (virtual disks often claim 1 whatever backs them).
-    pub rotational: Option<bool>,
-    /// `queue/max_sectors_kb`: the most one request moves, in KiB; a larger I/O is split.
-    pub max_sectors_kb: Option<u32>,
-    /// `queue/max_segments`: the most memory segments one request takes (a user buffer's pages
-    /// need not be contiguous, so a segment may be one page); a larger I/O is split.
-    pub max_segments: Option<u32>,
-    /// `queue/max_segment_size`: the most bytes one segment holds.
-    pub max_segment_size: Option<u32>,
-}
-
-/// What one block device did over the measured window, from its sysfs `stat` counters, and its
-/// request queue. The counters are the device's own: they include I/O of other processes (and
-/// the filesystem's metadata and writeback) on the same device.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-pub struct DeviceActivity {
-    /// The kernel's name: "vda", "nvme0n1p2", "dm-0", "loop0".
-    pub device: String,
-    /// Requests the device completed (after merging), and the bytes they moved.
-    pub reads: u64,
-    pub writes: u64,
-    pub read_bytes: u64,
-    pub write_bytes: u64,
-    /// (reads + writes) per second of the window.
-    pub iops: f64,
-    /// Share of the window with at least one request in the device (io_ticks), 0..100. A device
-    /// that serves requests in parallel (SSD, NVMe) can be 100% busy and still take more.
-    pub util_pct: f64,
-    /// Mean requests in the device over the window (time_in_queue growth / window).
-    pub avg_queue: f64,
-    /// Mean time from issue to completion of a read, in the device; `None` without reads.
-    pub read_await_us: Option<f64>,
-    pub write_await_us: Option<f64>,
-    /// The device's request queue; its fields sit beside the counters in the JSON.
-    #[serde(flatten)]
-    pub queue: QueueInfo,
-}
-
-/// What limited a job; `Undetermined` by default (a stored summary that does not say).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Bottleneck {
-    /// A thread that submits and reaps I/O (or the cores, mostly busy with those threads).
-    SubmittingCpu,
-    /// Kernel work outside the submitting threads: io-wq workers, the SQPOLL thread.
-    KernelCpu,
-    /// A kernel thread outside iolab that serves the target: the loop driver's worker, an md
-    /// RAID thread, dm-crypt; or, on saturated cores, the device's kernel work as a whole.
-    KernelThread,
-    /// A core saturated by hardirq and softirq work (completions).
-    Interrupts,
-    /// Another load: other processes' I/O on the device, or their CPU on saturated cores.
-    OtherLoad,
-    /// io_uring punted the job's I/O because the file's pages were being written back.
-    Writeback,
-    /// The hypervisor took the VM's CPU (steal).
-    Steal,
-    /// A target no block device serves (FUSE, NFS): the filesystem or its server.
-    Target,
-    /// The device: busy all the time with every request the job kept outstanding.
-    Device,
-    /// The device's request queue holds fewer requests than the job kept outstanding.
-    Queue,
-    /// The page cache (or a memory filesystem) served the I/O; the device was not measured.
-    PageCache,
-    /// The job ran at the rate it was asked for (open loop).
-    RateLimit,
-    /// A limit of the machine's configuration, not its hardware: a cgroup's CPU quota, an
-    /// affinity mask narrower than the job's threads.
-    ConfiguredLimit,
-    /// Nothing was saturated: the job's own outstanding I/Os (QD x workers) limited it.
-    Concurrency,
-    /// A fleet's network: a host moved storage traffic near its measured link capacity, or its
-    /// agents waited with nothing else busy.
-    Network,
-    /// A fleet's coordinator: hosts did not run together (start skew), or it fell behind.
-    Coordinator,
-    /// No evidence either way.
-    #[default]
-    Undetermined,
-}
-
-impl Bottleneck {
-    /// How the report names it.
-    pub fn name(self) -> &'static str {
-        match self {
-            Bottleneck::SubmittingCpu => "submitting CPU",
-            Bottleneck::KernelCpu => "kernel CPU",
-            Bottleneck::KernelThread => "kernel thread",
-            Bottleneck::Interrupts => "interrupts",
-            Bottleneck::OtherLoad => "another load",
-            Bottleneck::Writeback => "writeback",
-            Bottleneck::Steal => "steal",
-            Bottleneck::Target => "target",
-            Bottleneck::Device => "device",
-            Bottleneck::Queue => "device queue",
-            Bottleneck::PageCache => "page cache",
-            Bottleneck::RateLimit => "rate limit",
-            Bottleneck::ConfiguredLimit => "configured limit",
-            Bottleneck::Concurrency => "concurrency",
-            Bottleneck::Network => "network",
-            Bottleneck::Coordinator => "coordinator",
-            Bottleneck::Undetermined => "undetermined",
-        }
-    }
-}
-
-/// What limited a job, in plain words, with the figures that support it.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-pub struct Verdict {
-    pub cause: Bottleneck,
-    /// One plain sentence.
-    pub summary: String,
-    /// The figures behind it, one per line.
-    pub evidence: Vec<String>,
-    /// The setting the verdict advises, and whether a trial confirmed it; `None`: no advice.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub advice: Option<crate::advice::Advice>,
-}
-
-impl Verdict {
-    /// A measured result's verdict until it is judged (after it is kept; never by the runner).
-    pub fn not_judged() -> Verdict {
-        Verdict::of(Bottleneck::Undetermined, String::new(), Vec::new())
-    }
-
-    /// A verdict that advises nothing.
-    pub fn of(cause: Bottleneck, summary: String, evidence: Vec<String>) -> Verdict {
-        Verdict { cause, summary, evidence, advice: None }
-    }
 }

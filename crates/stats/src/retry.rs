@@ -3,7 +3,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::result::{Bottleneck, Verdict};
+use crate::verdict::{Bottleneck, Verdict};
 
 /// An attempt at a point that was measured again: another load or a stolen CPU shared what it
 /// measured, so its figures were not the target's alone.
