@@ -4,8 +4,9 @@
 
 use std::process::ExitCode;
 
+use iolab_engine::block::BLOCK;
 use iolab_engine::blockcheck::{self, Verdict};
-use iolab_engine::stamp::BLOCK;
+use iolab_engine::readback;
 use iolab_runner::verify::{bad_block, read_records, state_path};
 use iolab_stats::verify::VerifySummary;
 
@@ -43,7 +44,7 @@ fn verify(args: VerifyArgs) -> Result<ExitCode, ExitCode> {
     };
     let label = args.target.display().to_string();
     let mut summary = VerifySummary { state_files: vec![path.display().to_string()], ..Default::default() };
-    let read = blockcheck::read_blocks(&args.target, start, end.saturating_sub(start), |offset, block| {
+    let read = readback::read_blocks(&args.target, start, end.saturating_sub(start), |offset, block| {
         let expected =
             records.get((offset / BLOCK as u64) as usize).copied().unwrap_or(blockcheck::UNWRITTEN);
         match blockcheck::check(block, offset, expected) {

@@ -29,7 +29,7 @@ use std::sync::{Arc, OnceLock};
 use iolab_spec::{BufferPattern, DataSpec};
 use iolab_stats::DataSample;
 
-use crate::stamp::{BLOCK, MAGIC};
+use crate::block::{BLOCK, MAGIC};
 
 /// Bytes of a block's stamp header; the body follows.
 pub const HEADER: usize = 32;

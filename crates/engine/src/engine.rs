@@ -2,7 +2,7 @@
 
 use std::os::fd::RawFd;
 
-use iolab_spec::{EngineKind, UringSpec};
+use iolab_spec::UringSpec;
 
 use crate::error::EngineError;
 
@@ -97,25 +97,4 @@ pub struct EngineConfig {
     pub verify: bool,
     /// What the writes' blocks hold (`--dedupe-pct`, `--compress-pct`, `--buffer-pattern`).
     pub content: crate::content::ContentConfig,
-}
-
-/// What to do with an engine once it is open: generic over its type, so the code that drives
-/// it is compiled once per engine and calls it directly, not through a vtable on every I/O.
-pub trait WithEngine {
-    type Output;
-    fn with<E: Engine>(self, engine: E) -> Self::Output;
-}
-
-/// Opens an engine of `kind` and hands it to `then`: the one `match` on the engine's kind.
-pub fn open_engine<W: WithEngine>(
-    kind: EngineKind,
-    config: EngineConfig,
-    then: W,
-) -> Result<W::Output, EngineError> {
-    Ok(match kind {
-        EngineKind::Uring => then.with(crate::uring::UringEngine::new(config)?),
-        EngineKind::Psync => then.with(crate::psync::PsyncEngine::new(config)?),
-        EngineKind::Aio => then.with(crate::aio::AioEngine::new(config)?),
-        EngineKind::Null => then.with(crate::null::NullEngine::new(config)),
-    })
 }

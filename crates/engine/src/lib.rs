@@ -5,6 +5,7 @@
 //! phases or sweeps; it moves bytes. Every `unsafe` of the project lives in this crate.
 
 mod aio;
+pub mod block;
 pub mod blockcheck;
 mod buffers;
 pub mod content;
@@ -14,12 +15,15 @@ pub mod exit_cleanup;
 pub mod fileops;
 mod null;
 pub mod nvme_admin;
+mod open;
 pub mod probe;
 mod psync;
+pub mod readback;
 pub mod safety;
 pub mod stamp;
 pub mod target;
 mod uring;
 
-pub use engine::{open_engine, Completion, Engine, EngineConfig, IoRequest, Op, Queued, WithEngine};
+pub use engine::{Completion, Engine, EngineConfig, IoRequest, Op, Queued};
 pub use error::EngineError;
+pub use open::{open_engine, WithEngine};

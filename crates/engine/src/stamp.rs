@@ -22,11 +22,7 @@
 //! the unstamped CPU per I/O (three of four series) to 1.014x and 1.020x (two series of 8
 //! pairs), IOPS 1.017x and 1.022x.
 
-/// The first 8 bytes of every 4 KiB block iolab writes.
-pub const MAGIC: [u8; 8] = *b"iolab\0b1";
-
-/// The block size the mark repeats at.
-pub const BLOCK: usize = 4096;
+use crate::block::{BLOCK, MAGIC};
 
 /// Who writes, and how many writes it has stamped.
 #[derive(Debug)]

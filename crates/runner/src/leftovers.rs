@@ -75,7 +75,7 @@ fn carries_mark_or_is_empty(path: &Path) -> bool {
     }
     let mut head = Vec::new();
     std::fs::File::open(path)
-        .and_then(|file| file.take(iolab_engine::stamp::MAGIC.len() as u64).read_to_end(&mut head))
+        .and_then(|file| file.take(iolab_engine::block::MAGIC.len() as u64).read_to_end(&mut head))
         .is_ok_and(|_| iolab_engine::stamp::is_marked(&head))
 }
 
@@ -89,7 +89,7 @@ mod tests {
         // No process has pid u32::MAX - 1 (above pid_max), so these are abandoned.
         let dead = u32::MAX - 1;
         let marked = dir.path().join(scratch_name(dead));
-        let mut data = iolab_engine::stamp::MAGIC.to_vec();
+        let mut data = iolab_engine::block::MAGIC.to_vec();
         data.extend_from_slice(&[5u8; 100]);
         std::fs::write(&marked, &data).expect("marked");
         let empty = dir.path().join(scratch_name(dead - 1));
@@ -115,7 +115,7 @@ mod tests {
         let dead = u32::MAX - 1;
         let kept = free_kept_path(dir.path(), dead);
         assert_eq!(kept, dir.path().join(KEPT_PATTERN.replace("<pid>", &dead.to_string())));
-        let mut data = iolab_engine::stamp::MAGIC.to_vec();
+        let mut data = iolab_engine::block::MAGIC.to_vec();
         data.extend_from_slice(&[5u8; 100]);
         std::fs::write(&kept, &data).expect("kept");
         assert!(remove_abandoned_scratch_files(dir.path()).is_empty());

@@ -21,8 +21,8 @@ use std::sync::atomic::{
 };
 use std::sync::{Arc, Mutex};
 
+use iolab_engine::block::BLOCK;
 use iolab_engine::blockcheck::{self, Found, Verdict, AMBIGUOUS};
-use iolab_engine::stamp::BLOCK;
 use iolab_spec::{GroupSpec, JobSpec};
 use iolab_stats::verify::{BadBlock, BlockStamp, VerifySummary};
 

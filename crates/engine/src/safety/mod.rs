@@ -151,7 +151,7 @@ pub fn inspect_open_file(file: &fs::File) -> io::Result<Vec<Finding>> {
     if len == 0 {
         return Ok(Vec::new());
     }
-    let mut head = [0u8; crate::stamp::MAGIC.len()];
+    let mut head = [0u8; crate::block::MAGIC.len()];
     let read = file.read_at(&mut head, 0)?;
     if crate::stamp::is_marked(&head[..read]) {
         return Ok(Vec::new());

@@ -128,9 +128,9 @@ pub fn lay_out_with(
 /// Each 4 KiB block: iolab's mark, then its offset, so no two blocks are equal.
 fn unique_blocks(chunk: &mut [u8], at: u64) {
     crate::stamp::mark_blocks(chunk);
-    for (i, block) in chunk.chunks_mut(crate::stamp::BLOCK).enumerate() {
-        let stamp = (at + (i * crate::stamp::BLOCK) as u64) ^ 0x9e37_79b9_7f4a_7c15;
-        let from = crate::stamp::MAGIC.len().min(block.len());
+    for (i, block) in chunk.chunks_mut(crate::block::BLOCK).enumerate() {
+        let stamp = (at + (i * crate::block::BLOCK) as u64) ^ 0x9e37_79b9_7f4a_7c15;
+        let from = crate::block::MAGIC.len().min(block.len());
         let to = (from + 8).min(block.len());
         block[from..to].copy_from_slice(&stamp.to_le_bytes()[..to - from]);
     }

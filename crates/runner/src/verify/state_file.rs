@@ -18,7 +18,7 @@ use std::hash::Hasher;
 use std::io;
 use std::path::{Path, PathBuf};
 
-use iolab_engine::stamp::BLOCK;
+use iolab_engine::block::BLOCK;
 use iolab_spec::user_file::{self, Cap, UserFileError};
 use thiserror::Error;
 use twox_hash::XxHash3_64;
