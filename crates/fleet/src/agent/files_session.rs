@@ -10,86 +10,27 @@
 use std::os::fd::AsFd;
 use std::path::{Path as FsPath, PathBuf};
 use std::sync::atomic::Ordering::SeqCst;
-use std::sync::{Arc, Mutex};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
 
-use axum::extract::rejection::QueryRejection;
-use axum::extract::{Path, Query, State};
 use axum::http::StatusCode;
-use axum::response::{IntoResponse, Response};
-use axum::Json;
 use iolab_engine::target::BeneathDir;
 use iolab_files::{FilesError, PhaseProgress, Steps};
 use iolab_stats::encoded::EncodedOpStats;
-use serde::Deserialize;
-use tokio::sync::oneshot;
 
-use crate::protocol::{
-    FilesPhaseDone, FilesPrepare, FilesPrepared, FilesProgress, LiveEvent, Start, TreeRemoved,
-    MAX_START_DELAY_MS,
-};
+use crate::protocol::{FilesPhaseDone, FilesPrepare, FilesPrepared, LiveEvent, TreeRemoved};
 
-use super::body::JsonBody;
+use super::command::FilesCommand;
 use super::error::Failure;
-use super::lock;
+use super::files_slot::FilesStage;
 use super::log::say;
 use super::open_target::Allowed;
 use super::refusal_log::{capped, MAX_LOGGED_FIELD};
-use super::session::{unix_ns, Session, Stage};
-use super::slot::Slot;
+use super::session::{unix_ns, Session};
 use super::targets::{check_shape, resolve, AllowList};
-use super::worker::Command;
 
-/// The longest a result request waits for the phase to end.
-const MAX_RESULT_WAIT: Duration = Duration::from_secs(30);
 /// How often a wait for the start instant looks at the stop flag.
 const START_POLL: Duration = Duration::from_millis(10);
-
-pub enum FilesCommand {
-    Prepare { request: FilesPrepare, reply: oneshot::Sender<Result<FilesPrepared, Failure>> },
-    Phase { at: SystemTime },
-}
-
-/// Where the session's fileset run is, for the handlers.
-#[derive(Clone, Default)]
-enum FilesStage {
-    #[default]
-    None,
-    Preparing,
-    /// Prepared: ready for the first phase.
-    Ready,
-    Running,
-    Done(Arc<FilesPhaseDone>),
-    Failed(Failure),
-}
-
-#[derive(Default)]
-pub struct FilesSlot {
-    stage: Mutex<FilesStage>,
-    /// The prepared run's live counts, which a result request answers with while a phase runs.
-    progress: Mutex<Option<Arc<PhaseProgress>>>,
-}
-
-impl FilesSlot {
-    fn get(&self) -> FilesStage {
-        lock(&self.stage).clone()
-    }
-
-    fn set(&self, stage: FilesStage) {
-        *lock(&self.stage) = stage;
-    }
-
-    /// How far the running phase is, if a run is prepared and a phase has begun.
-    fn progress(&self) -> Option<FilesProgress> {
-        let seen = lock(&self.progress).as_ref()?.snapshot()?;
-        Some(FilesProgress {
-            phase: seen.phase,
-            done: seen.done,
-            planned: seen.planned,
-            elapsed_ns: u64::try_from(seen.elapsed.as_nanos()).unwrap_or(u64::MAX),
-        })
-    }
-}
 
 /// The run, owned by the session's thread; its tree is removed once it is over, or when it
 /// drops.
@@ -160,14 +101,14 @@ pub fn handle(session: &Session, allow: &AllowList, run: &mut Option<FilesRun>, 
             session.rearm();
             match open_run(&request, allow) {
                 Ok((ready, prepared)) => {
-                    *lock(&session.files.progress) = Some(Arc::clone(&ready.progress));
+                    session.files.watch(Some(Arc::clone(&ready.progress)));
                     *run = Some(ready);
                     session.files.set(FilesStage::Ready);
                     let _ = reply.send(Ok(prepared));
                 }
                 Err(failure) => {
                     session.files.set(FilesStage::None);
-                    *lock(&session.files.progress) = None;
+                    session.files.watch(None);
                     let _ = reply.send(Err(failure));
                 }
             }
@@ -265,101 +206,4 @@ fn open_run(request: &FilesPrepare, allow: &AllowList) -> Result<(FilesRun, File
     };
     let progress = Arc::new(PhaseProgress::new(steps.plan().threads));
     Ok((FilesRun { steps, dir, shown: canonical, progress, removed: false }, prepared))
-}
-
-pub async fn prepare(
-    State(slot): State<Arc<Slot>>,
-    Path(id): Path<String>,
-    JsonBody(request): JsonBody<FilesPrepare>,
-) -> Result<Json<FilesPrepared>, Failure> {
-    let session = slot.get(&id)?;
-    if matches!(session.stage(), Stage::Preparing | Stage::Running) {
-        return Err(Failure::conflict("a job is being prepared or running in this session; wait for it"));
-    }
-    match session.files.get() {
-        FilesStage::Preparing | FilesStage::Running => {
-            return Err(Failure::conflict("a fileset run is being prepared or running; wait for it"))
-        }
-        _ => session.files.set(FilesStage::Preparing),
-    }
-    let (reply, answer) = oneshot::channel();
-    if let Err(failure) = session.send(Command::Files(FilesCommand::Prepare { request, reply })) {
-        session.files.set(FilesStage::None);
-        return Err(failure);
-    }
-    answer
-        .await
-        .map_err(|_| Failure::internal("the session's thread ended while preparing; see the agent's log"))?
-        .map(Json)
-}
-
-/// Runs the next phase at `at_unix_ns` (at once if that is past).
-pub async fn start(
-    State(slot): State<Arc<Slot>>,
-    Path(id): Path<String>,
-    JsonBody(request): JsonBody<Start>,
-) -> Result<StatusCode, Failure> {
-    let session = slot.get(&id)?;
-    let now = unix_ns(SystemTime::now());
-    if request.at_unix_ns > now.saturating_add(MAX_START_DELAY_MS * 1_000_000) {
-        return Err(Failure::bad_request(format!(
-            "the start instant is {} ms ahead of this agent's clock, more than the {MAX_START_DELAY_MS} ms allowed; check the clocks and start sooner",
-            (request.at_unix_ns - now) / 1_000_000
-        )));
-    }
-    {
-        let mut stage = lock(&session.files.stage);
-        match *stage {
-            FilesStage::Ready | FilesStage::Done(_) => *stage = FilesStage::Running,
-            FilesStage::Running => return Err(Failure::conflict("a phase is running; wait for its result")),
-            _ => {
-                return Err(Failure::conflict(
-                    "no fileset run is prepared; POST files/prepare first, then start",
-                ))
-            }
-        }
-    }
-    let at = UNIX_EPOCH + Duration::from_nanos(request.at_unix_ns);
-    session
-        .send(Command::Files(FilesCommand::Phase { at }))
-        .inspect_err(|_| session.files.set(FilesStage::None))?;
-    Ok(StatusCode::ACCEPTED)
-}
-
-#[derive(Deserialize)]
-pub struct Wait {
-    #[serde(default)]
-    wait_ms: u64,
-}
-
-/// The last phase's result once it ended (202 while it runs).
-pub async fn result(
-    State(slot): State<Arc<Slot>>,
-    Path(id): Path<String>,
-    query: Result<Query<Wait>, QueryRejection>,
-) -> Result<Response, Failure> {
-    let Query(Wait { wait_ms }) = query.map_err(|e| {
-        Failure::bad_request(format!("{e}; the query takes a whole number (e.g. ?wait_ms=1000)"))
-    })?;
-    let session = slot.get(&id)?;
-    let until = tokio::time::Instant::now() + Duration::from_millis(wait_ms).min(MAX_RESULT_WAIT);
-    loop {
-        let mut changed = session.log.subscribe();
-        match session.files.get() {
-            FilesStage::Done(done) => return Ok(Json(done.as_ref()).into_response()),
-            FilesStage::Failed(failure) => return Err(failure),
-            FilesStage::Running => {}
-            FilesStage::None | FilesStage::Preparing | FilesStage::Ready => {
-                return Err(Failure::conflict(
-                    "no phase has been started; POST files/prepare, then files/start",
-                ))
-            }
-        }
-        if session.closing() || tokio::time::timeout_at(until, changed.changed()).await.is_err() {
-            return Ok(match session.files.progress() {
-                Some(progress) => (StatusCode::ACCEPTED, Json(progress)).into_response(),
-                None => Failure::new(StatusCode::ACCEPTED, "still running").into_response(),
-            });
-        }
-    }
 }

@@ -10,9 +10,12 @@
 
 mod auth;
 mod body;
+mod command;
 mod config;
 mod error;
+mod files_routes;
 mod files_session;
+mod files_slot;
 mod live;
 mod log;
 mod metrics_port;

@@ -18,7 +18,7 @@ use crate::protocol::{Hello, HelloRequest, OpenSession, Prepare, Prepared, Sessi
 use super::auth::{log_refusals, require_token, Token};
 use super::body::JsonBody;
 use super::error::Failure;
-use super::files_session;
+use super::files_routes;
 use super::live;
 use super::netbench;
 use super::refusal_log::{capped, RefusalLog, MAX_LOGGED_FIELD};
@@ -39,9 +39,9 @@ pub fn router(slot: Arc<Slot>, token: Arc<Token>, log: Arc<RefusalLog>) -> Route
         .route("/v1/sessions/{id}/result", get(result))
         .route("/v1/sessions/{id}/heartbeat", post(heartbeat))
         .route("/v1/sessions/{id}/abort", post(abort))
-        .route("/v1/sessions/{id}/files/prepare", post(files_session::prepare))
-        .route("/v1/sessions/{id}/files/start", post(files_session::start))
-        .route("/v1/sessions/{id}/files/result", get(files_session::result))
+        .route("/v1/sessions/{id}/files/prepare", post(files_routes::prepare))
+        .route("/v1/sessions/{id}/files/start", post(files_routes::start))
+        .route("/v1/sessions/{id}/files/result", get(files_routes::result))
         .route("/v1/netbench/send", post(netbench::send))
         .route("/v1/netbench/sink", post(netbench::sink))
         .fallback(unknown_path)

@@ -8,18 +8,16 @@ use std::sync::{mpsc, Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use iolab_metrics::MetricsObserver;
 use tokio::sync::oneshot;
 
 use crate::protocol::{AgentResult, Prepared, MAX_START_DELAY_MS};
 
-use super::config::Judge;
+use super::command::Command;
 use super::error::Failure;
+use super::files_slot::FilesSlot;
 use super::live::EventLog;
 use super::lock;
 use super::log::say;
-use super::targets::AllowList;
-use super::worker::{self, Command};
 
 /// Where a session's job is.
 #[derive(Clone)]
@@ -45,21 +43,18 @@ pub struct Session {
     commands: Mutex<mpsc::Sender<Command>>,
     thread: Mutex<Option<JoinHandle<()>>>,
     /// Where a fileset run (`files_session`) is.
-    pub files: super::files_session::FilesSlot,
+    pub files: FilesSlot,
 }
 
 impl Session {
-    /// Opens a session and starts its thread.
-    pub fn open(
+    /// A session whose thread will hear `commands`' other end (`worker::open_session`).
+    pub(super) fn new(
         id: String,
         coordinator: String,
         lease: Duration,
-        allow: Arc<AllowList>,
-        metrics: Option<MetricsObserver>,
-        judge: Judge,
-    ) -> Result<Arc<Session>, Failure> {
-        let (tx, rx) = mpsc::channel();
-        let session = Arc::new(Session {
+        commands: mpsc::Sender<Command>,
+    ) -> Session {
+        Session {
             id,
             coordinator,
             lease,
@@ -68,21 +63,15 @@ impl Session {
             closing: AtomicBool::new(false),
             stage: Mutex::new(Stage::Idle),
             log: Arc::new(EventLog::default()),
-            commands: Mutex::new(tx),
+            commands: Mutex::new(commands),
             thread: Mutex::new(None),
-            files: Default::default(),
-        });
-        let for_thread = Arc::clone(&session);
-        let thread = std::thread::Builder::new()
-            .name(format!("session-{}", &session.id[..8.min(session.id.len())]))
-            .spawn(move || worker::run(&for_thread, &allow, &rx, metrics, judge))
-            .map_err(|e| {
-                Failure::internal(format!(
-                    "cannot start the session's thread: {e}; check the agent's thread limit"
-                ))
-            })?;
-        *lock(&session.thread) = Some(thread);
-        Ok(session)
+            files: FilesSlot::default(),
+        }
+    }
+
+    /// The session's thread, which `join` waits for.
+    pub(super) fn attach(&self, thread: JoinHandle<()>) {
+        *lock(&self.thread) = Some(thread);
     }
 
     pub fn renew(&self) {

@@ -17,6 +17,7 @@ use super::log::say;
 use super::refusal_log::capped;
 use super::session::Session;
 use super::targets::AllowList;
+use super::worker;
 
 /// How often the watchdog looks at the lease: a job stops within lease + this + the runner's
 /// own reaction to its interrupt flag.
@@ -80,7 +81,7 @@ impl Slot {
         let id = session_id()?;
         let lease = Duration::from_millis(request.lease_ms);
         let allow = Arc::clone(&self.allow);
-        let session = Session::open(
+        let session = worker::open_session(
             id.clone(),
             request.coordinator.clone(),
             lease,

@@ -4,7 +4,7 @@
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::AtomicBool;
 use std::sync::{mpsc, Arc};
-use std::time::SystemTime;
+use std::time::{Duration, SystemTime};
 
 use axum::http::StatusCode;
 use iolab_metrics::MetricsObserver;
@@ -13,21 +13,38 @@ use iolab_spec::{JobSpec, RunPlan};
 use iolab_stats::encoded::EncodedHistograms;
 use iolab_stats::result::{JobResult, SeriesPoint};
 use iolab_stats::IntervalStats;
-use tokio::sync::oneshot;
 
 use crate::protocol::{AgentResult, LiveEvent, Prepared};
 
+use super::command::Command;
 use super::config::Judge;
 use super::error::Failure;
 use super::live::EventLog;
 use super::session::{unix_ns, Session, Stage};
 use super::targets::{self, AllowList};
 
-pub enum Command {
-    Prepare { job: String, reply: oneshot::Sender<Result<Prepared, Failure>> },
-    Start { at: SystemTime },
-    Close,
-    Files(super::files_session::FilesCommand),
+/// Opens a session and starts its thread, which runs its commands (`run`).
+pub fn open_session(
+    id: String,
+    coordinator: String,
+    lease: Duration,
+    allow: Arc<AllowList>,
+    metrics: Option<MetricsObserver>,
+    judge: Judge,
+) -> Result<Arc<Session>, Failure> {
+    let (tx, rx) = mpsc::channel();
+    let session = Arc::new(Session::new(id, coordinator, lease, tx));
+    let for_thread = Arc::clone(&session);
+    let thread = std::thread::Builder::new()
+        .name(format!("session-{}", &session.id[..8.min(session.id.len())]))
+        .spawn(move || run(&for_thread, &allow, &rx, metrics, judge))
+        .map_err(|e| {
+            Failure::internal(format!(
+                "cannot start the session's thread: {e}; check the agent's thread limit"
+            ))
+        })?;
+    session.attach(thread);
+    Ok(session)
 }
 
 /// The scratch file a job needs (size, kept), if any: a lab is reused while this stays the
