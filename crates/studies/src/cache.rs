@@ -147,7 +147,7 @@ impl CacheStudy {
             return Err(RunError::Invalid("`iolab cache` runs on this machine only, not on a fleet".into()));
         };
         let grain = self.grain();
-        let sizes = self.sizes.resolve(region, grain).map_err(RunError::Invalid)?;
+        let sizes = self.sizes.resolve(region, grain).map_err(|e| RunError::Invalid(e.to_string()))?;
         let mut found = CacheFound { region_bytes: region, ..CacheFound::default() };
         let mut probes = 0;
         for (k, &size) in sizes.iter().enumerate() {
