@@ -49,7 +49,7 @@ impl FromStr for LatencyLimit {
     fn from_str(text: &str) -> Result<Self, Self::Err> {
         let bad = |why: &str| format!("bad latency limit '{text}': {why}; write e.g. p99=2ms or mean=500us");
         let (what, limit) = text.split_once('=').ok_or_else(|| bad("it needs WHAT=TIME"))?;
-        let limit: Nanos = limit.trim().parse().map_err(|e: String| bad(&e))?;
+        let limit = limit.trim().parse::<Nanos>().map_err(|e| bad(&e.to_string()))?;
         if limit.0 == 0 {
             return Err(bad("the limit must be above 0"));
         }

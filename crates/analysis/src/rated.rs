@@ -304,7 +304,7 @@ fn parse_latency_ns(text: &str) -> Result<f64, String> {
     if text.trim().chars().all(|c| c.is_ascii_digit() || c == '.') {
         return Err(format!("'{text}' has no unit; write e.g. 200us or 1.5ms"));
     }
-    text.trim().parse::<Nanos>().map(|n| n.0 as f64)
+    text.trim().parse::<Nanos>().map(|n| n.0 as f64).map_err(|e| e.to_string())
 }
 
 /// "2.1gb" → (2.1, "gb").

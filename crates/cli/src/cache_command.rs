@@ -24,6 +24,7 @@ pub fn run(store: &StoreArgs, args: CacheArgs) -> ExitCode {
             Some(args.promotion_time),
             !args.no_pollution,
         )
+        .map_err(|e| e.to_string())
     }) {
         Ok(study) => study,
         Err(message) => return exit::usage(message),

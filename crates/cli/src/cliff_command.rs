@@ -17,7 +17,8 @@ use crate::{exit, job_source};
 pub fn run(store: &StoreArgs, args: CliffArgs) -> ExitCode {
     let rule = CliffRule { drop_pct: args.drop_pct, min_hold_samples: args.hold };
     let input = job_source::study_input(args.target, &args.workload.options);
-    let cliff = match input.and_then(|input| Cliff::over(&input, args.bytes, rule)) {
+    let cliff = match input.and_then(|input| Cliff::over(&input, args.bytes, rule).map_err(|e| e.to_string()))
+    {
         Ok(cliff) => cliff,
         Err(message) => return exit::usage(message),
     };

@@ -24,8 +24,9 @@ pub fn run(args: CacheArgs, store: &StoreArgs, place: &mut Place<'_>) -> ExitCod
             rule,
             Some(args.promotion_time),
             !args.no_pollution,
-        )?;
-        study.check_fleet()?;
+        )
+        .map_err(|e| e.to_string())?;
+        study.check_fleet().map_err(|e| e.to_string())?;
         Ok(study)
     }) {
         Ok(study) => study,

@@ -14,7 +14,7 @@ use crate::{exit, job_source};
 
 pub fn run(store: &StoreArgs, args: LadderArgs) -> ExitCode {
     let input = job_source::study_input(args.target, &args.workload.options);
-    let ladder = match input.and_then(|input| Ladder::over(&input)) {
+    let ladder = match input.and_then(|input| Ladder::over(&input).map_err(|e| e.to_string())) {
         Ok(ladder) => ladder,
         Err(message) => return exit::usage(message),
     };

@@ -14,7 +14,9 @@ use crate::{exit, job_source};
 
 pub fn run(store: &StoreArgs, args: PreconditionArgs) -> ExitCode {
     let input = job_source::study_input(args.target, &args.workload.options);
-    let precondition = match input.and_then(|input| Precondition::over(&input, args.passes, args.trim)) {
+    let precondition = match input
+        .and_then(|input| Precondition::over(&input, args.passes, args.trim).map_err(|e| e.to_string()))
+    {
         Ok(precondition) => precondition,
         Err(message) => return exit::usage(message),
     };

@@ -17,7 +17,7 @@ use crate::{exit, job_source};
 
 pub fn run(store: &StoreArgs, args: ScaleArgs) -> ExitCode {
     let input = job_source::scale_input(args.targets, &args.workload.options);
-    let plan = match input.and_then(|input| scale::plan_of(&input)) {
+    let plan = match input.and_then(|input| scale::plan_of(&input).map_err(|e| e.to_string())) {
         Ok(plan) => plan,
         Err(message) => return exit::usage(message),
     };

@@ -15,7 +15,7 @@ use crate::{exit, job_source};
 
 pub fn run(args: SuiteArgs, store: &StoreArgs, place: &mut Place<'_>) -> ExitCode {
     let input = job_source::study_input(args.target, &args.workload.options);
-    let suite = match input.and_then(|input| Suite::over(args.suite, &input)) {
+    let suite = match input.and_then(|input| Suite::over(args.suite, &input).map_err(|e| e.to_string())) {
         Ok(suite) => suite,
         Err(message) => return exit::usage(message),
     };

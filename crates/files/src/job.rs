@@ -117,6 +117,7 @@ pub fn parse(text: &str) -> Result<FilesOptions, String> {
         "unknown key",
         "the keys of `iolab files` are listed in docs/files.md",
     )
+    .map_err(|e| e.to_string())
 }
 
 /// A value written as text, a number (sizes in bytes) or, for lists, an array of either.

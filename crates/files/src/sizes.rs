@@ -96,7 +96,7 @@ impl FromStr for SizeSpec {
     /// "4k"; "4k:50,64k:30,1m:20"; "lognormal:16k:1m" (median, then p99).
     fn from_str(text: &str) -> Result<Self, Self::Err> {
         let text = text.trim();
-        let size = |s: &str| s.trim().parse::<Bytes>().map(|b| b.0);
+        let size = |s: &str| s.trim().parse::<Bytes>().map(|b| b.0).map_err(|e| e.to_string());
         if let Some(rest) = text.strip_prefix("lognormal:") {
             let (median, p99) = rest
                 .split_once(':')

@@ -38,7 +38,7 @@ pub(crate) fn translate(value: &str) -> Result<Option<String>, String> {
         "zoned_abs" => return Err("zones in absolute sizes: write iolab's zoned:IO_PCT/SIZE_PCT,... instead".into()),
         _ => return Err("not a distribution fio or iolab knows".into()),
     };
-    text.parse::<Distribution>().map(|d| Some(d.to_string()))
+    text.parse::<Distribution>().map(|d| Some(d.to_string())).map_err(|e| e.to_string())
 }
 
 #[cfg(test)]

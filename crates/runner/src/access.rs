@@ -12,10 +12,27 @@
 //! `--working-set-moves` it moves on after each lane's share of the group's I/Os.
 
 use iolab_engine::Op;
-use iolab_spec::{AccessSpec, Distribution};
+use iolab_spec::{AccessSpec, Bytes, Distribution, Zone};
+use thiserror::Error;
 
 use crate::coverage::Touched;
 use crate::distribution::Sampler;
+
+/// An access pattern that cannot be laid over its region: a working set larger than the region,
+/// or a skewed distribution the region is too large or too small for (`Sampler::new`).
+#[derive(Debug, Error)]
+pub enum AccessError {
+    #[error("--working-set {set} is larger than the region of {region} bytes; use a smaller working set")]
+    WorkingSetTooLarge { set: Bytes, region: u64 },
+    #[error("a skewed distribution covers at most 2^42 blocks; the region has {0}")]
+    TooManyBlocks(u64),
+    #[error(
+        "the zone {zone} covers no whole block of a region of {blocks} blocks; use a larger region or working set, or wider zones"
+    )]
+    ZoneTooNarrow { zone: Zone, blocks: u64 },
+    #[error("{distribution} needs {cells} cells, more than the 2^16 a sampler holds")]
+    TooManyCells { distribution: Distribution, cells: usize },
+}
 
 pub struct AccessGenerator {
     rng: fastrand::Rng,
@@ -67,7 +84,7 @@ impl AccessGenerator {
         seed: u64,
         index: u32,
         count: u32,
-    ) -> Result<Self, String> {
+    ) -> Result<Self, AccessError> {
         let mut cumulative = 0;
         let sizes = access
             .bs_split
@@ -83,10 +100,7 @@ impl AccessGenerator {
         let (window, moves) = match access.working_set {
             None => (size, None),
             Some(set) if set.size.0 > size => {
-                return Err(format!(
-                    "--working-set {} is larger than the region of {} bytes; use a smaller working set",
-                    set.size, size
-                ))
+                return Err(AccessError::WorkingSetTooLarge { set: set.size, region: size })
             }
             Some(set) => {
                 let moves = set.moves.map(|m| {
@@ -285,7 +299,7 @@ mod tests {
         }
         let too_big = Some(WorkingSet { size: Bytes(2 << 30), moves: None });
         let err = AccessGenerator::new(&skewed(Distribution::Uniform, too_big), 0, 1 << 30, 1, 0, 1);
-        assert!(err.err().expect("refused").contains("larger than the region"));
+        assert!(err.err().expect("refused").to_string().contains("larger than the region"));
     }
 
     #[test]

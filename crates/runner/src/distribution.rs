@@ -50,6 +50,8 @@ mod scatter;
 use law::Law;
 use scatter::Scatter;
 
+use crate::access::AccessError;
+
 /// The most the probability may fall across one cell: at least 1 - EPSILON of the draws are
 /// accepted without evaluating p. (1/64 took twice the cells, a table the L1 cache did not
 /// keep beside the engine's histograms; 1/16 sends twice the draws to `settle`, each a
@@ -286,10 +288,10 @@ fn select_below(x: u64, limit: u64, then: u64, otherwise: u64) -> u64 {
 impl Sampler {
     /// The sampler of `distribution` over `n` blocks (n >= 1); `key` places zipf and pareto
     /// ranks (one key per group, so every lane has the same hot blocks).
-    pub fn new(distribution: &Distribution, n: u64, key: u64) -> Result<Sampler, String> {
+    pub fn new(distribution: &Distribution, n: u64, key: u64) -> Result<Sampler, AccessError> {
         let n = n.max(1);
         if n > MOST_BLOCKS {
-            return Err(format!("a skewed distribution covers at most 2^42 blocks; the region has {n}"));
+            return Err(AccessError::TooManyBlocks(n));
         }
         let nf = n as f64;
         let (law, spans, scatter) = match distribution {
@@ -315,10 +317,7 @@ impl Sampler {
             Distribution::Zoned(zones) => (Law::Flat, flat(&zone_cells(zones, n)?), Scatter::identity()),
         };
         if spans.len() > 1 << 16 {
-            return Err(format!(
-                "{distribution} needs {} cells, more than the 2^16 a sampler holds",
-                spans.len()
-            ));
+            return Err(AccessError::TooManyCells { distribution: distribution.clone(), cells: spans.len() });
         }
         let cells: Vec<Cell> = spans
             .iter()
@@ -437,7 +436,7 @@ fn flat(parts: &[(u64, u64, f64)]) -> Vec<Span> {
 }
 
 /// Zoned: contiguous zones from block 0, in the order given, each over its share of `n`.
-fn zone_cells(zones: &[Zone], n: u64) -> Result<Vec<(u64, u64, f64)>, String> {
+fn zone_cells(zones: &[Zone], n: u64) -> Result<Vec<(u64, u64, f64)>, AccessError> {
     let mut parts = Vec::new();
     let mut size_before = 0u64;
     for zone in zones {
@@ -445,9 +444,7 @@ fn zone_cells(zones: &[Zone], n: u64) -> Result<Vec<(u64, u64, f64)>, String> {
         size_before += u64::from(zone.size_pct);
         let end = n * size_before / 100;
         if end == first && zone.io_pct > 0 {
-            return Err(format!(
-                "the zone {zone} covers no whole block of a region of {n} blocks; use a larger region or working set, or wider zones"
-            ));
+            return Err(AccessError::ZoneTooNarrow { zone: *zone, blocks: n });
         }
         parts.push((first, end - first, f64::from(zone.io_pct)));
     }

@@ -138,7 +138,7 @@ fn a_zone_too_small_for_a_block_is_refused() {
         Zone { io_pct: 1, size_pct: 1 },
         Zone { io_pct: 1, size_pct: 1 },
     ];
-    let err = Sampler::new(&Distribution::Zoned(zones), 50, 0).expect_err("half a block");
+    let err = Sampler::new(&Distribution::Zoned(zones), 50, 0).expect_err("half a block").to_string();
     assert!(err.contains("covers no whole block"), "{err}");
 }
 

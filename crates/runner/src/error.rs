@@ -7,6 +7,8 @@ use iolab_engine::target::TargetError;
 use iolab_engine::EngineError;
 use thiserror::Error;
 
+use crate::verify::VerifyError;
+
 #[derive(Debug, Error)]
 pub enum RunError {
     #[error(transparent)]
@@ -24,6 +26,9 @@ pub enum RunError {
     },
     #[error("{0}")]
     Invalid(String),
+    /// `--verify` could not read, keep or save a target's records.
+    #[error(transparent)]
+    Verify(#[from] VerifyError),
     #[error(transparent)]
     Engine(#[from] EngineError),
     /// A stop signal came before the job started (on a fleet, before the hosts were started).
@@ -54,7 +59,9 @@ impl RunError {
     /// rather than it being a failure of iolab or the machine.
     pub fn is_user_error(&self) -> bool {
         match self {
-            RunError::Target(_) | RunError::Refused { .. } | RunError::Invalid(_) => true,
+            RunError::Target(_) | RunError::Refused { .. } | RunError::Invalid(_) | RunError::Verify(_) => {
+                true
+            }
             RunError::Engine(EngineError::Unavailable(_)) => true,
             RunError::Engine(_) | RunError::Interrupted | RunError::Fleet(_) | RunError::Internal { .. } => {
                 false

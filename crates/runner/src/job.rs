@@ -156,7 +156,7 @@ pub fn run_job(
     }
     collected.group_set_blocks = contents.iter().map(|c| c.seen.distinct()).collect();
     let mut result = assemble(job, targets, &devices, &shared, &lane_group, &setups, collected);
-    result.verify = verify.finish().map_err(RunError::Invalid)?;
+    result.verify = verify.finish()?;
     Ok(result)
 }
 

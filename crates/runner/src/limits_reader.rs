@@ -11,8 +11,18 @@ use iolab_stats::limits::{
     cgroup_mount, cgroup_path, parse_blkio_throttle, parse_cfs_quota, parse_cpu_list, parse_cpu_max,
     parse_io_max, parse_memory_limit, Affinity, ConfiguredLimits, CpuQuota, CpuStat, IoThrottle, MemoryLimit,
 };
+use thiserror::Error;
 
 use crate::kernel_file::read_parsed;
+
+/// A limit that could not be read: said among the limits' unread notes, never fatal.
+#[derive(Debug, Error)]
+enum UnreadLimit {
+    #[error("the affinity mask (sched_getaffinity): {0}")]
+    Affinity(#[source] nix::Error),
+    #[error("{}: {source}", path.display())]
+    File { path: PathBuf, source: std::io::Error },
+}
 
 /// The quota found at the window's start: where it is, and its counters then.
 pub struct LimitsStart {
@@ -34,7 +44,7 @@ impl LimitsStart {
         let quota = match tightest_quota() {
             Ok(quota) => quota,
             Err(why) => {
-                unread.push(why);
+                unread.push(why.to_string());
                 None
             }
         };
@@ -57,13 +67,13 @@ impl LimitsStart {
                 throttled_s: grown.throttled_ns as f64 / 1e9,
             }
         });
-        let affinity = affinity().map_err(|why| unread.push(why)).ok();
+        let affinity = affinity().map_err(|why| unread.push(why.to_string())).ok();
         let io_throttles = io_throttles().unwrap_or_else(|why| {
-            unread.push(why);
+            unread.push(why.to_string());
             Vec::new()
         });
         let memory = memory_limit().unwrap_or_else(|why| {
-            unread.push(why);
+            unread.push(why.to_string());
             None
         });
         ConfiguredLimits { affinity, cpu_quota, io_throttles, memory, unread }
@@ -75,9 +85,8 @@ fn read_cpu_stat(quota: &QuotaDir, unread: &mut Vec<String>) -> Option<CpuStat> 
 }
 
 /// The CPUs this process may run on, and the machine's online ones.
-fn affinity() -> Result<Affinity, String> {
-    let set = nix::sched::sched_getaffinity(nix::unistd::Pid::from_raw(0))
-        .map_err(|e| format!("the affinity mask (sched_getaffinity): {e}"))?;
+fn affinity() -> Result<Affinity, UnreadLimit> {
+    let set = nix::sched::sched_getaffinity(nix::unistd::Pid::from_raw(0)).map_err(UnreadLimit::Affinity)?;
     let allowed = (0..nix::sched::CpuSet::count() as u32)
         .filter(|&cpu| set.is_set(cpu as usize).unwrap_or(false))
         .collect();
@@ -93,8 +102,10 @@ fn affinity() -> Result<Affinity, String> {
 
 /// The hierarchy of `controller` (v1), else v2's, and this process's cgroup in it: (mount,
 /// cgroup, v2).
-fn hierarchy(controller: &str) -> Result<Option<(String, String, bool)>, String> {
-    let read = |path: &Path| std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()));
+fn hierarchy(controller: &str) -> Result<Option<(String, String, bool)>, UnreadLimit> {
+    let read = |path: &Path| {
+        std::fs::read_to_string(path).map_err(|source| UnreadLimit::File { path: path.to_path_buf(), source })
+    };
     let cgroups = read(Path::new("/proc/self/cgroup"))?;
     let mountinfo = read(Path::new("/proc/self/mountinfo"))?;
     Ok(match (cgroup_mount(&mountinfo, Some(controller)), cgroup_path(&cgroups, Some(controller))) {
@@ -117,7 +128,7 @@ fn levels(mount: &str, cgroup: &str) -> Vec<(PathBuf, String)> {
 }
 
 /// The I/O throttles from the root to this process's cgroup, the tightest per device and kind.
-fn io_throttles() -> Result<Vec<IoThrottle>, String> {
+fn io_throttles() -> Result<Vec<IoThrottle>, UnreadLimit> {
     let Some((mount, cgroup, v2)) = hierarchy("blkio")? else { return Ok(Vec::new()) };
     let mut tightest: Vec<IoThrottle> = Vec::new();
     for (dir, name) in levels(&mount, &cgroup) {
@@ -156,7 +167,7 @@ fn io_throttles() -> Result<Vec<IoThrottle>, String> {
 
 /// The tightest memory limits from the root to this process's cgroup: v1's
 /// `memory.limit_in_bytes`, or v2's `memory.max` and `memory.high`.
-fn memory_limit() -> Result<Option<MemoryLimit>, String> {
+fn memory_limit() -> Result<Option<MemoryLimit>, UnreadLimit> {
     let Some((mount, cgroup, v2)) = hierarchy("memory")? else { return Ok(None) };
     let read = |dir: &Path, file: &str| {
         std::fs::read_to_string(dir.join(file)).ok().and_then(|text| parse_memory_limit(&text))
@@ -185,7 +196,7 @@ fn device_of(devnum: &str) -> Option<String> {
 
 /// The quota with the fewest cores on the path from the hierarchy's root to this process's
 /// cgroup (a parent's quota holds its children too): v1's `cpu` controller, else v2.
-fn tightest_quota() -> Result<Option<QuotaDir>, String> {
+fn tightest_quota() -> Result<Option<QuotaDir>, UnreadLimit> {
     let Some((mount, cgroup, v2)) = hierarchy("cpu")? else { return Ok(None) };
     let mut best: Option<QuotaDir> = None;
     for (dir, name) in levels(&mount, &cgroup) {

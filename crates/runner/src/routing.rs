@@ -4,7 +4,7 @@
 
 use iolab_spec::AccessSpec;
 
-use crate::access::{AccessGenerator, NextIo};
+use crate::access::{AccessError, AccessGenerator, NextIo};
 use crate::coverage::Touched;
 
 /// A target's region: where it starts and how long it is.
@@ -38,7 +38,7 @@ impl Router {
         seed: u64,
         index: u32,
         count: u32,
-    ) -> Result<Self, String> {
+    ) -> Result<Self, AccessError> {
         Ok(match stripe {
             Some(stripe) if regions.len() > 1 => {
                 let volume = striped_volume(regions, stripe);

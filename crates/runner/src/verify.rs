@@ -25,10 +25,33 @@ use iolab_engine::block::BLOCK;
 use iolab_engine::blockcheck::{self, Found, Verdict, AMBIGUOUS};
 use iolab_spec::{GroupSpec, JobSpec};
 use iolab_stats::verify::{BadBlock, BlockStamp, VerifySummary};
+use thiserror::Error;
 
 mod state_file;
 
 pub use state_file::{parse_state, read_state, state_bytes, write_state, StateError};
+
+/// Why `--verify` cannot keep a target's records: where to keep them, or the state file, its
+/// marker or the target's flush failed. Each says what it could not do and why.
+#[derive(Debug, Error)]
+pub enum VerifyError {
+    #[error(transparent)]
+    State(#[from] StateError),
+    #[error(
+        "no place for the verify state: give --verify-state PATH (neither HOME nor XDG_DATA_HOME is set)"
+    )]
+    NoStatePlace,
+    #[error("cannot stat {}: {source}", path.display())]
+    Stat { path: PathBuf, source: std::io::Error },
+    #[error("cannot write the verify marker {}: {source}", path.display())]
+    MarkWriting { path: PathBuf, source: std::io::Error },
+    #[error("cannot remove the verify marker {}: {source}", path.display())]
+    Unmark { path: PathBuf, source: std::io::Error },
+    #[error(
+        "cannot flush {label} before saving its verify state (the records are kept as unsaved): {source}"
+    )]
+    Flush { label: String, source: std::io::Error },
+}
 
 /// In a block's in-flight byte: writes of it in flight together ever since the count was last 0.
 const CONTESTED: u8 = 0x80;
@@ -58,8 +81,8 @@ impl TargetState {
         state_path: PathBuf,
         bytes: u64,
         target_size: u64,
-    ) -> Result<TargetState, String> {
-        let mut records = read_records(&state_path, bytes.max(target_size)).map_err(|e| e.to_string())?;
+    ) -> Result<TargetState, VerifyError> {
+        let mut records = read_records(&state_path, bytes.max(target_size))?;
         let blocks = bytes.div_ceil(BLOCK as u64) as usize;
         if records.len() < blocks {
             records.resize(blocks, blockcheck::UNWRITTEN);
@@ -82,10 +105,10 @@ impl TargetState {
 
     /// Says in a marker beside the state file that a job writing this target runs: until
     /// `save`, the file does not hold its writes.
-    pub fn mark_writing(&self) -> Result<(), String> {
+    pub fn mark_writing(&self) -> Result<(), VerifyError> {
         let marker = unsaved_marker(&self.state_path);
         self.writes.store(true, Relaxed);
-        let fail = |e: std::io::Error| format!("cannot write the verify marker {}: {e}", marker.display());
+        let fail = |source| VerifyError::MarkWriting { path: marker.clone(), source };
         // The first job to verify a target makes the state's directory.
         if let Some(dir) = marker.parent().filter(|d| !d.as_os_str().is_empty()) {
             std::fs::create_dir_all(dir).map_err(fail)?;
@@ -97,22 +120,19 @@ impl TargetState {
     /// removes the marker of unsaved writes. A job that wrote first flushes the target (fsync:
     /// the device's volatile cache too), so that what the records say was written survives a
     /// power cut: a block lost after that is the device's fault, not one it may commit.
-    pub fn save(&self) -> Result<(), String> {
+    pub fn save(&self) -> Result<(), VerifyError> {
         if self.writes.load(Relaxed) {
-            std::fs::File::open(&self.target).and_then(|f| f.sync_all()).map_err(|e| {
-                format!(
-                    "cannot flush {} before saving its verify state (the records are kept as unsaved): {e}",
-                    self.label
-                )
-            })?;
+            std::fs::File::open(&self.target)
+                .and_then(|f| f.sync_all())
+                .map_err(|source| VerifyError::Flush { label: self.label.clone(), source })?;
         }
         let records: Vec<u64> = self.records.iter().map(|r| r.load(Relaxed)).collect();
-        write_state(&self.state_path, &records).map_err(|e| e.to_string())?;
-        match std::fs::remove_file(unsaved_marker(&self.state_path)) {
-            Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(format!(
-                "cannot remove the verify marker {}: {e}",
-                unsaved_marker(&self.state_path).display()
-            )),
+        write_state(&self.state_path, &records)?;
+        let marker = unsaved_marker(&self.state_path);
+        match std::fs::remove_file(&marker) {
+            Err(source) if source.kind() != std::io::ErrorKind::NotFound => {
+                Err(VerifyError::Unmark { path: marker, source })
+            }
             _ => Ok(()),
         }
     }
@@ -178,16 +198,15 @@ pub fn read_records(path: &Path, covering: u64) -> Result<Vec<u64>, StateError> 
 /// The default state file of `target`: under the data directory ($XDG_DATA_HOME/iolab/verify,
 /// else ~/.local/share/iolab/verify), named after the target's path and identity (a device's
 /// number, a file's device and inode), so another file at the same path is another target.
-pub fn default_state_path(target: &Path) -> Result<PathBuf, String> {
+pub fn default_state_path(target: &Path) -> Result<PathBuf, VerifyError> {
     use std::hash::{Hash, Hasher};
     use std::os::unix::fs::MetadataExt;
     let from_env = |name: &str| std::env::var_os(name).filter(|v| !v.is_empty()).map(PathBuf::from);
-    let data =
-        from_env("XDG_DATA_HOME").or_else(|| from_env("HOME").map(|home| home.join(".local/share"))).ok_or(
-            "no place for the verify state: give --verify-state PATH (neither HOME nor XDG_DATA_HOME is set)",
-        )?;
+    let data = from_env("XDG_DATA_HOME")
+        .or_else(|| from_env("HOME").map(|home| home.join(".local/share")))
+        .ok_or(VerifyError::NoStatePlace)?;
     let path = std::fs::canonicalize(target).unwrap_or_else(|_| target.to_path_buf());
-    let meta = std::fs::metadata(&path).map_err(|e| format!("cannot stat {}: {e}", path.display()))?;
+    let meta = std::fs::metadata(&path).map_err(|source| VerifyError::Stat { path: path.clone(), source })?;
     let identity = if meta.file_type().is_file() { (meta.dev(), meta.ino()) } else { (meta.rdev(), 0) };
     let mut hasher = std::collections::hash_map::DefaultHasher::new();
     (path.as_os_str(), identity).hash(&mut hasher);
@@ -204,7 +223,7 @@ pub fn default_state_path(target: &Path) -> Result<PathBuf, String> {
 }
 
 /// The state file `--verify` uses for `target`: `given`, else the default.
-pub fn state_path(given: Option<&Path>, target: &Path) -> Result<PathBuf, String> {
+pub fn state_path(given: Option<&Path>, target: &Path) -> Result<PathBuf, VerifyError> {
     match given {
         Some(path) => Ok(path.to_path_buf()),
         None => default_state_path(target),
@@ -218,7 +237,7 @@ pub fn group_state_path(
     index: usize,
     count: usize,
     target: &Path,
-) -> Result<PathBuf, String> {
+) -> Result<PathBuf, VerifyError> {
     let given = group.verify.state.as_ref().map(|p| match count {
         1 => p.clone(),
         _ => PathBuf::from(format!("{}.{index}", p.display())),
@@ -407,24 +426,20 @@ impl JobVerify {
             }
             let mut mine = Vec::new();
             for (i, target) in group_targets.iter().enumerate() {
-                let path = group_state_path(group, i, group_targets.len(), &target.path)
-                    .map_err(crate::RunError::Invalid)?;
+                let path = group_state_path(group, i, group_targets.len(), &target.path)?;
                 let state = match states.iter().find(|s| s.state_path == path) {
                     Some(state) => state.clone(),
                     None => {
                         let bytes = target.region_start + target.region_size;
                         let size =
                             iolab_engine::target::inspect(&target.path, &target.file).map_or(0, |i| i.size);
-                        let state = Arc::new(
-                            TargetState::load(&target.path, path, bytes, size)
-                                .map_err(crate::RunError::Invalid)?,
-                        );
+                        let state = Arc::new(TargetState::load(&target.path, path, bytes, size)?);
                         states.push(state.clone());
                         state
                     }
                 };
                 if group.access.writes() {
-                    state.mark_writing().map_err(crate::RunError::Invalid)?;
+                    state.mark_writing()?;
                 }
                 mine.push(state);
             }
@@ -440,7 +455,7 @@ impl JobVerify {
     }
 
     /// Writes the state files back; the job's summary, if it verified anything.
-    pub fn finish(self) -> Result<Option<VerifySummary>, String> {
+    pub fn finish(self) -> Result<Option<VerifySummary>, VerifyError> {
         if self.states.is_empty() {
             return Ok(None);
         }
@@ -496,7 +511,7 @@ mod tests {
         state.mark_writing().expect("marker");
         state.queue_write(0);
         state.complete_write(0, 9);
-        assert!(state.save().unwrap_err().contains("cannot flush"));
+        assert!(state.save().unwrap_err().to_string().contains("cannot flush"));
         assert!(unsaved_marker(&path).exists(), "the next job takes the records as ambiguous");
     }
 

@@ -5,8 +5,9 @@ use std::fmt;
 use std::str::FromStr;
 
 use serde::{Deserialize, Deserializer};
+use thiserror::Error;
 
-use crate::units::Bytes;
+use crate::units::{Bytes, UnitError};
 
 /// One value, or the list a sweep runs through, in the order given.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -26,17 +27,55 @@ impl<T: Copy> Axis<T> {
     }
 }
 
+/// A list of values that cannot be read, or that would run another sweep than the one meant.
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+pub enum AxisError {
+    #[error("'{0}' is not a whole number")]
+    NotWhole(String),
+    #[error(transparent)]
+    Size(#[from] UnitError),
+    #[error("no value given; write one (32) or a list (1,4,16 or 1..64)")]
+    Empty,
+    #[error("'{0}' has an empty value (two commas in a row, or one at an end); write e.g. 1,4,16")]
+    EmptyValue(String),
+    #[error("'{0}' has more than {MAX_AXIS_POINTS} values")]
+    TooMany(String),
+    #[error("'{text}' gives {value} twice; give each value once")]
+    Twice { text: String, value: String },
+    #[error("bad range '{item}': {fault}; write e.g. 1..512 (doubling) or 0..100/10")]
+    BadRange { item: String, fault: RangeFault },
+}
+
+/// What is wrong with one range (`A..B`, `A..B/S`) of a list.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Error)]
+pub enum RangeFault {
+    #[error("the step after '/' is missing")]
+    NoStep,
+    #[error("it has no start")]
+    NoStart,
+    #[error("it has no end")]
+    NoEnd,
+    #[error("it runs downwards")]
+    Downwards,
+    #[error("the step must be above 0")]
+    ZeroStep,
+    #[error("doubling needs a start above 0")]
+    DoublingFromZero,
+    #[error("more than {MAX_AXIS_POINTS} values")]
+    TooMany,
+}
+
 /// A value a range can be walked over: `A..B` doubles from A up to B, `A..B/S` adds S.
 pub trait Steppable: Copy + PartialOrd + fmt::Display {
-    fn parse(text: &str) -> Result<Self, String>;
+    fn parse(text: &str) -> Result<Self, AxisError>;
     fn doubled(self) -> Option<Self>;
     fn plus(self, step: Self) -> Option<Self>;
     fn is_zero(self) -> bool;
 }
 
 impl Steppable for u32 {
-    fn parse(text: &str) -> Result<Self, String> {
-        text.parse().map_err(|_| format!("'{text}' is not a whole number"))
+    fn parse(text: &str) -> Result<Self, AxisError> {
+        text.parse().map_err(|_| AxisError::NotWhole(text.to_string()))
     }
     fn doubled(self) -> Option<Self> {
         self.checked_mul(2)
@@ -50,8 +89,8 @@ impl Steppable for u32 {
 }
 
 impl Steppable for Bytes {
-    fn parse(text: &str) -> Result<Self, String> {
-        text.parse()
+    fn parse(text: &str) -> Result<Self, AxisError> {
+        Ok(text.parse()?)
     }
     fn doubled(self) -> Option<Self> {
         self.0.checked_mul(2).map(Bytes)
@@ -68,59 +107,57 @@ impl Steppable for Bytes {
 const MAX_AXIS_POINTS: usize = 1000;
 
 impl<T: Steppable> FromStr for Axis<T> {
-    type Err = String;
+    type Err = AxisError;
 
     /// Values are separated by commas, with spaces around them allowed (`1, 4, 16`). An empty
     /// value (`1,,2`, `1,2,`), a range without an end (`1..`, `..4`) and a value given twice
     /// are errors: each is a typo that would otherwise run another sweep than the one meant.
     fn from_str(text: &str) -> Result<Self, Self::Err> {
         if text.trim().is_empty() {
-            return Err("no value given; write one (32) or a list (1,4,16 or 1..64)".to_string());
+            return Err(AxisError::Empty);
         }
         let mut values: Vec<T> = Vec::new();
         for item in text.split(',').map(str::trim) {
             if item.is_empty() {
-                return Err(format!(
-                    "'{text}' has an empty value (two commas in a row, or one at an end); write e.g. 1,4,16"
-                ));
+                return Err(AxisError::EmptyValue(text.to_string()));
             }
             match item.split_once("..") {
                 Some((first, rest)) => values.extend(range::<T>(item, first, rest)?),
                 None => values.push(parse_value::<T>(item)?),
             }
             if values.len() > MAX_AXIS_POINTS {
-                return Err(format!("'{text}' has more than {MAX_AXIS_POINTS} values"));
+                return Err(AxisError::TooMany(text.to_string()));
             }
         }
         if let Some(twice) = values.iter().enumerate().find_map(|(i, v)| values[..i].contains(v).then_some(v))
         {
-            return Err(format!("'{text}' gives {twice} twice; give each value once"));
+            return Err(AxisError::Twice { text: text.to_string(), value: twice.to_string() });
         }
         Ok(Axis(values))
     }
 }
 
-fn parse_value<T: Steppable>(text: &str) -> Result<T, String> {
+fn parse_value<T: Steppable>(text: &str) -> Result<T, AxisError> {
     T::parse(text.trim())
 }
 
 /// `first..last` (doubling) or `first..last/step`.
-fn range<T: Steppable>(item: &str, first: &str, rest: &str) -> Result<Vec<T>, String> {
-    let bad = |why: &str| format!("bad range '{item}': {why}; write e.g. 1..512 (doubling) or 0..100/10");
+fn range<T: Steppable>(item: &str, first: &str, rest: &str) -> Result<Vec<T>, AxisError> {
+    let bad = |fault: RangeFault| AxisError::BadRange { item: item.to_string(), fault };
     let (last, step) = match rest.split_once('/') {
-        Some((_, step)) if step.trim().is_empty() => return Err(bad("the step after '/' is missing")),
+        Some((_, step)) if step.trim().is_empty() => return Err(bad(RangeFault::NoStep)),
         Some((last, step)) => (last, Some(parse_value::<T>(step)?)),
         None => (rest, None),
     };
     if first.trim().is_empty() {
-        return Err(bad("it has no start"));
+        return Err(bad(RangeFault::NoStart));
     }
     if last.trim().is_empty() {
-        return Err(bad("it has no end"));
+        return Err(bad(RangeFault::NoEnd));
     }
     let (first, last) = (parse_value::<T>(first)?, parse_value::<T>(last)?);
     if first > last {
-        return Err(bad("it runs downwards"));
+        return Err(bad(RangeFault::Downwards));
     }
     let next = |v: T| match step {
         Some(step) if step.is_zero() => None,
@@ -132,17 +169,13 @@ fn range<T: Steppable>(item: &str, first: &str, rest: &str) -> Result<Vec<T>, St
         if first == last {
             return Ok(vec![first]);
         }
-        return Err(bad(if step.is_some() {
-            "the step must be above 0"
-        } else {
-            "doubling needs a start above 0"
-        }));
+        return Err(bad(if step.is_some() { RangeFault::ZeroStep } else { RangeFault::DoublingFromZero }));
     }
     let mut values = vec![first];
     while let Some(v) = next(*values.last().unwrap_or(&first)).filter(|v| *v <= last) {
         values.push(v);
         if values.len() > MAX_AXIS_POINTS {
-            return Err(bad(&format!("more than {MAX_AXIS_POINTS} values")));
+            return Err(bad(RangeFault::TooMany));
         }
     }
     Ok(values)
@@ -191,7 +224,7 @@ impl<'de, T: Steppable> Deserialize<'de> for Axis<T> {
 mod tests {
     use super::*;
 
-    fn qd(text: &str) -> Result<Vec<u32>, String> {
+    fn qd(text: &str) -> Result<Vec<u32>, AxisError> {
         text.parse::<Axis<u32>>().map(|a| a.0)
     }
 
@@ -221,7 +254,7 @@ mod tests {
             ("1,x", "x"),
             ("1..4/", "step after '/' is missing"),
         ] {
-            let error = qd(text).expect_err(text);
+            let error = qd(text).expect_err(text).to_string();
             assert!(error.contains(expected), "{text}: {error}");
         }
     }
@@ -238,7 +271,7 @@ mod tests {
             ("1..4,4", "gives 4 twice"),
             ("  ", "no value"),
         ] {
-            let error = qd(text).expect_err(text);
+            let error = qd(text).expect_err(text).to_string();
             assert!(error.contains(expected), "{text}: {error}");
         }
     }

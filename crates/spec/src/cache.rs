@@ -5,8 +5,28 @@ use std::fmt;
 use std::str::FromStr;
 
 use serde::Serialize;
+use thiserror::Error;
 
-use crate::units::Bytes;
+use crate::units::{Bytes, UnitError};
+
+/// Working sets that cannot be read, or that do not fit the region they would be measured in.
+#[derive(Debug, Clone, PartialEq, Error)]
+pub enum WorkingSetsError {
+    #[error("'{0}' is not a share of the region; write one above 0% and at most 100%")]
+    NotAShare(String),
+    #[error(transparent)]
+    NotASize(#[from] UnitError),
+    #[error("a working set of 0 bytes reads nothing; give a size above 0")]
+    ZeroBytes,
+    #[error("'{0}' has an empty value; write e.g. 1%,10%,100% or 64m,256m")]
+    EmptyValue(String),
+    #[error("the region ({region}) is smaller than one working-set grain ({grain}); give a larger --size")]
+    RegionBelowGrain { region: Bytes, grain: Bytes },
+    #[error(
+        "working set {set} is larger than the region ({region}); give sizes within it or a larger --size"
+    )]
+    LargerThanRegion { set: WorkingSet, region: Bytes },
+}
 
 /// One working set of `--sizes`.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
@@ -29,19 +49,17 @@ impl Default for WorkingSets {
 }
 
 impl FromStr for WorkingSet {
-    type Err = String;
+    type Err = WorkingSetsError;
 
     fn from_str(text: &str) -> Result<Self, Self::Err> {
         let text = text.trim();
         match text.strip_suffix('%') {
             Some(pct) => match pct.trim().parse::<f64>() {
                 Ok(pct) if pct > 0.0 && pct <= 100.0 => Ok(WorkingSet::Pct(pct)),
-                _ => {
-                    Err(format!("'{text}' is not a share of the region; write one above 0% and at most 100%"))
-                }
+                _ => Err(WorkingSetsError::NotAShare(text.to_string())),
             },
             None => match text.parse::<Bytes>()? {
-                Bytes(0) => Err("a working set of 0 bytes reads nothing; give a size above 0".into()),
+                Bytes(0) => Err(WorkingSetsError::ZeroBytes),
                 size => Ok(WorkingSet::Size(size)),
             },
         }
@@ -49,17 +67,17 @@ impl FromStr for WorkingSet {
 }
 
 impl FromStr for WorkingSets {
-    type Err = String;
+    type Err = WorkingSetsError;
 
     /// A comma-separated list: `1%,10%,100%`, `64m,128m,1g`, or both kinds mixed.
     fn from_str(text: &str) -> Result<Self, Self::Err> {
         let sets = text
             .split(',')
             .map(|item| match item.trim() {
-                "" => Err(format!("'{text}' has an empty value; write e.g. 1%,10%,100% or 64m,256m")),
+                "" => Err(WorkingSetsError::EmptyValue(text.to_string())),
                 item => item.parse(),
             })
-            .collect::<Result<Vec<WorkingSet>, String>>()?;
+            .collect::<Result<Vec<WorkingSet>, WorkingSetsError>>()?;
         Ok(WorkingSets(sets))
     }
 }
@@ -77,24 +95,17 @@ impl WorkingSets {
     /// Each working set in bytes over a region of `region` bytes: rounded down to a multiple of
     /// `grain` (at least one grain), smallest first, each once. A size larger than the region
     /// is refused: it would measure the region, not the size asked for.
-    pub fn resolve(&self, region: u64, grain: u64) -> Result<Vec<u64>, String> {
+    pub fn resolve(&self, region: u64, grain: u64) -> Result<Vec<u64>, WorkingSetsError> {
         let grain = grain.max(1);
         if region < grain {
-            return Err(format!(
-                "the region ({}) is smaller than one working-set grain ({}); give a larger --size",
-                Bytes(region),
-                Bytes(grain)
-            ));
+            return Err(WorkingSetsError::RegionBelowGrain { region: Bytes(region), grain: Bytes(grain) });
         }
         let mut sizes = Vec::with_capacity(self.0.len());
         for set in &self.0 {
             let bytes = match *set {
                 WorkingSet::Pct(pct) => (region as f64 * pct / 100.0) as u64,
                 WorkingSet::Size(Bytes(size)) if size > region => {
-                    return Err(format!(
-                        "working set {set} is larger than the region ({}); give sizes within it or a larger --size",
-                        Bytes(region)
-                    ))
+                    return Err(WorkingSetsError::LargerThanRegion { set: *set, region: Bytes(region) })
                 }
                 WorkingSet::Size(Bytes(size)) => size,
             };
@@ -130,7 +141,7 @@ mod tests {
             assert!(bad.parse::<WorkingSets>().is_err(), "{bad}");
         }
         let too_big: WorkingSets = "2g".parse().expect("parses");
-        assert!(too_big.resolve(1 << 30, 4096).unwrap_err().contains("larger than the region"));
+        assert!(too_big.resolve(1 << 30, 4096).unwrap_err().to_string().contains("larger than the region"));
         assert!(WorkingSets::default().resolve(4095, 4096).is_err());
     }
 }

@@ -7,6 +7,7 @@ use std::fmt;
 use std::str::FromStr;
 
 use serde::{Deserialize, Deserializer, Serialize};
+use thiserror::Error;
 
 use crate::error::{invalid, SpecError};
 use crate::units::Bytes;
@@ -104,8 +105,13 @@ fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
+/// A `--buffer-pattern` that is none of the three forms.
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+#[error("'{0}' is not a buffer pattern; use random, zero or hex bytes such as 0xdeadbeef")]
+pub struct PatternError(String);
+
 impl FromStr for BufferPattern {
-    type Err = String;
+    type Err = PatternError;
 
     fn from_str(text: &str) -> Result<Self, Self::Err> {
         let lower = text.trim().to_ascii_lowercase();
@@ -114,8 +120,7 @@ impl FromStr for BufferPattern {
             "zero" | "zeros" => return Ok(BufferPattern::Zero),
             _ => {}
         }
-        let bad =
-            || format!("'{text}' is not a buffer pattern; use random, zero or hex bytes such as 0xdeadbeef");
+        let bad = || PatternError(text.to_string());
         let digits = lower.strip_prefix("0x").unwrap_or(&lower);
         if digits.is_empty() || digits.len() % 2 != 0 || digits.len() > 8192 {
             return Err(bad());

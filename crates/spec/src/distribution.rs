@@ -6,8 +6,52 @@ use std::fmt;
 use std::str::FromStr;
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use thiserror::Error;
 
 use crate::units::Bytes;
+
+/// A `--distribution` or `--working-set-moves` that cannot be read or cannot run; each message
+/// gives an example to write instead.
+#[derive(Debug, Clone, PartialEq, Error)]
+pub enum DistributionError {
+    #[error(
+        "zipf:{0}: the exponent must be above 0 and at most {MAX_ZIPF_THETA} (e.g. zipf:1.2; zipf:0 is uniform)"
+    )]
+    ZipfExponent(f64),
+    #[error(
+        "pareto:{0}: H must be above 0 and below 0.5 (pareto:0.2 sends 80% of the I/Os to the hottest 20% of the blocks)"
+    )]
+    ParetoShare(f64),
+    #[error(
+        "normal:{0}: the standard deviation must be above 0 and at most 1000 (% of the region, e.g. normal:10)"
+    )]
+    NormalStddev(f64),
+    #[error("zoned: needs at least one zone, e.g. zoned:80/20,20/80")]
+    NoZone,
+    #[error("zoned: the zone {0} covers 0% of the region; every zone needs a size")]
+    EmptyZone(Zone),
+    #[error(
+        "zoned:{listed}: the I/O shares add up to {io}% and the sizes to {size}%; both must add up to 100 (e.g. zoned:80/20,20/80)",
+        listed = list(zones)
+    )]
+    ZoneSums { zones: Vec<Zone>, io: u32, size: u32 },
+    #[error("'{text}': {name} needs {what} after the colon, e.g. {}", example(name))]
+    NoNumber { text: String, name: String, what: &'static str },
+    #[error(
+        "'{0}' is not a distribution; use uniform, zipf:THETA, pareto:H, normal:STDDEV_PCT or zoned:IO_PCT/SIZE_PCT,..."
+    )]
+    NotADistribution(String),
+    #[error(
+        "'{0}': each zone is IO_PCT/SIZE_PCT in whole percents (\"80/20\": 80% of the I/Os go to 20% of the region), e.g. zoned:80/20,20/80"
+    )]
+    NotAZone(String),
+    #[error(
+        "'{0}' is not a move; write DISTANCE/IOS, e.g. 64m/100000 (the working set moves 64 MiB on after every 100000 I/Os of the group)"
+    )]
+    NotAMove(String),
+    #[error("'{0}': the distance and the I/O count must both be above 0")]
+    StandingMove(String),
+}
 
 /// How the random offsets of a group spread over its blocks. Sequential I/O is not affected.
 #[derive(Debug, Clone, PartialEq, Default)]
@@ -45,46 +89,35 @@ impl Distribution {
     }
 
     /// The value's own checks, those that need nothing else of the job.
-    fn check(self) -> Result<Self, String> {
+    fn check(self) -> Result<Self, DistributionError> {
         match &self {
             Distribution::Uniform => {}
             Distribution::Zipf { theta } => {
                 if !(*theta > 0.0 && *theta <= MAX_ZIPF_THETA) {
-                    return Err(format!(
-                        "zipf:{theta}: the exponent must be above 0 and at most {MAX_ZIPF_THETA} (e.g. zipf:1.2; zipf:0 is uniform)"
-                    ));
+                    return Err(DistributionError::ZipfExponent(*theta));
                 }
             }
             Distribution::Pareto { h } => {
                 if !(*h > 0.0 && *h < 0.5) {
-                    return Err(format!(
-                        "pareto:{h}: H must be above 0 and below 0.5 (pareto:0.2 sends 80% of the I/Os to the hottest 20% of the blocks)"
-                    ));
+                    return Err(DistributionError::ParetoShare(*h));
                 }
             }
             Distribution::Normal { stddev_pct } => {
                 if !(*stddev_pct > 0.0 && *stddev_pct <= 1000.0) {
-                    return Err(format!(
-                        "normal:{stddev_pct}: the standard deviation must be above 0 and at most 1000 (% of the region, e.g. normal:10)"
-                    ));
+                    return Err(DistributionError::NormalStddev(*stddev_pct));
                 }
             }
             Distribution::Zoned(zones) => {
                 if zones.is_empty() {
-                    return Err("zoned: needs at least one zone, e.g. zoned:80/20,20/80".into());
+                    return Err(DistributionError::NoZone);
                 }
                 if let Some(zone) = zones.iter().find(|z| z.size_pct == 0) {
-                    return Err(format!(
-                        "zoned: the zone {zone} covers 0% of the region; every zone needs a size"
-                    ));
+                    return Err(DistributionError::EmptyZone(*zone));
                 }
                 let io: u32 = zones.iter().map(|z| z.io_pct).sum();
                 let size: u32 = zones.iter().map(|z| z.size_pct).sum();
                 if io != 100 || size != 100 {
-                    return Err(format!(
-                        "zoned:{}: the I/O shares add up to {io}% and the sizes to {size}%; both must add up to 100 (e.g. zoned:80/20,20/80)",
-                        list(zones)
-                    ));
+                    return Err(DistributionError::ZoneSums { zones: zones.clone(), io, size });
                 }
             }
         }
@@ -117,14 +150,14 @@ impl fmt::Display for Distribution {
 }
 
 impl FromStr for Distribution {
-    type Err = String;
+    type Err = DistributionError;
 
     fn from_str(text: &str) -> Result<Self, Self::Err> {
         let text = text.trim();
         let (name, value) = text.split_once(':').unwrap_or((text, ""));
-        let number = |what: &str| -> Result<f64, String> {
+        let number = |what: &'static str| -> Result<f64, DistributionError> {
             value.trim().parse::<f64>().ok().filter(|v| v.is_finite()).ok_or_else(|| {
-                format!("'{text}': {name} needs {what} after the colon, e.g. {}", example(name))
+                DistributionError::NoNumber { text: text.to_string(), name: name.to_string(), what }
             })
         };
         let distribution = match name.trim().to_ascii_lowercase().as_str() {
@@ -133,11 +166,7 @@ impl FromStr for Distribution {
             "pareto" => Distribution::Pareto { h: number("a share H")? },
             "normal" => Distribution::Normal { stddev_pct: number("a standard deviation in %")? },
             "zoned" => Distribution::Zoned(zones(text, value)?),
-            _ => {
-                return Err(format!(
-                    "'{text}' is not a distribution; use uniform, zipf:THETA, pareto:H, normal:STDDEV_PCT or zoned:IO_PCT/SIZE_PCT,..."
-                ))
-            }
+            _ => return Err(DistributionError::NotADistribution(text.to_string())),
         };
         distribution.check()
     }
@@ -152,7 +181,7 @@ fn example(name: &str) -> &'static str {
     }
 }
 
-fn zones(text: &str, value: &str) -> Result<Vec<Zone>, String> {
+fn zones(text: &str, value: &str) -> Result<Vec<Zone>, DistributionError> {
     value
         .split(',')
         .map(|zone| {
@@ -160,9 +189,7 @@ fn zones(text: &str, value: &str) -> Result<Vec<Zone>, String> {
             let mut parts = zone.split('/');
             match (pct(parts.next()), pct(parts.next()), parts.next()) {
                 (Some(io_pct), Some(size_pct), None) => Ok(Zone { io_pct, size_pct }),
-                _ => Err(format!(
-                    "'{text}': each zone is IO_PCT/SIZE_PCT in whole percents (\"80/20\": 80% of the I/Os go to 20% of the region), e.g. zoned:80/20,20/80"
-                )),
+                _ => Err(DistributionError::NotAZone(text.to_string())),
             }
         })
         .collect()
@@ -195,20 +222,16 @@ impl fmt::Display for WorkingSetMoves {
 }
 
 impl FromStr for WorkingSetMoves {
-    type Err = String;
+    type Err = DistributionError;
 
     fn from_str(text: &str) -> Result<Self, Self::Err> {
-        let bad = || {
-            format!(
-                "'{text}' is not a move; write DISTANCE/IOS, e.g. 64m/100000 (the working set moves 64 MiB on after every 100000 I/Os of the group)"
-            )
-        };
+        let bad = || DistributionError::NotAMove(text.to_string());
         let (distance, ios) = text.split_once('/').ok_or_else(bad)?;
         let distance: Bytes = distance.trim().parse().map_err(|_| bad())?;
         let ios = ios.trim();
         let every_ios: u64 = ios.strip_suffix("ios").unwrap_or(ios).trim().parse().map_err(|_| bad())?;
         if distance.0 == 0 || every_ios == 0 {
-            return Err(format!("'{text}': the distance and the I/O count must both be above 0"));
+            return Err(DistributionError::StandingMove(text.to_string()));
         }
         Ok(WorkingSetMoves { distance, every_ios })
     }
@@ -256,7 +279,7 @@ mod tests {
 
     #[test]
     fn bad_values_say_what_to_write() {
-        let err = |text: &str| text.parse::<Distribution>().expect_err(text);
+        let err = |text: &str| text.parse::<Distribution>().expect_err(text).to_string();
         assert!(err("zoned:80/20,10/80").contains("add up to 90%"), "{}", err("zoned:80/20,10/80"));
         assert!(err("zoned:100/0").contains("covers 0%"));
         assert!(err("zoned:80-20").contains("IO_PCT/SIZE_PCT"));
@@ -267,6 +290,6 @@ mod tests {
         assert!(err("gauss:3").contains("not a distribution"));
         assert!(err("uniform:3").contains("not a distribution"));
         assert!("0/10".parse::<WorkingSetMoves>().is_err());
-        assert!("64m".parse::<WorkingSetMoves>().expect_err("no count").contains("DISTANCE/IOS"));
+        assert!("64m".parse::<WorkingSetMoves>().expect_err("no count").to_string().contains("DISTANCE/IOS"));
     }
 }

@@ -2,14 +2,16 @@
 
 use thiserror::Error;
 
+use crate::jobfile::TomlError;
+
 #[derive(Debug, Error, PartialEq, Eq)]
 pub enum SpecError {
     /// A value or combination of values that cannot run.
     #[error("{0}")]
     Invalid(String),
     /// A job file that cannot be read or parsed.
-    #[error("job file {path}: {message}")]
-    JobFile { path: String, message: String },
+    #[error("job file {path}: {error}")]
+    JobFile { path: String, error: TomlError },
     /// A job file that is not a regular file, or too large to be one.
     #[error("{0}")]
     UserFile(String),

@@ -5,18 +5,32 @@
 
 use std::path::Path;
 
+use thiserror::Error;
+
 use crate::error::SpecError;
 use crate::options::Options;
+
+/// Job-file text that is not TOML, or sets a key or value that is not one: the TOML parser's
+/// message (`message`, made one line) with the line it points at and the key of a bad value.
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+pub enum TomlError {
+    #[error("line {line} ({key}): {message}")]
+    AtKey { line: usize, key: String, message: String },
+    #[error("line {line}: {message}")]
+    AtLine { line: usize, message: String },
+    #[error("{message}")]
+    Unplaced { message: String },
+}
 
 /// Reads and parses a job file.
 pub fn load(path: &Path) -> Result<Options, SpecError> {
     let text = crate::user_file::read_to_string(path, crate::user_file::JOB_FILE)
         .map_err(|e| SpecError::UserFile(e.to_string()))?;
-    parse(&text).map_err(|message| SpecError::JobFile { path: path.display().to_string(), message })
+    parse(&text).map_err(|error| SpecError::JobFile { path: path.display().to_string(), error })
 }
 
 /// Parses job-file text; the error is one line with the line number.
-pub fn parse(text: &str) -> Result<Options, String> {
+pub fn parse(text: &str) -> Result<Options, TomlError> {
     parse_toml(text, "unknown field", "the keys are listed in docs/job-file.md")
 }
 
@@ -27,7 +41,7 @@ pub fn parse_toml<T: serde::de::DeserializeOwned>(
     text: &str,
     unknown: &str,
     keys_are: &str,
-) -> Result<T, String> {
+) -> Result<T, TomlError> {
     toml::from_str(text).map_err(|e| {
         let line = e.span().map(|span| text[..span.start.min(text.len())].matches('\n').count() + 1);
         let mut message = e.message().trim().replace('\n', " ").replace("unknown field", unknown);
@@ -41,9 +55,9 @@ pub fn parse_toml<T: serde::de::DeserializeOwned>(
             .and_then(|span| key_before(text, span.start))
             .filter(|key| !message.contains(&format!("`{key}`")));
         match (line, key) {
-            (Some(line), Some(key)) => format!("line {line} ({key}): {message}"),
-            (Some(line), None) => format!("line {line}: {message}"),
-            (None, _) => message,
+            (Some(line), Some(key)) => TomlError::AtKey { line, key: key.to_string(), message },
+            (Some(line), None) => TomlError::AtLine { line, message },
+            (None, _) => TomlError::Unplaced { message },
         }
     })
 }
@@ -64,7 +78,7 @@ mod tests {
 
     #[test]
     fn unknown_key_is_an_error_with_its_line() {
-        let err = parse("qd = 4\nqdepth = 8\n").unwrap_err();
+        let err = parse("qd = 4\nqdepth = 8\n").unwrap_err().to_string();
         assert!(err.starts_with("line 2:"), "{err}");
         assert!(err.contains("qdepth"), "{err}");
         assert!(!err.contains('\n'));
@@ -82,13 +96,13 @@ mod tests {
 
     #[test]
     fn qd_list_with_empty_value_names_the_key_and_the_value() {
-        let err = parse("bs = \"4k\"\nqd = \"1,,2\"\n").unwrap_err();
+        let err = parse("bs = \"4k\"\nqd = \"1,,2\"\n").unwrap_err().to_string();
         assert!(err.starts_with("line 2 (qd): '1,,2' has an empty value"), "{err}");
     }
 
     #[test]
     fn bad_value_names_the_fix() {
-        let err = parse("bs = \"4q\"\n").unwrap_err();
+        let err = parse("bs = \"4q\"\n").unwrap_err().to_string();
         assert!(err.contains("write e.g."), "{err}");
     }
 }

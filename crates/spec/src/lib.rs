@@ -27,15 +27,18 @@ pub mod wire;
 
 pub use axis::Axis;
 pub use data::{BufferPattern, DataSpec};
-pub use distribution::{Distribution, WorkingSet, WorkingSetMoves, Zone, MAX_ZIPF_THETA};
+pub use distribution::{Distribution, DistributionError, WorkingSet, WorkingSetMoves, Zone, MAX_ZIPF_THETA};
 pub use error::SpecError;
 pub use model::{
     AccessSpec, Burst, GroupSpec, JobSpec, OutputSpec, RateSpec, RunPlan, TargetSpec, UringSpec,
 };
 pub use options::{flag_name, Options, JOB_KEYS, RUN_KEYS, URING_KEYS};
 pub use resolve::{defaults, resolve, DEFAULT_SEED, MAX_RATE_IOPS, STANDARD_SLO};
-pub use units::{Bytes, Nanos};
-pub use values::{Arrival, BsSplit, BsWeight, CpuList, EngineKind, IoLimit, NanosList, RingSetup, Rw};
+pub use units::{Bytes, Nanos, UnitError};
+pub use values::{
+    Arrival, BsSplit, BsWeight, CpuList, EngineKind, IoLimit, NanosList, RingSetup, Rw, SplitFault,
+    ValueError,
+};
 pub use verify::{VerifySpec, VERIFY_BLOCK};
 
 #[cfg(test)]

@@ -8,6 +8,7 @@ use std::path::PathBuf;
 
 use clap::Args;
 use serde::Deserialize;
+use thiserror::Error;
 
 use crate::axis::Axis;
 use crate::distribution::{Distribution, WorkingSetMoves};
@@ -335,12 +336,17 @@ macro_rules! with_option_fields {
     };
 }
 
+/// A switch that is neither on nor off.
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+#[error("'{0}' is not a switch; use on or off")]
+pub(crate) struct NotASwitch(String);
+
 /// `on`/`off` (also true/false, yes/no, 1/0).
-fn parse_switch(text: &str) -> Result<bool, String> {
+fn parse_switch(text: &str) -> Result<bool, NotASwitch> {
     match text.to_ascii_lowercase().as_str() {
         "on" | "true" | "yes" | "1" => Ok(true),
         "off" | "false" | "no" | "0" => Ok(false),
-        _ => Err(format!("'{text}' is not a switch; use on or off")),
+        _ => Err(NotASwitch(text.to_string())),
     }
 }
 

@@ -1,6 +1,8 @@
 //! The suites: the tests reviewers and storage engineers run, each as steps over the user's
 //! target and timing. The steps say what to run; the CLI runs them and the report lays them out.
 
+use thiserror::Error;
+
 use crate::axis::Axis;
 use crate::distribution::Distribution;
 use crate::options::Options;
@@ -28,15 +30,20 @@ impl Suite {
     }
 }
 
+/// A `--suite` iolab does not have.
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+#[error("'{0}' is not a suite; use quick, enterprise or pts")]
+pub struct UnknownSuite(String);
+
 impl std::str::FromStr for Suite {
-    type Err = String;
+    type Err = UnknownSuite;
 
     fn from_str(text: &str) -> Result<Self, Self::Err> {
         match text {
             "quick" => Ok(Suite::Quick),
             "enterprise" => Ok(Suite::Enterprise),
             "pts" => Ok(Suite::Pts),
-            _ => Err(format!("'{text}' is not a suite; use quick, enterprise or pts")),
+            _ => Err(UnknownSuite(text.to_string())),
         }
     }
 }

@@ -143,7 +143,7 @@ fn skew_is_described_and_checked() {
     assert!(err.contains("larger than the region"), "{err}");
     let err = error(None, "working_set = \"1g\"\nworking_set_moves = \"6k/10\"");
     assert!(err.contains("not a multiple of --align"), "{err}");
-    let err = parse("distribution = \"zoned:50/50,40/50\"").expect_err("shares short of 100");
+    let err = parse("distribution = \"zoned:50/50,40/50\"").expect_err("shares short of 100").to_string();
     assert!(err.contains("line 1 (distribution)") && err.contains("add up to 90%"), "{err}");
 }
 
@@ -167,7 +167,7 @@ fn limits_of_the_kernel_and_of_sanity() {
     assert!(error(None, "qd = 40000").contains("32768 requests one io_uring can hold"));
     assert!(error(None, "workers = 5000").contains("--workers 5000 is above the 4096 threads"));
     assert!(error(None, "submit_batch = 0").contains("--submit-batch must be 1 or more"));
-    let bad_value = |text: &str| parse(text).expect_err("rejected while parsing");
+    let bad_value = |text: &str| parse(text).expect_err("rejected while parsing").to_string();
     assert!(bad_value("bs_split = \"4k/2147483648,8k/2147483648\"").contains("at most 1000000"));
     assert!(bad_value("size = \"16384p\"").contains("is not a size"));
     assert!(bad_value("runtime = \"1000000h\"").contains("longer than any run"));
@@ -214,15 +214,15 @@ fn bad_rates_are_rejected_with_the_fix() {
     assert!(err.contains("--arrival poisson") && err.contains("add --rate-iops N"), "{err}");
     let err = error(None, "rate_iops = 100\nburst = 4");
     assert!(err.contains("--rate-iops and --burst") && err.contains("use one"), "{err}");
-    assert!(parse("arrival = \"bursty\"").unwrap_err().contains("use uniform or poisson"));
+    assert!(parse("arrival = \"bursty\"").unwrap_err().to_string().contains("use uniform or poisson"));
 }
 
 #[test]
 fn empty_target_list_is_refused_not_a_scratch_file() {
-    let err = parse("target = []").unwrap_err();
+    let err = parse("target = []").unwrap_err().to_string();
     assert!(err.contains("give at least one target, or leave the key out for a scratch file"), "{err}");
     assert!(err.starts_with("line 1"), "{err}");
-    let err = parse("[[group]]\ntarget = [\"\"]\n").unwrap_err();
+    let err = parse("[[group]]\ntarget = [\"\"]\n").unwrap_err().to_string();
     assert!(err.contains("empty"), "{err}");
     let flags = Options { target: Some(vec!["".into()]), ..Options::default() };
     let err = resolve(None, &flags).unwrap_err().to_string();
@@ -232,7 +232,7 @@ fn empty_target_list_is_refused_not_a_scratch_file() {
 #[test]
 fn empty_job_and_group_lists_are_refused() {
     for text in ["job = []", "group = []", "[[job]]\ngroup = []"] {
-        let err = parse(text).unwrap_err();
+        let err = parse(text).unwrap_err().to_string();
         assert!(err.contains("empty list of jobs or groups"), "{text}: {err}");
     }
 }

@@ -8,6 +8,7 @@ use std::str::FromStr;
 
 use serde::de::{self, Visitor};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use thiserror::Error;
 
 /// A count of bytes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
@@ -35,6 +36,17 @@ impl Nanos {
     pub fn as_duration(self) -> std::time::Duration {
         std::time::Duration::from_nanos(self.0)
     }
+}
+
+/// A size or a duration that cannot be read; each message shows how to write one.
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+pub enum UnitError {
+    #[error("'{0}' is not a size; write e.g. 4096, 4k, 128KiB, 1g (k = 1024 bytes)")]
+    NotASize(String),
+    #[error("'{0}' is not a duration; write e.g. 10s, 500ms, 100us, 2m")]
+    NotADuration(String),
+    #[error("'{0}' is longer than any run can be")]
+    TooLong(String),
 }
 
 /// Splits "12.5KiB" into (12.5, "kib"): the number and its lower-cased suffix.
@@ -77,10 +89,10 @@ fn size_multiplier(suffix: &str) -> Option<u64> {
 }
 
 impl FromStr for Bytes {
-    type Err = String;
+    type Err = UnitError;
 
     fn from_str(text: &str) -> Result<Self, Self::Err> {
-        let bad = || format!("'{text}' is not a size; write e.g. 4096, 4k, 128KiB, 1g (k = 1024 bytes)");
+        let bad = || UnitError::NotASize(text.to_string());
         let (number, suffix) = split_number(text).ok_or_else(bad)?;
         let multiplier = size_multiplier(&suffix).ok_or_else(bad)?;
         whole(number * multiplier as f64).map(Bytes).ok_or_else(bad)
@@ -88,10 +100,10 @@ impl FromStr for Bytes {
 }
 
 impl FromStr for Nanos {
-    type Err = String;
+    type Err = UnitError;
 
     fn from_str(text: &str) -> Result<Self, Self::Err> {
-        let bad = || format!("'{text}' is not a duration; write e.g. 10s, 500ms, 100us, 2m");
+        let bad = || UnitError::NotADuration(text.to_string());
         let (number, suffix) = split_number(text).ok_or_else(bad)?;
         let ns_per_unit: f64 = match suffix.as_str() {
             "ns" => 1.0,
@@ -105,7 +117,7 @@ impl FromStr for Nanos {
         let ns = (number * ns_per_unit).round();
         // Durations are added to clock readings: a century is plenty.
         if ns >= 100.0 * 365.0 * 86_400e9 {
-            return Err(format!("'{text}' is longer than any run can be"));
+            return Err(UnitError::TooLong(text.to_string()));
         }
         Ok(Nanos(ns as u64))
     }
@@ -154,7 +166,7 @@ struct UnitVisitor<T>(std::marker::PhantomData<T>);
 
 impl<T> Visitor<'_> for UnitVisitor<T>
 where
-    T: FromStr<Err = String>,
+    T: FromStr<Err = UnitError>,
 {
     type Value = T;
 
@@ -217,7 +229,7 @@ mod tests {
     #[test]
     fn bad_sizes_say_how_to_write_one() {
         for text in ["", "k", "4x", "-4k", "1.3", "4 kilobytes"] {
-            let err = text.parse::<Bytes>().unwrap_err();
+            let err = text.parse::<Bytes>().unwrap_err().to_string();
             assert!(err.contains("write e.g."), "{text}: {err}");
         }
     }

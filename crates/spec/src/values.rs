@@ -5,8 +5,63 @@ use std::fmt;
 use std::str::FromStr;
 
 use serde::{Deserialize, Deserializer, Serialize};
+use thiserror::Error;
 
-use crate::units::{Bytes, Nanos};
+use crate::units::{Bytes, Nanos, UnitError};
+
+/// An option value of this file that cannot be read; each message says what to write instead.
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+pub enum ValueError {
+    #[error("'{0}' is not an access pattern; use read, write, randread, randwrite, randrw or rw")]
+    NotAnAccessPattern(String),
+    #[error("'{0}' is not an engine; use uring, aio, psync or null")]
+    NotAnEngine(String),
+    #[error("'{0}' is not an arrival process; use uniform or poisson")]
+    NotAnArrival(String),
+    #[error("bad block-size split '{text}': {fault}; write e.g. 4k/70,64k/30")]
+    BsSplit { text: String, fault: SplitFault },
+    #[error("'{0}' is not an I/O count; write e.g. 100000ios or 250kios")]
+    NotAnIoCount(String),
+    #[error("'{0}' is not an I/O limit; write a size (10g) or a count (100000ios)")]
+    NotAnIoLimit(String),
+    #[error("no threshold given; write e.g. 500us,1ms, or leave it out")]
+    NoThreshold,
+    #[error("'{0}' has an empty threshold (two commas in a row, or one at an end); write e.g. 500us,1ms")]
+    EmptyThreshold(String),
+    #[error(transparent)]
+    Threshold(#[from] UnitError),
+    #[error("[] is an empty list; give at least one threshold, or leave the key out")]
+    NoThresholds,
+    #[error("the threshold {0} is given twice; give each once")]
+    ThresholdTwice(Nanos),
+    #[error("'{0}' is not a ring setup; use auto, defer-taskrun, coop-taskrun or plain")]
+    NotARingSetup(String),
+    #[error("'{0}' is not a CPU list; write e.g. 0,1 or 0-3,8")]
+    NotACpuList(String),
+    #[error("'{0}' has an empty entry (two commas in a row, or one at an end); write e.g. 0,1 or 0-3,8")]
+    EmptyCpuEntry(String),
+    #[error("'{text}' lists CPU {cpu} twice; give each CPU once")]
+    CpuTwice { text: String, cpu: u32 },
+}
+
+/// What is wrong with a block-size split (`--bs-split`).
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+pub enum SplitFault {
+    #[error("an entry is empty (two commas in a row, or one at an end)")]
+    EmptyEntry,
+    #[error("each entry needs SIZE/WEIGHT")]
+    NoWeight,
+    #[error(transparent)]
+    Size(#[from] UnitError),
+    #[error("a weight is a whole number")]
+    WeightNotWhole,
+    #[error("a weight is at most 1000000")]
+    WeightTooLarge,
+    #[error("{0} is listed twice; give each size once, with its whole weight")]
+    SizeTwice(Bytes),
+    #[error("no entry has a weight above 0")]
+    NoWeightAboveZero,
+}
 
 /// fio-style shorthand for a read share and a random share.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -34,7 +89,7 @@ impl Rw {
 }
 
 impl FromStr for Rw {
-    type Err = String;
+    type Err = ValueError;
 
     fn from_str(text: &str) -> Result<Self, Self::Err> {
         Ok(match text.to_ascii_lowercase().as_str() {
@@ -44,11 +99,7 @@ impl FromStr for Rw {
             "randwrite" => Rw::RandWrite,
             "randrw" => Rw::RandRw,
             "rw" | "readwrite" => Rw::Rw,
-            _ => {
-                return Err(format!(
-                    "'{text}' is not an access pattern; use read, write, randread, randwrite, randrw or rw"
-                ))
-            }
+            _ => return Err(ValueError::NotAnAccessPattern(text.to_string())),
         })
     }
 }
@@ -94,7 +145,7 @@ impl fmt::Display for EngineKind {
 }
 
 impl FromStr for EngineKind {
-    type Err = String;
+    type Err = ValueError;
 
     fn from_str(text: &str) -> Result<Self, Self::Err> {
         Ok(match text.to_ascii_lowercase().as_str() {
@@ -102,7 +153,7 @@ impl FromStr for EngineKind {
             "psync" => EngineKind::Psync,
             "aio" | "libaio" => EngineKind::Aio,
             "null" => EngineKind::Null,
-            _ => return Err(format!("'{text}' is not an engine; use uring, aio, psync or null")),
+            _ => return Err(ValueError::NotAnEngine(text.to_string())),
         })
     }
 }
@@ -134,13 +185,13 @@ impl fmt::Display for Arrival {
 }
 
 impl FromStr for Arrival {
-    type Err = String;
+    type Err = ValueError;
 
     fn from_str(text: &str) -> Result<Self, Self::Err> {
         Ok(match text.to_ascii_lowercase().as_str() {
             "uniform" => Arrival::Uniform,
             "poisson" => Arrival::Poisson,
-            _ => return Err(format!("'{text}' is not an arrival process; use uniform or poisson")),
+            _ => return Err(ValueError::NotAnArrival(text.to_string())),
         })
     }
 }
@@ -157,27 +208,25 @@ pub struct BsWeight {
 pub struct BsSplit(pub Vec<BsWeight>);
 
 impl FromStr for BsSplit {
-    type Err = String;
+    type Err = ValueError;
 
     fn from_str(text: &str) -> Result<Self, Self::Err> {
-        let bad = |why: &str| format!("bad block-size split '{text}': {why}; write e.g. 4k/70,64k/30");
+        let bad = |fault: SplitFault| ValueError::BsSplit { text: text.to_string(), fault };
         let mut parts: Vec<BsWeight> = Vec::new();
         let mut sizes = Vec::new();
         for item in text.split(',').map(str::trim) {
             if item.is_empty() {
-                return Err(bad("an entry is empty (two commas in a row, or one at an end)"));
+                return Err(bad(SplitFault::EmptyEntry));
             }
-            let (bs, weight) = item.split_once('/').ok_or_else(|| bad("each entry needs SIZE/WEIGHT"))?;
-            let bs: Bytes = bs.parse().map_err(|e: String| bad(&e))?;
+            let (bs, weight) = item.split_once('/').ok_or_else(|| bad(SplitFault::NoWeight))?;
+            let bs: Bytes = bs.parse().map_err(|e| bad(SplitFault::Size(e)))?;
             let weight: u32 =
-                weight.trim().trim_end_matches('%').parse().map_err(|_| bad("a weight is a whole number"))?;
+                weight.trim().trim_end_matches('%').parse().map_err(|_| bad(SplitFault::WeightNotWhole))?;
             if weight > 1_000_000 {
-                return Err(bad("a weight is at most 1000000"));
+                return Err(bad(SplitFault::WeightTooLarge));
             }
             if sizes.contains(&bs) {
-                return Err(bad(&format!(
-                    "{bs} is listed twice; give each size once, with its whole weight"
-                )));
+                return Err(bad(SplitFault::SizeTwice(bs)));
             }
             sizes.push(bs);
             // A weight of 0 is accepted and leaves the size out: a mix can be varied by hand
@@ -187,7 +236,7 @@ impl FromStr for BsSplit {
             }
         }
         if parts.is_empty() {
-            return Err(bad("no entry has a weight above 0"));
+            return Err(bad(SplitFault::NoWeightAboveZero));
         }
         Ok(BsSplit(parts))
     }
@@ -202,7 +251,7 @@ pub enum IoLimit {
 }
 
 impl FromStr for IoLimit {
-    type Err = String;
+    type Err = ValueError;
 
     /// `10g` is bytes; `250000ios` or `250kios` is a count of I/Os (k = 1000 for counts).
     fn from_str(text: &str) -> Result<Self, Self::Err> {
@@ -215,7 +264,7 @@ impl FromStr for IoLimit {
                 Some('g') => (&count[..count.len() - 1], 1e9),
                 _ => (count, 1.0),
             };
-            let bad = || format!("'{text}' is not an I/O count; write e.g. 100000ios or 250kios");
+            let bad = || ValueError::NotAnIoCount(text.to_string());
             // Whole counts are read exactly (an f64 would round counts above 2^53); a scaled one
             // may have decimals (`2.5kios`) but must come to a whole number.
             let n = match digits.parse::<u64>() {
@@ -231,9 +280,7 @@ impl FromStr for IoLimit {
             };
             return Ok(IoLimit::Ios(n));
         }
-        text.parse::<Bytes>()
-            .map(IoLimit::Bytes)
-            .map_err(|_| format!("'{text}' is not an I/O limit; write a size (10g) or a count (100000ios)"))
+        text.parse::<Bytes>().map(IoLimit::Bytes).map_err(|_| ValueError::NotAnIoLimit(text.to_string()))
     }
 }
 
@@ -242,18 +289,16 @@ impl FromStr for IoLimit {
 pub struct NanosList(pub Vec<Nanos>);
 
 impl FromStr for NanosList {
-    type Err = String;
+    type Err = ValueError;
 
     fn from_str(text: &str) -> Result<Self, Self::Err> {
         if text.trim().is_empty() {
-            return Err("no threshold given; write e.g. 500us,1ms, or leave it out".to_string());
+            return Err(ValueError::NoThreshold);
         }
         let mut list: Vec<Nanos> = Vec::new();
         for item in text.split(',').map(str::trim) {
             if item.is_empty() {
-                return Err(format!(
-                    "'{text}' has an empty threshold (two commas in a row, or one at an end); write e.g. 500us,1ms"
-                ));
+                return Err(ValueError::EmptyThreshold(text.to_string()));
             }
             list.push(item.parse()?);
         }
@@ -263,12 +308,12 @@ impl FromStr for NanosList {
 
 impl NanosList {
     /// Refuses an empty list and a threshold given twice.
-    fn checked(list: Vec<Nanos>) -> Result<Self, String> {
+    fn checked(list: Vec<Nanos>) -> Result<Self, ValueError> {
         if list.is_empty() {
-            return Err("[] is an empty list; give at least one threshold, or leave the key out".to_string());
+            return Err(ValueError::NoThresholds);
         }
         if let Some(twice) = list.iter().enumerate().find_map(|(i, t)| list[..i].contains(t).then_some(t)) {
-            return Err(format!("the threshold {twice} is given twice; give each once"));
+            return Err(ValueError::ThresholdTwice(*twice));
         }
         Ok(NanosList(list))
     }
@@ -303,7 +348,7 @@ impl RingSetup {
 }
 
 impl FromStr for RingSetup {
-    type Err = String;
+    type Err = ValueError;
 
     fn from_str(text: &str) -> Result<Self, Self::Err> {
         Ok(match text.to_ascii_lowercase().replace('_', "-").as_str() {
@@ -311,11 +356,7 @@ impl FromStr for RingSetup {
             "defer-taskrun" | "defer" => RingSetup::DeferTaskrun,
             "coop-taskrun" | "coop" => RingSetup::CoopTaskrun,
             "plain" | "none" => RingSetup::Plain,
-            _ => {
-                return Err(format!(
-                    "'{text}' is not a ring setup; use auto, defer-taskrun, coop-taskrun or plain"
-                ))
-            }
+            _ => return Err(ValueError::NotARingSetup(text.to_string())),
         })
     }
 }
@@ -325,16 +366,14 @@ impl FromStr for RingSetup {
 pub struct CpuList(pub Vec<u32>);
 
 impl FromStr for CpuList {
-    type Err = String;
+    type Err = ValueError;
 
     fn from_str(text: &str) -> Result<Self, Self::Err> {
-        let bad = || format!("'{text}' is not a CPU list; write e.g. 0,1 or 0-3,8");
+        let bad = || ValueError::NotACpuList(text.to_string());
         let mut cpus: Vec<u32> = Vec::new();
         for item in text.split(',').map(str::trim) {
             if item.is_empty() {
-                return Err(format!(
-                    "'{text}' has an empty entry (two commas in a row, or one at an end); write e.g. 0,1 or 0-3,8"
-                ));
+                return Err(ValueError::EmptyCpuEntry(text.to_string()));
             }
             let (first, last) = match item.split_once('-') {
                 Some((a, b)) => (a.trim().parse::<u32>(), b.trim().parse::<u32>()),
@@ -345,7 +384,7 @@ impl FromStr for CpuList {
                 return Err(bad());
             }
             if let Some(twice) = (first..=last).find(|cpu| cpus.contains(cpu)) {
-                return Err(format!("'{text}' lists CPU {twice} twice; give each CPU once"));
+                return Err(ValueError::CpuTwice { text: text.to_string(), cpu: twice });
             }
             cpus.extend(first..=last);
         }
@@ -461,97 +500,5 @@ impl<'de> Deserialize<'de> for NanosList {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn rw_shares() {
-        assert_eq!("randread".parse::<Rw>().unwrap().shares(), (100, 100));
-        assert_eq!("RW".parse::<Rw>().unwrap().shares(), (50, 0));
-        assert!("trim".parse::<Rw>().unwrap_err().contains("randwrite"));
-    }
-
-    #[test]
-    fn bs_split() {
-        let split: BsSplit = "4k/70, 64k/30".parse().unwrap();
-        assert_eq!(
-            split.0,
-            vec![BsWeight { bs: Bytes(4096), weight: 70 }, BsWeight { bs: Bytes(65536), weight: 30 }]
-        );
-        assert!("4k".parse::<BsSplit>().is_err());
-        assert!("4k/0".parse::<BsSplit>().is_err());
-        assert!("4q/10".parse::<BsSplit>().is_err());
-    }
-
-    #[test]
-    fn cpu_list() {
-        assert_eq!("0,1".parse(), Ok(CpuList(vec![0, 1])));
-        assert_eq!("0-3, 8".parse(), Ok(CpuList(vec![0, 1, 2, 3, 8])));
-        assert!("3-1".parse::<CpuList>().is_err());
-        assert!("a".parse::<CpuList>().is_err());
-        assert!("".parse::<CpuList>().is_err());
-    }
-
-    #[test]
-    fn ring_setup() {
-        assert_eq!("defer_taskrun".parse(), Ok(RingSetup::DeferTaskrun));
-        assert_eq!("COOP".parse(), Ok(RingSetup::CoopTaskrun));
-        assert!("fast".parse::<RingSetup>().unwrap_err().contains("plain"));
-    }
-
-    #[test]
-    fn arrival() {
-        assert_eq!("Poisson".parse(), Ok(Arrival::Poisson));
-        assert_eq!(Arrival::default(), Arrival::Uniform);
-        assert!("bursty".parse::<Arrival>().unwrap_err().contains("uniform or poisson"));
-    }
-
-    #[test]
-    fn io_limit() {
-        assert_eq!("10g".parse(), Ok(IoLimit::Bytes(Bytes(10 << 30))));
-        assert_eq!("250kios".parse(), Ok(IoLimit::Ios(250_000)));
-        assert_eq!("1000ios".parse(), Ok(IoLimit::Ios(1000)));
-        assert!("lots".parse::<IoLimit>().is_err());
-        assert_eq!("2.5kios".parse(), Ok(IoLimit::Ios(2500)));
-        assert_eq!("9007199254740993ios".parse(), Ok(IoLimit::Ios(9_007_199_254_740_993)));
-        for bad in ["infios", "nanios", "-5ios", "1.5ios", "1e30ios", "ios"] {
-            assert!(bad.parse::<IoLimit>().is_err(), "{bad}");
-        }
-    }
-
-    #[test]
-    fn seed_beyond_toml_integers_is_a_string() {
-        let options = crate::jobfile::parse("seed = \"18446744073709551615\"").unwrap();
-        assert_eq!(options.seed, Some(u64::MAX));
-        assert_eq!(crate::jobfile::parse("seed = 7").unwrap().seed, Some(7));
-        let err = crate::jobfile::parse("seed = \"-1\"").unwrap_err();
-        assert!(err.contains("is not a seed"), "{err}");
-    }
-
-    #[test]
-    fn slo_list() {
-        let list: NanosList = "500us,1ms".parse().unwrap();
-        assert_eq!(list.0, vec![Nanos(500_000), Nanos(1_000_000)]);
-    }
-
-    #[test]
-    fn lists_with_empty_entries_are_refused() {
-        let split = "4k/70,,64k/30".parse::<BsSplit>().unwrap_err();
-        assert!(split.contains("an entry is empty") && split.contains("'4k/70,,64k/30'"), "{split}");
-        assert!("4k/70,".parse::<BsSplit>().unwrap_err().contains("empty"));
-        assert!("0,,1".parse::<CpuList>().unwrap_err().contains("empty entry"));
-        assert!("500us,,1ms".parse::<NanosList>().unwrap_err().contains("empty threshold"));
-        assert!("".parse::<NanosList>().unwrap_err().contains("no threshold"));
-        let err = crate::jobfile::parse("slo = []").unwrap_err();
-        assert!(err.contains("empty list"), "{err}");
-    }
-
-    #[test]
-    fn lists_with_a_value_twice_are_refused() {
-        assert!("4k/50,4096/50".parse::<BsSplit>().unwrap_err().contains("4KiB is listed twice"));
-        assert!("0-3,2".parse::<CpuList>().unwrap_err().contains("CPU 2 twice"));
-        assert!("1ms,1ms".parse::<NanosList>().unwrap_err().contains("given twice"));
-        // A zero weight leaves its size out, as documented.
-        assert_eq!("4k/1,64k/0".parse::<BsSplit>().unwrap().0.len(), 1);
-    }
-}
+#[path = "values_tests.rs"]
+mod tests;

@@ -20,8 +20,31 @@ use iolab_spec::cache::WorkingSets;
 use iolab_spec::{Axis, BsWeight, Bytes, IoLimit, JobSpec, Nanos, Options, RunPlan, Rw};
 use iolab_stats::central::median;
 use iolab_stats::result::JobResult;
+use thiserror::Error;
 
-use crate::plan::{self, Input};
+use crate::plan::{self, Input, PlanError};
+
+/// Why a cache study cannot be planned, here or on a fleet.
+#[derive(Debug, Error)]
+pub enum CacheError {
+    #[error(transparent)]
+    Plan(#[from] PlanError),
+    /// The rule's own check (`CacheRule::validate`), in its words.
+    #[error("{0}")]
+    Rule(String),
+    #[error("give at least one working set with --sizes")]
+    NoSizes,
+    #[error(
+        "`iolab cache` measures one target; give one (a striped set spreads each working set over its members)"
+    )]
+    SeveralTargets,
+    #[error("--promotion-time {0} is too short to see a trend; give 1s or more, or 0 to skip it")]
+    ShortPromotion(Nanos),
+    #[error(
+        "`iolab fleet cache` needs a target on the hosts (a file or device each agent can read, the same path on every host); a scratch file would be laid out anew for each working set"
+    )]
+    FleetScratch,
+}
 
 /// Working sets are whole multiples of this (or of a larger block): the warm pass reads them
 /// in blocks of this size.
@@ -93,7 +116,7 @@ impl CacheStudy {
         rule: CacheRule,
         promotion_time: Option<Nanos>,
         pollution: bool,
-    ) -> Result<CacheStudy, String> {
+    ) -> Result<CacheStudy, CacheError> {
         plan::refuse_groups(input, "cache", WHY_ONE)?;
         plan::refuse_input(
             input,
@@ -101,9 +124,9 @@ impl CacheStudy {
             "cache",
             "reads at random over each working set (give the region with --offset and --size)",
         )?;
-        rule.validate()?;
+        rule.validate().map_err(CacheError::Rule)?;
         if sizes.0.is_empty() {
-            return Err("give at least one working set with --sizes".into());
+            return Err(CacheError::NoSizes);
         }
         let defaults = Options {
             rw: Some(Rw::RandRead),
@@ -114,14 +137,12 @@ impl CacheStudy {
         };
         let (plan, job) = plan::one_group(&defaults, input, "cache", WHY_ONE)?;
         if job.groups[0].target.paths.len() > 1 {
-            return Err("`iolab cache` measures one target; give one (a striped set spreads each working set over its members)".into());
+            return Err(CacheError::SeveralTargets);
         }
         if let Some(time) =
             promotion_time.filter(|t| t.0 > 0 && *t < Nanos(PROMOTION_INTERVALS * MIN_INTERVAL.0))
         {
-            return Err(format!(
-                "--promotion-time {time} is too short to see a trend; give 1s or more, or 0 to skip it"
-            ));
+            return Err(CacheError::ShortPromotion(time));
         }
         Ok(CacheStudy {
             plan,
@@ -147,7 +168,7 @@ impl CacheStudy {
             return Err(RunError::Invalid("`iolab cache` runs on this machine only, not on a fleet".into()));
         };
         let grain = self.grain();
-        let sizes = self.sizes.resolve(region, grain).map_err(RunError::Invalid)?;
+        let sizes = self.sizes.resolve(region, grain).map_err(|e| RunError::Invalid(e.to_string()))?;
         let mut found = CacheFound { region_bytes: region, ..CacheFound::default() };
         let mut probes = 0;
         for (k, &size) in sizes.iter().enumerate() {

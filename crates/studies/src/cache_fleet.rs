@@ -29,7 +29,7 @@ use iolab_stats::central::median;
 use iolab_stats::result::JobResult;
 
 use crate::cache::{
-    marked_after, point, CacheFound, CacheStudy, MAX_PROBES, MIN_INTERVAL, PROMOTION_INTERVALS,
+    marked_after, point, CacheError, CacheFound, CacheStudy, MAX_PROBES, MIN_INTERVAL, PROMOTION_INTERVALS,
 };
 
 /// Refinement points asked for by several hosts within this share of each other are one.
@@ -64,9 +64,9 @@ struct Step {
 impl CacheStudy {
     /// Refuses what a fleet cannot do: a scratch file is laid out anew on an agent for each
     /// working set (a new file has nothing cached), so the hosts' target must be named.
-    pub fn check_fleet(&self) -> Result<(), String> {
+    pub fn check_fleet(&self) -> Result<(), CacheError> {
         if self.job.groups[0].target.paths.is_empty() {
-            return Err("`iolab fleet cache` needs a target on the hosts (a file or device each agent can read, the same path on every host); a scratch file would be laid out anew for each working set".into());
+            return Err(CacheError::FleetScratch);
         }
         Ok(())
     }

@@ -176,7 +176,7 @@ fn a_point_is_after_a_larger_one_from_its_own_curves_earlier_points() {
 #[test]
 fn a_fleet_needs_a_named_target() {
     assert!(study("100%", true).check_fleet().is_ok());
-    let message = study("100%", false).check_fleet().unwrap_err();
+    let message = study("100%", false).check_fleet().unwrap_err().to_string();
     assert!(message.contains("needs a target on the hosts"), "{message}");
 }
 

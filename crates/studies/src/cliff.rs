@@ -5,9 +5,20 @@ use iolab_analysis::cliff::{CliffRule, ThroughputSample};
 use iolab_runner::{Lab, Observer, RunError};
 use iolab_spec::{Bytes, JobSpec, Nanos, Options, RunPlan};
 use iolab_stats::result::JobResult;
+use thiserror::Error;
 
-use crate::plan::Input;
+use crate::plan::{Input, PlanError};
 use crate::{fill, plan};
+
+/// Why a cliff test cannot be planned.
+#[derive(Debug, Error)]
+pub enum CliffError {
+    #[error(transparent)]
+    Plan(#[from] PlanError),
+    /// The rule's own check (`CliffRule::validate`), in its words.
+    #[error("{0}")]
+    Rule(String),
+}
 
 /// Why a cliff test takes one group.
 const WHY_ONE: &str = "it writes one region once, sequentially, and reads the cliff from that one stream's throughput; give a file of one group";
@@ -25,7 +36,7 @@ pub struct Cliff {
 
 impl Cliff {
     /// The fill of `input`'s one group (a job file's target, region and engine).
-    pub fn over(input: &Input, bytes: Option<Bytes>, rule: CliffRule) -> Result<Cliff, String> {
+    pub fn over(input: &Input, bytes: Option<Bytes>, rule: CliffRule) -> Result<Cliff, CliffError> {
         plan::refuse_groups(input, "cliff", WHY_ONE)?;
         plan::refuse_input(
             input,
@@ -33,7 +44,7 @@ impl Cliff {
             "cliff",
             "writes the region once, sequentially (give its length with --bytes)",
         )?;
-        rule.validate()?;
+        rule.validate().map_err(CliffError::Rule)?;
         let defaults = Options { interval: Some(SAMPLE), ..fill::defaults() };
         let (plan, job) = plan::one_group(&defaults, input, "cliff", WHY_ONE)?;
         Ok(Cliff { plan, rule, job, bytes })

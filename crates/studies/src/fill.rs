@@ -5,8 +5,18 @@ use iolab_analysis::suite::Preconditioning;
 
 use iolab_runner::{Lab, Observer, RunError};
 use iolab_spec::{Axis, Bytes, IoLimit, JobSpec, Nanos, Options, RunPlan, Rw};
+use thiserror::Error;
 
-use crate::plan::{self, Input};
+use crate::plan::{self, Input, PlanError};
+
+/// Why `iolab precondition` cannot be planned.
+#[derive(Debug, Error)]
+pub enum PreconditionError {
+    #[error(transparent)]
+    Plan(#[from] PlanError),
+    #[error("--passes must be 1 or more")]
+    NoPasses,
+}
 
 /// Why preconditioning takes one group.
 const WHY_ONE: &str = "it writes one region sequentially, --passes times; precondition the whole target once, or each group's region with a file of its own";
@@ -54,7 +64,7 @@ pub struct Precondition {
 
 impl Precondition {
     /// Preconditions the region of `input`'s one group (a job file's target and region).
-    pub fn over(input: &Input, passes: u32, trim: bool) -> Result<Precondition, String> {
+    pub fn over(input: &Input, passes: u32, trim: bool) -> Result<Precondition, PreconditionError> {
         plan::refuse_groups(input, "precondition", WHY_ONE)?;
         plan::refuse_input(
             input,
@@ -63,7 +73,7 @@ impl Precondition {
             "writes the whole region sequentially, --passes times",
         )?;
         if passes == 0 {
-            return Err("--passes must be 1 or more".into());
+            return Err(PreconditionError::NoPasses);
         }
         let (plan, job) = plan::one_group(&defaults(), input, "precondition", WHY_ONE)?;
         Ok(Precondition { plan, job, passes, trim })

@@ -9,34 +9,53 @@ use iolab_runner::{run_jobs, Lab, Observer, OnFailedStart, RunError};
 use iolab_spec::ladder::Rung;
 use iolab_spec::{flag_name, JobSpec, RunPlan, URING_KEYS};
 use iolab_stats::result::RunReport;
+use thiserror::Error;
 
-use crate::plan::{self, Input};
+use crate::plan::{self, Input, PlanError};
+
+/// Why a ladder cannot be planned: it chooses the engine itself, or its workload is refused.
+#[derive(Debug, Error)]
+pub enum LadderError {
+    #[error(transparent)]
+    Plan(#[from] PlanError),
+    #[error("the ladder chooses the engine of each step itself; drop {0}")]
+    EngineFlag(String),
+    #[error("the ladder chooses the engine of each step itself; the job file sets `{0}`: remove it")]
+    EngineKey(&'static str),
+}
+
+/// Why a rung cannot run on this target; the ladder says it and goes on.
+#[derive(Debug, Error)]
+pub enum RungSkipped {
+    #[error("IOPOLL needs O_DIRECT")]
+    NotDirect,
+    #[error(
+        "the device behind {} has no poll queues (queue/io_poll is not 1; NVMe gets them with the nvme module's poll_queues=N)",
+        .0.display()
+    )]
+    NoPollQueues(PathBuf),
+}
 
 /// A ladder ready to run: each rung's job, or why the rung cannot run here.
 pub struct Ladder {
     /// The rungs that can run, as the run is recorded.
     pub plan: RunPlan,
-    rungs: Vec<(Rung, Result<JobSpec, String>)>,
+    rungs: Vec<(Rung, Result<JobSpec, RungSkipped>)>,
 }
 
 impl Ladder {
     /// The ladder of `input`'s one job; every group of it climbs each rung together.
-    pub fn over(input: &Input) -> Result<Ladder, String> {
+    pub fn over(input: &Input) -> Result<Ladder, LadderError> {
         let engine_keys = |k: &&str| *k == "engine" || URING_KEYS.contains(k);
         if let Some(key) = input.flags.keys_set().into_iter().find(engine_keys) {
-            return Err(format!(
-                "the ladder chooses the engine of each step itself; drop {}",
-                flag_name(key)
-            ));
+            return Err(LadderError::EngineFlag(flag_name(key)));
         }
         if let Some(key) = input.keys_set().into_iter().find(engine_keys) {
-            return Err(format!(
-                "the ladder chooses the engine of each step itself; the job file sets `{key}`: remove it"
-            ));
+            return Err(LadderError::EngineKey(key));
         }
         let base = plan::resolve_input(&plan::step_defaults(), input)?;
         let base_job = plan::one_job(&base, "ladder", "its groups climb every rung together")?;
-        let rungs: Vec<(Rung, Result<JobSpec, String>)> =
+        let rungs: Vec<(Rung, Result<JobSpec, RungSkipped>)> =
             Rung::ALL.into_iter().map(|rung| (rung, rung_job(rung, &base_job))).collect();
         let jobs = rungs.iter().filter_map(|(_, job)| job.as_ref().ok().cloned()).collect();
         Ok(Ladder { plan: RunPlan { jobs, output: base.output }, rungs })
@@ -58,7 +77,7 @@ impl Ladder {
             .iter()
             .map(|(rung, job)| {
                 let result = match job {
-                    Err(why) => Err(why.clone()),
+                    Err(why) => Err(why.to_string()),
                     Ok(job) => report.jobs.iter().find(|r| r.name == job.name).ok_or_else(|| {
                         let index = self.plan.jobs.iter().position(|j| j.name == job.name);
                         failed
@@ -74,10 +93,10 @@ impl Ladder {
 }
 
 /// The job of `rung`, or why the rung cannot run on this target.
-fn rung_job(rung: Rung, base: &JobSpec) -> Result<JobSpec, String> {
+fn rung_job(rung: Rung, base: &JobSpec) -> Result<JobSpec, RungSkipped> {
     if rung == Rung::UringIopoll {
         if base.groups.iter().any(|g| !g.target.direct) {
-            return Err("IOPOLL needs O_DIRECT".into());
+            return Err(RungSkipped::NotDirect);
         }
         // The scratch file goes in the current directory.
         let here = PathBuf::from(".");
@@ -86,11 +105,8 @@ fn rung_job(rung: Rung, base: &JobSpec) -> Result<JobSpec, String> {
             .iter()
             .flat_map(|g| if g.target.paths.is_empty() { vec![here.clone()] } else { g.target.paths.clone() })
             .collect();
-        if let Some(path) = paths.iter().find(|p| !has_poll_queues_behind(p)) {
-            return Err(format!(
-                "the device behind {} has no poll queues (queue/io_poll is not 1; NVMe gets them with the nvme module's poll_queues=N)",
-                path.display()
-            ));
+        if let Some(path) = paths.into_iter().find(|p| !has_poll_queues_behind(p)) {
+            return Err(RungSkipped::NoPollQueues(path));
         }
     }
     Ok(rung.apply(base))

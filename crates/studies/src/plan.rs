@@ -4,7 +4,32 @@
 
 use std::path::PathBuf;
 
-use iolab_spec::{flag_name, resolve, JobSpec, Nanos, Options, RunPlan};
+use iolab_spec::{flag_name, resolve, JobSpec, Nanos, Options, RunPlan, SpecError};
+use thiserror::Error;
+
+/// Why a study's workload cannot be planned: the options do not resolve, or they ask for more
+/// than the command measures (`command` is its name, `why` why it takes one of them).
+#[derive(Debug, Error)]
+pub enum PlanError {
+    #[error("give the target either as an argument or with --target, not both")]
+    TargetTwice,
+    #[error(transparent)]
+    Spec(#[from] SpecError),
+    #[error(
+        "`iolab {command}` takes a job file of one job ({why}); this one has {jobs} [[job]]s: give each its own file"
+    )]
+    SeveralJobs { command: &'static str, why: &'static str, jobs: usize },
+    #[error("`iolab {command}` {why}; drop {flag}")]
+    SetByCommand { command: &'static str, why: &'static str, flag: String },
+    #[error("`iolab {command}` {why}; the job file sets `{key}`: remove it")]
+    SetInFile { command: &'static str, why: &'static str, key: &'static str },
+    #[error("`iolab {command}` measures one group, and the job file has {groups}: {why}")]
+    GroupsInFile { command: &'static str, why: &'static str, groups: usize },
+    #[error("`iolab {command}` measures one group, and the job has {groups}: {why}")]
+    GroupsInJob { command: &'static str, why: &'static str, groups: usize },
+    #[error("`iolab {command}` measures one workload on one target or striped set")]
+    NotOneWorkload { command: &'static str },
+}
 
 /// What a study measures, as the user gave it: a job file's options when the command's argument
 /// was one (`iolab sweep blend.toml --qd 1..64`), the flags over them (as in `iolab run`), and
@@ -48,11 +73,11 @@ impl Input {
 
 /// Resolves `input` over the command's own `defaults` (which lie over the built-in ones, and
 /// under the job file).
-pub fn resolve_input(defaults: &Options, input: &Input) -> Result<RunPlan, String> {
+pub fn resolve_input(defaults: &Options, input: &Input) -> Result<RunPlan, PlanError> {
     let mut flags = input.flags.clone();
     if !input.targets.is_empty() {
         if flags.target.is_some() {
-            return Err("give the target either as an argument or with --target, not both".into());
+            return Err(PlanError::TargetTwice);
         }
         flags.target = Some(input.targets.clone());
     }
@@ -60,36 +85,38 @@ pub fn resolve_input(defaults: &Options, input: &Input) -> Result<RunPlan, Strin
         None => defaults.clone(),
         Some(file) => Options { job: file.job.clone(), group: file.group.clone(), ..defaults.overlay(file) },
     };
-    resolve(Some(&file), &flags).map_err(|e| e.to_string())
+    Ok(resolve(Some(&file), &flags)?)
 }
 
 /// The one job of `plan`: a study over a job file of several [[job]]s is refused, saying why.
-pub fn one_job(plan: &RunPlan, command: &str, why: &str) -> Result<JobSpec, String> {
+pub fn one_job(plan: &RunPlan, command: &'static str, why: &'static str) -> Result<JobSpec, PlanError> {
     match plan.jobs.as_slice() {
         [job] => Ok(job.clone()),
-        jobs => Err(format!(
-            "`iolab {command}` takes a job file of one job ({why}); this one has {} [[job]]s: give each its own file",
-            jobs.len()
-        )),
+        jobs => Err(PlanError::SeveralJobs { command, why, jobs: jobs.len() }),
     }
 }
 
 /// Refuses the options a command sets itself, in the flags or anywhere in the job file.
-pub fn refuse_input(input: &Input, keys: &[&str], command: &str, why: &str) -> Result<(), String> {
+pub fn refuse_input(
+    input: &Input,
+    keys: &[&str],
+    command: &'static str,
+    why: &'static str,
+) -> Result<(), PlanError> {
     refuse(&input.flags, keys, command, why)?;
     match input.keys_set().into_iter().find(|k| keys.contains(k)) {
-        Some(key) => Err(format!("`iolab {command}` {why}; the job file sets `{key}`: remove it")),
+        Some(key) => Err(PlanError::SetInFile { command, why, key }),
         None => Ok(()),
     }
 }
 
 /// Refuses a job file whose job lists several groups, before its keys are looked at: `why` says
 /// why the command measures one stream.
-pub fn refuse_groups(input: &Input, command: &str, why: &str) -> Result<(), String> {
+pub fn refuse_groups(input: &Input, command: &'static str, why: &'static str) -> Result<(), PlanError> {
     let Some(file) = &input.file else { return Ok(()) };
     let groups = file.group.len().max(file.job.iter().map(|j| j.group.len()).max().unwrap_or(0));
     if groups > 1 {
-        return Err(format!("`iolab {command}` measures one group, and the job file has {groups}: {why}"));
+        return Err(PlanError::GroupsInFile { command, why, groups });
     }
     Ok(())
 }
@@ -99,16 +126,13 @@ pub fn refuse_groups(input: &Input, command: &str, why: &str) -> Result<(), Stri
 pub fn one_group(
     defaults: &Options,
     input: &Input,
-    command: &str,
-    why: &str,
-) -> Result<(RunPlan, JobSpec), String> {
+    command: &'static str,
+    why: &'static str,
+) -> Result<(RunPlan, JobSpec), PlanError> {
     let plan = resolve_input(defaults, input)?;
     let job = one_job(&plan, command, why)?;
     if job.groups.len() > 1 {
-        return Err(format!(
-            "`iolab {command}` measures one group, and the job has {}: {why}",
-            job.groups.len()
-        ));
+        return Err(PlanError::GroupsInJob { command, why, groups: job.groups.len() });
     }
     Ok((plan, job))
 }
@@ -125,14 +149,19 @@ pub fn step_defaults() -> Options {
 
 /// Resolves `options` with `targets` over the command's own `defaults` (which lie over the
 /// built-in ones).
-pub fn plan_over(defaults: &Options, options: &Options, targets: Vec<PathBuf>) -> Result<RunPlan, String> {
+pub fn plan_over(defaults: &Options, options: &Options, targets: Vec<PathBuf>) -> Result<RunPlan, PlanError> {
     resolve_input(defaults, &Input::flags(options, targets))
 }
 
 /// Refuses the options a command sets itself: "`iolab precondition` sets --rw itself; drop it".
-pub fn refuse(options: &Options, keys: &[&str], command: &str, why: &str) -> Result<(), String> {
+pub fn refuse(
+    options: &Options,
+    keys: &[&str],
+    command: &'static str,
+    why: &'static str,
+) -> Result<(), PlanError> {
     match options.keys_set().into_iter().find(|k| keys.contains(k)) {
-        Some(key) => Err(format!("`iolab {command}` {why}; drop {}", flag_name(key))),
+        Some(key) => Err(PlanError::SetByCommand { command, why, flag: flag_name(key) }),
         None => Ok(()),
     }
 }
@@ -143,15 +172,15 @@ pub fn one_workload(
     defaults: &Options,
     options: &Options,
     target: Option<PathBuf>,
-    command: &str,
-) -> Result<(RunPlan, JobSpec), String> {
+    command: &'static str,
+) -> Result<(RunPlan, JobSpec), PlanError> {
     let plan = plan_over(defaults, options, target.into_iter().collect())?;
     match plan.jobs.as_slice() {
         [job] if job.groups.len() == 1 => {
             let job = job.clone();
             Ok((plan, job))
         }
-        _ => Err(format!("`iolab {command}` measures one workload on one target or striped set")),
+        _ => Err(PlanError::NotOneWorkload { command }),
     }
 }
 

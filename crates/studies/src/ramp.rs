@@ -5,13 +5,36 @@
 
 use iolab_analysis::ramp::{row, MeasuredCurve, RampLimits};
 use iolab_runner::{Lab, Observer, RunError};
-use iolab_spec::{GroupSpec, JobSpec, Options, RateSpec, RunPlan, MAX_RATE_IOPS};
+use iolab_spec::{GroupSpec, JobSpec, Options, RateSpec, RunPlan, SpecError, MAX_RATE_IOPS};
 
 use iolab_spec::sweep::expand;
+use thiserror::Error;
 
 use crate::groups::shares;
-use crate::plan::{self, Input};
+use crate::plan::{self, Input, PlanError};
 use crate::sweep::lift_lists;
+
+/// Why a ramp cannot be planned: its levels or limits, a listed load, or its workload.
+#[derive(Debug, Error)]
+pub enum RampError {
+    #[error(transparent)]
+    Plan(#[from] PlanError),
+    /// The lists that make the ramp's curves (`expand`'s refusal).
+    #[error(transparent)]
+    Axes(#[from] SpecError),
+    #[error("--levels are shares of the maximum, 1..100 (got {0})")]
+    Level(u32),
+    #[error("--max-cpu is a share of the machine's CPU, above 0 and at most 100 (got {0})")]
+    MaxCpu(f64),
+    #[error(
+        "a ramp's load is its rate, not {0}: give one value (a list of --bs, --read-pct or --random-pct ramps each), or sweep {0} with `iolab sweep`"
+    )]
+    ListedLoad(&'static str),
+    #[error(
+        "the job file gives some groups a rate_iops and not group '{0}'; a ramp shares each level's rate by the groups' own rates: give every group one, or none to share it by QD x workers"
+    )]
+    UnratedGroup(String),
+}
 
 /// A ramp ready to run: every level's job resolves (a bad flag fails before any I/O).
 pub struct Ramp {
@@ -45,17 +68,15 @@ impl Ramp {
     /// The ramp of `input`, one curve per combination of the values listed for --bs, --read-pct
     /// and --random-pct (in the flags or at the top of the job file); the rates a job file gives
     /// its groups are their weights.
-    pub fn over(input: &Input, levels: Vec<u32>, limits: RampLimits) -> Result<Ramp, String> {
+    pub fn over(input: &Input, levels: Vec<u32>, limits: RampLimits) -> Result<Ramp, RampError> {
         let why = "sets the rate of each level itself";
         plan::refuse(&input.flags, &["rate_iops", "burst"], "ramp", why)?;
         plan::refuse_input(input, &["burst"], "ramp", why)?;
         if let Some(bad) = levels.iter().find(|&&l| l == 0 || l > 100) {
-            return Err(format!("--levels are shares of the maximum, 1..100 (got {bad})"));
+            return Err(RampError::Level(*bad));
         }
         if let Some(bad) = limits.max_cpu_pct.filter(|c| !(*c > 0.0 && *c <= 100.0)) {
-            return Err(format!(
-                "--max-cpu is a share of the machine's CPU, above 0 and at most 100 (got {bad})"
-            ));
+            return Err(RampError::MaxCpu(bad));
         }
         let (axes, input) = lift_lists(input);
         let listed = |axis: Option<usize>| axis.is_some_and(|n| n > 1);
@@ -63,16 +84,14 @@ impl Ramp {
             .into_iter()
             .find_map(|(flag, axis)| listed(axis.map(|a| a.0.len())).then_some(flag))
         {
-            return Err(format!(
-                "a ramp's load is its rate, not {flag}: give one value (a list of --bs, --read-pct or --random-pct ramps each), or sweep {flag} with `iolab sweep`"
-            ));
+            return Err(RampError::ListedLoad(flag));
         }
         let lists = [axes.bs.as_ref().map(|a| a.0.len()), axes.read_pct.as_ref().map(|a| a.0.len())]
             .into_iter()
             .chain([axes.random_pct.as_ref().map(|a| a.0.len())])
             .any(listed);
         let workloads: Vec<(String, Input)> = if lists {
-            let (_, points) = expand(&axes).map_err(|e| e.to_string())?;
+            let (_, points) = expand(&axes)?;
             points.into_iter().map(|p| (p.name, input.with_flags(p.flags))).collect()
         } else {
             vec![(String::new(), input)]
@@ -159,7 +178,7 @@ impl Ramp {
 
 impl Curve {
     /// The curve of `input`'s one job, and its plan (for the output settings).
-    fn of(name: String, input: &Input) -> Result<(Curve, RunPlan), String> {
+    fn of(name: String, input: &Input) -> Result<(Curve, RunPlan), RampError> {
         // Without rates in the file, the job is resolved at a stand-in rate, so that a schedule's
         // options (--arrival) are checked once; each level sets its own rates.
         let rated = input.keys_set().contains(&"rate_iops");
@@ -173,12 +192,9 @@ impl Curve {
             .map(|g| match (rated, g.rate) {
                 (false, _) => Ok(u64::from(g.qd) * u64::from(g.workers)),
                 (true, Some(rate)) => Ok(rate.iops),
-                (true, None) => Err(format!(
-                    "the job file gives some groups a rate_iops and not group '{}'; a ramp shares each level's rate by the groups' own rates: give every group one, or none to share it by QD x workers",
-                    g.name
-                )),
+                (true, None) => Err(RampError::UnratedGroup(g.name.clone())),
             })
-            .collect::<Result<Vec<u64>, String>>()?;
+            .collect::<Result<Vec<u64>, RampError>>()?;
         let closed = JobSpec {
             groups: scheduled.groups.iter().map(|g| GroupSpec { rate: None, ..g.clone() }).collect(),
             ..scheduled.clone()

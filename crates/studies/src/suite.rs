@@ -9,10 +9,22 @@ use iolab_runner::{Lab, Observer, RunError};
 use iolab_spec::suite::{steps, SuiteJob, SuiteStep, SUITE_KEYS};
 use iolab_spec::sweep::LoadAxis;
 use iolab_spec::{JobSpec, Options, RunPlan};
+use thiserror::Error;
 
-use crate::plan::Input;
+use crate::plan::{Input, PlanError};
 use crate::rounds::run_rounds;
 use crate::{fill, plan};
+
+/// Why a suite's tests cannot be planned over the user's options.
+#[derive(Debug, Error)]
+pub enum SuiteError {
+    #[error(transparent)]
+    Plan(#[from] PlanError),
+    #[error("a suite runs one workload per test; give flags, not a job file of several jobs")]
+    SeveralJobs,
+    #[error("the options do not resolve")]
+    Unresolved,
+}
 
 /// A suite ready to run: every step's jobs resolved before the first I/O, so a bad flag fails
 /// now, not an hour in.
@@ -32,16 +44,15 @@ pub struct SuiteRan {
 
 impl Suite {
     /// The suite over `input`: a job file gives the target, region and engine of every test.
-    pub fn over(suite: iolab_spec::suite::Suite, input: &Input) -> Result<Suite, String> {
+    pub fn over(suite: iolab_spec::suite::Suite, input: &Input) -> Result<Suite, SuiteError> {
         let why = "each of its tests is one workload on one target; give a file of one group";
         plan::refuse_groups(input, "suite", why)?;
         plan::refuse_input(input, SUITE_KEYS, "suite", "sets the workload of each test itself")?;
         plan::one_group(&plan::step_defaults(), input, "suite", why)?;
         let steps = steps(suite).iter().map(|step| resolve(step, input)).collect::<Result<Vec<_>, _>>()?;
         let known: Vec<JobSpec> = steps.iter().flat_map(known_jobs).cloned().collect();
-        let output = plan::resolve_input(&plan::step_defaults(), input)
-            .map_err(|_| "the options do not resolve".to_string())?
-            .output;
+        let output =
+            plan::resolve_input(&plan::step_defaults(), input).map_err(|_| SuiteError::Unresolved)?.output;
         Ok(Suite { plan: RunPlan { jobs: known, output }, steps, rule: SteadyRule::default() })
     }
 
@@ -97,16 +108,16 @@ fn known_jobs(step: &Resolved) -> &[JobSpec] {
     }
 }
 
-fn resolve(step: &SuiteStep, input: &Input) -> Result<Resolved, String> {
-    let one = |name: &str, flags: &Options, defaults: &Options| -> Result<JobSpec, String> {
+fn resolve(step: &SuiteStep, input: &Input) -> Result<Resolved, SuiteError> {
+    let one = |name: &str, flags: &Options, defaults: &Options| -> Result<JobSpec, SuiteError> {
         let plan = plan::resolve_input(defaults, &input.with_flags(input.flags.overlay(flags)))?;
         match plan.jobs.as_slice() {
             [job] => Ok(JobSpec { name: name.to_string(), ..job.clone() }),
-            _ => Err("a suite runs one workload per test; give flags, not a job file of several jobs".into()),
+            _ => Err(SuiteError::SeveralJobs),
         }
     };
     let study_defaults = plan::step_defaults();
-    let many = |jobs: &[SuiteJob]| -> Result<Vec<JobSpec>, String> {
+    let many = |jobs: &[SuiteJob]| -> Result<Vec<JobSpec>, SuiteError> {
         jobs.iter().map(|j| one(&j.name, &j.flags, &study_defaults)).collect()
     };
     Ok(match step {

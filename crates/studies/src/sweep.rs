@@ -6,13 +6,28 @@ use iolab_analysis::rounds::SteadyRounds;
 use iolab_analysis::sweep::{summarize, with_steady_rounds, PointFigures, PointOutcome, SweepSummary};
 use iolab_runner::{run_jobs, Lab, Observer, OnFailedStart, RunError};
 use iolab_spec::sweep::{expand, LoadAxis, SweepPoint};
-use iolab_spec::{Axis, GroupSpec, JobSpec, Options, RunPlan};
+use iolab_spec::{Axis, GroupSpec, JobSpec, Options, RunPlan, SpecError};
 use iolab_stats::result::{Bottleneck, RunReport, StopReason};
 use iolab_store::{Point, RunId};
+use thiserror::Error;
 
 use crate::groups::{scaled, with_each_group};
-use crate::plan::{self, Input};
+use crate::plan::{self, Input, PlanError};
 use crate::rounds::each_until_steady;
+
+/// Why a sweep cannot be planned, or an earlier run of it cannot be resumed.
+#[derive(Debug, Error)]
+pub enum SweepError {
+    /// The lists to sweep (`expand`'s refusal).
+    #[error(transparent)]
+    Axes(#[from] SpecError),
+    #[error("sweep point {point}: {source}")]
+    Point { point: String, source: PlanError },
+    #[error("sweep point {point}: the job file's groups could not be found to scale")]
+    GroupsNotFound { point: String },
+    #[error("run {run} holds point {seq} '{name}', which this sweep does not plan there; not resuming it")]
+    Foreign { run: RunId, seq: u32, name: String },
+}
 
 /// A sweep ready to run: each point's job resolved, repeated `repeat` times.
 pub struct Sweep {
@@ -39,14 +54,13 @@ pub struct SweepRan {
 impl Sweep {
     /// The sweep of `input`: its flags' lists (and those at the top of its job file) over the
     /// job file's one job; a swept QD or worker count scales each of several groups (`point_plan`).
-    pub fn over(input: &Input, repeat: u32, until_steady: Option<SteadyRounds>) -> Result<Sweep, String> {
+    pub fn over(input: &Input, repeat: u32, until_steady: Option<SteadyRounds>) -> Result<Sweep, SweepError> {
         let (axes, input) = lift_lists(input);
-        let (load, points) = expand(&axes).map_err(|e| e.to_string())?;
+        let (load, points) = expand(&axes)?;
         let mut jobs = Vec::with_capacity(points.len());
         let mut output = None;
         for point in &points {
-            let plan = point_plan(&input, point)
-                .map_err(|message| format!("sweep point {}: {message}", point.name))?;
+            let plan = point_plan(&input, point)?;
             output.get_or_insert(plan.output);
             jobs.extend(plan.jobs.into_iter().map(|job| JobSpec { name: point.name.clone(), ..job }));
         }
@@ -143,7 +157,8 @@ pub(crate) fn lift_lists(input: &Input) -> (Options, Input) {
 /// under a swept QD or worker count: the group with the largest value runs at the point's value
 /// and every other group is scaled by the same factor (`groups::scaled`); the other swept
 /// options, like any flag, set every group.
-fn point_plan(input: &Input, point: &SweepPoint) -> Result<RunPlan, String> {
+fn point_plan(input: &Input, point: &SweepPoint) -> Result<RunPlan, SweepError> {
+    let at = |source| SweepError::Point { point: point.name.clone(), source };
     let defaults = plan::step_defaults();
     let swept = |axis: &Option<Axis<u32>>| axis.as_ref().is_some_and(|a| a.0.len() > 1);
     let (qd_swept, workers_swept) = (swept(&input.flags.qd), swept(&input.flags.workers));
@@ -155,11 +170,11 @@ fn point_plan(input: &Input, point: &SweepPoint) -> Result<RunPlan, String> {
         own.workers = None;
     }
     // The groups as the file gives them, to scale from.
-    let base = plan::resolve_input(&defaults, &input.with_flags(own.clone()))?;
-    let job = plan::one_job(&base, "sweep", "its groups run together at every point")?;
+    let base = plan::resolve_input(&defaults, &input.with_flags(own.clone())).map_err(at)?;
+    let job = plan::one_job(&base, "sweep", "its groups run together at every point").map_err(at)?;
     let file = match &input.file {
         Some(file) if job.groups.len() > 1 && (qd_swept || workers_swept) => file,
-        _ => return plan::resolve_input(&defaults, &input.with_flags(point.flags.clone())),
+        _ => return plan::resolve_input(&defaults, &input.with_flags(point.flags.clone())).map_err(at),
     };
     let scale = |on: bool, value: &Option<Axis<u32>>, of: fn(&GroupSpec) -> u32| {
         let to = value.as_ref().and_then(Axis::single).filter(|_| on)?;
@@ -175,22 +190,20 @@ fn point_plan(input: &Input, point: &SweepPoint) -> Result<RunPlan, String> {
             group.workers = Some(Axis::one(workers[index]));
         }
     })
-    .ok_or("the job file's groups could not be found to scale")?;
+    .ok_or_else(|| SweepError::GroupsNotFound { point: point.name.clone() })?;
     plan::resolve_input(&defaults, &Input { file: Some(file), flags: own, targets: input.targets.clone() })
+        .map_err(at)
 }
 
 /// The points of run `run` that a resumed sweep of `plan` keeps: those it completed, in order,
 /// up to the first one cut short (measured again, with every point after it). Stored points
 /// that are not the plan's, in its order, are refused, never deleted.
-pub fn resumable(run: RunId, stored: Vec<Point>, plan: &RunPlan) -> Result<Vec<Point>, String> {
+pub fn resumable(run: RunId, stored: Vec<Point>, plan: &RunPlan) -> Result<Vec<Point>, SweepError> {
     let foreign = stored.iter().enumerate().find(|(index, point)| {
         point.seq as usize != *index || plan.jobs.get(*index).is_none_or(|job| job.name != point.name)
     });
     if let Some((_, point)) = foreign {
-        return Err(format!(
-            "run {run} holds point {} '{}', which this sweep does not plan there; not resuming it",
-            point.seq, point.name
-        ));
+        return Err(SweepError::Foreign { run, seq: point.seq, name: point.name.clone() });
     }
     Ok(stored.into_iter().take_while(|point| point.summary.stop_reason != "interrupted").collect())
 }

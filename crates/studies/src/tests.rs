@@ -52,13 +52,17 @@ fn a_sweep_repeats_each_point_in_place_and_resumes_after_the_kept_ones() {
 fn a_ramp_refuses_levels_outside_the_maximum_and_a_rate_of_its_own() {
     let limits = RampLimits { latency: None, max_cpu_pct: None };
     let bad_level = Ramp::over(&input_of(&options()), vec![50, 0], limits);
-    assert!(bad_level.err().unwrap().contains("1..100 (got 0)"));
+    assert!(bad_level.err().unwrap().to_string().contains("1..100 (got 0)"));
     let over = Ramp::over(&input_of(&options()), vec![10, 120], limits);
-    assert!(over.err().unwrap().contains("got 120"));
+    assert!(over.err().unwrap().to_string().contains("got 120"));
     let cpu = Ramp::over(&input_of(&options()), vec![10], RampLimits { max_cpu_pct: Some(0.0), ..limits });
-    assert!(cpu.err().unwrap().contains("--max-cpu"));
+    assert!(cpu.err().unwrap().to_string().contains("--max-cpu"));
     let rated = Options { rate_iops: Some(100), ..options() };
-    assert!(Ramp::over(&input_of(&rated), vec![10], limits).err().unwrap().contains("--rate-iops"));
+    assert!(Ramp::over(&input_of(&rated), vec![10], limits)
+        .err()
+        .unwrap()
+        .to_string()
+        .contains("--rate-iops"));
     let ramp = Ramp::over(&input_of(&options()), vec![10, 50, 100], limits).unwrap();
     assert!(ramp.planned_s() > 0.0);
     assert_eq!(ramp.plan.jobs.len(), 1, "the run is recorded with its closed-loop job");
@@ -68,17 +72,21 @@ fn a_ramp_refuses_levels_outside_the_maximum_and_a_rate_of_its_own() {
 fn fills_refuse_the_options_they_set_themselves() {
     let written = Options { rw: Some(Rw::RandRead), ..options() };
     let rule = CliffRule { drop_pct: 30.0, min_hold_samples: 5 };
-    assert!(Cliff::over(&input_of(&written), None, rule).err().unwrap().contains("--rw"));
+    assert!(Cliff::over(&input_of(&written), None, rule).err().unwrap().to_string().contains("--rw"));
     assert!(Cliff::over(&input_of(&options()), None, CliffRule { drop_pct: 0.0, ..rule }).is_err());
-    assert!(Precondition::over(&input_of(&written), 2, false).err().unwrap().contains("--rw"));
-    assert!(Precondition::over(&input_of(&options()), 0, false).err().unwrap().contains("--passes"));
+    assert!(Precondition::over(&input_of(&written), 2, false).err().unwrap().to_string().contains("--rw"));
+    assert!(Precondition::over(&input_of(&options()), 0, false)
+        .err()
+        .unwrap()
+        .to_string()
+        .contains("--passes"));
     assert!(Precondition::over(&input_of(&options()), 2, true).is_ok());
 }
 
 #[test]
 fn a_ladder_chooses_its_engines_itself_and_says_why_a_rung_cannot_run() {
     let engine = Options { engine: Some(EngineKind::Psync), ..options() };
-    assert!(Ladder::over(&input_of(&engine)).err().unwrap().contains("--engine"));
+    assert!(Ladder::over(&input_of(&engine)).err().unwrap().to_string().contains("--engine"));
     // Buffered I/O: IOPOLL cannot run, and the other rungs can.
     let buffered = Options { direct: Some(false), ..options() };
     let ladder = Ladder::over(&input_of(&buffered)).unwrap();
@@ -102,7 +110,7 @@ fn a_ladder_chooses_its_engines_itself_and_says_why_a_rung_cannot_run() {
 fn a_suite_sets_each_test_s_workload_itself() {
     let written = Options { rw: Some(Rw::Write), ..options() };
     let suite = "quick".parse().unwrap();
-    assert!(Suite::over(suite, &input_of(&written)).err().unwrap().contains("--rw"));
+    assert!(Suite::over(suite, &input_of(&written)).err().unwrap().to_string().contains("--rw"));
     let quick = Suite::over(suite, &input_of(&options())).unwrap();
     assert!(!quick.plan.jobs.is_empty());
     assert!(quick.planned_s() > 0.0);

@@ -7,7 +7,7 @@ use clap::Args;
 use iolab_analysis::ramp::LatencyLimit;
 use iolab_analysis::rounds::Tracked;
 use iolab_analysis::steady::SteadyRule;
-use iolab_spec::suite::Suite;
+use iolab_spec::suite::{Suite, UnknownSuite};
 use iolab_spec::{Axis, Bytes};
 
 use super::{MetricsArgs, WorkloadArgs};
@@ -266,7 +266,7 @@ fn parse_pct(text: &str) -> Result<f64, String> {
         .map_err(|_| format!("'{text}' is not a percentage; write e.g. 80 or 80%"))
 }
 
-fn parse_suite(text: &str) -> Result<Suite, String> {
+fn parse_suite(text: &str) -> Result<Suite, UnknownSuite> {
     text.parse()
 }
 
