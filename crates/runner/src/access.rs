@@ -12,26 +12,20 @@
 //! `--working-set-moves` it moves on after each lane's share of the group's I/Os.
 
 use iolab_engine::Op;
-use iolab_spec::{AccessSpec, Bytes, Distribution, Zone};
+use iolab_spec::{AccessSpec, Bytes, Distribution};
 use thiserror::Error;
 
 use crate::coverage::Touched;
-use crate::distribution::Sampler;
+use crate::distribution::{Sampler, SamplerError};
 
 /// An access pattern that cannot be laid over its region: a working set larger than the region,
-/// or a skewed distribution the region is too large or too small for (`Sampler::new`).
+/// or a skewed distribution the region is too large or too small for (`SamplerError`).
 #[derive(Debug, Error)]
 pub enum AccessError {
     #[error("--working-set {set} is larger than the region of {region} bytes; use a smaller working set")]
     WorkingSetTooLarge { set: Bytes, region: u64 },
-    #[error("a skewed distribution covers at most 2^42 blocks; the region has {0}")]
-    TooManyBlocks(u64),
-    #[error(
-        "the zone {zone} covers no whole block of a region of {blocks} blocks; use a larger region or working set, or wider zones"
-    )]
-    ZoneTooNarrow { zone: Zone, blocks: u64 },
-    #[error("{distribution} needs {cells} cells, more than the 2^16 a sampler holds")]
-    TooManyCells { distribution: Distribution, cells: usize },
+    #[error(transparent)]
+    Sampler(#[from] SamplerError),
 }
 
 pub struct AccessGenerator {

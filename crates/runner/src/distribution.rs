@@ -43,14 +43,13 @@
 //! at 10^7 draws and the distinct-block count against its expectation.
 
 use iolab_spec::{Distribution, Zone};
+use thiserror::Error;
 
 mod law;
 mod scatter;
 
 use law::Law;
 use scatter::Scatter;
-
-use crate::access::AccessError;
 
 /// The most the probability may fall across one cell: at least 1 - EPSILON of the draws are
 /// accepted without evaluating p. (1/64 took twice the cells, a table the L1 cache did not
@@ -245,6 +244,19 @@ struct Cold {
     squeeze: Option<Squeeze>,
 }
 
+/// A skewed distribution the region is too large or too small for.
+#[derive(Debug, Error)]
+pub enum SamplerError {
+    #[error("a skewed distribution covers at most 2^42 blocks; the region has {0}")]
+    TooManyBlocks(u64),
+    #[error(
+        "the zone {zone} covers no whole block of a region of {blocks} blocks; use a larger region or working set, or wider zones"
+    )]
+    ZoneTooNarrow { zone: Zone, blocks: u64 },
+    #[error("{distribution} needs {cells} cells, more than the 2^16 a sampler holds")]
+    TooManyCells { distribution: Distribution, cells: usize },
+}
+
 /// An exact sampler of a block index in `0..n` (see the module's notes).
 #[derive(Debug, Clone)]
 pub struct Sampler {
@@ -288,10 +300,10 @@ fn select_below(x: u64, limit: u64, then: u64, otherwise: u64) -> u64 {
 impl Sampler {
     /// The sampler of `distribution` over `n` blocks (n >= 1); `key` places zipf and pareto
     /// ranks (one key per group, so every lane has the same hot blocks).
-    pub fn new(distribution: &Distribution, n: u64, key: u64) -> Result<Sampler, AccessError> {
+    pub fn new(distribution: &Distribution, n: u64, key: u64) -> Result<Sampler, SamplerError> {
         let n = n.max(1);
         if n > MOST_BLOCKS {
-            return Err(AccessError::TooManyBlocks(n));
+            return Err(SamplerError::TooManyBlocks(n));
         }
         let nf = n as f64;
         let (law, spans, scatter) = match distribution {
@@ -317,7 +329,10 @@ impl Sampler {
             Distribution::Zoned(zones) => (Law::Flat, flat(&zone_cells(zones, n)?), Scatter::identity()),
         };
         if spans.len() > 1 << 16 {
-            return Err(AccessError::TooManyCells { distribution: distribution.clone(), cells: spans.len() });
+            return Err(SamplerError::TooManyCells {
+                distribution: distribution.clone(),
+                cells: spans.len(),
+            });
         }
         let cells: Vec<Cell> = spans
             .iter()
@@ -436,7 +451,7 @@ fn flat(parts: &[(u64, u64, f64)]) -> Vec<Span> {
 }
 
 /// Zoned: contiguous zones from block 0, in the order given, each over its share of `n`.
-fn zone_cells(zones: &[Zone], n: u64) -> Result<Vec<(u64, u64, f64)>, AccessError> {
+fn zone_cells(zones: &[Zone], n: u64) -> Result<Vec<(u64, u64, f64)>, SamplerError> {
     let mut parts = Vec::new();
     let mut size_before = 0u64;
     for zone in zones {
@@ -444,7 +459,7 @@ fn zone_cells(zones: &[Zone], n: u64) -> Result<Vec<(u64, u64, f64)>, AccessErro
         size_before += u64::from(zone.size_pct);
         let end = n * size_before / 100;
         if end == first && zone.io_pct > 0 {
-            return Err(AccessError::ZoneTooNarrow { zone: *zone, blocks: n });
+            return Err(SamplerError::ZoneTooNarrow { zone: *zone, blocks: n });
         }
         parts.push((first, end - first, f64::from(zone.io_pct)));
     }

@@ -2,8 +2,6 @@
 
 use thiserror::Error;
 
-use crate::jobfile::TomlError;
-
 #[derive(Debug, Error, PartialEq, Eq)]
 pub enum SpecError {
     /// A value or combination of values that cannot run.
@@ -19,4 +17,16 @@ pub enum SpecError {
 
 pub(crate) fn invalid(message: impl Into<String>) -> SpecError {
     SpecError::Invalid(message.into())
+}
+
+/// Job-file text that is not TOML, or sets a key or value that is not one: the TOML parser's
+/// message (`message`, made one line) with the line it points at and the key of a bad value.
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+pub enum TomlError {
+    #[error("line {line} ({key}): {message}")]
+    AtKey { line: usize, key: String, message: String },
+    #[error("line {line}: {message}")]
+    AtLine { line: usize, message: String },
+    #[error("{message}")]
+    Unplaced { message: String },
 }

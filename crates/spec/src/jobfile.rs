@@ -5,22 +5,8 @@
 
 use std::path::Path;
 
-use thiserror::Error;
-
-use crate::error::SpecError;
+use crate::error::{SpecError, TomlError};
 use crate::options::Options;
-
-/// Job-file text that is not TOML, or sets a key or value that is not one: the TOML parser's
-/// message (`message`, made one line) with the line it points at and the key of a bad value.
-#[derive(Debug, Clone, PartialEq, Eq, Error)]
-pub enum TomlError {
-    #[error("line {line} ({key}): {message}")]
-    AtKey { line: usize, key: String, message: String },
-    #[error("line {line}: {message}")]
-    AtLine { line: usize, message: String },
-    #[error("{message}")]
-    Unplaced { message: String },
-}
 
 /// Reads and parses a job file.
 pub fn load(path: &Path) -> Result<Options, SpecError> {

@@ -28,7 +28,7 @@ pub mod wire;
 pub use axis::Axis;
 pub use data::{BufferPattern, DataSpec};
 pub use distribution::{Distribution, DistributionError, WorkingSet, WorkingSetMoves, Zone, MAX_ZIPF_THETA};
-pub use error::SpecError;
+pub use error::{SpecError, TomlError};
 pub use model::{
     AccessSpec, Burst, GroupSpec, JobSpec, OutputSpec, RateSpec, RunPlan, TargetSpec, UringSpec,
 };
