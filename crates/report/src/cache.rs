@@ -4,7 +4,7 @@
 
 use std::fmt::Write;
 
-use iolab_analysis::cache::{CacheSummary, Tier};
+use iolab_analysis::cache::{CachePoint, CacheSummary, Tier};
 use iolab_analysis::cache_capacity::{sure_points, MAX_HIT_SHARE};
 use iolab_spec::Bytes;
 use iolab_stats::format::{latency, thousands};
@@ -59,28 +59,7 @@ pub fn cache_text(summary: &CacheSummary, run: &RunReport) -> String {
 /// The working sets, tiers, promotion, pollution and notes of one curve (`iolab cache`'s, or a
 /// fleet host's).
 pub(crate) fn cache_body(out: &mut String, summary: &CacheSummary) {
-    let _ = writeln!(
-        out,
-        "  {:>12}{:>8}{:>11}{:>11}{:>10}{:>10}{:>12}",
-        "working set", "region", "mean 99%", "mean", "p50", "p99", "IOPS"
-    );
-    for p in &summary.points {
-        let share = p.working_set_bytes as f64 / summary.region_bytes.max(1) as f64 * 100.0;
-        let mark = marks(summary, p.working_set_bytes);
-        let _ = writeln!(
-            out,
-            "  {:>12}{:>7.1}%{:>11}{:>11}{:>10}{:>10}{:>12}{}{}{mark}",
-            Bytes(p.working_set_bytes).to_string(),
-            share,
-            latency(p.level_ns()),
-            latency(p.mean_ns),
-            latency(p.p50_ns as f64),
-            latency(p.p99_ns as f64),
-            thousands(p.iops),
-            if p.refined { " (refining)" } else { "" },
-            if p.after_larger { " (after a larger one)" } else { "" }
-        );
-    }
+    points_table(out, &summary.points, summary.region_bytes, |p| marks(summary, p.working_set_bytes));
     let _ =
         writeln!(out, "  (mean 99%: the mean of the fastest 99% of reads, what the tiers are judged on)\n");
     let found = &summary.found;
@@ -134,6 +113,38 @@ pub(crate) fn cache_body(out: &mut String, summary: &CacheSummary) {
 
 fn tier_name(index: usize) -> String {
     format!("tier {}", index + 1)
+}
+
+/// A curve's working sets, one row each (size, share of `region_bytes`, latencies, IOPS), each
+/// ending with what `mark` says of it.
+pub(crate) fn points_table(
+    out: &mut String,
+    points: &[CachePoint],
+    region_bytes: u64,
+    mark: impl Fn(&CachePoint) -> String,
+) {
+    let _ = writeln!(
+        out,
+        "  {:>12}{:>8}{:>11}{:>11}{:>10}{:>10}{:>12}",
+        "working set", "region", "mean 99%", "mean", "p50", "p99", "IOPS"
+    );
+    for p in points {
+        let share = p.working_set_bytes as f64 / region_bytes.max(1) as f64 * 100.0;
+        let _ = writeln!(
+            out,
+            "  {:>12}{:>7.1}%{:>11}{:>11}{:>10}{:>10}{:>12}{}{}{}",
+            Bytes(p.working_set_bytes).to_string(),
+            share,
+            latency(p.level_ns()),
+            latency(p.mean_ns),
+            latency(p.p50_ns as f64),
+            latency(p.p99_ns as f64),
+            thousands(p.iops),
+            if p.refined { " (refining)" } else { "" },
+            if p.after_larger { " (after a larger one)" } else { "" },
+            mark(p)
+        );
+    }
 }
 
 /// What a working set is to each tier: the last that fits it, or one its capacity is judged on.

@@ -6,10 +6,10 @@ use std::fmt::Write;
 
 use iolab_analysis::cache_fleet::FleetCacheSummary;
 use iolab_spec::Bytes;
-use iolab_stats::format::{latency, thousands};
+use iolab_stats::format::latency;
 use iolab_stats::result::RunReport;
 
-use crate::cache::{cache_body, first_measured, CACHE_SCHEMA};
+use crate::cache::{cache_body, first_measured, points_table, CACHE_SCHEMA};
 use crate::studies::{to_json, workload};
 
 pub fn fleet_cache_json(summary: &FleetCacheSummary, run: &RunReport) -> String {
@@ -49,26 +49,7 @@ pub fn fleet_cache_text(summary: &FleetCacheSummary, run: &RunReport) -> String 
         "\nfleet, merged (every host's reads at each working set: histograms merged, IOPS summed; working set and region summed over the hosts, {} in all):",
         Bytes(merged.region_bytes)
     );
-    let _ = writeln!(
-        out,
-        "  {:>12}{:>8}{:>11}{:>11}{:>10}{:>10}{:>12}",
-        "working set", "region", "mean 99%", "mean", "p50", "p99", "IOPS"
-    );
-    for p in &merged.points {
-        let share = p.working_set_bytes as f64 / merged.region_bytes.max(1) as f64 * 100.0;
-        let _ = writeln!(
-            out,
-            "  {:>12}{:>7.1}%{:>11}{:>11}{:>10}{:>10}{:>12}{}",
-            Bytes(p.working_set_bytes).to_string(),
-            share,
-            latency(p.level_ns()),
-            latency(p.mean_ns),
-            latency(p.p50_ns as f64),
-            latency(p.p99_ns as f64),
-            thousands(p.iops),
-            if p.refined { " (refining)" } else { "" }
-        );
-    }
+    points_table(&mut out, &merged.points, merged.region_bytes, |_| String::new());
     for note in &merged.notes {
         let _ = writeln!(out, "note: {note}");
     }
