@@ -464,20 +464,23 @@ fn cache_finds_the_page_cache_a_memory_cgroup_allows() {
             .map(|j| others_machine_pct(&j["machine"]))
             .collect(),
     );
+    // On a machine that busy the first tier found need not be the page cache at all (busy run
+    // 18: a "tier" of 30 MiB whose misses cost 4.3 us against hits of 3.0 us, under a limit of
+    // 128 MiB), so none of the tier's figures below is judged there.
     if others_pct > BUSY_MACHINE_PCT {
         skip!(
             Missing::Other,
-            "other processes held {others_pct:.0}% of the cores while the capacity was measured (a preempted hit reads as a miss): the tier of {} under a limit of {} is not held to 15% on a machine this busy",
+            "other processes held {others_pct:.0}% of the cores while the capacity was measured (a preempted hit reads as a miss): the tier of {} under a limit of {} is not judged on a machine this busy",
             mib(size),
             mib(limit as f64)
         );
-    } else {
-        assert!(
-            (size - limit as f64).abs() <= 0.15 * limit as f64,
-            "tier of {size} bytes under a limit of {limit} (the cgroup held {file_held} of the file then): {tier}"
-        );
-        assert!(size <= 1.15 * cache, "tier of {size} bytes, the cgroup held {cache} in all: {tier}");
+        return;
     }
+    assert!(
+        (size - limit as f64).abs() <= 0.15 * limit as f64,
+        "tier of {size} bytes under a limit of {limit} (the cgroup held {file_held} of the file then): {tier}"
+    );
+    assert!(size <= 1.15 * cache, "tier of {size} bytes, the cgroup held {cache} in all: {tier}");
     for later in &tiers[1..] {
         assert!(later["size_bytes"].as_f64() > Some(2.0 * size), "past the page cache: {}", brief(summary));
     }
