@@ -16,8 +16,9 @@ use iolab_report::{burnin_json, burnin_text};
 use iolab_spec::RUN_KEYS;
 use iolab_spec::{JobSpec, Nanos, RunPlan};
 use iolab_stats::health::HealthSample;
-use iolab_store::{RunId, RunStatus, Store};
-use iolab_studies::burnin::{resumable, run_segments, segment_defaults, BurninSettings, Measured, Periodic};
+use iolab_store::{now_unix_s, Recorder, RunId, Sampler};
+use iolab_studies::burnin::{run_segments, segment_defaults, BurninSettings, Measured, Periodic};
+use iolab_studies::burnin_resume::{kept_segments, may_resume};
 use iolab_studies::plan;
 
 use crate::args::{BurninArgs, Cli, Command, StoreArgs};
@@ -26,7 +27,7 @@ use crate::flow::{Delivery, Measurement};
 use crate::job_source::is_job_file;
 use crate::place::Place;
 use crate::rated_input::load_rated;
-use crate::recording::{now_unix_s, open_store, Recording};
+use crate::recording::{open_store, Recording};
 use crate::{exit, output_file};
 
 const DEFAULT_DURATION: Nanos = Nanos::from_secs(24 * 3600);
@@ -77,7 +78,7 @@ fn measure(args: BurninArgs, store: &StoreArgs, place: &mut Place<'_>) -> Result
     let run = recording.run_id();
     let samples = Arc::new(Mutex::new(std::mem::take(&mut earlier.samples)));
     let skipped = Arc::new(Mutex::new(None::<String>));
-    let mut sampler = start_health(&burnin, store, run, &samples, &skipped);
+    let mut sampler = start_health(&burnin, recording.sampler(), &samples, &skipped);
     let done = earlier.segments;
     let earlier_measured = earlier.measured;
     let Burnin { plan, job, settings, segment, health_every, rated, targets } = burnin;
@@ -231,29 +232,12 @@ fn resume(run: RunId, args: BurninArgs, store: &StoreArgs) -> Result<(Burnin, Re
         return Err(exit::usage("--resume does not combine with --no-store"));
     }
     refuse_with_resume(&args)?;
-    let mut db = open_store(store)?;
+    let db = open_store(store)?;
     // The run without its points: a burn-in of weeks reads back only its segments' figures
     // and histograms (`point_figures`), never their series and whole results.
     let stored = db.run_head(run).map_err(failed)?;
-    let info = &stored.info;
-    if info.kind != "burnin" {
-        return Err(exit::usage(format!("run {run} is a {} run, not a burn-in", info.kind)));
-    }
-    match info.status {
-        RunStatus::Interrupted => {}
-        RunStatus::Running => {
-            return Err(exit::usage(format!("run {run} is still running: its iolab process is alive")))
-        }
-        RunStatus::Complete => {
-            return Err(exit::usage(format!("run {run} completed; there is nothing to resume")))
-        }
-        RunStatus::Failed => {
-            return Err(exit::usage(format!(
-                "run {run} ended as failed (a data error or a device fault stopped it); start a new burn-in"
-            )))
-        }
-    }
-    let original = match Cli::try_parse_from(&info.command).map(|cli| cli.command) {
+    may_resume(&stored.info).map_err(exit::usage)?;
+    let original = match Cli::try_parse_from(&stored.info.command).map(|cli| cli.command) {
         Ok(Command::Burnin(original)) => original,
         _ => {
             return Err(exit::usage(format!(
@@ -267,22 +251,17 @@ fn resume(run: RunId, args: BurninArgs, store: &StoreArgs) -> Result<(Burnin, Re
     theirs.output = mine.output.clone();
     theirs.quiet = mine.quiet;
     let burnin = resolve(&original)?;
-    if serde_json::to_value(&burnin.plan.jobs).unwrap_or_default() != stored.plan {
-        return Err(exit::usage(format!(
-            "run {run}'s command line plans another workload here than it ran (a relative path, or \
-             another iolab version); resume it from the directory it started in, with the same iolab"
-        )));
-    }
     output_file::check_output(burnin.plan.output.path.as_deref(), &burnin.plan.jobs, store)?;
-    let points = resumable(run, db.point_figures(run).map_err(failed)?, &burnin.job).map_err(exit::usage)?;
+    let figures = db.point_figures(run).map_err(failed)?;
+    let points =
+        kept_segments(run, &stored.plan, &burnin.plan.jobs, &burnin.job, figures).map_err(exit::usage)?;
     let samples = db
         .samples(run, HEALTH)
         .map_err(failed)?
         .into_iter()
         .filter_map(|sample| serde_json::from_value(sample).ok())
         .collect();
-    db.truncate_points(run, points.len() as u32).map_err(failed)?;
-    db.reopen_run(run).map_err(failed)?;
+    let recorder = Recorder::resume(db, run, points.len() as u32).map_err(failed)?;
     if !burnin.plan.output.quiet {
         say!(
             "iolab: resuming burn-in run {run}: {} of {} segments kept, {} to run",
@@ -291,7 +270,7 @@ fn resume(run: RunId, args: BurninArgs, store: &StoreArgs) -> Result<(Burnin, Re
             burnin.settings.segments.saturating_sub(points.len() as u32)
         );
     }
-    let recording = Recording::resume(db, run, &burnin.plan, points.len() as u32);
+    let recording = Recording::resume(recorder, &burnin.plan);
     let earlier = Earlier { segments: points.len() as u32, measured: Measured::of_points(&points), samples };
     Ok((burnin, recording, earlier))
 }
@@ -325,11 +304,10 @@ fn refuse_with_resume(args: &BurninArgs) -> Result<(), ExitCode> {
 }
 
 /// Starts reading the drive's health every `--health-every`, each sample kept in the run as
-/// it is read; `None` (with the reason in `skipped`) when the target's drive has no health to read.
+/// it is read (`db`: a connection of the sampler's own, whatever the segments are doing); `None` (with the reason in `skipped`) when the target's drive has no health to read.
 fn start_health(
     burnin: &Burnin,
-    store: &StoreArgs,
-    run: Option<RunId>,
+    mut db: Option<Sampler>,
     samples: &Arc<Mutex<Vec<HealthSample>>>,
     skipped: &Arc<Mutex<Option<String>>>,
 ) -> Option<Periodic> {
@@ -345,18 +323,15 @@ fn start_health(
             return None;
         }
     };
-    // A connection of the sampler's own: samples are committed as they are read, whatever
-    // the segments are doing.
-    let mut db = run.and_then(|run| Some((store.path().ok().and_then(|p| Store::open(&p).ok())?, run)));
     let (samples, skipped) = (Arc::clone(samples), Arc::clone(skipped));
     let mut lost = false;
     let tick = move || {
         let now = now_unix_s();
         match source.sample(now) {
             Ok(sample) => {
-                if let Some((db, run)) = db.as_mut() {
+                if let Some(db) = db.as_mut() {
                     let body = serde_json::to_value(&sample).unwrap_or_default();
-                    if let Err(e) = db.add_sample(*run, HEALTH, now, &body) {
+                    if let Err(e) = db.add(HEALTH, now, &body) {
                         if !lost {
                             say!("iolab: warning: a health sample was not kept in the results database: {e}");
                             lost = true;

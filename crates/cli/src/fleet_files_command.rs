@@ -7,17 +7,17 @@
 use std::path::Path;
 use std::process::ExitCode;
 
+use iolab_files::stored::{self, Tree};
 use iolab_files::{FilesPlan, FilesReport, PhaseResult, FILES_SCHEMA};
 use iolab_fleet::coordinator::{FilesHost, Fleet, FleetFiles};
 use iolab_report::{files_text, thousands};
-use iolab_store::{Point, RunStatus};
 use serde_json::json;
 
 use crate::args::{FilesArgs, StoreArgs};
-use crate::exit::{self, say};
-use crate::files_command::{self, Keeping};
+use crate::exit;
+use crate::files_command;
 use crate::files_progress::FilesLine;
-use crate::flow;
+use crate::flow::{self, Delivery};
 use crate::progress::ProgressLine;
 
 pub fn run(args: FilesArgs, store: &StoreArgs, fleet: &mut Fleet) -> ExitCode {
@@ -52,94 +52,89 @@ pub fn run(args: FilesArgs, store: &StoreArgs, fleet: &mut Fleet) -> ExitCode {
         Err(e) => return exit::usage(e),
     };
     let (json, quiet) = (options.json == Some(true), options.quiet == Some(true));
-    let interrupt = match flow::install_signals() {
-        Ok(flag) => flag,
+    let recording = match files_command::start(store, &plan, &dir.display().to_string(), true) {
+        Ok(recording) => recording,
         Err(code) => return code,
     };
-    let mut keeping = match Keeping::start(store, &plan, &dir, true) {
-        Ok(keeping) => keeping,
-        Err(code) => return code,
-    };
-    // Phases heard so far, each a host's `phases` index (a phase not kept still counts).
-    let mut phases_heard = 0;
-    let mut progress = ProgressLine::new(quiet || json);
-    let line = FilesLine::new(quiet || json);
-    let live = |seen| line.show(&seen);
-    let ran = fleet.run_files(
-        &plan,
-        &dir.display().to_string(),
-        &interrupt,
-        &mut progress,
-        &live,
-        |phase, hosts| {
-            if !(quiet || json) {
-                line.say(&format!(
-                    "iolab: fleet files: {} {} of {} on {} host(s) in {:.2} s ({}/s)",
-                    phase.phase,
-                    thousands(phase.done as f64),
-                    thousands(phase.planned as f64),
-                    hosts.iter().filter(|h| h.failed.is_none()).count(),
-                    phase.elapsed_s,
-                    thousands(phase.ops_per_s)
-                ));
-            }
-            let index = phases_heard;
-            phases_heard += 1;
-            keeping.add(phase, |seq| {
-                fleet_point(files_command::point(seq, &plan, phase, &dir), &plan, phase, index, hosts)
-            });
+    let output = iolab_spec::OutputSpec { json, quiet, path: None };
+    flow::run_own(
+        &output,
+        recording,
+        |recording, interrupt| {
+            let mut progress = ProgressLine::new(quiet || json);
+            let line = FilesLine::new(quiet || json);
+            let live = |seen| line.show(&seen);
+            // Phases heard so far, each a host's `phases` index (a phase not kept still counts).
+            let mut phases_heard = 0;
+            let ran = fleet.run_files(
+                &plan,
+                &dir.display().to_string(),
+                interrupt,
+                &mut progress,
+                &live,
+                |phase, hosts| {
+                    if !(quiet || json) {
+                        line.say(&format!(
+                            "iolab: fleet files: {} {} of {} on {} host(s) in {:.2} s ({}/s)",
+                            phase.phase,
+                            thousands(phase.done as f64),
+                            thousands(phase.planned as f64),
+                            hosts.iter().filter(|h| h.failed.is_none()).count(),
+                            phase.elapsed_s,
+                            thousands(phase.ops_per_s)
+                        ));
+                    }
+                    let index = phases_heard;
+                    phases_heard += 1;
+                    let trees: Vec<Tree<'_>> = hosts
+                        .iter()
+                        .filter_map(|h| {
+                            let name = format!("{}:{}", h.host, h.dir.as_deref().unwrap_or("?"));
+                            h.phases.get(index).map(|phase| Tree { name, phase })
+                        })
+                        .collect();
+                    recording
+                        .keep("phase", phase.phase.name(), |seq| stored::point(seq, &plan, phase, &trees));
+                },
+            );
+            line.finish();
+            ran.map_err(|e| exit::fail(exit::run_error_code(&e), &e.to_string()))
         },
-    );
-    line.finish();
-    let ran = match ran {
-        Ok(ran) => ran,
-        Err(e) => {
-            keeping.forget();
-            return exit::fail(exit::run_error_code(&e), &e.to_string());
-        }
-    };
-    let report = report(&plan, &dir, &ran);
-    let full = with_hosts(&report, &ran);
-    let rendered = if json {
-        format!("{}\n", serde_json::to_string_pretty(&full).unwrap_or_default())
-    } else {
-        format!("{}{}", files_text(&full), hosts_text(&ran))
-    };
-    let status = if report.interrupted() {
-        RunStatus::Interrupted
-    } else if report.failure().is_some() || ran.lost_host().is_some() {
-        RunStatus::Failed
-    } else {
-        RunStatus::Complete
-    };
-    keeping.finish(status, full, quiet);
-    let output = iolab_spec::OutputSpec { json, ..Default::default() };
-    if let Err(code) = flow::write_output(&output, &rendered) {
-        return code;
-    }
-    if let Some((phase, failure)) = report.failure() {
-        return files_command::stopped(
-            phase,
-            failure,
-            "stopped the fleet",
-            &format!("; {}", ran.trees_said()),
-        );
-    }
-    if let Some(host) = ran.lost_host() {
-        return exit::fail(
-            exit::IO_ERRORS,
-            &format!(
-                "{} dropped out ({}); the fleet stopped after that phase",
-                host.host,
-                host.failed.as_deref().unwrap_or("?")
-            ),
-        );
-    }
-    if report.interrupted() {
-        say!("iolab: interrupted; the phases done so far were reported");
-        return ExitCode::from(exit::INTERRUPTED);
-    }
-    ExitCode::from(exit::OK)
+        |ran| {
+            let report = report(&plan, &dir, &ran);
+            let full = with_hosts(&report, &ran);
+            let rendered = if json {
+                format!("{}\n", serde_json::to_string_pretty(&full).unwrap_or_default())
+            } else {
+                format!("{}{}", files_text(&full), hosts_text(&ran))
+            };
+            let failure = report
+                .failure()
+                .map(|(phase, failure)| {
+                    files_command::stopped(
+                        phase,
+                        failure,
+                        "stopped the fleet",
+                        &format!("; {}", ran.trees_said()),
+                    )
+                })
+                .or_else(|| ran.lost_host().map(|host| (exit::IO_ERRORS, Some(dropped_out(host)))));
+            files_command::ended(
+                Delivery { rendered, json: Some(full.to_string()), failure },
+                report.interrupted(),
+            )
+        },
+        files_command::said_interrupted,
+    )
+}
+
+/// A host that dropped out, and what it means for the run.
+fn dropped_out(host: &FilesHost) -> String {
+    format!(
+        "{} dropped out ({}); the fleet stopped after that phase",
+        host.host,
+        host.failed.as_deref().unwrap_or("?")
+    )
 }
 
 /// The fleet's report in the form of a local run's: merged phases, counts over every host.
@@ -240,25 +235,4 @@ fn p99(phase: &PhaseResult) -> String {
         .main()
         .and_then(|k| k.summary.percentile(99.0))
         .map_or_else(|| "-".to_string(), |ns| iolab_stats::format::latency(ns as f64))
-}
-
-/// The fleet's figures in the stored point of phase `index` (what `files_command::point` gives
-/// of one host): every host's threads as workers, each host's tree as a target, and CPU per
-/// operation over all of them.
-fn fleet_point(
-    mut point: Point,
-    plan: &FilesPlan,
-    phase: &PhaseResult,
-    index: usize,
-    hosts: &[FilesHost],
-) -> Point {
-    let ran: Vec<(&FilesHost, &PhaseResult)> =
-        hosts.iter().filter_map(|h| h.phases.get(index).map(|p| (h, p))).collect();
-    point.summary.workers = plan.threads * ran.len().max(1) as u32;
-    point.summary.targets =
-        ran.iter().map(|(h, _)| format!("{}:{}", h.host, h.dir.as_deref().unwrap_or("?"))).collect();
-    let cpu_s: f64 =
-        ran.iter().map(|(_, p)| p.cpu_busy_pct / 100.0 * p.elapsed_s * f64::from(plan.threads)).sum();
-    point.summary.cpu_us_per_io = (phase.done > 0).then(|| cpu_s * 1e6 / phase.done as f64);
-    point
 }

@@ -124,16 +124,39 @@ impl<'p> Measurement<'p> {
         });
         let (found, report) = ran.map_err(|e| exit::fail(exit::run_error_code(&e), &e.to_string()))?;
         let delivery = render(found, &report)?;
-        if delivery.failure.is_some() {
-            recording.mark_failed();
-        }
-        let code = deliver(&plan.output, &delivery.rendered, &report, recording, delivery.json.as_deref());
-        Ok(match delivery.failure {
-            Some((code, Some(message))) => exit::fail(code, &message),
-            Some((code, None)) => ExitCode::from(code),
-            None => code,
-        })
+        let ending = Ending { interrupted: report.interrupted, code: exit::finished_run_code(&report) };
+        Ok(deliver(&plan.output, delivery, ending, recording, |_| warn_about_problems(&report)))
     }
+}
+
+/// How a study ended, as its run's record and its exit code say it.
+pub struct Ending {
+    pub interrupted: bool,
+    /// The code the study earned, before the keeping is counted.
+    pub code: u8,
+}
+
+/// The same flow for a command that runs a workload of its own instead of a lab's jobs (the
+/// fileset, here or on a fleet): `study` runs with the stop flag, keeping its points in
+/// `recording` as they end, and what `render` makes of it is delivered as a lab's study is;
+/// `problems` says on stderr what went wrong, after the report.
+pub fn run_own<T>(
+    output: &OutputSpec,
+    mut recording: Recording,
+    study: impl FnOnce(&mut Recording, &AtomicBool) -> Result<T, ExitCode>,
+    render: impl FnOnce(T) -> (Delivery, Ending),
+    problems: impl FnOnce(&Ending),
+) -> ExitCode {
+    let interrupt = match install_signals() {
+        Ok(flag) => flag,
+        Err(code) => return code,
+    };
+    let found = match study(&mut recording, &interrupt) {
+        Ok(found) => found,
+        Err(code) => return code,
+    };
+    let (delivery, ending) = render(found);
+    deliver(output, delivery, ending, recording, problems)
 }
 
 /// Installs SIGINT/SIGTERM/SIGHUP: the first asks the run to stop and keep its results, a second ends
@@ -165,25 +188,31 @@ pub fn write_output(output: &OutputSpec, text: &str) -> Result<(), ExitCode> {
     written.map_err(|message| exit::fail(exit::INTERNAL, &message))
 }
 
-/// Writes a finished command's `rendered` report where the user asked, records its end (with
-/// its JSON report, `study_json`) in the store, says its problems on stderr, and gives the exit
-/// code the run earned.
+/// Writes a finished command's report where the user asked, records its end (with its JSON
+/// report) in the store, says its problems on stderr, and gives the exit code the run earned:
+/// a failure the delivery names (with its message), else the study's own, else NOT_KEPT when
+/// something it measured was not kept.
 fn deliver(
     output: &OutputSpec,
-    rendered: &str,
-    report: &RunReport,
-    recording: Recording,
-    study_json: Option<&str>,
+    delivery: Delivery,
+    ending: Ending,
+    mut recording: Recording,
+    problems: impl FnOnce(&Ending),
 ) -> ExitCode {
-    let written = write_output(output, rendered);
-    let kept = recording.finish(report, study_json, output.quiet);
+    if delivery.failure.is_some() {
+        recording.mark_failed();
+    }
+    let written = write_output(output, &delivery.rendered);
+    let kept = recording.finish(ending.interrupted, ending.code, delivery.json.as_deref(), output.quiet);
     if let Err(code) = written {
         return code;
     }
-    warn_about_problems(report);
-    match exit::finished_run_code(report) {
-        exit::OK if kept == Kept::Partly => ExitCode::from(exit::NOT_KEPT),
-        code => ExitCode::from(code),
+    problems(&ending);
+    match delivery.failure {
+        Some((code, Some(message))) => exit::fail(code, &message),
+        Some((code, None)) => ExitCode::from(code),
+        None if ending.code == exit::OK && kept == Kept::Partly => ExitCode::from(exit::NOT_KEPT),
+        None => ExitCode::from(ending.code),
     }
 }
 

@@ -11,7 +11,7 @@ use iolab_fio::limits::MAX_INPUT_BYTES;
 use iolab_fio::{FioImportError, Imported, ImportedSweep};
 use iolab_report::SWEEP_SCHEMA;
 use iolab_stats::result::Bottleneck;
-use iolab_store::{NewRun, Point, RunEnd, RunStatus, Store};
+use iolab_store::{NewRun, Point, Recorder, RunEnd, RunStatus, Store};
 use serde_json::{json, Value};
 
 use crate::args::{ImportSource, StoreArgs};
@@ -116,32 +116,14 @@ fn read_capped(path: &Path, name: &str) -> Result<String, String> {
 
 /// Stores one run with its points and report, completely or not at all.
 fn keep(db: &mut Store, run: &NewRun, points: &[Point], report: Value) -> Result<i64, ExitCode> {
-    let mut begun = None;
-    let stored = (|| {
-        let id = db.begin_run(run)?;
-        begun = Some(id);
-        for point in points {
-            db.add_point(id, point)?;
-        }
-        let finished = points.iter().map(|p| p.completed_at_unix_s).max();
-        db.finish_run(
-            id,
-            &RunEnd {
-                status: RunStatus::Complete,
-                finished_at_unix_s: finished.unwrap_or(run.started_at_unix_s),
-                report: Some(report),
-                environment_after: None,
-            },
-        )?;
-        Ok(id)
-    })();
-    stored.map_err(|e: iolab_store::StoreError| {
-        // A half-stored file is no result: take it out again.
-        if let Some(id) = begun {
-            let _ = db.delete_run(id);
-        }
-        exit::store_failed(&e)
-    })
+    let finished = points.iter().map(|p| p.completed_at_unix_s).max();
+    let end = RunEnd {
+        status: RunStatus::Complete,
+        finished_at_unix_s: finished.unwrap_or(run.started_at_unix_s),
+        report: Some(report),
+        environment_after: None,
+    };
+    Recorder::import(db, run, points, &end).map_err(|e| exit::store_failed(&e))
 }
 
 /// One sweep run, its report the summary `iolab sweep` keeps (rows, curves, sweet spots), so

@@ -8,8 +8,8 @@ use std::process::ExitCode;
 use iolab_environment::{Environment, TargetUse};
 use iolab_runner::ResultSink;
 use iolab_spec::{JobSpec, RunPlan};
-use iolab_stats::result::{JobResult, RunReport, Verdict};
-use iolab_store::{NewRun, Point, RunEnd, RunId, RunStatus, Store, StoreError};
+use iolab_stats::result::{JobResult, Verdict};
+use iolab_store::{now_unix_s, NewRun, Point, Recorder, RunId, RunStatus, Sampler, Store, StoreError};
 
 use crate::args::StoreArgs;
 use crate::exit::say;
@@ -29,28 +29,15 @@ pub enum Kept {
     Partly,
 }
 
-/// A run being kept in the store, or nothing with --no-store.
+/// A run being kept in the store (`iolab_store::Recorder`), or nothing with --no-store; with
+/// this machine's fingerprint at the start, captured again at the end for the NVMe health delta.
 pub struct Recording {
-    active: Option<Active>,
+    recorder: Option<Recorder>,
+    before: Environment,
+    /// The paths the fingerprint covers.
+    paths: Vec<PathBuf>,
     /// A job could not start: the run ends as failed, whatever its jobs say.
     failed: bool,
-}
-
-struct Active {
-    store: Store,
-    run: RunId,
-    /// The fingerprint at the start, and the paths it covers: captured again at the end for
-    /// the NVMe health delta.
-    before: Environment,
-    paths: Vec<PathBuf>,
-    next_seq: u32,
-    /// The run continues an earlier one (`--resume`).
-    resumed: bool,
-    /// The points that could not be written (each said as it was lost); the run goes on, its
-    /// results still reach the output, and the exit code says so.
-    lost: Vec<String>,
-    /// The place in the run of each result kept so far, in the order they came (`None`: lost).
-    kept: Vec<Option<u32>>,
 }
 
 impl Recording {
@@ -94,62 +81,63 @@ impl Recording {
                 say!("iolab: warning: {warning}");
             }
         }
+        let run = new_run(kind, title, &plan.jobs, &before);
+        Recording::begin(args, &run, before, paths)
+    }
+
+    /// Records the start of `run`, described by its command (a fileset), with the host's
+    /// fingerprint covering no target.
+    pub fn start_described(
+        args: &StoreArgs,
+        run: impl FnOnce(&Environment) -> NewRun,
+    ) -> Result<Recording, ExitCode> {
+        let before = Environment::capture(&[]);
+        let run = run(&before);
+        Recording::begin(args, &run, before, Vec::new())
+    }
+
+    fn begin(
+        args: &StoreArgs,
+        run: &NewRun,
+        before: Environment,
+        paths: Vec<PathBuf>,
+    ) -> Result<Recording, ExitCode> {
+        let unkept = |before| Recording { recorder: None, before, paths: Vec::new(), failed: false };
         if args.no_store {
-            return Ok(Recording { active: None, failed: false });
+            return Ok(unkept(before));
         }
         let path = args.path().map_err(|message| exit::fail(exit::USAGE, &message))?;
-        // The default database that cannot be used costs only the keeping; a named one is the
-        // user's to fix before anything runs.
-        let unkept = |e: StoreError| match e {
-            StoreError::Open { .. } | StoreError::Unwritable { .. } | StoreError::Full { .. }
+        match Store::open(&path).and_then(|store| Recorder::begin(store, run)) {
+            Ok(recorder) => Ok(Recording { recorder: Some(recorder), before, paths, failed: false }),
+            // The default database that cannot be used costs only the keeping; a named one is
+            // the user's to fix before anything runs.
+            Err(e @ (StoreError::Open { .. } | StoreError::Unwritable { .. } | StoreError::Full { .. }))
                 if !args.named() =>
             {
                 not_kept(&e);
-                Ok(Recording { active: None, failed: false })
+                Ok(unkept(before))
             }
-            e => Err(exit::store_failed(&e)),
-        };
-        let mut store = match Store::open(&path).and_then(writable) {
-            Ok(store) => store,
-            Err(e) => return unkept(e),
-        };
-        let run = match store.begin_run(&new_run(kind, title, &plan.jobs, &before)) {
-            Ok(run) => run,
-            Err(e) => return unkept(e),
-        };
-        let active = Active {
-            store,
-            run,
-            before,
-            paths,
-            next_seq: 0,
-            resumed: false,
-            lost: Vec::new(),
-            kept: Vec::new(),
-        };
-        Ok(Recording { active: Some(active), failed: false })
+            Err(e) => Err(exit::store_failed(&e)),
+        }
     }
 
-    /// Continues run `run` of `plan`, which already holds `points` points.
-    pub fn resume(store: Store, run: RunId, plan: &RunPlan, points: u32) -> Recording {
+    /// Continues `recorder`'s run of `plan`.
+    pub fn resume(recorder: Recorder, plan: &RunPlan) -> Recording {
         let paths = fingerprint_paths(&plan.jobs);
         let before = Environment::capture(&paths);
-        let active = Active {
-            store,
-            run,
-            before,
-            paths,
-            next_seq: points,
-            resumed: true,
-            lost: Vec::new(),
-            kept: Vec::new(),
-        };
-        Recording { active: Some(active), failed: false }
+        Recording { recorder: Some(recorder), before, paths, failed: false }
     }
 
     /// The run's number in the store; `None` when it is not kept.
     pub fn run_id(&self) -> Option<RunId> {
-        self.active.as_ref().map(|active| active.run)
+        self.recorder.as_ref().map(Recorder::run)
+    }
+
+    /// A connection of its own for samples of the run, taken on another thread; `None` when the
+    /// run is not kept (or the database cannot be opened again, which is said).
+    pub fn sampler(&self) -> Option<Sampler> {
+        let recorder = self.recorder.as_ref()?;
+        recorder.sampler().map_err(|e| say!("iolab: warning: the run's samples will not be kept: {e}")).ok()
     }
 
     /// A job of the run could not start: the run is kept as failed.
@@ -157,71 +145,66 @@ impl Recording {
         self.failed = true;
     }
 
-    /// Records how the run ended and the command's own report (`study_json`, the JSON the
-    /// command prints with --json), and says where the run was kept. Returns whether anything
-    /// the run measured could not be kept (each lost point was named when it was lost).
-    pub fn finish(mut self, report: &RunReport, study_json: Option<&str>, quiet: bool) -> Kept {
-        let Some(mut active) = self.active.take() else { return Kept::All };
-        let status = if report.interrupted {
+    /// Keeps the next point, the `kind` (point, phase) `name`, which `make` builds from its
+    /// sequence number; one that cannot be written is said and counted as lost.
+    pub fn keep(&mut self, kind: &str, name: &str, make: impl FnOnce(u32) -> Point) -> Option<u32> {
+        let recorder = self.recorder.as_mut()?;
+        recorder
+            .keep(&format!("'{name}'"), make)
+            .map_err(|e| say!("iolab: error: {kind} '{name}' was not kept in the results database: {e}"))
+            .ok()
+    }
+
+    /// Records how the run ended (interrupted, complete when nothing failed and it earned
+    /// `code` OK, else failed) and the command's own report (`study_json`, the JSON the command
+    /// prints with --json), and says where the run was kept. Returns whether anything the run
+    /// measured could not be kept (each lost point was named when it was lost).
+    pub fn finish(mut self, interrupted: bool, code: u8, study_json: Option<&str>, quiet: bool) -> Kept {
+        let Some(recorder) = self.recorder.take() else { return Kept::All };
+        let status = if interrupted {
             RunStatus::Interrupted
-        } else if !self.failed && exit::finished_run_code(report) == exit::OK {
+        } else if !self.failed && code == exit::OK {
             RunStatus::Complete
         } else {
             RunStatus::Failed
         };
-        let after = Environment::capture(&active.paths);
-        for delta in active.before.health_deltas(&after) {
+        let after = Environment::capture(&self.paths);
+        for delta in self.before.health_deltas(&after) {
             say!("iolab: {}: NVMe health over the run: {}", delta.path.display(), delta.delta.describe());
         }
-        let end = RunEnd {
-            status,
-            finished_at_unix_s: now_unix_s(),
-            report: study_json.and_then(|json| serde_json::from_str(json).ok()),
-            environment_after: serde_json::to_value(&after).ok(),
-        };
-        let ended = active.store.finish_run(active.run, &end);
-        if let Err(e) = &ended {
-            say!("iolab: error: the end of run {} was not recorded: {e}", active.run);
+        let report = study_json.and_then(|json| serde_json::from_str(json).ok());
+        let finished = recorder.finish(status, report, serde_json::to_value(&after).ok());
+        if let Err(e) = &finished.ended {
+            say!("iolab: error: the end of run {} was not recorded: {e}", finished.run);
         }
-        if !active.lost.is_empty() {
+        if !finished.lost.is_empty() {
             say!(
                 "iolab: error: {} of the run's {} points were not kept in {} (run {}): {}",
-                active.lost.len(),
-                active.next_seq,
-                active.store.path().display(),
-                active.run,
-                active.lost.join(", ")
+                finished.lost.len(),
+                finished.points,
+                finished.path.display(),
+                finished.run,
+                finished.lost.join(", ")
             );
+        }
+        if !finished.complete() {
             return Kept::Partly;
         }
-        match ended {
-            Ok(()) if !quiet => {
-                say!("iolab: kept as run {} in {}", active.run, active.store.path().display());
-                Kept::All
-            }
-            Ok(()) => Kept::All,
-            Err(_) => Kept::Partly,
+        if !quiet {
+            say!("iolab: kept as run {} in {}", finished.run, finished.path.display());
         }
+        Kept::All
     }
 }
 
-/// A command that ends without `finish` stopped on an error before or between jobs: a run
-/// that measured nothing is forgotten, one that did keeps its points as failed. A resumed run
-/// is never forgotten, even with no point kept yet (its health samples would go with it): it
-/// stays resumable.
+/// A command that ends without `finish` stopped on an error before or between jobs: the
+/// recorder's policy (`Recorder::abandon`) applies, and a failure to apply it is said.
 impl Drop for Recording {
     fn drop(&mut self) {
-        let Some(mut active) = self.active.take() else { return };
-        let ended = if active.next_seq == 0 && !active.resumed {
-            active.store.delete_run(active.run)
-        } else {
-            let status = if active.resumed { RunStatus::Interrupted } else { RunStatus::Failed };
-            let end =
-                RunEnd { status, finished_at_unix_s: now_unix_s(), report: None, environment_after: None };
-            active.store.finish_run(active.run, &end)
-        };
-        if let Err(e) = ended {
-            say!("iolab: warning: the end of run {} was not recorded: {e}", active.run);
+        let Some(recorder) = self.recorder.take() else { return };
+        let run = recorder.run();
+        if let Err(e) = recorder.abandon() {
+            say!("iolab: warning: the end of run {run} was not recorded: {e}");
         }
     }
 }
@@ -231,82 +214,48 @@ impl Drop for Recording {
 /// beside it.
 impl ResultSink for Recording {
     fn keep_and_judge(&mut self, _job: &JobSpec, result: &JobResult) -> Verdict {
-        let kept = self.active.as_mut().and_then(|active| {
-            let seq = active.next_seq;
-            active.next_seq += 1;
-            match active.store.add_point(active.run, &Point::from_job(seq, result, now_unix_s())) {
-                Ok(()) => {
-                    active.kept.push(Some(seq));
-                    Some((active, seq))
-                }
-                Err(e) => {
-                    say!("iolab: error: point '{}' was not kept in the results database: {e}", result.name);
-                    active.lost.push(format!("'{}'", result.name));
-                    active.kept.push(None);
-                    None
-                }
-            }
-        });
-        judge_kept(kept, result)
+        let seq = self.keep("point", &result.name, |seq| Point::from_job(seq, result, now_unix_s()));
+        self.judge_kept(seq, result)
     }
 
     fn amend_and_judge(&mut self, index: usize, result: &JobResult) -> Verdict {
-        let kept = self.active.as_mut().and_then(|active| {
-            let seq = active.kept.get(index).copied().flatten()?;
-            match active.store.amend_result(active.run, seq, result) {
-                Ok(()) => Some((active, seq)),
-                Err(e) => {
+        let what = format!("what followed '{}'", result.name);
+        let amended = self.recorder.as_mut().and_then(|recorder| recorder.amend(index, result, &what));
+        let seq = amended.and_then(|amended| {
+            amended
+                .map_err(|e| {
                     say!(
                         "iolab: error: what was measured after point '{}' was not kept in the results database: {e}",
                         result.name
-                    );
-                    active.lost.push(format!("what followed '{}'", result.name));
-                    None
-                }
-            }
+                    )
+                })
+                .ok()
         });
-        judge_kept(kept, result)
+        self.judge_kept(seq, result)
     }
 
     fn forget_last(&mut self) {
-        let Some(active) = self.active.as_mut() else { return };
-        let Some(kept) = active.kept.pop() else { return };
-        active.next_seq -= 1;
-        let Some(seq) = kept else {
-            active.lost.pop();
-            return;
-        };
-        if let Err(e) = active.store.truncate_points(active.run, seq) {
-            say!("iolab: warning: the dropped attempt at point {seq} stays in the results database: {e}");
+        let Some(recorder) = self.recorder.as_mut() else { return };
+        if let Err(e) = recorder.forget_last() {
+            say!("iolab: warning: the dropped attempt at the last point stays in the results database: {e}");
         }
     }
 }
 
-/// Judges `result` and keeps its verdict beside point `seq` of the run, when it was kept.
-fn judge_kept(kept: Option<(&mut Active, u32)>, result: &JobResult) -> Verdict {
-    let verdict = iolab_analysis::judge::judge(result);
-    if let Some((active, seq)) = kept {
-        if let Err(e) = active.store.set_verdict(active.run, seq, &verdict) {
-            say!(
-                "iolab: error: the verdict of point '{}' was not kept in the results database: {e}",
-                result.name
-            );
-            active.lost.push(format!("the verdict of '{}'", result.name));
+impl Recording {
+    /// Judges `result` and keeps its verdict beside point `seq` of the run, when it was kept.
+    fn judge_kept(&mut self, seq: Option<u32>, result: &JobResult) -> Verdict {
+        let verdict = iolab_analysis::judge::judge(result);
+        if let (Some(recorder), Some(seq)) = (self.recorder.as_mut(), seq) {
+            if let Err(e) = recorder.judged(seq, &verdict, &format!("the verdict of '{}'", result.name)) {
+                say!(
+                    "iolab: error: the verdict of point '{}' was not kept in the results database: {e}",
+                    result.name
+                );
+            }
         }
+        verdict
     }
-    verdict
-}
-
-/// The store, if this user may write it: SQLite opens a file it may only read without a word.
-fn writable(store: Store) -> Result<Store, StoreError> {
-    if !store.read_only() {
-        return Ok(store);
-    }
-    let path = store.path().to_path_buf();
-    Err(StoreError::Unwritable {
-        path,
-        detail: "opened read-only: no permission, or a read-only filesystem".into(),
-    })
 }
 
 /// Says once, before the run, that the default database will not keep it, and how to keep it.
@@ -326,34 +275,12 @@ fn not_kept(error: &StoreError) {
 
 /// What the store records of a run as it starts.
 fn new_run(kind: &str, title: Option<&str>, jobs: &[JobSpec], environment: &Environment) -> NewRun {
-    run_record(
+    NewRun::starting_now(
         kind,
         label(kind, title, jobs),
         serde_json::to_value(jobs).unwrap_or_default(),
         serde_json::to_value(environment).unwrap_or_default(),
     )
-}
-
-/// A run of `kind` starting now, on this host, by this command line: what it was (`label`),
-/// its `plan` and `environment`.
-pub(crate) fn run_record(
-    kind: &str,
-    label: String,
-    plan: serde_json::Value,
-    environment: serde_json::Value,
-) -> NewRun {
-    NewRun {
-        kind: kind.to_string(),
-        label,
-        command: std::env::args().collect(),
-        iolab_version: env!("CARGO_PKG_VERSION").to_string(),
-        host: std::fs::read_to_string("/proc/sys/kernel/hostname")
-            .map(|h| h.trim().to_string())
-            .unwrap_or_default(),
-        started_at_unix_s: now_unix_s(),
-        plan,
-        environment,
-    }
 }
 
 /// What the run was, in one line: "sweep randread 4KiB on /dev/loop0, 8 points", "run of 2
@@ -425,9 +352,4 @@ fn uses(jobs: &[JobSpec]) -> Vec<TargetUse> {
             })
         })
         .collect()
-}
-
-/// The time now, in whole seconds since the epoch, as the store keeps it.
-pub(crate) fn now_unix_s() -> i64 {
-    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs() as i64)
 }

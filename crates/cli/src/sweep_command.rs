@@ -8,7 +8,7 @@ use std::process::ExitCode;
 use iolab_analysis::rounds::SteadyRounds;
 use iolab_report::{sweep_json, sweep_text};
 use iolab_spec::RunPlan;
-use iolab_store::Point;
+use iolab_store::{Point, Recorder};
 use iolab_studies::sweep::{resumable, Sweep};
 
 use crate::args::{StoreArgs, SweepArgs};
@@ -71,15 +71,14 @@ fn measure(args: SweepArgs, store: &StoreArgs, place: &mut Place<'_>) -> Result<
 fn resume(store: &StoreArgs, plan: &RunPlan) -> Result<Option<(Recording, Vec<Point>)>, ExitCode> {
     let failed = |e: iolab_store::StoreError| exit::store_failed(&e);
     output_file::check_output(plan.output.path.as_deref(), &plan.jobs, store)?;
-    let mut db = open_store(store)?;
+    let db = open_store(store)?;
     let plan_json = serde_json::to_value(&plan.jobs).unwrap_or_default();
     let Some(run) = db.resumable("sweep", &plan_json).map_err(failed)? else {
         say!("iolab: no unfinished sweep of these points in {}: starting a new one", db.path().display());
         return Ok(None);
     };
     let kept = resumable(run, db.points(run).map_err(failed)?, plan).map_err(exit::usage)?;
-    db.truncate_points(run, kept.len() as u32).map_err(failed)?;
-    db.reopen_run(run).map_err(failed)?;
+    let recorder = Recorder::resume(db, run, kept.len() as u32).map_err(failed)?;
     if !plan.output.quiet {
         say!(
             "iolab: resuming sweep run {run}: {} of {} points kept, {} to measure",
@@ -88,5 +87,5 @@ fn resume(store: &StoreArgs, plan: &RunPlan) -> Result<Option<(Recording, Vec<Po
             plan.jobs.len() - kept.len()
         );
     }
-    Ok(Some((Recording::resume(db, run, plan, kept.len() as u32), kept)))
+    Ok(Some((Recording::resume(recorder, plan), kept)))
 }

@@ -26,6 +26,7 @@ mod run;
 pub mod safety;
 pub mod safety_at;
 mod sizes;
+pub mod stored;
 mod tree;
 mod verdict;
 mod worker;

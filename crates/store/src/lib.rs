@@ -8,10 +8,14 @@
 mod error;
 pub mod model;
 mod open;
+mod recorder;
 pub mod schema;
 mod store;
 
 pub use error::StoreError;
-pub use model::{NewRun, Point, PointFigures, PointSummary, RunEnd, RunId, RunInfo, RunStatus, StoredRun};
+pub use model::{
+    now_unix_s, NewRun, Point, PointFigures, PointSummary, RunEnd, RunId, RunInfo, RunStatus, StoredRun,
+};
 pub use open::default_path;
+pub use recorder::{Finished, Recorder, Sampler};
 pub use store::Store;

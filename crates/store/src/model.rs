@@ -59,6 +59,35 @@ pub struct NewRun {
     pub environment: serde_json::Value,
 }
 
+impl NewRun {
+    /// A run of `kind` starting now, on this host, by this process's command line: what it is
+    /// (`label`), its `plan` and `environment`.
+    pub fn starting_now(
+        kind: &str,
+        label: String,
+        plan: serde_json::Value,
+        environment: serde_json::Value,
+    ) -> NewRun {
+        NewRun {
+            kind: kind.to_string(),
+            label,
+            command: std::env::args().collect(),
+            iolab_version: env!("CARGO_PKG_VERSION").to_string(),
+            host: std::fs::read_to_string("/proc/sys/kernel/hostname")
+                .map(|h| h.trim().to_string())
+                .unwrap_or_default(),
+            started_at_unix_s: now_unix_s(),
+            plan,
+            environment,
+        }
+    }
+}
+
+/// The time now, in whole seconds since the epoch, as the store keeps it.
+pub fn now_unix_s() -> i64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs() as i64)
+}
+
 /// How a run ended.
 #[derive(Debug, Clone)]
 pub struct RunEnd {

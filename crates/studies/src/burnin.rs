@@ -16,8 +16,7 @@ use iolab_spec::{JobSpec, Nanos, Options};
 use iolab_stats::encoded::EncodedHistograms;
 use iolab_stats::result::{JobResult, StopReason};
 use iolab_stats::IntervalStats;
-use iolab_store::{PointFigures, RunId};
-use thiserror::Error;
+use iolab_store::PointFigures;
 
 /// What a burn-in does besides its workload.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -117,34 +116,6 @@ fn segments(
         }
     }
     Ok(Ending::Completed)
-}
-
-/// A stored point of the run to resume that is not the burn-in's segment at its place: the run is
-/// another one's, and is never resumed (nor deleted).
-#[derive(Debug, Error)]
-#[error("run {run} holds point {seq} '{name}', which is not this burn-in's segment {}; not resuming it", seq + 1)]
-pub struct ForeignSegment {
-    run: RunId,
-    seq: u32,
-    name: String,
-}
-
-/// The segments of run `run` that a resumed burn-in of `job` keeps: those completed, in order,
-/// up to the first one cut short (run again, as every segment after it). Stored points that
-/// are not this burn-in's segments, in order, are refused, never deleted.
-pub fn resumable(
-    run: RunId,
-    stored: Vec<PointFigures>,
-    job: &JobSpec,
-) -> Result<Vec<PointFigures>, ForeignSegment> {
-    let foreign = stored
-        .iter()
-        .enumerate()
-        .find(|(i, point)| point.seq as usize != *i || point.name != segment_name(job, *i as u32 + 1));
-    if let Some((_, point)) = foreign {
-        return Err(ForeignSegment { run, seq: point.seq, name: point.name.clone() });
-    }
-    Ok(stored.into_iter().take_while(|point| point.summary.stop_reason != "interrupted").collect())
 }
 
 /// Every segment measured, in order, with the merge of all their histograms: first those

@@ -5,6 +5,7 @@
 //! the command line (crates/cli).
 
 pub mod burnin;
+pub mod burnin_resume;
 pub mod cache;
 pub mod cache_fleet;
 pub mod cliff;
