@@ -185,14 +185,8 @@ impl<'a> Lab<'a> {
         start_at: Option<std::time::SystemTime>,
         observer: &mut dyn Observer,
     ) -> Result<&JobResult, RunError> {
-        let mut both;
-        let observer: &mut dyn Observer = match self.watcher.as_deref_mut() {
-            Some(watcher) => {
-                both = Both { first: observer, second: watcher };
-                &mut both
-            }
-            None => observer,
-        };
+        let mut both = None;
+        let observer = Both::of(observer, self.watcher.as_deref_mut(), &mut both);
         observer.starting(job, &target_paths(targets));
         let mut result = match self.remote.as_mut() {
             Some(remote) => remote.run(job, self.interrupt, observer)?,
@@ -282,14 +276,8 @@ impl<'a> Lab<'a> {
         let Some(first) = jobs.first() else {
             return Err(RunError::Invalid("no job to run on the hosts (a bug in iolab)".into()));
         };
-        let mut both;
-        let observer: &mut dyn Observer = match self.watcher.as_deref_mut() {
-            Some(watcher) => {
-                both = Both { first: observer, second: watcher };
-                &mut both
-            }
-            None => observer,
-        };
+        let mut both = None;
+        let observer = Both::of(observer, self.watcher.as_deref_mut(), &mut both);
         observer.starting(first, &[]);
         let mut each = match self.remote.as_mut() {
             Some(remote) => remote.run_each(jobs, self.interrupt, observer)?,

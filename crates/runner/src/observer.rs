@@ -72,6 +72,25 @@ pub struct Both<'a, 'b> {
     pub second: &'b mut dyn Observer,
 }
 
+impl<'a, 'b> Both<'a, 'b> {
+    /// `first`, with `second` when there is one: the pair is held in the caller's `slot`, so it
+    /// lives as long as the caller uses it.
+    pub fn of<'s, 'o: 'b>(
+        first: &'a mut dyn Observer,
+        second: Option<&'b mut (dyn Observer + 'o)>,
+        slot: &'s mut Option<Both<'a, 'b>>,
+    ) -> &'s mut dyn Observer
+    where
+        'a: 's,
+        'b: 's,
+    {
+        match second {
+            Some(second) => slot.insert(Both { first, second }),
+            None => first,
+        }
+    }
+}
+
 impl Observer for Both<'_, '_> {
     fn progress(&mut self, update: &ProgressUpdate<'_>) {
         self.first.progress(update);
