@@ -3,6 +3,7 @@
  * DIR/t<k>/ (openat O_CREAT|O_EXCL + close), then stat them (fstatat), then delete them
  * (unlinkat), a barrier between the phases; each phase's wall time, from the barrier before
  * it to the last thread done, gives its rate. Prints "create <ops/s>", "stat ...", "unlink ...".
+ * This file owns the loop; ref_common.h, shared with files_ring_ref.c, the threads and phases.
  *
  *   cc -O2 -pthread -o files_ref bench/files_ref.c && ./files_ref DIR THREADS FILES
  */
@@ -15,27 +16,12 @@
 #include <time.h>
 #include <unistd.h>
 
-static const char *top;
-static long files;
-static pthread_barrier_t barrier;
-static struct timespec marks[4];
-
-static double seconds(struct timespec a, struct timespec b) {
-    return (b.tv_sec - a.tv_sec) + (b.tv_nsec - a.tv_nsec) / 1e9;
-}
+#include "ref_common.h"
 
 static void fail(const char *what, const char *path) {
     perror(what);
     fprintf(stderr, "files_ref: %s %s failed\n", what, path);
     exit(1);
-}
-
-/* Between phases: every thread done, then thread 0 reads the clock. */
-static void mark(long thread, int index) {
-    pthread_barrier_wait(&barrier);
-    if (thread == 0)
-        clock_gettime(CLOCK_MONOTONIC, &marks[index]);
-    pthread_barrier_wait(&barrier);
 }
 
 static void *work(void *arg) {
@@ -82,15 +68,6 @@ int main(int argc, char **argv) {
     top = argv[1];
     long threads = atol(argv[2]);
     files = atol(argv[3]);
-    pthread_t ids[threads];
-    pthread_barrier_init(&barrier, NULL, (unsigned)threads);
-    for (long t = 0; t < threads; t++)
-        pthread_create(&ids[t], NULL, work, (void *)t);
-    for (long t = 0; t < threads; t++)
-        pthread_join(ids[t], NULL);
-    double total = (double)threads * files;
-    printf("create %.1f\n", total / seconds(marks[0], marks[1]));
-    printf("stat %.1f\n", total / seconds(marks[1], marks[2]));
-    printf("unlink %.1f\n", total / seconds(marks[2], marks[3]));
+    run_phases(threads, work);
     return 0;
 }

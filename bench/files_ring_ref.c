@@ -6,7 +6,8 @@
  * (statx), then delete them (unlinkat), a barrier between the phases. Prints "create <ops/s>",
  * "stat ...", "unlink ...". The kernel runs a ring's openat(O_CREAT), statx and unlinkat in an
  * io-wq worker: this loop's rates over files_ref.c's are what that hand-off costs, whoever
- * drives the ring.
+ * drives the ring. This file owns the ring loop; ref_common.h, shared with files_ref.c, the
+ * threads and phases.
  *
  *   cc -O2 -pthread -o files_ring_ref bench/files_ring_ref.c -luring
  *   ./files_ring_ref DIR THREADS FILES [DEPTH]
@@ -22,32 +23,18 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "ref_common.h"
+
 #define MAX_DEPTH 256
 #define CLOSE_BIT (1ULL << 32)
 
 enum op { CREATE, STAT, UNLINK };
 
-static const char *top;
-static long files;
 static unsigned depth = 32;
-static pthread_barrier_t barrier;
-static struct timespec marks[4];
-
-static double seconds(struct timespec a, struct timespec b) {
-    return (b.tv_sec - a.tv_sec) + (b.tv_nsec - a.tv_nsec) / 1e9;
-}
 
 static void fail(const char *what, const char *path, int err) {
     fprintf(stderr, "files_ring_ref: %s %s failed: %s\n", what, path, strerror(err));
     exit(1);
-}
-
-/* Between phases: every thread done, then thread 0 reads the clock. */
-static void mark(long thread, int index) {
-    pthread_barrier_wait(&barrier);
-    if (thread == 0)
-        clock_gettime(CLOCK_MONOTONIC, &marks[index]);
-    pthread_barrier_wait(&barrier);
 }
 
 struct slot {
@@ -151,15 +138,6 @@ int main(int argc, char **argv) {
         fprintf(stderr, "files_ring_ref: DEPTH must be 1 to %d\n", MAX_DEPTH);
         return 2;
     }
-    pthread_t ids[threads];
-    pthread_barrier_init(&barrier, NULL, (unsigned)threads);
-    for (long t = 0; t < threads; t++)
-        pthread_create(&ids[t], NULL, work, (void *)t);
-    for (long t = 0; t < threads; t++)
-        pthread_join(ids[t], NULL);
-    double total = (double)threads * files;
-    printf("create %.1f\n", total / seconds(marks[0], marks[1]));
-    printf("stat %.1f\n", total / seconds(marks[1], marks[2]));
-    printf("unlink %.1f\n", total / seconds(marks[2], marks[3]));
+    run_phases(threads, work);
     return 0;
 }

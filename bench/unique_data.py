@@ -27,6 +27,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from paired_runs import show_sides  # noqa: E402
 from scratch_devices import ScratchDevices, Unavailable  # noqa: E402
 from vsfio.noise import goal_verdict  # noqa: E402
 
@@ -114,13 +115,7 @@ def measure(iolab, name, device, runtime, repeat, warmup):
                 say(f"  $ {' '.join(cmd)}   (unstamped: IOLAB_UNSTAMPED_WRITES=1)")
                 shown = True
             runs[stamped].append((iops, cpu))
-    for stamped, label in ((True, "stamped (unique data)"), (False, "unstamped (constant buffers)")):
-        iops = [r[0] for r in runs[stamped]]
-        cpu = [r[1] for r in runs[stamped]]
-        say(f"  iolab {label:<29} IOPS {statistics.median(iops):>10,.0f} (runs {', '.join(f'{v:,.0f}' for v in iops)}); "
-            f"CPU per I/O {statistics.median(cpu):.3f} us (runs {', '.join(f'{v:.3f}' for v in cpu)})")
-    iops_s, iops_u = [r[0] for r in runs[True]], [r[0] for r in runs[False]]
-    cpu_s, cpu_u = [r[1] for r in runs[True]], [r[1] for r in runs[False]]
+    (iops_s, iops_u), (cpu_s, cpu_u) = show_sides(say, runs, "stamped (unique data)", "unstamped (constant buffers)")
     iops_ratio = statistics.median(iops_s) / statistics.median(iops_u)
     cpu_ratio = statistics.median(cpu_s) / statistics.median(cpu_u)
     iops_goal = goal_verdict(iops_s, iops_u, 1 - COST_LIMIT, True).text

@@ -21,6 +21,7 @@ import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from paired_runs import show_sides  # noqa: E402
 from scratch_devices import ScratchDevices, Unavailable  # noqa: E402
 from vsfio.noise import goal_verdict  # noqa: E402
 
@@ -80,13 +81,7 @@ def main():
                     if bad or v["blocks_checked"] == 0:
                         raise SystemExit(f"verify run found {bad} bad blocks, checked {v['blocks_checked']}: {v}")
                 runs[verify].append((job["total"]["iops"], job["cpu"]["us_per_io"]))
-        for verify, label in ((True, "with --verify"), (False, "plain")):
-            iops = [r[0] for r in runs[verify]]
-            cpu = [r[1] for r in runs[verify]]
-            say(f"  iolab {label:<14} IOPS {statistics.median(iops):>10,.0f} (runs {', '.join(f'{v:,.0f}' for v in iops)}); "
-                f"CPU per I/O {statistics.median(cpu):.3f} us (runs {', '.join(f'{v:.3f}' for v in cpu)})")
-        cpu_v, cpu_p = [r[1] for r in runs[True]], [r[1] for r in runs[False]]
-        iops_v, iops_p = [r[0] for r in runs[True]], [r[0] for r in runs[False]]
+        (iops_v, iops_p), (cpu_v, cpu_p) = show_sides(say, runs, "with --verify", "plain")
         cpu_ratio = statistics.median(cpu_v) / statistics.median(cpu_p)
         iops_ratio = statistics.median(iops_v) / statistics.median(iops_p)
         cpu_goal = goal_verdict(cpu_v, cpu_p, 1 + COST_LIMIT, False).text
