@@ -36,12 +36,10 @@ mod verify_command;
 
 use std::process::ExitCode;
 
-use clap::{CommandFactory, Parser};
-
 fn main() -> ExitCode {
-    let cli = match args::Cli::try_parse() {
+    let cli = match args::parse() {
         Ok(cli) => cli,
-        Err(error) => return exit::clap_error(error, &args::Cli::command()),
+        Err(error) => return exit::clap_error(error, &args::command()),
     };
     let store = &cli.store;
     match cli.command {

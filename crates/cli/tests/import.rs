@@ -48,6 +48,10 @@ fn fio_results_sit_beside_iolab_runs() {
     );
     assert!(run.status.success(), "{}", stderr(&run));
 
+    // fio's JSON names no host outside its client/server mode: the run says so.
+    let shown = text(&with_db(dir.path(), &["results", "show", "1"]));
+    assert!(shown.contains(", on an unknown host"), "{shown}");
+
     let export = json(&with_db(dir.path(), &["results", "export", "1"]));
     let point = &export["runs"][0]["points"][0];
     assert_eq!(export["runs"][0]["kind"], "fio");

@@ -116,7 +116,7 @@ fn runs_table(out: &mut String, subjects: &[Subject<'_>]) {
             info.status.name(),
             info.status.name(),
             utc(info.started_at_unix_s),
-            esc(&info.host),
+            esc(info.host_or_unknown()),
             s.run.points.len()
         );
     }
@@ -137,7 +137,7 @@ fn run_section(out: &mut String, subject: &Subject<'_>, hosts: &str) {
         ("status", info.status.name().to_string()),
         ("started (UTC)", utc(info.started_at_unix_s)),
         ("finished (UTC)", finished),
-        ("host", info.host.clone()),
+        ("host", info.host_or_unknown().to_string()),
         ("iolab version", info.iolab_version.clone()),
     ] {
         let _ = writeln!(out, "<tr><th>{}</th><td>{}</td></tr>", esc(key), esc(&value));

@@ -40,7 +40,13 @@ pub fn run_text(run: &StoredRun, environment: &[String]) -> String {
     let mut out = String::new();
     let _ = writeln!(out, "run {}: {} ({})", info.id, info.label, info.status.name());
     let ended = info.finished_at_unix_s.map_or_else(|| "not recorded".to_string(), utc);
-    let _ = writeln!(out, "  started {} UTC, ended {}, on {}", utc(info.started_at_unix_s), ended, info.host);
+    let _ = writeln!(
+        out,
+        "  started {} UTC, ended {}, on {}",
+        utc(info.started_at_unix_s),
+        ended,
+        info.host_or_unknown()
+    );
     let _ = writeln!(out, "  command: {}", info.command.join(" "));
     let _ = writeln!(out, "  iolab {}", info.iolab_version);
     for line in environment {

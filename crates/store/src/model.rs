@@ -114,6 +114,18 @@ pub struct RunInfo {
     pub points: usize,
 }
 
+impl RunInfo {
+    /// The host the run was measured on, or "an unknown host" (fio's JSON names none outside
+    /// its client/server mode).
+    pub fn host_or_unknown(&self) -> &str {
+        if self.host.trim().is_empty() {
+            "an unknown host"
+        } else {
+            &self.host
+        }
+    }
+}
+
 /// A run with everything stored for it.
 #[derive(Debug, Clone, Serialize)]
 pub struct StoredRun {

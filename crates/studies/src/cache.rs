@@ -63,6 +63,11 @@ pub(crate) const MIN_INTERVAL: Nanos = Nanos(50_000_000);
 /// (sequential) the cache settles into the random workload's own state (an LRU's lists,
 /// a tier's promotions) before it is measured.
 const STEP_RAMP: Nanos = Nanos(1_000_000_000);
+/// A working set's timing: measured for `STEP_RUNTIME` after `STEP_RAMP` of random reads.
+pub fn step_defaults() -> Options {
+    Options { runtime: Some(STEP_RUNTIME), ramp: Some(STEP_RAMP), ..Options::default() }
+}
+
 /// The share of reads the judged latency is the mean of: the slowest 1% (a busy machine's
 /// stalls) are left out.
 const KEPT: f64 = 0.99;
@@ -128,13 +133,7 @@ impl CacheStudy {
         if sizes.0.is_empty() {
             return Err(CacheError::NoSizes);
         }
-        let defaults = Options {
-            rw: Some(Rw::RandRead),
-            qd: Some(Axis::one(1)),
-            runtime: Some(STEP_RUNTIME),
-            ramp: Some(STEP_RAMP),
-            ..Options::default()
-        };
+        let defaults = Options { rw: Some(Rw::RandRead), qd: Some(Axis::one(1)), ..step_defaults() };
         let (plan, job) = plan::one_group(&defaults, input, "cache", WHY_ONE)?;
         if job.groups[0].target.paths.len() > 1 {
             return Err(CacheError::SeveralTargets);

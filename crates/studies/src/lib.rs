@@ -18,6 +18,7 @@ pub mod rounds;
 pub mod scale;
 pub mod suite;
 pub mod sweep;
+pub mod timing;
 pub mod trial;
 
 #[cfg(test)]

@@ -8,9 +8,10 @@ mod fleet;
 mod shared;
 mod stored;
 mod studies;
+mod study_help;
 mod verify;
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, Parser, Subcommand};
 
 pub use files::FilesArgs;
 pub use fleet::{AgentArgs, FleetArgs, FleetStudy};
@@ -22,6 +23,17 @@ pub use studies::{
     SweepArgs,
 };
 pub use verify::VerifyArgs;
+
+/// The command line as iolab parses it and shows its help: the studies' timing said as they use it.
+pub fn command() -> clap::Command {
+    study_help::with_study_timing(Cli::command())
+}
+
+/// Parses this process's arguments.
+pub fn parse() -> Result<Cli, clap::Error> {
+    let matches = command().try_get_matches()?;
+    <Cli as clap::FromArgMatches>::from_arg_matches(&matches)
+}
 
 #[derive(Debug, Parser)]
 #[command(
