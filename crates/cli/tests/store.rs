@@ -90,7 +90,9 @@ fn runs_are_kept_and_every_export_parses() {
 fn a_killed_sweep_keeps_its_points_and_resumes() {
     let dir = tempfile::tempdir().expect("temp dir");
     let db = dir.path().join("r.db");
-    let sweep: Vec<&str> = [&["sweep", "--qd", "1..32", "--json"], QUICK].concat();
+    // No retries: on a busy machine a point judged disturbed is taken back and measured
+    // again, so the count of kept points could fall after the kill (busy run 24: 2, then 1).
+    let sweep: Vec<&str> = [&["sweep", "--qd", "1..32", "--json", "--retries", "0"], QUICK].concat();
     let mut child = iolab()
         .args(&sweep)
         .arg("--db")
