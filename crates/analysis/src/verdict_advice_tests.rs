@@ -114,6 +114,28 @@ fn a_target_without_a_device_is_decided_by_its_trial() {
     assert!(v.summary.ends_with("Tested: --qd 64 gave +0% IOPS (50,000 against 50,000) at 2.0x the mean latency: /mnt/fuse/f serves no more at once: it was saturated."), "{}", v.summary);
 }
 
+/// A slow target serves 10 reads a second: a trial of 11 is +10%, but by one I/O, inside the
+/// spread of the two counts (busy run 25 confirmed it so); 20 is beyond it.
+#[test]
+fn a_gain_of_a_few_ios_is_inside_the_counting_noise_and_confirms_nothing() {
+    let mut job = base();
+    job.groups[0].targets = vec![target("/mnt/fuse/f", None, 10.0)];
+    job.devices.clear();
+    with_latency(&mut job);
+    job.total.iops = 10.0;
+    job.measured_s = 2.0;
+    let deeper = Change::QueueDepth { qd: 64 };
+    let at = |iops: f64| {
+        Some(Trial { change: deeper, measured_s: 1.0, iops, mean_latency_ns: MEAN_NS, failed: None })
+    };
+    job.trial = at(11.0);
+    let v = assert_cause(&job, Bottleneck::Target);
+    assert!(v.summary.contains("Tested: --qd 64 gave +10% IOPS (11 against 10)"), "{}", v.summary);
+    job.trial = at(20.0);
+    let v = assert_cause(&job, Bottleneck::Concurrency);
+    assert!(v.summary.contains("Confirmed: --qd 64 gave +100% IOPS (20 against 10)"), "{}", v.summary);
+}
+
 /// The default run on a virtio disk: 91% busy with 24.9 of the 32 in it, the lane not busy.
 #[test]
 fn a_busy_device_holding_most_of_the_job_sets_the_pace_and_a_trial_says_whether_it_was_saturated() {

@@ -17,6 +17,11 @@ use crate::cpu::SATURATED_PCT;
 /// run-to-run noise on a quiet device stays well below it.
 pub const CONFIRMING_GAIN_PCT: f64 = 10.0;
 
+/// A gain confirms only beyond this many standard errors of the two counts of I/Os (the spread
+/// of a count taken as its square root): a trial of 11 I/Os against a job's 10 per second is
+/// +10% by one I/O, which a busy machine's wake-ups give or take.
+const COUNTING_NOISE_SE: f64 = 1.0;
+
 /// The setting that doubles what limited the job's own concurrency: the queue depth of a job
 /// of one group (psync runs a thread per outstanding I/O, so this holds for every engine).
 pub fn deeper_queue(job: &JobResult) -> Option<Change> {
@@ -78,7 +83,7 @@ pub fn settle(mut finding: Finding, facts: &Facts<'_>) -> (Finding, Option<Advic
         thousands(trial.iops),
         thousands(facts.job.total.iops)
     );
-    if gain_pct >= CONFIRMING_GAIN_PCT {
+    if gain_pct >= CONFIRMING_GAIN_PCT && beyond_counting_noise(facts.job, trial) {
         let advice =
             Advice { change, outcome: Outcome::Confirmed { iops_gain_pct: gain_pct, latency_ratio } };
         let (cause, summary) = match hypothesis.if_confirmed {
@@ -113,6 +118,18 @@ fn gain(job: &JobResult, trial: &Trial) -> Option<(f64, f64)> {
     }
     let ratio = if before_latency > 0.0 { trial.mean_latency_ns / before_latency } else { 0.0 };
     Some(((trial.iops / before - 1.0) * 100.0, ratio))
+}
+
+/// Whether the trial's IOPS exceed the job's by more than the spread of the two counts of I/Os
+/// they are made of. Thousands of I/Os make the bound a fraction of a percent; a few dozen
+/// (a slow network target) make it tens of percent.
+fn beyond_counting_noise(job: &JobResult, trial: &Trial) -> bool {
+    if job.measured_s <= 0.0 || trial.measured_s <= 0.0 {
+        return true;
+    }
+    let (before_n, trial_n) = (job.total.iops * job.measured_s, trial.iops * trial.measured_s);
+    let spread = (before_n / job.measured_s.powi(2) + trial_n / trial.measured_s.powi(2)).sqrt();
+    trial.iops - job.total.iops > COUNTING_NOISE_SE * spread
 }
 
 /// What the job's own figures ruled out, each with its figure.
