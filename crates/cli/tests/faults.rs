@@ -2,9 +2,11 @@
 
 mod common;
 
+use std::path::Path;
 use std::time::{Duration, Instant};
 
 use common::{dir_with_target, iolab, json, stderr};
+use iolab_test_support::{skip, Missing};
 
 #[test]
 fn sigint_stops_the_run_at_once_and_keeps_the_results() {
@@ -111,17 +113,33 @@ fn continue_on_error_keeps_going_and_counts() {
 #[test]
 fn sigint_while_laying_out_the_scratch_file_removes_it() {
     let dir = tempfile::tempdir().expect("dir");
-    let child = iolab()
-        .args(["run", "--size", "4g", "-q"])
+    // Large enough that laying it out outlasts the wait for it to begin, and at most half of
+    // what the filesystem has free (a CI machine's disk is mostly taken by the build).
+    let free = free_bytes(dir.path());
+    let size_mib = ((free / 2) >> 20).min(4096);
+    if size_mib < 1024 {
+        return skip!(
+            Missing::Other,
+            "{} MiB free under {}: too little to lay out a 1 GiB scratch file",
+            free >> 20,
+            dir.path().display()
+        );
+    }
+    let mut child = iolab()
+        .args(["run", "--size", &format!("{size_mib}m"), "-q"])
         .current_dir(dir.path())
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
         .spawn()
         .expect("spawn");
     // Interrupted once the layout has begun (the file exists), however slowly this machine got
-    // there; laying out 4 GiB takes far longer than the wait for it.
+    // there; a run that ended before (a refusal) says why.
     let deadline = Instant::now() + Duration::from_secs(60);
     while std::fs::read_dir(dir.path()).expect("dir").count() == 0 {
+        if child.try_wait().expect("polls").is_some() {
+            let out = child.wait_with_output().expect("wait");
+            panic!("ended before laying out, {}: {}", out.status, stderr(&out));
+        }
         assert!(Instant::now() < deadline, "no scratch file after 60 s");
         std::thread::sleep(Duration::from_millis(20));
     }
@@ -133,4 +151,15 @@ fn sigint_while_laying_out_the_scratch_file_removes_it() {
     assert_eq!(out.status.code(), Some(130), "{}", stderr(&out));
     assert!(stderr(&out).contains("interrupted while laying out"), "{}", stderr(&out));
     assert_eq!(std::fs::read_dir(dir.path()).expect("dir").count(), 0, "the partial scratch file is removed");
+}
+
+/// Bytes an unprivileged writer may still use on the filesystem holding `dir`.
+fn free_bytes(dir: &Path) -> u64 {
+    let path = std::ffi::CString::new(dir.as_os_str().as_encoded_bytes()).expect("no NUL in a temp dir");
+    // SAFETY: statvfs is plain old data, for which all zeroes is a valid value.
+    let mut stat: libc::statvfs = unsafe { std::mem::zeroed() };
+    // SAFETY: statvfs(3) reads a NUL-terminated path and writes into the struct we own.
+    let status = unsafe { libc::statvfs(path.as_ptr(), &mut stat) };
+    assert_eq!(status, 0, "statvfs {}", dir.display());
+    stat.f_bavail as u64 * stat.f_frsize as u64
 }
