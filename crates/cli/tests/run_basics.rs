@@ -226,6 +226,30 @@ fn default_run_uses_and_removes_a_scratch_file() {
     assert_eq!(std::fs::read_dir(dir.path()).expect("dir").count(), 1, "--keep keeps it");
 }
 
+/// The null engine touches no data, so its scratch file holds none: a null run needs neither the
+/// time nor the disk space of a real layout (a CI disk nearly filled by the build refused one).
+#[test]
+fn a_null_runs_scratch_file_holds_no_data() {
+    use std::os::unix::fs::MetadataExt;
+    let dir = tmp();
+    let out = run_in(
+        dir.path(),
+        &["run", "--engine", "null", "--size", "64m", "--runtime", "100ms", "--ramp", "0s", "--keep"],
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(stderr(&out).contains("making an empty (sparse) 64MiB scratch file"), "{}", stderr(&out));
+    assert!(
+        !stderr(&out).contains("is sparse: only"),
+        "no warning about holes nothing reads: {}",
+        stderr(&out)
+    );
+    let kept: Vec<_> =
+        std::fs::read_dir(dir.path()).expect("dir").map(|e| e.expect("entry").path()).collect();
+    assert_eq!(kept.len(), 1, "--keep keeps it: {kept:?}");
+    let meta = std::fs::metadata(&kept[0]).expect("stat");
+    assert_eq!((meta.len(), meta.blocks()), (64 << 20, 0), "64 MiB long, nothing allocated");
+}
+
 #[test]
 fn output_file_gets_the_results() {
     let dir = dir_with_target();

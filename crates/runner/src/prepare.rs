@@ -120,13 +120,23 @@ pub fn scratch(
         false => dir.join(leftovers::scratch_name(std::process::id())),
     };
     let kept = if keep { " (--keep: it stays after the run, and no later run removes it)" } else { "" };
-    observer.note(&format!("laying out a {} scratch file at {}{kept}", Bytes(size), path.display()));
+    // The null engine neither reads nor writes its target: its scratch file holds no data.
+    let empty = groups.iter().all(|g| g.engine == EngineKind::Null);
+    let making = if empty { "making an empty (sparse)" } else { "laying out a" };
+    observer.note(&format!("{making} {} scratch file at {}{kept}", Bytes(size), path.display()));
     // From here on the guard removes whatever was created, even on error or a second signal: a
     // file to keep is kept only once it is whole.
     let mut scratch = Scratch { _on_exit: Some(exit_cleanup::remove_on_exit(&path)), path, keep: false };
     // Shared by the groups without a target: laid out with the first one's data.
-    let content = ContentConfig::new(&groups[0].data, groups[0].seed, 1);
-    target::lay_out_file_with(&scratch.path, size, &content, cancel)?;
+    match empty {
+        true => target::size_without_data(&scratch.path, size)?,
+        false => target::lay_out_file_with(
+            &scratch.path,
+            size,
+            &ContentConfig::new(&groups[0].data, groups[0].seed, 1),
+            cancel,
+        )?,
+    };
     if keep {
         scratch.keep = true;
         scratch._on_exit = None;
@@ -301,7 +311,8 @@ fn prepare(
             path.display()
         )));
     }
-    if info.kind == TargetKind::File {
+    // Holes matter only to an engine that reads: the null engine touches nothing.
+    if info.kind == TargetKind::File && group.engine != EngineKind::Null {
         use std::os::unix::fs::MetadataExt;
         let allocated = file.metadata().map(|m| m.blocks() * 512).unwrap_or(u64::MAX);
         if allocated < (offset + region_size).min(info.size) {

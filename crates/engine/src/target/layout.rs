@@ -42,13 +42,31 @@ pub fn lay_out_file_with(
         // Big enough: not even opened for writing, so a read-only file stays usable.
         return Ok(Layout { created: false, written: 0 });
     }
-    let target = OpenedTarget::open_path(path, Access::Create).map_err(|e| match e.raw_os_error() {
+    let target = create_by_name(path)?;
+    lay_out_with(&target, size, content, cancel)
+}
+
+/// Makes `path` a regular file of at least `size` bytes that holds no data (a sparse file): for
+/// a target nothing reads or writes, as the null engine's, which needs neither the time nor the
+/// space of real data. Never shortens a file.
+pub fn size_without_data(path: &Path, size: u64) -> Result<Layout, TargetError> {
+    let target = create_by_name(path)?;
+    let created = target.created();
+    let io_error = |context, source| TargetError::Io { path: path.to_path_buf(), context, source };
+    let current = target.file.metadata().map_err(|e| io_error("cannot stat", e))?.len();
+    if current < size {
+        target.file.set_len(size).map_err(|e| io_error("cannot set the file's length", e))?;
+    }
+    Ok(Layout { created, written: 0 })
+}
+
+fn create_by_name(path: &Path) -> Result<OpenedTarget, TargetError> {
+    OpenedTarget::open_path(path, Access::Create).map_err(|e| match e.raw_os_error() {
         Some(libc::EACCES) | Some(libc::EPERM) | Some(libc::EROFS) => {
             TargetError::Permission { path: path.to_path_buf(), access: "writing" }
         }
         _ => TargetError::Io { path: path.to_path_buf(), context: "cannot create", source: e },
-    })?;
-    lay_out_with(&target, size, content, cancel)
+    })
 }
 
 /// Extends the open regular file `target` to at least `size` bytes of non-zero data, through
