@@ -163,8 +163,7 @@ impl FioJob {
             keys.insert("offset".into(), size_value(offset));
         }
         self.pacing(reads, writes, numjobs, sizes.len() > 1, &mut keys, findings)?;
-        if let Some(s) = self.get("randseed") {
-            let seed = values::count(text(s)?).map_err(|why| bad_value(s, &why))?;
+        if let Some(seed) = self.seed(findings)? {
             keys.insert("seed".into(), whole(seed));
         }
         let time_based = match self.get("time_based") {
@@ -201,12 +200,6 @@ impl FioJob {
                 Ok(())
             };
         only("verify", &["0", "none"], "iolab does not verify data", findings)?;
-        only(
-            "randrepeat",
-            &["1", "true"],
-            "iolab's runs always repeat; give randseed to change them",
-            findings,
-        )?;
         only("norandommap", &["1", "true"], "iolab keeps no random map", findings)?;
         only("kb_base", &["1024"], "write sizes in kb_base=1024 form", findings)?;
         only("loops", &["1"], "run the job file again instead", findings)?;
@@ -217,6 +210,28 @@ impl FioJob {
             findings,
         )?;
         Ok(())
+    }
+
+    /// `randseed`, else a fresh seed for `randrepeat=0`, which asks fio for different random
+    /// offsets on every run (an iolab job file repeats its seed, so the one drawn is said).
+    fn seed(&self, findings: &mut Findings) -> Result<Option<u64>, FioJobError> {
+        if let Some(s) = self.get("randseed") {
+            return values::count(text(s)?).map(Some).map_err(|why| bad_value(s, &why));
+        }
+        let Some(s) = self.get("randrepeat") else { return Ok(None) };
+        if values::switch(s.opt.value.as_deref()).map_err(|why| bad_value(s, &why))? {
+            return Ok(None);
+        }
+        // Within a TOML integer's range.
+        let seed = fastrand::u64(..=i64::MAX as u64);
+        findings.note(
+            &s.opt.loc,
+            &format!(
+                "{}: fio draws new random offsets on every run; this translation drew seed {seed}, which the job file keeps, so its runs repeat one another; translate again (or change seed) for other offsets",
+                s.opt.shown()
+            ),
+        );
+        Ok(Some(seed))
     }
 
     /// fio's `ioengine`: psync (fio's default), libaio, io_uring and null have iolab engines.

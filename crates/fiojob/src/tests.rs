@@ -194,6 +194,32 @@ fn unsupported_options_are_listed_together_with_their_lines() {
     only_group(&format!("{TIMED}[a]\nverify=0\nrandom_distribution=random\nrandrepeat=1\nnorandommap\n"));
 }
 
+/// fio's jesd219.fio asks for new offsets on every run (randrepeat=0): the translation draws a
+/// fresh seed and says which, so the job file it writes repeats that one; randseed wins over it.
+#[test]
+fn randrepeat_0_draws_a_fresh_seed_and_says_it() {
+    let text = format!("{TIMED}[a]\nrw=randread\nrandrepeat=0\n");
+    let seeds: Vec<u64> = (0..2)
+        .map(|_| {
+            let t = translate(&text).unwrap_or_else(|e| panic!("{e}"));
+            let note = t
+                .notes
+                .iter()
+                .find(|n| n.contains("randrepeat=0"))
+                .unwrap_or_else(|| panic!("{:?}", t.notes));
+            let group = only_group(&text);
+            assert!(note.contains("this translation drew seed"), "{note}");
+            group.seed
+        })
+        .collect();
+    assert_ne!(seeds[0], seeds[1], "each translation draws its own");
+    let group = only_group(&format!("{TIMED}[a]\nrw=randread\nrandrepeat=0\nrandseed=42\n"));
+    assert_eq!(group.seed, 42, "a seed given is the seed");
+    let t = translate(&format!("{TIMED}[a]\nrandrepeat=0\nrandseed=42\n")).expect("translates");
+    assert!(!t.notes.iter().any(|n| n.contains("drew seed")), "{:?}", t.notes);
+    assert!(refusal(&format!("{TIMED}[a]\nrandrepeat=maybe\n")).contains("not a switch"));
+}
+
 #[test]
 fn random_distributions_of_the_same_law_translate() {
     let group = only_group(&format!("{TIMED}[a]\nrw=randread\nrandom_distribution=zoned:60/10:40/90\n"));
