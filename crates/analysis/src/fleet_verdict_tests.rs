@@ -29,6 +29,7 @@ fn ops(iops: f64, mean_ns: f64) -> OpSummary {
             max_ns: 10 * mean_ns as u64,
             percentiles: Vec::new(),
             within: Vec::new(),
+            tail: None,
         }),
     }
 }

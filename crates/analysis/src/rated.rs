@@ -443,6 +443,7 @@ mod tests {
                 max_ns: p99_ns,
                 percentiles: vec![Percentile { p: 99.0, ns: p99_ns }],
                 within: Vec::new(),
+                tail: None,
             }),
         }
     }

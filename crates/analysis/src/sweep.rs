@@ -7,7 +7,7 @@
 
 use iolab_spec::sweep::LoadAxis;
 use iolab_stats::format::{latency, thousands};
-use iolab_stats::result::{Bottleneck, JobResult, OpSummary};
+use iolab_stats::result::{Bottleneck, JobResult, OpSummary, TailShare};
 use serde::{Deserialize, Serialize};
 
 use crate::knee::{sweet_spot, LoadPoint, SweetSpot};
@@ -83,6 +83,9 @@ pub struct SweepRow {
     pub iops: f64,
     pub mb_s: f64,
     pub mean_ns: f64,
+    /// The I/Os beyond a high percentile that own the mean, when it lies above p99.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tail: Option<TailShare>,
     pub p99_ns: u64,
     pub p9999_ns: u64,
     pub cpu_us_per_io: f64,
@@ -186,6 +189,7 @@ fn row(point: &PointOutcome<'_>) -> SweepRow {
         iops: figures.total.iops,
         mb_s: figures.total.mb_s,
         mean_ns: figures.total.latency.as_ref().map_or(0.0, |l| l.mean_ns),
+        tail: figures.total.latency.as_ref().and_then(|l| l.tail),
         p99_ns: percentile(&figures.total, 99.0),
         p9999_ns: percentile(&figures.total, 99.99),
         cpu_us_per_io: figures.cpu_us_per_io,

@@ -177,6 +177,7 @@ fn op_summary(iops: f64, p50_ns: u64, p99_ns: u64) -> OpSummary {
                 Percentile { p: 99.0, ns: p99_ns },
             ],
             within: Vec::new(),
+            tail: None,
         }),
     }
 }

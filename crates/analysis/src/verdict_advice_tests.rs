@@ -17,6 +17,7 @@ fn with_latency(job: &mut JobResult) {
         max_ns: 1_000_000,
         percentiles: Vec::new(),
         within: Vec::new(),
+        tail: None,
     });
 }
 

@@ -128,6 +128,7 @@ pub(crate) fn side(
             max_ns: moments.max,
             percentiles: listed_percentiles(section.get("percentile"), moments),
             within: within.map(<[Within]>::to_vec).unwrap_or_default(),
+            tail: None,
         })
     };
     let summary =
@@ -196,6 +197,7 @@ pub(crate) fn total(read: &Side, write: &Side, within: Option<&[Within]>) -> OpS
             max_ns: moments.max,
             percentiles: Vec::new(),
             within: within.map(<[Within]>::to_vec).unwrap_or_default(),
+            tail: None,
         }),
     };
     OpSummary {

@@ -219,6 +219,16 @@ fn points_table(out: &mut String, subject: &Subject<'_>) {
     if points.iter().any(|p| p.verdict.as_ref().is_some_and(|v| v.cause.disturbs_the_measure())) {
         out.push_str("<p class=\"note\">⚠ disturbed: the point's verdict is another load or a stolen CPU, so its figures are not the target's alone; a sweep leaves it out of the sweet spot.</p>\n");
     }
+    for point in points {
+        if let Some(tail) = point.summary.total.latency.as_ref().and_then(|l| l.tail) {
+            let _ = writeln!(
+                out,
+                "<p class=\"note\">The mean of {} is its tail's: {}.</p>",
+                esc(&point.name),
+                esc(&tail.sentence())
+            );
+        }
+    }
 }
 
 /// The `seq` of each point that is a sweep curve's sweet spot.

@@ -24,6 +24,7 @@ fn ops(iops: f64, p99_ns: u64) -> OpSummary {
             max_ns: p99_ns * 5,
             percentiles: vec![Percentile { p: 50.0, ns: p99_ns / 4 }, Percentile { p: 99.0, ns: p99_ns }],
             within: Vec::new(),
+            tail: None,
         }),
     }
 }

@@ -20,6 +20,7 @@ mod steady;
 mod studies;
 mod suite;
 mod sweep;
+mod tails;
 mod text;
 
 pub use blend::{blend_json, blend_text, BLEND_SCHEMA};

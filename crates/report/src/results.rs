@@ -88,6 +88,10 @@ pub fn run_text(run: &StoredRun, environment: &[String]) -> String {
             point.verdict.as_ref().map_or("-", |v| v.cause.name())
         );
     }
+    crate::tails::tails_text(
+        &mut out,
+        run.points.iter().map(|p| (p.name.as_str(), p.summary.total.latency.as_ref().and_then(|l| l.tail))),
+    );
     let verdicts: Vec<&Point> = run.points.iter().filter(|p| p.verdict.is_some()).collect();
     if !verdicts.is_empty() {
         out.push('\n');

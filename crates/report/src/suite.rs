@@ -92,13 +92,13 @@ pub fn suite_text(suite: &str, sections: &[SuiteSection], run: &RunReport) -> St
 }
 
 /// One row per job: IOPS, MB/s, mean, p99, p99.99 and CPU per I/O, reads and writes together.
-fn job_table<'a>(out: &mut String, jobs: impl Iterator<Item = &'a JobResult>) {
+fn job_table<'a>(out: &mut String, jobs: impl Iterator<Item = &'a JobResult> + Clone) {
     let _ = writeln!(
         out,
         "  {:<22}{:>12}{:>10}{:>10}{:>10}{:>10}{:>10}",
         "test", "IOPS", "MB/s", "mean", "p99", "p99.99", "CPU/I/O"
     );
-    for job in jobs {
+    for job in jobs.clone() {
         let pct = |p: f64| {
             job.total
                 .latency
@@ -118,4 +118,8 @@ fn job_table<'a>(out: &mut String, jobs: impl Iterator<Item = &'a JobResult>) {
             latency(job.cpu.us_per_io * 1e3)
         );
     }
+    crate::tails::tails_text(
+        out,
+        jobs.map(|j| (j.name.as_str(), j.total.latency.as_ref().and_then(|l| l.tail))),
+    );
 }

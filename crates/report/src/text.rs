@@ -278,6 +278,9 @@ fn tables(
             .collect();
         let _ = writeln!(out, "  {:<6}within {}", name, shares.join("  "));
     }
+    for (name, tail) in with_latency.iter().filter_map(|(n, l)| l.tail.map(|t| (n, t))) {
+        let _ = writeln!(out, "  {:<6}the mean is the tail's: {}", name, tail.sentence());
+    }
     if response.is_some() {
         let _ = writeln!(
             out,

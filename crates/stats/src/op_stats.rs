@@ -4,7 +4,7 @@
 use hdrhistogram::Histogram;
 use iolab_spec::Nanos;
 
-use crate::summary::{LatencySummary, OpSummary, Percentile, Within};
+use crate::summary::{LatencySummary, OpSummary, Percentile, TailShare, Within};
 
 /// The percentiles every report gives.
 pub const PERCENTILES: [f64; 7] = [50.0, 90.0, 99.0, 99.9, 99.99, 99.999, 99.9999];
@@ -168,13 +168,41 @@ impl OpStats {
     }
 
     pub fn latency_summary(&self, slo: &[Nanos]) -> Option<LatencySummary> {
-        (self.ios > 0).then(|| LatencySummary {
+        if self.ios == 0 {
+            return None;
+        }
+        let percentiles: Vec<Percentile> =
+            PERCENTILES.iter().map(|&p| Percentile { p, ns: self.percentile_ns(p) }).collect();
+        Some(LatencySummary {
             min_ns: self.min_ns,
             mean_ns: self.mean_ns(),
             stdev_ns: self.stdev_ns(),
             max_ns: self.max_ns,
-            percentiles: PERCENTILES.iter().map(|&p| Percentile { p, ns: self.percentile_ns(p) }).collect(),
+            tail: self.tail_share(&percentiles),
+            percentiles,
             within: slo.iter().map(|&t| Within { threshold_ns: t.0, pct: self.within_pct(t) }).collect(),
+        })
+    }
+
+    /// The I/Os beyond the highest percentile (p99 or above) that the mean exceeds, with their
+    /// share of the I/Os and of the sum of latencies, from the histogram (each bucket at its
+    /// middle: within 0.1%).
+    fn tail_share(&self, percentiles: &[Percentile]) -> Option<TailShare> {
+        let mean = self.mean_ns();
+        let beneath = percentiles.iter().rfind(|x| x.p >= 99.0 && (x.ns as f64) < mean)?;
+        let (mut ios, mut sum) = (0u64, 0f64);
+        for bucket in self.histogram.iter_recorded() {
+            if bucket.value_iterated_to() > beneath.ns {
+                ios += bucket.count_at_value();
+                let middle = self.histogram.median_equivalent(bucket.value_iterated_to());
+                sum += bucket.count_at_value() as f64 * middle as f64;
+            }
+        }
+        (ios > 0).then(|| TailShare {
+            p: beneath.p,
+            above_ns: beneath.ns,
+            ios_pct: 100.0 * ios.min(self.ios) as f64 / self.ios as f64,
+            mean_pct: (100.0 * sum / self.sum_ns as f64).min(100.0),
         })
     }
 
@@ -240,6 +268,33 @@ mod tests {
             let got = stats.percentile_ns(p) as f64;
             assert!((got - exact).abs() / exact <= 0.001, "p{p}: {got} vs {exact}");
         }
+    }
+
+    /// A mean far above the p99 is owned by the few I/Os beyond it, and said so; a mean below
+    /// the p99 has no such tail.
+    #[test]
+    fn a_mean_above_a_high_percentile_is_owned_by_its_tail() {
+        let mut stats = OpStats::default();
+        for _ in 0..9_980 {
+            stats.record(4_000, 4096);
+        }
+        for _ in 0..20 {
+            stats.record(100_000_000, 4096);
+        }
+        let latency = stats.latency_summary(&[]).expect("has I/Os");
+        assert!(latency.mean_ns > 100_000.0 && latency.percentile(99.0) < Some(5_000), "{latency:?}");
+        let tail = latency.tail.expect("the tail owns the mean");
+        assert_eq!(tail.p, 99.0, "the highest percentile below the mean: {latency:?}");
+        assert!((tail.ios_pct - 0.2).abs() < 1e-9, "{tail:?}");
+        // 20 x 100 ms against 9,980 x 4 us: 98.0% of the sum.
+        assert!((tail.mean_pct - 98.04).abs() < 0.1, "{tail:?}");
+        assert_eq!(tail.sentence(), "0.2% of I/Os took over 4.00us (p99) and make up 98% of the mean");
+
+        let mut even = OpStats::default();
+        for ns in 1..=10_000u64 {
+            even.record(ns * 100, 4096);
+        }
+        assert_eq!(even.latency_summary(&[]).expect("has I/Os").tail, None);
     }
 
     #[test]

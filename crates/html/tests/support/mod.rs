@@ -230,6 +230,7 @@ fn fio_op(op: &Value) -> OpSummary {
             max_ns: lat["max"].as_u64().unwrap_or(0),
             percentiles,
             within: Vec::new(),
+            tail: None,
         }),
     }
 }
