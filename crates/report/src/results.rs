@@ -90,7 +90,7 @@ pub fn run_text(run: &StoredRun, environment: &[String]) -> String {
     }
     crate::tails::tails_text(
         &mut out,
-        run.points.iter().map(|p| (p.name.as_str(), p.summary.total.latency.as_ref().and_then(|l| l.tail))),
+        run.points.iter().map(|p| crate::tails::MeanAndTail::of(&p.name, p.summary.total.latency.as_ref())),
     );
     let verdicts: Vec<&Point> = run.points.iter().filter(|p| p.verdict.is_some()).collect();
     if !verdicts.is_empty() {

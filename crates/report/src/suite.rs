@@ -95,7 +95,7 @@ pub fn suite_text(suite: &str, sections: &[SuiteSection], run: &RunReport) -> St
 fn job_table<'a>(out: &mut String, jobs: impl Iterator<Item = &'a JobResult> + Clone) {
     let _ = writeln!(
         out,
-        "  {:<22}{:>12}{:>10}{:>10}{:>10}{:>10}{:>10}",
+        "  {:<22}{:>12}{:>10}{:>10}{:>10}{:>10}{:>10}  limited by",
         "test", "IOPS", "MB/s", "mean", "p99", "p99.99", "CPU/I/O"
     );
     for job in jobs.clone() {
@@ -108,18 +108,19 @@ fn job_table<'a>(out: &mut String, jobs: impl Iterator<Item = &'a JobResult> + C
         };
         let _ = writeln!(
             out,
-            "  {:<22}{:>12}{:>10.1}{:>10}{:>10}{:>10}{:>10}",
+            "  {:<22}{:>12}{:>10.1}{:>10}{:>10}{:>10}{:>10}  {}",
             job.name,
             thousands(job.total.iops),
             job.total.mb_s,
             latency(job.total.latency.as_ref().map_or(0.0, |l| l.mean_ns)),
             latency(pct(99.0)),
             latency(pct(99.99)),
-            latency(job.cpu.us_per_io * 1e3)
+            latency(job.cpu.us_per_io * 1e3),
+            job.verdict.cause.name()
         );
     }
     crate::tails::tails_text(
         out,
-        jobs.map(|j| (j.name.as_str(), j.total.latency.as_ref().and_then(|l| l.tail))),
+        jobs.map(|j| crate::tails::MeanAndTail::of(&j.name, j.total.latency.as_ref())),
     );
 }

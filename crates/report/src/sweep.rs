@@ -68,7 +68,15 @@ pub fn sweep_text(summary: &SweepSummary, run: &RunReport) -> String {
             "  (a disturbed attempt is measured again, up to --retries times; the last is shown)"
         );
     }
-    crate::tails::tails_text(&mut out, summary.rows.iter().map(|r| (r.name.as_str(), r.tail)));
+    crate::tails::tails_text(
+        &mut out,
+        summary.rows.iter().map(|r| crate::tails::MeanAndTail {
+            name: &r.name,
+            mean_ns: r.mean_ns,
+            p99_ns: Some(r.p99_ns),
+            tail: r.tail,
+        }),
+    );
     out.push_str(&crate::groups::groups_text(run));
     verdict(&mut out, &summary.verdict);
     if run.interrupted {
