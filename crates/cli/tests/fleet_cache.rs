@@ -246,7 +246,7 @@ fn a_local_and_a_fleet_cache_run_compare_their_working_sets_by_share_of_the_regi
     let out = run_in(dir.path(), &["--db", db, "compare", "1", "2", "--json"]);
     assert!(out.status.success(), "{}", stderr(&out));
     let comparison = json(&out);
-    assert_eq!(comparison["sides"][1]["matched_by"], "name", "{comparison}");
+    assert_eq!(comparison["sides"][1]["matched_by"], "workload", "{comparison}");
     let member = |row: &str| {
         let rows = comparison["rows"].as_array().expect("rows");
         rows.iter().find(|r| r["name"] == row).map(|r| r["members"][1].clone())

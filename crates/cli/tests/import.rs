@@ -225,7 +225,7 @@ fn two_fio_sweeps_and_an_iolab_sweep_compare_point_by_point() {
         assert!(out.status.success(), "{}", stderr(&out));
     }
     let compared = json(&with_db(dir.path(), &["compare", "1", "2", "--json"]));
-    assert_eq!(compared["sides"][1]["matched_by"], "name");
+    assert_eq!(compared["sides"][1]["matched_by"], "workload");
     let rows: Vec<&str> =
         compared["rows"].as_array().expect("rows").iter().filter_map(|r| r["name"].as_str()).collect();
     assert_eq!(rows, ["qd 1", "qd 4", "qd 16"]);
@@ -251,7 +251,7 @@ fn two_fio_sweeps_and_an_iolab_sweep_compare_point_by_point() {
     );
     assert!(native.status.success(), "{}", stderr(&native));
     let compared = json(&with_db(dir.path(), &["compare", "1", "3", "--json"]));
-    assert_eq!(compared["sides"][1]["matched_by"], "name", "fio's points are named as iolab's");
+    assert_eq!(compared["sides"][1]["matched_by"], "workload", "fio's points are named as iolab's");
     assert_eq!(compared["rows"].as_array().map(Vec::len), Some(3));
 }
 

@@ -256,7 +256,7 @@ fn compare_judges_differences_against_repeats() {
     let out = with_db(dir.path(), &db, &["compare", "1", "2", "--json"]);
     assert!(out.status.success(), "{}", stderr(&out));
     let comparison = json(&out);
-    assert_eq!(comparison["schema"], "iolab.compare/1");
+    assert_eq!(comparison["schema"], "iolab.compare/2");
     assert_eq!(comparison["sides"].as_array().map(Vec::len), Some(2));
     let text = String::from_utf8_lossy(&with_db(dir.path(), &db, &["compare", "1", "2"]).stdout).to_string();
     assert!(text.contains("noise") && text.contains("3 repeats"), "{text}");

@@ -30,6 +30,7 @@ pub fn compare_text(c: &Comparison) -> String {
     for side in &c.sides {
         let _ = writeln!(out, "  {:<width$}  {}", side.label, side_words(side));
     }
+    out.push_str("  a point is compared only with one of the same workload at the same load\n");
     out.push_str("  higher is better for IOPS and MB/s, lower for latencies and CPU per I/O\n");
     if c.rows
         .iter()
@@ -64,6 +65,12 @@ pub fn compare_text(c: &Comparison) -> String {
             let _ = writeln!(out, "{}", summary.text);
         }
     }
+    if !c.conclusions.is_empty() {
+        out.push_str("\nconclusion:\n");
+        for paragraph in &c.conclusions {
+            let _ = writeln!(out, "  {paragraph}");
+        }
+    }
     crate::shown(out)
 }
 
@@ -86,9 +93,8 @@ fn side_words(side: &Side) -> String {
         (lo, hi) => format!("{} points, {lo} to {hi} repeats", side.points),
     };
     let by = match side.matched_by {
-        Some(MatchedBy::Name) => "; matched by point name",
-        Some(MatchedBy::Position) => "; matched by position",
-        Some(MatchedBy::Single) | None => "",
+        Some(MatchedBy::Single) => "; one point each, at different loads",
+        Some(MatchedBy::Workload) | None => "",
     };
     format!(
         "{}, {}, {}, QD {} x {} worker(s), {}; {points}{by}",

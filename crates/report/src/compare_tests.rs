@@ -86,52 +86,109 @@ fn value(row: &Row, m: Metric, side: usize) -> f64 {
     metric(row, m).values[side].as_ref().expect("a value").value
 }
 
+/// A point of a QD sweep: named "qd{qd}", run at that depth.
+fn at_qd(seq: u32, qd: u32, iops: f64) -> Point {
+    let mut point = flat(seq, &format!("qd{qd}"), iops, 10_000);
+    point.summary.qd = qd;
+    point
+}
+
+/// `point` running another access.
+fn running(access: &str, mut point: Point) -> Point {
+    point.summary.access = access.into();
+    point
+}
+
 #[test]
-fn sweeps_of_one_shape_match_by_name_and_leftovers_are_listed() {
-    let a = input(
-        "#12",
-        vec![flat(0, "qd1", 100.0, 10_000), flat(1, "qd2", 200.0, 10_000), flat(2, "qd4", 400.0, 10_000)],
-    );
-    let b = input(
-        "#13",
-        vec![flat(0, "qd2", 220.0, 10_000), flat(1, "qd1", 110.0, 10_000), flat(2, "qd8", 800.0, 10_000)],
-    );
+fn points_pair_by_workload_and_load_and_leftovers_are_listed_with_the_reason() {
+    let a = input("#12", vec![at_qd(0, 1, 100.0), at_qd(1, 2, 200.0), at_qd(2, 4, 400.0)]);
+    let b = input("#13", vec![at_qd(0, 2, 220.0), at_qd(1, 1, 110.0), at_qd(2, 8, 800.0)]);
     let c = compare(&[a, b]);
-    assert_eq!(c.sides[1].matched_by, Some(MatchedBy::Name));
+    assert_eq!(c.sides[1].matched_by, Some(MatchedBy::Workload));
     let names: Vec<&str> = c.rows.iter().map(|r| r.name.as_str()).collect();
     assert_eq!(names, ["qd1", "qd2"]);
-    // qd1 of #13 is its second point: matched by name, not by place.
+    // qd1 of #13 is its second point: matched by what it ran, not by place.
     assert_eq!(value(&c.rows[0], Metric::Iops, 1), 110.0);
     assert_eq!(c.rows[0].members[1].as_ref().map(|m| m.seqs.clone()), Some(vec![1]));
     let unmatched: Vec<(&str, &str)> =
         c.unmatched.iter().map(|u| (u.side.as_str(), u.point.as_str())).collect();
-    assert_eq!(unmatched, [("#13", "qd8"), ("#13", "qd4")]);
+    assert_eq!(unmatched, [("#13", "qd8"), ("#12", "qd4")]);
     let text = compare_text(&c);
-    assert!(text.contains("#13 qd8: no point of #12 matches it"), "{text}");
-    assert!(text.contains("#13 qd4: #13 has no point matching #12's qd4"), "{text}");
+    assert!(
+        text.contains("#13 qd8: #12 ran 'randread 4KiB' only at QD 1 x 1, QD 2 x 1, QD 4 x 1, not at QD 8 x 1"),
+        "{text}"
+    );
+    assert!(text.contains("#12 qd4: #13 ran 'randread 4KiB' only at QD 2 x 1, QD 1 x 1, QD 8 x 1, not at QD 4 x 1"));
 }
 
+/// Issue 36: `compare "4:qd 32" 1` set a 4 KiB random read beside a 1 MiB sequential read because
+/// they came first, then warned. Points pair by what they ran, wherever they stand; a workload
+/// the baseline did not run is listed, never compared.
 #[test]
-fn different_names_match_by_position_or_directly() {
-    let a = input("#1", vec![flat(0, "a1", 100.0, 10_000), flat(1, "a2", 200.0, 10_000)]);
-    let b =
-        input("#2", vec![flat(0, "b1", 150.0, 10_000), flat(1, "b2", 250.0, 10_000), flat(2, "b3", 1.0, 1)]);
+fn different_workloads_never_pair_whatever_their_place() {
+    let seq = "1MiB sequential read";
+    let a = input("#1", vec![flat(0, "a1", 100.0, 10_000), running(seq, flat(1, "a2", 200.0, 10_000))]);
+    let b = input(
+        "#2",
+        vec![
+            running(seq, flat(0, "b1", 250.0, 10_000)),
+            flat(1, "b2", 150.0, 10_000),
+            running("4KiB random write", flat(2, "b3", 1.0, 1)),
+        ],
+    );
     let c = compare(&[a, b]);
-    assert_eq!(c.sides[1].matched_by, Some(MatchedBy::Position));
     assert_eq!(c.rows.len(), 2);
-    assert_eq!(c.rows[1].members[1].as_ref().map(|m| m.name.as_str()), Some("b2"));
+    assert_eq!(c.rows[0].members[1].as_ref().map(|m| m.name.as_str()), Some("b2"));
+    assert_eq!(c.rows[1].members[1].as_ref().map(|m| m.name.as_str()), Some("b1"));
     assert_eq!(value(&c.rows[1], Metric::Iops, 1), 250.0);
     assert_eq!(c.unmatched.len(), 1);
-    assert_eq!(c.unmatched[0].point, "b3");
+    assert_eq!((c.unmatched[0].point.as_str(), c.unmatched[0].why.as_str()), ("b3", "#1 ran no '4KiB random write'"));
 
+    // One point each: the same workload pairs whatever the names...
     let c = compare(&[
         input("#1", vec![flat(0, "mine", 100.0, 10_000)]),
         input("#2", vec![fio(flat(0, "theirs", 90.0, 10_000))]),
     ]);
-    assert_eq!(c.sides[1].matched_by, Some(MatchedBy::Single));
+    assert_eq!(c.sides[1].matched_by, Some(MatchedBy::Workload));
     assert_eq!(c.rows.len(), 1);
     assert!(c.unmatched.is_empty());
     assert!(compare_text(&c).contains("point mine (#1: uring, QD 32 x 1, 1 run; #2 'theirs':"));
+    // ...and another workload does not, with the reason.
+    let c = compare(&[
+        input("#4", vec![flat(0, "qd 32", 172_989.0, 10_000)]),
+        input("#1", vec![running(seq, flat(0, "seq", 5_937.0, 10_000))]),
+    ]);
+    assert!(c.rows.is_empty());
+    let text = compare_text(&c);
+    assert!(!text.contains("worse"), "{text}");
+    assert!(
+        text.contains("#1 seq: not the same workload: 'randread 4KiB' vs '1MiB sequential read'; not compared"),
+        "{text}"
+    );
+    assert!(text.contains("'randread 4KiB': only #4 ran it; not compared (#1 ran other workloads)."), "{text}");
+}
+
+/// Several points of one workload and load (a ladder's rungs) pair by name only.
+#[test]
+fn points_alike_in_workload_and_load_pair_by_name_only() {
+    let rungs = |label: &str, names: &[&str]| {
+        input(label, names.iter().enumerate().map(|(i, n)| flat(i as u32, n, 100.0 * (i + 1) as f64, 1)).collect())
+    };
+    let c = compare(&[rungs("#1", &["psync", "aio", "uring"]), rungs("#2", &["uring", "psync", "sqpoll"])]);
+    let pairs: Vec<(&str, &str)> = c
+        .rows
+        .iter()
+        .map(|r| (r.name.as_str(), r.members[1].as_ref().map_or("", |m| m.name.as_str())))
+        .collect();
+    assert_eq!(pairs, [("psync", "psync"), ("uring", "uring")]);
+    let why: Vec<&str> = c.unmatched.iter().map(|u| u.why.as_str()).collect();
+    assert_eq!(
+        why,
+        [
+            "#1 has no point named 'sqpoll' of 'randread 4KiB' at QD 32 x 1, and its points there have other names",
+            "#2 has no point named 'aio' of 'randread 4KiB' at QD 32 x 1, and its points there have other names",
+        ]
+    );
 }
 
 #[test]
@@ -177,7 +234,7 @@ fn single_runs_say_once_that_the_noise_is_unknown() {
     assert!(!text.contains("within noise") && !text.contains("beyond noise"), "not per cell: {text}");
     assert!(text.contains("+1.0% better"), "{text}");
     assert!(
-        text.contains("B vs A: IOPS +1.0% better, mean +0.0% equal, p99 +0.0% equal, CPU/I/O +0.0% equal"),
+        text.contains("B vs A: IOPS +1.0% better; mean +0.0% equal; p99 +0.0% equal; CPU/I/O +0.0% equal"),
         "{text}"
     );
 }
@@ -319,14 +376,19 @@ fn a_side_without_io_compares_what_it_can() {
     assert!(compare_text(&c).contains("IOPS not compared"));
 }
 
+/// Two points the user named, one each, of one workload at different loads, are compared: with
+/// a warning that says the loads.
 #[test]
-fn matched_points_of_different_workloads_are_flagged() {
+fn one_point_each_at_different_loads_pairs_with_a_warning() {
     let mut other = flat(0, "p", 1000.0, 100_000);
     other.summary.qd = 16;
     other.summary.workers = 4;
     let c = compare(&[input("A", vec![flat(0, "p", 900.0, 100_000)]), input("B", vec![other])]);
-    assert_eq!(c.rows[0].warnings, ["not the same workload for B: qd 32 vs 16, workers 1 vs 4"]);
-    assert!(compare_text(&c).contains("warning: not the same workload for B: qd 32 vs 16"));
+    assert_eq!(c.sides[1].matched_by, Some(MatchedBy::Single));
+    assert_eq!(c.rows[0].warnings, ["not the same load for B: QD 32 x 1 vs QD 16 x 4"]);
+    let text = compare_text(&c);
+    assert!(text.contains("warning: not the same load for B: QD 32 x 1 vs QD 16 x 4"), "{text}");
+    assert!(text.contains("one point each, at different loads"), "{text}");
     let c = compare(&[
         input("A", vec![flat(0, "p", 900.0, 100_000)]),
         input("B", vec![flat(0, "p", 1000.0, 100_000)]),
@@ -334,17 +396,35 @@ fn matched_points_of_different_workloads_are_flagged() {
     assert!(c.rows[0].warnings.is_empty());
 }
 
+/// A rate asked is part of the load: a ramp's steps pair step by step.
+#[test]
+fn a_rate_asked_is_part_of_the_load() {
+    let step = |seq: u32, rate: u64, iops: f64| {
+        let mut point = flat(seq, &format!("{rate} IOPS"), iops, 10_000);
+        point.spec = serde_json::json!({ "groups": [{ "rate": { "iops": rate } }] });
+        point
+    };
+    let c = compare(&[
+        input("#1", vec![step(0, 1000, 1000.0), step(1, 2000, 2000.0)]),
+        input("#2", vec![step(0, 2000, 1900.0), step(1, 4000, 3000.0)]),
+    ]);
+    assert_eq!(c.rows.len(), 1);
+    assert_eq!(value(&c.rows[0], Metric::Iops, 1), 1900.0);
+    assert_eq!(c.rows[0].members[1].as_ref().and_then(|m| m.rate_iops), Some(2000));
+    assert!(c.unmatched.iter().any(|u| u.why.contains("not at QD 32 x 1 at 4,000 IOPS asked")), "{:?}", c.unmatched);
+}
+
 #[test]
 fn the_summary_over_many_points_is_the_geometric_mean() {
-    let a = input("A", vec![flat(0, "qd1", 100.0, 10_000), flat(1, "qd2", 100.0, 10_000)]);
-    let b = input("B", vec![flat(0, "qd1", 110.0, 10_000), flat(1, "qd2", 121.0, 10_000)]);
+    let a = input("A", vec![at_qd(0, 1, 100.0), at_qd(1, 2, 100.0)]);
+    let b = input("B", vec![at_qd(0, 1, 110.0), at_qd(1, 2, 121.0)]);
     let c = compare(&[a, b]);
     let iops = &c.summaries[0].metrics[0];
     assert_eq!((iops.metric, iops.points), (Metric::Iops, 2));
     let expected = ((1.1f64 * 1.21).sqrt() - 1.0) * 100.0;
     assert!((iops.change_pct.expect("compared") - expected).abs() < 1e-9);
     assert!(
-        c.summaries[0].text.starts_with("B vs A: IOPS +15.4% better over 2 points,"),
+        c.summaries[0].text.starts_with("B vs A: IOPS +15.4% over 2 points (better at 2); mean"),
         "{}",
         c.summaries[0].text
     );
@@ -359,18 +439,81 @@ fn the_summary_leaves_out_points_another_load_disturbed_and_says_how_many() {
         point.verdict = Some(iolab_stats::result::Verdict::of(cause, "Another load.".into(), vec![]));
         point
     };
-    let a = input("A", vec![flat(0, "qd1", 100.0, 10_000), flat(1, "qd2", 100.0, 10_000)]);
-    let b = input("B", vec![flat(0, "qd1", 110.0, 10_000), disturbed(flat(1, "qd2", 50.0, 10_000))]);
+    let a = input("A", vec![at_qd(0, 1, 100.0), at_qd(1, 2, 100.0)]);
+    let b = input("B", vec![at_qd(0, 1, 110.0), disturbed(at_qd(1, 2, 50.0))]);
     let c = compare(&[a, b]);
     assert_eq!(c.rows.len(), 2, "the disturbed row is shown");
     let summary = &c.summaries[0];
     assert_eq!((summary.metrics[0].points, summary.left_out), (1, 1));
-    assert!(summary.text.starts_with("B vs A: IOPS +10.0% better,"), "{}", summary.text);
+    assert!(summary.text.starts_with("B vs A: IOPS +10.0% better;"), "{}", summary.text);
     assert!(
         summary.text.ends_with("; 1 point left out: another load or a stolen CPU disturbed it"),
         "{}",
         summary.text
     );
+}
+
+/// Issue 36: "#5 vs #4: IOPS -17.1% worse over 8 points" hid that #5 won 6 of the 8. The
+/// closing line counts each way, and the conclusion says it load by load.
+#[test]
+fn the_summary_counts_the_points_each_side_won() {
+    let base: Vec<f64> = vec![100.0, 100.0, 100.0, 100.0, 100.0, 100.0, 1000.0, 1000.0];
+    let side: Vec<f64> = vec![105.0, 105.0, 105.0, 105.0, 105.0, 105.0, 300.0, 300.0];
+    let sweep = |label: &str, iops: &[f64]| {
+        input(label, iops.iter().enumerate().map(|(i, &v)| at_qd(i as u32, 1 << i, v)).collect())
+    };
+    let c = compare(&[sweep("#4", &base), sweep("#5", &side)]);
+    let iops = &c.summaries[0].metrics[0];
+    assert_eq!((iops.better, iops.worse, iops.equal), (6, 2, 0));
+    assert!(iops.change_pct.is_some_and(|p| p < 0.0), "the geometric mean is worse");
+    let text = compare_text(&c);
+    assert!(text.contains("#5 vs #4: IOPS -23.2% over 8 points (better at 6, worse at 2); mean"), "{text}");
+    assert!(
+        text.contains("#4 is best, 1,000 IOPS at QD 64 x 1 (p99 10.0us, limit not judged); 3.3x the IOPS of #5's best"),
+        "{text}"
+    );
+    assert!(
+        text.contains("At the 8 loads both ran, #5 had more IOPS than #4 at 6, fewer at 2."),
+        "{text}"
+    );
+}
+
+/// The conclusion names the best side at each workload, its load and what limited it, and the
+/// runner-up, with the difference judged against the noise.
+#[test]
+fn the_conclusion_names_the_best_side_its_load_and_its_limit() {
+    let judged = |mut point: Point, cause| {
+        point.verdict = Some(iolab_stats::result::Verdict::of(cause, String::new(), vec![]));
+        point
+    };
+    use iolab_stats::result::Bottleneck::{Concurrency, Device};
+    let sweep = |label: &str, iops: &[f64; 3]| {
+        let points = (0..3u32)
+            .flat_map(|i| {
+                (0..3).map(move |r| {
+                    let spread = [0.99, 1.0, 1.01][r];
+                    let cause = if i == 2 { Device } else { Concurrency };
+                    judged(at_qd(i * 3 + r as u32, 1 << (2 * i), iops[i as usize] * spread), cause)
+                })
+            })
+            .collect();
+        input(label, points)
+    };
+    let c = compare(&[sweep("#12", &[1000.0, 3000.0, 5000.0]), sweep("#13", &[1200.0, 3600.0, 4000.0])]);
+    assert_eq!(c.conclusions.len(), 1);
+    let conclusion = &c.conclusions[0];
+    assert!(
+        conclusion.starts_with(
+            "'randread 4KiB': #12 is best, 5,000 IOPS at QD 16 x 1 (p99 10.0us, limited by device); 25.0% more IOPS \
+             than #13's best, 4,000 IOPS at QD 16 x 1 (p99 10.0us, limited by device); beyond noise (2.0%)."
+        ),
+        "{conclusion}"
+    );
+    assert!(
+        conclusion.ends_with("At the 3 loads both ran, #13 had more IOPS than #12 at 2, fewer at 1 (beyond noise: 2 and 1)."),
+        "{conclusion}"
+    );
+    assert!(compare_text(&c).contains(&format!("\nconclusion:\n  {conclusion}\n")));
 }
 
 #[test]
@@ -379,7 +522,7 @@ fn json_parses_back_with_the_schema_and_figures() {
     let json: serde_json::Value = serde_json::from_str(&compare_json(&c)).expect("the JSON parses");
     assert_eq!(json["schema"], COMPARE_SCHEMA);
     assert_eq!(json["sides"][1]["label"], "#13");
-    assert_eq!(json["sides"][1]["matched_by"], "name");
+    assert_eq!(json["sides"][1]["matched_by"], "workload");
     let iops = &json["rows"][0]["metrics"][0];
     assert_eq!(iops["metric"], "iops");
     assert_eq!(iops["higher_is_better"], true);
@@ -416,7 +559,7 @@ fn text_is_an_aligned_table_naming_each_side() {
     // Aligned: every value of a column ends at the same place.
     let end = |line: &str, cell: &str| line.find(cell).map(|i| i + cell.len());
     assert_eq!(end(table[1], "12,345"), end(table[2], "50.6"), "{text}");
-    assert!(text.contains("#13 vs #12: IOPS +10.0% better, mean -20.0% better, p99 -20."), "{text}");
+    assert!(text.contains("#13 vs #12: IOPS +10.0% better; mean -20.0% better; p99 -20."), "{text}");
 }
 
 #[test]

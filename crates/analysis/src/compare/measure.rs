@@ -25,6 +25,8 @@ pub(super) fn measure(label: &str, group: &Group, notes: &mut Vec<String>) -> (M
         access: first.access.clone(),
         qd: first.qd,
         workers: first.workers,
+        rate_iops: super::pairing::Load::of(points[0]).rate_iops,
+        load: super::pairing::Load::of(points[0]),
         targets: first.targets.clone(),
         percentiles_from,
         disturbed: points.iter().any(|p| p.verdict.as_ref().is_some_and(|v| v.cause.disturbs_the_measure())),
@@ -193,17 +195,29 @@ pub(super) fn summary(runs: &[CompareInput], rows: &[Row], k: usize) -> SideSumm
                 ),
             };
             let count = |noise| differences.iter().filter(|d| d.noise == noise).count();
+            let outcomes = |outcome| differences.iter().filter(move |d| d.outcome == outcome);
+            let beyond = |outcome| outcomes(outcome).filter(|d| d.noise == Noise::Beyond).count();
             SummaryMetric {
                 metric,
                 change_pct,
                 points: differences.len(),
                 beyond_noise: count(Noise::Beyond),
                 within_noise: count(Noise::Within),
+                better: outcomes(Outcome::Better).count(),
+                worse: outcomes(Outcome::Worse).count(),
+                equal: outcomes(Outcome::Equal).count(),
+                better_beyond_noise: beyond(Outcome::Better),
+                worse_beyond_noise: beyond(Outcome::Worse),
             }
         })
         .collect();
     let words: Vec<String> = metrics.iter().map(summary_words).collect();
-    let mut text = format!("{side} vs {baseline}: {}", words.join(", "));
+    let compared = rows.iter().any(|r| r.members.get(k).is_some_and(Option::is_some));
+    let mut text = if compared {
+        format!("{side} vs {baseline}: {}", words.join("; "))
+    } else {
+        format!("{side} vs {baseline}: nothing compared: no point of the same workload at the same load")
+    };
     if left_out > 0 {
         text.push_str(&format!(
             "; {left_out} point{} left out: another load or a stolen CPU disturbed {}",
@@ -214,7 +228,9 @@ pub(super) fn summary(runs: &[CompareInput], rows: &[Row], k: usize) -> SideSumm
     SideSummary { side, baseline, metrics, left_out, text }
 }
 
-/// "IOPS +12.0% better (beyond noise)", "p99 -3.0% better over 8 points (beyond noise at 6 of 8)".
+/// "IOPS +12.0% better (beyond noise)"; over several points the count of each way, which a
+/// mean can hide: "IOPS -17.1% over 8 points (better at 6, worse at 2; beyond noise: 1 better,
+/// 2 worse)".
 fn summary_words(s: &SummaryMetric) -> String {
     let Some(pct) = s.change_pct else { return format!("{} not compared", s.metric.label()) };
     let outcome = if pct.abs() < 0.05 {
@@ -224,13 +240,24 @@ fn summary_words(s: &SummaryMetric) -> String {
     } else {
         "worse"
     };
-    let over = if s.points > 1 { format!(" over {} points", s.points) } else { String::new() };
-    let judged = s.beyond_noise + s.within_noise;
-    let noise = match (judged, s.points) {
-        (0, _) => String::new(),
-        (_, 1) if s.beyond_noise == 1 => " (beyond noise)".into(),
-        (_, 1) => " (within noise)".into(),
-        _ => format!(" (beyond noise at {} of {judged})", s.beyond_noise),
+    let label = s.metric.label();
+    if s.points == 1 {
+        let noise = match (s.beyond_noise, s.within_noise) {
+            (1, _) => " (beyond noise)",
+            (_, 1) => " (within noise)",
+            _ => "",
+        };
+        return format!("{label} {pct:+.1}% {outcome}{noise}");
+    }
+    let ways: Vec<String> = [("better", s.better), ("worse", s.worse), ("equal", s.equal)]
+        .iter()
+        .filter(|&&(_, n)| n > 0)
+        .map(|(way, n)| format!("{way} at {n}"))
+        .collect();
+    let noise = if s.beyond_noise + s.within_noise == 0 {
+        String::new()
+    } else {
+        format!("; beyond noise: {} better, {} worse", s.better_beyond_noise, s.worse_beyond_noise)
     };
-    format!("{} {pct:+.1}% {outcome}{over}{noise}", s.metric.label())
+    format!("{label} {pct:+.1}% over {} points ({}{noise})", s.points, ways.join(", "))
 }

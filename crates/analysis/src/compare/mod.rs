@@ -6,9 +6,9 @@
 //! Points of one side that share a name are repeats of one measurement (`--repeat N` stores N
 //! points of the same name): they are summarised together and their spread is the noise.
 //!
-//! Sides are matched against the baseline one at a time: by point name when they share any
-//! (sweeps of one shape: "qd1", "qd2", ...), else directly when each has one point, else by
-//! position. What matches nothing is listed, never dropped.
+//! Sides are matched against the baseline one at a time, like with like: a point pairs only with
+//! one of the same workload at the same load (`pairing.rs`). What pairs with nothing is listed
+//! with the reason, never compared.
 //!
 //! Percentiles are never averaged across repeats: a repeated point's percentiles are read from
 //! the merge of its repeats' histograms (the percentile of all their I/Os); the per-repeat
@@ -19,7 +19,9 @@
 //! crate's (`iolab_report::compare_text`).
 
 mod cache;
+mod conclusion;
 mod measure;
+mod pairing;
 
 pub use cache::match_cache_shares;
 use measure::{difference, measure, summary};
@@ -29,12 +31,16 @@ use iolab_store::Point;
 use serde::Serialize;
 
 /// Name and version of the JSON schema of a comparison.
-pub const COMPARE_SCHEMA: &str = "iolab.compare/1";
+pub const COMPARE_SCHEMA: &str = "iolab.compare/2";
 
 /// What `noise` means, as the JSON carries it (the doc of [`noise_verdict`] says why).
 pub const NOISE_RULE: &str = "noise is the spread of a point's repeats, (max - min) / mean; a difference is \
      beyond noise when the ranges of the two sides' repeats do not overlap and the difference is larger \
      than the larger side's spread";
+
+/// Below this difference, single runs cannot tell two sides apart (the figure in
+/// [`SINGLE_RUNS_NOTE`]).
+pub const SINGLE_RUNS_LIMIT_PCT: f64 = 5.0;
 
 /// Said once when no point of any side was repeated.
 pub const SINGLE_RUNS_NOTE: &str =
@@ -60,6 +66,9 @@ pub struct Comparison {
     pub notes: Vec<String>,
     /// One per side after the baseline.
     pub summaries: Vec<SideSummary>,
+    /// One paragraph per workload: which side is best at it, by how much, at what load, and
+    /// what limited each.
+    pub conclusions: Vec<String>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -85,11 +94,9 @@ pub struct Side {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum MatchedBy {
-    /// Same point names (sweeps of one shape).
-    Name,
-    /// The n-th point with the n-th point.
-    Position,
-    /// One point each.
+    /// Same workload at the same load (by name where several points share both).
+    Workload,
+    /// One point each, of the same workload at different loads: the two the user named.
     Single,
 }
 
@@ -100,7 +107,7 @@ pub struct Row {
     /// One per side; `None` where that side has no matching point.
     pub members: Vec<Option<Member>>,
     pub metrics: Vec<MetricRow>,
-    /// "not the same workload for #13: qd 32 vs 16".
+    /// "not the same load for #13: qd 32 vs 16".
     pub warnings: Vec<String>,
 }
 
@@ -114,6 +121,11 @@ pub struct Member {
     pub access: String,
     pub qd: u32,
     pub workers: u32,
+    /// The rate asked (`--rate-iops`, fio's `rate_iops`); `None`: a closed loop.
+    pub rate_iops: Option<u64>,
+    /// What it pairs by: qd, workers per host and the rate asked.
+    #[serde(skip)]
+    pub(super) load: pairing::Load,
     pub targets: Vec<String>,
     pub percentiles_from: PercentileSource,
     /// A repeat's verdict is another load or a stolen CPU: its figures are not the target's
@@ -237,7 +249,7 @@ pub enum Noise {
 
 #[derive(Debug, Clone, Serialize)]
 pub struct Unmatched {
-    /// The side holding the point, or missing it.
+    /// The side holding the point.
     pub side: String,
     pub point: String,
     pub why: String,
@@ -263,6 +275,14 @@ pub struct SummaryMetric {
     pub points: usize,
     pub beyond_noise: usize,
     pub within_noise: usize,
+    /// Points where the side did better, worse, or the same as the baseline (to 0.05%), and of
+    /// the better and the worse those beyond noise: a mean over points can hide that a side won
+    /// most of them.
+    pub better: usize,
+    pub worse: usize,
+    pub equal: usize,
+    pub better_beyond_noise: usize,
+    pub worse_beyond_noise: usize,
 }
 
 /// The metrics the closing line of each side names.
@@ -285,17 +305,6 @@ fn groups(points: &[Point]) -> Vec<Group<'_>> {
     groups
 }
 
-/// For each baseline group, the index of the matching group of `other`.
-fn match_groups(base: &[Group], other: &[Group]) -> (MatchedBy, Vec<Option<usize>>) {
-    if base.iter().any(|b| other.iter().any(|o| o.name == b.name)) {
-        (MatchedBy::Name, base.iter().map(|b| other.iter().position(|o| o.name == b.name)).collect())
-    } else if base.len() == 1 && other.len() == 1 {
-        (MatchedBy::Single, vec![Some(0)])
-    } else {
-        (MatchedBy::Position, (0..base.len()).map(|i| (i < other.len()).then_some(i)).collect())
-    }
-}
-
 pub fn compare(runs: &[CompareInput]) -> Comparison {
     let grouped: Vec<Vec<Group>> = runs.iter().map(|r| groups(&r.points)).collect();
     let mut sides: Vec<Side> = runs.iter().zip(&grouped).map(|(r, g)| side(r, g)).collect();
@@ -310,6 +319,7 @@ pub fn compare(runs: &[CompareInput]) -> Comparison {
             unmatched,
             notes: vec!["nothing to compare: no sides given".into()],
             summaries: Vec::new(),
+            conclusions: Vec::new(),
         };
     };
     if others.is_empty() {
@@ -317,31 +327,25 @@ pub fn compare(runs: &[CompareInput]) -> Comparison {
     }
     // matches[k][i]: side k+1's group for baseline group i.
     let mut matches = Vec::new();
+    let mut base_unpaired = Vec::new();
     for (k, other) in others.iter().enumerate() {
-        let (by, matched) = match_groups(base, other);
-        sides[k + 1].matched_by = Some(by);
-        for (j, group) in other.iter().enumerate() {
-            if !matched.contains(&Some(j)) {
-                unmatched.push(Unmatched {
-                    side: runs[k + 1].label.clone(),
-                    point: group.name.to_string(),
-                    why: format!("no point of {} matches it", runs[0].label),
-                });
+        let pairing = pairing::pair(base, &runs[0].label, other, &runs[k + 1].label);
+        sides[k + 1].matched_by = Some(pairing.by);
+        for (group, why) in other.iter().zip(pairing.side_unpaired) {
+            if let Some(why) = why {
+                unmatched.push(Unmatched { side: runs[k + 1].label.clone(), point: group.name.to_string(), why });
             }
         }
-        matches.push(matched);
+        matches.push(pairing.pairs);
+        base_unpaired.push(pairing.base_unpaired);
     }
     let mut rows = Vec::new();
     for (i, group) in base.iter().enumerate() {
         let found: Vec<Option<&Group>> = std::iter::once(Some(group))
             .chain(matches.iter().zip(others).map(|(m, other)| m[i].map(|j| &other[j])))
             .collect();
-        for k in (1..found.len()).filter(|&k| found[k].is_none()) {
-            unmatched.push(Unmatched {
-                side: runs[k].label.clone(),
-                point: group.name.to_string(),
-                why: format!("{} has no point matching {}'s {}", runs[k].label, runs[0].label, group.name),
-            });
+        for why in base_unpaired.iter().filter_map(|side| side[i].as_ref()) {
+            unmatched.push(Unmatched { side: runs[0].label.clone(), point: group.name.to_string(), why: why.clone() });
         }
         if found.iter().skip(1).any(Option::is_some) {
             rows.push(row(runs, &found, &mut notes));
@@ -352,7 +356,8 @@ pub fn compare(runs: &[CompareInput]) -> Comparison {
         notes.push(SINGLE_RUNS_NOTE.into());
     }
     let summaries = (1..runs.len()).map(|k| summary(runs, &rows, k)).collect();
-    Comparison { schema: COMPARE_SCHEMA, noise_rule: NOISE_RULE, sides, rows, unmatched, notes, summaries }
+    let conclusions = if others.is_empty() { Vec::new() } else { conclusion::conclusions(runs, &grouped, &rows) };
+    Comparison { schema: COMPARE_SCHEMA, noise_rule: NOISE_RULE, sides, rows, unmatched, notes, summaries, conclusions }
 }
 
 fn distinct<T: PartialEq>(values: impl Iterator<Item = T>) -> Vec<T> {
@@ -417,28 +422,22 @@ fn row(runs: &[CompareInput], found: &[Option<&Group>], notes: &mut Vec<String>)
         })
         .collect();
     let name = found[0].map_or_else(String::new, |g| g.name.to_string());
-    Row { name, warnings: workload_warnings(runs, &members), members, metrics }
+    Row { name, warnings: load_warnings(runs, &members), members, metrics }
 }
 
-/// "not the same workload for #13: qd 32 vs 16": matched points that ran something else.
-fn workload_warnings(runs: &[CompareInput], members: &[Option<Member>]) -> Vec<String> {
+/// "not the same load for #13: QD 32 x 1 vs QD 16 x 4": the two points the user named, one
+/// each, of one workload at different loads.
+fn load_warnings(runs: &[CompareInput], members: &[Option<Member>]) -> Vec<String> {
     let Some(Some(base)) = members.first() else { return Vec::new() };
-    let mut warnings = Vec::new();
-    for (input, member) in runs.iter().zip(members).skip(1) {
-        let Some(member) = member else { continue };
-        let mut differences = Vec::new();
-        if member.access != base.access {
-            differences.push(format!("access '{}' vs '{}'", base.access, member.access));
-        }
-        if member.qd != base.qd {
-            differences.push(format!("qd {} vs {}", base.qd, member.qd));
-        }
-        if member.workers != base.workers {
-            differences.push(format!("workers {} vs {}", base.workers, member.workers));
-        }
-        if !differences.is_empty() {
-            warnings.push(format!("not the same workload for {}: {}", input.label, differences.join(", ")));
-        }
-    }
-    warnings
+    let base_load = base.load;
+    runs.iter()
+        .zip(members)
+        .skip(1)
+        .filter_map(|(input, member)| {
+            let load = member.as_ref()?.load;
+            (load != base_load).then(|| {
+                format!("not the same load for {}: {} vs {}", input.label, base_load.words(), load.words())
+            })
+        })
+        .collect()
 }

@@ -55,7 +55,7 @@ pub struct CompareArgs {
     #[arg(required = true, num_args = 2.., value_name = "ID[:POINT]")]
     pub sides: Vec<String>,
 
-    /// As JSON (schema iolab.compare/1).
+    /// As JSON (schema iolab.compare/2).
     #[arg(long)]
     pub json: bool,
 }
