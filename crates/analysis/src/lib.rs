@@ -13,6 +13,7 @@ pub mod cache;
 pub mod cache_capacity;
 mod cache_curve;
 pub mod cache_fleet;
+pub mod check;
 pub mod cliff;
 pub mod compare;
 pub mod cpu;
@@ -31,6 +32,8 @@ pub mod verdict;
 
 #[cfg(test)]
 mod cache_tests;
+#[cfg(test)]
+mod check_tests;
 #[cfg(test)]
 mod cliff_tests;
 #[cfg(test)]

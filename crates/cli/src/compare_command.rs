@@ -6,7 +6,7 @@ use std::process::ExitCode;
 use iolab_analysis::compare::match_cache_shares;
 use iolab_report::{compare, compare_json, compare_text, CompareInput, CACHE_SCHEMA};
 use iolab_spec::OutputSpec;
-use iolab_store::{RunId, Store};
+use iolab_store::{Point, RunId, Store, StoredRun};
 
 use crate::args::{CompareArgs, StoreArgs};
 use crate::results_command::open_existing;
@@ -35,6 +35,14 @@ pub fn run(args: CompareArgs, store: &StoreArgs) -> ExitCode {
 /// One side: "12" (every point of run 12) or "12:qd 32" / "12:3" (that point and its repeats),
 /// and the region its working sets are shares of when it is a cache run.
 fn input(db: &Store, side: &str) -> Result<(CompareInput, Option<u64>), String> {
+    let (run, points) = stored_side(db, side)?;
+    let region = cache_region(run.report.as_ref());
+    Ok((CompareInput { label: format!("#{}", side.trim_start_matches('#')), points }, region))
+}
+
+/// The run a side names ("12", "#12", "12:qd 32", "12:3") and the points it stands for: every
+/// completed point, or the one named (by name, or by number) with its repeats.
+pub(crate) fn stored_side(db: &Store, side: &str) -> Result<(StoredRun, Vec<Point>), String> {
     let (id, point) = match side.split_once(':') {
         Some((id, point)) => (id, Some(point)),
         None => (side, None),
@@ -42,17 +50,17 @@ fn input(db: &Store, side: &str) -> Result<(CompareInput, Option<u64>), String> 
     let id: RunId = id.trim_start_matches('#').parse().map_err(|_| {
         format!("'{side}' is not a run: give ID or ID:POINT, as `iolab results list` shows them")
     })?;
-    let run = db.run(id).map_err(|e| e.to_string())?;
-    let region = cache_region(run.report.as_ref());
+    let mut run = db.run(id).map_err(|e| e.to_string())?;
+    let all = std::mem::take(&mut run.points);
     let points = match point {
-        None => run.points,
+        None => all,
         Some(wanted) => {
             // A number names a point by its place; its repeats share its name.
             let name = match wanted.parse::<u32>() {
-                Ok(seq) => run.points.iter().find(|p| p.seq == seq).map(|p| p.name.clone()),
+                Ok(seq) => all.iter().find(|p| p.seq == seq).map(|p| p.name.clone()),
                 Err(_) => Some(wanted.to_string()),
             };
-            let chosen: Vec<_> = run.points.into_iter().filter(|p| Some(&p.name) == name.as_ref()).collect();
+            let chosen: Vec<_> = all.into_iter().filter(|p| Some(&p.name) == name.as_ref()).collect();
             if chosen.is_empty() {
                 return Err(format!("run {id} has no point '{wanted}' (see `iolab results show {id}`)"));
             }
@@ -62,7 +70,7 @@ fn input(db: &Store, side: &str) -> Result<(CompareInput, Option<u64>), String> 
     if points.is_empty() {
         return Err(format!("run {id} holds no completed point"));
     }
-    Ok((CompareInput { label: format!("#{}", side.trim_start_matches('#')), points }, region))
+    Ok((run, points))
 }
 
 /// The region a cache run's working sets are shares of: on a fleet the first host's, whose job

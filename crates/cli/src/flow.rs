@@ -11,6 +11,7 @@ use iolab_runner::{Lab, OnFailedStart, RunError};
 use iolab_spec::{OutputSpec, RunPlan};
 use iolab_stats::fleet::HostStatus;
 use iolab_stats::result::RunReport;
+use iolab_store::RunId;
 
 use crate::args::StoreArgs;
 use crate::exit::say;
@@ -101,7 +102,21 @@ impl<'p> Measurement<'p> {
         study: impl FnOnce(&mut Lab<'_>, &mut ProgressLine) -> Result<T, RunError>,
         render: impl FnOnce(T, &RunReport) -> Result<Delivery, ExitCode>,
     ) -> ExitCode {
-        exit::of(self.measure(store, place, study, render))
+        self.run_kept(store, place, study, render).0
+    }
+
+    /// As `run`, and the id the run was kept under, once it was recorded (`None` when the store
+    /// is off or the run could not be recorded): for a command that reads the run back.
+    pub fn run_kept<T>(
+        self,
+        store: &StoreArgs,
+        place: &mut Place<'_>,
+        study: impl FnOnce(&mut Lab<'_>, &mut ProgressLine) -> Result<T, RunError>,
+        render: impl FnOnce(T, &RunReport) -> Result<Delivery, ExitCode>,
+    ) -> (ExitCode, Option<RunId>) {
+        let mut kept_as = None;
+        let code = exit::of(self.measure(store, place, study, render, &mut kept_as));
+        (code, kept_as)
     }
 
     fn measure<T>(
@@ -110,12 +125,14 @@ impl<'p> Measurement<'p> {
         place: &mut Place<'_>,
         study: impl FnOnce(&mut Lab<'_>, &mut ProgressLine) -> Result<T, RunError>,
         render: impl FnOnce(T, &RunReport) -> Result<Delivery, ExitCode>,
+        kept_as: &mut Option<RunId>,
     ) -> Result<ExitCode, ExitCode> {
         let Measurement { kind, title, plan, mut progress, on_failed_start, continuing } = self;
         let mut recording = match continuing {
             Some(recording) => recording,
             None => place.record(store, kind, title.as_deref(), plan)?,
         };
+        *kept_as = recording.run_id();
         let interrupt = install_signals()?;
         let ran = place.open_lab(plan, on_failed_start, &interrupt, &mut progress).and_then(|mut lab| {
             lab.keep_results_in(&mut recording);

@@ -4,6 +4,7 @@ mod agent_command;
 mod args;
 mod burnin_command;
 mod cache_command;
+mod check_command;
 mod cliff_command;
 mod compare_command;
 mod exit;
@@ -83,6 +84,7 @@ fn main() -> ExitCode {
             })
         }
         args::Command::Compare(args) => compare_command::run(args, store),
+        args::Command::Check(args) => check_command::run(args, store),
         args::Command::Report(args) => report_command::run(args, store),
         args::Command::Fleet(args) => fleet_command::run(*args, store),
         args::Command::Agent(args) => agent_command::run(args),

@@ -6,7 +6,7 @@ pub use iolab_analysis::compare::*;
 use iolab_stats::format::{latency, thousands};
 
 /// A metric's value as the table shows it.
-fn shown(metric: Metric, value: f64) -> String {
+pub(crate) fn shown(metric: Metric, value: f64) -> String {
     match metric {
         Metric::Iops => thousands(value),
         Metric::MbS => format!("{value:.1}"),

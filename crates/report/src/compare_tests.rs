@@ -115,10 +115,13 @@ fn points_pair_by_workload_and_load_and_leftovers_are_listed_with_the_reason() {
     assert_eq!(unmatched, [("#13", "qd8"), ("#12", "qd4")]);
     let text = compare_text(&c);
     assert!(
-        text.contains("#13 qd8: #12 ran 'randread 4KiB' only at QD 1 x 1, QD 2 x 1, QD 4 x 1, not at QD 8 x 1"),
+        text.contains(
+            "#13 qd8: #12 ran 'randread 4KiB' only at QD 1 x 1, QD 2 x 1, QD 4 x 1, not at QD 8 x 1"
+        ),
         "{text}"
     );
-    assert!(text.contains("#12 qd4: #13 ran 'randread 4KiB' only at QD 2 x 1, QD 1 x 1, QD 8 x 1, not at QD 4 x 1"));
+    assert!(text
+        .contains("#12 qd4: #13 ran 'randread 4KiB' only at QD 2 x 1, QD 1 x 1, QD 8 x 1, not at QD 4 x 1"));
 }
 
 /// Issue 36: `compare "4:qd 32" 1` set a 4 KiB random read beside a 1 MiB sequential read because
@@ -142,7 +145,10 @@ fn different_workloads_never_pair_whatever_their_place() {
     assert_eq!(c.rows[1].members[1].as_ref().map(|m| m.name.as_str()), Some("b1"));
     assert_eq!(value(&c.rows[1], Metric::Iops, 1), 250.0);
     assert_eq!(c.unmatched.len(), 1);
-    assert_eq!((c.unmatched[0].point.as_str(), c.unmatched[0].why.as_str()), ("b3", "#1 ran no '4KiB random write'"));
+    assert_eq!(
+        (c.unmatched[0].point.as_str(), c.unmatched[0].why.as_str()),
+        ("b3", "#1 ran no '4KiB random write'")
+    );
 
     // One point each: the same workload pairs whatever the names...
     let c = compare(&[
@@ -162,17 +168,25 @@ fn different_workloads_never_pair_whatever_their_place() {
     let text = compare_text(&c);
     assert!(!text.contains("worse"), "{text}");
     assert!(
-        text.contains("#1 seq: not the same workload: 'randread 4KiB' vs '1MiB sequential read'; not compared"),
+        text.contains(
+            "#1 seq: not the same workload: 'randread 4KiB' vs '1MiB sequential read'; not compared"
+        ),
         "{text}"
     );
-    assert!(text.contains("'randread 4KiB': only #4 ran it; not compared (#1 ran other workloads)."), "{text}");
+    assert!(
+        text.contains("'randread 4KiB': only #4 ran it; not compared (#1 ran other workloads)."),
+        "{text}"
+    );
 }
 
 /// Several points of one workload and load (a ladder's rungs) pair by name only.
 #[test]
 fn points_alike_in_workload_and_load_pair_by_name_only() {
     let rungs = |label: &str, names: &[&str]| {
-        input(label, names.iter().enumerate().map(|(i, n)| flat(i as u32, n, 100.0 * (i + 1) as f64, 1)).collect())
+        input(
+            label,
+            names.iter().enumerate().map(|(i, n)| flat(i as u32, n, 100.0 * (i + 1) as f64, 1)).collect(),
+        )
     };
     let c = compare(&[rungs("#1", &["psync", "aio", "uring"]), rungs("#2", &["uring", "psync", "sqpoll"])]);
     let pairs: Vec<(&str, &str)> = c
@@ -411,7 +425,11 @@ fn a_rate_asked_is_part_of_the_load() {
     assert_eq!(c.rows.len(), 1);
     assert_eq!(value(&c.rows[0], Metric::Iops, 1), 1900.0);
     assert_eq!(c.rows[0].members[1].as_ref().and_then(|m| m.rate_iops), Some(2000));
-    assert!(c.unmatched.iter().any(|u| u.why.contains("not at QD 32 x 1 at 4,000 IOPS asked")), "{:?}", c.unmatched);
+    assert!(
+        c.unmatched.iter().any(|u| u.why.contains("not at QD 32 x 1 at 4,000 IOPS asked")),
+        "{:?}",
+        c.unmatched
+    );
 }
 
 #[test]
@@ -469,13 +487,12 @@ fn the_summary_counts_the_points_each_side_won() {
     let text = compare_text(&c);
     assert!(text.contains("#5 vs #4: IOPS -23.2% over 8 points (better at 6, worse at 2); mean"), "{text}");
     assert!(
-        text.contains("#4 is best, 1,000 IOPS at QD 64 x 1 (p99 10.0us, limit not judged); 3.3x the IOPS of #5's best"),
+        text.contains(
+            "#4 is best, 1,000 IOPS at QD 64 x 1 (p99 10.0us, limit not judged); 3.3x the IOPS of #5's best"
+        ),
         "{text}"
     );
-    assert!(
-        text.contains("At the 8 loads both ran, #5 had more IOPS than #4 at 6, fewer at 2."),
-        "{text}"
-    );
+    assert!(text.contains("At the 8 loads both ran, #5 had more IOPS than #4 at 6, fewer at 2."), "{text}");
 }
 
 /// The conclusion names the best side at each workload, its load and what limited it, and the
@@ -510,7 +527,9 @@ fn the_conclusion_names_the_best_side_its_load_and_its_limit() {
         "{conclusion}"
     );
     assert!(
-        conclusion.ends_with("At the 3 loads both ran, #13 had more IOPS than #12 at 2, fewer at 1 (beyond noise: 2 and 1)."),
+        conclusion.ends_with(
+            "At the 3 loads both ran, #13 had more IOPS than #12 at 2, fewer at 1 (beyond noise: 2 and 1)."
+        ),
         "{conclusion}"
     );
     assert!(compare_text(&c).contains(&format!("\nconclusion:\n  {conclusion}\n")));

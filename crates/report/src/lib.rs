@@ -7,6 +7,7 @@ mod blend;
 mod burnin;
 mod cache;
 mod cache_fleet;
+mod check;
 mod cliff;
 mod compare;
 mod export;
@@ -27,6 +28,7 @@ pub use blend::{blend_json, blend_text, BLEND_SCHEMA};
 pub use burnin::{burnin_json, burnin_text, rated_text, BURNIN_SCHEMA};
 pub use cache::{cache_json, cache_text, CACHE_SCHEMA};
 pub use cache_fleet::{fleet_cache_json, fleet_cache_text};
+pub use check::{check_json, check_junit, check_markdown, check_text};
 pub use cliff::{cliff_json, cliff_text, CLIFF_SCHEMA};
 pub use compare::{
     compare, compare_json, compare_text, CompareInput, Comparison, COMPARE_SCHEMA, NOISE_RULE,

@@ -79,6 +79,24 @@ fn scaled_bytes(bytes: u64, step: f64, units: &[&str]) -> String {
     }
 }
 
+/// Text made safe inside HTML and XML, in content and in attribute values; control characters
+/// XML 1.0 cannot hold become U+FFFD.
+pub fn markup(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&#39;"),
+            c if c.is_control() && !matches!(c, '\n' | '\t' | '\r') => out.push('\u{FFFD}'),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -97,5 +115,11 @@ mod tests {
         assert_eq!(thousands(0.0), "0");
         assert_eq!(thousands(999.0), "999");
         assert_eq!(thousands(1234567.8), "1,234,568");
+    }
+
+    #[test]
+    fn markup_escapes_what_html_and_xml_reserve() {
+        assert_eq!(markup("<a href=\"x\">&'"), "&lt;a href=&quot;x&quot;&gt;&amp;&#39;");
+        assert_eq!(markup("bell\u{7}tab\t"), "bell\u{FFFD}tab\t");
     }
 }

@@ -54,7 +54,8 @@ fn paragraph(runs: &[CompareInput], grouped: &[Vec<Group>], rows: &[Row], worklo
             text += &format!("only {} has undisturbed points: {}", only.label, figures(only));
         }
         [first, second, rest @ ..] => {
-            let pct = (first.iops.value - second.iops.value) / second.iops.value.max(f64::MIN_POSITIVE) * 100.0;
+            let pct =
+                (first.iops.value - second.iops.value) / second.iops.value.max(f64::MIN_POSITIVE) * 100.0;
             let (noise, noise_pct) = noise_verdict(pct, &second.iops, &first.iops);
             let level = match noise {
                 Noise::Within => true,
@@ -146,7 +147,8 @@ fn best<'a>(input: &'a CompareInput, groups: &[Group], workload: &str) -> Option
             continue;
         }
         let verdict = group.points.iter().rev().find_map(|p| p.verdict.as_ref());
-        let limit = verdict.map_or_else(|| "limit not judged".to_string(), |v| format!("limited by {}", v.cause.name()));
+        let limit = verdict
+            .map_or_else(|| "limit not judged".to_string(), |v| format!("limited by {}", v.cause.name()));
         best = Some(Best {
             label: &input.label,
             load: member.load,

@@ -333,7 +333,11 @@ pub fn compare(runs: &[CompareInput]) -> Comparison {
         sides[k + 1].matched_by = Some(pairing.by);
         for (group, why) in other.iter().zip(pairing.side_unpaired) {
             if let Some(why) = why {
-                unmatched.push(Unmatched { side: runs[k + 1].label.clone(), point: group.name.to_string(), why });
+                unmatched.push(Unmatched {
+                    side: runs[k + 1].label.clone(),
+                    point: group.name.to_string(),
+                    why,
+                });
             }
         }
         matches.push(pairing.pairs);
@@ -345,7 +349,11 @@ pub fn compare(runs: &[CompareInput]) -> Comparison {
             .chain(matches.iter().zip(others).map(|(m, other)| m[i].map(|j| &other[j])))
             .collect();
         for why in base_unpaired.iter().filter_map(|side| side[i].as_ref()) {
-            unmatched.push(Unmatched { side: runs[0].label.clone(), point: group.name.to_string(), why: why.clone() });
+            unmatched.push(Unmatched {
+                side: runs[0].label.clone(),
+                point: group.name.to_string(),
+                why: why.clone(),
+            });
         }
         if found.iter().skip(1).any(Option::is_some) {
             rows.push(row(runs, &found, &mut notes));
@@ -356,11 +364,21 @@ pub fn compare(runs: &[CompareInput]) -> Comparison {
         notes.push(SINGLE_RUNS_NOTE.into());
     }
     let summaries = (1..runs.len()).map(|k| summary(runs, &rows, k)).collect();
-    let conclusions = if others.is_empty() { Vec::new() } else { conclusion::conclusions(runs, &grouped, &rows) };
-    Comparison { schema: COMPARE_SCHEMA, noise_rule: NOISE_RULE, sides, rows, unmatched, notes, summaries, conclusions }
+    let conclusions =
+        if others.is_empty() { Vec::new() } else { conclusion::conclusions(runs, &grouped, &rows) };
+    Comparison {
+        schema: COMPARE_SCHEMA,
+        noise_rule: NOISE_RULE,
+        sides,
+        rows,
+        unmatched,
+        notes,
+        summaries,
+        conclusions,
+    }
 }
 
-fn distinct<T: PartialEq>(values: impl Iterator<Item = T>) -> Vec<T> {
+pub(crate) fn distinct<T: PartialEq>(values: impl Iterator<Item = T>) -> Vec<T> {
     let mut out = Vec::new();
     for value in values {
         if !out.contains(&value) {

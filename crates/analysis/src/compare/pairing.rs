@@ -34,7 +34,8 @@ impl Load {
 
     /// "QD 32 x 1", "QD 8 x 2 at 2,000 IOPS asked".
     pub(super) fn words(&self) -> String {
-        let rate = self.rate_iops.map_or_else(String::new, |r| format!(" at {} IOPS asked", thousands(r as f64)));
+        let rate =
+            self.rate_iops.map_or_else(String::new, |r| format!(" at {} IOPS asked", thousands(r as f64)));
         format!("QD {} x {}{rate}", self.qd, self.workers)
     }
 }
@@ -74,15 +75,15 @@ pub(super) struct Pairing {
 pub(super) fn pair(base: &[Group], base_label: &str, other: &[Group], label: &str) -> Pairing {
     let base_shapes: Vec<_> = base.iter().map(shape).collect();
     let other_shapes: Vec<_> = other.iter().map(shape).collect();
-    let count = |shapes: &[(&str, Load)], wanted: &(&str, Load)| shapes.iter().filter(|s| *s == wanted).count();
+    let count =
+        |shapes: &[(&str, Load)], wanted: &(&str, Load)| shapes.iter().filter(|s| *s == wanted).count();
     let mut pairs: Vec<Option<usize>> = vec![None; base.len()];
     let mut used = vec![false; other.len()];
     for (i, b) in base.iter().enumerate() {
         let wanted = &base_shapes[i];
         let unique = count(&base_shapes, wanted) == 1 && count(&other_shapes, wanted) == 1;
-        let found = (0..other.len()).find(|&j| {
-            !used[j] && other_shapes[j] == *wanted && (unique || other[j].name == b.name)
-        });
+        let found = (0..other.len())
+            .find(|&j| !used[j] && other_shapes[j] == *wanted && (unique || other[j].name == b.name));
         if let Some(j) = found {
             pairs[i] = Some(j);
             used[j] = true;
@@ -103,8 +104,7 @@ pub(super) fn pair(base: &[Group], base_label: &str, other: &[Group], label: &st
             );
         }
         let (access, load) = shape;
-        let loads: Vec<String> =
-            holder.iter().filter(|(a, _)| a == access).map(|(_, l)| l.words()).collect();
+        let loads: Vec<String> = holder.iter().filter(|(a, _)| a == access).map(|(_, l)| l.words()).collect();
         match loads.len() {
             0 => format!("{holder_label} ran no '{access}'"),
             _ if loads.iter().any(|l| *l == load.words()) => format!(

@@ -3,6 +3,7 @@
 //! (`stored`) and what every command takes (`shared`). Workload options are
 //! `iolab_spec::Options`, the table job files use too. Nothing here runs anything.
 
+mod check;
 mod files;
 mod fleet;
 mod shared;
@@ -13,6 +14,7 @@ mod verify;
 
 use clap::{CommandFactory, Parser, Subcommand};
 
+pub use check::{Accept, CheckArgs};
 pub use files::FilesArgs;
 pub use fleet::{AgentArgs, FleetArgs, FleetStudy};
 pub use shared::{KeepArgs, MetricsArgs, StoreArgs, WorkloadArgs};
@@ -102,6 +104,13 @@ pub enum Command {
     /// and CPU per I/O, with relative differences and, for runs measured with --repeat,
     /// whether each difference is larger than the run-to-run noise.
     Compare(CompareArgs),
+    /// A gate for CI: run a job (or take a kept or exported run) and compare it with a
+    /// baseline, figure by figure (IOPS, MB/s, p99, p99.9, CPU per I/O) by compare's noise
+    /// rule; exit 0 when nothing got worse beyond noise and --max-regression, 1 on a
+    /// regression (which figure, by how much, beyond which noise), 2 when the runs are not
+    /// comparable (another workload, target model, kernel or engine). --markdown and --junit
+    /// write the result for a CI's pages (docs/check.md).
+    Check(CheckArgs),
     /// Write one self-contained HTML file (no network needed) with the charts of kept runs,
     /// overlaid: IOPS and latency against load with the sweet spot, latency vs IOPS,
     /// percentiles to 99.9999 and histograms, per-second series, CPU per I/O, cliffs,
