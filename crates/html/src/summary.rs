@@ -127,7 +127,8 @@ fn differences(entries: &[Entry<'_>]) -> Vec<Option<[Option<Difference>; 2]>> {
 }
 
 /// "4KiB random read: #3 is fastest, 212k IOPS (sweet spot at qd 16); #1 gives 26% fewer IOPS
-/// (sweet spot at qd 4) with a 40% higher p99 (each measured once: noise unknown)."
+/// (sweet spot at qd 4) with a 40% higher p99 (each measured once: noise unknown)"; past twice,
+/// a ratio: "4.2x fewer IOPS ... with a 720x higher p99".
 fn sentence(
     workload: &str,
     entries: &[Entry<'_>],
@@ -149,13 +150,13 @@ fn sentence(
         };
         let _ = write!(
             text,
-            "; {} gives {:.0}% fewer IOPS ({}){}{}",
+            "; {} gives {} fewer IOPS ({}){}{}",
             tagged(entry.subject),
-            -iops.pct,
+            apart(iops.pct),
             esc(&entry.what),
             p99.as_ref().map_or_else(String::new, |d| format!(
-                " with a {:.0}% {} p99",
-                d.pct.abs(),
+                " with a {} {} p99",
+                apart(d.pct),
                 if d.pct >= 0.0 { "higher" } else { "lower" }
             )),
             if iops.noise == Noise::Unknown { String::new() } else { format!(", {}", noise(iops)) }
@@ -165,6 +166,17 @@ fn sentence(
         differences.iter().flatten().any(|d| d[0].as_ref().is_some_and(|d| d.noise == Noise::Unknown));
     text.push_str(if unknown { " (each measured once: noise unknown)." } else { "." });
     text
+}
+
+/// How far apart two figures are, for a sentence that says which way: "26%" below twice, a
+/// ratio from there ("720x" where the percentage would read "71878%", "4.2x" fewer).
+fn apart(pct: f64) -> String {
+    let ratio = if pct >= 0.0 { 1.0 + pct / 100.0 } else { 1.0 / (1.0 + pct / 100.0).max(f64::MIN_POSITIVE) };
+    match ratio {
+        r if r < 2.0 => format!("{:.0}%", pct.abs()),
+        r if r < 10.0 => format!("{r:.1}x"),
+        r => format!("{r:.0}x"),
+    }
 }
 
 /// A verdict's first sentence: the table says what limited a point; the run's section, why.
@@ -199,8 +211,8 @@ fn row(
 ) {
     let versus = match difference.and_then(|d| d[0].as_ref()) {
         Some(d) => format!(
-            "{:+.0}%{}",
-            d.pct,
+            "{}{}",
+            if d.pct <= -50.0 { format!("{} fewer", apart(d.pct)) } else { format!("{:+.0}%", d.pct) },
             if d.noise == Noise::Unknown { String::new() } else { format!(" ({})", noise(d)) }
         ),
         None if fastest => "fastest".to_string(),
@@ -223,4 +235,20 @@ fn row(
         p99_ns(entry.point).map_or_else(|| "—".to_string(), |ns| sig3(ns / scale)),
         versus
     );
+}
+
+#[cfg(test)]
+mod tests {
+    use super::apart;
+
+    /// Issue 36: the report said "71878% higher p99", which reads as nothing; it is 720x.
+    #[test]
+    fn differences_past_twice_read_as_ratios() {
+        assert_eq!(apart(71_878.0), "720x");
+        assert_eq!(apart(40.0), "40%");
+        assert_eq!(apart(-26.0), "26%");
+        assert_eq!(apart(-76.0), "4.2x");
+        assert_eq!(apart(-50.0), "2.0x");
+        assert_eq!(apart(99.0), "99%");
+    }
 }
