@@ -178,10 +178,10 @@ pub(crate) fn stopped(
     stopped: &str,
     after: &str,
 ) -> (u8, Option<String>) {
-    let full = if failure.errno == Some(nix::errno::Errno::ENOSPC as i32) {
-        " (the filesystem is full)"
-    } else {
-        ""
+    let full = match (failure.errno == Some(nix::errno::Errno::ENOSPC as i32), failure.ran_out_of) {
+        (_, Some(what)) => format!(" ({})", what.words()),
+        (true, None) => " (the filesystem is full)".to_string(),
+        (false, None) => String::new(),
     };
     let message = format!(
         "{} {stopped}: {} of {} failed: {}{full}; {} of {} done{after}",

@@ -1,8 +1,9 @@
 //! `iolab files` (issue 16): each phase counts exactly the operations its plan holds, on tmpfs
 //! and on ext4 over a loop device; a killed run leaves only its own files and `--clean`
-//! removes them; a foreign non-empty directory is refused untouched; a full filesystem (out of
-//! blocks or of inodes) stops the run with the file it failed on; each phase is kept in the
-//! results database.
+//! removes them; a foreign non-empty directory is refused untouched; a tree too big for its
+//! filesystem's inodes or space is refused before anything is made, and one another writer
+//! fills under the run stops it with the file it failed on and what ran out; each phase is kept
+//! in the results database.
 
 mod common;
 
@@ -145,17 +146,52 @@ fn empty_files_count_their_plan_with_open_and_close_each_timed() {
     }
 }
 
-/// A run of 1,000 files of `size` on a tmpfs mounted with `options`, which fills up mid-create:
-/// the run stops there (exit 3) with the file it failed on and the partial tree removed. Gives
-/// how many files were made and the failure.
-fn create_until_full(options: &str, size: &str, engine: &str) -> (u64, serde_json::Value, String) {
+/// A run of `files` files of `size` on a tmpfs mounted with `options` that another writer
+/// fills while it creates: the tree fits when the run checks (its preflight passes), then the
+/// run is stopped once its tree has begun, `fill` takes what is left of the filesystem, and the
+/// run goes on into a full filesystem. Answers how many files it made, its failure and stderr.
+fn create_until_filled(
+    options: &str,
+    files: &str,
+    size: &str,
+    engine: &str,
+    fill: fn(&Path),
+) -> (u64, serde_json::Value, String) {
     let mount_point = tempfile::tempdir().expect("mount point");
     let mount = Tmpfs::mount(mount_point.path(), options);
     let cwd = shm_dir();
     let dir = mount.path().join("tree");
-    let args =
-        ["--files", "1000", "--sizes", size, "--phases", "mkdir,create,unlink,rmdir", "--engine", engine];
-    let out = files_run(cwd.path(), &dir, &args);
+    let db = cwd.path().join("r.db");
+    let args = [
+        "files",
+        dir.to_str().expect("utf-8"),
+        "--json",
+        "--db",
+        db.to_str().expect("utf-8"),
+        "--files",
+        files,
+        "--sizes",
+        size,
+        "--phases",
+        "mkdir,create,unlink,rmdir",
+        "--engine",
+        engine,
+    ];
+    let child = spawn_in(cwd.path(), &args);
+    let pid = child.id() as i32;
+    let signal = |sig| {
+        // SAFETY: kill has no memory preconditions; the child is ours and still running.
+        assert_eq!(unsafe { libc::kill(pid, sig) }, 0, "signal {sig} to the run");
+    };
+    let begun = Instant::now();
+    while !dir.join("t0").exists() {
+        assert!(begun.elapsed() < Duration::from_secs(60), "the tree never began");
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    signal(libc::SIGSTOP);
+    fill(mount.path());
+    signal(libc::SIGCONT);
+    let out = common::output_unless_hung(child, "a run on a filled filesystem");
     let what = format!("{options}, {engine}");
     assert_eq!(out.status.code(), Some(3), "{what}: {}", stderr(&out));
     let report = json(&out);
@@ -170,15 +206,77 @@ fn create_until_full(options: &str, size: &str, engine: &str) -> (u64, serde_jso
     (create["done"].as_u64().expect("done"), failure, stderr(&out))
 }
 
+/// Takes every free block: one file written until the filesystem refuses.
+fn fill_space(at: &Path) {
+    use std::io::Write;
+    let mut file = std::fs::File::create(at.join("filler")).expect("the filler");
+    let chunk = vec![7u8; 64 << 10];
+    while file.write_all(&chunk).is_ok() {}
+}
+
+/// Takes every free inode: empty files until the filesystem refuses.
+fn fill_inodes(at: &Path) {
+    let mut n = 0;
+    while std::fs::File::create(at.join(format!("filler-{n}"))).is_ok() {
+        n += 1;
+    }
+}
+
 #[test]
-fn running_out_of_inodes_stops_the_create_with_the_file_it_failed_on() {
+fn a_filesystem_filled_under_the_run_stops_the_create_with_the_file_it_failed_on() {
+    if let Some((missing, why)) = needs_root_and(&["mount"]) {
+        return skip!(missing, "{why}");
+    }
+    let (done, failure, message) = create_until_filled("size=256m", "50000", "4k", "io_uring", fill_space);
+    assert!(done < 50_000, "the filler left no room for every file: {done}");
+    assert_eq!(failure["ran_out_of"], "space", "{failure}");
+    let path = failure["path"].as_str().expect("path");
+    assert!(message.contains(path) && message.contains("(the filesystem is full)"), "{message}");
+}
+
+#[test]
+fn inodes_taken_under_the_run_stop_the_create_and_say_inodes() {
     if let Some((missing, why)) = needs_root_and(&["mount"]) {
         return skip!(missing, "{why}");
     }
     for engine in ["io_uring", "sync"] {
-        let (done, failure, _) = create_until_full("size=4m,nr_inodes=300", "0", engine);
-        assert!(done > 200 && done < 300, "{engine}: the files made before the inodes ran out: {done}");
+        let (done, failure, message) =
+            create_until_filled("size=64m,nr_inodes=60000", "50000", "0", engine, fill_inodes);
+        assert!(done < 50_000, "{engine}: the filler left inodes for every file: {done}");
         assert_eq!(failure["op"], "open", "{engine}: {failure}");
+        assert_eq!(failure["ran_out_of"], "inodes", "{engine}: {failure}");
+        assert!(message.contains("(the filesystem has no free inodes)"), "{engine}: {message}");
+    }
+}
+
+/// Issue 34: a 200,000-file run on an ext4 of 196,608 inodes stopped near its end with "No
+/// space left on device". A tree that cannot fit is refused before anything is made, with
+/// what it needs and what is free.
+#[test]
+fn a_tree_too_big_for_the_filesystem_is_refused_before_anything_is_made() {
+    if let Some((missing, why)) = needs_root_and(&["mount"]) {
+        return skip!(missing, "{why}");
+    }
+    let cases = [
+        ("size=4m,nr_inodes=300", "1000", "0", "the tree needs 1,011 inodes (1,000 files and 11 directories"),
+        ("size=1m", "1000", "8k", "the tree's files need 7.81MiB (in blocks of 4KiB, at its largest)"),
+    ];
+    for (options, files, size, said) in cases {
+        let mount_point = tempfile::tempdir().expect("mount point");
+        let mount = Tmpfs::mount(mount_point.path(), options);
+        let cwd = shm_dir();
+        let dir = mount.path().join("tree");
+        let args = ["--files", files, "--sizes", size, "--phases", "mkdir,create,unlink,rmdir"];
+        let out = files_run(cwd.path(), &dir, &args);
+        assert_eq!(out.status.code(), Some(2), "{options}: {}", stderr(&out));
+        let message = stderr(&out);
+        assert!(message.contains(said) && message.contains("nothing was made"), "{options}: {message}");
+        assert!(!dir.exists(), "{options}: nothing was made");
+        assert_eq!(
+            std::fs::read_dir(mount.path()).expect("list").count(),
+            0,
+            "{options}: the mount is as it was"
+        );
     }
 }
 
@@ -353,17 +451,6 @@ fn its_own_earlier_tree_is_taken_back() {
     assert!(out.status.success(), "{}", stderr(&out));
     assert_counts(&json(&out), &[("mkdir", 11), ("create", 50), ("unlink", 50), ("rmdir", 11)], "rerun");
     assert!(!dir.exists());
-}
-
-#[test]
-fn a_full_filesystem_stops_the_create_with_the_file_it_failed_on() {
-    if let Some((missing, why)) = needs_root_and(&["mount"]) {
-        return skip!(missing, "{why}");
-    }
-    let (done, failure, message) = create_until_full("size=1m", "8k", "io_uring");
-    assert!(done > 0 && done < 1000, "some files were made before the filesystem filled: {done}");
-    let path = failure["path"].as_str().expect("path");
-    assert!(message.contains(path) && message.contains("filesystem is full"), "{message}");
 }
 
 #[test]

@@ -199,44 +199,72 @@ fn a_symbolic_link_under_allow_write_or_a_foreign_dir_is_refused_untouched() {
     }
 }
 
+/// Two agents, host 1's directory on a tmpfs mounted with `options`; the tmpfs first, so that a
+/// caller's binding drops it (unmounts) after the agents that work in it.
+fn roomy_and_small(temp: &Path, options: &str) -> (Tmpfs, Vec<Agent>, PathBuf, PathBuf) {
+    let roomy = temp.join("host0");
+    let small = temp.join("host1");
+    std::fs::create_dir(&roomy).expect("mkdir");
+    std::fs::create_dir(&small).expect("mkdir");
+    let small_fs = Tmpfs::mount(&small, options);
+    let agents: Vec<Agent> = [&roomy, &small]
+        .iter()
+        .map(|path| Agent::start(temp, "127.0.0.1:0", &["--allow-write", path.to_str().expect("utf-8")]))
+        .collect();
+    (small_fs, agents, roomy, small)
+}
+
+/// The tree fits host 1's filesystem when the hosts check it; once its tree has begun there,
+/// host 1's agent is stopped, its filesystem filled, and let go on into a full filesystem.
+fn fleet_files_filled(temp: &Path, agents: &[Agent], small: &Path, rest: &[&str]) -> std::process::Output {
+    let args = fleet_files_args(temp, agents, &[], rest);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let coordinator = common::spawn_in(temp, &args);
+    let begun = std::time::Instant::now();
+    while !small.join("tree/t0").exists() {
+        assert!(begun.elapsed() < std::time::Duration::from_secs(60), "host 1's tree never began");
+        std::thread::sleep(std::time::Duration::from_millis(1));
+    }
+    let agent = agents[1].child.id() as i32;
+    // SAFETY: kill has no memory preconditions; the agent is ours and running.
+    assert_eq!(unsafe { libc::kill(agent, libc::SIGSTOP) }, 0);
+    {
+        use std::io::Write;
+        let mut filler = std::fs::File::create(small.join("filler")).expect("the filler");
+        while filler.write_all(&[7u8; 64 << 10]).is_ok() {}
+    }
+    // SAFETY: as above.
+    assert_eq!(unsafe { libc::kill(agent, libc::SIGCONT) }, 0);
+    common::output_unless_hung(coordinator, "a fleet run on a filled filesystem")
+}
+
 #[test]
 fn a_host_whose_filesystem_fills_stops_the_fleet_after_that_phase_and_every_tree_goes() {
     if let Some((missing, why)) = needs_root_and(&["mount"]) {
         return skip!(missing, "{why}");
     }
     let temp = tempfile::tempdir().expect("temp dir");
-    let roomy = temp.path().join("host0");
-    let small = temp.path().join("host1");
-    std::fs::create_dir(&roomy).expect("mkdir");
-    std::fs::create_dir(&small).expect("mkdir");
-    let _small_fs = Tmpfs::mount(&small, "size=1m");
-    let agents: Vec<Agent> = [&roomy, &small]
-        .iter()
-        .map(|path| {
-            Agent::start(temp.path(), "127.0.0.1:0", &["--allow-write", path.to_str().expect("utf-8")])
-        })
-        .collect();
+    let (_small_fs, agents, roomy, small) = roomy_and_small(temp.path(), "size=96m");
     let dir = format!("{}/host{{n}}/tree", temp.path().display());
-    let run = |extra: &[&str]| {
-        let args = [
-            "--files",
-            "1000",
-            "--sizes",
-            "8k",
-            "--engine",
-            "sync",
-            "--phases",
-            "mkdir,create,stat,unlink,rmdir",
-        ];
-        fleet_files(temp.path(), &agents, &[&args[..], extra, &["--no-store", &dir]].concat())
-    };
-    let out = run(&[]);
+    let args = [
+        "--files",
+        "20000",
+        "--sizes",
+        "4k",
+        "--engine",
+        "sync",
+        "--phases",
+        "mkdir,create,stat,unlink,rmdir",
+    ];
+    let rest = [&args[..], &["--json", "--no-store", &dir]].concat();
+    let out = fleet_files_filled(temp.path(), &agents, &small, &rest);
     assert_eq!(out.status.code(), Some(3), "{}", stderr(&out));
     let message = stderr(&out);
-    assert!(message.contains(&agents[1].address) && message.contains("filesystem is full"), "{message}");
-    // The JSON of the same run: the create is the last phase; host 1 failed in it, host 0 not.
-    let out = run(&["--json"]);
-    assert_eq!(out.status.code(), Some(3), "{}", stderr(&out));
+    assert!(
+        message.contains(&agents[1].address) && message.contains("(the filesystem is full)"),
+        "{message}"
+    );
+    // The create is the last phase; host 1 failed in it, host 0 not.
     let report = json(&out);
     let phases = report["phases"].as_array().expect("phases");
     assert_eq!(phases.len(), 2, "no phase after the create");
@@ -245,7 +273,7 @@ fn a_host_whose_filesystem_fills_stops_the_fleet_after_that_phase_and_every_tree
     let path = create["failure"]["path"].as_str().expect("path");
     assert!(path.starts_with(&format!("{}:t0/d", agents[1].address)), "{path}");
     let hosts = report["fleet"]["hosts"].as_array().expect("hosts");
-    assert_eq!(hosts[0]["phases"][1]["done"].as_u64(), Some(1000));
+    assert_eq!(hosts[0]["phases"][1]["done"].as_u64(), Some(20_000));
     assert!(hosts[1]["phases"][1]["failure"].is_object());
     let done: u64 = hosts.iter().map(|h| h["phases"][1]["done"].as_u64().expect("done")).sum();
     assert_eq!(create["done"].as_u64(), Some(done));
@@ -253,7 +281,30 @@ fn a_host_whose_filesystem_fills_stops_the_fleet_after_that_phase_and_every_tree
         agent.wait_idle(std::time::Duration::from_secs(10)).expect("sessions closed");
     }
     assert_eq!(entries(&roomy), 0, "the host that did not fail removed its tree too");
-    assert_eq!(entries(&small), 0, "the full host removed its tree");
+    assert_eq!(entries(&small), 1, "the full host removed its tree (the filler is the test's)");
+}
+
+/// A tree one host's filesystem cannot hold is refused by that host before any host starts.
+#[test]
+fn a_tree_too_big_for_one_host_is_refused_before_any_host_starts() {
+    if let Some((missing, why)) = needs_root_and(&["mount"]) {
+        return skip!(missing, "{why}");
+    }
+    let temp = tempfile::tempdir().expect("temp dir");
+    let (_small_fs, agents, roomy, small) = roomy_and_small(temp.path(), "size=1m");
+    let dir = format!("{}/host{{n}}/tree", temp.path().display());
+    let out = fleet_files(temp.path(), &agents, &["--files", "1000", "--sizes", "8k", "--no-store", &dir]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    let message = stderr(&out);
+    assert!(message.contains(&agents[1].address), "{message}");
+    assert!(
+        message.contains("the tree's files need 7.81MiB") && message.contains("nothing was started"),
+        "{message}"
+    );
+    for agent in &agents {
+        agent.wait_idle(std::time::Duration::from_secs(10)).expect("sessions closed");
+    }
+    assert_eq!((entries(&roomy), entries(&small)), (0, 0), "no tree on any host");
 }
 
 #[test]

@@ -20,6 +20,7 @@ mod owner;
 mod parents;
 mod phases;
 mod plan;
+mod preflight;
 mod progress;
 mod report;
 mod run;
@@ -36,7 +37,9 @@ pub use job::FilesOptions;
 pub use journal::JournalSeen;
 pub use plan::{parse_phases, FileCount, FileEngine, FilesPlan, Phase, ALL_PHASES, DEFAULT_PHASES};
 pub use progress::{PhaseProgress, PhaseSnapshot};
-pub use report::{Failure, FilesReport, KindResult, OpKind, PhaseResult, Second, Stonewall, FILES_SCHEMA};
+pub use report::{
+    Failure, FilesReport, KindResult, OpKind, PhaseResult, RanOutOf, Second, Stonewall, FILES_SCHEMA,
+};
 pub use run::steps::Steps;
 pub use run::{run, RunOptions};
 pub use sizes::SizeSpec;

@@ -99,6 +99,37 @@ pub struct Failure {
     pub error: String,
     /// The errno (28 is ENOSPC: the filesystem is full).
     pub errno: Option<i32>,
+    /// With ENOSPC: what ran out, read from the filesystem when the operation failed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ran_out_of: Option<RanOutOf>,
+}
+
+/// What a full filesystem had no more of.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RanOutOf {
+    /// No inode was free: more files cannot be made, whatever the space.
+    Inodes,
+    Space,
+}
+
+impl RanOutOf {
+    /// What the filesystem of `dirfd` ran out of, after an ENOSPC there.
+    pub fn at(dirfd: i32) -> Option<RanOutOf> {
+        // SAFETY: the caller's directory stays open for the call.
+        let fd = unsafe { std::os::fd::BorrowedFd::borrow_raw(dirfd) };
+        let stat = nix::sys::statvfs::fstatvfs(fd).ok()?;
+        let no_inodes = stat.files() > 0 && stat.files_free() == 0;
+        Some(if no_inodes { RanOutOf::Inodes } else { RanOutOf::Space })
+    }
+
+    /// "(the filesystem has no free inodes)".
+    pub fn words(self) -> &'static str {
+        match self {
+            RanOutOf::Inodes => "the filesystem has no free inodes",
+            RanOutOf::Space => "the filesystem is full",
+        }
+    }
 }
 
 /// One operation kind of a phase.

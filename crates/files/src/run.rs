@@ -3,7 +3,7 @@
 //! fails), a failing or interrupted phase ending the run, and the tree removed unless kept.
 
 use std::fs::File;
-use std::os::fd::AsRawFd;
+use std::os::fd::{AsFd, AsRawFd};
 use std::os::unix::fs::MetadataExt;
 use std::path::PathBuf;
 use std::sync::atomic::AtomicBool;
@@ -15,7 +15,7 @@ use crate::phases::{MakeOps, Phases};
 use crate::plan::FilesPlan;
 use crate::progress::PhaseProgress;
 use crate::report::{FilesReport, PhaseResult, FILES_SCHEMA};
-use crate::safety;
+use crate::{preflight, safety};
 
 pub struct RunOptions<'a> {
     pub dir: PathBuf,
@@ -53,6 +53,12 @@ pub(crate) fn run_with(
         notes.push(earlier.earlier_note(dir));
     }
     let top = File::open(dir).map_err(|e| FilesError::io("cannot open", dir, e))?;
+    // After an earlier tree was removed (its inodes are free again), before the first mkdir.
+    if let Err(e) = preflight::check_fits(plan, top.as_fd(), dir) {
+        drop(top);
+        let _ = claim.clean();
+        return Err(e);
+    }
     let dev = top.metadata().ok().map(|meta| meta.dev());
     let mut runner = Phases::new(plan.clone(), dev);
     let mut phases = Vec::new();

@@ -40,6 +40,11 @@ impl Steps {
     ) -> Result<Steps, FilesError> {
         plan.check()?;
         let earlier = safety_at::prepare_at(top.as_fd(), &shown, created)?;
+        // After an earlier tree was removed (its inodes are free again), before the first mkdir.
+        if let Err(e) = crate::preflight::check_fits(&plan, top.as_fd(), &shown) {
+            let _ = safety_at::clean_at(top.as_fd(), &shown);
+            return Err(e);
+        }
         let mut notes = Vec::new();
         if let Some(earlier) = earlier {
             notes.push(earlier.earlier_note(&shown));

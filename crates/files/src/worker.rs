@@ -21,7 +21,7 @@ use crate::gate::Gate;
 use crate::parents::Parents;
 use crate::plan::{FilesPlan, Phase};
 use crate::progress::{PhaseProgress, PUBLISH_EVERY};
-use crate::report::{Failure, OpKind};
+use crate::report::{Failure, OpKind, RanOutOf};
 use crate::sizes::file_hash;
 use crate::tree::{Side, Tree};
 
@@ -196,12 +196,10 @@ impl<'a> Worker<'a> {
     fn fail(&mut self, op: &str, path: &[u8], error: &io::Error) {
         if self.out.failure.is_none() {
             let path = String::from_utf8_lossy(path.strip_suffix(b"\0").unwrap_or(path)).into_owned();
-            self.out.failure = Some(Failure {
-                op: op.to_string(),
-                path,
-                error: error.to_string(),
-                errno: error.raw_os_error(),
-            });
+            let errno = error.raw_os_error();
+            let ran_out_of = (errno == Some(libc::ENOSPC)).then(|| RanOutOf::at(self.ctx.dirfd)).flatten();
+            self.out.failure =
+                Some(Failure { op: op.to_string(), path, error: error.to_string(), errno, ran_out_of });
         }
         self.ctx.failed.store(true, Relaxed);
     }

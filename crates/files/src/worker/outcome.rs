@@ -56,6 +56,7 @@ impl Outcome {
             path: format!("thread {thread}"),
             error: error.to_string(),
             errno: error.raw_os_error(),
+            ran_out_of: None,
         };
         Outcome { failure: Some(failure), ..Outcome::empty() }
     }

@@ -145,6 +145,7 @@ mod tests {
                 path: path.into(),
                 error: "No space left on device".into(),
                 errno: Some(28),
+                ran_out_of: None,
             }),
             interrupted: false,
             histograms: vec![(OpKind::Create, create), (OpKind::Close, close)],

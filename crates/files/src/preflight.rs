@@ -1,0 +1,195 @@
+//! Before the tree is made: the inodes and the space it will hold at its largest, against what
+//! its filesystem has free (fstatvfs). A tree that cannot fit is refused with both figures, so a
+//! 200,000-file run on a filesystem of 196,608 inodes stops before its first mkdir, not at file
+//! 196,000 with "No space left on device".
+
+use std::os::fd::BorrowedFd;
+use std::path::Path;
+
+use iolab_spec::Bytes;
+use iolab_stats::format::thousands;
+
+use crate::error::FilesError;
+use crate::plan::{FilesPlan, Phase};
+use crate::sizes::file_hash;
+
+/// Up to this many files the data is summed file by file; past it, from a sample of this many
+/// spread over every tree, scaled (a size is a hash of the file's place: the sample is fair).
+const EXACT_UP_TO: u64 = 4_000_000;
+
+/// What the tree holds at its largest over the phases.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Needs {
+    pub inodes: u64,
+    pub files: u64,
+    pub dirs: u64,
+    /// File data in whole filesystem blocks.
+    pub bytes: u64,
+}
+
+/// What the filesystem has free for this process (root's reserve counted for root).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Free {
+    /// `None`: the filesystem sets no inode limit (tmpfs with nr_inodes=0, btrfs).
+    pub inodes: Option<u64>,
+    pub bytes: u64,
+    pub block: u64,
+}
+
+/// Refuses a plan whose tree cannot fit in the filesystem of the open directory `top`.
+pub(crate) fn check_fits(plan: &FilesPlan, top: BorrowedFd<'_>, shown: &Path) -> Result<(), FilesError> {
+    let stat = nix::sys::statvfs::fstatvfs(top)
+        .map_err(|e| FilesError::io("cannot read the free space of", shown, std::io::Error::from(e)))?;
+    // SAFETY: geteuid has no preconditions.
+    let root = unsafe { libc::geteuid() } == 0;
+    let (inodes_free, blocks_free) = if root {
+        (stat.files_free(), stat.blocks_free())
+    } else {
+        (stat.files_available(), stat.blocks_available())
+    };
+    let block = stat.fragment_size().max(1);
+    let free = Free {
+        inodes: (stat.files() > 0).then_some(inodes_free),
+        bytes: blocks_free.saturating_mul(block),
+        block,
+    };
+    refusal(&needs(plan, block), &free, shown).map_or(Ok(()), |why| Err(FilesError::Refused(why)))
+}
+
+/// The tree at its largest: directories and files after mkdir and create, twice both after a
+/// copy, until unlink and rmdir take them away.
+pub(crate) fn needs(plan: &FilesPlan, block: u64) -> Needs {
+    let (all_dirs, all_files) = (plan.total_dirs(), plan.total_files());
+    let data = if plan.phases.contains(&Phase::Create) { data_bytes(plan, block) } else { 0 };
+    let (mut dirs, mut files, mut bytes) = (0u64, 0u64, 0u64);
+    let mut peak = Needs { inodes: 0, files: 0, dirs: 0, bytes: 0 };
+    for phase in &plan.phases {
+        match phase {
+            Phase::Mkdir => dirs = all_dirs,
+            Phase::Create => (files, bytes) = (all_files, data),
+            Phase::Copy => (dirs, files, bytes) = (dirs * 2, files * 2, bytes * 2),
+            Phase::Unlink => (files, bytes) = (0, 0),
+            Phase::Rmdir => dirs = 0,
+            Phase::Stat | Phase::Readdir | Phase::Read | Phase::Rename => {}
+        }
+        if dirs + files > peak.inodes {
+            (peak.inodes, peak.files, peak.dirs) = (dirs + files, files, dirs);
+        }
+        peak.bytes = peak.bytes.max(bytes);
+    }
+    peak
+}
+
+/// The files' data in whole blocks of `block` bytes: summed, or estimated from a sample.
+fn data_bytes(plan: &FilesPlan, block: u64) -> u64 {
+    let align = if plan.direct { 4096 } else { 1 };
+    let on_disk = |tree: u32, index: u64| {
+        plan.sizes.size(file_hash(plan.seed, tree, index), align).div_ceil(block) * block
+    };
+    let total = plan.total_files();
+    if total <= EXACT_UP_TO {
+        return (0..plan.trees())
+            .map(|t| (0..plan.files_in_tree(t)).map(|i| on_disk(t, i)).sum::<u64>())
+            .sum();
+    }
+    let per_tree = (EXACT_UP_TO / u64::from(plan.trees())).max(1);
+    let mut sampled: u128 = 0;
+    let mut count: u64 = 0;
+    for tree in 0..plan.trees() {
+        let files = plan.files_in_tree(tree);
+        let step = (files / per_tree).max(1);
+        for index in (0..files).step_by(step as usize) {
+            sampled += u128::from(on_disk(tree, index));
+            count += 1;
+        }
+    }
+    (sampled * u128::from(total) / u128::from(count.max(1))).min(u128::from(u64::MAX)) as u64
+}
+
+/// Why the tree cannot fit, or `None` when it can.
+pub(crate) fn refusal(needs: &Needs, free: &Free, shown: &Path) -> Option<String> {
+    if let Some(inodes) = free.inodes.filter(|&f| needs.inodes > f) {
+        return Some(format!(
+            "the tree needs {} inodes ({} files and {} directories at its largest) and the filesystem of {} has {} free; nothing was made: fewer files, or a filesystem with more inodes (mkfs.ext4 -N, -i)",
+            thousands(needs.inodes as f64),
+            thousands(needs.files as f64),
+            thousands(needs.dirs as f64),
+            shown.display(),
+            thousands(inodes as f64)
+        ));
+    }
+    (needs.bytes > free.bytes).then(|| {
+        format!(
+            "the tree's files need {} (in blocks of {}, at its largest) and the filesystem of {} has {} free; nothing was made: fewer or smaller files, or more space",
+            Bytes(needs.bytes),
+            Bytes(free.block),
+            shown.display(),
+            Bytes(free.bytes)
+        )
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::plan::{FileCount, FileEngine};
+    use crate::sizes::SizeSpec;
+
+    fn plan(files: u64, sizes: SizeSpec, phases: &[Phase]) -> FilesPlan {
+        FilesPlan {
+            dirs_per_dir: 10,
+            depth: 1,
+            files: FileCount::Total(files),
+            sizes,
+            phases: phases.to_vec(),
+            threads: 2,
+            shared_dir: false,
+            engine: FileEngine::Sync,
+            fsync: false,
+            direct: false,
+            seed: 7,
+        }
+    }
+
+    const ALL: [Phase; 5] = [Phase::Mkdir, Phase::Create, Phase::Copy, Phase::Unlink, Phase::Rmdir];
+
+    #[test]
+    fn the_tree_at_its_largest_counts_a_copy_twice() {
+        let needs = needs(&plan(1000, SizeSpec::Fixed(5000), &ALL), 4096);
+        // Two trees of 11 directories each; 1000 files of two 4 KiB blocks; a copy doubles all.
+        assert_eq!((needs.dirs, needs.files, needs.inodes), (44, 2000, 2044));
+        assert_eq!(needs.bytes, 2 * 1000 * 8192);
+        let created = needs_of(&[Phase::Mkdir, Phase::Create, Phase::Unlink, Phase::Rmdir]);
+        assert_eq!((created.inodes, created.bytes), (1022, 1000 * 8192));
+    }
+
+    fn needs_of(phases: &[Phase]) -> Needs {
+        needs(&plan(1000, SizeSpec::Fixed(5000), phases), 4096)
+    }
+
+    #[test]
+    fn a_sampled_sum_lands_near_the_exact_one() {
+        let sizes = SizeSpec::Lognormal { median: 16 << 10, p99: 1 << 20 };
+        let p = plan(EXACT_UP_TO, sizes.clone(), &ALL);
+        let exact = data_bytes(&p, 4096);
+        let mut big = plan(EXACT_UP_TO * 3, sizes, &ALL);
+        big.seed = p.seed;
+        let sampled = data_bytes(&big, 4096) as f64 / 3.0;
+        assert!((sampled / exact as f64 - 1.0).abs() < 0.02, "{sampled} against {exact}");
+    }
+
+    #[test]
+    fn too_few_inodes_or_too_little_space_is_said_with_both_figures() {
+        let needs = Needs { inodes: 200_002, files: 200_000, dirs: 2, bytes: 0 };
+        let free = Free { inodes: Some(196_597), bytes: 1 << 30, block: 4096 };
+        let why = refusal(&needs, &free, Path::new("/mnt/x")).expect("refused");
+        assert!(
+            why.starts_with("the tree needs 200,002 inodes (200,000 files and 2 directories at its largest) and the filesystem of /mnt/x has 196,597 free"),
+            "{why}"
+        );
+        assert!(refusal(&needs, &Free { inodes: None, ..free }, Path::new("/t")).is_none(), "no inode limit");
+        let large = Needs { bytes: 3 << 30, ..needs };
+        let why = refusal(&large, &Free { inodes: None, ..free }, Path::new("/t")).expect("refused");
+        assert!(why.starts_with("the tree's files need 3GiB (in blocks of 4KiB, at its largest)"), "{why}");
+    }
+}
