@@ -14,6 +14,8 @@ pub(crate) const PUBLISH_EVERY: u64 = 64;
 /// The running phase's progress, shared by its threads and a reader.
 pub struct PhaseProgress {
     running: Mutex<Option<(Phase, u64, Instant)>>,
+    /// When the run began removing its tree (after its phases, or after Ctrl-C).
+    removing: Mutex<Option<Instant>>,
     counts: Box<[OwnLine]>,
 }
 
@@ -35,6 +37,7 @@ impl PhaseProgress {
     pub fn new(threads: u32) -> PhaseProgress {
         PhaseProgress {
             running: Mutex::new(None),
+            removing: Mutex::new(None),
             counts: (0..threads).map(|_| OwnLine(AtomicU64::new(0))).collect(),
         }
     }
@@ -54,6 +57,16 @@ impl PhaseProgress {
         if let Some(count) = self.counts.get(thread as usize) {
             count.0.store(done, Relaxed);
         }
+    }
+
+    /// The run is removing its tree now.
+    pub(crate) fn removing_tree(&self) {
+        *self.removing.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = Some(Instant::now());
+    }
+
+    /// How long the run has been removing its tree, once it began to.
+    pub fn removing(&self) -> Option<Duration> {
+        self.removing.lock().unwrap_or_else(std::sync::PoisonError::into_inner).map(|since| since.elapsed())
     }
 
     /// The phase running (or the last one run), if one has begun.

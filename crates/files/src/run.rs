@@ -73,6 +73,9 @@ pub(crate) fn run_with(
     if options.keep {
         notes.push(format!("the tree was kept in {}: `iolab files --clean {0}` removes it", dir.display()));
     } else {
+        if let Some(progress) = options.progress {
+            progress.removing_tree();
+        }
         match claim.clean() {
             Ok(cleaned) if cleaned.left.is_empty() => {}
             Ok(cleaned) => {
