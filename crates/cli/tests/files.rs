@@ -469,8 +469,25 @@ fn each_phase_is_kept_in_the_results_database() {
         run["points"].as_array().expect("points").iter().filter_map(|p| p["name"].as_str()).collect();
     assert_eq!(names, ["files mkdir", "files create", "files stat", "files unlink", "files rmdir"]);
     assert_eq!(run["points"][1]["summary"]["total"]["ios"], 40);
-    let html = temp.path().join("r.html");
     let db = db.to_str().expect("utf-8");
+    // Issue 34: the list says the tree's shape; the text shows phases, not block columns, and
+    // each phase's own verdict.
+    let list = run_in(temp.path(), &["results", "list", "--db", db]);
+    let list = String::from_utf8_lossy(&list.stdout).into_owned();
+    assert!(list.contains("(40 files in 11 directories, 1 level(s) of 10, sizes "), "{list}");
+    let text = run_in(temp.path(), &["results", "show", "1", "--db", db]);
+    let text = String::from_utf8_lossy(&text.stdout).into_owned();
+    assert!(text.contains("done of planned") && !text.contains("QD"), "{text}");
+    for point in run["points"].as_array().expect("points") {
+        let phase = point["result"]["phase"].as_str().expect("phase");
+        let cause = point["result"]["verdict"]["cause"].as_str().expect("cause").replace('_', " ");
+        let row = text
+            .lines()
+            .find(|l| l.split_whitespace().nth(1) == Some(phase))
+            .unwrap_or_else(|| panic!("a row for {phase}: {text}"));
+        assert!(row.ends_with(&format!("  {cause}")), "{phase}'s own verdict: {row}");
+    }
+    let html = temp.path().join("r.html");
     let out = run_in(temp.path(), &["report", "1", "-o", html.to_str().expect("utf-8"), "--db", db]);
     assert!(out.status.success(), "{}", stderr(&out));
     let page = std::fs::read_to_string(&html).expect("the report");

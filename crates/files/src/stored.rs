@@ -99,16 +99,25 @@ fn bottleneck(cause: FilesCause) -> Bottleneck {
 }
 
 /// What the run was, in one line, as the results list shows it: "files create,stat,unlink
-/// (10,000 files, io_uring, 2 thread(s)) in /mnt/t"; a fleet's run (`fleet`) counts files per host.
+/// (10,000 files in 22 directories, 1 level(s) of 10, sizes 4KiB, io_uring, 2 thread(s)) in
+/// /mnt/t": the tree's shape, so that runs of different trees do not look alike; a fleet's run
+/// (`fleet`) counts files per host.
 pub fn label(plan: &FilesPlan, dir: &str, fleet: bool) -> String {
     let phases: Vec<&str> = plan.phases.iter().map(|p| p.name()).collect();
     let (kind, count) = if fleet { ("fleet files", "files per host") } else { ("files", "files") };
+    let thousands = |n: u64| iolab_stats::format::thousands(n as f64);
     format!(
-        "{kind} {} ({} {count}, {}, {} thread(s){}) in {dir}",
+        "{kind} {} ({} {count} in {} directories, {} level(s) of {}, sizes {}, {}, {} thread(s){}{}{}) in {dir}",
         phases.join(","),
-        iolab_stats::format::thousands(plan.total_files() as f64),
+        thousands(plan.total_files()),
+        thousands(plan.total_dirs()),
+        plan.depth,
+        plan.dirs_per_dir,
+        plan.sizes.describe(),
         plan.engine.name(),
         plan.threads,
         if plan.shared_dir { ", shared dir" } else { "" },
+        if plan.fsync { ", fsync" } else { "" },
+        if plan.direct { ", O_DIRECT" } else { "" },
     )
 }

@@ -64,12 +64,35 @@ pub fn run_text(run: &StoredRun, environment: &[String]) -> String {
         out.push_str("\nno point completed\n");
         return out;
     }
+    if info.kind.ends_with("files") {
+        files_table(&mut out, &run.points);
+    } else {
+        block_table(&mut out, &run.points);
+    }
+    crate::tails::tails_text(
+        &mut out,
+        run.points.iter().map(|p| crate::tails::MeanAndTail::of(&p.name, p.summary.total.latency.as_ref())),
+    );
+    let verdicts: Vec<&Point> = run.points.iter().filter(|p| p.verdict.is_some()).collect();
+    if !verdicts.is_empty() {
+        out.push('\n');
+    }
+    for point in verdicts {
+        if let Some(verdict) = &point.verdict {
+            let _ = writeln!(out, "  {} ({}): {}", point.seq, point.name, verdict.summary);
+        }
+    }
+    crate::shown(out)
+}
+
+/// The points of a block run: load, rates, latency, CPU and what limited each.
+fn block_table(out: &mut String, points: &[Point]) {
     let _ = writeln!(
         out,
         "\n  {:>4}  {:<24}{:>7}{:>8}{:>12}{:>10}{:>10}{:>10}{:>10}{:>10}  limited by",
         "#", "point", "QD", "workers", "IOPS", "MB/s", "mean", "p99", "p99.99", "CPU/I/O"
     );
-    for point in &run.points {
+    for point in points {
         let total = &point.summary.total;
         let cpu = point.summary.cpu_us_per_io.map_or_else(|| "-".to_string(), |us| latency(us * 1e3));
         let _ = writeln!(
@@ -88,20 +111,37 @@ pub fn run_text(run: &StoredRun, environment: &[String]) -> String {
             point.verdict.as_ref().map_or("-", |v| v.cause.name())
         );
     }
-    crate::tails::tails_text(
-        &mut out,
-        run.points.iter().map(|p| crate::tails::MeanAndTail::of(&p.name, p.summary.total.latency.as_ref())),
+}
+
+/// The phases of a files run: operations done of planned, their rate, latency, CPU per
+/// operation and the phase's own verdict (the files rules' cause, which the lines below the
+/// table explain), not the block columns of load and IOPS.
+fn files_table(out: &mut String, points: &[Point]) {
+    let _ = writeln!(
+        out,
+        "\n  {:>4}  {:<10}{:>22}{:>12}{:>10}{:>10}{:>10}{:>10}{:>10}  limited by",
+        "#", "phase", "done of planned", "ops/s", "MB/s", "mean", "p99", "p99.99", "CPU/op"
     );
-    let verdicts: Vec<&Point> = run.points.iter().filter(|p| p.verdict.is_some()).collect();
-    if !verdicts.is_empty() {
-        out.push('\n');
+    for point in points {
+        let phase = &point.result;
+        let count = |key: &str| phase[key].as_u64().map_or_else(|| "-".to_string(), |n| thousands(n as f64));
+        let total = &point.summary.total;
+        let cause = phase.pointer("/verdict/cause").and_then(|c| c.as_str()).map(|c| c.replace('_', " "));
+        let _ = writeln!(
+            out,
+            "  {:>4}  {:<10}{:>22}{:>12}{:>10.1}{:>10}{:>10}{:>10}{:>10}  {}",
+            point.seq,
+            phase["phase"].as_str().unwrap_or(&point.name),
+            format!("{} of {}", count("done"), count("planned")),
+            thousands(phase["ops_per_s"].as_f64().unwrap_or(total.iops)),
+            total.mb_s,
+            total.latency.as_ref().map_or_else(|| "-".into(), |l| latency(l.mean_ns)),
+            percentile_text(total, 99.0),
+            percentile_text(total, 99.99),
+            point.summary.cpu_us_per_io.map_or_else(|| "-".to_string(), |us| latency(us * 1e3)),
+            cause.as_deref().unwrap_or("-")
+        );
     }
-    for point in verdicts {
-        if let Some(verdict) = &point.verdict {
-            let _ = writeln!(out, "  {} ({}): {}", point.seq, point.name, verdict.summary);
-        }
-    }
-    crate::shown(out)
 }
 
 fn percentile_text(op: &OpSummary, p: f64) -> String {
