@@ -540,3 +540,49 @@ fn sighup_and_sigterm_end_a_run_as_ctrl_c_does() {
         assert!(left.is_empty(), "signal {signal}: the tree is left: {} entries", left.len());
     }
 }
+
+/// The kernel's count of `vm.drop_caches` writes that dropped the page cache.
+fn page_cache_drops() -> u64 {
+    let vmstat = std::fs::read_to_string("/proc/vmstat").expect("/proc/vmstat");
+    vmstat
+        .lines()
+        .find_map(|l| l.strip_prefix("drop_pagecache "))
+        .and_then(|n| n.trim().parse().ok())
+        .expect("drop_pagecache in /proc/vmstat")
+}
+
+/// Issue 34: cold caches. `--drop-caches` drops them before each phase (the kernel counts each
+/// drop), says so, and is refused without root before anything is made.
+#[test]
+fn drop_caches_drops_before_each_phase_and_needs_root() {
+    if let Some((missing, why)) = needs_root_and(&["setpriv"]) {
+        return skip!(missing, "{why}");
+    }
+    let temp = shm_dir();
+    let dir = temp.path().join("tree");
+    let before = page_cache_drops();
+    let out = files_run(
+        temp.path(),
+        &dir,
+        &["--files", "100", "--drop-caches", "--phases", "mkdir,create,stat,unlink,rmdir"],
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(page_cache_drops() >= before + 5, "a drop before each of the 5 phases");
+    let report = json(&out);
+    assert!(report["notes"].to_string().contains("caches dropped before each phase"), "{report}");
+    assert_eq!(report["plan"]["drop_caches"], true);
+
+    let nobody = tempfile::tempdir_in("/tmp").expect("a directory nobody may enter");
+    std::fs::set_permissions(nobody.path(), std::os::unix::fs::PermissionsExt::from_mode(0o777))
+        .expect("chmod");
+    let tree = nobody.path().join("tree");
+    let out = common::iolab_via("setpriv", &["--reuid=65534", "--regid=65534", "--clear-groups"])
+        .args(["--db", nobody.path().join("r.db").to_str().expect("utf-8"), "files"])
+        .arg(&tree)
+        .args(["--files", "10", "--drop-caches"])
+        .output()
+        .expect("iolab runs");
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(stderr(&out).contains("--drop-caches needs root"), "{}", stderr(&out));
+    assert!(!tree.exists(), "nothing was made");
+}

@@ -40,6 +40,7 @@ pub struct FilesOptions {
     pub engine: Option<FileEngine>,
     pub fsync: Option<bool>,
     pub direct: Option<bool>,
+    pub drop_caches: Option<bool>,
     pub seed: Option<u64>,
     pub keep: Option<bool>,
     pub json: Option<bool>,
@@ -66,6 +67,7 @@ impl FilesOptions {
             engine: self.engine.or(base.engine),
             fsync: self.fsync.or(base.fsync),
             direct: self.direct.or(base.direct),
+            drop_caches: self.drop_caches.or(base.drop_caches),
             seed: self.seed.or(base.seed),
             keep: self.keep.or(base.keep),
             json: self.json.or(base.json),
@@ -95,6 +97,7 @@ impl FilesOptions {
             engine: self.engine.unwrap_or_default(),
             fsync: self.fsync.unwrap_or(false),
             direct: self.direct.unwrap_or(false),
+            drop_caches: self.drop_caches.unwrap_or(false),
             seed: self.seed.unwrap_or(DEFAULT_SEED),
         };
         plan.check()?;

@@ -97,6 +97,17 @@ impl Phases {
         let phase = self.next_phase()?;
         let planned_ops = self.planned[self.next].1;
         self.next += 1;
+        if self.plan.drop_caches {
+            // Before the phase's clock starts: what it finds cached is only what it brings in.
+            match crate::preflight::drop_caches() {
+                Ok(()) if self.next == 1 => notes.push(
+                    "caches dropped before each phase: sync, then the page cache, dentries and inodes (vm.drop_caches = 3); the figures are cold-cache figures"
+                        .into(),
+                ),
+                Ok(()) => {}
+                Err(e) => notes.push(format!("the caches could not be dropped before {phase}: {e}")),
+            }
+        }
         if let Some(progress) = progress {
             progress.begin(phase, planned_ops);
         }

@@ -168,6 +168,10 @@ pub struct FilesPlan {
     pub fsync: bool,
     /// O_DIRECT for file data (create, read, copy).
     pub direct: bool,
+    /// Before each phase: sync, then drop the page cache, dentries and inodes (root only), so
+    /// that each phase's figures are cold-cache figures.
+    #[serde(default)]
+    pub drop_caches: bool,
     pub seed: u64,
 }
 
@@ -255,7 +259,7 @@ impl FilesPlan {
     /// 2 thread(s) on one shared tree, io_uring".
     pub fn describe_tree(&self, files: u64, dirs: u64) -> String {
         format!(
-            "{} files, {} directories ({}, {} level(s) of {} per directory), sizes {}, {} thread(s){}, {}{}{}",
+            "{} files, {} directories ({}, {} level(s) of {} per directory), sizes {}, {} thread(s){}, {}{}{}{}",
             thousands(files as f64),
             thousands(dirs as f64),
             if self.shared_dir { "one shared tree".to_string() } else { format!("{} trees", self.trees()) },
@@ -267,6 +271,7 @@ impl FilesPlan {
             self.engine.name(),
             if self.fsync { ", fsync per file" } else { "" },
             if self.direct { ", O_DIRECT" } else { "" },
+            if self.drop_caches { ", caches dropped before each phase" } else { "" },
         )
     }
 
@@ -359,6 +364,7 @@ mod tests {
             engine: FileEngine::Sync,
             fsync: false,
             direct: false,
+            drop_caches: false,
             seed: 1,
         }
     }

@@ -1,7 +1,8 @@
 //! Before the tree is made: the inodes and the space it will hold at its largest, against what
 //! its filesystem has free (fstatvfs). A tree that cannot fit is refused with both figures, so a
 //! 200,000-file run on a filesystem of 196,608 inodes stops before its first mkdir, not at file
-//! 196,000 with "No space left on device".
+//! 196,000 with "No space left on device". And `--drop-caches`: that the kernel will take it,
+//! checked before anything is made, and the drop itself.
 
 use std::os::fd::BorrowedFd;
 use std::path::Path;
@@ -36,8 +37,15 @@ pub(crate) struct Free {
     pub block: u64,
 }
 
-/// Refuses a plan whose tree cannot fit in the filesystem of the open directory `top`.
+/// The kernel's knob that drops clean caches: 1 the page cache, 2 dentries and inodes, 3 both.
+const DROP_CACHES: &str = "/proc/sys/vm/drop_caches";
+
+/// Refuses a plan whose tree cannot fit in the filesystem of the open directory `top`, or that
+/// asks to drop the caches where this process may not.
 pub(crate) fn check_fits(plan: &FilesPlan, top: BorrowedFd<'_>, shown: &Path) -> Result<(), FilesError> {
+    if plan.drop_caches {
+        may_drop_caches()?;
+    }
     let stat = nix::sys::statvfs::fstatvfs(top)
         .map_err(|e| FilesError::io("cannot read the free space of", shown, std::io::Error::from(e)))?;
     // SAFETY: geteuid has no preconditions.
@@ -54,6 +62,28 @@ pub(crate) fn check_fits(plan: &FilesPlan, top: BorrowedFd<'_>, shown: &Path) ->
         block,
     };
     refusal(&needs(plan, block), &free, shown).map_or(Ok(()), |why| Err(FilesError::Refused(why)))
+}
+
+/// Whether this process may drop the caches: root, and the knob open for writing (a container
+/// sees /proc/sys read-only).
+fn may_drop_caches() -> Result<(), FilesError> {
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        return Err(FilesError::Refused(format!(
+            "--drop-caches needs root: it writes {DROP_CACHES}, which drops the caches of the whole machine; run as root or without it"
+        )));
+    }
+    std::fs::OpenOptions::new().write(true).open(DROP_CACHES).map(drop).map_err(|e| {
+        FilesError::Refused(format!(
+            "--drop-caches: {DROP_CACHES} cannot be written here ({e}); nothing was made"
+        ))
+    })
+}
+
+/// Writes dirty data back (sync), then drops the page cache, dentries and inodes.
+pub(crate) fn drop_caches() -> std::io::Result<()> {
+    nix::unistd::sync();
+    std::fs::write(DROP_CACHES, "3")
 }
 
 /// The tree at its largest: directories and files after mkdir and create, twice both after a
@@ -147,6 +177,7 @@ mod tests {
             engine: FileEngine::Sync,
             fsync: false,
             direct: false,
+            drop_caches: false,
             seed: 7,
         }
     }

@@ -29,6 +29,7 @@ fn plan(engine: FileEngine, shared: bool, phases: &str) -> FilesPlan {
         engine,
         fsync: false,
         direct: false,
+        drop_caches: false,
         seed: 42,
     }
 }

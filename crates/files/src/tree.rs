@@ -171,6 +171,7 @@ mod tests {
             engine: FileEngine::Sync,
             fsync: false,
             direct: false,
+            drop_caches: false,
             seed: 0,
         }
     }

@@ -65,6 +65,11 @@ pub struct FilesArgs {
     #[arg(long)]
     pub direct: bool,
 
+    /// Before each phase: sync, then drop the page cache, dentries and inodes (the whole
+    /// machine's; root only), so that stat, readdir and read figures are cold-cache figures.
+    #[arg(long)]
+    pub drop_caches: bool,
+
     /// Seed of the file sizes (default 1).
     #[arg(long, value_name = "N")]
     pub seed: Option<u64>,
@@ -117,6 +122,7 @@ impl FilesArgs {
             engine: self.engine,
             fsync: on(self.fsync),
             direct: on(self.direct),
+            drop_caches: on(self.drop_caches),
             seed: self.seed,
             keep: on(self.keep),
             json: on(self.json),
