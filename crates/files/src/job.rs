@@ -11,6 +11,7 @@ use serde::de::{self, Deserializer, SeqAccess, Visitor};
 use serde::Deserialize;
 
 use crate::error::FilesError;
+use crate::order::Order;
 use crate::plan::{parse_phases, FileCount, FileEngine, FilesPlan, Phase, DEFAULT_PHASES};
 use crate::sizes::SizeSpec;
 
@@ -41,6 +42,8 @@ pub struct FilesOptions {
     pub fsync: Option<bool>,
     pub direct: Option<bool>,
     pub drop_caches: Option<bool>,
+    #[serde(default, deserialize_with = "order")]
+    pub order: Option<Order>,
     pub seed: Option<u64>,
     pub keep: Option<bool>,
     pub json: Option<bool>,
@@ -68,6 +71,7 @@ impl FilesOptions {
             fsync: self.fsync.or(base.fsync),
             direct: self.direct.or(base.direct),
             drop_caches: self.drop_caches.or(base.drop_caches),
+            order: self.order.or(base.order),
             seed: self.seed.or(base.seed),
             keep: self.keep.or(base.keep),
             json: self.json.or(base.json),
@@ -98,6 +102,7 @@ impl FilesOptions {
             fsync: self.fsync.unwrap_or(false),
             direct: self.direct.unwrap_or(false),
             drop_caches: self.drop_caches.unwrap_or(false),
+            order: self.order.unwrap_or_default(),
             seed: self.seed.unwrap_or(DEFAULT_SEED),
         };
         plan.check()?;
@@ -170,6 +175,11 @@ fn sizes<'de, D: Deserializer<'de>>(d: D) -> Result<Option<SizeSpec>, D::Error> 
 fn phases<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Vec<Phase>>, D::Error> {
     let text = d.deserialize_any(Text { list: true })?;
     parse_phases(&text).map(Some).map_err(de::Error::custom)
+}
+
+fn order<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Order>, D::Error> {
+    let text = d.deserialize_any(Text { list: false })?;
+    text.parse().map(Some).map_err(de::Error::custom)
 }
 
 fn engine<'de, D: Deserializer<'de>>(d: D) -> Result<Option<FileEngine>, D::Error> {

@@ -16,6 +16,7 @@ mod gate;
 mod io_wq;
 pub mod job;
 mod journal;
+mod order;
 mod owner;
 mod parents;
 mod phases;
@@ -35,6 +36,7 @@ mod worker;
 pub use error::FilesError;
 pub use job::FilesOptions;
 pub use journal::JournalSeen;
+pub use order::Order;
 pub use plan::{parse_phases, FileCount, FileEngine, FilesPlan, Phase, ALL_PHASES, DEFAULT_PHASES};
 pub use progress::{PhaseProgress, PhaseSnapshot};
 pub use report::{

@@ -172,6 +172,9 @@ pub struct FilesPlan {
     /// that each phase's figures are cold-cache figures.
     #[serde(default)]
     pub drop_caches: bool,
+    /// The order each phase works its files in (`--order`).
+    #[serde(default)]
+    pub order: crate::order::Order,
     pub seed: u64,
 }
 
@@ -259,7 +262,7 @@ impl FilesPlan {
     /// 2 thread(s) on one shared tree, io_uring".
     pub fn describe_tree(&self, files: u64, dirs: u64) -> String {
         format!(
-            "{} files, {} directories ({}, {} level(s) of {} per directory), sizes {}, {} thread(s){}, {}{}{}{}",
+            "{} files, {} directories ({}, {} level(s) of {} per directory), sizes {}, {} thread(s){}, {}{}{}{}{}",
             thousands(files as f64),
             thousands(dirs as f64),
             if self.shared_dir { "one shared tree".to_string() } else { format!("{} trees", self.trees()) },
@@ -272,6 +275,7 @@ impl FilesPlan {
             if self.fsync { ", fsync per file" } else { "" },
             if self.direct { ", O_DIRECT" } else { "" },
             if self.drop_caches { ", caches dropped before each phase" } else { "" },
+            if self.order == crate::order::Order::Random { ", files in random order" } else { "" },
         )
     }
 
@@ -365,6 +369,7 @@ mod tests {
             fsync: false,
             direct: false,
             drop_caches: false,
+            order: crate::order::Order::Sequential,
             seed: 1,
         }
     }

@@ -178,6 +178,7 @@ mod tests {
             fsync: false,
             direct: false,
             drop_caches: false,
+            order: crate::order::Order::Sequential,
             seed: 7,
         }
     }

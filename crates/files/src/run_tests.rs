@@ -30,6 +30,7 @@ fn plan(engine: FileEngine, shared: bool, phases: &str) -> FilesPlan {
         fsync: false,
         direct: false,
         drop_caches: false,
+        order: crate::order::Order::Sequential,
         seed: 42,
     }
 }

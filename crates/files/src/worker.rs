@@ -18,6 +18,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
 use iolab_engine::fileops::{AlignedBuf, FileOps, PathOp};
 
 use crate::gate::Gate;
+use crate::order::Walk;
 use crate::parents::Parents;
 use crate::plan::{FilesPlan, Phase};
 use crate::progress::{PhaseProgress, PUBLISH_EVERY};
@@ -266,14 +267,22 @@ impl<'a> Worker<'a> {
         })
     }
 
+    /// The order this phase works `tree`'s files in (`--order`): one walk per phase and tree,
+    /// the same for every thread sharing the tree, so that their shares stay apart.
+    fn walk(&self, tree: &Tree) -> Walk {
+        let salt = ((self.main as u64) << 32) | u64::from(tree.index);
+        Walk::new(self.ctx.plan.order, tree.files, self.ctx.plan.seed, salt)
+    }
+
     /// Calls `op` on each file of the thread's share until the phase stops.
     fn files(&mut self, side: Side, op: FileOp<'a>) {
         let (tree, first, stride) = self.share();
-        for i in (first..tree.files).step_by(stride) {
+        let walk = self.walk(tree);
+        for position in (first..tree.files).step_by(stride) {
             if self.ctx.stopping() {
                 break;
             }
-            if let Err((what, e)) = op(self, tree, side, i) {
+            if let Err((what, e)) = op(self, tree, side, walk.at(position)) {
                 let path = std::mem::take(&mut self.path);
                 self.fail(what, &path, &e);
                 self.path = path;

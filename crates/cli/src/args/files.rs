@@ -70,6 +70,11 @@ pub struct FilesArgs {
     #[arg(long)]
     pub drop_caches: bool,
 
+    /// The order each phase works its files in: sequential (by index, default) or random (a
+    /// permutation of its own per phase, as bonnie++'s random create, stat and delete).
+    #[arg(long, value_name = "ORDER", value_parser = parse_order)]
+    pub order: Option<iolab_files::Order>,
+
     /// Seed of the file sizes (default 1).
     #[arg(long, value_name = "N")]
     pub seed: Option<u64>,
@@ -101,6 +106,10 @@ fn parse_phase_list(text: &str) -> Result<PhaseList, String> {
     parse_phases(text)
 }
 
+fn parse_order(text: &str) -> Result<iolab_files::Order, String> {
+    text.parse()
+}
+
 fn parse_engine(text: &str) -> Result<FileEngine, String> {
     text.parse()
 }
@@ -123,6 +132,7 @@ impl FilesArgs {
             fsync: on(self.fsync),
             direct: on(self.direct),
             drop_caches: on(self.drop_caches),
+            order: self.order,
             seed: self.seed,
             keep: on(self.keep),
             json: on(self.json),

@@ -27,11 +27,14 @@ impl Worker<'_> {
         let mut unsent: Vec<usize> = Vec::with_capacity(depth);
         let mut closing: Vec<usize> = Vec::with_capacity(depth);
         let mut finished: Vec<(usize, io::Result<PathDone>)> = Vec::with_capacity(depth);
+        let walk = self.walk(tree);
+        // The next position of the thread's share; the file there is `walk.at(next)`.
         let mut next = first;
         loop {
             while next < tree.files && !self.ctx.stopping() {
                 let Some(tag) = free.pop() else { break };
-                let queued = self.locate_file(tree, side, next, self.ctx.renamed).and_then(|leaf| {
+                let file = walk.at(next);
+                let queued = self.locate_file(tree, side, file, self.ctx.renamed).and_then(|leaf| {
                     self.sys.queue_push(op, leaf, &self.name, tag).map(|()| leaf).map_err(|e| (name, e))
                 });
                 let leaf = match queued {
@@ -46,7 +49,7 @@ impl Worker<'_> {
                 };
                 self.parents.hold(leaf);
                 dirs[tag] = leaf;
-                index[tag] = next;
+                index[tag] = file;
                 unsent.push(tag);
                 next += stride as u64;
             }
