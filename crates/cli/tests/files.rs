@@ -87,6 +87,11 @@ fn check_tree_counts(cwd: &Path, dir: &Path, fsync: bool) {
             let readdir = &report["phases"][3];
             let trees = if shared { 1 } else { 3 };
             assert_eq!(readdir["entries"], 1234 + 13 * trees - trees, "{what}");
+            // Issue 34: entries per second beside directories per second.
+            let per_s =
+                readdir["entries"].as_f64().expect("entries") / readdir["elapsed_s"].as_f64().expect("time");
+            let said = readdir["entries_per_s"].as_f64().expect("entries_per_s");
+            assert!((said / per_s - 1.0).abs() < 1e-9, "{what}: {said} against {per_s}");
             let copy = &report["phases"][6];
             assert_eq!(copy["bytes"], report["phases"][1]["bytes"], "{what}: the copy moved every byte");
             if fsync {

@@ -331,6 +331,7 @@ fn assemble(
             bytes_per_s: rate(sw_bytes, first_done_s),
         },
         entries: (phase == Phase::Readdir).then_some(entries),
+        entries_per_s: (phase == Phase::Readdir).then(|| rate(entries, elapsed_s)),
         kinds,
         series: series
             .iter()

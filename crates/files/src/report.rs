@@ -174,6 +174,10 @@ pub struct PhaseResult {
     /// Directory entries listed (readdir).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub entries: Option<u64>,
+    /// Those entries per second over the phase (readdir): the rate mdtest and elbencho give,
+    /// where `ops_per_s` counts directories.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub entries_per_s: Option<f64>,
     /// Every kind of operation the phase timed, the phase's own first.
     pub kinds: Vec<KindResult>,
     pub series: Vec<Second>,

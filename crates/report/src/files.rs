@@ -33,6 +33,8 @@ struct Phase {
     bytes_per_s: f64,
     stonewall: Stonewall,
     entries: Option<u64>,
+    #[serde(default)]
+    entries_per_s: Option<f64>,
     kinds: Vec<Kind>,
     cpu_busy_pct: f64,
     cpu_sys_pct: f64,
@@ -118,7 +120,8 @@ fn phase_text(phase: &Phase, out: &mut String) {
         phase.stonewall.first_done_s,
     ));
     if let Some(entries) = phase.entries {
-        out.push_str(&format!("  {} directory entries listed\n", thousands(entries as f64)));
+        let rate = phase.entries_per_s.map_or_else(String::new, |r| format!(", {} entries/s", thousands(r)));
+        out.push_str(&format!("  {} directory entries listed{rate}\n", thousands(entries as f64)));
     }
     out.push_str(&format!(
         "  {:<10} {:>11} {:>11} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9}\n",

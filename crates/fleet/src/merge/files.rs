@@ -88,6 +88,8 @@ pub fn merge_phase(parts: &[(&str, &PhaseResult)]) -> Option<PhaseResult> {
             bytes_per_s: sum(|p| p.stonewall.bytes_per_s),
         },
         entries,
+        // The fleet's rate is the hosts' rates summed, as its ops_per_s.
+        entries_per_s: parts.iter().filter_map(|(_, p)| p.entries_per_s).reduce(|a, b| a + b),
         kinds,
         series,
         cpu_busy_pct: mean(|p| p.cpu_busy_pct),
@@ -131,6 +133,7 @@ mod tests {
             bytes_per_s: (done * 4096) as f64 / elapsed_s,
             stonewall: Stonewall { first_done_s: first_s, ops: done / 2, ops_per_s: 7.0, bytes_per_s: 70.0 },
             entries: None,
+            entries_per_s: None,
             kinds,
             series: vec![Second { t_s: 0.0, ops: done - 1, bytes: 0 }, Second { t_s: 1.0, ops: 1, bytes: 0 }],
             cpu_busy_pct: 50.0,
