@@ -189,8 +189,8 @@ fn empty_files_count_their_plan_with_open_and_close_each_timed() {
 
 /// A run of `files` files of `size` on a tmpfs mounted with `options` that another writer
 /// fills while it creates: the tree fits when the run checks (its preflight passes), then the
-/// run is stopped once its tree has begun, `fill` takes what is left of the filesystem, and the
-/// run goes on into a full filesystem. Answers how many files it made, its failure and stderr.
+/// run is stopped once its create has begun, `fill` takes what is left of the filesystem, and
+/// the run goes on into a full filesystem. Answers how many files it made, its failure and stderr.
 fn create_until_filled(
     options: &str,
     files: &str,
@@ -225,8 +225,10 @@ fn create_until_filled(
         assert_eq!(unsafe { libc::kill(pid, sig) }, 0, "signal {sig} to the run");
     };
     let begun = Instant::now();
-    while !dir.join("t0").exists() {
-        assert!(begun.elapsed() < Duration::from_secs(60), "the tree never began");
+    // The first file: the create has begun, every directory is made (stopped in the mkdir,
+    // the run would fail there, busy run 29).
+    while !dir.join("t0/d0/f0").exists() {
+        assert!(begun.elapsed() < Duration::from_secs(60), "the create never began");
         std::thread::sleep(Duration::from_millis(1));
     }
     signal(libc::SIGSTOP);
