@@ -105,11 +105,12 @@ pub enum Command {
     /// whether each difference is larger than the run-to-run noise.
     Compare(CompareArgs),
     /// A gate for CI: run a job (or take a kept or exported run) and compare it with a
-    /// baseline, figure by figure (IOPS, MB/s, p99, p99.9, CPU per I/O) by compare's noise
-    /// rule; exit 0 when nothing got worse beyond noise and --max-regression, 1 on a
-    /// regression (which figure, by how much, beyond which noise), 2 when the runs are not
-    /// comparable (another workload, target model, kernel or engine). --markdown and --junit
-    /// write the result for a CI's pages (docs/check.md).
+    /// baseline, point by point and figure by figure (IOPS, MB/s, p99, p99.9; CPU per I/O when
+    /// --max-regression names it); exit 0 when no figure got worse past --max-regression and
+    /// by more than twice the run-to-run noise, 1 on a regression (which figure, by how much,
+    /// against which noise), 2 when the runs are not comparable (another workload, target
+    /// model, kernel or engine). --markdown and --junit write the result for a CI's pages
+    /// (docs/check.md).
     Check(CheckArgs),
     /// Write one self-contained HTML file (no network needed) with the charts of kept runs,
     /// overlaid: IOPS and latency against load with the sweet spot, latency vs IOPS,
