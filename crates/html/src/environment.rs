@@ -20,7 +20,7 @@ pub(crate) fn facts(out: &mut String, environment: &Value) {
     }
     out.push_str("<div>\n<h3>Environment</h3>\n<table class=\"environment\">\n");
     for (key, value) in rows {
-        let _ = writeln!(out, "<tr><th>{}</th><td>{}</td></tr>", esc(&key), esc(&value));
+        let _ = writeln!(out, "<tr><th>{}</th><td>{}</td></tr>", esc(&words(&key)), esc(&value));
     }
     out.push_str("</table>\n</div>\n");
 }
@@ -48,7 +48,7 @@ pub(crate) fn targets(out: &mut String, environment: &Value) {
     }
     out.push_str("</tr>\n");
     for key in &facts {
-        let _ = write!(out, "<tr><th>{}</th>", esc(&key.replace('_', " ")));
+        let _ = write!(out, "<tr><th>{}</th>", esc(&words(key)));
         for column in &columns {
             let _ = write!(out, "<td>{}</td>", esc(&fact(column, key)));
         }
@@ -89,7 +89,7 @@ pub(crate) fn changes(out: &mut String, before: &Value, after: &Value) {
         let _ = writeln!(
             out,
             "<tr><th>{}</th><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td></tr>",
-            esc(&key),
+            esc(&words(&key)),
             esc(&shown(&leaf, &old)),
             esc(&shown(&leaf, &new)),
             esc(&change)
@@ -148,6 +148,56 @@ fn shown(key: &str, value: &Value) -> String {
     }
 }
 
+/// A fact's key as words, with its unit where its name holds one (a value in bytes is shown with
+/// its own): "host.kernel_release" is "kernel release", "device.max_sectors_kb" "device largest
+/// request (KiB)", "nvme_health.temperature_c" "NVMe health temperature (°C)".
+fn words(key: &str) -> String {
+    const UNITS: [(&str, &str); 7] = [
+        ("_bytes", ""),
+        ("_kb", " (KiB)"),
+        ("_pct", " (%)"),
+        ("_c", " (°C)"),
+        ("_ns", " (ns)"),
+        ("_us", " (µs)"),
+        ("_s", " (s)"),
+    ];
+    // Whole names whose words alone would mislead, then single words.
+    const FIELDS: [(&str, &str); 4] = [
+        ("max_sectors_kb", "largest request (KiB)"),
+        ("max_segments", "most segments per request"),
+        ("max_segment_size", "largest segment"),
+        ("nr_requests", "requests per queue"),
+    ];
+    const NAMES: [(&str, &str); 8] = [
+        ("cpu", "CPU"),
+        ("cpus", "CPUs"),
+        ("hw", "hardware"),
+        ("nvme", "NVMe"),
+        ("io", "I/O"),
+        ("rev", "revision"),
+        ("smart", "SMART"),
+        ("id", "ID"),
+    ];
+    let key = key.strip_prefix("host.").unwrap_or(key);
+    key.split('.')
+        .map(|part| {
+            if let Some((_, said)) = FIELDS.iter().find(|(raw, _)| *raw == part) {
+                return said.to_string();
+            }
+            let (stem, unit) = UNITS
+                .iter()
+                .find_map(|(suffix, unit)| part.strip_suffix(suffix).map(|stem| (stem, *unit)))
+                .unwrap_or((part, ""));
+            let stem: Vec<&str> = stem
+                .split('_')
+                .map(|w| NAMES.iter().find(|(raw, _)| *raw == w).map_or(w, |(_, said)| said))
+                .collect();
+            format!("{}{unit}", stem.join(" "))
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
 /// "23.5 GiB".
 fn bytes(value: f64) -> String {
     let units = ["bytes", "KiB", "MiB", "GiB", "TiB", "PiB"];
@@ -171,13 +221,26 @@ mod tests {
         assert_eq!(shown("logical_cpus", &json!(2)), "2");
     }
 
+    /// Issue 36: the report showed raw field names ("device.capacity bytes").
+    #[test]
+    fn keys_read_as_words_with_their_units() {
+        assert_eq!(words("host.kernel_release"), "kernel release");
+        assert_eq!(words("device.capacity_bytes"), "device capacity");
+        assert_eq!(words("device.max_sectors_kb"), "device largest request (KiB)");
+        assert_eq!(words("device.hw_queue_depth"), "device hardware queue depth");
+        assert_eq!(words("device.nr_requests"), "device requests per queue");
+        assert_eq!(words("device.max_segments"), "device most segments per request");
+        assert_eq!(words("host.logical_cpus"), "logical CPUs");
+        assert_eq!(words("nvme_health.temperature_c"), "NVMe health temperature (°C)");
+    }
+
     #[test]
     fn after_the_run_only_changes_are_listed() {
         let before = json!({ "host": { "kernel": "6.1" }, "targets": [{ "path": "/dev/sda", "nvme_health": { "temperature_c": 40, "media_errors": 0 } }] });
         let after = json!({ "host": { "kernel": "6.1" }, "targets": [{ "path": "/dev/sda", "nvme_health": { "temperature_c": 47, "media_errors": 0 } }] });
         let mut out = String::new();
         changes(&mut out, &before, &after);
-        assert!(out.contains("<th>targets[/dev/sda].nvme_health.temperature_c</th><td class=\"num\">40</td><td class=\"num\">47</td><td class=\"num\">+7</td>"), "{out}");
+        assert!(out.contains("<th>targets[/dev/sda] NVMe health temperature (°C)</th><td class=\"num\">40</td><td class=\"num\">47</td><td class=\"num\">+7</td>"), "{out}");
         assert!(!out.contains("kernel") && !out.contains("media_errors"), "{out}");
         let mut same = String::new();
         changes(&mut same, &before, &before);

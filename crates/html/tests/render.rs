@@ -151,8 +151,8 @@ fn each_run_has_its_header_environment_and_verdicts() {
     for run in &runs {
         assert!(html.contains(&format!("<h2 id=\"run-{}\">", run.info.id)), "run {}", run.info.id);
     }
-    // The free-form environment, flattened one level.
-    assert!(html.contains("<th>host.kernel</th>") && html.contains("<th>governors</th>"));
+    // The free-form environment, flattened one level, its keys in words.
+    assert!(html.contains("<th>kernel</th>") && html.contains("<th>governors</th>"));
     // Each point's verdict with its evidence, and a sweep's own verdict.
     assert!(
         html.contains("<span class=\"cause\">device</span>")
