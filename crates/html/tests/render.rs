@@ -172,6 +172,26 @@ fn a_fio_import_alone_renders_what_it_has() {
     assert!(html.contains("<td>randread 4k</td>"));
 }
 
+/// Issue 36: the fio run was missing from the per-interval charts with no note why. A run whose
+/// point of a charted workload has no series is named under the chart, with the reason.
+#[test]
+fn a_run_without_a_series_is_named_under_the_series_charts() {
+    let run = iolab_run(7, "run", "run.json");
+    let mut imported = iolab_run(11, "run", "run.json");
+    for point in &mut imported.points {
+        point.series.clear();
+        point.source = "fio".into();
+    }
+    let html = render(&[run, imported]).expect("renders");
+    let all = figures(&html);
+    let series = figure(&all, "series-iops");
+    assert!(has_text(&series, "#7 run ") && !has_text(&series, "#11 run "));
+    assert!(
+        html.contains("is not drawn: fio&#39;s JSON holds no per-interval figures"),
+        "the caption says why"
+    );
+}
+
 #[test]
 fn points_without_histograms_are_left_out_of_the_histogram_only() {
     let mut run = iolab_run(7, "run", "run.json");
