@@ -21,6 +21,7 @@ mod fleet;
 mod hosts;
 mod page;
 mod plot;
+mod shades;
 mod studies;
 mod summary;
 mod workload;
@@ -76,7 +77,7 @@ impl Subject<'_> {
     /// The run's colour for its `index`-th line of one kind (a sweep's curves, a suite's
     /// points): its own hue, darker or lighter by turns, so a colour never means two runs.
     pub fn color(&self, index: usize) -> RGBColor {
-        plot::shade(self.base, index)
+        shades::shade(self.base, index)
     }
 
     /// "#12": what a label in a chart calls the run (the legend gives its full name).

@@ -53,15 +53,6 @@ pub fn color(index: usize) -> RGBColor {
     PALETTE[index % PALETTE.len()]
 }
 
-/// The `index`-th line of one run: the run's colour, then darker and lighter by turns (mixed
-/// with black or white), far enough apart to tell two lines of one run from each other.
-pub fn shade(color: RGBColor, index: usize) -> RGBColor {
-    let (toward, share) =
-        [(0.0, 0.0), (0.0, 0.45), (255.0, 0.5), (0.0, 0.7), (255.0, 0.72), (0.0, 0.25)][index % 6];
-    let channel = |c: u8| (f64::from(c) * (1.0 - share) + toward * share).round() as u8;
-    RGBColor(channel(color.0), channel(color.1), channel(color.2))
-}
-
 /// One line of a chart; a NaN point breaks it into pieces (a bucket with no I/Os).
 #[derive(Debug, Clone)]
 pub struct Line {

@@ -6,7 +6,8 @@ use iolab_stats::OpStats;
 use plotters::style::RGBColor;
 
 use crate::charts::{chosen_points, latency_unit, named, Chosen, Figure};
-use crate::plot::{self, Axis, Chart, Line, Scale};
+use crate::plot::{Axis, Chart, Line, Scale};
+use crate::shades::shade;
 use crate::{workload, HtmlError, Subject};
 
 /// Bucket width of the histogram chart: each bucket is this factor wider than the last
@@ -36,7 +37,7 @@ pub(crate) fn percentiles(subjects: &[Subject<'_>]) -> Result<Vec<Figure>, HtmlE
                 if let Some(latency) = &op.latency {
                     // Each group a shade of the run's colour: one run, told apart within it.
                     let name = named(subject, &format!("{what}: group {} ({})", group.name, group.access));
-                    add(name, plot::shade(color, index + 1), true, latency);
+                    add(name, shade(color, index + 1), true, latency);
                 }
             }
         }
