@@ -220,13 +220,9 @@ fn points_table(out: &mut String, subject: &Subject<'_>) {
         out.push_str("<p class=\"note\">⚠ disturbed: the point's verdict is another load or a stolen CPU, so its figures are not the target's alone; a sweep leaves it out of the sweet spot.</p>\n");
     }
     for point in points {
-        if let Some(tail) = point.summary.total.latency.as_ref().and_then(|l| l.tail) {
-            let _ = writeln!(
-                out,
-                "<p class=\"note\">The mean of {} is its tail's: {}.</p>",
-                esc(&point.name),
-                esc(&tail.sentence())
-            );
+        // Where the histogram was not kept (an fio summary), that the mean lies above p99.
+        if let Some(words) = point.summary.total.latency.as_ref().and_then(|l| l.tail_words()) {
+            let _ = writeln!(out, "<p class=\"note\">The mean of {} {}.</p>", esc(&point.name), esc(&words));
         }
     }
 }

@@ -192,6 +192,22 @@ fn a_run_without_a_series_is_named_under_the_series_charts() {
     );
 }
 
+/// A mean above p99 in a result kept without its histogram (an fio summary) is said too,
+/// without the shares it cannot give.
+#[test]
+fn a_mean_above_p99_without_a_histogram_is_said() {
+    let mut run = fio_run(3, "fio.json");
+    let latency = run.points[0].summary.total.latency.as_mut().expect("fio's latency");
+    latency.tail = None;
+    let p99 = latency.percentile(99.0).expect("a p99") as f64;
+    latency.mean_ns = p99 * 3.0;
+    let html = render(&[run]).expect("renders");
+    assert!(
+        html.contains("lies above its p99, ") && html.contains("kept no histogram to say by how much"),
+        "the note"
+    );
+}
+
 #[test]
 fn points_without_histograms_are_left_out_of_the_histogram_only() {
     let mut run = iolab_run(7, "run", "run.json");

@@ -3,8 +3,7 @@
 
 use std::fmt::Write;
 
-use iolab_stats::format::latency;
-use iolab_stats::result::{LatencySummary, TailShare};
+use iolab_stats::result::{tail_words, LatencySummary, TailShare};
 
 /// A row's mean, its p99 and, where its histogram was kept, the I/Os beyond.
 pub struct MeanAndTail<'a> {
@@ -30,19 +29,8 @@ impl<'a> MeanAndTail<'a> {
 /// histogram (older, or an fio summary) says so instead of the shares. Nothing for the others.
 pub fn tails_text<'a>(out: &mut String, rows: impl IntoIterator<Item = MeanAndTail<'a>>) {
     for row in rows {
-        match (row.tail, row.p99_ns) {
-            (Some(tail), _) => {
-                let _ = writeln!(out, "  (the mean of {} is its tail's: {})", row.name, tail.sentence());
-            }
-            (None, Some(p99)) if row.mean_ns > p99 as f64 => {
-                let _ = writeln!(
-                    out,
-                    "  (the mean of {} lies above its p99, {}: the slowest 1% of I/Os pull it there; the result kept no histogram to say by how much)",
-                    row.name,
-                    latency(p99 as f64)
-                );
-            }
-            _ => {}
+        if let Some(words) = tail_words(row.mean_ns, row.p99_ns, row.tail) {
+            let _ = writeln!(out, "  (the mean of {} {words})", row.name);
         }
     }
 }

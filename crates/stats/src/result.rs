@@ -9,7 +9,7 @@ use crate::fleet::FleetReport;
 use crate::interval::IntervalStats;
 use crate::machine::MachineReport;
 use crate::slots::SlotSplit;
-pub use crate::summary::{LatencySummary, OpSummary, Percentile, SeriesPoint, TailShare, Within};
+pub use crate::summary::{tail_words, LatencySummary, OpSummary, Percentile, SeriesPoint, TailShare, Within};
 pub use crate::verdict::{Bottleneck, Verdict};
 
 /// Name and version of the JSON schema of `RunReport`.

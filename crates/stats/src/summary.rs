@@ -80,6 +80,28 @@ impl TailShare {
     }
 }
 
+impl LatencySummary {
+    /// What follows "the mean of X " where the mean lies above its p99: "is its tail's: 1.1% of
+    /// I/Os took over ..." from the histogram's shares, or, for a result kept without its
+    /// histogram (older, or an fio summary), "lies above its p99, 4.51us: the slowest 1% of I/Os
+    /// pull it there; the result kept no histogram to say by how much". `None` otherwise.
+    pub fn tail_words(&self) -> Option<String> {
+        tail_words(self.mean_ns, self.percentile(99.0), self.tail)
+    }
+}
+
+/// [`LatencySummary::tail_words`] from its parts.
+pub fn tail_words(mean_ns: f64, p99_ns: Option<u64>, tail: Option<TailShare>) -> Option<String> {
+    match (tail, p99_ns) {
+        (Some(tail), _) => Some(format!("is its tail's: {}", tail.sentence())),
+        (None, Some(p99)) if mean_ns > p99 as f64 => Some(format!(
+            "lies above its p99, {}: the slowest 1% of I/Os pull it there; the result kept no histogram to say by how much",
+            crate::format::latency(p99 as f64)
+        )),
+        _ => None,
+    }
+}
+
 /// A small share to two significant digits at most: "12%", "1.1%", "0.2%", "0.013%".
 fn share(pct: f64) -> String {
     if pct >= 10.0 {
