@@ -162,25 +162,19 @@ pub(crate) fn refusal(needs: &Needs, free: &Free, shown: &Path) -> Option<String
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::plan::{FileCount, FileEngine};
     use crate::sizes::SizeSpec;
 
+    /// Two threads' trees of 10 directories of 10 each (the defaults), as the flags make it.
     fn plan(files: u64, sizes: SizeSpec, phases: &[Phase]) -> FilesPlan {
-        FilesPlan {
-            dirs_per_dir: 10,
-            depth: 1,
-            files: FileCount::Total(files),
-            sizes,
-            phases: phases.to_vec(),
-            threads: 2,
-            shared_dir: false,
-            engine: FileEngine::Sync,
-            fsync: false,
-            direct: false,
-            drop_caches: false,
-            order: crate::order::Order::Sequential,
-            seed: 7,
-        }
+        let options = crate::job::FilesOptions {
+            files: Some(files),
+            sizes: Some(sizes),
+            phases: Some(phases.to_vec()),
+            threads: Some(2),
+            seed: Some(7),
+            ..Default::default()
+        };
+        options.plan().expect("a valid plan")
     }
 
     const ALL: [Phase; 5] = [Phase::Mkdir, Phase::Create, Phase::Copy, Phase::Unlink, Phase::Rmdir];
