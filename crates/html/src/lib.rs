@@ -31,6 +31,8 @@ use plotters::style::RGBColor;
 
 use crate::studies::Study;
 
+pub use shades::delta_e;
+
 #[derive(Debug, thiserror::Error)]
 pub enum HtmlError {
     #[error("no runs to report: give at least one run ID (see `iolab results list`)")]

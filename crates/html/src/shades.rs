@@ -37,6 +37,13 @@ pub fn shade(color: RGBColor, index: usize) -> RGBColor {
     }
 }
 
+/// CIE76 ΔE: the distance between two sRGB colours in L*a*b* (2.3 is just noticeable side by
+/// side). Public so the browser test can measure the colours a page was drawn in.
+pub fn delta_e(x: (u8, u8, u8), y: (u8, u8, u8)) -> f64 {
+    let ((l1, a1, b1), (l2, a2, b2)) = (lab(RGBColor(x.0, x.1, x.2)), lab(RGBColor(y.0, y.1, y.2)));
+    ((l1 - l2).powi(2) + (a1 - a2).powi(2) + (b1 - b2).powi(2)).sqrt()
+}
+
 /// sRGB to CIE L*a*b* (D65).
 pub fn lab(color: RGBColor) -> (f64, f64, f64) {
     let linear = |c: u8| {
@@ -82,12 +89,6 @@ mod tests {
     use super::*;
     use crate::plot::PALETTE;
 
-    /// CIE76: the distance between two colours in L*a*b*.
-    fn delta_e(x: RGBColor, y: RGBColor) -> f64 {
-        let ((l1, a1, b1), (l2, a2, b2)) = (lab(x), lab(y));
-        ((l1 - l2).powi(2) + (a1 - a2).powi(2) + (b1 - b2).powi(2)).sqrt()
-    }
-
     /// Issue 36: a ladder's six rungs were six shades of one colour, hard to tell apart. Every
     /// run colour's first six shades are at least ΔE 10 from each other.
     #[test]
@@ -97,7 +98,8 @@ mod tests {
             assert_eq!(shades[0], base, "the first line is the run's own colour");
             for i in 0..6 {
                 for j in i + 1..6 {
-                    let d = delta_e(shades[i], shades[j]);
+                    let (x, y) = (shades[i], shades[j]);
+                    let d = delta_e((x.0, x.1, x.2), (y.0, y.1, y.2));
                     assert!(d >= 10.0, "{base:?}: shades {i} and {j} are ΔE {d:.1} apart");
                 }
             }

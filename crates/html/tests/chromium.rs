@@ -83,14 +83,32 @@ fn headless_chromium_renders_the_report() {
     assert!(share > 0.03, "only {:.1}% of the pixels are not white", share * 100.0);
 }
 
+/// A chart as laid out: its kind, workload, texts, legend entries and caption.
+struct LaidFigure {
+    kind: String,
+    workload: String,
+    texts: Vec<String>,
+    legend: Vec<Entry>,
+    caption: String,
+}
+
+/// A legend entry: the name, the colour of its line sample, and whether the sample is dashed.
+struct Entry {
+    name: String,
+    color: (u8, u8, u8),
+    dashed: bool,
+}
+
 /// The page laid out by Chromium, as `tests/chromium_bar.js` measured it.
 struct Laid {
-    figures: Vec<(String, String, Vec<String>)>,
+    figures: Vec<LaidFigure>,
     overflows: Vec<String>,
     /// Sweet-spot labels drawn over a data point.
     covered: Vec<String>,
     /// Labels on a box (the sweet spots) the script checked.
     labels: u64,
+    /// The row and column names of the environment tables.
+    keys: Vec<String>,
     summary: Option<String>,
 }
 
@@ -139,19 +157,35 @@ fn lay_out(browser: &Path, html: &str, dir: &Path, name: &str) -> Laid {
             .as_array()
             .into_iter()
             .flatten()
-            .map(|f| {
-                (
-                    f["kind"].as_str().unwrap_or_default().into(),
-                    f["workload"].as_str().unwrap_or_default().into(),
-                    strings(&f["texts"]),
-                )
+            .map(|f| LaidFigure {
+                kind: f["kind"].as_str().unwrap_or_default().into(),
+                workload: f["workload"].as_str().unwrap_or_default().into(),
+                texts: strings(&f["texts"]),
+                legend: f["legend"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .map(|e| Entry {
+                        name: e["name"].as_str().unwrap_or_default().into(),
+                        color: hex(e["color"].as_str().unwrap_or_default()),
+                        dashed: e["dashed"].as_bool().unwrap_or(false),
+                    })
+                    .collect(),
+                caption: f["caption"].as_str().unwrap_or_default().into(),
             })
             .collect(),
         overflows: strings(&value["overflows"]),
         covered: strings(&value["covered"]),
         labels: value["labels"].as_u64().unwrap_or(0),
+        keys: strings(&value["keys"]),
         summary: value["summary"].as_str().map(String::from),
     }
+}
+
+/// "#1F77B4" as (r, g, b).
+fn hex(color: &str) -> (u8, u8, u8) {
+    let channel = |i: usize| u8::from_str_radix(color.get(i..i + 2).unwrap_or("00"), 16).unwrap_or(0);
+    (channel(1), channel(3), channel(5))
 }
 
 /// Block sizes named in `text`: "4KiB", "128KiB", "1MiB".
@@ -196,7 +230,9 @@ fn a_comparison_of_several_kinds_reads_cleanly_in_chromium() {
         ("series-iops", blender, &[5]),
     ];
     for (kind, workload, ids) in expected {
-        let Some((_, _, texts)) = laid.figures.iter().find(|(k, w, _)| k == kind && w == workload) else {
+        let Some(LaidFigure { texts, .. }) =
+            laid.figures.iter().find(|f| f.kind == kind && f.workload == workload)
+        else {
             panic!("no {kind} panel for {workload}");
         };
         // Exactly these runs: a run missing was left out, one more is of another workload.
@@ -206,12 +242,16 @@ fn a_comparison_of_several_kinds_reads_cleanly_in_chromium() {
         }
     }
     // The blender's groups are each drawn beside its total.
-    let (_, _, texts) =
-        laid.figures.iter().find(|(k, w, _)| k == "percentiles" && w == blender).expect("the blender panel");
+    let texts = &laid
+        .figures
+        .iter()
+        .find(|f| f.kind == "percentiles" && f.workload == blender)
+        .expect("the blender panel")
+        .texts;
     for group in ["group oltp (4KiB random read)", "group backup (128KiB sequential write)"] {
         assert!(texts.iter().any(|t| t.ends_with(group)), "the blender's {group}: {texts:?}");
     }
-    for (kind, workload, texts) in &laid.figures {
+    for LaidFigure { kind, workload, texts, .. } in &laid.figures {
         // No panel mixes block sizes: every one it names is its workload's.
         let own = block_sizes(workload);
         for text in texts {
@@ -224,7 +264,7 @@ fn a_comparison_of_several_kinds_reads_cleanly_in_chromium() {
             assert!(label.starts_with('#'), "{kind} {workload}: '{label}' does not name its run");
         }
     }
-    assert!(laid.figures.iter().any(|(k, _, _)| k == "qd-iops"), "the sweeps are charted");
+    assert!(laid.figures.iter().any(|f| f.kind == "qd-iops"), "the sweeps are charted");
     assert!(laid.overflows.is_empty(), "text overflows its box: {:#?}", laid.overflows);
     assert!(laid.covered.is_empty(), "labels hide data: {:#?}", laid.covered);
     // Three sweeps, a sweet spot each, on each of three load charts: all were measured.
@@ -234,4 +274,98 @@ fn a_comparison_of_several_kinds_reads_cleanly_in_chromium() {
     for id in 1..=6 {
         assert!(summary.contains(&format!("#{id} ")), "the summary leaves out run {id}: {summary}");
     }
+}
+
+/// Issue 36 item 5, seen in the browser: differences past 2x read as ratios, the environment
+/// tables name their rows in words, a run's lines of one style in one panel stay tellable apart,
+/// and every run that measured a panel's workload is drawn in it or named under it with why.
+#[test]
+fn the_comparison_says_ratios_keys_shades_and_what_each_panel_leaves_out() {
+    let Some(browser) = chromium_or_skip() else { return };
+    let runs = support::comparison_runs();
+    let html = iolab_html::render(&runs).expect("renders");
+    let scratch = tempfile::tempdir().expect("a temp dir");
+    let dir = keep_dir(scratch.path());
+    let laid = lay_out(&browser, &html, &dir, "comparison-item5");
+
+    // Ratios: no "6,900% lower"; the fixtures differ by more than 2x, so some ratio is there.
+    let summary = laid.summary.expect("the page opens with a summary");
+    let words: Vec<&str> = summary.split_whitespace().collect();
+    for pair in words.windows(2) {
+        let comparative = ["higher", "lower", "more", "fewer"].contains(&pair[1]);
+        if let Some(pct) = pair[0].strip_suffix('%').filter(|_| comparative) {
+            let pct: f64 = pct.replace(',', "").parse().expect("a percentage");
+            assert!(pct <= 100.0, "a difference past 2x as a percentage: '{} {}'", pair[0], pair[1]);
+        }
+    }
+    let ratio = |w: &str| w.strip_suffix('x').is_some_and(|n| n.parse::<f64>().is_ok_and(|n| n >= 2.0));
+    assert!(words.windows(2).any(|p| ratio(p[0]) && p[1] == "fewer"), "no ratio in: {summary}");
+
+    // Environment keys in words: no field names ("device.capacity_bytes").
+    assert!(laid.keys.len() >= 5, "the environment tables were not found: {:?}", laid.keys);
+    // (The targets table's columns are the targets' own paths.)
+    for key in laid.keys.iter().filter(|k| !k.starts_with('/')) {
+        let dotted = key
+            .as_bytes()
+            .windows(3)
+            .any(|w| w[0].is_ascii_lowercase() && w[1] == b'.' && w[2].is_ascii_lowercase());
+        assert!(!key.contains('_') && !dotted, "a raw field name: '{key}'");
+    }
+
+    // Shades: a run's lines of one style in one panel are at least ΔE 10 apart (2.3 is just noticeable).
+    let mut pairs = 0;
+    for figure in &laid.figures {
+        for (i, a) in figure.legend.iter().enumerate() {
+            for b in &figure.legend[i + 1..] {
+                let run = |e: &Entry| e.name.split(' ').next().unwrap_or_default().to_string();
+                if run(a) != run(b) || a.dashed != b.dashed {
+                    continue;
+                }
+                pairs += 1;
+                let d = iolab_html::delta_e(a.color, b.color);
+                assert!(
+                    d >= 10.0,
+                    "{} {}: '{}' and '{}' are ΔE {d:.1} apart",
+                    figure.kind,
+                    figure.workload,
+                    a.name,
+                    b.name
+                );
+            }
+        }
+    }
+    assert!(pairs >= 5, "only {pairs} pairs of one run's lines were measured");
+
+    // What each panel leaves out: the runs' workloads as stored (1, 3 sweeps of 4 KiB; 2 of
+    // 1 MiB; 4 a quick suite; 5 a blender; 6 a fio import of 4 KiB).
+    let ran: [(i64, &[&str]); 6] = [
+        (1, &["4KiB random read"]),
+        (2, &["1MiB random read"]),
+        (3, &["4KiB random read"]),
+        (4, &["4KiB random read", "4KiB random write", "1MiB sequential read", "1MiB sequential write"]),
+        (5, &["4KiB random read + 128KiB sequential write"]),
+        (6, &["4KiB random read"]),
+    ];
+    let mut noted = 0;
+    for figure in laid.figures.iter().filter(|f| !f.workload.is_empty()) {
+        let left_out = figure.caption.split("Not drawn here: ").nth(1).unwrap_or_default();
+        for (id, workloads) in ran.iter().filter(|(_, w)| w.contains(&figure.workload.as_str())) {
+            let tag = format!("#{id} ");
+            let drawn = figure.texts.iter().any(|t| t.starts_with(&tag));
+            let named = left_out.split("; ").find(|n| n.starts_with(&tag));
+            assert!(
+                drawn != named.is_some(),
+                "{} {}: run {id} ({workloads:?}) drawn: {drawn}, named under it: {named:?}",
+                figure.kind,
+                figure.workload
+            );
+            // A name with its reason after it.
+            if let Some(named) = named {
+                noted += 1;
+                assert!(named.split(": ").nth(1).is_some_and(|why| why.len() > 10), "no reason: '{named}'");
+            }
+        }
+    }
+    // The suite and the import have no load curve; the import no histogram and no series.
+    assert!(noted >= 9, "only {noted} left-out runs were named");
 }

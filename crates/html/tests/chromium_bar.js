@@ -13,7 +13,22 @@
     const svg = figure.querySelector('svg');
     const box = svg.getBoundingClientRect();
     const texts = [];
+    // Legend entries: a line sample (one stroke, or three short dashes) and a marker before the name.
+    const legend = [];
     for (const text of svg.querySelectorAll('text')) {
+      const strokes = [];
+      for (let el = text.previousElementSibling; el && el.tagName !== 'text' && el.tagName !== 'rect'; el = el.previousElementSibling) {
+        if (el.tagName === 'polyline') strokes.push(el);
+      }
+      // A sample is 32 px wide, or three dashes of 7 px (tick marks are 5 px).
+      const width = strokes.length === 1 ? 32 : 7;
+      const sample = (strokes.length === 1 || strokes.length === 3) && strokes.every((line) => {
+        const ends = line.getAttribute('points').trim().split(/\s+/).map((p) => p.split(',').map(Number));
+        return ends.length === 2 && ends[0][1] === ends[1][1] && ends[1][0] - ends[0][0] === width;
+      });
+      if (sample) {
+        legend.push({ name: text.textContent.trim(), color: strokes[0].getAttribute('stroke'), dashed: strokes.length === 3 });
+      }
       const t = text.getBoundingClientRect();
       texts.push(text.textContent.trim());
       if (!inside(t, box, 1)) overflows.push(figure.dataset.chart + ': ' + describe(text) + ' leaves its chart');
@@ -34,7 +49,8 @@
         }
       }
     }
-    figures.push({ kind: figure.dataset.chart, workload: figure.dataset.workload, texts });
+    const caption = figure.querySelector('figcaption');
+    figures.push({ kind: figure.dataset.chart, workload: figure.dataset.workload, texts, legend, caption: caption ? caption.textContent : '' });
   }
   for (const cell of document.querySelectorAll('td, th')) {
     if (cell.scrollWidth > cell.clientWidth + 1) overflows.push(describe(cell) + ' overflows its cell');
@@ -44,11 +60,15 @@
     if (table.getBoundingClientRect().right > main.right + 1) overflows.push('a ' + table.className + ' table is wider than the page: ' + describe(table.rows[0]));
   }
   const summary = document.querySelector('section.summary');
+  // The names the environment tables give their rows and columns.
+  const keys = [];
+  for (const cell of document.querySelectorAll('table.environment th, table.targets th, table.changes th')) keys.push(cell.textContent.trim());
   const result = {
     figures,
     overflows,
     covered,
     labels,
+    keys,
     summary: summary ? summary.textContent : null,
     page_width: document.documentElement.scrollWidth,
     window_width: window.innerWidth,

@@ -187,8 +187,9 @@ fn a_run_without_a_series_is_named_under_the_series_charts() {
     let series = figure(&all, "series-iops");
     assert!(has_text(&series, "#7 run ") && !has_text(&series, "#11 run "));
     assert!(
-        html.contains("is not drawn: fio&#39;s JSON holds no per-interval figures"),
-        "the caption says why"
+        html.contains("Not drawn here: #11 run uring iolab-scratch-20648.dat: fio&#39;s JSON holds no per-interval figures"),
+        "the caption says why: {}",
+        series.split("<figcaption>").nth(1).unwrap_or_default()
     );
 }
 

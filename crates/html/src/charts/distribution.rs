@@ -72,21 +72,18 @@ pub(crate) fn percentiles(subjects: &[Subject<'_>]) -> Result<Vec<Figure>, HtmlE
 /// The latency histogram of the chosen points that kept one, one panel per workload: every run
 /// asked for that has one is drawn.
 pub(crate) fn histogram(subjects: &[Subject<'_>]) -> Result<Vec<Figure>, HtmlError> {
-    let mut notes = Vec::new();
     let mut wanted: Vec<(String, (String, RGBColor, OpStats))> = Vec::new();
     let mut blenders = Vec::new();
     for subject in subjects {
         for Chosen { point, what, color } in chosen_points(subject) {
             let Some(encoded) = &point.histograms else { continue };
-            match encoded.decode() {
-                Ok(stats) if stats.ios() > 0 => {
-                    if workload::groups(point).len() > 1 {
-                        blenders.push(named(subject, &what));
-                    }
-                    wanted.push((workload::of(point), (named(subject, &what), color, stats.combined())));
+            // One that does not decode is named under the panel, with the error (`left_out`).
+            let Ok(stats) = encoded.decode() else { continue };
+            if stats.ios() > 0 {
+                if workload::groups(point).len() > 1 {
+                    blenders.push(named(subject, &what));
                 }
-                Ok(_) => {}
-                Err(e) => notes.push(format!("{}: {e}.", named(subject, &what))),
+                wanted.push((workload::of(point), (named(subject, &what), color, stats.combined())));
             }
         }
     }
@@ -115,9 +112,6 @@ pub(crate) fn histogram(subjects: &[Subject<'_>]) -> Result<Vec<Figure>, HtmlErr
                 " The store keeps one histogram per job, so a blender job ({}) is drawn as its total; each group's own distribution is in the percentile chart.",
                 blenders.join(", ")
             ));
-        }
-        for note in &notes {
-            caption.push_str(&format!(" Not drawn: {note}"));
         }
         figures.push(Figure::panel("histogram", chart, &workload, caption)?);
     }

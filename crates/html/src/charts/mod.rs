@@ -7,6 +7,7 @@ pub(crate) mod cache;
 mod cache_fleet;
 mod distribution;
 pub(crate) mod hosts;
+mod left_out;
 mod load;
 mod time;
 
@@ -28,6 +29,8 @@ pub(crate) struct Figure {
     pub caption: String,
     /// Nothing in it could be drawn (every value 0 on a log axis, say): left off the page.
     empty: bool,
+    /// Its lines' legend names ("#12 sweep ... · qd 8"): which runs it draws.
+    drawn: Vec<String>,
 }
 
 impl Figure {
@@ -38,7 +41,14 @@ impl Figure {
             workload: String::new(),
             caption: caption.into(),
             empty: chart.is_empty(),
+            drawn: chart.lines.iter().map(|l| l.name.clone()).collect(),
         })
+    }
+
+    /// Whether some line of it is `subject`'s: named the run, or the run and what of it.
+    fn draws(&self, subject: &Subject<'_>) -> bool {
+        let part = format!("{} · ", subject.name);
+        self.drawn.iter().any(|name| *name == subject.name || name.starts_with(&part))
     }
 
     /// A panel of one workload: the workload in its title and its `data-workload`.
@@ -72,6 +82,7 @@ pub(crate) fn all(subjects: &[Subject<'_>]) -> Result<Vec<Figure>, HtmlError> {
     figures.extend(time::steady(subjects)?);
     figures.extend(burnin::burnin(subjects)?);
     figures.retain(|f| !f.empty);
+    left_out::say(&mut figures, subjects);
     Ok(figures)
 }
 

@@ -18,27 +18,15 @@ const MAX_STEADY: usize = 12;
 /// workload, each line in its run's colour.
 pub(crate) fn series(subjects: &[Subject<'_>]) -> Result<Vec<Figure>, HtmlError> {
     let mut chosen = Vec::new();
-    // Points of a run that have no series to draw, by workload: said under its panels.
-    let mut undrawn: Vec<(String, String)> = Vec::new();
     for subject in subjects {
         for Chosen { point, what, color } in chosen_points(subject) {
             if point.series.len() >= 2 {
                 chosen.push((workload::of(point), (named(subject, &what), color, point)));
-            } else {
-                let why = if point.source == "fio" {
-                    "fio's JSON holds no per-interval figures (its --write_bw_log/--write_lat_log are not imported)"
-                } else {
-                    "its measurement was shorter than two intervals"
-                };
-                undrawn.push((workload::of(point), format!("{} is not drawn: {why}", named(subject, &what))));
             }
         }
     }
     let mut figures = Vec::new();
     for (workload, chosen) in workload::grouped(chosen) {
-        let missing: Vec<&str> =
-            undrawn.iter().filter(|(w, _)| *w == workload).map(|(_, said)| said.as_str()).collect();
-        let missing = if missing.is_empty() { String::new() } else { format!(" {}.", missing.join("; ")) };
         let x = || Axis::linear("time since the measurement started (s)");
         let all = || chosen.iter().flat_map(|c| &c.2.series);
         let iops_axis = Axis::auto("IOPS (I/Os per second)", all().map(|s| s.iops), 20.0);
@@ -62,11 +50,10 @@ pub(crate) fn series(subjects: &[Subject<'_>]) -> Result<Vec<Figure>, HtmlError>
             "one value per interval (up to {} s; a job's last interval may be shorter), drawn at its middle",
             number(interval)
         );
-        let caption = format!(
-            "IOPS of each run's point(s) shown: {each}. A stall shows as a point at zero IOPS.{missing}"
-        );
+        let caption =
+            format!("IOPS of each run's point(s) shown: {each}. A stall shows as a point at zero IOPS.");
         figures.push(Figure::panel("series-iops", iops, &workload, caption)?);
-        let caption = format!("The 99th percentile latency of the I/Os completed in each interval, {each}. A spike is an interval whose slowest 1% were slow; compare it with the IOPS chart above.{missing}");
+        let caption = format!("The 99th percentile latency of the I/Os completed in each interval, {each}. A spike is an interval whose slowest 1% were slow; compare it with the IOPS chart above.");
         figures.push(Figure::panel("series-p99", p99, &workload, caption)?);
     }
     Ok(figures)
