@@ -20,6 +20,7 @@ mod results;
 mod steady;
 mod studies;
 mod suite;
+mod suite_conclusion;
 mod sweep;
 mod tails;
 mod text;

@@ -85,6 +85,10 @@ pub fn suite_text(suite: &str, sections: &[SuiteSection], run: &RunReport) -> St
             }
         }
     }
+    let conclusion = crate::suite_conclusion::conclusion(sections, run);
+    if !conclusion.is_empty() {
+        let _ = writeln!(out, "\n{}", conclusion.join("\n"));
+    }
     if run.interrupted {
         out.push_str("\nINTERRUPTED: the sections above hold the jobs that finished.\n");
     }
@@ -95,7 +99,7 @@ pub fn suite_text(suite: &str, sections: &[SuiteSection], run: &RunReport) -> St
 fn job_table<'a>(out: &mut String, jobs: impl Iterator<Item = &'a JobResult> + Clone) {
     let _ = writeln!(
         out,
-        "  {:<22}{:>12}{:>10}{:>10}{:>10}{:>10}{:>10}  limited by",
+        "  {:<22}{:>12}  {:>10}  {:>9}  {:>9}  {:>9}  {:>9}  limited by",
         "test", "IOPS", "MB/s", "mean", "p99", "p99.99", "CPU/I/O"
     );
     for job in jobs.clone() {
@@ -108,7 +112,7 @@ fn job_table<'a>(out: &mut String, jobs: impl Iterator<Item = &'a JobResult> + C
         };
         let _ = writeln!(
             out,
-            "  {:<22}{:>12}{:>10.1}{:>10}{:>10}{:>10}{:>10}  {}",
+            "  {:<22}{:>12}  {:>10.1}  {:>9}  {:>9}  {:>9}  {:>9}  {}",
             job.name,
             thousands(job.total.iops),
             job.total.mb_s,

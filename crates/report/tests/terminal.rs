@@ -138,6 +138,46 @@ fn suite() {
     insta::assert_snapshot!(suite_text(&suite.suite, &suite.sections, &run));
 }
 
+/// Issue 36 item 1: a suite closes with a paragraph per workload. Where a load curve found a
+/// sweet spot, that is the load named (not the most IOPS); a disturbed test is no candidate.
+#[test]
+fn suite_conclusion_names_the_sweet_spot_and_leaves_out_disturbed_tests() {
+    let mut run = stored("suite");
+    let kept = run.report.as_mut().expect("a study report");
+    // The table becomes a load curve whose sweet spot is QD 1 (the fixture's QD 32 has more IOPS).
+    kept["summary"]["sections"][0] = serde_json::json!({
+        "kind": "curve", "title": "random 4 KiB", "jobs": [4, 6, 7],
+        "summary": {
+            "rows": [{"name": "RND4K Q32T16 read"}, {"name": "RND4K Q1T1 read"}],
+            "curves": [{"name": "read", "rows": [0, 1], "sweet_spot": {"row": 1, "knee_found": true, "reason": ""}}],
+        },
+    });
+    kept["run"]["jobs"][7]["verdict"]["cause"] = "other_load".into();
+    let (suite, ran) = report::<SuiteSections>(&run);
+    let text = suite_text("quick", &suite.sections, &ran);
+    let conclusion = text.split("conclusion:\n").nth(1).expect("a conclusion");
+    let read = conclusion.lines().find(|l| l.contains("4KiB random read:")).expect("the random read");
+    assert!(
+        read.contains(
+            "sweet spot (the most IOPS before latency grows faster) at QD 1 x 1 worker(s) (RND4K Q1T1 read)"
+        ),
+        "{read}"
+    );
+    assert!(
+        read.contains("; at QD 32 x 16 worker(s) (RND4K Q32T16 read)") && read.contains("more IOPS"),
+        "{read}"
+    );
+    let write = conclusion.lines().find(|l| l.contains("4KiB random write:")).expect("the random write");
+    assert!(write.contains("every test of it was disturbed"), "{write}");
+    // Only the tests of the curve: the table's sequential tests are no longer in it.
+    assert!(!conclusion.contains("1MiB"), "{conclusion}");
+}
+
+#[derive(serde::Deserialize)]
+struct SuiteSections {
+    sections: Vec<SuiteSection>,
+}
+
 #[test]
 fn ladder() {
     let (summary, run) = report::<LadderSummary>(&stored("ladder"));
