@@ -348,13 +348,14 @@ fn verdict(load_axis: LoadAxis, rows: &[SweepRow], curves: &[CurveSummary]) -> V
             let r = &rows[spot.row];
             let what = if spot.knee_found { "sweet spot" } else { "best point (no knee in range)" };
             words.push(format!(
-                "{label}{what} at {} (QD {} x {} worker(s)): {} IOPS, mean {}, p99 {}; {}; {}",
+                "{label}{what} at {} (QD {} x {} worker(s)): {} IOPS, mean {}, p99 {}, limited there by {}; {}; {}",
                 r.name,
                 r.qd,
                 r.workers,
                 thousands(r.iops),
                 latency(r.mean_ns),
                 latency(r.p99_ns as f64),
+                r.bottleneck.name(),
                 spot.reason,
                 certainty(r, &curve.rows, rows)
             ));

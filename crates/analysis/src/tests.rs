@@ -918,7 +918,11 @@ fn a_sweep_marks_the_knee_of_each_curve_and_the_saturation_past_it() {
     let saturation = curve.saturation.as_deref().expect("saturated past the knee");
     assert!(saturation.contains("from 8 to 64 outstanding"), "{saturation}");
     assert!(saturation.contains("the device counters agree"), "{saturation}");
-    assert!(finding(&summary.verdict, "sweet spot at qd 8").contains("80,000 IOPS"), "{:?}", summary.verdict);
+    let spot_words = finding(&summary.verdict, "sweet spot at qd 8");
+    assert!(spot_words.contains("80,000 IOPS"), "{:?}", summary.verdict);
+    // What limited the sweet spot itself (issue 36 item 1), from its row's verdict.
+    let limit = format!("limited there by {}", summary.rows[spot.row].bottleneck.name());
+    assert!(spot_words.contains(&limit), "{spot_words}");
     assert_words_finite(&summary.verdict);
 }
 
