@@ -124,11 +124,17 @@ fn another_process_writing_to_the_device_is_another_load_and_named() {
     assert_eq!(job["verdict"]["cause"], "other_load", "{:#}", job["verdict"]);
     let summary = job["verdict"]["summary"].as_str().expect("summary");
     // The loop shell or the dd it runs: a process's I/O counts its reaped children's.
-    assert!(
-        summary.contains("the busiest other I/O in the window was sh (pid")
-            || summary.contains("the busiest other I/O in the window was dd (pid"),
-        "{summary}"
-    );
+    let neighbour = summary.contains("the busiest other I/O in the window was sh (pid")
+        || summary.contains("the busiest other I/O in the window was dd (pid");
+    if !neighbour && summary.contains("the busiest other I/O in the window was") {
+        // /proc/<pid>/io does not say which device a process's bytes went to: iolab names the
+        // busiest I/O of the machine, and a process outside the test moved more than the neighbour.
+        return common::skip!(
+            common::Missing::Other,
+            "a machine whose other processes move less I/O than the test's neighbour: {summary}"
+        );
+    }
+    assert!(neighbour, "{summary}");
 }
 
 /// Issue 30 item 5: a sweep point another load shares is measured again (`--retries`), each
@@ -350,7 +356,8 @@ fn requests_the_block_layer_splits_from_the_jobs_ios_are_the_jobs() {
     let ios = job["total"]["ios"].as_u64().expect("ios");
     assert!(requests >= 2 * ios, "the device counted the parts: {requests} requests of {ios} I/Os");
     let text = verdict_text(job);
-    assert_ne!(job["verdict"]["cause"], "other_load", "{text}");
+    // No other load on the device (the CPU may be another's on a busy machine: that is said apart).
+    assert!(!text.contains("Another load shared"), "{text}");
     assert!(!text.contains("also served other I/O"), "{text}");
     assert!(text.contains("1MiB I/O of the job became up to 4 requests"), "{text}");
     assert!(text.contains("max_sectors_kb 256"), "{text}");
