@@ -30,14 +30,15 @@ pub fn run(args: FilesArgs, store: &StoreArgs) -> ExitCode {
             None => exit::usage("--clean needs DIR (or a job file's `dir`)"),
         };
     }
-    let plan = match options.plan() {
+    let dir =
+        options.dir.clone().unwrap_or_else(|| PathBuf::from(format!("iolab-files.{}", std::process::id())));
+    // Phases that begin on what exists work the tree a run kept in DIR (its marker says what).
+    let plan = match iolab_files::plan_in(&options, &dir) {
         Ok(plan) => plan,
         Err(e) => return exit::usage(e),
     };
     let (json, quiet_flag, keep) =
         (options.json == Some(true), options.quiet == Some(true), options.keep == Some(true));
-    let dir =
-        options.dir.clone().unwrap_or_else(|| PathBuf::from(format!("iolab-files.{}", std::process::id())));
     let recording = match start(store, &plan, &dir.display().to_string(), false) {
         Ok(recording) => recording,
         Err(code) => return code,

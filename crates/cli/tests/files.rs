@@ -123,6 +123,44 @@ fn every_phase_counts_its_plan_on_ext4_with_fsync() {
     check_tree_counts(cwd.path(), &fs.mount.path().join("tree"), &["--fsync"]);
 }
 
+/// Issue 34 item 3: a tree kept with `--keep` is worked again after a remount (nothing of it
+/// cached): the phases name only what to do, the shape and state come from its marker, and the
+/// counts are the plan's; the last run removes it.
+#[test]
+fn a_kept_tree_is_worked_again_after_a_remount() {
+    if let Some((missing, why)) = needs_root_and(&["losetup", "mkfs.ext4", "mount", "umount"]) {
+        return skip!(missing, "{why}");
+    }
+    let fs = Ext4::on(LoopDevice::new("files-kept", 64), "");
+    let cwd = shm_dir();
+    let dir = fs.mount.path().join("tree");
+    let shape =
+        ["--files", "500", "--dirs-per-dir", "4", "--threads", "2", "--sizes", "4k:50,12k:50", "--seed", "5"];
+    let made = files_run(
+        cwd.path(),
+        &dir,
+        &[&shape[..], &["--phases", "mkdir,create", "--fsync", "--keep"]].concat(),
+    );
+    assert!(made.status.success(), "{}", stderr(&made));
+    fs.remount();
+    let again = files_run(cwd.path(), &dir, &["--phases", "stat,read,readdir", "--keep"]);
+    assert!(again.status.success(), "{}", stderr(&again));
+    let report = json(&again);
+    assert_counts(&report, &[("stat", 500), ("read", 500), ("readdir", 10)], "over the kept tree");
+    assert_eq!(report["plan"]["start"]["files"], true);
+    let created = json(&made)["phases"][1]["bytes"].as_u64().expect("bytes made");
+    assert_eq!(report["phases"][1]["bytes"].as_u64(), Some(created), "read every byte it made");
+    let notes = report["notes"].to_string();
+    assert!(notes.contains("began on the tree kept in"), "{notes}");
+    // Asking another shape of it is refused, with nothing touched.
+    let other = files_run(cwd.path(), &dir, &["--phases", "stat", "--files", "400"]);
+    assert_eq!(other.status.code(), Some(2), "{}", stderr(&other));
+    assert!(stderr(&other).contains("files 500 in all (asked 400 in all)"), "{}", stderr(&other));
+    let last = files_run(cwd.path(), &dir, &["--phases", "unlink,rmdir"]);
+    assert_counts(&json(&last), &[("unlink", 500), ("rmdir", 10)], "removed");
+    assert!(!dir.exists(), "the last run removed the tree and its directory");
+}
+
 /// Issue 34: bonnie++'s random create, stat and delete. In random order every phase still
 /// works every file once (the counts are the plan's, stat and read find each file's size, the
 /// copy moves every byte), one thread or three sharing a tree.

@@ -11,6 +11,7 @@ use serde::de::{self, Deserializer, SeqAccess, Visitor};
 use serde::Deserialize;
 
 use crate::error::FilesError;
+use crate::kept::TreeState;
 use crate::order::Order;
 use crate::plan::{parse_phases, FileCount, FileEngine, FilesPlan, Phase, DEFAULT_PHASES};
 use crate::sizes::SizeSpec;
@@ -80,7 +81,13 @@ impl FilesOptions {
     }
 
     /// The run these options describe, defaults filled in, checked.
+    /// The plan of a tree made from nothing.
     pub fn plan(&self) -> Result<FilesPlan, FilesError> {
+        self.plan_from(TreeState::default())
+    }
+
+    /// The plan of phases that begin on a tree in state `start` (a kept tree's).
+    pub fn plan_from(&self, start: TreeState) -> Result<FilesPlan, FilesError> {
         let files = match (self.files, self.files_per_dir) {
             (Some(_), Some(_)) => return Err(FilesError::Plan(
                 "files and files_per_dir (--files, --files-per-dir) are two ways to say one thing: give one"
@@ -104,6 +111,7 @@ impl FilesOptions {
             drop_caches: self.drop_caches.unwrap_or(false),
             order: self.order.unwrap_or_default(),
             seed: self.seed.unwrap_or(DEFAULT_SEED),
+            start,
         };
         plan.check()?;
         Ok(plan)

@@ -16,6 +16,7 @@ mod gate;
 mod io_wq;
 pub mod job;
 mod journal;
+mod kept;
 mod order;
 mod owner;
 mod parents;
@@ -36,6 +37,7 @@ mod worker;
 pub use error::FilesError;
 pub use job::FilesOptions;
 pub use journal::JournalSeen;
+pub use kept::{plan_in, KeptTree, Shape, TreeState};
 pub use order::Order;
 pub use plan::{parse_phases, FileCount, FileEngine, FilesPlan, Phase, ALL_PHASES, DEFAULT_PHASES};
 pub use progress::{PhaseProgress, PhaseSnapshot};
@@ -47,5 +49,7 @@ pub use run::{run, RunOptions};
 pub use sizes::SizeSpec;
 pub use verdict::{FilesCause, FilesVerdict};
 
+#[cfg(test)]
+mod kept_tests;
 #[cfg(test)]
 mod run_tests;

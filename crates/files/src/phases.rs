@@ -47,6 +47,7 @@ impl Phases {
             .and_then(journal::device_name)
             .and_then(|name| journal::find_journal_thread(&name));
         let trees = (0..plan.trees()).map(|t| Tree::new(&plan, t)).collect();
+        let start = plan.start;
         let clock = quanta::Clock::new();
         let base = clock.raw();
         Phases {
@@ -55,8 +56,8 @@ impl Phases {
             trees,
             clock,
             base,
-            renamed: false,
-            copied: false,
+            renamed: start.renamed,
+            copied: start.copied,
             next: 0,
             stopped: false,
             device,

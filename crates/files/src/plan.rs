@@ -10,6 +10,7 @@ use iolab_stats::format::thousands;
 use serde::{Deserialize, Serialize};
 
 use crate::error::FilesError;
+use crate::kept::TreeState;
 use crate::sizes::SizeSpec;
 
 /// One phase of a run: every thread works its part of the tree with one kind of operation.
@@ -176,6 +177,9 @@ pub struct FilesPlan {
     #[serde(default)]
     pub order: crate::order::Order,
     pub seed: u64,
+    /// What exists before the first phase: nothing, or a kept tree's directories and files.
+    #[serde(default, skip_serializing_if = "TreeState::is_empty")]
+    pub start: TreeState,
 }
 
 /// Directories in one tree at most: the tree is computed, but its levels are walked.
@@ -225,7 +229,7 @@ impl FilesPlan {
 
     /// Walks the phases over what exists, refusing one that finds nothing to work on.
     fn check_order(&self) -> Result<(), FilesError> {
-        let (mut dirs, mut files, mut copied) = (false, false, false);
+        let TreeState { mut dirs, mut files, mut copied, .. } = self.start;
         for (n, &phase) in self.phases.iter().enumerate() {
             let missing = match phase {
                 Phase::Mkdir if dirs => Some("the directories exist already (one mkdir per run)"),
@@ -233,10 +237,9 @@ impl FilesPlan {
                 Phase::Create if !dirs => Some("it needs the directories: put mkdir before it"),
                 Phase::Create if files => Some("the files exist already (one create per run)"),
                 Phase::Readdir if !dirs => Some("it needs the directories: put mkdir before it"),
-                Phase::Stat | Phase::Read | Phase::Rename | Phase::Unlink if !files => {
-                    Some("it needs the files: put mkdir and create before it")
+                Phase::Stat | Phase::Read | Phase::Rename | Phase::Copy | Phase::Unlink if !files => {
+                    Some("it needs the files: put mkdir and create before it, or keep a tree with --keep in the directory and work it again")
                 }
-                Phase::Copy if !files => Some("it needs the files: put mkdir and create before it"),
                 Phase::Copy if copied => Some("the tree was copied already (one copy per run)"),
                 Phase::Rmdir if !dirs => Some("there are no directories to remove"),
                 Phase::Rmdir if files => Some("the files are still there: put unlink before it"),
@@ -371,6 +374,7 @@ mod tests {
             drop_caches: false,
             order: crate::order::Order::Sequential,
             seed: 1,
+            start: Default::default(),
         }
     }
 

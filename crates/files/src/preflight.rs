@@ -88,11 +88,19 @@ pub(crate) fn drop_caches() -> std::io::Result<()> {
 
 /// The tree at its largest: directories and files after mkdir and create, twice both after a
 /// copy, until unlink and rmdir take them away.
+/// A kept tree's own (`plan.start`) exists already: only what the phases add is needed.
 pub(crate) fn needs(plan: &FilesPlan, block: u64) -> Needs {
     let (all_dirs, all_files) = (plan.total_dirs(), plan.total_files());
-    let data = if plan.phases.contains(&Phase::Create) { data_bytes(plan, block) } else { 0 };
-    let (mut dirs, mut files, mut bytes) = (0u64, 0u64, 0u64);
-    let mut peak = Needs { inodes: 0, files: 0, dirs: 0, bytes: 0 };
+    let start = plan.start;
+    let data = if start.files || plan.phases.contains(&Phase::Create) { data_bytes(plan, block) } else { 0 };
+    let copies = if start.copied { 2 } else { 1 };
+    let (mut dirs, mut files, mut bytes) = (
+        if start.dirs { all_dirs * copies } else { 0 },
+        if start.files { all_files * copies } else { 0 },
+        if start.files { data * copies } else { 0 },
+    );
+    let existing = Needs { inodes: dirs + files, files, dirs, bytes };
+    let mut peak = Needs { inodes: dirs + files, files, dirs, bytes };
     for phase in &plan.phases {
         match phase {
             Phase::Mkdir => dirs = all_dirs,
@@ -107,7 +115,12 @@ pub(crate) fn needs(plan: &FilesPlan, block: u64) -> Needs {
         }
         peak.bytes = peak.bytes.max(bytes);
     }
-    peak
+    Needs {
+        inodes: peak.inodes - existing.inodes,
+        files: peak.files.saturating_sub(existing.files),
+        dirs: peak.dirs.saturating_sub(existing.dirs),
+        bytes: peak.bytes - existing.bytes,
+    }
 }
 
 /// The files' data in whole blocks of `block` bytes: summed, or estimated from a sample.
@@ -187,6 +200,27 @@ mod tests {
         assert_eq!(needs.bytes, 2 * 1000 * 8192);
         let created = needs_of(&[Phase::Mkdir, Phase::Create, Phase::Unlink, Phase::Rmdir]);
         assert_eq!((created.inodes, created.bytes), (1022, 1000 * 8192));
+    }
+
+    /// A kept tree's own directories and files exist: only a copy of them is needed.
+    #[test]
+    fn a_kept_tree_needs_only_what_its_phases_add() {
+        let start = crate::kept::TreeState { dirs: true, files: true, renamed: false, copied: false };
+        let options = crate::job::FilesOptions {
+            files: Some(1000),
+            sizes: Some(SizeSpec::Fixed(5000)),
+            threads: Some(2),
+            seed: Some(7),
+            ..Default::default()
+        };
+        let over = |phases: &[Phase]| {
+            let options = crate::job::FilesOptions { phases: Some(phases.to_vec()), ..options.clone() };
+            needs(&options.plan_from(start).expect("a plan over a kept tree"), 4096)
+        };
+        let copied = over(&[Phase::Stat, Phase::Copy, Phase::Unlink, Phase::Rmdir]);
+        assert_eq!((copied.dirs, copied.files, copied.inodes, copied.bytes), (22, 1000, 1022, 1000 * 8192));
+        let read = over(&[Phase::Stat, Phase::Read, Phase::Unlink]);
+        assert_eq!((read.inodes, read.bytes), (0, 0));
     }
 
     fn needs_of(phases: &[Phase]) -> Needs {

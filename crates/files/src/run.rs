@@ -11,6 +11,7 @@ use std::sync::atomic::AtomicBool;
 use iolab_engine::fileops::FileOps;
 
 use crate::error::FilesError;
+use crate::kept::{KeptTree, Shape};
 use crate::phases::{MakeOps, Phases};
 use crate::plan::FilesPlan;
 use crate::progress::PhaseProgress;
@@ -46,9 +47,13 @@ pub(crate) fn run_with(
 ) -> Result<FilesReport, FilesError> {
     plan.check()?;
     let dir = &options.dir;
-    let prepared = safety::prepare(dir)?;
+    // A plan that starts on a kept tree works it where it is; any other starts from nothing.
+    let prepared = if plan.start.dirs { safety::reopen(dir, plan)? } else { safety::prepare(dir)? };
     let claim = safety::Claim(dir);
     let mut notes = Vec::new();
+    if plan.start.dirs {
+        notes.push(format!("began on the tree kept in {}: {}", dir.display(), plan.start.words()));
+    }
     if let Some(earlier) = &prepared.earlier {
         notes.push(earlier.earlier_note(dir));
     }
@@ -71,7 +76,23 @@ pub(crate) fn run_with(
     drop(top);
     let mut kept = options.keep;
     if options.keep {
-        notes.push(format!("the tree was kept in {}: `iolab files --clean {0}` removes it", dir.display()));
+        // What the tree holds, where every phase ran to its end; else unknown, never worked again.
+        let finished =
+            phases.len() == plan.phases.len() && phases.iter().all(|p| p.failure.is_none() && !p.interrupted);
+        let state = plan.phases.iter().fold(plan.start, |state, &phase| state.after(phase));
+        let recorded = finished.then(|| KeptTree { shape: Shape::of(plan), state });
+        if let Err(e) = safety::record_kept(dir, recorded.as_ref()) {
+            notes.push(format!("what the kept tree holds could not be recorded in its marker: {e}"));
+        }
+        let again = if recorded.is_some() {
+            "; a later run whose phases begin with stat, read, readdir, rename, copy, unlink or rmdir works it again"
+        } else {
+            "; a phase stopped, so what it holds is unknown and it is not worked again"
+        };
+        notes.push(format!(
+            "the tree was kept in {}: `iolab files --clean {0}` removes it{again}",
+            dir.display()
+        ));
     } else {
         if let Some(progress) = options.progress {
             progress.removing_tree();

@@ -32,6 +32,7 @@ fn plan(engine: FileEngine, shared: bool, phases: &str) -> FilesPlan {
         drop_caches: false,
         order: crate::order::Order::Sequential,
         seed: 42,
+        start: Default::default(),
     }
 }
 

@@ -174,6 +174,7 @@ mod tests {
             drop_caches: false,
             order: crate::order::Order::Sequential,
             seed: 0,
+            start: Default::default(),
         }
     }
 

@@ -5,7 +5,7 @@ use super::{sh, LoopDevice};
 
 pub struct Ext4 {
     pub mount: tempfile::TempDir,
-    _lo: LoopDevice,
+    lo: LoopDevice,
 }
 
 impl Ext4 {
@@ -14,7 +14,13 @@ impl Ext4 {
         sh(&format!("mkfs.ext4 -q -F -N 20000 {options} {}", lo.path()));
         let mount = tempfile::tempdir().expect("mount point");
         sh(&format!("mount -t ext4 {} {}", lo.path(), mount.path().display()));
-        Ext4 { mount, _lo: lo }
+        Ext4 { mount, lo }
+    }
+
+    /// Unmounts and mounts it again: nothing of it stays cached.
+    pub fn remount(&self) {
+        sh(&format!("umount {}", self.mount.path().display()));
+        sh(&format!("mount -t ext4 {} {}", self.lo.path(), self.mount.path().display()));
     }
 }
 

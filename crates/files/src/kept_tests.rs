@@ -1,0 +1,116 @@
+//! A kept tree worked again (issue 34 item 3): its shape and state from the marker, the
+//! user's conflicting options refused, a run stopped part-way never worked again.
+
+use std::path::Path;
+use std::sync::atomic::AtomicBool;
+
+use crate::job::FilesOptions;
+use crate::kept::{plan_in, TreeState};
+use crate::plan::{parse_phases, FileEngine, FilesPlan, Phase};
+use crate::run::{run, RunOptions};
+use crate::safety::MARKER;
+use crate::FilesError;
+
+fn scratch() -> tempfile::TempDir {
+    let shm = Path::new("/dev/shm");
+    if shm.is_dir() {
+        tempfile::tempdir_in(shm).expect("temp dir in /dev/shm")
+    } else {
+        tempfile::tempdir().expect("temp dir")
+    }
+}
+
+/// Options of a small tree of files with data, two threads, `phases`.
+fn options(phases: &str) -> FilesOptions {
+    FilesOptions {
+        files: Some(300),
+        dirs_per_dir: Some(3),
+        depth: Some(2),
+        sizes: Some("4k:50,16k:50".parse().expect("sizes")),
+        threads: Some(2),
+        engine: Some(FileEngine::Sync),
+        seed: Some(9),
+        phases: Some(parse_phases(phases).expect("phases")),
+        ..FilesOptions::default()
+    }
+}
+
+/// Runs `plan` in `dir`; the phases' (phase, done) counts.
+fn ran(plan: &FilesPlan, dir: &Path, keep: bool) -> Vec<(Phase, u64)> {
+    let interrupt = AtomicBool::new(false);
+    let options = RunOptions { dir: dir.to_path_buf(), keep, interrupt: &interrupt, progress: None };
+    let report = run(plan, &options, |_| {}).expect("run");
+    assert!(report.failure().is_none(), "{:?}", report.failure());
+    report.phases.iter().map(|p| (p.phase, p.done)).collect()
+}
+
+fn refusal(result: Result<FilesPlan, FilesError>) -> String {
+    match result {
+        Err(e) => e.to_string(),
+        Ok(plan) => panic!("planned: {plan:?}"),
+    }
+}
+
+#[test]
+fn a_kept_tree_is_worked_again_with_its_own_shape_and_state() {
+    let temp = scratch();
+    let dir = temp.path().join("tree");
+    let made = plan_in(&options("mkdir,create,rename"), &dir).expect("a plan from nothing");
+    assert!(made.start.is_empty());
+    ran(&made, &dir, true);
+    // Only the phases are given: the shape and the state (renamed files) come from the marker.
+    let again = FilesOptions {
+        phases: Some(parse_phases("stat,read,readdir").expect("phases")),
+        ..Default::default()
+    };
+    let plan = plan_in(&again, &dir).expect("a plan over the kept tree");
+    assert_eq!(plan.start, TreeState { dirs: true, files: true, renamed: true, copied: false });
+    assert_eq!((plan.threads, plan.seed, plan.total_files()), (2, 9, 300));
+    // stat checks each file's size against the plan: the sizes are the kept tree's own.
+    assert_eq!(ran(&plan, &dir, true), vec![(Phase::Stat, 300), (Phase::Read, 300), (Phase::Readdir, 26)]);
+    // Then removed by phases and the run's end, as any run's tree.
+    let last = FilesOptions {
+        phases: Some(parse_phases("rename,unlink,rmdir").expect("phases")),
+        ..Default::default()
+    };
+    let plan = plan_in(&last, &dir).expect("a plan over the kept tree");
+    assert_eq!(ran(&plan, &dir, false), vec![(Phase::Rename, 300), (Phase::Unlink, 300), (Phase::Rmdir, 26)]);
+    assert!(!dir.exists(), "the run removed what it made");
+}
+
+#[test]
+fn options_that_disagree_with_the_kept_tree_are_refused_naming_them() {
+    let temp = scratch();
+    let dir = temp.path().join("tree");
+    ran(&plan_in(&options("mkdir,create"), &dir).expect("plan"), &dir, true);
+    let marker_before = std::fs::read_to_string(dir.join(MARKER)).expect("marker");
+    let asked = FilesOptions { files: Some(500), seed: Some(9), ..options("stat") };
+    let why = refusal(plan_in(&asked, &dir));
+    assert!(why.contains("another shape: files 300 in all (asked 500 in all)"), "{why}");
+    // A phase that needs what the kept tree lacks is refused as from nothing.
+    let why = refusal(plan_in(&options("rmdir"), &dir));
+    assert!(why.contains("the files are still there"), "{why}");
+    assert_eq!(std::fs::read_to_string(dir.join(MARKER)).expect("marker"), marker_before, "nothing touched");
+    // Phases that begin with mkdir start afresh: the kept tree is removed first.
+    let fresh = plan_in(&options("mkdir,create,unlink,rmdir"), &dir).expect("plan");
+    assert!(fresh.start.is_empty());
+    ran(&fresh, &dir, false);
+    assert!(!dir.exists());
+}
+
+#[test]
+fn a_tree_whose_run_stopped_part_way_is_never_worked_again() {
+    let temp = scratch();
+    let dir = temp.path().join("tree");
+    ran(&plan_in(&options("mkdir,create"), &dir).expect("plan"), &dir, true);
+    // A run over it that is stopped before its first phase ends leaves its state unknown.
+    let interrupt = AtomicBool::new(true);
+    let plan = plan_in(&options("unlink"), &dir).expect("plan");
+    let stopped = RunOptions { dir: dir.clone(), keep: true, interrupt: &interrupt, progress: None };
+    let report = run(&plan, &stopped, |_| {}).expect("run");
+    assert!(report.phases.iter().all(|p| p.interrupted) || report.phases.is_empty());
+    let why = refusal(plan_in(&options("stat"), &dir));
+    assert!(why.contains("stopped part-way") && why.contains("--clean"), "{why}");
+    crate::safety::clean(&dir).expect("cleaned");
+    assert!(!dir.exists());
+}
