@@ -8,17 +8,9 @@ use crate::job::FilesOptions;
 use crate::kept::{plan_in, TreeState};
 use crate::plan::{parse_phases, FileEngine, FilesPlan, Phase};
 use crate::run::{run, RunOptions};
+use crate::run_tests::scratch;
 use crate::safety::MARKER;
 use crate::FilesError;
-
-fn scratch() -> tempfile::TempDir {
-    let shm = Path::new("/dev/shm");
-    if shm.is_dir() {
-        tempfile::tempdir_in(shm).expect("temp dir in /dev/shm")
-    } else {
-        tempfile::tempdir().expect("temp dir")
-    }
-}
 
 /// Options of a small tree of files with data, two threads, `phases`.
 fn options(phases: &str) -> FilesOptions {

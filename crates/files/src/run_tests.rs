@@ -8,7 +8,8 @@ use crate::run::{run, RunOptions};
 use crate::sizes::SizeSpec;
 use crate::{safety, OpKind, Phase};
 
-fn scratch() -> tempfile::TempDir {
+/// A temp dir on tmpfs (/dev/shm) where there is one.
+pub(crate) fn scratch() -> tempfile::TempDir {
     let shm = Path::new("/dev/shm");
     if shm.is_dir() {
         tempfile::tempdir_in(shm).expect("temp dir in /dev/shm")

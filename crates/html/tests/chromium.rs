@@ -201,16 +201,20 @@ fn block_sizes(text: &str) -> Vec<String> {
         .collect()
 }
 
+/// The report of the comparison fixtures (support::comparison_runs), laid out as `name`.
+fn comparison_laid_out(browser: &Path, name: &str) -> Laid {
+    let html = iolab_html::render(&support::comparison_runs()).expect("renders");
+    let scratch = tempfile::tempdir().expect("a temp dir");
+    let dir = keep_dir(scratch.path());
+    lay_out(browser, &html, &dir, name)
+}
+
 /// Issue 20's bar: what a storage engineer compares (sweeps of 4 KiB on two targets and of
 /// 1 MiB, a quick suite, a blender job of two groups, a fio import) reads without editing.
 #[test]
 fn a_comparison_of_several_kinds_reads_cleanly_in_chromium() {
     let Some(browser) = chromium_or_skip() else { return };
-    let runs = support::comparison_runs();
-    let html = iolab_html::render(&runs).expect("renders");
-    let scratch = tempfile::tempdir().expect("a temp dir");
-    let dir = keep_dir(scratch.path());
-    let laid = lay_out(&browser, &html, &dir, "comparison");
+    let laid = comparison_laid_out(&browser, "comparison");
 
     // Every requested run in every panel it has data for, and no other (ids as stored: 1 sweep 4 KiB,
     // 2 sweep 1 MiB, 3 sweep 4 KiB on the other target, 4 suite, 5 blender, 6 fio).
@@ -282,11 +286,7 @@ fn a_comparison_of_several_kinds_reads_cleanly_in_chromium() {
 #[test]
 fn the_comparison_says_ratios_keys_shades_and_what_each_panel_leaves_out() {
     let Some(browser) = chromium_or_skip() else { return };
-    let runs = support::comparison_runs();
-    let html = iolab_html::render(&runs).expect("renders");
-    let scratch = tempfile::tempdir().expect("a temp dir");
-    let dir = keep_dir(scratch.path());
-    let laid = lay_out(&browser, &html, &dir, "comparison-item5");
+    let laid = comparison_laid_out(&browser, "comparison-item5");
 
     // Ratios: no "6,900% lower"; the fixtures differ by more than 2x, so some ratio is there.
     let summary = laid.summary.expect("the page opens with a summary");
