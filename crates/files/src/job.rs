@@ -11,8 +11,8 @@ use serde::de::{self, Deserializer, SeqAccess, Visitor};
 use serde::Deserialize;
 
 use crate::error::FilesError;
-use crate::kept::TreeState;
 use crate::order::Order;
+use crate::plan::TreeState;
 use crate::plan::{parse_phases, FileCount, FileEngine, FilesPlan, Phase, DEFAULT_PHASES};
 use crate::sizes::SizeSpec;
 

@@ -11,60 +11,10 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::FilesError;
 use crate::job::FilesOptions;
-use crate::plan::{FileCount, FilesPlan, Phase, DEFAULT_PHASES};
+
+use crate::plan::{FileCount, FilesPlan, Phase, TreeState, DEFAULT_PHASES};
+use crate::safety::{self, Prepared, KEPT_LINE, UNKNOWN_LINE};
 use crate::sizes::SizeSpec;
-
-/// The marker's line that holds a kept tree (its JSON follows).
-pub(crate) const KEPT_LINE: &str = "kept-tree:";
-/// The marker's line while a run works the tree, or after one stopped part-way.
-pub(crate) const UNKNOWN_LINE: &str = "kept-tree: unknown";
-
-/// What exists of a tree: before a run's first phase, or after its last.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct TreeState {
-    pub dirs: bool,
-    pub files: bool,
-    /// The files are named r<N> (a rename phase ran an odd number of times).
-    pub renamed: bool,
-    /// A copy of the tree stands beside it.
-    pub copied: bool,
-}
-
-impl TreeState {
-    pub fn is_empty(&self) -> bool {
-        *self == TreeState::default()
-    }
-
-    /// The state after `phase` ran to its end.
-    pub fn after(mut self, phase: Phase) -> TreeState {
-        match phase {
-            Phase::Mkdir => self.dirs = true,
-            Phase::Create => self.files = true,
-            Phase::Rename => self.renamed = !self.renamed,
-            Phase::Copy => self.copied = true,
-            Phase::Unlink => (self.files, self.renamed) = (false, false),
-            Phase::Rmdir => (self.dirs, self.copied) = (false, false),
-            Phase::Stat | Phase::Readdir | Phase::Read => {}
-        }
-        self
-    }
-
-    /// "directories and files (renamed), with a copy".
-    pub fn words(&self) -> String {
-        let mut what = match (self.dirs, self.files) {
-            (false, _) => "nothing".to_string(),
-            (true, false) => "the directories, no files".to_string(),
-            (true, true) => "the directories and files".to_string(),
-        };
-        if self.renamed {
-            what.push_str(" (renamed)");
-        }
-        if self.copied {
-            what.push_str(", with a copy");
-        }
-        what
-    }
-}
 
 /// The options that compute a tree's every path and size.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -167,7 +117,7 @@ pub fn plan_in(options: &FilesOptions, dir: &Path) -> Result<FilesPlan, FilesErr
     if first == Some(Phase::Mkdir) || first.is_none() {
         return options.plan();
     }
-    let kept = match crate::safety::kept_tree(dir)? {
+    let kept = match kept_tree(dir)? {
         None => return options.plan(),
         Some(Err(why)) => {
             return Err(FilesError::Refused(format!(
@@ -187,4 +137,34 @@ pub fn plan_in(options: &FilesOptions, dir: &Path) -> Result<FilesPlan, FilesErr
         )));
     }
     Ok(plan)
+}
+
+/// The kept tree `dir`'s marker records: `None` where there is no marker or it records none,
+/// `Some(Err(why))` where it cannot be worked again.
+fn kept_tree(dir: &Path) -> Result<Option<Result<KeptTree, String>>, FilesError> {
+    Ok(safety::marker_text(dir)?.and_then(|text| KeptTree::in_marker(&text).transpose()))
+}
+
+/// Makes `dir`'s kept tree ready for `plan`, which starts on it: refused while another run
+/// works it, or when it is no longer what the plan was made from. Until the run records what
+/// it left, the marker says the state is unknown.
+pub(crate) fn reopen(dir: &Path, plan: &FilesPlan) -> Result<Prepared, FilesError> {
+    let expected = KeptTree { shape: Shape::of(plan), state: plan.start };
+    safety::reclaim(dir, KEPT_LINE, UNKNOWN_LINE, |text| match KeptTree::in_marker(text) {
+        Ok(Some(kept)) if kept == expected => Ok(()),
+        Err(why) => Err(FilesError::Refused(format!(
+            "{}: {why}; `iolab files --clean {0}` removes it",
+            dir.display()
+        ))),
+        Ok(_) => Err(FilesError::Refused(format!(
+            "{}'s kept tree changed since the run was planned (another run worked it); nothing was touched",
+            dir.display()
+        ))),
+    })
+}
+
+/// Records in `dir`'s marker what its tree now holds (`None`: unknown, a phase stopped).
+pub(crate) fn record(dir: &Path, kept: Option<&KeptTree>) -> Result<(), FilesError> {
+    let line = kept.map_or_else(|| UNKNOWN_LINE.to_string(), KeptTree::line);
+    safety::set_marker_line(dir, KEPT_LINE, &line)
 }

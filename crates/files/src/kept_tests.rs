@@ -5,7 +5,8 @@ use std::path::Path;
 use std::sync::atomic::AtomicBool;
 
 use crate::job::FilesOptions;
-use crate::kept::{plan_in, TreeState};
+use crate::kept::plan_in;
+use crate::plan::TreeState;
 use crate::plan::{parse_phases, FileEngine, FilesPlan, Phase};
 use crate::run::{run, RunOptions};
 use crate::run_tests::scratch;

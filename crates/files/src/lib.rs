@@ -37,9 +37,11 @@ mod worker;
 pub use error::FilesError;
 pub use job::FilesOptions;
 pub use journal::JournalSeen;
-pub use kept::{plan_in, KeptTree, Shape, TreeState};
+pub use kept::{plan_in, KeptTree, Shape};
 pub use order::Order;
-pub use plan::{parse_phases, FileCount, FileEngine, FilesPlan, Phase, ALL_PHASES, DEFAULT_PHASES};
+pub use plan::{
+    parse_phases, FileCount, FileEngine, FilesPlan, Phase, TreeState, ALL_PHASES, DEFAULT_PHASES,
+};
 pub use progress::{PhaseProgress, PhaseSnapshot};
 pub use report::{
     Failure, FilesReport, KindResult, OpKind, PhaseResult, RanOutOf, Second, Stonewall, FILES_SCHEMA,

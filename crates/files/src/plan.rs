@@ -10,7 +10,6 @@ use iolab_stats::format::thousands;
 use serde::{Deserialize, Serialize};
 
 use crate::error::FilesError;
-use crate::kept::TreeState;
 use crate::sizes::SizeSpec;
 
 /// One phase of a run: every thread works its part of the tree with one kind of operation.
@@ -98,6 +97,53 @@ impl FromStr for Phase {
             let names: Vec<&str> = ALL_PHASES.iter().map(|p| p.name()).collect();
             format!("'{text}' is not a phase; choose from {}", names.join(", "))
         })
+    }
+}
+
+/// What exists of a tree: before a run's first phase, or after its last.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TreeState {
+    pub dirs: bool,
+    pub files: bool,
+    /// The files are named r<N> (a rename phase ran an odd number of times).
+    pub renamed: bool,
+    /// A copy of the tree stands beside it.
+    pub copied: bool,
+}
+
+impl TreeState {
+    pub fn is_empty(&self) -> bool {
+        *self == TreeState::default()
+    }
+
+    /// The state after `phase` ran to its end.
+    pub fn after(mut self, phase: Phase) -> TreeState {
+        match phase {
+            Phase::Mkdir => self.dirs = true,
+            Phase::Create => self.files = true,
+            Phase::Rename => self.renamed = !self.renamed,
+            Phase::Copy => self.copied = true,
+            Phase::Unlink => (self.files, self.renamed) = (false, false),
+            Phase::Rmdir => (self.dirs, self.copied) = (false, false),
+            Phase::Stat | Phase::Readdir | Phase::Read => {}
+        }
+        self
+    }
+
+    /// "directories and files (renamed), with a copy".
+    pub fn words(&self) -> String {
+        let mut what = match (self.dirs, self.files) {
+            (false, _) => "nothing".to_string(),
+            (true, false) => "the directories, no files".to_string(),
+            (true, true) => "the directories and files".to_string(),
+        };
+        if self.renamed {
+            what.push_str(" (renamed)");
+        }
+        if self.copied {
+            what.push_str(", with a copy");
+        }
+        what
     }
 }
 

@@ -205,7 +205,7 @@ mod tests {
     /// A kept tree's own directories and files exist: only a copy of them is needed.
     #[test]
     fn a_kept_tree_needs_only_what_its_phases_add() {
-        let start = crate::kept::TreeState { dirs: true, files: true, renamed: false, copied: false };
+        let start = crate::plan::TreeState { dirs: true, files: true, renamed: false, copied: false };
         let options = crate::job::FilesOptions {
             files: Some(1000),
             sizes: Some(SizeSpec::Fixed(5000)),

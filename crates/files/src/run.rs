@@ -11,7 +11,7 @@ use std::sync::atomic::AtomicBool;
 use iolab_engine::fileops::FileOps;
 
 use crate::error::FilesError;
-use crate::kept::{KeptTree, Shape};
+use crate::kept::{self, KeptTree, Shape};
 use crate::phases::{MakeOps, Phases};
 use crate::plan::FilesPlan;
 use crate::progress::PhaseProgress;
@@ -48,7 +48,7 @@ pub(crate) fn run_with(
     plan.check()?;
     let dir = &options.dir;
     // A plan that starts on a kept tree works it where it is; any other starts from nothing.
-    let prepared = if plan.start.dirs { safety::reopen(dir, plan)? } else { safety::prepare(dir)? };
+    let prepared = if plan.start.dirs { kept::reopen(dir, plan)? } else { safety::prepare(dir)? };
     let claim = safety::Claim(dir);
     let mut notes = Vec::new();
     if plan.start.dirs {
@@ -81,7 +81,7 @@ pub(crate) fn run_with(
             phases.len() == plan.phases.len() && phases.iter().all(|p| p.failure.is_none() && !p.interrupted);
         let state = plan.phases.iter().fold(plan.start, |state, &phase| state.after(phase));
         let recorded = finished.then(|| KeptTree { shape: Shape::of(plan), state });
-        if let Err(e) = safety::record_kept(dir, recorded.as_ref()) {
+        if let Err(e) = kept::record(dir, recorded.as_ref()) {
             notes.push(format!("what the kept tree holds could not be recorded in its marker: {e}"));
         }
         let again = if recorded.is_some() {

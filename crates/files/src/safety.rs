@@ -15,9 +15,7 @@ use std::path::Path;
 use iolab_engine::fileops::{FileOps, FileOpsEngine};
 
 use crate::error::FilesError;
-use crate::kept::{KeptTree, Shape, KEPT_LINE, UNKNOWN_LINE};
 use crate::owner::Owner;
-use crate::plan::FilesPlan;
 use crate::safety_at;
 use crate::safety_at::CREATED_LINE;
 pub use crate::safety_at::{Cleaned, MARKER};
@@ -100,50 +98,50 @@ fn write_marker(dir: &Path, created: bool) -> Result<(), FilesError> {
     file.sync_all().map_err(io("cannot write the marker", &marker))
 }
 
-/// The kept tree `dir`'s marker records: `None` where there is no marker or it records none,
-/// `Some(Err(why))` where it cannot be worked again.
-pub(crate) fn kept_tree(dir: &Path) -> Result<Option<Result<KeptTree, String>>, FilesError> {
+/// The marker's line that holds a kept tree (its JSON follows: `kept`).
+pub(crate) const KEPT_LINE: &str = "kept-tree:";
+/// The marker's line while a run works the tree, or after one stopped part-way.
+pub(crate) const UNKNOWN_LINE: &str = "kept-tree: unknown";
+
+/// `dir`'s marker, or `None` where there is none.
+pub(crate) fn marker_text(dir: &Path) -> Result<Option<String>, FilesError> {
     let marker = dir.join(MARKER);
     if !fs::symlink_metadata(&marker).is_ok_and(|m| m.is_file()) {
         return Ok(None);
     }
-    Ok(KeptTree::in_marker(&read_marker(&marker)?).transpose())
+    read_marker(&marker).map(Some)
 }
 
-/// Makes `dir`'s kept tree ready for `plan`, which starts on it: refused while another run
-/// works it, or when it is no longer what the plan was made from. The marker names this
-/// process and says the state is unknown until the run records it at its end.
-pub(crate) fn reopen(dir: &Path, plan: &FilesPlan) -> Result<Prepared, FilesError> {
+/// Takes `dir`'s tree back for a run that works it where it is: refused while another run
+/// works it, or where `accept` refuses its marker's text. The marker then names this process,
+/// its line starting `prefix` replaced by `line`.
+pub(crate) fn reclaim(
+    dir: &Path,
+    prefix: &str,
+    line: &str,
+    accept: impl FnOnce(&str) -> Result<(), FilesError>,
+) -> Result<Prepared, FilesError> {
     refuse_if_worked(dir, "nothing was touched: wait for it to end, or give another directory")?;
     let marker = dir.join(MARKER);
     let text = read_marker(&marker)?;
-    let kept = KeptTree::in_marker(&text).map_err(|why| {
-        FilesError::Refused(format!("{}: {why}; `iolab files --clean {0}` removes it", dir.display()))
-    })?;
-    if kept != Some(KeptTree { shape: Shape::of(plan), state: plan.start }) {
-        return Err(FilesError::Refused(format!(
-            "{}'s kept tree changed since the run was planned (another run worked it); nothing was touched",
-            dir.display()
-        )));
-    }
-    let mut text = without_kept(&Owner::strip(&text));
-    text.push_str(&format!("{UNKNOWN_LINE}\n"));
+    accept(&text)?;
+    let mut text = without(&Owner::strip(&text), prefix);
+    text.push_str(&format!("{line}\n"));
     text.push_str(&Owner::this_process().map(|o| o.lines()).unwrap_or_default());
     rewrite_marker(&marker, &text).map_err(io("cannot write the marker", &marker))?;
     Ok(Prepared { created: created_by_us(dir)?, earlier: None })
 }
 
-/// Records in `dir`'s marker what its tree now holds (`None`: unknown, a phase stopped).
-pub(crate) fn record_kept(dir: &Path, kept: Option<&KeptTree>) -> Result<(), FilesError> {
+/// Replaces `dir`'s marker's line starting `prefix` with `line`.
+pub(crate) fn set_marker_line(dir: &Path, prefix: &str, line: &str) -> Result<(), FilesError> {
     let marker = dir.join(MARKER);
-    let mut text = without_kept(&read_marker(&marker)?);
-    text.push_str(&kept.map_or_else(|| UNKNOWN_LINE.to_string(), KeptTree::line));
-    text.push('\n');
+    let mut text = without(&read_marker(&marker)?, prefix);
+    text.push_str(&format!("{line}\n"));
     rewrite_marker(&marker, &text).map_err(io("cannot write the marker", &marker))
 }
 
-fn without_kept(text: &str) -> String {
-    text.lines().filter(|l| !l.starts_with(KEPT_LINE)).map(|l| format!("{l}\n")).collect()
+fn without(text: &str, prefix: &str) -> String {
+    text.lines().filter(|l| !l.starts_with(prefix)).map(|l| format!("{l}\n")).collect()
 }
 
 /// Refused while the run the marker names is still running.
