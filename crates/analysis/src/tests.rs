@@ -1117,6 +1117,7 @@ fn scale_names_the_kernel_threads_that_were_the_wall() {
         pids: Vec::new(),
         read_bytes: None,
         write_bytes: None,
+        devices: None,
     };
     together.machine = Some(MachineReport {
         cores: 2,

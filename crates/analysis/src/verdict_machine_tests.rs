@@ -43,6 +43,7 @@ fn kernel(thread: &str, threads: u32, cpu_s: f64, busiest_pct: f64) -> CpuOwner 
         pids: Vec::new(),
         read_bytes: None,
         write_bytes: None,
+        devices: None,
     }
 }
 
@@ -60,6 +61,7 @@ fn process(name: &str, pid: u32, cpu_s: f64, write_bytes: u64) -> CpuOwner {
         pids: vec![pid],
         read_bytes: Some(0),
         write_bytes: Some(write_bytes),
+        devices: None,
     }
 }
 
@@ -245,6 +247,30 @@ fn another_process_writing_to_the_device_is_named() {
         "{}",
         v.summary
     );
+}
+
+/// Busy run 31: "Another load shared loop0 ... the busiest other I/O in the window was fio",
+/// an fio writing the root disk. A process whose open files were all on other devices is not
+/// named; one on the device (or whose files are unknown) is, though it moved less.
+#[test]
+fn a_process_working_another_device_is_not_named_for_this_one() {
+    let mut job = base();
+    *vdb(&mut job) = DeviceActivity { writes: 300_000, write_bytes: 812 << 20, ..device("vdb", 95.0, 30.0) };
+    let elsewhere =
+        CpuOwner { devices: Some(vec!["vda".into(), "vda1".into()]), ..process("fio", 900, 1.0, 4 << 30) };
+    let here = CpuOwner { devices: Some(vec!["vdb".into()]), ..process("dd", 777, 3.0, 812 << 20) };
+    machine(&mut job, vec![elsewhere.clone(), here], vec![core(0, 60.0, 1.0, 0.0), core(1, 50.0, 1.0, 0.0)]);
+    let v = assert_cause(&job, Bottleneck::OtherLoad);
+    assert!(v.summary.contains("the busiest other I/O in the window was dd (pid 777)"), "{}", v.summary);
+    // Only the one elsewhere: said so, and not named as the load.
+    machine(&mut job, vec![elsewhere], vec![core(0, 60.0, 1.0, 0.0), core(1, 50.0, 1.0, 0.0)]);
+    let v = assert_cause(&job, Bottleneck::OtherLoad);
+    assert!(
+        v.summary.contains("no process's open files were on vdb: those with I/O in the window worked other devices (fio on vda, vda1)"),
+        "{}",
+        v.summary
+    );
+    assert!(!v.summary.contains("busiest other I/O in the window was fio"), "{}", v.summary);
 }
 
 #[test]

@@ -127,8 +127,9 @@ fn another_process_writing_to_the_device_is_another_load_and_named() {
     let neighbour = summary.contains("the busiest other I/O in the window was sh (pid")
         || summary.contains("the busiest other I/O in the window was dd (pid");
     if !neighbour && summary.contains("the busiest other I/O in the window was") {
-        // /proc/<pid>/io does not say which device a process's bytes went to: iolab names the
-        // busiest I/O of the machine, and a process outside the test moved more than the neighbour.
+        // /proc/<pid>/io does not say which device a process's bytes went to: iolab leaves out a
+        // process whose open files were elsewhere, but one whose files it cannot see (another
+        // user's, or a parent of other commands) that moved more than the neighbour is named.
         return common::skip!(
             common::Missing::Other,
             "a machine whose other processes move less I/O than the test's neighbour: {summary}"

@@ -16,6 +16,7 @@ mod leftovers;
 mod limits_reader;
 mod machine_watch;
 mod observer;
+mod open_devices;
 mod poison;
 mod prepare;
 mod pressure_reader;

@@ -125,7 +125,21 @@ impl MachineWatch {
         let cores = cpus.len() as u32;
         let window_s = window.as_secs_f64();
         let threads_sampled = self.reader.threads.len() as u32 + own.iter().map(|c| c.threads).sum::<u32>();
+        let children = self.accounting.children();
         let mut owners = self.accounting.finish(cores, window_s, &device_name);
+        // Where each process with I/O in the window could have sent it: the verdict names only one
+        // that could have loaded the device. The parent of other commands (a shell's loop of dd)
+        // may hold their bytes, sent wherever their files were: left unknown.
+        for owner in owners.iter_mut().filter(|o| o.kind == OwnerKind::Process && o.io_bytes() > 0) {
+            let others = |pid: &u32| {
+                children.get(pid).is_some_and(|kids| kids.iter().any(|k| !owner.pids.contains(k)))
+            };
+            if owner.pids.iter().any(others) {
+                continue;
+            }
+            let writer = owner.write_bytes.unwrap_or(0) >= owner.read_bytes.unwrap_or(0);
+            owner.devices = crate::open_devices::of(&owner.pids, writer);
+        }
         owners.extend(own.iter().map(|class| iolab_owner(class, cores, window_s)));
         sort_owners(&mut owners);
         MachineReport {
@@ -178,6 +192,7 @@ fn iolab_owner(class: &ThreadClassCpu, cores: u32, window_s: f64) -> CpuOwner {
         pids: vec![std::process::id()],
         read_bytes: None,
         write_bytes: None,
+        devices: None,
     }
 }
 

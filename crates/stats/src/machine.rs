@@ -8,7 +8,7 @@
 //! threads (`threads.rs`), a thread that exits counts up to the last sample that saw it, a tid
 //! reused after an exit is a new thread, and a thread born in the window counts from zero.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use serde::{Deserialize, Serialize};
 
@@ -127,6 +127,12 @@ pub struct CpuOwner {
     pub read_bytes: Option<u64>,
     #[serde(default)]
     pub write_bytes: Option<u64>,
+    /// Processes with I/O in the window: the block devices their open files were on at its end
+    /// (a writer's files open for writing, a reader's any; block devices opened themselves; the
+    /// disks under a partition, dm or md device too), from /proc/<pid>/fd. `None` where not
+    /// read; empty where none is on a block device (pipes, tmpfs).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub devices: Option<Vec<String>>,
 }
 
 impl CpuOwner {
@@ -278,6 +284,8 @@ pub struct MachineAccounting {
     io: HashMap<(u32, u64), LiveIo>,
     io_owner: HashMap<(u32, u64), String>,
     io_retired: HashMap<String, (u64, u64)>,
+    /// The processes seen in the window, by their parents.
+    children: BTreeMap<u32, BTreeSet<u32>>,
     round: u64,
 }
 
@@ -293,6 +301,7 @@ impl MachineAccounting {
         for sample in io {
             let bytes = (sample.read_bytes, sample.write_bytes);
             accounting.io.insert((sample.pid, sample.starttime), LiveIo::new(sample, bytes, 0));
+            accounting.children.entry(sample.ppid).or_default().insert(sample.pid);
         }
         accounting.name_processes(threads);
         accounting
@@ -346,6 +355,7 @@ impl MachineAccounting {
 
     fn observe_io(&mut self, io: &[ProcessIoSample]) {
         for sample in io {
+            self.children.entry(sample.ppid).or_default().insert(sample.pid);
             let bytes = (sample.read_bytes, sample.write_bytes);
             let key = (sample.pid, sample.starttime);
             match self.io.get_mut(&key) {
@@ -396,6 +406,13 @@ impl MachineAccounting {
         total.1 += written;
     }
 
+    /// The processes seen in the window, by their parents: a parent's I/O counters take in its
+    /// children's lives when it reaps them, so its bytes may be theirs, written wherever their
+    /// files were.
+    pub fn children(&self) -> BTreeMap<u32, BTreeSet<u32>> {
+        self.children.clone()
+    }
+
     /// Remembers which command each process is, for its I/O.
     fn name_processes(&mut self, threads: &[MachineThread]) {
         for thread in threads.iter().filter(|t| !t.kthread && t.pid == t.tid) {
@@ -442,6 +459,7 @@ impl MachineAccounting {
                 pids: total.pids.into_iter().take(LISTED_PIDS).collect(),
                 read_bytes: io.map(|(read, _)| read),
                 write_bytes: io.map(|(_, write)| write),
+                devices: None,
                 name: key.name,
             })
             .collect();

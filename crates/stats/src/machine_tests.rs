@@ -181,3 +181,16 @@ fn a_child_not_yet_reaped_takes_nothing_from_its_parent() {
     let owners = accounting.finish(2, 1.0, &no_devices);
     assert_eq!(owner(&owners, "bash").read_bytes, Some(8192));
 }
+
+/// The verdict leaves a parent's devices unknown when its bytes may be its children's: the
+/// processes seen in the window are known by their parents, those seen at its start too.
+#[test]
+fn the_processes_seen_are_known_by_their_parents() {
+    let mut accounting = MachineAccounting::new(&[], &[io(10, 1, 0, 0)]);
+    accounting.observe(&[], &[io(10, 1, 0, 0), child_io(11, 2, 10, 0, 4096), child_io(12, 3, 10, 0, 0)]);
+    accounting.observe(&[], &[io(10, 1, 0, 0)]);
+    let children = accounting.children();
+    assert_eq!(children.get(&10).map(|k| k.iter().copied().collect::<Vec<_>>()), Some(vec![11, 12]));
+    assert_eq!(children.get(&1).map(|k| k.contains(&10)), Some(true));
+    assert!(!children.contains_key(&11));
+}

@@ -3,7 +3,7 @@
 
 use iolab_spec::Bytes;
 use iolab_stats::format::{latency, thousands};
-use iolab_stats::machine::OwnerKind;
+use iolab_stats::machine::{CpuOwner, OwnerKind};
 use iolab_stats::result::Bottleneck;
 use iolab_stats::threads::ThreadClass;
 
@@ -217,12 +217,15 @@ pub fn other_load_on_device(facts: &Facts<'_>) -> Option<Finding> {
     })
 }
 
-/// ", most of them by dd (pid 4242), which wrote 812 MiB in the window" or the writeback.
+/// ", most of them by dd (pid 4242), which wrote 812 MiB in the window" or the writeback. A
+/// process whose open files were all on other devices is not named: /proc/<pid>/io says how
+/// much a process moved, not where.
 fn who_else(facts: &Facts<'_>, load: &Load<'_>) -> String {
-    let process = facts
-        .outside_owners()
-        .filter(|o| o.kind == OwnerKind::Process && o.io_bytes() > 0)
-        .max_by_key(|o| o.io_bytes());
+    let movers = || facts.outside_owners().filter(|o| o.kind == OwnerKind::Process && o.io_bytes() > 0);
+    let elsewhere = |o: &CpuOwner| {
+        o.devices.as_ref().is_some_and(|d| !d.is_empty() && !d.iter().any(|name| name == load.name()))
+    };
+    let process = movers().filter(|o| !elsewhere(o)).max_by_key(|o| o.io_bytes());
     let mut words = String::new();
     if let Some(writeback) = writeback_words(facts, load) {
         words.push_str(&format!("; it was {writeback}"));
@@ -239,6 +242,17 @@ fn who_else(facts: &Facts<'_>, load: &Load<'_>) -> String {
     }
     if !words.is_empty() {
         return words;
+    }
+    let others: Vec<String> = movers()
+        .filter(|o| elsewhere(o))
+        .map(|o| format!("{} on {}", o.name, o.devices.as_deref().unwrap_or_default().join(", ")))
+        .collect();
+    if !others.is_empty() {
+        return format!(
+            "; no process's open files were on {}: those with I/O in the window worked other devices ({})",
+            load.name(),
+            others.join("; ")
+        );
     }
     if facts.machine.is_some() {
         "; no process's I/O in the window shows whose (it ended before the window, or its /proc/<pid>/io could not be read: other users' processes need root)".into()
