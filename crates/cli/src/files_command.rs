@@ -39,6 +39,10 @@ pub fn run(args: FilesArgs, store: &StoreArgs) -> ExitCode {
     };
     let (json, quiet_flag, keep) =
         (options.json == Some(true), options.quiet == Some(true), options.keep == Some(true));
+    let repeats = options.repeat.unwrap_or(1);
+    if let Err(e) = iolab_files::check_repeats(&plan, repeats) {
+        return exit::usage(e);
+    }
     let recording = match start(store, &plan, &dir.display().to_string(), false) {
         Ok(recording) => recording,
         Err(code) => return code,
@@ -54,10 +58,15 @@ pub fn run(args: FilesArgs, store: &StoreArgs) -> ExitCode {
             let line = FilesLine::new(quiet);
             let tree = dir.display().to_string();
             let ran = line.while_running(&progress, || {
-                iolab_files::run(&plan, &run_options, |phase| {
+                iolab_files::run_repeated(&plan, &run_options, repeats, |phase| {
                     if !quiet {
+                        let repeat = if repeats > 1 {
+                            format!(" (repeat {} of {repeats})", phase.repeat)
+                        } else {
+                            String::new()
+                        };
                         line.say(&format!(
-                            "iolab: files: {} {} of {} in {:.2} s ({}/s)",
+                            "iolab: files: {}{repeat} {} of {} in {:.2} s ({}/s)",
                             phase.phase,
                             thousands(phase.done as f64),
                             thousands(phase.planned as f64),

@@ -158,6 +158,7 @@ fn report(plan: &FilesPlan, dir: &Path, ran: &FleetFiles) -> FilesReport {
         notes,
         peak_rss_bytes: ran.hosts.iter().map(|h| h.peak_rss_bytes).max().unwrap_or(0),
         kept: false,
+        repeats: Vec::new(),
     }
 }
 

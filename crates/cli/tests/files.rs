@@ -161,6 +161,39 @@ fn a_kept_tree_is_worked_again_after_a_remount() {
     assert!(!dir.exists(), "the last run removed the tree and its directory");
 }
 
+/// Issue 34 item 3: `--repeat 3` runs the phases three times and says each phase's spread;
+/// each repeat's phases are kept in the results database under the phase's own name.
+#[test]
+fn repeats_give_each_phase_its_spread() {
+    let temp = shm_dir();
+    let dir = temp.path().join("tree");
+    let flags = ["--files", "300", "--phases", "mkdir,create,stat,unlink,rmdir", "--repeat", "3"];
+    let out = files_run(temp.path(), &dir, &flags);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let report = json(&out);
+    let phases = report["phases"].as_array().expect("phases");
+    assert_eq!(phases.len(), 15);
+    assert_eq!(phases[14]["repeat"], 3);
+    let repeats = report["repeats"].as_array().expect("repeats");
+    assert_eq!(repeats.len(), 5);
+    assert!(repeats.iter().all(|r| r["ops_per_s"].as_array().is_some_and(|e| e.len() == 3)), "{repeats:?}");
+    let db = temp.path().join("r.db");
+    let shown = run_in(temp.path(), &["results", "show", "1", "--db", db.to_str().expect("utf-8")]);
+    assert!(shown.status.success(), "{}", stderr(&shown));
+    let text = String::from_utf8_lossy(&shown.stdout);
+    assert!(text.matches("create").count() >= 3, "{text}");
+    // The text closes with the spread of each phase; a bad count is refused before anything is made.
+    let again = run_in(
+        temp.path(),
+        &["files", dir.to_str().expect("utf-8"), "--files", "300", "--repeat", "2", "--no-store"],
+    );
+    assert!(String::from_utf8_lossy(&again.stdout).contains("over the repeats:"), "{}", stderr(&again));
+    let refused =
+        run_in(temp.path(), &["files", dir.to_str().expect("utf-8"), "--repeat", "0", "--no-store"]);
+    assert_eq!(refused.status.code(), Some(2), "{}", stderr(&refused));
+    assert!(!dir.exists(), "nothing made");
+}
+
 /// Issue 34: bonnie++'s random create, stat and delete. In random order every phase still
 /// works every file once (the counts are the plan's, stat and read find each file's size, the
 /// copy moves every byte), one thread or three sharing a tree.

@@ -47,6 +47,8 @@ pub struct FilesOptions {
     pub order: Option<Order>,
     pub seed: Option<u64>,
     pub keep: Option<bool>,
+    /// How many times to run the phases (`--repeat`), each phase's spread said.
+    pub repeat: Option<u32>,
     pub json: Option<bool>,
     pub quiet: Option<bool>,
 }
@@ -75,6 +77,7 @@ impl FilesOptions {
             order: self.order.or(base.order),
             seed: self.seed.or(base.seed),
             keep: self.keep.or(base.keep),
+            repeat: self.repeat.or(base.repeat),
             json: self.json.or(base.json),
             quiet: self.quiet.or(base.quiet),
         }

@@ -24,6 +24,7 @@ mod phases;
 mod plan;
 mod preflight;
 mod progress;
+mod repeats;
 mod report;
 mod run;
 pub mod safety;
@@ -43,8 +44,10 @@ pub use plan::{
     parse_phases, FileCount, FileEngine, FilesPlan, Phase, TreeState, ALL_PHASES, DEFAULT_PHASES,
 };
 pub use progress::{PhaseProgress, PhaseSnapshot};
+pub use repeats::{check_repeats, run_repeated, MAX_REPEATS};
 pub use report::{
-    Failure, FilesReport, KindResult, OpKind, PhaseResult, RanOutOf, Second, Stonewall, FILES_SCHEMA,
+    Failure, FilesReport, KindResult, OpKind, PhaseResult, RanOutOf, RepeatSpread, Second, Stonewall,
+    FILES_SCHEMA,
 };
 pub use run::steps::Steps;
 pub use run::{run, RunOptions};
@@ -53,5 +56,7 @@ pub use verdict::{FilesCause, FilesVerdict};
 
 #[cfg(test)]
 mod kept_tests;
+#[cfg(test)]
+mod repeats_tests;
 #[cfg(test)]
 mod run_tests;

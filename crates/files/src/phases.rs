@@ -319,6 +319,7 @@ fn assemble(
     };
     PhaseResult {
         phase,
+        repeat: 1,
         planned,
         done,
         elapsed_s,

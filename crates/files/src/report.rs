@@ -201,6 +201,9 @@ pub struct PhaseResult {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub failure: Option<Failure>,
     pub interrupted: bool,
+    /// Which run of the phases it is, from 1 (`--repeat`).
+    #[serde(default = "first_repeat")]
+    pub repeat: u32,
     /// The merged histograms of each kind, to store and merge again. Not in the JSON.
     #[serde(skip)]
     pub histograms: Vec<(OpKind, OpStats)>,
@@ -236,6 +239,25 @@ pub struct FilesReport {
     pub peak_rss_bytes: u64,
     /// Whether the tree was left in place (--keep, or a clean-up that failed).
     pub kept: bool,
+    /// With `--repeat`: each phase's rate over the repeats and how far they spread.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub repeats: Vec<RepeatSpread>,
+}
+
+/// One phase over the repeats of a run: its rate in each, their mean, and their spread,
+/// (max - min) / mean as `compare` judges noise.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RepeatSpread {
+    /// The phase's place in the list (a phase may be listed twice: stat before and after a rename).
+    pub position: usize,
+    pub phase: Phase,
+    pub ops_per_s: Vec<f64>,
+    pub mean_ops_per_s: f64,
+    pub spread_pct: f64,
+}
+
+fn first_repeat() -> u32 {
+    1
 }
 
 impl FilesReport {

@@ -127,6 +127,7 @@ pub(crate) fn run_with(
         notes,
         peak_rss_bytes: iolab_stats::cpu::peak_rss_bytes().unwrap_or(0),
         kept,
+        repeats: Vec::new(),
     })
 }
 

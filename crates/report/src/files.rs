@@ -20,11 +20,24 @@ struct FilesRun {
     notes: Vec<String>,
     #[serde(default)]
     peak_rss_bytes: u64,
+    #[serde(default)]
+    repeats: Vec<Spread>,
+}
+
+/// A phase's rate over the repeats (`--repeat`).
+#[derive(Deserialize)]
+struct Spread {
+    phase: String,
+    ops_per_s: Vec<f64>,
+    mean_ops_per_s: f64,
+    spread_pct: f64,
 }
 
 #[derive(Deserialize)]
 struct Phase {
     phase: String,
+    #[serde(default)]
+    repeat: u32,
     planned: u64,
     done: u64,
     elapsed_s: f64,
@@ -94,9 +107,16 @@ pub fn files_text(report: &Value) -> String {
         Err(e) => return format!("not a files run's result (schema iolab.files/1): {e}\n"),
     };
     let mut out = format!("files in {}: {}\n", run.dir, run.tree);
+    let repeated = !run.repeats.is_empty();
     for phase in &run.phases {
         out.push('\n');
+        if repeated {
+            out.push_str(&format!("repeat {}, ", phase.repeat));
+        }
         phase_text(phase, &mut out);
+    }
+    if repeated {
+        repeats_text(&run.repeats, &mut out);
     }
     out.push('\n');
     for note in &run.notes {
@@ -104,6 +124,25 @@ pub fn files_text(report: &Value) -> String {
     }
     out.push_str(&format!("peak memory: {:.1} MiB\n", run.peak_rss_bytes as f64 / f64::from(1 << 20)));
     crate::shown(out)
+}
+
+/// Each phase's rate in every repeat, their mean and spread: "stat  41,203/s  1.9%  40,800 41,602 41,207".
+fn repeats_text(spreads: &[Spread], out: &mut String) {
+    out.push_str(&format!(
+        "\nover the repeats:\n  {:<10} {:>13} {:>8}  each repeat (ops/s)\n",
+        "phase", "mean ops/s", "spread"
+    ));
+    for spread in spreads {
+        let each: Vec<String> = spread.ops_per_s.iter().map(|r| thousands(*r)).collect();
+        out.push_str(&format!(
+            "  {:<10} {:>13} {:>7.1}%  {}\n",
+            spread.phase,
+            thousands(spread.mean_ops_per_s),
+            spread.spread_pct,
+            each.join(" ")
+        ));
+    }
+    out.push_str("  (spread: (max - min) / mean, as `iolab compare` judges noise)\n");
 }
 
 fn phase_text(phase: &Phase, out: &mut String) {

@@ -83,6 +83,11 @@ pub struct FilesArgs {
     #[arg(long)]
     pub keep: bool,
 
+    /// Run the phases N times, each repeat on a new tree (or on the kept tree the run began on,
+    /// which the phases must leave as found), and say each phase's spread (default 1).
+    #[arg(long, value_name = "N")]
+    pub repeat: Option<u32>,
+
     /// Print the report as JSON (schema iolab.files/1, docs/files.md).
     #[arg(long, help_heading = "Results")]
     pub json: bool,
@@ -135,6 +140,7 @@ impl FilesArgs {
             order: self.order,
             seed: self.seed,
             keep: on(self.keep),
+            repeat: self.repeat,
             json: on(self.json),
             quiet: on(self.quiet),
         }

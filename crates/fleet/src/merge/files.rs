@@ -75,6 +75,7 @@ pub fn merge_phase(parts: &[(&str, &PhaseResult)]) -> Option<PhaseResult> {
     let device_busy_pct = parts.iter().filter_map(|(_, p)| p.device_busy_pct).reduce(f64::max);
     Some(PhaseResult {
         phase,
+        repeat: 1,
         planned: parts.iter().map(|(_, p)| p.planned).sum(),
         done: parts.iter().map(|(_, p)| p.done).sum(),
         elapsed_s,
@@ -125,6 +126,7 @@ mod tests {
             .collect();
         PhaseResult {
             phase: Phase::Create,
+            repeat: 1,
             planned: 100,
             done,
             elapsed_s,
