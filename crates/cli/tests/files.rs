@@ -15,7 +15,7 @@ use common::ext4::Ext4;
 use common::tmpfs::{shm_dir, Tmpfs};
 use common::{json, needs_root_and, run_in, skip, spawn_in, stderr, LoopDevice};
 
-const PHASES: &str = "mkdir,create,stat,readdir,read,rename,copy,stat,unlink,rmdir";
+const PHASES: &str = "mkdir,create,stat,readdir,read,rename,copy,stat,statdir,setattr,xattr,unlink,rmdir";
 
 /// What each of PHASES must count: computed here from the shape, not read from iolab's plan.
 fn expected(files: u64, dirs_per_dir: u64, depth: u32, trees: u64) -> Vec<(&'static str, u64)> {
@@ -29,6 +29,9 @@ fn expected(files: u64, dirs_per_dir: u64, depth: u32, trees: u64) -> Vec<(&'sta
         ("rename", files),
         ("copy", files),
         ("stat", files),
+        ("statdir", dirs),
+        ("setattr", files),
+        ("xattr", files),
         ("unlink", 2 * files),
         ("rmdir", 2 * dirs),
     ]
@@ -95,6 +98,12 @@ fn check_tree_counts(cwd: &Path, dir: &Path, extra: &[&str]) {
                 readdir["entries"].as_f64().expect("entries") / readdir["elapsed_s"].as_f64().expect("time");
             let said = readdir["entries_per_s"].as_f64().expect("entries_per_s");
             assert!((said / per_s - 1.0).abs() < 1e-9, "{what}: {said} against {per_s}");
+            // Issue 34 item 4: each xattr operation set the attribute and read it back.
+            let xattr = report["phases"][10]["kinds"].as_array().expect("kinds");
+            for kind in ["set_xattr", "get_xattr", "open", "close"] {
+                let ios = xattr.iter().find(|k| k["kind"] == kind).map(|k| k["summary"]["ios"].clone());
+                assert_eq!(ios, Some(serde_json::json!(1234)), "{what}: {kind}");
+            }
             let copy = &report["phases"][6];
             assert_eq!(copy["bytes"], report["phases"][1]["bytes"], "{what}: the copy moved every byte");
             if fsync {

@@ -107,3 +107,35 @@ fn a_tree_whose_run_stopped_part_way_is_never_worked_again() {
     crate::safety::clean(&dir).expect("cleaned");
     assert!(!dir.exists());
 }
+
+/// Issue 34 item 4: setattr sets each file's times to now, xattr leaves `user.iolab` set to the
+/// file's own value, statdir stats every directory: seen on the files themselves.
+#[test]
+fn setattr_and_xattr_change_what_they_say() {
+    let temp = scratch();
+    let dir = temp.path().join("tree");
+    let made = FilesOptions { threads: Some(1), ..options("mkdir,create") };
+    ran(&plan_in(&made, &dir).expect("plan"), &dir, true);
+    let file = dir.join("t0/d0/d0/f0");
+    let old = std::time::SystemTime::UNIX_EPOCH + std::time::Duration::from_secs(1000);
+    std::fs::File::options().write(true).open(&file).expect("f0").set_modified(old).expect("set mtime");
+    let work = FilesOptions {
+        phases: Some(parse_phases("statdir,setattr,xattr").expect("phases")),
+        ..Default::default()
+    };
+    let plan = plan_in(&work, &dir).expect("a plan over the kept tree");
+    assert_eq!(
+        ran(&plan, &dir, true),
+        vec![(Phase::StatDir, 13), (Phase::Setattr, 300), (Phase::Xattr, 300)]
+    );
+    let modified = std::fs::metadata(&file).expect("stat").modified().expect("mtime");
+    assert!(modified > old + std::time::Duration::from_secs(86_400), "setattr set the time to now");
+    let mut value = [0u8; 64];
+    let path = std::ffi::CString::new(file.to_str().expect("utf-8")).expect("a C path");
+    // SAFETY: both strings are NUL-terminated; `value` is writable for its length.
+    let n = unsafe {
+        libc::getxattr(path.as_ptr(), c"user.iolab".as_ptr(), value.as_mut_ptr().cast(), value.len())
+    };
+    assert_eq!(value.get(..n.max(0) as usize), Some(&b"iolab 0 0"[..]));
+    crate::safety::clean(&dir).expect("cleaned");
+}

@@ -1,6 +1,6 @@
 //! The fileset workload (`iolab files`): a tree of directories and files, computed from its
 //! shape rather than stored, worked in phases the user chooses and orders (mkdir, create,
-//! stat, readdir, read, rename, copy, unlink, rmdir) by threads that each own a tree or share
+//! stat, statdir, readdir, read, setattr, xattr, rename, copy, unlink, rmdir) by threads that each own a tree or share
 //! one directory, on io_uring or plain system calls, every operation timed exactly into the
 //! mergeable histograms the block lanes use.
 //!

@@ -304,7 +304,7 @@ fn assemble(
     let facts = PhaseFacts {
         threads: plan.threads,
         shared_dir: plan.shared_dir,
-        modifies_entries: phase.modifies(),
+        modifies_entries: phase.changes_entries(),
         writes_nothing: phase.writes_nothing(),
         elapsed_s,
         ops: done,

@@ -29,14 +29,24 @@ pub enum Phase {
     Copy,
     Unlink,
     Rmdir,
+    /// Stat each directory (mdtest -D's stat): the directory rates beside mkdir and rmdir.
+    #[serde(rename = "statdir")]
+    StatDir,
+    /// Set each file's times to now (utimensat, as touch): a metadata write per file.
+    Setattr,
+    /// Set each file's extended attribute `user.iolab` and read it back.
+    Xattr,
 }
 
-pub const ALL_PHASES: [Phase; 9] = [
+pub const ALL_PHASES: [Phase; 12] = [
     Phase::Mkdir,
     Phase::Create,
     Phase::Stat,
+    Phase::StatDir,
     Phase::Readdir,
     Phase::Read,
+    Phase::Setattr,
+    Phase::Xattr,
     Phase::Rename,
     Phase::Copy,
     Phase::Unlink,
@@ -59,20 +69,28 @@ impl Phase {
             Phase::Copy => "copy",
             Phase::Unlink => "unlink",
             Phase::Rmdir => "rmdir",
+            Phase::StatDir => "statdir",
+            Phase::Setattr => "setattr",
+            Phase::Xattr => "xattr",
         }
     }
 
-    /// Whether the phase changes the tree (its latencies are stored as writes). These are the
-    /// phases that add or remove directory entries, each under its directory's lock held
-    /// exclusively; the others look entries up, which takes no such lock.
+    /// Whether the phase changes the tree (its latencies are stored as writes): its entries,
+    /// or its files' metadata (setattr, xattr).
     pub fn modifies(self) -> bool {
-        !matches!(self, Phase::Stat | Phase::Readdir | Phase::Read)
+        !matches!(self, Phase::Stat | Phase::StatDir | Phase::Readdir | Phase::Read)
+    }
+
+    /// Whether the phase adds or removes directory entries, each under its directory's lock
+    /// held exclusively; the others look entries up or change an inode, which takes no such lock.
+    pub fn changes_entries(self) -> bool {
+        self.modifies() && !matches!(self, Phase::Setattr | Phase::Xattr)
     }
 
     /// Whether the phase makes the device write nothing of its own: stat and readdir (reading
     /// a file's data updates its access time, which the journal then writes).
     pub fn writes_nothing(self) -> bool {
-        matches!(self, Phase::Stat | Phase::Readdir)
+        matches!(self, Phase::Stat | Phase::StatDir | Phase::Readdir)
     }
 }
 
@@ -91,6 +109,9 @@ impl FromStr for Phase {
             "write" => "create",
             "open" | "read" => "read",
             "delete" | "remove" => "unlink",
+            "dirstat" | "stat-dir" | "stat_dir" => "statdir",
+            "utimes" | "touch" | "chattr" => "setattr",
+            "setxattr" | "getxattr" => "xattr",
             other => other,
         };
         ALL_PHASES.into_iter().find(|p| p.name() == alias).ok_or_else(|| {
@@ -125,7 +146,7 @@ impl TreeState {
             Phase::Copy => self.copied = true,
             Phase::Unlink => (self.files, self.renamed) = (false, false),
             Phase::Rmdir => (self.dirs, self.copied) = (false, false),
-            Phase::Stat | Phase::Readdir | Phase::Read => {}
+            Phase::Stat | Phase::StatDir | Phase::Readdir | Phase::Read | Phase::Setattr | Phase::Xattr => {}
         }
         self
     }
@@ -282,8 +303,10 @@ impl FilesPlan {
                 Phase::Mkdir => None,
                 Phase::Create if !dirs => Some("it needs the directories: put mkdir before it"),
                 Phase::Create if files => Some("the files exist already (one create per run)"),
-                Phase::Readdir if !dirs => Some("it needs the directories: put mkdir before it"),
-                Phase::Stat | Phase::Read | Phase::Rename | Phase::Copy | Phase::Unlink if !files => {
+                Phase::Readdir | Phase::StatDir if !dirs => Some("it needs the directories: put mkdir before it"),
+                Phase::Stat | Phase::Read | Phase::Setattr | Phase::Xattr | Phase::Rename | Phase::Copy | Phase::Unlink
+                    if !files =>
+                {
                     Some("it needs the files: put mkdir and create before it, or keep a tree with --keep in the directory and work it again")
                 }
                 Phase::Copy if copied => Some("the tree was copied already (one copy per run)"),
@@ -378,10 +401,14 @@ impl FilesPlan {
             .map(|&phase| {
                 let copies = 1 + u64::from(copied);
                 let count = match phase {
-                    Phase::Mkdir | Phase::Readdir => self.total_dirs(),
-                    Phase::Create | Phase::Stat | Phase::Read | Phase::Rename | Phase::Copy => {
-                        self.total_files()
-                    }
+                    Phase::Mkdir | Phase::StatDir | Phase::Readdir => self.total_dirs(),
+                    Phase::Create
+                    | Phase::Stat
+                    | Phase::Read
+                    | Phase::Setattr
+                    | Phase::Xattr
+                    | Phase::Rename
+                    | Phase::Copy => self.total_files(),
                     Phase::Unlink => self.total_files() * copies,
                     Phase::Rmdir => self.total_dirs() * copies,
                 };

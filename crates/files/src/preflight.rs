@@ -108,7 +108,13 @@ pub(crate) fn needs(plan: &FilesPlan, block: u64) -> Needs {
             Phase::Copy => (dirs, files, bytes) = (dirs * 2, files * 2, bytes * 2),
             Phase::Unlink => (files, bytes) = (0, 0),
             Phase::Rmdir => dirs = 0,
-            Phase::Stat | Phase::Readdir | Phase::Read | Phase::Rename => {}
+            Phase::Stat
+            | Phase::StatDir
+            | Phase::Readdir
+            | Phase::Read
+            | Phase::Setattr
+            | Phase::Xattr
+            | Phase::Rename => {}
         }
         if dirs + files > peak.inodes {
             (peak.inodes, peak.files, peak.dirs) = (dirs + files, files, dirs);

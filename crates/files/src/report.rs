@@ -33,9 +33,17 @@ pub enum OpKind {
     Copy,
     Unlink,
     Rmdir,
+    /// A directory's stat.
+    StatDir,
+    /// A file's times set (utimensat).
+    Setattr,
+    /// A file's extended attribute set and read back: open, set, get, close.
+    Xattr,
+    SetXattr,
+    GetXattr,
 }
 
-pub const OP_KINDS: [OpKind; 14] = [
+pub const OP_KINDS: [OpKind; 19] = [
     OpKind::Mkdir,
     OpKind::Create,
     OpKind::Open,
@@ -50,6 +58,11 @@ pub const OP_KINDS: [OpKind; 14] = [
     OpKind::Copy,
     OpKind::Unlink,
     OpKind::Rmdir,
+    OpKind::StatDir,
+    OpKind::Setattr,
+    OpKind::Xattr,
+    OpKind::SetXattr,
+    OpKind::GetXattr,
 ];
 
 impl OpKind {
@@ -69,6 +82,11 @@ impl OpKind {
             OpKind::Copy => "copy",
             OpKind::Unlink => "unlink",
             OpKind::Rmdir => "rmdir",
+            OpKind::StatDir => "stat_dir",
+            OpKind::Setattr => "setattr",
+            OpKind::Xattr => "xattr",
+            OpKind::SetXattr => "set_xattr",
+            OpKind::GetXattr => "get_xattr",
         }
     }
 
@@ -84,6 +102,9 @@ impl OpKind {
             Phase::Copy => OpKind::Copy,
             Phase::Unlink => OpKind::Unlink,
             Phase::Rmdir => OpKind::Rmdir,
+            Phase::StatDir => OpKind::StatDir,
+            Phase::Setattr => OpKind::Setattr,
+            Phase::Xattr => OpKind::Xattr,
         }
     }
 }

@@ -85,7 +85,7 @@ pub(crate) fn run_with(
             notes.push(format!("what the kept tree holds could not be recorded in its marker: {e}"));
         }
         let again = if recorded.is_some() {
-            "; a later run whose phases begin with stat, read, readdir, rename, copy, unlink or rmdir works it again"
+            "; a later run whose phases begin with anything but mkdir works it again"
         } else {
             "; a phase stopped, so what it holds is unknown and it is not worked again"
         };

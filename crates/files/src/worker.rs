@@ -29,6 +29,8 @@ use crate::tree::{Side, Tree};
 /// The data buffer's size at most: larger files are written and read in pieces this big.
 pub const MAX_CHUNK: u64 = 1 << 20;
 const DIR_BUF: usize = 32 << 10;
+/// The extended attribute the xattr phase sets and reads back.
+const XATTR: &[u8] = b"user.iolab\0";
 
 /// What every thread of a phase shares.
 pub struct Ctx<'a> {
@@ -134,6 +136,9 @@ impl<'a> Worker<'a> {
             }
             Phase::Stat => self.files(Side::Source, Self::stat),
             Phase::Readdir => self.dirs_listed(),
+            Phase::StatDir => self.dirs_stated(),
+            Phase::Setattr => self.files(Side::Source, Self::setattr),
+            Phase::Xattr => self.files(Side::Source, Self::xattr),
             Phase::Read => self.files(Side::Source, Self::read),
             Phase::Rename => self.files(Side::Source, Self::rename),
             Phase::Copy => {
@@ -515,41 +520,91 @@ impl<'a> Worker<'a> {
         Ok(())
     }
 
-    /// Lists every directory of the thread's share (all levels), each open, getdents64 to the
-    /// end and close timed as one operation.
-    fn dirs_listed(&mut self) {
+    fn setattr(&mut self, tree: &Tree, side: Side, i: u64) -> Result<(), (&'static str, io::Error)> {
+        let leaf = self.locate_file(tree, side, i, self.ctx.renamed)?;
+        let start = self.ctx.now_ns();
+        self.sys.setattr(leaf, &self.name).map_err(|e| ("utimensat", e))?;
+        let end = self.ctx.now_ns();
+        self.record(OpKind::Setattr, start, end, 0);
+        Ok(())
+    }
+
+    /// Opens the file (not following a link), sets `user.iolab` to a value of its own, reads it
+    /// back and checks it, closes it: each timed, and the whole as one xattr operation.
+    fn xattr(&mut self, tree: &Tree, side: Side, i: u64) -> Result<(), (&'static str, io::Error)> {
+        let leaf = self.locate_file(tree, side, i, self.ctx.renamed)?;
+        let value = format!("iolab {} {i}", tree.index);
+        let start = self.ctx.now_ns();
+        let fd = self
+            .sys
+            .openat(leaf, &self.name, libc::O_RDONLY | libc::O_NOFOLLOW, 0)
+            .map_err(|e| ("open", e))?;
+        self.work_and_close(fd, start, OpKind::Xattr, 0, |w| {
+            let before = w.ctx.now_ns();
+            w.sys.set_xattr(fd, XATTR, value.as_bytes()).map_err(|e| ("setxattr", e))?;
+            let set = w.ctx.now_ns();
+            w.record(OpKind::SetXattr, before, set, 0);
+            let mut back = [0u8; 64];
+            let n = w.sys.get_xattr(fd, XATTR, &mut back).map_err(|e| ("getxattr", e))?;
+            let got = w.ctx.now_ns();
+            w.record(OpKind::GetXattr, set, got, 0);
+            if back.get(..n) != Some(value.as_bytes()) {
+                let message = format!(
+                    "user.iolab read back {:?}, not the {value:?} set",
+                    String::from_utf8_lossy(&back[..n])
+                );
+                return Err(("getxattr", io::Error::other(message)));
+            }
+            Ok(())
+        })
+    }
+
+    /// Stats every directory of the thread's share (all levels), as mdtest -D does.
+    fn dirs_stated(&mut self) {
+        self.each_dir(|w, parent| {
+            let start = w.ctx.now_ns();
+            w.sys.stat(parent, &w.name).map_err(|e| ("stat", e))?;
+            let end = w.ctx.now_ns();
+            w.record(OpKind::StatDir, start, end, 0);
+            Ok(())
+        });
+    }
+
+    /// Calls `op` with each directory of the thread's share (all levels, named in `name`) and
+    /// the descriptor of the directory that holds it, until the phase stops or `op` fails.
+    fn each_dir(&mut self, mut op: impl FnMut(&mut Self, i32) -> Result<(), OpError>) {
         let (tree, first, stride) = self.share();
         for level in 0..=tree.depth {
             for x in (first..tree.dirs_at(level)).step_by(stride) {
                 if self.ctx.stopping() {
                     return;
                 }
-                let parent = match self.locate_dir(tree, Side::Source, level, x) {
-                    Ok(parent) => parent,
-                    Err(e) => {
-                        let path = std::mem::take(&mut self.path);
-                        self.fail("open directory", &path, &e);
-                        return;
-                    }
-                };
-                let start = self.ctx.now_ns();
-                let mut buf = std::mem::take(&mut self.dir_buf);
-                let listed = self.list(parent, &mut buf);
-                self.dir_buf = buf;
-                let end = self.ctx.now_ns();
-                match listed {
-                    Ok(entries) => {
-                        self.out.entries += entries;
-                        self.record(OpKind::Readdir, start, end, 0);
-                    }
-                    Err((what, e)) => {
-                        let path = std::mem::take(&mut self.path);
-                        self.fail(what, &path, &e);
-                        return;
-                    }
+                let done = self
+                    .locate_dir(tree, Side::Source, level, x)
+                    .map_err(|e| ("open directory", e))
+                    .and_then(|parent| op(self, parent));
+                if let Err((what, e)) = done {
+                    let path = std::mem::take(&mut self.path);
+                    self.fail(what, &path, &e);
+                    return;
                 }
             }
         }
+    }
+
+    /// Lists every directory of the thread's share (all levels), each open, getdents64 to the
+    /// end and close timed as one operation.
+    fn dirs_listed(&mut self) {
+        self.each_dir(|w, parent| {
+            let start = w.ctx.now_ns();
+            let mut buf = std::mem::take(&mut w.dir_buf);
+            let listed = w.list(parent, &mut buf);
+            w.dir_buf = buf;
+            let end = w.ctx.now_ns();
+            w.out.entries += listed?;
+            w.record(OpKind::Readdir, start, end, 0);
+            Ok(())
+        });
     }
 
     fn list(&mut self, parent: i32, buf: &mut [u8]) -> Result<u64, (&'static str, io::Error)> {

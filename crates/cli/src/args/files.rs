@@ -40,8 +40,8 @@ pub struct FilesArgs {
     #[arg(long, value_name = "SPEC", value_parser = parse_sizes, help_heading = "Tree")]
     pub sizes: Option<SizeSpec>,
 
-    /// The phases, in order, from mkdir, create, stat, readdir, read, rename, copy, unlink,
-    /// rmdir (default mkdir,create,stat,read,unlink,rmdir).
+    /// The phases, in order, from mkdir, create, stat, statdir, readdir, read, setattr, xattr,
+    /// rename, copy, unlink, rmdir (default mkdir,create,stat,read,unlink,rmdir).
     #[arg(long, value_name = "LIST", value_parser = parse_phase_list)]
     pub phases: Option<PhaseList>,
 

@@ -148,7 +148,7 @@ pub enum Command {
         action: ResultsAction,
     },
     /// Build and work a tree of files (default: 10,000 empty files in a scratch directory here,
-    /// removed afterwards): mkdir, create, stat, readdir, read, rename, copy, unlink, rmdir in
+    /// removed afterwards): mkdir, create, stat, statdir, readdir, read, setattr, xattr, rename, copy, unlink, rmdir in
     /// the order given, each operation timed exactly, on io_uring or plain system calls
     /// (docs/files.md).
     Files(FilesArgs),

@@ -188,6 +188,30 @@ impl FileOps {
         check(unsafe { libc::renameat(dirfd, old.ptr(), dirfd, new.ptr()) }).map(drop)
     }
 
+    /// Sets the entry's access and modification times to now, not following a link (a metadata
+    /// write, as touch). No ring operation sets times: utimensat on every engine.
+    pub fn setattr(&mut self, dirfd: i32, path: &[u8]) -> io::Result<()> {
+        let path = CPath::new(path)?;
+        // SAFETY: `path` is NUL-terminated; a null `times` means now for both.
+        check(unsafe { libc::utimensat(dirfd, path.ptr(), std::ptr::null(), libc::AT_SYMLINK_NOFOLLOW) })
+            .map(drop)
+    }
+
+    /// Sets extended attribute `name` (NUL-terminated) of open file `fd` to `value`. As a system
+    /// call on every engine (the ring's xattr operations are not used).
+    pub fn set_xattr(&mut self, fd: i32, name: &[u8], value: &[u8]) -> io::Result<()> {
+        let name = CPath::new(name)?;
+        // SAFETY: `name` is NUL-terminated and `value` readable for its length for the call.
+        check(unsafe { libc::fsetxattr(fd, name.ptr(), value.as_ptr().cast(), value.len(), 0) }).map(drop)
+    }
+
+    /// Reads extended attribute `name` (NUL-terminated) of open file `fd` into `buf`: its length.
+    pub fn get_xattr(&mut self, fd: i32, name: &[u8], buf: &mut [u8]) -> io::Result<usize> {
+        let name = CPath::new(name)?;
+        // SAFETY: `name` is NUL-terminated and `buf` writable for its length for the call.
+        check_len(unsafe { libc::fgetxattr(fd, name.ptr(), buf.as_mut_ptr().cast(), buf.len()) })
+    }
+
     /// Reads directory `fd` to its end: the entries other than "." and "..". No ring operation
     /// reads a directory, so this is getdents64 on every engine.
     pub fn read_dir(&mut self, fd: i32, buf: &mut [u8]) -> io::Result<u64> {
