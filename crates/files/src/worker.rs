@@ -98,7 +98,7 @@ impl<'a> Worker<'a> {
             thread,
             main: OpKind::of_phase(phase),
             out: Outcome::empty(),
-            parents: Parents::new(ctx.dirfd),
+            parents: Parents::new(ctx.dirfd, ctx.plan.threads),
             name: Vec::with_capacity(32),
             path: Vec::with_capacity(256),
             name2: Vec::with_capacity(32),
