@@ -11,7 +11,7 @@ use iolab_stats::OpStats;
 
 use crate::gate::{BreakOnPanic, Gate};
 use crate::journal::{self, JournalSeen, JournalThread, JournalWatch};
-use crate::plan::{FilesPlan, Phase};
+use crate::plan::{FilesPlan, Phase, TreeState};
 use crate::progress::PhaseProgress;
 use crate::report::{KindResult, OpKind, PhaseResult, Second, Stonewall, OP_KINDS};
 use crate::safety_at;
@@ -19,15 +19,14 @@ use crate::tree::Tree;
 use crate::verdict::{judge, PhaseFacts};
 use crate::worker::{Ctx, Outcome, Worker};
 
-/// The state between phases: the trees, the clock, whether the files are renamed or copied,
+/// The state between phases: the trees, the clock, what the tree holds (renamed, copied, linked),
 /// and which phase is next.
 pub(crate) struct Phases {
     plan: FilesPlan,
     trees: Vec<Tree>,
     clock: quanta::Clock,
     base: u64,
-    renamed: bool,
-    copied: bool,
+    state: TreeState,
     planned: Vec<(Phase, u64)>,
     next: usize,
     /// A phase failed or was interrupted: no later one runs.
@@ -56,8 +55,7 @@ impl Phases {
             trees,
             clock,
             base,
-            renamed: start.renamed,
-            copied: start.copied,
+            state: start,
             next: 0,
             stopped: false,
             device,
@@ -122,8 +120,7 @@ impl Phases {
             interrupt,
             first_done_ns: AtomicU64::new(0),
             barrier: Gate::new(self.plan.threads as usize),
-            renamed: self.renamed,
-            copied: self.copied,
+            state: self.state,
             phase_start_ns: 0,
             progress,
         };
@@ -138,12 +135,7 @@ impl Phases {
         let elapsed_s = ctx.now_ns().saturating_sub(ctx.phase_start_ns) as f64 / 1e9;
         let journal = watch.and_then(|w| w.finish(elapsed_s, self.plan.threads));
         let result = assemble(&self.plan, &ctx, phase, planned_ops, outcomes, device, journal);
-        match phase {
-            Phase::Rename => self.renamed = !self.renamed,
-            Phase::Copy => self.copied = true,
-            Phase::Rmdir => self.copied = false,
-            _ => {}
-        }
+        self.state = self.state.after(phase);
         self.stopped = result.failure.is_some() || result.interrupted;
         Some(result)
     }

@@ -20,7 +20,7 @@ use iolab_engine::fileops::{AlignedBuf, FileOps, PathOp};
 use crate::gate::Gate;
 use crate::order::Walk;
 use crate::parents::Parents;
-use crate::plan::{FilesPlan, Phase};
+use crate::plan::{FilesPlan, Phase, TreeState};
 use crate::progress::{PhaseProgress, PUBLISH_EVERY};
 use crate::report::{Failure, OpKind, RanOutOf};
 use crate::sizes::file_hash;
@@ -47,9 +47,8 @@ pub struct Ctx<'a> {
     pub first_done_ns: AtomicU64,
     /// Between a shared tree's directory levels; broken by a thread that will not come.
     pub barrier: Gate,
-    /// Whether the files are named r<N> (a rename ran) and whether a copy exists.
-    pub renamed: bool,
-    pub copied: bool,
+    /// What the tree holds as the phase begins: renamed files, a copy, links.
+    pub state: TreeState,
     pub phase_start_ns: u64,
     /// Where each thread publishes how far it is, for a live display.
     pub progress: Option<&'a PhaseProgress>,
@@ -124,7 +123,7 @@ impl<'a> Worker<'a> {
     }
 
     fn phase(&mut self, phase: Phase) {
-        let sides: &[Side] = if self.ctx.copied { &[Side::Source, Side::Copy] } else { &[Side::Source] };
+        let sides: &[Side] = if self.ctx.state.copied { &[Side::Source, Side::Copy] } else { &[Side::Source] };
         match phase {
             Phase::Mkdir => self.dirs(Side::Source, false),
             Phase::Create => match self.empty_files_create() {
@@ -344,7 +343,7 @@ impl<'a> Worker<'a> {
     }
 
     fn create(&mut self, tree: &Tree, side: Side, i: u64) -> Result<(), (&'static str, io::Error)> {
-        let leaf = self.locate_file(tree, side, i, self.ctx.renamed)?;
+        let leaf = self.locate_file(tree, side, i, self.ctx.state.renamed)?;
         let size = self.size_of(tree, i);
         let flags = libc::O_CREAT | libc::O_EXCL | libc::O_NOFOLLOW | libc::O_WRONLY | self.data_flags();
         let start = self.ctx.now_ns();
@@ -391,7 +390,7 @@ impl<'a> Worker<'a> {
     }
 
     fn stat(&mut self, tree: &Tree, side: Side, i: u64) -> Result<(), (&'static str, io::Error)> {
-        let leaf = self.locate_file(tree, side, i, self.ctx.renamed)?;
+        let leaf = self.locate_file(tree, side, i, self.ctx.state.renamed)?;
         let start = self.ctx.now_ns();
         let size = self.sys.stat(leaf, &self.name).map_err(|e| ("stat", e))?;
         let end = self.ctx.now_ns();
@@ -451,7 +450,7 @@ impl<'a> Worker<'a> {
     }
 
     fn read(&mut self, tree: &Tree, side: Side, i: u64) -> Result<(), (&'static str, io::Error)> {
-        let leaf = self.locate_file(tree, side, i, self.ctx.renamed)?;
+        let leaf = self.locate_file(tree, side, i, self.ctx.state.renamed)?;
         let size = self.size_of(tree, i);
         let start = self.ctx.now_ns();
         let fd = self
@@ -462,8 +461,8 @@ impl<'a> Worker<'a> {
     }
 
     fn rename(&mut self, tree: &Tree, side: Side, i: u64) -> Result<(), (&'static str, io::Error)> {
-        let leaf = self.locate_file(tree, side, i, self.ctx.renamed)?;
-        tree.file_name(i, !self.ctx.renamed, &mut self.name2);
+        let leaf = self.locate_file(tree, side, i, self.ctx.state.renamed)?;
+        tree.file_name(i, !self.ctx.state.renamed, &mut self.name2);
         let start = self.ctx.now_ns();
         self.sys.renameat(leaf, &self.name, &self.name2).map_err(|e| ("rename", e))?;
         let end = self.ctx.now_ns();
@@ -472,7 +471,7 @@ impl<'a> Worker<'a> {
     }
 
     fn copy(&mut self, tree: &Tree, _side: Side, i: u64) -> Result<(), (&'static str, io::Error)> {
-        let renamed = self.ctx.renamed;
+        let renamed = self.ctx.state.renamed;
         let copy_leaf = self.locate_file(tree, Side::Copy, i, renamed)?;
         std::mem::swap(&mut self.name, &mut self.name2);
         std::mem::swap(&mut self.path, &mut self.path2);
@@ -512,7 +511,7 @@ impl<'a> Worker<'a> {
     }
 
     fn unlink(&mut self, tree: &Tree, side: Side, i: u64) -> Result<(), (&'static str, io::Error)> {
-        let leaf = self.locate_file(tree, side, i, self.ctx.renamed)?;
+        let leaf = self.locate_file(tree, side, i, self.ctx.state.renamed)?;
         let start = self.ctx.now_ns();
         self.sys.unlinkat(leaf, &self.name, false).map_err(|e| ("unlink", e))?;
         let end = self.ctx.now_ns();
@@ -521,7 +520,7 @@ impl<'a> Worker<'a> {
     }
 
     fn setattr(&mut self, tree: &Tree, side: Side, i: u64) -> Result<(), (&'static str, io::Error)> {
-        let leaf = self.locate_file(tree, side, i, self.ctx.renamed)?;
+        let leaf = self.locate_file(tree, side, i, self.ctx.state.renamed)?;
         let start = self.ctx.now_ns();
         self.sys.setattr(leaf, &self.name).map_err(|e| ("utimensat", e))?;
         let end = self.ctx.now_ns();
@@ -532,7 +531,7 @@ impl<'a> Worker<'a> {
     /// Opens the file (not following a link), sets `user.iolab` to a value of its own, reads it
     /// back and checks it, closes it: each timed, and the whole as one xattr operation.
     fn xattr(&mut self, tree: &Tree, side: Side, i: u64) -> Result<(), (&'static str, io::Error)> {
-        let leaf = self.locate_file(tree, side, i, self.ctx.renamed)?;
+        let leaf = self.locate_file(tree, side, i, self.ctx.state.renamed)?;
         let value = format!("iolab {} {i}", tree.index);
         let start = self.ctx.now_ns();
         let fd = self
