@@ -15,7 +15,8 @@ use common::ext4::Ext4;
 use common::tmpfs::{shm_dir, Tmpfs};
 use common::{json, needs_root_and, run_in, skip, spawn_in, stderr, LoopDevice};
 
-const PHASES: &str = "mkdir,create,stat,readdir,read,rename,copy,stat,statdir,setattr,xattr,unlink,rmdir";
+const PHASES: &str =
+    "mkdir,create,stat,readdir,read,rename,copy,stat,statdir,setattr,xattr,link,symlink,unlink,rmdir";
 
 /// What each of PHASES must count: computed here from the shape, not read from iolab's plan.
 fn expected(files: u64, dirs_per_dir: u64, depth: u32, trees: u64) -> Vec<(&'static str, u64)> {
@@ -32,7 +33,10 @@ fn expected(files: u64, dirs_per_dir: u64, depth: u32, trees: u64) -> Vec<(&'sta
         ("statdir", dirs),
         ("setattr", files),
         ("xattr", files),
-        ("unlink", 2 * files),
+        ("link", files),
+        ("symlink", files),
+        // Both trees' files after the copy, and the source's hard and symbolic links.
+        ("unlink", 4 * files),
         ("rmdir", 2 * dirs),
     ]
 }

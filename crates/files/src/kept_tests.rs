@@ -57,7 +57,7 @@ fn a_kept_tree_is_worked_again_with_its_own_shape_and_state() {
         ..Default::default()
     };
     let plan = plan_in(&again, &dir).expect("a plan over the kept tree");
-    assert_eq!(plan.start, TreeState { dirs: true, files: true, renamed: true, copied: false });
+    assert_eq!(plan.start, TreeState { dirs: true, files: true, renamed: true, ..Default::default() });
     assert_eq!((plan.threads, plan.seed, plan.total_files()), (2, 9, 300));
     // stat checks each file's size against the plan: the sizes are the kept tree's own.
     assert_eq!(ran(&plan, &dir, true), vec![(Phase::Stat, 300), (Phase::Read, 300), (Phase::Readdir, 26)]);
@@ -138,4 +138,33 @@ fn setattr_and_xattr_change_what_they_say() {
     };
     assert_eq!(value.get(..n.max(0) as usize), Some(&b"iolab 0 0"[..]));
     crate::safety::clean(&dir).expect("cleaned");
+}
+
+/// Issue 34 item 4: hard and symbolic links beside each file are unlinked with the files, and a
+/// kept tree that holds them is cleaned: each link removed as itself, never followed; a link of
+/// iolab's name made after the tree's last mark (by someone else) is left, its target untouched.
+#[test]
+fn links_are_removed_as_themselves_and_a_foreign_one_is_left() {
+    let temp = scratch();
+    let dir = temp.path().join("tree");
+    let plan = plan_in(&options("mkdir,create,link,symlink,stat,unlink,rmdir"), &dir).expect("plan");
+    let counts = ran(&plan, &dir, false);
+    assert_eq!(
+        counts[1..5],
+        [(Phase::Create, 300), (Phase::Link, 300), (Phase::Symlink, 300), (Phase::Stat, 300)]
+    );
+    assert_eq!(counts[5], (Phase::Unlink, 900), "each file and its two links");
+    assert!(!dir.exists());
+
+    ran(&plan_in(&options("mkdir,create,link,symlink"), &dir).expect("plan"), &dir, true);
+    let victim = temp.path().join("victim");
+    std::fs::write(&victim, b"not iolab's").expect("a file outside the tree");
+    std::thread::sleep(std::time::Duration::from_millis(20));
+    let foreign = dir.join("t0/d0/d0/l99999");
+    std::os::unix::fs::symlink(&victim, &foreign).expect("a foreign link of iolab's name");
+    let cleaned = crate::safety::clean(&dir).expect("cleaned");
+    assert_eq!(cleaned.left, vec![foreign.clone()], "only the foreign link is left");
+    assert_eq!(std::fs::read(&victim).expect("the victim"), b"not iolab's");
+    assert!(std::fs::symlink_metadata(&foreign).is_ok());
+    assert!(!dir.join("t0/d0/d0/l0").exists() && !dir.join("t0/d0/d0/h0").exists());
 }

@@ -36,9 +36,13 @@ pub enum Phase {
     Setattr,
     /// Set each file's extended attribute `user.iolab` and read it back.
     Xattr,
+    /// Make a hard link `h<N>` to each file, beside it (removed by unlink).
+    Link,
+    /// Make a symbolic link `l<N>` to each file, beside it (removed by unlink; never followed).
+    Symlink,
 }
 
-pub const ALL_PHASES: [Phase; 12] = [
+pub const ALL_PHASES: [Phase; 14] = [
     Phase::Mkdir,
     Phase::Create,
     Phase::Stat,
@@ -47,6 +51,8 @@ pub const ALL_PHASES: [Phase; 12] = [
     Phase::Read,
     Phase::Setattr,
     Phase::Xattr,
+    Phase::Link,
+    Phase::Symlink,
     Phase::Rename,
     Phase::Copy,
     Phase::Unlink,
@@ -72,6 +78,8 @@ impl Phase {
             Phase::StatDir => "statdir",
             Phase::Setattr => "setattr",
             Phase::Xattr => "xattr",
+            Phase::Link => "link",
+            Phase::Symlink => "symlink",
         }
     }
 
@@ -112,6 +120,8 @@ impl FromStr for Phase {
             "dirstat" | "stat-dir" | "stat_dir" => "statdir",
             "utimes" | "touch" | "chattr" => "setattr",
             "setxattr" | "getxattr" => "xattr",
+            "hardlink" | "ln" => "link",
+            "softlink" | "ln-s" => "symlink",
             other => other,
         };
         ALL_PHASES.into_iter().find(|p| p.name() == alias).ok_or_else(|| {
@@ -130,6 +140,12 @@ pub struct TreeState {
     pub renamed: bool,
     /// A copy of the tree stands beside it.
     pub copied: bool,
+    /// A hard link `h<N>` stands beside each file.
+    #[serde(default)]
+    pub linked: bool,
+    /// A symbolic link `l<N>` stands beside each file.
+    #[serde(default)]
+    pub symlinked: bool,
 }
 
 impl TreeState {
@@ -144,7 +160,11 @@ impl TreeState {
             Phase::Create => self.files = true,
             Phase::Rename => self.renamed = !self.renamed,
             Phase::Copy => self.copied = true,
-            Phase::Unlink => (self.files, self.renamed) = (false, false),
+            Phase::Link => self.linked = true,
+            Phase::Symlink => self.symlinked = true,
+            Phase::Unlink => {
+                (self.files, self.renamed, self.linked, self.symlinked) = (false, false, false, false)
+            }
             Phase::Rmdir => (self.dirs, self.copied) = (false, false),
             Phase::Stat | Phase::StatDir | Phase::Readdir | Phase::Read | Phase::Setattr | Phase::Xattr => {}
         }
@@ -163,6 +183,12 @@ impl TreeState {
         }
         if self.copied {
             what.push_str(", with a copy");
+        }
+        if self.linked {
+            what.push_str(", hard-linked");
+        }
+        if self.symlinked {
+            what.push_str(", with symbolic links");
         }
         what
     }
@@ -296,20 +322,31 @@ impl FilesPlan {
 
     /// Walks the phases over what exists, refusing one that finds nothing to work on.
     fn check_order(&self) -> Result<(), FilesError> {
-        let TreeState { mut dirs, mut files, mut copied, .. } = self.start;
+        let mut state = self.start;
         for (n, &phase) in self.phases.iter().enumerate() {
+            let TreeState { dirs, files, copied, linked, symlinked, .. } = state;
             let missing = match phase {
                 Phase::Mkdir if dirs => Some("the directories exist already (one mkdir per run)"),
                 Phase::Mkdir => None,
                 Phase::Create if !dirs => Some("it needs the directories: put mkdir before it"),
                 Phase::Create if files => Some("the files exist already (one create per run)"),
                 Phase::Readdir | Phase::StatDir if !dirs => Some("it needs the directories: put mkdir before it"),
-                Phase::Stat | Phase::Read | Phase::Setattr | Phase::Xattr | Phase::Rename | Phase::Copy | Phase::Unlink
+                Phase::Stat
+                | Phase::Read
+                | Phase::Setattr
+                | Phase::Xattr
+                | Phase::Link
+                | Phase::Symlink
+                | Phase::Rename
+                | Phase::Copy
+                | Phase::Unlink
                     if !files =>
                 {
                     Some("it needs the files: put mkdir and create before it, or keep a tree with --keep in the directory and work it again")
                 }
                 Phase::Copy if copied => Some("the tree was copied already (one copy per run)"),
+                Phase::Link if linked => Some("the files are linked already (one link per run)"),
+                Phase::Symlink if symlinked => Some("the files have symbolic links already (one symlink per run)"),
                 Phase::Rmdir if !dirs => Some("there are no directories to remove"),
                 Phase::Rmdir if files => Some("the files are still there: put unlink before it"),
                 _ => None,
@@ -317,14 +354,7 @@ impl FilesPlan {
             if let Some(why) = missing {
                 return Err(FilesError::Plan(format!("phase {} ({}) cannot run: {why}", n + 1, phase)));
             }
-            match phase {
-                Phase::Mkdir => dirs = true,
-                Phase::Create => files = true,
-                Phase::Copy => copied = true,
-                Phase::Unlink => files = false,
-                Phase::Rmdir => (dirs, copied) = (false, false),
-                _ => {}
-            }
+            state = state.after(phase);
         }
         Ok(())
     }
@@ -395,11 +425,12 @@ impl FilesPlan {
 
     /// The operations each phase is planned to count, in order: what a complete run reports.
     pub fn planned(&self) -> Vec<(Phase, u64)> {
-        let mut copied = false;
+        let mut state = self.start;
         self.phases
             .iter()
             .map(|&phase| {
-                let copies = 1 + u64::from(copied);
+                let copies = 1 + u64::from(state.copied);
+                let links = u64::from(state.linked) + u64::from(state.symlinked);
                 let count = match phase {
                     Phase::Mkdir | Phase::StatDir | Phase::Readdir => self.total_dirs(),
                     Phase::Create
@@ -407,16 +438,15 @@ impl FilesPlan {
                     | Phase::Read
                     | Phase::Setattr
                     | Phase::Xattr
+                    | Phase::Link
+                    | Phase::Symlink
                     | Phase::Rename
                     | Phase::Copy => self.total_files(),
-                    Phase::Unlink => self.total_files() * copies,
+                    // Both trees' files after a copy, and every link beside the source's.
+                    Phase::Unlink => self.total_files() * (copies + links),
                     Phase::Rmdir => self.total_dirs() * copies,
                 };
-                match phase {
-                    Phase::Copy => copied = true,
-                    Phase::Rmdir => copied = false,
-                    _ => {}
-                }
+                state = state.after(phase);
                 (phase, count)
             })
             .collect()

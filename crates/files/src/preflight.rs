@@ -99,14 +99,17 @@ pub(crate) fn needs(plan: &FilesPlan, block: u64) -> Needs {
         if start.files { all_files * copies } else { 0 },
         if start.files { data * copies } else { 0 },
     );
-    let existing = Needs { inodes: dirs + files, files, dirs, bytes };
-    let mut peak = Needs { inodes: dirs + files, files, dirs, bytes };
+    // A symbolic link is an inode of its own (its target held inline); a hard link is not.
+    let mut symlinks = if start.symlinked { all_files } else { 0 };
+    let existing = Needs { inodes: dirs + files + symlinks, files: files + symlinks, dirs, bytes };
+    let mut peak = Needs { inodes: existing.inodes, files: existing.files, dirs, bytes };
     for phase in &plan.phases {
         match phase {
             Phase::Mkdir => dirs = all_dirs,
             Phase::Create => (files, bytes) = (all_files, data),
             Phase::Copy => (dirs, files, bytes) = (dirs * 2, files * 2, bytes * 2),
-            Phase::Unlink => (files, bytes) = (0, 0),
+            Phase::Symlink => symlinks = all_files,
+            Phase::Unlink => (files, bytes, symlinks) = (0, 0, 0),
             Phase::Rmdir => dirs = 0,
             Phase::Stat
             | Phase::StatDir
@@ -114,10 +117,11 @@ pub(crate) fn needs(plan: &FilesPlan, block: u64) -> Needs {
             | Phase::Read
             | Phase::Setattr
             | Phase::Xattr
+            | Phase::Link
             | Phase::Rename => {}
         }
-        if dirs + files > peak.inodes {
-            (peak.inodes, peak.files, peak.dirs) = (dirs + files, files, dirs);
+        if dirs + files + symlinks > peak.inodes {
+            (peak.inodes, peak.files, peak.dirs) = (dirs + files + symlinks, files + symlinks, dirs);
         }
         peak.bytes = peak.bytes.max(bytes);
     }
@@ -211,7 +215,7 @@ mod tests {
     /// A kept tree's own directories and files exist: only a copy of them is needed.
     #[test]
     fn a_kept_tree_needs_only_what_its_phases_add() {
-        let start = crate::plan::TreeState { dirs: true, files: true, renamed: false, copied: false };
+        let start = crate::plan::TreeState { dirs: true, files: true, ..Default::default() };
         let options = crate::job::FilesOptions {
             files: Some(1000),
             sizes: Some(SizeSpec::Fixed(5000)),

@@ -41,9 +41,11 @@ pub enum OpKind {
     Xattr,
     SetXattr,
     GetXattr,
+    Link,
+    Symlink,
 }
 
-pub const OP_KINDS: [OpKind; 19] = [
+pub const OP_KINDS: [OpKind; 21] = [
     OpKind::Mkdir,
     OpKind::Create,
     OpKind::Open,
@@ -63,6 +65,8 @@ pub const OP_KINDS: [OpKind; 19] = [
     OpKind::Xattr,
     OpKind::SetXattr,
     OpKind::GetXattr,
+    OpKind::Link,
+    OpKind::Symlink,
 ];
 
 impl OpKind {
@@ -87,6 +91,8 @@ impl OpKind {
             OpKind::Xattr => "xattr",
             OpKind::SetXattr => "set_xattr",
             OpKind::GetXattr => "get_xattr",
+            OpKind::Link => "link",
+            OpKind::Symlink => "symlink",
         }
     }
 
@@ -105,6 +111,8 @@ impl OpKind {
             Phase::StatDir => OpKind::StatDir,
             Phase::Setattr => OpKind::Setattr,
             Phase::Xattr => OpKind::Xattr,
+            Phase::Link => OpKind::Link,
+            Phase::Symlink => OpKind::Symlink,
         }
     }
 }

@@ -276,11 +276,16 @@ pub(crate) fn clean_tree_at(sys: &mut FileOps, top: i32, shown: &Path) -> Result
     Ok(cleaned)
 }
 
-/// Whether the entry `name` of `dir` is a file iolab made: a regular file (never a link)
-/// unchanged since the tree's last mark.
+/// Whether the entry `name` of `dir` is a file iolab made: a regular file, or a symbolic link
+/// of the symlink phase's name (`l<N>`: removed as the link itself, never followed), unchanged
+/// since the tree's last mark.
 fn made_by_us(walk: &Walk<'_>, dir: i32, name: &[u8], shown: &Path) -> Result<bool, FilesError> {
     match entry_stat(dir, &c_name(name)) {
-        Ok(entry) => Ok(entry.kind == EntryKind::File && entry.ctime_ns <= walk.marked_ns),
+        Ok(entry) => Ok(match entry.kind {
+            EntryKind::File => entry.ctime_ns <= walk.marked_ns,
+            EntryKind::Link => name.first() == Some(&b'l') && entry.ctime_ns <= walk.marked_ns,
+            _ => false,
+        }),
         Err(e) => Err(FilesError::io("cannot read", shown, e)),
     }
 }
@@ -290,7 +295,17 @@ fn empty_dir(walk: &mut Walk<'_>, dir: i32, shown: &Path, cleaned: &mut Cleaned)
     // Entries are removed while the directory is read; another pass finds any a listing missed.
     loop {
         let (mut removed, mut kept_here) = (0u64, 0usize);
-        for (name, listed_dir) in entries(dir, shown)? {
+        let listed = entries(dir, shown)?;
+        // Every file is judged before any is removed: removing a hard link (h<N>) changes its
+        // file's inode, which would then look changed since the mark.
+        let mut judged = Vec::with_capacity(listed.len());
+        for (name, listed_dir) in listed {
+            let bytes = name.as_bytes();
+            let file_ours =
+                !listed_dir && is_our_name(bytes, false) && made_by_us(walk, dir, bytes, &shown.join(&name))?;
+            judged.push((name, listed_dir, file_ours));
+        }
+        for (name, listed_dir, file_ours) in judged {
             let bytes = name.as_bytes();
             let path = shown.join(&name);
             // A file is not opened as a directory first (a failed call per file): the listing
@@ -312,7 +327,7 @@ fn empty_dir(walk: &mut Walk<'_>, dir: i32, shown: &Path, cleaned: &mut Cleaned)
                             continue;
                         }
                     }
-                    None if made_by_us(walk, dir, bytes, &path)? => {
+                    None if file_ours || (listed_dir && made_by_us(walk, dir, bytes, &path)?) => {
                         unlink(walk.sys, dir, bytes, false, &path)?;
                         cleaned.files += 1;
                         true

@@ -102,6 +102,15 @@ impl Tree {
         buf.push(0);
     }
 
+    /// The name (NUL-terminated) of file `index`'s link beside it: `h<index>` for a hard link,
+    /// `l<index>` for a symbolic one.
+    pub fn link_name(&self, index: u64, symbolic: bool, buf: &mut Vec<u8>) {
+        buf.clear();
+        buf.push(if symbolic { b'l' } else { b'h' });
+        push_decimal(buf, index);
+        buf.push(0);
+    }
+
     /// The leaf directory file `index` lives in.
     pub fn leaf_of(&self, index: u64) -> u64 {
         let leaves = self.leaves();
@@ -148,7 +157,7 @@ pub fn is_our_name(name: &[u8], top_level: bool) -> bool {
         return name == b"s" || name.strip_prefix(b"t").is_some_and(digits);
     }
     match name.split_first() {
-        Some((b'd' | b'f' | b'r', rest)) => digits(rest),
+        Some((b'd' | b'f' | b'r' | b'h' | b'l', rest)) => digits(rest),
         _ => false,
     }
 }

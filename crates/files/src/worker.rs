@@ -123,7 +123,8 @@ impl<'a> Worker<'a> {
     }
 
     fn phase(&mut self, phase: Phase) {
-        let sides: &[Side] = if self.ctx.state.copied { &[Side::Source, Side::Copy] } else { &[Side::Source] };
+        let sides: &[Side] =
+            if self.ctx.state.copied { &[Side::Source, Side::Copy] } else { &[Side::Source] };
         match phase {
             Phase::Mkdir => self.dirs(Side::Source, false),
             Phase::Create => match self.empty_files_create() {
@@ -138,6 +139,8 @@ impl<'a> Worker<'a> {
             Phase::StatDir => self.dirs_stated(),
             Phase::Setattr => self.files(Side::Source, Self::setattr),
             Phase::Xattr => self.files(Side::Source, Self::xattr),
+            Phase::Link => self.files(Side::Source, Self::link),
+            Phase::Symlink => self.files(Side::Source, Self::symlink),
             Phase::Read => self.files(Side::Source, Self::read),
             Phase::Rename => self.files(Side::Source, Self::rename),
             Phase::Copy => {
@@ -151,6 +154,12 @@ impl<'a> Worker<'a> {
                     } else {
                         self.files(side, Self::unlink);
                     }
+                }
+                if self.ctx.state.linked {
+                    self.files(Side::Source, |w, tree, side, i| w.unlink_link(tree, side, i, false));
+                }
+                if self.ctx.state.symlinked {
+                    self.files(Side::Source, |w, tree, side, i| w.unlink_link(tree, side, i, true));
                 }
             }
             Phase::Rmdir => {
@@ -512,6 +521,43 @@ impl<'a> Worker<'a> {
 
     fn unlink(&mut self, tree: &Tree, side: Side, i: u64) -> Result<(), (&'static str, io::Error)> {
         let leaf = self.locate_file(tree, side, i, self.ctx.state.renamed)?;
+        let start = self.ctx.now_ns();
+        self.sys.unlinkat(leaf, &self.name, false).map_err(|e| ("unlink", e))?;
+        let end = self.ctx.now_ns();
+        self.record(OpKind::Unlink, start, end, 0);
+        Ok(())
+    }
+
+    /// A hard link `h<N>` to the file, beside it.
+    fn link(&mut self, tree: &Tree, side: Side, i: u64) -> Result<(), (&'static str, io::Error)> {
+        let leaf = self.locate_file(tree, side, i, self.ctx.state.renamed)?;
+        tree.link_name(i, false, &mut self.name2);
+        let start = self.ctx.now_ns();
+        self.sys.linkat(leaf, &self.name, &self.name2).map_err(|e| ("link", e))?;
+        let end = self.ctx.now_ns();
+        self.record(OpKind::Link, start, end, 0);
+        Ok(())
+    }
+
+    /// A symbolic link `l<N>` beside the file, holding its name.
+    fn symlink(&mut self, tree: &Tree, side: Side, i: u64) -> Result<(), (&'static str, io::Error)> {
+        let leaf = self.locate_file(tree, side, i, self.ctx.state.renamed)?;
+        tree.link_name(i, true, &mut self.name2);
+        let start = self.ctx.now_ns();
+        self.sys.symlinkat(&self.name, leaf, &self.name2).map_err(|e| ("symlink", e))?;
+        let end = self.ctx.now_ns();
+        self.record(OpKind::Symlink, start, end, 0);
+        Ok(())
+    }
+
+    /// Removes the file's hard link (`symbolic`: its symbolic link), counted as an unlink.
+    fn unlink_link(&mut self, tree: &Tree, side: Side, i: u64, symbolic: bool) -> Result<(), OpError> {
+        let leaf = self.locate_file(tree, side, i, self.ctx.state.renamed)?;
+        tree.link_name(i, symbolic, &mut self.name);
+        // The path said in a failure: the link's, beside the file.
+        let cut = self.path.iter().rposition(|&b| b == b'/').map_or(0, |p| p + 1);
+        self.path.truncate(cut);
+        self.path.extend_from_slice(&self.name);
         let start = self.ctx.now_ns();
         self.sys.unlinkat(leaf, &self.name, false).map_err(|e| ("unlink", e))?;
         let end = self.ctx.now_ns();

@@ -41,7 +41,7 @@ pub struct FilesArgs {
     pub sizes: Option<SizeSpec>,
 
     /// The phases, in order, from mkdir, create, stat, statdir, readdir, read, setattr, xattr,
-    /// rename, copy, unlink, rmdir (default mkdir,create,stat,read,unlink,rmdir).
+    /// link, symlink, rename, copy, unlink, rmdir (default mkdir,create,stat,read,unlink,rmdir).
     #[arg(long, value_name = "LIST", value_parser = parse_phase_list)]
     pub phases: Option<PhaseList>,
 

@@ -148,9 +148,9 @@ pub enum Command {
         action: ResultsAction,
     },
     /// Build and work a tree of files (default: 10,000 empty files in a scratch directory here,
-    /// removed afterwards): mkdir, create, stat, statdir, readdir, read, setattr, xattr, rename, copy, unlink, rmdir in
-    /// the order given, each operation timed exactly, on io_uring or plain system calls
-    /// (docs/files.md).
+    /// removed afterwards): mkdir, create, stat, statdir, readdir, read, setattr, xattr, link,
+    /// symlink, rename, copy, unlink, rmdir in the order given, each operation timed exactly, on
+    /// io_uring or plain system calls (docs/files.md).
     Files(FilesArgs),
     /// Read a region a --verify run wrote and check every block against its record: lost,
     /// stale, misdirected, torn or corrupted blocks, by offset (docs/verify.md).

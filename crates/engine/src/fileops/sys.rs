@@ -188,6 +188,22 @@ impl FileOps {
         check(unsafe { libc::renameat(dirfd, old.ptr(), dirfd, new.ptr()) }).map(drop)
     }
 
+    /// A hard link `new` to `old`, both in directory `dirfd`, not following `old` if it is a
+    /// link. As a system call on every engine (the ring's linkat is not used).
+    pub fn linkat(&mut self, dirfd: i32, old: &[u8], new: &[u8]) -> io::Result<()> {
+        let (old, new) = (CPath::new(old)?, CPath::new(new)?);
+        // SAFETY: both paths are NUL-terminated and borrowed for the call.
+        check(unsafe { libc::linkat(dirfd, old.ptr(), dirfd, new.ptr(), 0) }).map(drop)
+    }
+
+    /// A symbolic link `name` in directory `dirfd` holding `target` (never resolved here). As a
+    /// system call on every engine.
+    pub fn symlinkat(&mut self, target: &[u8], dirfd: i32, name: &[u8]) -> io::Result<()> {
+        let (target, name) = (CPath::new(target)?, CPath::new(name)?);
+        // SAFETY: both strings are NUL-terminated and borrowed for the call.
+        check(unsafe { libc::symlinkat(target.ptr(), dirfd, name.ptr()) }).map(drop)
+    }
+
     /// Sets the entry's access and modification times to now, not following a link (a metadata
     /// write, as touch). No ring operation sets times: utimensat on every engine.
     pub fn setattr(&mut self, dirfd: i32, path: &[u8]) -> io::Result<()> {
