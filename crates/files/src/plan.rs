@@ -83,6 +83,23 @@ impl Phase {
         }
     }
 
+    /// Whether the phase works the files that exist: every phase of one operation per file but
+    /// create, which makes them.
+    pub fn needs_files(self) -> bool {
+        matches!(
+            self,
+            Phase::Stat
+                | Phase::Read
+                | Phase::Setattr
+                | Phase::Xattr
+                | Phase::Link
+                | Phase::Symlink
+                | Phase::Rename
+                | Phase::Copy
+                | Phase::Unlink
+        )
+    }
+
     /// Whether the phase changes the tree (its latencies are stored as writes): its entries,
     /// or its files' metadata (setattr, xattr).
     pub fn modifies(self) -> bool {
@@ -331,17 +348,7 @@ impl FilesPlan {
                 Phase::Create if !dirs => Some("it needs the directories: put mkdir before it"),
                 Phase::Create if files => Some("the files exist already (one create per run)"),
                 Phase::Readdir | Phase::StatDir if !dirs => Some("it needs the directories: put mkdir before it"),
-                Phase::Stat
-                | Phase::Read
-                | Phase::Setattr
-                | Phase::Xattr
-                | Phase::Link
-                | Phase::Symlink
-                | Phase::Rename
-                | Phase::Copy
-                | Phase::Unlink
-                    if !files =>
-                {
+                _ if phase.needs_files() && !files => {
                     Some("it needs the files: put mkdir and create before it, or keep a tree with --keep in the directory and work it again")
                 }
                 Phase::Copy if copied => Some("the tree was copied already (one copy per run)"),
@@ -433,18 +440,10 @@ impl FilesPlan {
                 let links = u64::from(state.linked) + u64::from(state.symlinked);
                 let count = match phase {
                     Phase::Mkdir | Phase::StatDir | Phase::Readdir => self.total_dirs(),
-                    Phase::Create
-                    | Phase::Stat
-                    | Phase::Read
-                    | Phase::Setattr
-                    | Phase::Xattr
-                    | Phase::Link
-                    | Phase::Symlink
-                    | Phase::Rename
-                    | Phase::Copy => self.total_files(),
                     // Both trees' files after a copy, and every link beside the source's.
                     Phase::Unlink => self.total_files() * (copies + links),
                     Phase::Rmdir => self.total_dirs() * copies,
+                    _ => self.total_files(),
                 };
                 state = state.after(phase);
                 (phase, count)

@@ -139,8 +139,8 @@ impl<'a> Worker<'a> {
             Phase::StatDir => self.dirs_stated(),
             Phase::Setattr => self.files(Side::Source, Self::setattr),
             Phase::Xattr => self.files(Side::Source, Self::xattr),
-            Phase::Link => self.files(Side::Source, Self::link),
-            Phase::Symlink => self.files(Side::Source, Self::symlink),
+            Phase::Link => self.files(Side::Source, |w, tree, side, i| w.link(tree, side, i, false)),
+            Phase::Symlink => self.files(Side::Source, |w, tree, side, i| w.link(tree, side, i, true)),
             Phase::Read => self.files(Side::Source, Self::read),
             Phase::Rename => self.files(Side::Source, Self::rename),
             Phase::Copy => {
@@ -528,25 +528,20 @@ impl<'a> Worker<'a> {
         Ok(())
     }
 
-    /// A hard link `h<N>` to the file, beside it.
-    fn link(&mut self, tree: &Tree, side: Side, i: u64) -> Result<(), (&'static str, io::Error)> {
+    /// A hard link `h<N>` to the file, beside it, or (`symbolic`) a symbolic link `l<N>` holding
+    /// its name.
+    fn link(&mut self, tree: &Tree, side: Side, i: u64, symbolic: bool) -> Result<(), OpError> {
         let leaf = self.locate_file(tree, side, i, self.ctx.state.renamed)?;
-        tree.link_name(i, false, &mut self.name2);
+        tree.link_name(i, symbolic, &mut self.name2);
         let start = self.ctx.now_ns();
-        self.sys.linkat(leaf, &self.name, &self.name2).map_err(|e| ("link", e))?;
+        let made = if symbolic {
+            self.sys.symlinkat(&self.name, leaf, &self.name2).map_err(|e| ("symlink", e))
+        } else {
+            self.sys.linkat(leaf, &self.name, &self.name2).map_err(|e| ("link", e))
+        };
+        made?;
         let end = self.ctx.now_ns();
-        self.record(OpKind::Link, start, end, 0);
-        Ok(())
-    }
-
-    /// A symbolic link `l<N>` beside the file, holding its name.
-    fn symlink(&mut self, tree: &Tree, side: Side, i: u64) -> Result<(), (&'static str, io::Error)> {
-        let leaf = self.locate_file(tree, side, i, self.ctx.state.renamed)?;
-        tree.link_name(i, true, &mut self.name2);
-        let start = self.ctx.now_ns();
-        self.sys.symlinkat(&self.name, leaf, &self.name2).map_err(|e| ("symlink", e))?;
-        let end = self.ctx.now_ns();
-        self.record(OpKind::Symlink, start, end, 0);
+        self.record(if symbolic { OpKind::Symlink } else { OpKind::Link }, start, end, 0);
         Ok(())
     }
 
