@@ -13,6 +13,12 @@ pub(super) fn measure(label: &str, group: &Group, notes: &mut Vec<String>) -> (M
     let points = &group.points;
     let first = &points[0].summary;
     let merged = if points.len() > 1 { merged_histograms(label, group, notes) } else { None };
+    // The I/Os a percentile is read from: the merged repeats', or a single point's own.
+    let sampled = if points.len() > 1 {
+        merged.clone()
+    } else {
+        points[0].histograms.as_ref().and_then(|h| h.decode().ok()).map(|d| d.combined())
+    };
     let percentiles_from = match (points.len(), &merged) {
         (1, _) => PercentileSource::Single,
         (_, Some(_)) => PercentileSource::MergedHistograms,
@@ -47,7 +53,9 @@ pub(super) fn measure(label: &str, group: &Group, notes: &mut Vec<String>) -> (M
                     _ => median(&repeats),
                 },
             }?;
-            Some(Measure { value, spread_pct: spread_pct(&repeats), repeats })
+            let sampling_pct =
+                metric.percentile().zip(sampled.as_ref()).and_then(|(p, all)| sampling_pct(all, p));
+            Some(Measure { value, spread_pct: spread_pct(&repeats), sampling_pct, repeats })
         })
         .collect();
     (member, values)
@@ -112,6 +120,24 @@ fn spread_pct(values: &[f64]) -> Option<f64> {
     (mean > 0.0).then(|| (max - min) / mean * 100.0)
 }
 
+/// How far the `p`-th percentile of these I/Os could lie from where they put it, by chance of
+/// which I/Os were slow: the width of its 95% interval over its value, in percent. Of n I/Os,
+/// the one at rank n·p is the percentile; the rank a second sample of the same device would
+/// give varies by sqrt(n·p·(1-p)) (binomial), so the interval runs between the latencies at the
+/// ranks 1.96 of those either side. A p99 of 960 reads spans the 15th- to the 3rd-slowest; a
+/// p99 of a million, ±0.4% of the ranks. `None` without I/Os or at a zero latency.
+pub(super) fn sampling_pct(all: &OpStats, p: f64) -> Option<f64> {
+    let n = all.ios() as f64;
+    if n < 1.0 {
+        return None;
+    }
+    let q = p / 100.0;
+    let half = 1.96 * (n * q * (1.0 - q)).sqrt();
+    let at = |rank: f64| all.percentile_ns((rank / n * 100.0).clamp(0.0, 100.0)) as f64;
+    let value = all.percentile_ns(p) as f64;
+    (value > 0.0).then(|| (at(n * q + half) - at(n * q - half)) / value * 100.0)
+}
+
 pub(super) fn difference(metric: Metric, base: &Measure, side: &Measure) -> Option<Difference> {
     if base.value <= 0.0 {
         return None;
@@ -132,8 +158,10 @@ pub(super) fn difference(metric: Metric, base: &Measure, side: &Measure) -> Opti
 ///
 /// The rule: it is **beyond noise** when (1) the ranges of the two sides' repeats do not
 /// overlap (a side measured once is a range of one value) and (2) `|pct|` is larger than the
-/// larger side's spread, (max - min) / mean. Otherwise it is **within noise**; with no repeats
-/// on either side the noise is unknown.
+/// larger side's spread, (max - min) / mean, or, for a latency percentile, the larger side's
+/// sampling width (`sampling_pct`) where that is wider: repeats of a few hundred I/Os each can
+/// agree closely on a p99 that the next few hundred would put 15% elsewhere. Otherwise it is
+/// **within noise**; with no repeats on either side the noise is unknown.
 ///
 /// Why this rule: it works from 1-vs-N repeats up, where a t-test needs at least two on each
 /// side and, with the 2 to 5 repeats a benchmark affords, rests on a normality nobody checked.
@@ -151,7 +179,7 @@ pub fn noise_verdict(pct: f64, base: &Measure, side: &Measure) -> (Noise, Option
             // Repeats whose mean is 0 (a point that did no I/O) have no relative spread.
             return if repeated { (Noise::Within, None) } else { (Noise::Unknown, None) };
         }
-        (a, b) => a.unwrap_or(0.0).max(b.unwrap_or(0.0)),
+        (a, b) => [a, b, base.sampling_pct, side.sampling_pct].into_iter().flatten().fold(0.0, f64::max),
     };
     let (Some((base_min, base_max)), Some((side_min, side_max))) =
         (range(&base.repeats), range(&side.repeats))
@@ -260,4 +288,28 @@ fn summary_words(s: &SummaryMetric) -> String {
         format!("; beyond noise: {} better, {} worse", s.better_beyond_noise, s.worse_beyond_noise)
     };
     format!("{label} {pct:+.1}% over {} points ({}{noise})", s.points, ways.join(", "))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn stats(latencies_us: impl IntoIterator<Item = u64>) -> OpStats {
+        let mut all = OpStats::default();
+        for us in latencies_us {
+            all.record(us * 1000, 4096);
+        }
+        all
+    }
+
+    /// Many I/Os pin a percentile down; a few let it move between the bulk and the tail.
+    #[test]
+    fn a_percentile_is_as_certain_as_the_ios_behind_it() {
+        let even = sampling_pct(&stats(1..=100_000), 99.0).expect("a width");
+        assert!(even < 0.5, "100,000 evenly spread: {even:.2}%");
+        let few = stats(std::iter::repeat_n(100, 990).chain((1..=10).map(|k| k * 1000)));
+        let tail = sampling_pct(&few, 99.0).expect("a width");
+        assert!(tail > 100.0, "1,000 with a tail of 10 from 1 to 10 ms: {tail:.0}%");
+        assert_eq!(sampling_pct(&OpStats::default(), 99.0), None);
+    }
 }

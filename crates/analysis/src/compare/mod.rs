@@ -217,6 +217,11 @@ pub struct Measure {
     pub repeats: Vec<f64>,
     /// (max - min) / mean of `repeats` in percent; `None` with fewer than 2 repeats.
     pub spread_pct: Option<f64>,
+    /// A latency percentile's sampling width: its 95% interval over its value, in percent, from
+    /// the I/Os it was read from (`measure::sampling_pct`); `None` for other metrics and where no
+    /// histogram was kept.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sampling_pct: Option<f64>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -225,7 +230,8 @@ pub struct Difference {
     pub pct: f64,
     pub outcome: Outcome,
     pub noise: Noise,
-    /// The larger side's spread, against which the difference was judged.
+    /// The larger side's spread (or a percentile's sampling width, where wider), against which
+    /// the difference was judged.
     pub noise_pct: Option<f64>,
 }
 
