@@ -571,16 +571,27 @@ fn an_affinity_mask_narrower_than_the_workers_is_the_limit() {
     };
     machine(&mut job, Vec::new(), vec![core(0, 99.0, 0.0, 0.0), core(1, 2.0, 0.0, 0.0)]);
     let limits = &mut job.machine.as_mut().expect("machine").limits;
-    limits.affinity = Some(iolab_stats::limits::Affinity { allowed: vec![0], online: 2 });
+    limits.affinity =
+        Some(iolab_stats::limits::Affinity { allowed: vec![0], online: 2, ..Default::default() });
     let v = assert_cause(&job, Bottleneck::ConfiguredLimit);
     assert!(
         v.summary.starts_with("iolab may run only on CPU 0 of the machine's 2 (its affinity mask): its 2 submitting threads wanted 1.48 cores and ran 0.98 on the 1 allowed, waiting 5.00 s in all"),
         "{}",
         v.summary
     );
+    // A cpuset cgroup set the mask: the verdict says which.
+    let cpuset = iolab_stats::limits::Cpuset { cgroup: "/pinned".into(), cpus: vec![0] };
+    job.machine.as_mut().expect("machine").limits.affinity =
+        Some(iolab_stats::limits::Affinity { allowed: vec![0], online: 2, cpuset: Some(cpuset) });
+    let v = assert_cause(&job, Bottleneck::ConfiguredLimit);
+    assert!(
+        v.summary.contains("(its affinity mask, set by the cpuset of cgroup /pinned (CPU 0))"),
+        "{}",
+        v.summary
+    );
     // The whole machine allowed: not the mask.
     job.machine.as_mut().expect("machine").limits.affinity =
-        Some(iolab_stats::limits::Affinity { allowed: vec![0, 1], online: 2 });
+        Some(iolab_stats::limits::Affinity { allowed: vec![0, 1], online: 2, ..Default::default() });
     assert_ne!(verdict(&job).cause, Bottleneck::ConfiguredLimit);
 }
 

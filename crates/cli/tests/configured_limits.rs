@@ -59,6 +59,37 @@ fn an_affinity_mask_of_one_cpu_for_two_workers_is_named() {
     );
 }
 
+/// Issue 30: a cpuset cgroup of one CPU for two workers is the limit, and the verdict says the
+/// cgroup set it (sched_getaffinity alone cannot tell a cpuset from taskset).
+#[test]
+fn a_cpuset_cgroup_of_one_cpu_for_two_workers_is_named_with_the_cgroup() {
+    let _machine = alone();
+    if !is_root() {
+        return common::skip!(common::Missing::Root, "making a cgroup needs root");
+    }
+    let mountinfo = std::fs::read_to_string("/proc/self/mountinfo").expect("mountinfo");
+    let Some(hierarchy) = iolab_stats::limits::cgroup_mount(&mountinfo, Some("cpuset")) else {
+        return common::skip!(common::Missing::Other, "no cgroup v1 cpuset hierarchy mounted");
+    };
+    if std::thread::available_parallelism().map_or(1, |n| n.get()) < 2 {
+        return common::skip!(common::Missing::Other, "one CPU: a cpuset of one narrows nothing");
+    }
+    let name = format!("iolab-test-cpuset-{}", std::process::id());
+    let cgroup = Cgroup(std::path::Path::new(&hierarchy).join(&name));
+    std::fs::create_dir(&cgroup.0).expect("the cgroup");
+    let mems = std::fs::read_to_string(std::path::Path::new(&hierarchy).join("cpuset.mems")).expect("mems");
+    std::fs::write(cgroup.0.join("cpuset.cpus"), "0").expect("cpuset.cpus");
+    std::fs::write(cgroup.0.join("cpuset.mems"), mems.trim()).expect("cpuset.mems");
+    let out = cgroup.run(&TWO_WORKERS);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let job = &json(&out)["jobs"][0];
+    let affinity = &job["machine"]["limits"]["affinity"];
+    assert_eq!(affinity["cpuset"]["cgroup"], format!("/{name}"), "{affinity}");
+    assert_eq!(job["verdict"]["cause"], "configured_limit", "{:#}", job["verdict"]);
+    let summary = job["verdict"]["summary"].as_str().expect("summary");
+    assert!(summary.contains(&format!("set by the cpuset of cgroup /{name} (CPU 0)")), "{summary}");
+}
+
 /// The cpu controller's directory for a new cgroup: v1's `cpu` hierarchy, else v2's root.
 fn cpu_hierarchy() -> Option<(std::path::PathBuf, bool)> {
     let mountinfo = std::fs::read_to_string("/proc/self/mountinfo").ok()?;

@@ -9,7 +9,8 @@ use std::path::{Path, PathBuf};
 
 use iolab_stats::limits::{
     cgroup_mount, cgroup_path, parse_blkio_throttle, parse_cfs_quota, parse_cpu_list, parse_cpu_max,
-    parse_io_max, parse_memory_limit, Affinity, ConfiguredLimits, CpuQuota, CpuStat, IoThrottle, MemoryLimit,
+    parse_io_max, parse_memory_limit, Affinity, ConfiguredLimits, CpuQuota, CpuStat, Cpuset, IoThrottle,
+    MemoryLimit,
 };
 use thiserror::Error;
 
@@ -97,7 +98,18 @@ fn affinity() -> Result<Affinity, UnreadLimit> {
             || std::thread::available_parallelism().map_or(1, |n| n.get() as u32),
             |cpus| cpus.len() as u32,
         );
-    Ok(Affinity { allowed, online })
+    let cpuset = cpuset().ok().flatten().filter(|c| (c.cpus.len() as u32) < online);
+    Ok(Affinity { allowed, online, cpuset })
+}
+
+/// This process's cpuset cgroup and its effective CPUs (v1 `cpuset.effective_cpus`, v2
+/// `cpuset.cpus.effective`); none where no cpuset controller holds it.
+fn cpuset() -> Result<Option<Cpuset>, UnreadLimit> {
+    let Some((mount, cgroup, v2)) = hierarchy("cpuset")? else { return Ok(None) };
+    let file = if v2 { "cpuset.cpus.effective" } else { "cpuset.effective_cpus" };
+    let dir = levels(&mount, &cgroup).pop().map(|(dir, _)| dir).unwrap_or_else(|| PathBuf::from(&mount));
+    let Ok(text) = std::fs::read_to_string(dir.join(file)) else { return Ok(None) };
+    Ok(parse_cpu_list(&text).map(|cpus| Cpuset { cgroup, cpus }))
 }
 
 /// The hierarchy of `controller` (v1), else v2's, and this process's cgroup in it: (mount,

@@ -29,12 +29,39 @@ pub struct ConfiguredLimits {
 pub struct Affinity {
     pub allowed: Vec<u32>,
     pub online: u32,
+    /// The cpuset cgroup that narrows the CPUs too, where one does: the mask then comes from
+    /// the cgroup's configuration, not only from taskset or the program that started iolab.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cpuset: Option<Cpuset>,
+}
+
+/// A cpuset cgroup's CPUs: v1 `cpuset.effective_cpus`, v2 `cpuset.cpus.effective`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Cpuset {
+    pub cgroup: String,
+    pub cpus: Vec<u32>,
 }
 
 impl Affinity {
     /// The mask leaves out some of the machine's CPUs.
     pub fn narrowed(&self) -> bool {
         (self.allowed.len() as u32) < self.online
+    }
+
+    /// "its affinity mask" or "the cpuset of cgroup /x (CPU 0)": where the narrowing comes from.
+    pub fn source_words(&self) -> String {
+        match &self.cpuset {
+            Some(cpuset) => {
+                let cpus: Vec<String> = cpuset.cpus.iter().map(u32::to_string).collect();
+                format!(
+                    "its affinity mask, set by the cpuset of cgroup {} (CPU {})",
+                    cpuset.cgroup,
+                    cpus.join(",")
+                )
+            }
+            None => "its affinity mask".into(),
+        }
     }
 }
 

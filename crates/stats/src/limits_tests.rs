@@ -61,9 +61,9 @@ fn cpu_lists() {
     assert_eq!(parse_cpu_list("0-3,6,8-9\n"), Some(vec![0, 1, 2, 3, 6, 8, 9]));
     assert_eq!(parse_cpu_list("0"), Some(vec![0]));
     assert_eq!(parse_cpu_list("0-x"), None);
-    let affinity = Affinity { allowed: vec![0], online: 2 };
+    let affinity = Affinity { allowed: vec![0], online: 2, ..Default::default() };
     assert!(affinity.narrowed());
-    assert!(!Affinity { allowed: vec![0, 1], online: 2 }.narrowed());
+    assert!(!Affinity { allowed: vec![0, 1], online: 2, ..Default::default() }.narrowed());
 }
 
 #[test]

@@ -290,7 +290,15 @@ fn limit_lines(facts: &Facts<'_>) -> Vec<String> {
     }
     if let Some(affinity) = limits.affinity.as_ref().filter(|a| a.narrowed()) {
         let cpus: Vec<String> = affinity.allowed.iter().map(u32::to_string).collect();
-        lines.push(format!("iolab's affinity mask allows CPU {} of {}", cpus.join(","), affinity.online));
+        let source = affinity
+            .cpuset
+            .as_ref()
+            .map_or(String::new(), |c| format!(", from the cpuset of cgroup {}", c.cgroup));
+        lines.push(format!(
+            "iolab's affinity mask allows CPU {} of {}{source}",
+            cpus.join(","),
+            affinity.online
+        ));
     }
     if let Some(memory) = &limits.memory {
         let words = match (memory.max_bytes, memory.high_bytes) {

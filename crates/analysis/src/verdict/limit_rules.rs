@@ -128,9 +128,10 @@ pub fn affinity_mask(facts: &Facts<'_>) -> Option<Finding> {
     Finding::new(
         Bottleneck::ConfiguredLimit,
         format!(
-            "iolab may run only on CPU {} of the machine's {} (its affinity mask): its {} submitting threads wanted {wanted:.2} cores and ran {used:.2} on the {} allowed, waiting {:.2} s in all for a CPU, so the figures are the mask's, not the target's.",
+            "iolab may run only on CPU {} of the machine's {} ({}): its {} submitting threads wanted {wanted:.2} cores and ran {used:.2} on the {} allowed, waiting {:.2} s in all for a CPU, so the figures are the mask's, not the target's.",
             cpus.join(","),
             affinity.online,
+            affinity.source_words(),
             workers.threads,
             cpus.len(),
             workers.runqueue_wait_s
