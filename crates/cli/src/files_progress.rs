@@ -94,9 +94,15 @@ impl FilesLine {
 }
 
 /// "          create [=======>            ] 412,000 of 1,000,000  132,523/s  4 s left".
+/// A mix, which ends by the clock: "             mix [===>                ] 12 of 60 s  41,250/s  48 s left".
 fn phase_line(seen: &PhaseSnapshot) -> String {
     const WIDTH: usize = 20;
-    let share = (seen.done as f64 / seen.planned.max(1) as f64).min(1.0);
+    let seconds = seen.elapsed.as_secs_f64().max(1e-9);
+    let share = match seen.runtime {
+        Some(runtime) => seconds / runtime.as_secs_f64().max(1e-9),
+        None => seen.done as f64 / seen.planned.max(1) as f64,
+    }
+    .min(1.0);
     let filled = (share * WIDTH as f64) as usize;
     let bar: String = (0..WIDTH)
         .map(|i| match i.cmp(&filled) {
@@ -105,8 +111,18 @@ fn phase_line(seen: &PhaseSnapshot) -> String {
             _ => ' ',
         })
         .collect();
-    let seconds = seen.elapsed.as_secs_f64().max(1e-9);
     let rate = seen.done as f64 / seconds;
+    if let Some(runtime) = seen.runtime {
+        let whole = runtime.as_secs_f64();
+        return format!(
+            "{:>16} [{bar}] {:.0} of {:.0} s  {}/s  {} left",
+            seen.phase.name(),
+            seconds.min(whole),
+            whole,
+            thousands(rate),
+            eta((whole - seconds).max(0.0))
+        );
+    }
     let left = match seen.planned.saturating_sub(seen.done) {
         0 => String::new(),
         _ if seen.done == 0 || seconds < 1.0 => "  time left unknown yet".to_string(),
@@ -137,7 +153,7 @@ mod tests {
     use iolab_files::Phase;
 
     fn seen(phase: Phase, done: u64, planned: u64, secs: u64) -> PhaseSnapshot {
-        PhaseSnapshot { phase, done, planned, elapsed: Duration::from_secs(secs) }
+        PhaseSnapshot { phase, done, planned, runtime: None, elapsed: Duration::from_secs(secs) }
     }
 
     /// Issue 34: "rmdir [====>] 997,664 of 1,000,000" when rmdir had 22 directories: the
@@ -149,6 +165,12 @@ mod tests {
         let line = phase_line(&seen(Phase::Rmdir, 22, 22, 1));
         assert!(line.ends_with("[====================] 22 of 22  22/s"), "{line}");
         assert!(phase_line(&seen(Phase::Stat, 0, 10, 0)).ends_with("time left unknown yet"));
+        let mix =
+            PhaseSnapshot { runtime: Some(Duration::from_secs(60)), ..seen(Phase::Mix, 480_000, 0, 12) };
+        assert_eq!(
+            phase_line(&mix),
+            "             mix [====>               ] 12 of 60 s  40,000/s  48 s left"
+        );
         assert_eq!(eta(200.0), "3 min 20 s");
         assert_eq!(eta(7500.0), "2 h 5 min");
     }

@@ -48,6 +48,11 @@ pub fn run(args: FilesArgs, store: &StoreArgs, fleet: &mut Fleet) -> ExitCode {
         }
     };
     let plan = match options.plan() {
+        Ok(plan) if plan.mix.is_some() => {
+            return exit::usage(
+                "iolab fleet files runs phases in lock-step; a mix (--mix, --profile) runs on one host with `iolab files` for now",
+            )
+        }
         Ok(plan) => plan,
         Err(e) => return exit::usage(e),
     };

@@ -10,10 +10,14 @@ use std::path::{Path, PathBuf};
 use serde::de::{self, Deserializer, SeqAccess, Visitor};
 use serde::Deserialize;
 
+use iolab_spec::{Bytes, Distribution, Nanos};
+
 use crate::error::FilesError;
+use crate::mix::{parse_mix_ops, Mix, MixOp};
 use crate::order::Order;
 use crate::plan::TreeState;
 use crate::plan::{parse_phases, FileCount, FileEngine, FilesPlan, Phase, DEFAULT_PHASES};
+use crate::profiles::{Profile, PROFILE_APPEND_SIZE, PROFILE_RUNTIME_S};
 use crate::sizes::SizeSpec;
 
 /// Files in the tree when neither `files` nor `files_per_dir` is given.
@@ -51,6 +55,23 @@ pub struct FilesOptions {
     pub repeat: Option<u32>,
     pub json: Option<bool>,
     pub quiet: Option<bool>,
+    /// A named profile (`fileserver`, ...): the layer under everything else given.
+    #[serde(default, deserialize_with = "profile")]
+    pub profile: Option<Profile>,
+    /// Entries per directory the tree is shaped for, as Filebench's meandirwidth: sets
+    /// dirs_per_dir and depth where they are not given.
+    pub dir_width: Option<u64>,
+    /// The mix's operations and weights (`read:4,stat:1`).
+    #[serde(default, deserialize_with = "mix")]
+    pub mix: Option<Vec<(MixOp, u32)>>,
+    pub runtime: Option<Nanos>,
+    pub warmup: Option<Nanos>,
+    #[serde(default, deserialize_with = "distribution")]
+    pub distribution: Option<Distribution>,
+    /// Percent of the names made before the mix.
+    pub prealloc: Option<u32>,
+    pub append_size: Option<Bytes>,
+    pub range_size: Option<Bytes>,
 }
 
 impl FilesOptions {
@@ -80,6 +101,86 @@ impl FilesOptions {
             repeat: self.repeat.or(base.repeat),
             json: self.json.or(base.json),
             quiet: self.quiet.or(base.quiet),
+            profile: self.profile.or(base.profile),
+            dir_width: self.dir_width.or(base.dir_width),
+            mix: self.mix.or(base.mix),
+            runtime: self.runtime.or(base.runtime),
+            warmup: self.warmup.or(base.warmup),
+            distribution: self.distribution.or(base.distribution),
+            prealloc: self.prealloc.or(base.prealloc),
+            append_size: self.append_size.or(base.append_size),
+            range_size: self.range_size.or(base.range_size),
+        }
+    }
+
+    /// These options over their profile's, if they name one.
+    fn with_profile(&self) -> FilesOptions {
+        match self.profile {
+            Some(profile) => self.clone().over(FilesOptions::of_profile(profile)),
+            None => self.clone(),
+        }
+    }
+
+    /// What a run of `profile` sets when nothing else is given.
+    fn of_profile(profile: Profile) -> FilesOptions {
+        let set = profile.setting();
+        FilesOptions {
+            files: Some(set.files),
+            dir_width: Some(set.dir_width),
+            sizes: Some(set.sizes),
+            threads: Some(set.threads),
+            shared_dir: Some(true),
+            fsync: Some(set.fsync),
+            mix: Some(set.ops),
+            runtime: Some(Nanos::from_secs(PROFILE_RUNTIME_S)),
+            append_size: Some(Bytes(PROFILE_APPEND_SIZE)),
+            prealloc: Some(set.prealloc_pct),
+            ..FilesOptions::default()
+        }
+    }
+
+    /// The mix these options ask for, if any.
+    fn mix(&self) -> Option<Mix> {
+        let ops = self.mix.clone()?;
+        let mut mix = Mix::of(ops);
+        if let Some(runtime) = self.runtime {
+            mix.runtime_s = runtime.0 as f64 / 1e9;
+        }
+        if let Some(warmup) = self.warmup {
+            mix.warmup_s = warmup.0 as f64 / 1e9;
+        }
+        if let Some(distribution) = &self.distribution {
+            mix.distribution = distribution.clone();
+        }
+        mix.prealloc_pct = self.prealloc.unwrap_or(mix.prealloc_pct);
+        mix.append_size = self.append_size.map_or(mix.append_size, |b| b.0);
+        mix.range_size = self.range_size.map_or(mix.range_size, |b| b.0);
+        Some(mix)
+    }
+
+    /// The mix's own options given without a mix: said, never ignored.
+    fn check_mix_keys(&self) -> Result<(), FilesError> {
+        if self.mix.is_some() {
+            return Ok(());
+        }
+        let given: Vec<&str> = [
+            ("runtime", self.runtime.is_some()),
+            ("warmup", self.warmup.is_some()),
+            ("distribution", self.distribution.is_some()),
+            ("prealloc", self.prealloc.is_some()),
+            ("append-size", self.append_size.is_some()),
+            ("range-size", self.range_size.is_some()),
+        ]
+        .into_iter()
+        .filter_map(|(name, set)| set.then_some(name))
+        .collect();
+        if given.is_empty() {
+            Ok(())
+        } else {
+            Err(FilesError::Plan(format!(
+                "--{} set(s) a mix, but none is given: add --mix or --profile",
+                given.join(", --")
+            )))
         }
     }
 
@@ -91,6 +192,12 @@ impl FilesOptions {
 
     /// The plan of phases that begin on a tree in state `start` (a kept tree's).
     pub fn plan_from(&self, start: TreeState) -> Result<FilesPlan, FilesError> {
+        let options = self.with_profile();
+        options.check_mix_keys()?;
+        options.plan_of(start)
+    }
+
+    fn plan_of(&self, start: TreeState) -> Result<FilesPlan, FilesError> {
         let files = match (self.files, self.files_per_dir) {
             (Some(_), Some(_)) => return Err(FilesError::Plan(
                 "files and files_per_dir (--files, --files-per-dir) are two ways to say one thing: give one"
@@ -100,14 +207,28 @@ impl FilesOptions {
             (Some(n), None) => FileCount::Total(n),
             (None, None) => FileCount::Total(DEFAULT_FILES),
         };
+        let mix = self.mix();
+        let (dirs_per_dir, depth) = match self.dir_width {
+            Some(width) => shape_for_width(files, self.trees_asked(mix.is_some()), width)?,
+            None => (DEFAULT_DIRS_PER_DIR, DEFAULT_DEPTH),
+        };
+        let phases = match (&self.phases, &mix) {
+            (Some(phases), Some(_)) if !phases.contains(&Phase::Mix) => {
+                phases.iter().copied().chain([Phase::Mix]).collect()
+            }
+            (Some(phases), _) => phases.clone(),
+            (None, Some(_)) => vec![Phase::Mkdir, Phase::Create, Phase::Mix],
+            (None, None) => DEFAULT_PHASES.to_vec(),
+        };
         let plan = FilesPlan {
-            dirs_per_dir: self.dirs_per_dir.unwrap_or(DEFAULT_DIRS_PER_DIR),
-            depth: self.depth.unwrap_or(DEFAULT_DEPTH),
+            dirs_per_dir: self.dirs_per_dir.unwrap_or(dirs_per_dir),
+            depth: self.depth.unwrap_or(depth),
             files,
             sizes: self.sizes.clone().unwrap_or(SizeSpec::Fixed(0)),
-            phases: self.phases.clone().unwrap_or_else(|| DEFAULT_PHASES.to_vec()),
+            phases,
             threads: self.threads.unwrap_or(DEFAULT_THREADS),
-            shared_dir: self.shared_dir.unwrap_or(false),
+            // A mix's threads share one population of files.
+            shared_dir: self.shared_dir.unwrap_or(mix.is_some()),
             engine: self.engine.unwrap_or_default(),
             fsync: self.fsync.unwrap_or(false),
             direct: self.direct.unwrap_or(false),
@@ -115,10 +236,44 @@ impl FilesOptions {
             order: self.order.unwrap_or_default(),
             seed: self.seed.unwrap_or(DEFAULT_SEED),
             start,
+            mix,
         };
         plan.check()?;
         Ok(plan)
     }
+
+    /// The trees the files will be spread over: one when shared (a mix's default).
+    fn trees_asked(&self, mix: bool) -> u64 {
+        if self.shared_dir.unwrap_or(mix) {
+            1
+        } else {
+            u64::from(self.threads.unwrap_or(DEFAULT_THREADS).max(1))
+        }
+    }
+}
+
+/// The directories per directory and depth that give each directory about `width` entries
+/// (Filebench's meandirwidth): leaves of `width` files each, under levels of about `width`
+/// directories; a width of at least the files per tree is one directory.
+fn shape_for_width(files: FileCount, trees: u64, width: u64) -> Result<(u32, u32), FilesError> {
+    if width < 2 {
+        return Err(FilesError::Plan(format!("--dir-width must be at least 2, not {width}")));
+    }
+    let per_tree = match files {
+        FileCount::Total(n) => n.div_ceil(trees.max(1)),
+        FileCount::PerDir(_) => {
+            return Err(FilesError::Plan(
+                "--dir-width shapes the tree for --files; --files-per-dir says the shape already".into(),
+            ))
+        }
+    };
+    let leaves = per_tree.div_ceil(width).max(1);
+    if leaves == 1 {
+        return Ok((1, 0));
+    }
+    let depth = ((leaves as f64).ln() / (width as f64).ln()).round().max(1.0);
+    let per_dir = (leaves as f64).powf(1.0 / depth).ceil();
+    Ok((per_dir as u32, depth as u32))
 }
 
 /// Reads a fileset job file (a regular file of at most `JOB_FILE`'s size: a FIFO or a device
@@ -191,6 +346,21 @@ fn phases<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Vec<Phase>>, D::Erro
 fn order<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Order>, D::Error> {
     let text = d.deserialize_any(Text { list: false })?;
     text.parse().map(Some).map_err(de::Error::custom)
+}
+
+fn profile<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Profile>, D::Error> {
+    let text = d.deserialize_any(Text { list: false })?;
+    text.parse().map(Some).map_err(de::Error::custom)
+}
+
+fn mix<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Vec<(MixOp, u32)>>, D::Error> {
+    let text = d.deserialize_any(Text { list: true })?;
+    parse_mix_ops(&text).map(Some).map_err(de::Error::custom)
+}
+
+fn distribution<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Distribution>, D::Error> {
+    let text = d.deserialize_any(Text { list: false })?;
+    text.parse::<Distribution>().map(Some).map_err(de::Error::custom)
 }
 
 fn engine<'de, D: Deserializer<'de>>(d: D) -> Result<Option<FileEngine>, D::Error> {

@@ -1,8 +1,9 @@
 //! The fileset workload (`iolab files`): a tree of directories and files, computed from its
 //! shape rather than stored, worked in phases the user chooses and orders (mkdir, create,
-//! stat, statdir, readdir, read, setattr, xattr, rename, copy, unlink, rmdir) by threads that each own a tree or share
-//! one directory, on io_uring or plain system calls, every operation timed exactly into the
-//! mergeable histograms the block lanes use.
+//! stat, statdir, readdir, read, setattr, xattr, rename, copy, unlink, rmdir) by threads that
+//! each own a tree or share one directory, or by a mix of operations drawn by weight for a
+//! time (`--mix`, `--profile fileserver`), on io_uring or plain system calls, every operation
+//! timed exactly into the mergeable histograms the block lanes use.
 //!
 //! Why its own crate: the block runner keeps queues of I/Os to open files; here each operation
 //! names a path, waits for its answer and moves to the next, and the tree, not a device, is
@@ -17,12 +18,15 @@ mod io_wq;
 pub mod job;
 mod journal;
 mod kept;
+pub mod mix;
 mod order;
 mod owner;
 mod parents;
 mod phases;
 mod plan;
+mod population;
 mod preflight;
+pub mod profiles;
 mod progress;
 mod repeats;
 mod report;
@@ -39,15 +43,17 @@ pub use error::FilesError;
 pub use job::FilesOptions;
 pub use journal::JournalSeen;
 pub use kept::{plan_in, KeptTree, Shape};
+pub use mix::{Mix, MixOp};
 pub use order::Order;
 pub use plan::{
     parse_phases, FileCount, FileEngine, FilesPlan, Phase, TreeState, ALL_PHASES, DEFAULT_PHASES,
 };
+pub use profiles::Profile;
 pub use progress::{PhaseProgress, PhaseSnapshot};
 pub use repeats::{check_repeats, run_repeated, MAX_REPEATS};
 pub use report::{
-    Failure, FilesReport, KindResult, OpKind, PhaseResult, RanOutOf, RepeatSpread, Second, Stonewall,
-    FILES_SCHEMA,
+    Failure, FilesReport, KindResult, MixFigures, OpKind, PhaseResult, RanOutOf, RepeatSpread, Second,
+    Stonewall, FILES_SCHEMA,
 };
 pub use run::steps::Steps;
 pub use run::{run, RunOptions};
@@ -56,6 +62,8 @@ pub use verdict::{FilesCause, FilesVerdict};
 
 #[cfg(test)]
 mod kept_tests;
+#[cfg(test)]
+mod mix_tests;
 #[cfg(test)]
 mod repeats_tests;
 #[cfg(test)]

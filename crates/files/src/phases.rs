@@ -11,13 +11,16 @@ use iolab_stats::OpStats;
 
 use crate::gate::{BreakOnPanic, Gate};
 use crate::journal::{self, JournalSeen, JournalThread, JournalWatch};
+use crate::mix::{Mix, MIX_OPS};
 use crate::plan::{FilesPlan, Phase, TreeState};
+use crate::population::{Population, LINKED, RENAMED, SYMLINKED};
 use crate::progress::PhaseProgress;
-use crate::report::{KindResult, OpKind, PhaseResult, Second, Stonewall, OP_KINDS};
+use crate::report::{KindResult, MixFigures, OpKind, PhaseResult, Second, Stonewall, OP_KINDS};
 use crate::safety_at;
 use crate::tree::Tree;
 use crate::verdict::{judge, PhaseFacts};
 use crate::worker::{Ctx, Outcome, Worker};
+use iolab_runner::Sampler;
 
 /// The state between phases: the trees, the clock, what the tree holds (renamed, copied, linked),
 /// and which phase is next.
@@ -107,9 +110,29 @@ impl Phases {
                 Err(e) => notes.push(format!("the caches could not be dropped before {phase}: {e}")),
             }
         }
+        let mixing = match (phase, &self.plan.mix) {
+            (Phase::Mix, Some(mix)) => match mixing(&self.plan, mix, &self.trees[0], self.state) {
+                Ok(mixing) => Some(mixing),
+                Err(e) => {
+                    notes.push(format!("the mix cannot draw its files: {e}"));
+                    self.stopped = true;
+                    return None;
+                }
+            },
+            _ => None,
+        };
+        let warmup_ns =
+            self.plan.mix.as_ref().filter(|_| phase == Phase::Mix).map_or(0, |m| (m.warmup_s * 1e9) as u64);
         if let Some(progress) = progress {
-            progress.begin(phase, planned_ops);
+            let runtime = self
+                .plan
+                .mix
+                .as_ref()
+                .filter(|_| phase == Phase::Mix)
+                .map(|m| std::time::Duration::from_secs_f64(m.warmup_s + m.runtime_s));
+            progress.begin(phase, planned_ops, runtime);
         }
+        let files_at_start = mixing.as_ref().map(|(population, _)| population.present());
         let ctx = Ctx {
             plan: &self.plan,
             trees: &self.trees,
@@ -123,9 +146,11 @@ impl Phases {
             state: self.state,
             phase_start_ns: 0,
             progress,
+            mixing: mixing.as_ref().map(|(population, sampler)| (population, sampler)),
         };
         let device_before = self.device.as_deref().and_then(device_stat);
-        let ctx = Ctx { phase_start_ns: ctx.now_ns(), ..ctx };
+        // A mix's measured time begins after its warm-up.
+        let ctx = Ctx { phase_start_ns: ctx.now_ns() + warmup_ns, ..ctx };
         let watch = self.journal_thread.as_ref().and_then(|j| JournalWatch::start(j, self.plan.threads));
         let outcomes = run_threads_with(&ctx, phase, notes, make_ops);
         // What the phase made is iolab's to remove (safety_at): a failed mark leaves it to the
@@ -134,7 +159,10 @@ impl Phases {
         let device = device_before.zip(self.device.as_deref().and_then(device_stat));
         let elapsed_s = ctx.now_ns().saturating_sub(ctx.phase_start_ns) as f64 / 1e9;
         let journal = watch.and_then(|w| w.finish(elapsed_s, self.plan.threads));
-        let result = assemble(&self.plan, &ctx, phase, planned_ops, outcomes, device, journal);
+        let mut result = assemble(&self.plan, &ctx, phase, planned_ops, &outcomes, device, journal);
+        if let (Some((population, _)), Some(files_at_start)) = (&ctx.mixing, files_at_start) {
+            result.mix = Some(mix_figures(population, files_at_start, &outcomes, warmup_ns));
+        }
         self.state = self.state.after(phase);
         self.stopped = result.failure.is_some() || result.interrupted;
         Some(result)
@@ -221,12 +249,54 @@ pub(crate) fn run_threads_with(
     outcomes
 }
 
+/// A mix's files (as the tree holds them now, before any is worked) and its sampler of them.
+fn mixing(
+    plan: &FilesPlan,
+    mix: &Mix,
+    tree: &Tree,
+    state: TreeState,
+) -> Result<(Population, Sampler), String> {
+    let sampler = Sampler::new(&mix.distribution, tree.files, plan.seed).map_err(|e| e.to_string())?;
+    let start = [(state.renamed, RENAMED), (state.linked, LINKED), (state.symlinked, SYMLINKED)]
+        .iter()
+        .filter(|(on, _)| *on)
+        .fold(0, |flags, (_, flag)| flags | flag);
+    // The band the population is held in: a twentieth of the names either side (a random walk
+    // of creates and unlinks stays inside it for long), and room for every thread.
+    let slack = (tree.files / 20).max(u64::from(plan.threads)).max(1);
+    let population =
+        Population::new(tree.files, |i| state.files && plan.made(tree.index, i), start, tree.leaves(), slack);
+    Ok((population, sampler))
+}
+
+fn mix_figures(
+    population: &Population,
+    files_at_start: u64,
+    outcomes: &[Outcome],
+    warmup_ns: u64,
+) -> MixFigures {
+    let mut unplaced = [0u64; MIX_OPS.len()];
+    for o in outcomes {
+        for (sum, n) in unplaced.iter_mut().zip(o.unplaced) {
+            *sum += n;
+        }
+    }
+    MixFigures {
+        files_at_start,
+        files_at_end: population.present(),
+        names: population.names(),
+        swapped: outcomes.iter().map(|o| o.swapped).sum(),
+        unplaced: MIX_OPS.iter().zip(unplaced).filter(|(_, n)| *n > 0).map(|(&op, n)| (op, n)).collect(),
+        warmup_s: warmup_ns as f64 / 1e9,
+    }
+}
+
 fn assemble(
     plan: &FilesPlan,
     ctx: &Ctx<'_>,
     phase: Phase,
     planned: u64,
-    outcomes: Vec<Outcome>,
+    outcomes: &[Outcome],
     device: Option<(DeviceStat, DeviceStat)>,
     journal: Option<JournalSeen>,
 ) -> PhaseResult {
@@ -240,7 +310,7 @@ fn assemble(
     let (mut done, mut bytes, mut entries, mut sw_ops, mut sw_bytes) = (0, 0, 0, 0, 0);
     let (mut user_ns, mut sys_ns, mut wait_ns, mut io_wq_ns) = (0u64, 0u64, 0u64, 0u64);
     let mut failure = None;
-    for o in &outcomes {
+    for o in outcomes {
         for (m, k) in merged.iter_mut().zip(&o.kinds) {
             m.merge(k);
         }
@@ -265,9 +335,16 @@ fn assemble(
             failure.clone_from(&o.failure);
         }
     }
-    let main = OpKind::of_phase(phase);
-    let mut order: Vec<OpKind> = vec![main];
-    order.extend(OP_KINDS.iter().copied().filter(|&k| k != main));
+    // The phase's own kind first; a mix's operations next, in the mix's order; then the parts.
+    let mut order: Vec<OpKind> = vec![OpKind::of_phase(phase)];
+    if let Some(mix) = plan.mix.as_ref().filter(|_| phase == Phase::Mix) {
+        order.extend(mix.ops.iter().map(|&(op, _)| OpKind::of_mix_op(op)));
+    }
+    for kind in OP_KINDS {
+        if !order.contains(&kind) {
+            order.push(kind);
+        }
+    }
     let kinds: Vec<KindResult> = order
         .iter()
         .filter(|&&k| merged[k as usize].ios() > 0)
@@ -295,6 +372,7 @@ fn assemble(
     };
     let facts = PhaseFacts {
         threads: plan.threads,
+        cores: std::thread::available_parallelism().map_or(1, |n| n.get() as u32),
         shared_dir: plan.shared_dir,
         modifies_entries: phase.changes_entries(),
         writes_nothing: phase.writes_nothing(),
@@ -342,6 +420,7 @@ fn assemble(
         failure,
         interrupted: ctx.interrupt.load(std::sync::atomic::Ordering::Relaxed),
         histograms,
+        mix: None,
     }
 }
 

@@ -10,6 +10,7 @@ use iolab_stats::format::thousands;
 use serde::{Deserialize, Serialize};
 
 use crate::error::FilesError;
+use crate::mix::Mix;
 use crate::sizes::SizeSpec;
 
 /// One phase of a run: every thread works its part of the tree with one kind of operation.
@@ -40,9 +41,11 @@ pub enum Phase {
     Link,
     /// Make a symbolic link `l<N>` to each file, beside it (removed by unlink; never followed).
     Symlink,
+    /// The plan's mix of operations for its runtime (`--mix`, `--profile`): the last phase.
+    Mix,
 }
 
-pub const ALL_PHASES: [Phase; 14] = [
+pub const ALL_PHASES: [Phase; 15] = [
     Phase::Mkdir,
     Phase::Create,
     Phase::Stat,
@@ -57,6 +60,7 @@ pub const ALL_PHASES: [Phase; 14] = [
     Phase::Copy,
     Phase::Unlink,
     Phase::Rmdir,
+    Phase::Mix,
 ];
 
 /// The phases run when the user names none.
@@ -80,6 +84,7 @@ impl Phase {
             Phase::Xattr => "xattr",
             Phase::Link => "link",
             Phase::Symlink => "symlink",
+            Phase::Mix => "mix",
         }
     }
 
@@ -97,6 +102,7 @@ impl Phase {
                 | Phase::Rename
                 | Phase::Copy
                 | Phase::Unlink
+                | Phase::Mix
         )
     }
 
@@ -163,6 +169,9 @@ pub struct TreeState {
     /// A symbolic link `l<N>` stands beside each file.
     #[serde(default)]
     pub symlinked: bool,
+    /// A mix ran: some names hold files, others not, some renamed or linked.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub mixed: bool,
 }
 
 impl TreeState {
@@ -183,6 +192,8 @@ impl TreeState {
                 (self.files, self.renamed, self.linked, self.symlinked) = (false, false, false, false)
             }
             Phase::Rmdir => (self.dirs, self.copied) = (false, false),
+            // Which files stand after a mix is its own: nothing is planned after it.
+            Phase::Mix => self.mixed = true,
             Phase::Stat | Phase::StatDir | Phase::Readdir | Phase::Read | Phase::Setattr | Phase::Xattr => {}
         }
         self
@@ -206,6 +217,9 @@ impl TreeState {
         }
         if self.symlinked {
             what.push_str(", with symbolic links");
+        }
+        if self.mixed {
+            what.push_str(", as a mix left them");
         }
         what
     }
@@ -290,6 +304,9 @@ pub struct FilesPlan {
     /// What exists before the first phase: nothing, or a kept tree's directories and files.
     #[serde(default, skip_serializing_if = "TreeState::is_empty")]
     pub start: TreeState,
+    /// The mix the `mix` phase runs (`--mix`, `--profile`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mix: Option<Mix>,
 }
 
 /// Directories in one tree at most: the tree is computed, but its levels are walked.
@@ -326,6 +343,19 @@ impl FilesPlan {
         if self.phases.is_empty() {
             return bad("--phases names no phase".into());
         }
+        match (&self.mix, self.phases.contains(&Phase::Mix)) {
+            (Some(mix), true) => {
+                mix.check(self.direct).map_err(FilesError::Plan)?;
+                iolab_runner::Sampler::new(&mix.distribution, self.files_in_tree(0), self.seed)
+                    .map_err(|e| FilesError::Plan(format!("--distribution {}: {e}", mix.distribution)))?;
+                if !self.shared_dir {
+                    return bad("a mix works one tree all its threads share: give --shared-dir".into());
+                }
+            }
+            (None, true) => return bad("the mix phase needs a mix: give --mix or --profile".into()),
+            (Some(_), false) => return bad("--mix is given but no phase runs it: put mix in --phases".into()),
+            (None, false) => {}
+        }
         if self.direct {
             if let Some(size) = self.sizes.unaligned(4096) {
                 return bad(format!(
@@ -341,8 +371,9 @@ impl FilesPlan {
     fn check_order(&self) -> Result<(), FilesError> {
         let mut state = self.start;
         for (n, &phase) in self.phases.iter().enumerate() {
-            let TreeState { dirs, files, copied, linked, symlinked, .. } = state;
+            let TreeState { dirs, files, copied, linked, symlinked, mixed, .. } = state;
             let missing = match phase {
+                _ if mixed => Some("a mix ran before it, and which files a mix leaves is its own: put the mix last"),
                 Phase::Mkdir if dirs => Some("the directories exist already (one mkdir per run)"),
                 Phase::Mkdir => None,
                 Phase::Create if !dirs => Some("it needs the directories: put mkdir before it"),
@@ -386,6 +417,24 @@ impl FilesPlan {
             if self.drop_caches { ", caches dropped before each phase" } else { "" },
             if self.order == crate::order::Order::Random { ", files in random order" } else { "" },
         )
+    }
+
+    /// Whether file `index` of tree `tree` is made by the create phase (or was, on a kept tree):
+    /// every one, but a create under a mix makes only its prealloc share.
+    pub fn made(&self, tree: u32, index: u64) -> bool {
+        self.start.files || self.mix.as_ref().is_none_or(|mix| mix.made_before(self.seed, tree, index))
+    }
+
+    /// The files the create phase makes (all of them, but under a mix its prealloc share).
+    pub fn made_files(&self) -> u64 {
+        match &self.mix {
+            Some(mix) if mix.prealloc_pct < 100 && !self.start.files => (0..self.trees())
+                .map(|t| {
+                    (0..self.files_in_tree(t)).filter(|&i| mix.made_before(self.seed, t, i)).count() as u64
+                })
+                .sum(),
+            _ => self.total_files(),
+        }
     }
 
     /// Trees in the run: one per thread, or one for all with --shared-dir.
@@ -433,6 +482,7 @@ impl FilesPlan {
     /// The operations each phase is planned to count, in order: what a complete run reports.
     pub fn planned(&self) -> Vec<(Phase, u64)> {
         let mut state = self.start;
+        let made = self.made_files();
         self.phases
             .iter()
             .map(|&phase| {
@@ -441,9 +491,11 @@ impl FilesPlan {
                 let count = match phase {
                     Phase::Mkdir | Phase::StatDir | Phase::Readdir => self.total_dirs(),
                     // Both trees' files after a copy, and every link beside the source's.
-                    Phase::Unlink => self.total_files() * (copies + links),
+                    Phase::Unlink => made * (copies + links),
                     Phase::Rmdir => self.total_dirs() * copies,
-                    _ => self.total_files(),
+                    // A mix runs for a time, not a count.
+                    Phase::Mix => 0,
+                    _ => made,
                 };
                 state = state.after(phase);
                 (phase, count)
@@ -477,6 +529,7 @@ mod tests {
             order: crate::order::Order::Sequential,
             seed: 1,
             start: Default::default(),
+            mix: None,
         }
     }
 

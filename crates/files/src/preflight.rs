@@ -11,6 +11,7 @@ use iolab_spec::Bytes;
 use iolab_stats::format::thousands;
 
 use crate::error::FilesError;
+use crate::mix::MixOp;
 use crate::plan::{FilesPlan, Phase};
 use crate::sizes::file_hash;
 
@@ -111,6 +112,19 @@ pub(crate) fn needs(plan: &FilesPlan, block: u64) -> Needs {
             Phase::Symlink => symlinks = all_files,
             Phase::Unlink => (files, bytes, symlinks) = (0, 0, 0),
             Phase::Rmdir => dirs = 0,
+            // At most every name a file (a link beside each), the mix's directory in every
+            // leaf and the log; what appends add is not known before.
+            Phase::Mix => {
+                let mix = plan.mix.as_ref();
+                let weighs = |op| mix.is_some_and(|m| m.weight(op) > 0);
+                (files, bytes) = (all_files + 1, data);
+                if weighs(MixOp::Symlink) {
+                    symlinks = all_files;
+                }
+                if weighs(MixOp::Mkdir) {
+                    dirs += plan.leaves();
+                }
+            }
             Phase::Stat
             | Phase::StatDir
             | Phase::Readdir

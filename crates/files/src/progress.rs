@@ -13,10 +13,19 @@ pub(crate) const PUBLISH_EVERY: u64 = 64;
 
 /// The running phase's progress, shared by its threads and a reader.
 pub struct PhaseProgress {
-    running: Mutex<Option<(Phase, u64, Instant)>>,
+    running: Mutex<Option<Running>>,
     /// When the run began removing its tree (after its phases, or after Ctrl-C).
     removing: Mutex<Option<Instant>>,
     counts: Box<[OwnLine]>,
+}
+
+/// The phase running: its planned operations (or, a mix, its time), and when it began.
+#[derive(Clone, Copy)]
+struct Running {
+    phase: Phase,
+    planned: u64,
+    runtime: Option<Duration>,
+    started: Instant,
 }
 
 /// One thread's count, alone in its cache line.
@@ -30,6 +39,8 @@ pub struct PhaseSnapshot {
     /// The phase's own operations done so far (up to `PUBLISH_EVERY` - 1 per thread behind).
     pub done: u64,
     pub planned: u64,
+    /// A mix's whole time (warm-up and measured): it ends by the clock, not a count.
+    pub runtime: Option<Duration>,
     pub elapsed: Duration,
 }
 
@@ -42,13 +53,13 @@ impl PhaseProgress {
         }
     }
 
-    /// A phase of `planned` operations begins.
-    pub(crate) fn begin(&self, phase: Phase, planned: u64) {
+    /// A phase of `planned` operations (a mix: of `runtime`) begins.
+    pub(crate) fn begin(&self, phase: Phase, planned: u64, runtime: Option<Duration>) {
         for count in &self.counts {
             count.0.store(0, Relaxed);
         }
         *self.running.lock().unwrap_or_else(std::sync::PoisonError::into_inner) =
-            Some((phase, planned, Instant::now()));
+            Some(Running { phase, planned, runtime, started: Instant::now() });
     }
 
     /// Thread `thread` has done `done` of the phase's operations.
@@ -72,8 +83,8 @@ impl PhaseProgress {
     /// The phase running (or the last one run), if one has begun.
     pub fn snapshot(&self) -> Option<PhaseSnapshot> {
         let running = *self.running.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-        let (phase, planned, started) = running?;
+        let Running { phase, planned, runtime, started } = running?;
         let done = self.counts.iter().map(|c| c.0.load(Relaxed)).sum();
-        Some(PhaseSnapshot { phase, done, planned, elapsed: started.elapsed() })
+        Some(PhaseSnapshot { phase, done, planned, runtime, elapsed: started.elapsed() })
     }
 }

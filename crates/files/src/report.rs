@@ -6,6 +6,7 @@ use iolab_stats::OpStats;
 use serde::{Deserialize, Serialize};
 
 use crate::journal::JournalSeen;
+use crate::mix::{MixOp, MIX_OPS};
 use crate::plan::{FilesPlan, Phase};
 use crate::verdict::FilesVerdict;
 
@@ -43,9 +44,17 @@ pub enum OpKind {
     GetXattr,
     Link,
     Symlink,
+    /// An operation of a mix, whichever it was: the mix's own count, rate and latency.
+    Mix,
+    /// A mix's append: open, a write at the end, fsync with --fsync, close.
+    Append,
+    /// A mix's write to its one log file, held open (Filebench webserver's appendlog).
+    AppendLog,
+    /// A mix's read of a range: open, one read, close.
+    ReadRange,
 }
 
-pub const OP_KINDS: [OpKind; 21] = [
+pub const OP_KINDS: [OpKind; 25] = [
     OpKind::Mkdir,
     OpKind::Create,
     OpKind::Open,
@@ -67,6 +76,10 @@ pub const OP_KINDS: [OpKind; 21] = [
     OpKind::GetXattr,
     OpKind::Link,
     OpKind::Symlink,
+    OpKind::Mix,
+    OpKind::Append,
+    OpKind::AppendLog,
+    OpKind::ReadRange,
 ];
 
 impl OpKind {
@@ -93,7 +106,39 @@ impl OpKind {
             OpKind::GetXattr => "get_xattr",
             OpKind::Link => "link",
             OpKind::Symlink => "symlink",
+            OpKind::Mix => "mix",
+            OpKind::Append => "append",
+            OpKind::AppendLog => "append_log",
+            OpKind::ReadRange => "read_range",
         }
+    }
+
+    /// The kind a mix records `op` as, whole.
+    pub fn of_mix_op(op: MixOp) -> OpKind {
+        match op {
+            MixOp::Read => OpKind::ReadFile,
+            MixOp::ReadRange => OpKind::ReadRange,
+            MixOp::Append => OpKind::Append,
+            MixOp::AppendLog => OpKind::AppendLog,
+            MixOp::Create => OpKind::Create,
+            MixOp::Stat => OpKind::Stat,
+            MixOp::Readdir => OpKind::Readdir,
+            MixOp::Rename => OpKind::Rename,
+            MixOp::Unlink => OpKind::Unlink,
+            MixOp::Setattr => OpKind::Setattr,
+            MixOp::Getxattr => OpKind::GetXattr,
+            MixOp::Setxattr => OpKind::SetXattr,
+            MixOp::Link => OpKind::Link,
+            MixOp::Symlink => OpKind::Symlink,
+            MixOp::Mkdir => OpKind::Mkdir,
+            MixOp::Rmdir => OpKind::Rmdir,
+        }
+    }
+
+    /// Whether a mix records this kind for a whole operation (not a part of one: an open, a
+    /// read, a write, an fsync, a close).
+    pub fn is_mix_op(self) -> bool {
+        MIX_OPS.iter().any(|&op| OpKind::of_mix_op(op) == self)
     }
 
     /// The operation a phase is counted in: one per file or directory of the phase.
@@ -113,6 +158,7 @@ impl OpKind {
             Phase::Xattr => OpKind::Xattr,
             Phase::Link => OpKind::Link,
             Phase::Symlink => OpKind::Symlink,
+            Phase::Mix => OpKind::Mix,
         }
     }
 }
@@ -233,6 +279,9 @@ pub struct PhaseResult {
     /// Which run of the phases it is, from 1 (`--repeat`).
     #[serde(default = "first_repeat")]
     pub repeat: u32,
+    /// A mix's own figures: the population, swaps, draws that found no file.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mix: Option<MixFigures>,
     /// The merged histograms of each kind, to store and merge again. Not in the JSON.
     #[serde(skip)]
     pub histograms: Vec<(OpKind, OpStats)>,
@@ -245,8 +294,9 @@ impl PhaseResult {
         self.kinds.iter().find(|k| k.kind == kind)
     }
 
+    /// Every planned operation done (a mix: its runtime run), nothing failed or interrupted.
     pub fn complete(&self) -> bool {
-        self.failure.is_none() && !self.interrupted && self.done == self.planned
+        self.failure.is_none() && !self.interrupted && (self.phase == Phase::Mix || self.done == self.planned)
     }
 }
 
@@ -283,6 +333,25 @@ pub struct RepeatSpread {
     pub ops_per_s: Vec<f64>,
     pub mean_ops_per_s: f64,
     pub spread_pct: f64,
+}
+
+/// What a mix did besides its operations' figures.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct MixFigures {
+    /// Files in the tree as the mix began and as it ended.
+    pub files_at_start: u64,
+    pub files_at_end: u64,
+    /// Names the tree has room for.
+    pub names: u64,
+    /// Creates done as unlinks (the population at the top of its band) and unlinks done as
+    /// creates (at its bottom).
+    pub swapped: u64,
+    /// Per operation: draws that found no file in the state it needs near the drawn one (a link
+    /// with every file linked), not done and not counted.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub unplaced: Vec<(MixOp, u64)>,
+    /// Seconds of warm-up before the measured ones.
+    pub warmup_s: f64,
 }
 
 fn first_repeat() -> u32 {

@@ -80,12 +80,15 @@ pub(crate) fn run_with(
         let finished =
             phases.len() == plan.phases.len() && phases.iter().all(|p| p.failure.is_none() && !p.interrupted);
         let state = plan.phases.iter().fold(plan.start, |state, &phase| state.after(phase));
-        let recorded = finished.then(|| KeptTree { shape: Shape::of(plan), state });
+        // Which names a mix leaves holding files is its own: such a tree is not worked again.
+        let recorded = (finished && !state.mixed).then(|| KeptTree { shape: Shape::of(plan), state });
         if let Err(e) = kept::record(dir, recorded.as_ref()) {
             notes.push(format!("what the kept tree holds could not be recorded in its marker: {e}"));
         }
         let again = if recorded.is_some() {
             "; a later run whose phases begin with anything but mkdir works it again"
+        } else if state.mixed {
+            "; a mix ran, so which files it holds is the mix's own and it is not worked again"
         } else {
             "; a phase stopped, so what it holds is unknown and it is not worked again"
         };

@@ -34,6 +34,7 @@ fn plan(engine: FileEngine, shared: bool, phases: &str) -> FilesPlan {
         order: crate::order::Order::Sequential,
         seed: 42,
         start: Default::default(),
+        mix: None,
     }
 }
 
@@ -173,6 +174,7 @@ fn shared_phase_with_a_thread_that_cannot_start(panics: bool) -> Option<(usize, 
             state: Default::default(),
             phase_start_ns: 0,
             progress: None,
+            mixing: None,
         };
         let make = |thread: u32| {
             if thread != 1 {

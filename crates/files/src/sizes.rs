@@ -22,6 +22,12 @@ pub enum SizeSpec {
         median: u64,
         p99: u64,
     },
+    /// A gamma law of this mean and shape (Filebench's `cvar-gamma`, whose `gamma` is the
+    /// shape: 1.5 in its personalities); scale = mean / shape.
+    Gamma {
+        mean: u64,
+        shape: f64,
+    },
 }
 
 impl SizeSpec {
@@ -51,6 +57,10 @@ impl SizeSpec {
                 let drawn = *median as f64 * (sigma * z).exp();
                 drawn.min(*p99 as f64 * TAIL_CAP).round() as u64
             }
+            SizeSpec::Gamma { mean, shape } => {
+                let drawn = gamma(h, *shape) * (*mean as f64 / shape);
+                drawn.min(*mean as f64 * TAIL_CAP) as u64
+            }
         };
         if align > 1 {
             size.div_ceil(align) * align
@@ -64,7 +74,7 @@ impl SizeSpec {
         match self {
             SizeSpec::Fixed(size) => (size % align != 0).then_some(*size),
             SizeSpec::Weighted(list) => list.iter().map(|&(s, _)| s).find(|s| s % align != 0),
-            SizeSpec::Lognormal { .. } => None,
+            SizeSpec::Lognormal { .. } | SizeSpec::Gamma { .. } => None,
         }
     }
 
@@ -74,6 +84,7 @@ impl SizeSpec {
             SizeSpec::Fixed(size) => *size,
             SizeSpec::Weighted(list) => list.iter().map(|&(s, _)| s).max().unwrap_or(0),
             SizeSpec::Lognormal { p99, .. } => (*p99 as f64 * TAIL_CAP) as u64,
+            SizeSpec::Gamma { mean, .. } => (*mean as f64 * TAIL_CAP) as u64,
         }
     }
 
@@ -86,6 +97,7 @@ impl SizeSpec {
             SizeSpec::Lognormal { median, p99 } => {
                 format!("lognormal median {} p99 {}", Bytes(*median), Bytes(*p99))
             }
+            SizeSpec::Gamma { mean, shape } => format!("gamma mean {} shape {shape}", Bytes(*mean)),
         }
     }
 }
@@ -93,10 +105,25 @@ impl SizeSpec {
 impl FromStr for SizeSpec {
     type Err = String;
 
-    /// "4k"; "4k:50,64k:30,1m:20"; "lognormal:16k:1m" (median, then p99).
+    /// "4k"; "4k:50,64k:30,1m:20"; "lognormal:16k:1m" (median, then p99); "gamma:128k:1.5"
+    /// (mean, then shape).
     fn from_str(text: &str) -> Result<Self, Self::Err> {
         let text = text.trim();
         let size = |s: &str| s.trim().parse::<Bytes>().map(|b| b.0).map_err(|e| e.to_string());
+        if let Some(rest) = text.strip_prefix("gamma:") {
+            let (mean, shape) = rest
+                .split_once(':')
+                .ok_or_else(|| format!("'{text}': write gamma:MEAN:SHAPE, e.g. gamma:128k:1.5"))?;
+            let mean = size(mean)?;
+            let shape: f64 =
+                shape.trim().parse().map_err(|_| format!("'{text}': the shape must be a number"))?;
+            if mean == 0 || !(shape > 0.0 && shape <= 1000.0) {
+                return Err(format!(
+                    "'{text}': the mean must be above 0 and the shape above 0 (at most 1000)"
+                ));
+            }
+            return Ok(SizeSpec::Gamma { mean, shape });
+        }
         if let Some(rest) = text.strip_prefix("lognormal:") {
             let (median, p99) = rest
                 .split_once(':')
@@ -122,6 +149,36 @@ impl FromStr for SizeSpec {
         }
         Ok(SizeSpec::Weighted(list))
     }
+}
+
+/// A draw of the gamma law of `shape` and scale 1 from the hash `h`: Marsaglia and Tsang's
+/// method, its uniforms and normals a stream of hashes of `h` (a shape below 1 drawn at
+/// shape + 1 and scaled by U^(1/shape)).
+fn gamma(h: u64, shape: f64) -> f64 {
+    let mut k = 0u64;
+    let mut uniform = || {
+        k += 1;
+        ((file_hash(h, 0, k) >> 11) as f64 + 0.5) / (1u64 << 53) as f64
+    };
+    let boost = if shape < 1.0 { uniform().powf(1.0 / shape) } else { 1.0 };
+    let a = if shape < 1.0 { shape + 1.0 } else { shape };
+    let d = a - 1.0 / 3.0;
+    let c = 1.0 / (9.0 * d).sqrt();
+    // Each try is accepted with probability above 0.95; a stream that rejects 64 times running
+    // gives the mean rather than loop on.
+    for _ in 0..64 {
+        let (u1, u2) = (uniform(), uniform());
+        let z = (-2.0 * u1.ln()).sqrt() * (std::f64::consts::TAU * u2).cos();
+        let v = (1.0 + c * z).powi(3);
+        if v <= 0.0 {
+            continue;
+        }
+        let u = uniform();
+        if u.ln() < 0.5 * z * z + d - d * v + d * v.ln() {
+            return d * v * boost;
+        }
+    }
+    shape
 }
 
 /// SplitMix64: a file's hash from the seed and its place, the same in every phase.
@@ -167,5 +224,22 @@ mod tests {
         assert!((median / 16384.0 - 1.0).abs() < 0.05, "median {median}");
         assert!((p99 / f64::from(1 << 20) - 1.0).abs() < 0.1, "p99 {p99}");
         assert!(spec.size(file_hash(3, 0, 5), 4096) % 4096 == 0);
+    }
+
+    #[test]
+    fn gamma_has_its_mean_and_spread() {
+        for (shape, mean) in [(1.5f64, 131_072u64), (0.5, 16_384), (4.0, 1 << 20)] {
+            let spec: SizeSpec = format!("gamma:{mean}:{shape}").parse().expect("valid");
+            let n = 200_000;
+            let sizes: Vec<f64> = (0..n).map(|i| spec.size(file_hash(5, 0, i), 1) as f64).collect();
+            let m = sizes.iter().sum::<f64>() / n as f64;
+            let var = sizes.iter().map(|s| (s - m).powi(2)).sum::<f64>() / n as f64;
+            // A gamma law's coefficient of variation is 1/sqrt(shape).
+            let cv = var.sqrt() / m;
+            assert!((m / mean as f64 - 1.0).abs() < 0.02, "shape {shape}: mean {m}");
+            assert!((cv * shape.sqrt() - 1.0).abs() < 0.05, "shape {shape}: cv {cv}");
+        }
+        assert!("gamma:0:1.5".parse::<SizeSpec>().is_err());
+        assert!("gamma:16k".parse::<SizeSpec>().is_err());
     }
 }

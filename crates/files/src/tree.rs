@@ -184,6 +184,7 @@ mod tests {
             order: crate::order::Order::Sequential,
             seed: 0,
             start: Default::default(),
+            mix: None,
         }
     }
 

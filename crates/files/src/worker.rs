@@ -7,6 +7,7 @@
 //! barrier apart so no thread makes a directory before its parent exists.
 
 mod in_flight;
+mod mixing;
 mod outcome;
 
 use outcome::CpuAtStart;
@@ -21,10 +22,12 @@ use crate::gate::Gate;
 use crate::order::Walk;
 use crate::parents::Parents;
 use crate::plan::{FilesPlan, Phase, TreeState};
+use crate::population::Population;
 use crate::progress::{PhaseProgress, PUBLISH_EVERY};
 use crate::report::{Failure, OpKind, RanOutOf};
 use crate::sizes::file_hash;
 use crate::tree::{Side, Tree};
+use iolab_runner::Sampler;
 
 /// The data buffer's size at most: larger files are written and read in pieces this big.
 pub const MAX_CHUNK: u64 = 1 << 20;
@@ -52,6 +55,8 @@ pub struct Ctx<'a> {
     pub phase_start_ns: u64,
     /// Where each thread publishes how far it is, for a live display.
     pub progress: Option<&'a PhaseProgress>,
+    /// A mix's files and how it draws them (the mix phase only).
+    pub mixing: Option<(&'a Population, &'a Sampler)>,
 }
 
 impl Ctx<'_> {
@@ -77,6 +82,12 @@ pub struct Worker<'a> {
     thread: u32,
     main: OpKind,
     out: Outcome,
+    /// The files it works are named r<N> (a rename phase ran, or the mix's file is renamed).
+    renamed: bool,
+    /// A mix's log file, held open once the thread first writes to it.
+    log_fd: Option<i32>,
+    /// When the operation under way opened its file (a mix's whole operation starts there).
+    opened_at: u64,
     /// The directories operations name their entries in, opened beneath the run's directory.
     parents: Parents,
     /// The entry an operation names (in its directory) and the whole path, for messages.
@@ -90,20 +101,26 @@ pub struct Worker<'a> {
 
 impl<'a> Worker<'a> {
     pub fn new(ctx: &'a Ctx<'a>, sys: FileOps, thread: u32, phase: Phase) -> Worker<'a> {
-        let chunk = ctx.plan.sizes.max().clamp(4096, MAX_CHUNK) as usize;
+        let mix = ctx.plan.mix.as_ref().filter(|_| phase == Phase::Mix);
+        let largest = mix.map_or(0, |m| m.append_size.max(m.range_size)).max(ctx.plan.sizes.max());
+        let chunk = largest.clamp(4096, MAX_CHUNK) as usize;
+        let lists = phase == Phase::Readdir || mix.is_some_and(|m| m.weight(crate::mix::MixOp::Readdir) > 0);
         Worker {
             ctx,
             sys,
             thread,
             main: OpKind::of_phase(phase),
             out: Outcome::empty(),
+            renamed: ctx.state.renamed,
+            log_fd: None,
+            opened_at: 0,
             parents: Parents::new(ctx.dirfd, ctx.plan.threads),
             name: Vec::with_capacity(32),
             path: Vec::with_capacity(256),
             name2: Vec::with_capacity(32),
             path2: Vec::with_capacity(256),
             data: AlignedBuf::new(chunk, ctx.plan.seed ^ u64::from(thread)),
-            dir_buf: if phase == Phase::Readdir { vec![0; DIR_BUF] } else { Vec::new() },
+            dir_buf: if lists { vec![0; DIR_BUF] } else { Vec::new() },
         }
     }
 
@@ -167,6 +184,7 @@ impl<'a> Worker<'a> {
                     self.dirs(side, true);
                 }
             }
+            Phase::Mix => self.mix(),
         }
     }
 
@@ -182,8 +200,16 @@ impl<'a> Worker<'a> {
     }
 
     fn record(&mut self, kind: OpKind, start: u64, end: u64, bytes: u64) {
+        if start < self.ctx.phase_start_ns {
+            // A mix's warm-up: done, not counted.
+            return;
+        }
         self.out.kinds[kind as usize].record(end.saturating_sub(start), bytes);
-        if kind == self.main {
+        let of_mix = self.main == OpKind::Mix && kind.is_mix_op();
+        if of_mix {
+            self.out.kinds[OpKind::Mix as usize].record(end.saturating_sub(start), bytes);
+        }
+        if kind == self.main || of_mix {
             self.out.done += 1;
             if self.out.done % PUBLISH_EVERY == 0 {
                 self.publish();
@@ -295,7 +321,11 @@ impl<'a> Worker<'a> {
             if self.ctx.stopping() {
                 break;
             }
-            if let Err((what, e)) = op(self, tree, side, walk.at(position)) {
+            let file = walk.at(position);
+            if !self.ctx.plan.made(tree.index, file) {
+                continue;
+            }
+            if let Err((what, e)) = op(self, tree, side, file) {
                 let path = std::mem::take(&mut self.path);
                 self.fail(what, &path, &e);
                 self.path = path;
@@ -352,33 +382,35 @@ impl<'a> Worker<'a> {
     }
 
     fn create(&mut self, tree: &Tree, side: Side, i: u64) -> Result<(), (&'static str, io::Error)> {
-        let leaf = self.locate_file(tree, side, i, self.ctx.state.renamed)?;
+        let leaf = self.locate_file(tree, side, i, self.renamed)?;
         let size = self.size_of(tree, i);
         let flags = libc::O_CREAT | libc::O_EXCL | libc::O_NOFOLLOW | libc::O_WRONLY | self.data_flags();
         let start = self.ctx.now_ns();
         let fd = self.sys.openat(leaf, &self.name, flags, 0o644).map_err(|e| ("open", e))?;
-        self.work_and_close(fd, start, OpKind::Create, size, |w| {
-            w.write_all(fd, size).and_then(|()| w.sync(fd))
+        self.work_and_close(fd, start, OpKind::Create, |w| {
+            w.write_all(fd, size).and_then(|()| w.sync(fd)).map(|()| size)
         })
     }
 
     /// The rest of a file operation that opened `fd` at `start`: the open is recorded, `work`
-    /// runs, the close is timed apart, and the whole is recorded as `kind` of `size` bytes. A
-    /// failed `work` closes the file quietly and is the error.
+    /// runs, the close is timed apart, and the whole is recorded as `kind` of the bytes `work`
+    /// says it moved. A failed `work` closes the file quietly and is the error.
     fn work_and_close(
         &mut self,
         fd: i32,
         start: u64,
         kind: OpKind,
-        size: u64,
-        work: impl FnOnce(&mut Self) -> Result<(), (&'static str, io::Error)>,
+        work: impl FnOnce(&mut Self) -> Result<u64, (&'static str, io::Error)>,
     ) -> Result<(), (&'static str, io::Error)> {
         let opened = self.ctx.now_ns();
         self.record(OpKind::Open, start, opened, 0);
-        if let Err(e) = work(self) {
-            self.close_quietly(fd);
-            return Err(e);
-        }
+        let size = match work(self) {
+            Ok(size) => size,
+            Err(e) => {
+                self.close_quietly(fd);
+                return Err(e);
+            }
+        };
         let before_close = self.ctx.now_ns();
         self.sys.close(fd).map_err(|e| ("close", e))?;
         let end = self.ctx.now_ns();
@@ -399,7 +431,7 @@ impl<'a> Worker<'a> {
     }
 
     fn stat(&mut self, tree: &Tree, side: Side, i: u64) -> Result<(), (&'static str, io::Error)> {
-        let leaf = self.locate_file(tree, side, i, self.ctx.state.renamed)?;
+        let leaf = self.locate_file(tree, side, i, self.renamed)?;
         let start = self.ctx.now_ns();
         let size = self.sys.stat(leaf, &self.name).map_err(|e| ("stat", e))?;
         let end = self.ctx.now_ns();
@@ -459,19 +491,19 @@ impl<'a> Worker<'a> {
     }
 
     fn read(&mut self, tree: &Tree, side: Side, i: u64) -> Result<(), (&'static str, io::Error)> {
-        let leaf = self.locate_file(tree, side, i, self.ctx.state.renamed)?;
+        let leaf = self.locate_file(tree, side, i, self.renamed)?;
         let size = self.size_of(tree, i);
         let start = self.ctx.now_ns();
         let fd = self
             .sys
             .openat(leaf, &self.name, libc::O_RDONLY | libc::O_NOFOLLOW | self.data_flags(), 0)
             .map_err(|e| ("open", e))?;
-        self.work_and_close(fd, start, OpKind::ReadFile, size, |w| w.read_all(fd, size, None))
+        self.work_and_close(fd, start, OpKind::ReadFile, |w| w.read_all(fd, size, None).map(|()| size))
     }
 
     fn rename(&mut self, tree: &Tree, side: Side, i: u64) -> Result<(), (&'static str, io::Error)> {
-        let leaf = self.locate_file(tree, side, i, self.ctx.state.renamed)?;
-        tree.file_name(i, !self.ctx.state.renamed, &mut self.name2);
+        let leaf = self.locate_file(tree, side, i, self.renamed)?;
+        tree.file_name(i, !self.renamed, &mut self.name2);
         let start = self.ctx.now_ns();
         self.sys.renameat(leaf, &self.name, &self.name2).map_err(|e| ("rename", e))?;
         let end = self.ctx.now_ns();
@@ -480,7 +512,7 @@ impl<'a> Worker<'a> {
     }
 
     fn copy(&mut self, tree: &Tree, _side: Side, i: u64) -> Result<(), (&'static str, io::Error)> {
-        let renamed = self.ctx.state.renamed;
+        let renamed = self.renamed;
         let copy_leaf = self.locate_file(tree, Side::Copy, i, renamed)?;
         std::mem::swap(&mut self.name, &mut self.name2);
         std::mem::swap(&mut self.path, &mut self.path2);
@@ -520,7 +552,7 @@ impl<'a> Worker<'a> {
     }
 
     fn unlink(&mut self, tree: &Tree, side: Side, i: u64) -> Result<(), (&'static str, io::Error)> {
-        let leaf = self.locate_file(tree, side, i, self.ctx.state.renamed)?;
+        let leaf = self.locate_file(tree, side, i, self.renamed)?;
         let start = self.ctx.now_ns();
         self.sys.unlinkat(leaf, &self.name, false).map_err(|e| ("unlink", e))?;
         let end = self.ctx.now_ns();
@@ -531,7 +563,7 @@ impl<'a> Worker<'a> {
     /// A hard link `h<N>` to the file, beside it, or (`symbolic`) a symbolic link `l<N>` holding
     /// its name.
     fn link(&mut self, tree: &Tree, side: Side, i: u64, symbolic: bool) -> Result<(), OpError> {
-        let leaf = self.locate_file(tree, side, i, self.ctx.state.renamed)?;
+        let leaf = self.locate_file(tree, side, i, self.renamed)?;
         tree.link_name(i, symbolic, &mut self.name2);
         let start = self.ctx.now_ns();
         let made = if symbolic {
@@ -547,7 +579,7 @@ impl<'a> Worker<'a> {
 
     /// Removes the file's hard link (`symbolic`: its symbolic link), counted as an unlink.
     fn unlink_link(&mut self, tree: &Tree, side: Side, i: u64, symbolic: bool) -> Result<(), OpError> {
-        let leaf = self.locate_file(tree, side, i, self.ctx.state.renamed)?;
+        let leaf = self.locate_file(tree, side, i, self.renamed)?;
         tree.link_name(i, symbolic, &mut self.name);
         // The path said in a failure: the link's, beside the file.
         let cut = self.path.iter().rposition(|&b| b == b'/').map_or(0, |p| p + 1);
@@ -561,7 +593,7 @@ impl<'a> Worker<'a> {
     }
 
     fn setattr(&mut self, tree: &Tree, side: Side, i: u64) -> Result<(), (&'static str, io::Error)> {
-        let leaf = self.locate_file(tree, side, i, self.ctx.state.renamed)?;
+        let leaf = self.locate_file(tree, side, i, self.renamed)?;
         let start = self.ctx.now_ns();
         self.sys.setattr(leaf, &self.name).map_err(|e| ("utimensat", e))?;
         let end = self.ctx.now_ns();
@@ -572,14 +604,14 @@ impl<'a> Worker<'a> {
     /// Opens the file (not following a link), sets `user.iolab` to a value of its own, reads it
     /// back and checks it, closes it: each timed, and the whole as one xattr operation.
     fn xattr(&mut self, tree: &Tree, side: Side, i: u64) -> Result<(), (&'static str, io::Error)> {
-        let leaf = self.locate_file(tree, side, i, self.ctx.state.renamed)?;
+        let leaf = self.locate_file(tree, side, i, self.renamed)?;
         let value = format!("iolab {} {i}", tree.index);
         let start = self.ctx.now_ns();
         let fd = self
             .sys
             .openat(leaf, &self.name, libc::O_RDONLY | libc::O_NOFOLLOW, 0)
             .map_err(|e| ("open", e))?;
-        self.work_and_close(fd, start, OpKind::Xattr, 0, |w| {
+        self.work_and_close(fd, start, OpKind::Xattr, |w| {
             let before = w.ctx.now_ns();
             w.sys.set_xattr(fd, XATTR, value.as_bytes()).map_err(|e| ("setxattr", e))?;
             let set = w.ctx.now_ns();
@@ -595,7 +627,7 @@ impl<'a> Worker<'a> {
                 );
                 return Err(("getxattr", io::Error::other(message)));
             }
-            Ok(())
+            Ok(0)
         })
     }
 

@@ -58,6 +58,27 @@ struct Phase {
     verdict: Verdict,
     failure: Option<Failure>,
     interrupted: bool,
+    #[serde(default)]
+    series: Vec<Second>,
+    mix: Option<MixPart>,
+}
+
+/// A mix's own figures (`MixFigures`).
+#[derive(Deserialize)]
+struct MixPart {
+    files_at_start: u64,
+    files_at_end: u64,
+    names: u64,
+    swapped: u64,
+    #[serde(default)]
+    unplaced: Vec<(String, u64)>,
+    warmup_s: f64,
+}
+
+#[derive(Deserialize)]
+struct Second {
+    ops: u64,
+    bytes: u64,
 }
 
 #[derive(Deserialize)]
@@ -145,19 +166,72 @@ fn repeats_text(spreads: &[Spread], out: &mut String) {
     out.push_str("  (spread: (max - min) / mean, as `iolab compare` judges noise)\n");
 }
 
+/// A mix's heading: its operations in its time, its files' population, and its rate over time:
+/// "mix: 390,894 operations in 60.000 s (after 5 s of warm-up), 6,514/s, 82.1 MiB/s".
+fn mix_heading(phase: &Phase, mix: &MixPart, bytes: &str, out: &mut String) {
+    let warmup =
+        if mix.warmup_s > 0.0 { format!(" (after {} s of warm-up)", mix.warmup_s) } else { String::new() };
+    out.push_str(&format!(
+        "{}: {} operations in {:.3} s{warmup}, {}/s{bytes}\n",
+        phase.phase,
+        thousands(phase.done as f64),
+        phase.elapsed_s,
+        thousands(phase.ops_per_s),
+    ));
+    let swapped = if mix.swapped > 0 {
+        format!("; {} creates and unlinks swapped to hold it", thousands(mix.swapped as f64))
+    } else {
+        String::new()
+    };
+    out.push_str(&format!(
+        "  files: {} at the start, {} at the end, of {} names{swapped}\n",
+        thousands(mix.files_at_start as f64),
+        thousands(mix.files_at_end as f64),
+        thousands(mix.names as f64)
+    ));
+    if !mix.unplaced.is_empty() {
+        let each: Vec<String> =
+            mix.unplaced.iter().map(|(op, n)| format!("{op} {}", thousands(*n as f64))).collect();
+        out.push_str(&format!(
+            "  not done, no file in the state they need near the drawn one: {}\n",
+            each.join(", ")
+        ));
+    }
+    // Whole seconds only: the last, cut short by the end, would read low.
+    let whole = &phase.series[..phase.series.len().min(phase.elapsed_s.floor() as usize)];
+    if whole.len() >= 2 {
+        let mut ops: Vec<u64> = whole.iter().map(|s| s.ops).collect();
+        ops.sort_unstable();
+        let mib = |b: u64| b as f64 / f64::from(1 << 20);
+        let (low, high) = whole.iter().fold((u64::MAX, 0), |(lo, hi), s| (lo.min(s.bytes), hi.max(s.bytes)));
+        out.push_str(&format!(
+            "  per second over {} s: {} to {} operations (median {}), {:.1} to {:.1} MiB/s\n",
+            whole.len(),
+            thousands(ops[0] as f64),
+            thousands(ops[ops.len() - 1] as f64),
+            thousands(ops[ops.len() / 2] as f64),
+            mib(low),
+            mib(high)
+        ));
+    }
+}
+
 fn phase_text(phase: &Phase, out: &mut String) {
     let bytes =
         if phase.bytes > 0 { format!(", {}/s", Bytes(phase.bytes_per_s as u64)) } else { String::new() };
-    out.push_str(&format!(
-        "{}: {} of {} in {:.3} s, {}/s{bytes}; stonewall {}/s (first thread done at {:.3} s)\n",
-        phase.phase,
-        thousands(phase.done as f64),
-        thousands(phase.planned as f64),
-        phase.elapsed_s,
-        thousands(phase.ops_per_s),
-        thousands(phase.stonewall.ops_per_s),
-        phase.stonewall.first_done_s,
-    ));
+    match &phase.mix {
+        Some(mix) => mix_heading(phase, mix, &bytes, out),
+        None => out.push_str(&format!(
+            "{}: {} of {} in {:.3} s, {}/s{bytes}; stonewall {}/s (first thread done at {:.3} s)\n",
+            phase.phase,
+            thousands(phase.done as f64),
+            thousands(phase.planned as f64),
+            phase.elapsed_s,
+            thousands(phase.ops_per_s),
+            thousands(phase.stonewall.ops_per_s),
+            phase.stonewall.first_done_s,
+        )),
+    }
     if let Some(entries) = phase.entries {
         let rate = phase.entries_per_s.map_or_else(String::new, |r| format!(", {} entries/s", thousands(r)));
         out.push_str(&format!("  {} directory entries listed{rate}\n", thousands(entries as f64)));
@@ -199,14 +273,12 @@ fn phase_text(phase: &Phase, out: &mut String) {
     }
     out.push_str(&format!("  limited by: {}\n", phase.verdict.summary));
     if let Some(f) = &phase.failure {
-        out.push_str(&format!(
-            "  stopped: {} of {} failed: {}; {} of {} done\n",
-            f.op,
-            f.path,
-            f.error,
-            thousands(phase.done as f64),
-            thousands(phase.planned as f64)
-        ));
+        let done = if phase.mix.is_some() {
+            format!("{} operations done", thousands(phase.done as f64))
+        } else {
+            format!("{} of {} done", thousands(phase.done as f64), thousands(phase.planned as f64))
+        };
+        out.push_str(&format!("  stopped: {} of {} failed: {}; {done}\n", f.op, f.path, f.error));
     } else if phase.interrupted {
         out.push_str("  interrupted\n");
     }

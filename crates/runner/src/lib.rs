@@ -30,6 +30,7 @@ mod start_gate;
 mod thread_cpu;
 pub mod verify;
 
+pub use distribution::{Sampler, SamplerError};
 pub use error::RunError;
 pub use lab::Lab;
 pub use lab::OnFailedStart;

@@ -3,7 +3,8 @@
 use std::path::PathBuf;
 
 use clap::Args;
-use iolab_files::{parse_phases, FileEngine, FilesOptions, Phase, SizeSpec};
+use iolab_files::{parse_phases, FileEngine, FilesOptions, MixOp, Phase, SizeSpec};
+use iolab_spec::{Bytes, Distribution, Nanos};
 
 use super::shared::KeepArgs;
 
@@ -35,13 +36,15 @@ pub struct FilesArgs {
     #[arg(long, value_name = "N", help_heading = "Tree")]
     pub depth: Option<u32>,
 
-    /// File sizes: one size (4k), a weighted list (4k:50,64k:30,1m:20), or a lognormal by its
-    /// median and p99 (lognormal:16k:1m); default 0 (empty files).
+    /// File sizes: one size (4k), a weighted list (4k:50,64k:30,1m:20), a lognormal by its
+    /// median and p99 (lognormal:16k:1m) or a gamma by its mean and shape (gamma:128k:1.5);
+    /// default 0 (empty files).
     #[arg(long, value_name = "SPEC", value_parser = parse_sizes, help_heading = "Tree")]
     pub sizes: Option<SizeSpec>,
 
     /// The phases, in order, from mkdir, create, stat, statdir, readdir, read, setattr, xattr,
-    /// link, symlink, rename, copy, unlink, rmdir (default mkdir,create,stat,read,unlink,rmdir).
+    /// link, symlink, rename, copy, unlink, rmdir, mix (default mkdir,create,stat,read,unlink,rmdir;
+    /// with a mix, mkdir,create,mix).
     #[arg(long, value_name = "LIST", value_parser = parse_phase_list)]
     pub phases: Option<PhaseList>,
 
@@ -88,6 +91,48 @@ pub struct FilesArgs {
     #[arg(long, value_name = "N")]
     pub repeat: Option<u32>,
 
+    /// A named profile: fileserver, varmail or webserver (Filebench's personalities: their
+    /// files, directory width, sizes, threads and mix; docs/files.md). Any flag changes it.
+    #[arg(long, value_name = "NAME", value_parser = parse_profile, help_heading = "Mix")]
+    pub profile: Option<iolab_files::Profile>,
+
+    /// Run a mix of operations for --runtime over one tree the threads share, each drawn by
+    /// its weight: read, read-range, append, append-log, create, stat, readdir, rename,
+    /// unlink, setattr, getxattr, setxattr, link, symlink, mkdir, rmdir (read:4,stat:2,create:1,unlink:1).
+    #[arg(long, value_name = "OP:WEIGHT,...", value_parser = parse_mix, help_heading = "Mix")]
+    pub mix: Option<MixList>,
+
+    /// How long the mix is measured, after its warm-up (default 60s).
+    #[arg(long, value_name = "TIME", help_heading = "Mix")]
+    pub runtime: Option<Nanos>,
+
+    /// How long the mix runs before it is measured (default 0).
+    #[arg(long, value_name = "TIME", help_heading = "Mix")]
+    pub warmup: Option<Nanos>,
+
+    /// How the mix draws its files: uniform (default), zipf:THETA, pareto:H, normal:PCT or
+    /// zoned:IO/SIZE,... as the block workloads (docs/distributions.md).
+    #[arg(long, value_name = "DIST", value_parser = parse_distribution, help_heading = "Mix")]
+    pub distribution: Option<Distribution>,
+
+    /// Percent of the tree's names made as files before the mix (default 80, Filebench's
+    /// prealloc); the mix keeps the population near it.
+    #[arg(long, value_name = "PCT", help_heading = "Mix")]
+    pub prealloc: Option<u32>,
+
+    /// The most an append writes; each writes 1 to this many bytes, evenly (default 16k).
+    #[arg(long, value_name = "SIZE", help_heading = "Mix")]
+    pub append_size: Option<Bytes>,
+
+    /// Bytes a read-range reads (default 4k).
+    #[arg(long, value_name = "SIZE", help_heading = "Mix")]
+    pub range_size: Option<Bytes>,
+
+    /// Shape the tree so each directory holds about N entries (Filebench's meandirwidth):
+    /// sets --dirs-per-dir and --depth where they are not given.
+    #[arg(long, value_name = "N", help_heading = "Tree")]
+    pub dir_width: Option<u64>,
+
     /// Print the report as JSON (schema iolab.files/1, docs/files.md).
     #[arg(long, help_heading = "Results")]
     pub json: bool,
@@ -109,6 +154,21 @@ type PhaseList = Vec<Phase>;
 
 fn parse_phase_list(text: &str) -> Result<PhaseList, String> {
     parse_phases(text)
+}
+
+/// A name of its own so that clap takes the list as one value.
+type MixList = Vec<(MixOp, u32)>;
+
+fn parse_mix(text: &str) -> Result<MixList, String> {
+    iolab_files::mix::parse_mix_ops(text)
+}
+
+fn parse_profile(text: &str) -> Result<iolab_files::Profile, String> {
+    text.parse()
+}
+
+fn parse_distribution(text: &str) -> Result<Distribution, String> {
+    text.parse::<Distribution>().map_err(|e| e.to_string())
 }
 
 fn parse_order(text: &str) -> Result<iolab_files::Order, String> {
@@ -143,6 +203,15 @@ impl FilesArgs {
             repeat: self.repeat,
             json: on(self.json),
             quiet: on(self.quiet),
+            profile: self.profile,
+            dir_width: self.dir_width,
+            mix: self.mix.clone(),
+            runtime: self.runtime,
+            warmup: self.warmup,
+            distribution: self.distribution.clone(),
+            prealloc: self.prealloc,
+            append_size: self.append_size,
+            range_size: self.range_size,
         }
     }
 }

@@ -32,9 +32,13 @@ impl Worker<'_> {
         let mut next = first;
         loop {
             while next < tree.files && !self.ctx.stopping() {
-                let Some(tag) = free.pop() else { break };
                 let file = walk.at(next);
-                let queued = self.locate_file(tree, side, file, self.ctx.state.renamed).and_then(|leaf| {
+                if !self.ctx.plan.made(tree.index, file) {
+                    next += stride as u64;
+                    continue;
+                }
+                let Some(tag) = free.pop() else { break };
+                let queued = self.locate_file(tree, side, file, self.renamed).and_then(|leaf| {
                     self.sys.queue_push(op, leaf, &self.name, tag).map(|()| leaf).map_err(|e| (name, e))
                 });
                 let leaf = match queued {
@@ -102,7 +106,7 @@ impl Worker<'_> {
                         // A close's error comes after its open did (this slot's open time is then
                         // later than its start); an open's, a stat's or an unlink's before.
                         let what = if opened[tag] > starts[tag] { "close" } else { name };
-                        tree.file_path(side, i, self.ctx.state.renamed, &mut self.path);
+                        tree.file_path(side, i, self.renamed, &mut self.path);
                         let path = std::mem::take(&mut self.path);
                         self.fail(what, &path, &e);
                         self.path = path;

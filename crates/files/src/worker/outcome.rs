@@ -5,6 +5,7 @@ use std::io;
 use iolab_stats::OpStats;
 
 use crate::io_wq::IoWqCpu;
+use crate::mix::MIX_OPS;
 use crate::report::{Failure, OP_KINDS};
 
 /// A thread's figures for one phase.
@@ -26,6 +27,10 @@ pub struct Outcome {
     /// The thread's io_uring io-wq workers: their time on a CPU, and waiting for one.
     pub io_wq_ns: u64,
     pub io_wq_wait_ns: u64,
+    /// A mix's creates done as unlinks and unlinks as creates, to hold the population.
+    pub swapped: u64,
+    /// A mix's draws, per operation, that found no file in the state the operation needs.
+    pub unplaced: [u64; MIX_OPS.len()],
 }
 
 impl Outcome {
@@ -45,6 +50,8 @@ impl Outcome {
             runq_wait_ns: 0,
             io_wq_ns: 0,
             io_wq_wait_ns: 0,
+            swapped: 0,
+            unplaced: [0; MIX_OPS.len()],
         }
     }
 

@@ -142,6 +142,7 @@ impl Fleet {
                     phase,
                     done: this_phase().map(|p| p.done).sum(),
                     planned: planned * clients.len() as u64,
+                    runtime: None,
                     elapsed: Duration::from_nanos(this_phase().map(|p| p.elapsed_ns).max().unwrap_or(0)),
                 });
             };
@@ -332,6 +333,7 @@ pub fn job_text(plan: &FilesPlan) -> String {
             format!("\"{}\"", list.join(","))
         }
         SizeSpec::Lognormal { median, p99 } => format!("\"lognormal:{median}:{p99}\""),
+        SizeSpec::Gamma { mean, shape } => format!("\"gamma:{mean}:{shape}\""),
     };
     let phases: Vec<&str> = plan.phases.iter().map(|p| p.name()).collect();
     format!(

@@ -76,6 +76,7 @@ pub fn merge_phase(parts: &[(&str, &PhaseResult)]) -> Option<PhaseResult> {
     Some(PhaseResult {
         phase,
         repeat: 1,
+        mix: None,
         planned: parts.iter().map(|(_, p)| p.planned).sum(),
         done: parts.iter().map(|(_, p)| p.done).sum(),
         elapsed_s,
@@ -127,6 +128,7 @@ mod tests {
         PhaseResult {
             phase: Phase::Create,
             repeat: 1,
+            mix: None,
             planned: 100,
             done,
             elapsed_s,
