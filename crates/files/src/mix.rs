@@ -26,7 +26,8 @@ pub enum MixOp {
     /// Write `append_size` bytes (at most) at the end of the run's one log file, which each
     /// thread holds open (Filebench webserver's appendlog).
     AppendLog,
-    /// Make a file that is not there, with its size's bytes (fsync with --fsync).
+    /// Make a file that is not there, with its size's bytes (or an append's, with
+    /// `create_appends`; fsync with --fsync).
     Create,
     Stat,
     /// List the directory of a drawn file.
@@ -147,6 +148,10 @@ pub struct Mix {
     pub append_size: u64,
     /// Bytes a read-range reads.
     pub range_size: u64,
+    /// A create writes what an append does (1 to `append_size` bytes), not the file's size:
+    /// Filebench varmail's createfile + appendfilerand.
+    #[serde(default)]
+    pub create_appends: bool,
 }
 
 pub const DEFAULT_RUNTIME_S: f64 = 60.0;
@@ -170,6 +175,7 @@ impl Mix {
             prealloc_pct: DEFAULT_PREALLOC_PCT,
             append_size: DEFAULT_APPEND_SIZE,
             range_size: DEFAULT_RANGE_SIZE,
+            create_appends: false,
         }
     }
 
@@ -187,7 +193,8 @@ impl Mix {
         if self.prealloc_pct > 100 {
             return Err(format!("--prealloc is a share of the names, 0 to 100 %, not {}", self.prealloc_pct));
         }
-        if self.weight(MixOp::Append) + self.weight(MixOp::AppendLog) > 0 && self.append_size == 0 {
+        let appends = self.weight(MixOp::Append) + self.weight(MixOp::AppendLog);
+        if (appends > 0 || self.create_appends) && self.append_size == 0 {
             return Err("--append-size must be above 0 when the mix appends".into());
         }
         if self.weight(MixOp::ReadRange) > 0 && self.range_size == 0 {
@@ -214,6 +221,29 @@ impl Mix {
     /// The weight of `op` (0 when the mix has none of it).
     pub fn weight(&self, op: MixOp) -> u32 {
         self.ops.iter().filter(|&&(o, _)| o == op).map(|&(_, w)| w).sum()
+    }
+
+    /// Whether the mix adds or removes directory entries (under its directory's lock).
+    pub fn changes_entries(&self) -> bool {
+        self.draws_any(&[
+            MixOp::Create,
+            MixOp::Unlink,
+            MixOp::Rename,
+            MixOp::Link,
+            MixOp::Symlink,
+            MixOp::Mkdir,
+            MixOp::Rmdir,
+        ])
+    }
+
+    /// Whether the mix makes the device write nothing of its own: only stat, readdir and
+    /// getxattr (a read updates its file's access time, which the journal then writes).
+    pub fn writes_nothing(&self) -> bool {
+        self.ops.iter().all(|&(op, w)| w == 0 || matches!(op, MixOp::Stat | MixOp::Readdir | MixOp::Getxattr))
+    }
+
+    fn draws_any(&self, ops: &[MixOp]) -> bool {
+        ops.iter().any(|&op| self.weight(op) > 0)
     }
 
     /// Whether file `index` of tree `tree` is made before the mix (`prealloc_pct` of them,
@@ -290,6 +320,15 @@ mod tests {
         let mut long = Mix::of(vec![(MixOp::Stat, 1)]);
         long.runtime_s = 0.0;
         assert!(long.check(false).is_err());
+    }
+
+    #[test]
+    fn what_a_mix_does_to_the_tree_is_its_operations() {
+        let web = Mix::of(vec![(MixOp::Read, 10), (MixOp::AppendLog, 1)]);
+        assert!(!web.changes_entries() && !web.writes_nothing());
+        let lookups = Mix::of(vec![(MixOp::Stat, 3), (MixOp::Readdir, 1), (MixOp::Create, 0)]);
+        assert!(!lookups.changes_entries() && lookups.writes_nothing());
+        assert!(Mix::of(vec![(MixOp::Stat, 3), (MixOp::Rmdir, 1)]).changes_entries());
     }
 
     #[test]

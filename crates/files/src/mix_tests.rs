@@ -133,6 +133,12 @@ fn the_profiles_run_their_published_proportions() {
         &[(OpKind::Unlink, 0.2), (OpKind::Create, 0.2), (OpKind::Append, 0.2), (OpKind::ReadFile, 0.4)],
     );
     assert_eq!(count(mix, OpKind::Fsync), count(mix, OpKind::Create) + count(mix, OpKind::Append));
+    // Its creates write an append's 1 to 16 KiB (mean 8 KiB), not the files' 4 KiB mean.
+    let created = mix.kinds.iter().find(|k| k.kind == OpKind::Create).map(|k| &k.summary).expect("creates");
+    if created.ios >= 100 {
+        let mean = created.bytes / created.ios;
+        assert!((6000..=16384).contains(&mean), "{mean} bytes per create");
+    }
     // Webserver: ten whole reads to one log append; every name made first.
     let (report, _t) = run_options(&short(Profile::Webserver));
     let mix = mix_phase(&report);
@@ -146,6 +152,7 @@ fn a_profile_is_the_layer_under_what_is_given() {
     let plan =
         FilesOptions { profile: Some(Profile::Fileserver), ..FilesOptions::default() }.plan().expect("plan");
     assert_eq!((plan.total_files(), plan.threads, plan.shared_dir), (10_000, 50, true));
+    assert_eq!(plan.engine, FileEngine::Sync, "a mix's default: one operation at a time per thread");
     // 500 leaves of 20 files wanted: two levels of 23.
     assert_eq!((plan.dirs_per_dir, plan.depth), (23, 2));
     let mix = plan.mix.as_ref().expect("mix");

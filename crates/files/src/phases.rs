@@ -370,12 +370,17 @@ fn assemble(
     let device_bytes = |sectors: fn(&DeviceStat) -> u64| {
         device.map(|(before, after)| sectors(&after).saturating_sub(sectors(&before)) * 512)
     };
+    // A mix changes the tree as its operations do.
+    let (modifies_entries, writes_nothing) = match plan.mix.as_ref().filter(|_| phase == Phase::Mix) {
+        Some(mix) => (mix.changes_entries(), mix.writes_nothing()),
+        None => (phase.changes_entries(), phase.writes_nothing()),
+    };
     let facts = PhaseFacts {
         threads: plan.threads,
         cores: std::thread::available_parallelism().map_or(1, |n| n.get() as u32),
         shared_dir: plan.shared_dir,
-        modifies_entries: phase.changes_entries(),
-        writes_nothing: phase.writes_nothing(),
+        modifies_entries,
+        writes_nothing,
         elapsed_s,
         ops: done,
         cpu_busy_pct: pct(user_ns + sys_ns + io_wq_ns).min(100.0),

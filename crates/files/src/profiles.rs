@@ -20,7 +20,8 @@ pub enum Profile {
     /// stating one.
     Fileserver,
     /// Filebench varmail: 1,000 files of 16 KiB mean in one directory, 16 threads each deleting
-    /// a message, creating one (fsynced), appending to one (fsynced) and reading two whole.
+    /// a message, creating one of up to 16 KiB (fsynced), appending to one (fsynced) and
+    /// reading two whole.
     Varmail,
     /// Filebench webserver: 1,000 files of 16 KiB mean in directories of 20, 100 threads each
     /// reading ten whole files and appending up to 16 KiB to one shared log.
@@ -56,6 +57,7 @@ impl Profile {
                     (MixOp::Stat, 1),
                 ],
                 fsync: false,
+                create_appends: false,
                 prealloc_pct: 80,
             },
             // meandirwidth=1000000: every file in one directory.
@@ -66,6 +68,7 @@ impl Profile {
                 threads: 16,
                 ops: vec![(MixOp::Unlink, 1), (MixOp::Create, 1), (MixOp::Append, 1), (MixOp::Read, 2)],
                 fsync: true,
+                create_appends: true,
                 prealloc_pct: 80,
             },
             // The web pages are all made first (prealloc=100); the log is one file.
@@ -76,6 +79,7 @@ impl Profile {
                 threads: 100,
                 ops: vec![(MixOp::Read, 10), (MixOp::AppendLog, 1)],
                 fsync: false,
+                create_appends: false,
                 prealloc_pct: 100,
             },
         }
@@ -94,6 +98,8 @@ pub struct ProfileSetting {
     pub ops: Vec<(MixOp, u32)>,
     /// fsync after each create and append.
     pub fsync: bool,
+    /// A create writes an append's bytes (Filebench's createfile + appendfilerand).
+    pub create_appends: bool,
     /// Percent of the names made first (Filebench's prealloc).
     pub prealloc_pct: u32,
 }

@@ -53,6 +53,9 @@ pub fn point(seq: u32, plan: &FilesPlan, phase: &PhaseResult, trees: &[Tree<'_>]
         "io_error"
     } else if phase.interrupted {
         "interrupted"
+    } else if phase.mix.is_some() {
+        // A mix ends by the clock; a phase when its operations are done.
+        "runtime"
     } else {
         "io_limit"
     };

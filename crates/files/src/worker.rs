@@ -382,8 +382,13 @@ impl<'a> Worker<'a> {
     }
 
     fn create(&mut self, tree: &Tree, side: Side, i: u64) -> Result<(), (&'static str, io::Error)> {
-        let leaf = self.locate_file(tree, side, i, self.renamed)?;
         let size = self.size_of(tree, i);
+        self.create_sized(tree, side, i, size)
+    }
+
+    /// Makes file `i` with `size` bytes (fsync with --fsync).
+    fn create_sized(&mut self, tree: &Tree, side: Side, i: u64, size: u64) -> Result<(), OpError> {
+        let leaf = self.locate_file(tree, side, i, self.renamed)?;
         let flags = libc::O_CREAT | libc::O_EXCL | libc::O_NOFOLLOW | libc::O_WRONLY | self.data_flags();
         let start = self.ctx.now_ns();
         let fd = self.sys.openat(leaf, &self.name, flags, 0o644).map_err(|e| ("open", e))?;

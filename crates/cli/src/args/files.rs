@@ -56,7 +56,8 @@ pub struct FilesArgs {
     #[arg(long)]
     pub shared_dir: bool,
 
-    /// io_uring (each operation a ring entry) or sync (plain system calls); default io_uring.
+    /// io_uring (each operation a ring entry) or sync (plain system calls); default io_uring,
+    /// but sync for a mix (one operation at a time per thread).
     #[arg(long, value_name = "ENGINE", value_parser = parse_engine)]
     pub engine: Option<FileEngine>,
 
@@ -127,6 +128,11 @@ pub struct FilesArgs {
     /// Bytes a read-range reads (default 4k).
     #[arg(long, value_name = "SIZE", help_heading = "Mix")]
     pub range_size: Option<Bytes>,
+
+    /// A create writes what an append does (1 to --append-size bytes) instead of the file's
+    /// size, as Filebench varmail's createfile and appendfilerand (varmail sets it).
+    #[arg(long, help_heading = "Mix")]
+    pub create_appends: bool,
 
     /// Shape the tree so each directory holds about N entries (Filebench's meandirwidth):
     /// sets --dirs-per-dir and --depth where they are not given.
@@ -212,6 +218,7 @@ impl FilesArgs {
             prealloc: self.prealloc,
             append_size: self.append_size,
             range_size: self.range_size,
+            create_appends: on(self.create_appends),
         }
     }
 }

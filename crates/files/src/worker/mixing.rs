@@ -92,7 +92,12 @@ impl Worker<'_> {
             }
             MixOp::Create => {
                 self.renamed = false;
-                self.create(tree, Side::Source, index).map(|()| PRESENT)
+                let size = if mix.create_appends {
+                    append_size(mix, self.ctx.plan.direct, rng)
+                } else {
+                    self.size_of(tree, index)
+                };
+                self.create_sized(tree, Side::Source, index, size).map(|()| PRESENT)
             }
             MixOp::Stat => self.stat_as_is(tree, index).map(|()| flags),
             MixOp::Rename => self.rename(tree, Side::Source, index).map(|()| flags ^ RENAMED),
