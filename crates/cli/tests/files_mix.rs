@@ -85,12 +85,16 @@ fn the_fileserver_profile_runs_on_tmpfs_warm_and_cold() {
             check_fileserver(temp.path(), &temp.path().join("cold"), &["--drop-caches"], "tmpfs, cold");
         assert!(cold["notes"].to_string().contains("caches dropped before each phase"));
     }
-    // The text says the mix's population and rate over time, and the results keep it.
+    // The results keep it: the mix in the run's label, its operations in its time.
     let db = temp.path().join("r.db");
     let shown = run_in(temp.path(), &["results", "show", "1", "--db", db.to_str().expect("utf-8")]);
     assert!(shown.status.success(), "{}", stderr(&shown));
     let text = String::from_utf8_lossy(&shown.stdout);
-    assert!(text.contains("mix"), "{text}");
+    let mix_row = text.lines().find(|l| l.split_whitespace().nth(1) == Some("mix")).unwrap_or_default();
+    assert!(mix_row.contains(" in 1 s"), "a mix is counted in its time, not of a plan: {text}");
+    let listed = run_in(temp.path(), &["results", "list", "--db", db.to_str().expect("utf-8")]);
+    let listed = String::from_utf8_lossy(&listed.stdout);
+    assert!(listed.contains("a mix of create 1, append 1, read 1, unlink 1, stat 1 for 1 s"), "{listed}");
 }
 
 #[test]

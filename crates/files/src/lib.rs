@@ -19,6 +19,7 @@ pub mod job;
 mod journal;
 mod kept;
 pub mod mix;
+mod named;
 mod order;
 mod owner;
 mod parents;

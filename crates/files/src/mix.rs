@@ -123,10 +123,7 @@ impl FromStr for MixOp {
             "softlink" | "ln-s" => "symlink",
             other => other,
         };
-        MIX_OPS.into_iter().find(|op| op.name() == alias).ok_or_else(|| {
-            let names: Vec<&str> = MIX_OPS.iter().map(|op| op.name()).collect();
-            format!("'{text}' is not an operation of a mix; choose from {}", names.join(", "))
-        })
+        crate::named::one_of(alias, &MIX_OPS, MixOp::name, "an operation of a mix")
     }
 }
 

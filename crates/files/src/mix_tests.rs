@@ -15,7 +15,7 @@ use crate::report::{FilesReport, OpKind, PhaseResult};
 use crate::run::{run, RunOptions};
 use crate::run_tests::scratch;
 
-fn run_options(options: &FilesOptions) -> (FilesReport, tempfile::TempDir) {
+fn run_mix(options: &FilesOptions) -> (FilesReport, tempfile::TempDir) {
     let temp = scratch();
     let dir = temp.path().join("tree");
     let plan = options.plan().expect("plan");
@@ -71,7 +71,7 @@ fn every_operation_of_a_mix_is_done_and_counted_and_the_tree_removed() {
             warmup: Some(Nanos::from_millis(100)),
             ..FilesOptions::default()
         };
-        let (report, _temp) = run_options(&options);
+        let (report, _temp) = run_mix(&options);
         let phases: Vec<Phase> = report.phases.iter().map(|p| p.phase).collect();
         assert_eq!(phases, vec![Phase::Mkdir, Phase::Create, Phase::Mix], "{engine:?}");
         let create = &report.phases[1];
@@ -119,13 +119,13 @@ fn the_profiles_run_their_published_proportions() {
         ..FilesOptions::default()
     };
     // Fileserver: create (and write), append, read whole, delete, stat: one each per pass.
-    let (report, _t) = run_options(&short(Profile::Fileserver));
+    let (report, _t) = run_mix(&short(Profile::Fileserver));
     let fifth =
         [OpKind::Create, OpKind::Append, OpKind::ReadFile, OpKind::Unlink, OpKind::Stat].map(|k| (k, 0.2));
     assert_shares(mix_phase(&report), &fifth);
     // Varmail: delete, create (fsynced), append (fsynced), read whole twice; every file in one
     // directory.
-    let (report, _t) = run_options(&short(Profile::Varmail));
+    let (report, _t) = run_mix(&short(Profile::Varmail));
     assert_eq!(report.plan.depth, 0, "varmail's files share one directory");
     let mix = mix_phase(&report);
     assert_shares(
@@ -140,7 +140,7 @@ fn the_profiles_run_their_published_proportions() {
         assert!((6000..=16384).contains(&mean), "{mean} bytes per create");
     }
     // Webserver: ten whole reads to one log append; every name made first.
-    let (report, _t) = run_options(&short(Profile::Webserver));
+    let (report, _t) = run_mix(&short(Profile::Webserver));
     let mix = mix_phase(&report);
     assert_eq!(report.phases[1].done, 300, "prealloc 100");
     assert_shares(mix, &[(OpKind::ReadFile, 10.0 / 11.0), (OpKind::AppendLog, 1.0 / 11.0)]);

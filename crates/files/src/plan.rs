@@ -147,10 +147,7 @@ impl FromStr for Phase {
             "softlink" | "ln-s" => "symlink",
             other => other,
         };
-        ALL_PHASES.into_iter().find(|p| p.name() == alias).ok_or_else(|| {
-            let names: Vec<&str> = ALL_PHASES.iter().map(|p| p.name()).collect();
-            format!("'{text}' is not a phase; choose from {}", names.join(", "))
-        })
+        crate::named::one_of(alias, &ALL_PHASES, Phase::name, "a phase")
     }
 }
 

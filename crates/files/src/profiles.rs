@@ -118,9 +118,6 @@ impl FromStr for Profile {
 
     fn from_str(text: &str) -> Result<Self, Self::Err> {
         let text = text.trim().to_ascii_lowercase();
-        PROFILES.into_iter().find(|p| p.name() == text).ok_or_else(|| {
-            let names: Vec<&str> = PROFILES.iter().map(|p| p.name()).collect();
-            format!("'{text}' is not a profile; choose from {}", names.join(", "))
-        })
+        crate::named::one_of(&text, &PROFILES, Profile::name, "a profile")
     }
 }

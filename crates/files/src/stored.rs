@@ -110,7 +110,7 @@ pub fn label(plan: &FilesPlan, dir: &str, fleet: bool) -> String {
     let (kind, count) = if fleet { ("fleet files", "files per host") } else { ("files", "files") };
     let thousands = |n: u64| iolab_stats::format::thousands(n as f64);
     format!(
-        "{kind} {} ({} {count} in {} directories, {} level(s) of {}, sizes {}, {}, {} thread(s){}{}{}) in {dir}",
+        "{kind} {} ({} {count} in {} directories, {} level(s) of {}, sizes {}, {}, {} thread(s){}{}{}{}) in {dir}",
         phases.join(","),
         thousands(plan.total_files()),
         thousands(plan.total_dirs()),
@@ -122,5 +122,6 @@ pub fn label(plan: &FilesPlan, dir: &str, fleet: bool) -> String {
         if plan.shared_dir { ", shared dir" } else { "" },
         if plan.fsync { ", fsync" } else { "" },
         if plan.direct { ", O_DIRECT" } else { "" },
+        plan.mix.as_ref().map_or_else(String::new, |mix| format!("; {}", mix.describe())),
     )
 }

@@ -113,7 +113,7 @@ fn block_table(out: &mut String, points: &[Point]) {
     }
 }
 
-/// The phases of a files run: operations done of planned, their rate, latency, CPU per
+/// The phases of a files run: operations done of planned (a mix's in its time), their rate, latency, CPU per
 /// operation and the phase's own verdict (the files rules' cause, which the lines below the
 /// table explain), not the block columns of load and IOPS.
 fn files_table(out: &mut String, points: &[Point]) {
@@ -132,7 +132,11 @@ fn files_table(out: &mut String, points: &[Point]) {
             "  {:>4}  {:<10}{:>22}{:>12}{:>10.1}{:>10}{:>10}{:>10}{:>10}  {}",
             point.seq,
             phase["phase"].as_str().unwrap_or(&point.name),
-            format!("{} of {}", count("done"), count("planned")),
+            // A mix runs for a time, not a count: its operations in its seconds.
+            match phase["mix"].is_object() {
+                true => format!("{} in {:.0} s", count("done"), phase["elapsed_s"].as_f64().unwrap_or(0.0)),
+                false => format!("{} of {}", count("done"), count("planned")),
+            },
             thousands(phase["ops_per_s"].as_f64().unwrap_or(total.iops)),
             total.mb_s,
             total.latency.as_ref().map_or_else(|| "-".into(), |l| latency(l.mean_ns)),
