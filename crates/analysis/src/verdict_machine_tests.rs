@@ -644,12 +644,13 @@ fn a_buffered_writer_past_the_dirty_limits_is_held_by_them() {
             written_back_bytes: 1000 * MIB,
             dirty_threshold_bytes: 64 * MIB,
             dirty_background_threshold_bytes: 16 * MIB,
+            ..Default::default()
         })
     };
     set(&mut job, 50 * MIB);
     let v = assert_cause(&job, Bottleneck::ConfiguredLimit);
     assert!(
-        v.summary.starts_with("The kernel's dirty page limits held the buffered writer: 50MiB was dirty when the window closed, past the 40MiB from which the kernel throttles writers (halfway between the background limit, 16MiB, and the hard limit, 64MiB"),
+        v.summary.starts_with("The kernel's dirty page limits held the buffered writer: 50MiB was dirty or under writeback when the window closed, past 40MiB, the point from which the kernel throttles writers (halfway between the background limit, 16MiB, and the hard limit, 64MiB"),
         "{}",
         v.summary
     );
@@ -657,4 +658,19 @@ fn a_buffered_writer_past_the_dirty_limits_is_held_by_them() {
     // Under the throttling point: not the limits.
     set(&mut job, 20 * MIB);
     assert_ne!(verdict(&job).cause, Bottleneck::ConfiguredLimit);
+    // Sampled through the window: most samples past the point are the limits, whatever the
+    // window's last sample saw (the count swings as writeback completes pages).
+    fn cache(job: &mut JobResult) -> &mut iolab_stats::machine::PageCacheActivity {
+        job.machine.as_mut().and_then(|m| m.page_cache.as_mut()).expect("cache")
+    }
+    cache(&mut job).dirty_samples(&[45 * MIB, 52 * MIB, 10 * MIB, 41 * MIB, 60 * MIB]);
+    assert_eq!(cache(&mut job).past_throttle_pct, Some(80.0));
+    let v = assert_cause(&job, Bottleneck::ConfiguredLimit);
+    assert!(
+        v.summary.contains("stood past 40MiB in 80% of the window's samples (at most 60MiB)"),
+        "{}",
+        v.summary
+    );
+    cache(&mut job).dirty_samples(&[45 * MIB, 12 * MIB, 10 * MIB, 30 * MIB]);
+    assert_ne!(verdict(&job).cause, Bottleneck::ConfiguredLimit, "a quarter of the window");
 }

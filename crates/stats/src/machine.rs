@@ -62,9 +62,10 @@ impl MachineReport {
 
 /// The kernel's writeback of dirty page cache over the window: the work of whoever dirtied the
 /// pages, done by the kernel on their behalf, often after they ended.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
 pub struct PageCacheActivity {
-    /// Dirty page cache when the window opened and when it closed.
+    /// Page cache dirty or under writeback (what the kernel's dirty throttle counts) when the
+    /// window opened and when it closed.
     pub dirty_start_bytes: u64,
     pub dirty_end_bytes: u64,
     /// Bytes the kernel wrote back in the window (vmstat's nr_written, every device together).
@@ -76,6 +77,12 @@ pub struct PageCacheActivity {
     pub dirty_threshold_bytes: u64,
     #[serde(default)]
     pub dirty_background_threshold_bytes: u64,
+    /// Over the window's samples: the most dirty or under writeback, and the share of samples
+    /// that stood past `throttling_from_bytes` (none where no sample was taken).
+    #[serde(default)]
+    pub dirty_peak_bytes: u64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub past_throttle_pct: Option<f64>,
 }
 
 impl PageCacheActivity {
@@ -84,6 +91,23 @@ impl PageCacheActivity {
     pub fn throttling_from_bytes(&self) -> Option<u64> {
         (self.dirty_threshold_bytes > 0)
             .then(|| (self.dirty_threshold_bytes + self.dirty_background_threshold_bytes) / 2)
+    }
+
+    /// Takes the window's samples of the dirty and under-writeback bytes: their peak, and the
+    /// share of them past the point the kernel throttles writers from.
+    pub fn dirty_samples(&mut self, samples: &[u64]) {
+        self.dirty_peak_bytes = samples.iter().copied().max().unwrap_or(self.dirty_end_bytes);
+        self.past_throttle_pct = self
+            .throttling_from_bytes()
+            .filter(|_| !samples.is_empty())
+            .map(|from| 100.0 * samples.iter().filter(|&&s| s >= from).count() as f64 / samples.len() as f64);
+    }
+
+    /// Whether the dirty throttle held writers for most of the window: half or more of the
+    /// samples past its point, or, without samples, the window's end past it.
+    pub fn throttled(&self) -> bool {
+        let Some(from) = self.throttling_from_bytes() else { return false };
+        self.past_throttle_pct.map_or(self.dirty_end_bytes >= from, |pct| pct >= 50.0)
     }
 }
 

@@ -62,23 +62,34 @@ pub fn io_throttle(facts: &Facts<'_>) -> Option<Finding> {
     })
 }
 
-/// A buffered writer whose dirty page cache stood past the point where the kernel throttles
-/// writers (`balance_dirty_pages`) when the window closed: it wrote at the writeback's pace,
-/// which the dirty limits (vm.dirty_ratio or dirty_bytes, and their background twins) set.
+/// A buffered writer whose page cache dirty or under writeback stood past the point where the
+/// kernel throttles writers (`balance_dirty_pages`) for most of the window: it wrote at the
+/// writeback's pace, which the dirty limits (vm.dirty_ratio or dirty_bytes, and their
+/// background twins) set.
 pub fn dirty_throttle(facts: &Facts<'_>) -> Option<Finding> {
     let writes_buffered = facts.job.groups.iter().any(|g| !g.direct && g.write.ios > 0);
     let cache = facts.machine?.page_cache.filter(|_| writes_buffered)?;
     let from = cache.throttling_from_bytes()?;
-    if cache.dirty_end_bytes < from {
+    if !cache.throttled() {
         return None;
     }
     let window = facts.job.measured_s.max(1e-9);
+    let stood = match cache.past_throttle_pct {
+        Some(pct) => format!(
+            "the page cache dirty or under writeback stood past {} in {pct:.0}% of the window's samples (at most {})",
+            Bytes(from),
+            Bytes(cache.dirty_peak_bytes)
+        ),
+        None => format!(
+            "{} was dirty or under writeback when the window closed, past {}",
+            Bytes(cache.dirty_end_bytes),
+            Bytes(from)
+        ),
+    };
     Finding::new(
         Bottleneck::ConfiguredLimit,
         format!(
-            "The kernel's dirty page limits held the buffered writer: {} was dirty when the window closed, past the {} from which the kernel throttles writers (halfway between the background limit, {}, and the hard limit, {}: vm.dirty_background_ratio or _bytes, vm.dirty_ratio or _bytes), so writes went at the writeback's pace ({}/s written back), not the page cache's or the device's alone.",
-            Bytes(cache.dirty_end_bytes),
-            Bytes(from),
+            "The kernel's dirty page limits held the buffered writer: {stood}, the point from which the kernel throttles writers (halfway between the background limit, {}, and the hard limit, {}: vm.dirty_background_ratio or _bytes, vm.dirty_ratio or _bytes), so writes went at the writeback's pace ({}/s written back), not the page cache's or the device's alone.",
             Bytes(cache.dirty_background_threshold_bytes),
             Bytes(cache.dirty_threshold_bytes),
             Bytes((cache.written_back_bytes as f64 / window) as u64)
