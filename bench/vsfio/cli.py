@@ -16,6 +16,7 @@ from scratch_devices import Unavailable
 from .basic import scenario_agreement, scenario_null, scenario_psync, scenario_randread_file
 from .children import ToolFailed
 from .paths import DEFAULT_IOLAB, DEFAULT_T_IO_URING, DEFAULT_TARGET, REPO, SCRATCH_DIR, T_IO_URING_NOT_BUILT
+from .parity import scenario_parity
 from .report import OutputClosed, SummaryRow, print_summary, say
 from .session import Session
 from .speed import (scenario_loop, scenario_loop_best, scenario_virtio, scenario_workers2, scenario_zram,
@@ -32,6 +33,7 @@ SCENARIOS = MappingProxyType({
     "zram": scenario_zram,
     "zram-qd1-latency": scenario_zram_qd1_latency,
     "workers2": scenario_workers2,
+    "parity": scenario_parity,
 })
 DEFAULT_SCENARIOS = ("null", "randread-file", "agreement")
 # Issue 3's speed goals, `speed`; loop and zram devices are made (root only) and removed here.
@@ -45,7 +47,7 @@ def parser():
         description="Run iolab and fio side by side on the same target and print the ratios.",
         epilog="Scenarios: null, randread-file, agreement (default: all three); psync (extra); issue 3's "
                "speed goals: loop, loop-best, virtio, zram, zram-qd1-latency, workers2 (`speed` = these and null; loop and "
-               "zram need root). See bench/README.md.",
+               "zram need root); issue 31's IOPS parity: parity (root). See bench/README.md.",
     )
     p.add_argument("scenarios", nargs="*", metavar="SCENARIO",
                    help=f"one or more of: {', '.join(SCENARIOS)}, speed, all (default: {' '.join(DEFAULT_SCENARIOS)})")
@@ -73,6 +75,9 @@ def parser():
                    "of measuring variants, e.g. \"--registerfiles --fixedbufs --iodepth_batch_submit=32\"")
     p.add_argument("--no-snapshot", action="store_true", help="run --iolab in place instead of a copy taken "
                    "at the start (a rebuild during the run would then change the binary between runs)")
+    p.add_argument("--cpu-idle", choices=("as-is", "poll"), default="as-is", help="as-is (default): the CPUs idle "
+                   "as the machine has them; poll: hold /dev/cpu_dma_latency at 0 for every run of both tools, so "
+                   "no CPU halts (root; on a VM each halt's wake-up is a VM exit)")
     p.add_argument("--iolab-extra", default="", metavar="ARGS", help="extra flags for every iolab run "
                    "(experiments; the goals are about iolab's defaults)")
     return p
@@ -151,6 +156,7 @@ def print_preamble(session, names, built, snapshot):
         f"{tool_version([args.fio, '--version'])}; {time.strftime('%Y-%m-%d %H:%M:%S')}")
     say(f"limit: t/io_uring {args.t_io_uring} (sha256 {hashlib.sha256(Path(args.t_io_uring).read_bytes()).hexdigest()[:12]})"
         if args.t_io_uring else f"limit: {T_IO_URING_NOT_BUILT}")
+    say(session.idle.text())
     if snapshot:
         digest = hashlib.sha256(snapshot.read_bytes()).hexdigest()[:12]
         say(f"iolab binary: {snapshot}, a copy of {session.shown_as[str(snapshot)]} (sha256 {digest}) so that a "
@@ -192,12 +198,14 @@ def main():
     try:
         snapshot = take_snapshot(session)
         print_preamble(session, names, built, snapshot)
+        session.idle.hold()
         ok = run_scenarios(session, names, summary)
     finally:  # also after SystemExit (SIGTERM, a refused device): what was measured, then clean up
         try:
             if summary:
                 print_summary(session, summary)
         finally:
+            session.idle.release()
             session.targets.cleanup()
             if snapshot:
                 snapshot.unlink(missing_ok=True)

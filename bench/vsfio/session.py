@@ -4,6 +4,7 @@ instead of module-level globals."""
 import shlex
 
 from .children import Runner
+from .cpu_idle import IdlePolicy
 from .paths import SCRATCH_DIR
 from .targets import Targets
 
@@ -17,6 +18,7 @@ class Session:
         self.args = args
         self.cwd = SCRATCH_DIR
         self.runner = Runner(SCRATCH_DIR)
+        self.idle = IdlePolicy(args.cpu_idle)
         self.targets = Targets(args, stop_children=self.runner.stop)
         self.shown_as = {}  # the iolab snapshot -> the binary it copies, so printed commands can be rerun
         self.blocks = []  # (block title, target, [(tool, command)]) for the summary

@@ -42,6 +42,14 @@ fn main() -> ExitCode {
         Ok(cli) => cli,
         Err(error) => return exit::clap_error(error, &args::command()),
     };
+    // Held until iolab exits: the kernel drops the request with the file.
+    let _polling = match cli.command.workload().map(|w| w.cpu_idle) {
+        Some(args::CpuIdleMode::Poll) => match iolab_runner::CpusPolling::hold() {
+            Ok(held) => Some(held),
+            Err(why) => return exit::usage(&why),
+        },
+        _ => None,
+    };
     let store = &cli.store;
     match cli.command {
         args::Command::Run(run) => {

@@ -6,6 +6,7 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
+use crate::cpu_idle::CpuIdle;
 use crate::format::{binary_bytes, cpu_list};
 
 /// The machine a run ran on.
@@ -27,6 +28,10 @@ pub struct HostFacts {
     /// The kernel command-line parameters that change I/O or CPU behaviour (mitigations,
     /// isolcpus, C-state limits, NVMe queue options, IOMMU), as given.
     pub boot_parameters: Vec<String>,
+    /// How the CPUs idle between I/Os (`None` without cpuidle, or in a record from before it
+    /// was kept).
+    #[serde(default)]
+    pub cpu_idle: Option<CpuIdle>,
 }
 
 /// Command-line keys worth keeping: they change latency or CPU cost per I/O.
@@ -71,6 +76,7 @@ impl HostFacts {
             memory_bytes: read("/proc/meminfo").as_deref().and_then(mem_total_bytes),
             cpu_governors: governors(Path::new("/sys/devices/system/cpu")),
             boot_parameters: read("/proc/cmdline").map(|line| boot_parameters(&line)).unwrap_or_default(),
+            cpu_idle: CpuIdle::capture(),
         }
     }
 
@@ -257,6 +263,7 @@ mod tests {
                 ("powersave".to_string(), vec![1]),
             ])),
             boot_parameters: vec![],
+            cpu_idle: None,
         };
         assert_eq!(
             host.describe(),

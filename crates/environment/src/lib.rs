@@ -1,6 +1,6 @@
 //! The environment fingerprint of a run: what the machine and the targets were when it ran, so
 //! that a result read a year later says what it measured. The host (kernel, CPU, memory, cpufreq
-//! governors, boot parameters), each target's block device (model, firmware, capacity, block
+//! governors, boot parameters, how the CPUs idle), each target's block device (model, firmware, capacity, block
 //! sizes, scheduler, queue, write cache, loop backing) and, for NVMe, the drive's SMART / Health
 //! log, read before and after a run so the report shows what the run did to the drive.
 //!
@@ -11,6 +11,7 @@
 //! Everything is read-only: sysfs and /proc are read, block devices are never opened for
 //! writing, and the NVMe ioctl opens the node read-only.
 
+mod cpu_idle;
 mod format;
 mod health_sample;
 mod host;
@@ -23,6 +24,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
+pub use cpu_idle::{CpuIdle, IdleState, SLOW_WAKE_US};
 pub use health_sample::{sample_of_smart, HealthSource};
 pub use host::HostFacts;
 pub use nvme_ioctl::{read_smart_log, HealthSkip};

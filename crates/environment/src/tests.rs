@@ -19,6 +19,7 @@ fn host(governors: Option<&[(&str, &[u32])]>) -> HostFacts {
             list.iter().map(|(g, cpus)| (g.to_string(), cpus.to_vec())).collect::<BTreeMap<_, _>>()
         }),
         boot_parameters: vec![],
+        cpu_idle: None,
     }
 }
 
@@ -362,4 +363,28 @@ fn a_loop_device_shows_its_backing_file_and_dio() {
     assert_eq!(device.capacity_bytes, Some(1 << 20));
     let found = warnings(&env, &[TargetUse { path: test_loop.node.clone(), direct: true, writes: false }]);
     assert!(found.iter().any(|w| w.contains("loop device without direct I/O")), "{found:?}");
+}
+
+#[test]
+fn a_cpu_slow_to_wake_is_a_warning_until_the_cpus_are_kept_polling() {
+    let halting = CpuIdle {
+        driver: Some("haltpoll".into()),
+        governor: Some("haltpoll".into()),
+        guest_halt_poll_ns: Some(0),
+        states: vec![
+            IdleState { name: "POLL".into(), exit_latency_us: 0, disabled: false },
+            IdleState { name: "haltpoll idle".into(), exit_latency_us: 1, disabled: false },
+        ],
+        latency_limit_us: Some(2_000_000_000),
+    };
+    let env = |idle: CpuIdle| Environment {
+        host: HostFacts { cpu_idle: Some(idle), ..host(None) },
+        targets: vec![],
+    };
+    let said = warnings(&env(halting.clone()), &[]);
+    assert_eq!(said.len(), 1, "{said:?}");
+    assert!(said[0].starts_with("this virtual machine's CPUs halt as soon as they idle"), "{said:?}");
+    assert!(said[0].contains("--cpu-idle poll"), "{said:?}");
+    let polling = CpuIdle { latency_limit_us: Some(0), ..halting };
+    assert!(warnings(&env(polling), &[]).is_empty());
 }

@@ -5,6 +5,7 @@
 mod access;
 mod collector;
 mod coverage;
+mod cpus_polling;
 mod devices;
 mod distribution;
 mod error;
@@ -30,6 +31,7 @@ mod start_gate;
 mod thread_cpu;
 pub mod verify;
 
+pub use cpus_polling::CpusPolling;
 pub use distribution::{Sampler, SamplerError};
 pub use error::RunError;
 pub use lab::Lab;

@@ -17,7 +17,7 @@ use clap::{CommandFactory, Parser, Subcommand};
 pub use check::{Accept, CheckArgs};
 pub use files::FilesArgs;
 pub use fleet::{AgentArgs, FleetArgs, FleetStudy};
-pub use shared::{KeepArgs, MetricsArgs, StoreArgs, WorkloadArgs};
+pub use shared::{CpuIdleMode, KeepArgs, MetricsArgs, StoreArgs, WorkloadArgs};
 pub use stored::{CompareArgs, ExportFormat, FioJobArgs, ImportSource, ReportArgs, ResultsAction};
 pub use studies::CacheArgs;
 pub use studies::{
@@ -155,4 +155,25 @@ pub enum Command {
     /// Read a region a --verify run wrote and check every block against its record: lost,
     /// stale, misdirected, torn or corrupted blocks, by offset (docs/verify.md).
     Verify(VerifyArgs),
+}
+
+impl Command {
+    /// The workload options of a command that measures on this host, `None` for the others.
+    pub fn workload(&self) -> Option<&WorkloadArgs> {
+        match self {
+            Command::Run(a) => Some(&a.workload),
+            Command::Ladder(a) => Some(&a.workload),
+            Command::Scale(a) => Some(&a.workload),
+            Command::Precondition(a) => Some(&a.workload),
+            Command::Sweep(a) => Some(&a.workload),
+            Command::Steady(a) => Some(&a.workload),
+            Command::Cliff(a) => Some(&a.workload),
+            Command::Cache(a) => Some(&a.workload),
+            Command::Suite(a) => Some(&a.workload),
+            Command::Ramp(a) => Some(&a.workload),
+            Command::Check(a) => Some(&a.workload),
+            Command::Burnin(a) => Some(&a.workload),
+            _ => None,
+        }
+    }
 }

@@ -27,6 +27,23 @@ pub struct WorkloadArgs {
 
     #[command(flatten)]
     pub keep: KeepArgs,
+
+    /// How far the CPUs may idle while the run measures: as-is (default), or poll, which keeps
+    /// every CPU polling instead of halting or sleeping in a C-state (root: holds
+    /// /dev/cpu_dma_latency at 0 until iolab exits). At shallow queue depths a completion
+    /// otherwise waits for its CPU to wake; on a VM that halts, each wake-up is a VM exit
+    #[arg(long, value_name = "MODE", value_enum, default_value_t = CpuIdleMode::AsIs, help_heading = "Machine")]
+    pub cpu_idle: CpuIdleMode,
+}
+
+/// `--cpu-idle`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, clap::ValueEnum)]
+pub enum CpuIdleMode {
+    /// The CPUs idle as the machine has them.
+    #[default]
+    AsIs,
+    /// Every CPU polls while iolab runs.
+    Poll,
 }
 
 /// Whether a measuring command keeps its run.
