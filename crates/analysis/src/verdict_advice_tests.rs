@@ -188,3 +188,51 @@ fn a_job_of_several_groups_gets_no_advice_a_single_flag_cannot_give() {
     let v = assert_cause(&job, Bottleneck::Concurrency);
     assert!(v.advice.is_none() && !v.summary.contains("Advice"), "{}", v.summary);
 }
+
+/// `one_at_a_time`, with its cores woken from a halt `per_io` times per completed I/O.
+fn waking(per_io: f64) -> JobResult {
+    let mut job = one_at_a_time();
+    let wakeups = (per_io * job.total.ios as f64) as u64;
+    job.machine = Some(iolab_stats::machine::MachineReport {
+        cores: 2,
+        window_s: 2.0,
+        cpu_idle: Some(iolab_stats::cpu_idle::IdleActivity {
+            wakeups,
+            halted_pct: 45.0,
+            deepest: "haltpoll idle".into(),
+            deepest_exit_latency_us: 1,
+        }),
+        ..Default::default()
+    });
+    job
+}
+
+#[test]
+fn cores_woken_for_their_completions_are_a_hypothesis_their_trial_decides() {
+    let job = waking(0.9);
+    let v = assert_cause(&job, Bottleneck::Concurrency);
+    assert!(
+        v.summary.contains("The cores were woken from haltpoll idle 0.90 times per I/O (450,000 wake-ups; 45% of their time there)"),
+        "{}",
+        v.summary
+    );
+    assert!(v.summary.ends_with("Advice, untested: --cpu-idle poll."), "{}", v.summary);
+
+    let mut confirmed = waking(0.9);
+    confirmed.trial = trial(Change::CpusPolling, 2.27, 0.44);
+    let v = assert_cause(&confirmed, Bottleneck::ConfiguredLimit);
+    assert!(v.summary.contains("the cores' idle policy"), "{}", v.summary);
+    assert!(v.summary.contains("Confirmed: --cpu-idle poll gave +127% IOPS"), "{}", v.summary);
+
+    let mut refuted = waking(0.9);
+    refuted.trial = trial(Change::CpusPolling, 1.02, 1.0);
+    let v = assert_cause(&refuted, Bottleneck::Concurrency);
+    assert!(v.summary.contains("the cores' wake-ups cost little"), "{}", v.summary);
+}
+
+#[test]
+fn cores_that_seldom_idle_leave_the_advice_to_the_queue_depth() {
+    let v = assert_cause(&waking(0.01), Bottleneck::Concurrency);
+    assert!(v.summary.ends_with("Advice, untested: --qd 2."), "{}", v.summary);
+    assert_eq!(v.advice.expect("advice").change, QD_2);
+}

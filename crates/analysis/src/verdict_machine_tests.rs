@@ -77,6 +77,7 @@ fn machine(job: &mut JobResult, owners: Vec<CpuOwner>, cores: Vec<CpuBreakdown>)
         page_cache: None,
         limits: Default::default(),
         pressure: Default::default(),
+        cpu_idle: None,
         threads_sampled: 300,
         sampler_cpu_s: 0.01,
     });

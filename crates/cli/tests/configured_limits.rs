@@ -202,3 +202,50 @@ fn a_cgroup_io_throttle_is_named_with_its_cap() {
         "{summary}"
     );
 }
+
+/// One read at a time on a loop device: the cores idle between completions. Where the window
+/// saw them woken from halting or sleeping states at least once per ten I/Os, the verdict's
+/// hypothesis is their idle policy and its trial keeps them polling (root: this test runs as
+/// root only); where they seldom idled (a machine busy with other work), it is not.
+#[test]
+fn cores_woken_for_each_completion_are_tried_with_the_cores_polling() {
+    let _machine = alone();
+    if let Some((missing, why)) = common::needs_root_and(&["losetup", "dd"]) {
+        return common::skip!(missing, "{why}");
+    }
+    let device = common::LoopDevice::direct_random("wake", 64);
+    let run = [
+        "run",
+        "--target",
+        device.path(),
+        "--qd",
+        "1",
+        "--runtime",
+        "1s",
+        "--ramp",
+        "200ms",
+        "--json",
+        "-q",
+        "--no-store",
+    ];
+    let out = common::iolab().args(run).output().expect("iolab runs");
+    assert!(out.status.success(), "{}", stderr(&out));
+    let job = &json(&out)["jobs"][0];
+    let verdict = &job["verdict"];
+    let Some(idle) = job["machine"]["cpu_idle"].as_object() else {
+        return common::skip!(common::Missing::Other, "this kernel has no cpuidle counters");
+    };
+    let ios = job["total"]["ios"].as_f64().expect("ios");
+    let per_io = idle["wakeups"].as_f64().expect("wakeups") / ios;
+    if per_io >= 0.1 {
+        assert_eq!(verdict["advice"]["change"], "cpus_polling", "{per_io:.2} wake-ups per I/O: {verdict:#}");
+        let outcome = verdict["advice"]["outcome"].as_str().expect("an outcome");
+        assert_ne!(outcome, "untested", "the trial runs as root: {verdict:#}");
+        let cause = verdict["cause"].as_str().expect("a cause");
+        let expected = if outcome == "confirmed" { "configured_limit" } else { "concurrency" };
+        assert_eq!(cause, expected, "{verdict:#}");
+        assert!(verdict["summary"].as_str().expect("summary").contains("times per I/O"), "{verdict:#}");
+    } else {
+        assert_ne!(verdict["advice"]["change"], "cpus_polling", "{per_io:.2} wake-ups per I/O: {verdict:#}");
+    }
+}

@@ -227,13 +227,8 @@ impl UringEngine {
         // The ring (and its registration) is dropped before the buffers, which are leaked
         // instead if requests are still in flight.
         let indexable = config.qd <= u32::from(u16::MAX);
-        // Where io-wq serves every request (zram), its workers look a registered buffer up
-        // under the ring's lock, which the lane holds in each submit call: zram at QD 8 gave
-        // 0.93x fio's IOPS with registered buffers and 1.07x without (issue 31).
-        let punted = config.files.iter().any(|&fd| crate::target::served_by_io_wq(fd));
         let fixed_buffers = spec.fixed_buffers
             && indexable
-            && !punted
             // SAFETY: every iovec points into `buffers`, which outlives the registration (above).
             && unsafe { ring.submitter().register_buffers(&iovecs) }.is_ok();
         if fixed_files {

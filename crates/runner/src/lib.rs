@@ -9,6 +9,7 @@ mod cpus_polling;
 mod devices;
 mod distribution;
 mod error;
+mod idle_reader;
 mod job;
 mod kernel_file;
 mod lab;

@@ -10,6 +10,7 @@
 
 use iolab_spec::Nanos;
 use iolab_stats::cpu::MachineCpu;
+use iolab_stats::cpu_idle::{IdleActivity, StateCounter};
 use iolab_stats::machine::{
     sort_owners, CpuOwner, InterruptActivity, MachineAccounting, MachineReport, MachineSlice, OwnerKind,
     PageCacheActivity, SliceOwner, SLICE_OWNERS,
@@ -40,6 +41,7 @@ pub struct MachineWatch {
     dirty_samples: Vec<u64>,
     limits: LimitsStart,
     pressure: PressureStart,
+    idle_start: Vec<StateCounter>,
     start_ns: u64,
     previous_ns: u64,
     series: Vec<MachineSlice>,
@@ -64,6 +66,7 @@ impl MachineWatch {
         let page_cache_start = read_page_cache();
         let limits = LimitsStart::read();
         let pressure = PressureStart::read();
+        let idle_start = crate::idle_reader::read_counters();
         Some(MachineWatch {
             reader,
             accounting,
@@ -74,6 +77,7 @@ impl MachineWatch {
             dirty_samples: Vec::new(),
             limits,
             pressure,
+            idle_start,
             start_ns: now_ns,
             previous_ns: now_ns,
             series: Vec::new(),
@@ -172,6 +176,12 @@ impl MachineWatch {
             series: self.series,
             limits: self.limits.finish(),
             pressure: self.pressure.finish(window_s),
+            cpu_idle: IdleActivity::between(
+                &self.idle_start,
+                &crate::idle_reader::read_counters(),
+                window_s,
+                cores,
+            ),
             threads_sampled,
             sampler_cpu_s: self.sampler_ns as f64 / 1e9,
         }

@@ -16,6 +16,8 @@ pub enum Change {
     Lanes { workers: u32, qd: u32 },
     /// The SQPOLL kernel thread on or off.
     Sqpoll { on: bool },
+    /// Every core kept polling instead of halting or sleeping when idle (`--cpu-idle poll`).
+    CpusPolling,
 }
 
 impl Change {
@@ -25,6 +27,7 @@ impl Change {
             Change::QueueDepth { qd } => format!("--qd {qd}"),
             Change::Lanes { workers, qd } => format!("--workers {workers} --qd {qd}"),
             Change::Sqpoll { on } => format!("--sqpoll={on}"),
+            Change::CpusPolling => "--cpu-idle poll".into(),
         }
     }
 }

@@ -9,6 +9,7 @@ mod activity;
 pub mod advice;
 pub mod central;
 pub mod cpu;
+pub mod cpu_idle;
 pub mod data;
 pub mod encoded;
 pub mod fleet;

@@ -43,6 +43,9 @@ pub struct MachineReport {
     /// cgroup (v2).
     #[serde(default)]
     pub pressure: crate::pressure::PressureReport,
+    /// How the cores idled: wake-ups from halting or sleeping states (cpuidle).
+    #[serde(default)]
+    pub cpu_idle: Option<crate::cpu_idle::IdleActivity>,
     /// Threads on the machine at the last sample.
     pub threads_sampled: u32,
     /// CPU the sampling itself took in the window (reading /proc for every thread).

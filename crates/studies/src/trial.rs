@@ -3,7 +3,7 @@
 //! figures become a fact of the job, which is judged again with them (confirmed, or not and
 //! undetermined). Studies run no trial: their points already show what a setting does.
 
-use iolab_runner::{Lab, Observer, RunError};
+use iolab_runner::{CpusPolling, Lab, Observer, RunError};
 use iolab_spec::{GroupSpec, JobSpec, Nanos};
 use iolab_stats::advice::{Change, Outcome, Trial};
 use iolab_stats::result::{JobResult, StopReason};
@@ -36,6 +36,8 @@ fn changed(group: &GroupSpec, change: Change) -> GroupSpec {
             group.qd = qd;
         }
         Change::Sqpoll { on } => group.uring.sqpoll = on,
+        // Not a setting of the job's: the trial holds the cores polling while it runs.
+        Change::CpusPolling => {}
     }
     group
 }
@@ -59,11 +61,19 @@ pub fn test_advice(lab: &mut Lab<'_>, observer: &mut dyn Observer) -> Result<(),
                     "testing the verdict's advice on job '{name}': {} for 1 s",
                     change.flags()
                 ));
-                let trial = match lab.try_out(&trial_job(&job, change), observer) {
-                    Ok(result) => measured(change, &result),
-                    Err(e) if e.is_interruption() => return Err(e),
-                    Err(e) => failed(change, format!("its trial could not start: {e}")),
+                let polling = match change {
+                    Change::CpusPolling => Some(CpusPolling::hold()),
+                    _ => None,
                 };
+                let trial = match polling {
+                    Some(Err(_)) => failed(change, "its trial needs root to keep the cores polling".into()),
+                    _ => match lab.try_out(&trial_job(&job, change), observer) {
+                        Ok(result) => measured(change, &result),
+                        Err(e) if e.is_interruption() => return Err(e),
+                        Err(e) => failed(change, format!("its trial could not start: {e}")),
+                    },
+                };
+                drop(polling);
                 tried.push((name, trial.clone()));
                 trial
             }

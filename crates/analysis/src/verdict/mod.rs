@@ -92,6 +92,7 @@ const RULES: &[(&str, Rule)] = &[
     ("no_cpu_figures", fallback_rules::no_cpu_figures),
     ("target", fallback_rules::target_without_device),
     ("device_not_holding", fallback_rules::device_busy_not_holding),
+    ("cpu_wake", fallback_rules::cpu_wake),
     ("concurrency", fallback_rules::concurrency),
 ];
 

@@ -109,26 +109,6 @@ pub fn has_poll_queues_behind(path: &Path) -> bool {
     }
 }
 
-/// Whether io_uring hands every request to the block device `fd` to its io-wq workers: a driver
-/// that takes bios itself (no blk-mq `mq/` directory) and does its work in the submitter's call
-/// (zram compresses, brd copies) cannot take a request without blocking. Device-mapper and md
-/// are bio-based too but pass requests on without blocking when their parts can, so they are
-/// not counted. A regular file, or a device sysfs does not list, is not.
-pub fn served_by_io_wq(fd: std::os::fd::RawFd) -> bool {
-    // SAFETY: an all-zero stat is a valid value of this plain C struct.
-    let mut st: libc::stat = unsafe { std::mem::zeroed() };
-    // SAFETY: `st` is writable and fstat only writes into it; a bad fd is an error, not UB.
-    if unsafe { libc::fstat(fd, &mut st) } != 0 || st.st_mode & libc::S_IFMT != libc::S_IFBLK {
-        return false;
-    }
-    let Some(device) = BlockDevice::open(DeviceNumber::from_dev(st.st_rdev)) else {
-        return false;
-    };
-    let disk = device.disk_dir.file_name().and_then(|n| n.to_str()).unwrap_or("");
-    let passes_on = disk.starts_with("dm-") || disk.starts_with("md");
-    !device.disk_dir.join("mq").exists() && !passes_on
-}
-
 /// A block device (whole disk or partition) that sysfs lists.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct BlockDevice {
