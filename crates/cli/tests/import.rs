@@ -253,6 +253,26 @@ fn two_fio_sweeps_and_an_iolab_sweep_compare_point_by_point() {
     let compared = json(&with_db(dir.path(), &["compare", "1", "3", "--json"]));
     assert_eq!(compared["sides"][1]["matched_by"], "workload", "fio's points are named as iolab's");
     assert_eq!(compared["rows"].as_array().map(Vec::len), Some(3));
+    // The latency rows say which span each side measured, and `mean lat` compares fio's lat
+    // with iolab's whole cycle, on both sides.
+    let notes = compared["notes"].as_array().expect("notes");
+    assert!(
+        notes
+            .iter()
+            .filter_map(|n| n.as_str())
+            .any(|n| n.contains("#1: fio's clat") && n.contains("#3: iolab's latency (hand-over to reap")),
+        "{notes:?}"
+    );
+    let lat = compared["rows"][0]["metrics"]
+        .as_array()
+        .expect("metrics")
+        .iter()
+        .find(|m| m["metric"] == "lat_ns")
+        .expect("a mean lat row")
+        .clone();
+    for side in 0..2 {
+        assert!(lat["values"][side]["value"].as_f64().is_some_and(|ns| ns > 0.0), "{lat}");
+    }
 }
 
 #[test]

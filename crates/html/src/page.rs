@@ -213,6 +213,10 @@ fn points_table(out: &mut String, subject: &Subject<'_>) {
         );
     }
     out.push_str("</table>\n");
+    let mut spans: Vec<&str> = points.iter().map(iolab_analysis::compare::latency_span).collect();
+    spans.sort_unstable();
+    spans.dedup();
+    let _ = writeln!(out, "<p class=\"note\">Latencies are {}.</p>", esc(&spans.join(" and ")));
     if !spots.is_empty() {
         out.push_str("<p class=\"note\">★ the sweet spot of a load curve: the most IOPS before latency grows faster than IOPS (where latency never did, no knee was found, its best point).</p>\n");
     }

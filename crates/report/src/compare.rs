@@ -133,7 +133,9 @@ fn row_text(out: &mut String, c: &Comparison, row: &Row) {
         }
     }
     let mut lines = vec![header];
-    for m in &row.metrics {
+    // `mean lat` needs the slot split or fio's own lat: results kept without them have no row.
+    for m in row.metrics.iter().filter(|m| m.metric != Metric::LatNs || m.values.iter().any(Option::is_some))
+    {
         let mut line = vec![m.metric.label().to_string()];
         for (k, value) in m.values.iter().enumerate() {
             line.push(value.as_ref().map_or_else(|| "-".into(), |v| shown(m.metric, v.value)));

@@ -550,7 +550,8 @@ fn json_parses_back_with_the_schema_and_figures() {
     assert_eq!(iops["vs_baseline"][1]["noise"], "beyond");
     assert_eq!(iops["vs_baseline"][1]["outcome"], "better");
     assert!((iops["vs_baseline"][1]["pct"].as_f64().expect("a number") - 50.0).abs() < 1e-9);
-    assert_eq!(json["rows"][0]["metrics"][5]["metric"], "p99_9_ns");
+    assert_eq!(json["rows"][0]["metrics"][3]["metric"], "lat_ns");
+    assert_eq!(json["rows"][0]["metrics"][6]["metric"], "p99_9_ns");
     assert_eq!(json["rows"][0]["members"][0]["percentiles_from"], "merged_histograms");
     assert!(json["summaries"][0]["text"].as_str().is_some_and(|t| t.starts_with("#13 vs #12: IOPS +50.0%")));
 }

@@ -363,6 +363,16 @@ fn slots_text(out: &mut String, job: &JobResult) {
         latency(s.mean_cycle_ns),
         s.littles_law_slots
     );
+    let spans = s.fio_spans;
+    if spans.lat_mean_ns > 0.0 {
+        let _ = writeln!(
+            out,
+            "  in fio's names: clat {} (hand-over to reap: iolab's latency) + slat {} (reap to the next hand-over: iolab's gap, where fio's slat and free-list time fall) = lat {} (fio's lat, an I/O's whole cycle)",
+            latency(spans.clat_mean_ns),
+            latency(spans.slat_mean_ns),
+            latency(spans.lat_mean_ns)
+        );
+    }
 }
 
 /// Owners of the machine's CPU the text report names; JSON keeps all of them.

@@ -27,6 +27,35 @@ pub struct SlotSplit {
     /// IOPS x mean cycle: Little's law's count of outstanding I/Os, equal to `slots` within
     /// the window's edges when every slot was always in use (closed loop).
     pub littles_law_slots: f64,
+    /// The mean cycle in the spans fio reports, so a run compares with an fio run like with
+    /// like (absent from results kept before they were).
+    #[serde(default)]
+    pub fio_spans: FioSpans,
+}
+
+/// An I/O's mean time in fio's names. fio's `clat` runs from the submission to the completion
+/// and its `slat` is the submission itself; its `lat` is both. iolab's latency runs from the
+/// hand-over (just before the submitting call) to the reap, which is fio's `clat` with the
+/// call; its gap, from a reap to the slot's next hand-over, is where fio's `slat` and the
+/// time an I/O waits on its free list fall (fio counts that time in no span).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct FioSpans {
+    /// iolab's latency, hand-over to reap.
+    pub clat_mean_ns: f64,
+    /// iolab's gap, reap to the next hand-over.
+    pub slat_mean_ns: f64,
+    /// Their sum: the whole cycle, as fio's `lat` counts an I/O from its creation to its end.
+    pub lat_mean_ns: f64,
+}
+
+impl FioSpans {
+    fn of(latency_mean_ns: f64, gap_mean_ns: f64) -> FioSpans {
+        FioSpans {
+            clat_mean_ns: latency_mean_ns,
+            slat_mean_ns: gap_mean_ns,
+            lat_mean_ns: latency_mean_ns + gap_mean_ns,
+        }
+    }
 }
 
 impl SlotSplit {
@@ -50,6 +79,7 @@ impl SlotSplit {
             awaiting_resubmission: per_window(mean_gap_ns * ios as f64),
             mean_gap_ns,
             littles_law_slots: per_window(latency_ns + mean_gap_ns * ios as f64),
+            fio_spans: FioSpans::of(per_io(latency_ns), mean_gap_ns),
         }
     }
 
@@ -71,6 +101,7 @@ impl SlotSplit {
             awaiting_resubmission: parts.iter().map(|p| p.awaiting_resubmission).sum(),
             mean_gap_ns: weighted(|p| p.mean_gap_ns),
             littles_law_slots: parts.iter().map(|p| p.littles_law_slots).sum(),
+            fio_spans: FioSpans::of(weighted(|p| p.fio_spans.clat_mean_ns), weighted(|p| p.mean_gap_ns)),
         }
     }
 }
@@ -97,6 +128,13 @@ mod tests {
         let both = SlotSplit::sum(&[split, split]);
         assert_eq!((both.slots, both.ios), (16.0, 320_000));
         assert!((both.littles_law_slots - 16.0).abs() < 1e-9 && (both.mean_gap_ns - 10_000.0).abs() < 1e-9);
+        // In fio's names: clat is the latency, slat the gap, lat the whole cycle.
+        for spans in [split.fio_spans, both.fio_spans] {
+            assert_eq!(
+                spans,
+                FioSpans { clat_mean_ns: 40_000.0, slat_mean_ns: 10_000.0, lat_mean_ns: 50_000.0 }
+            );
+        }
     }
 
     #[test]

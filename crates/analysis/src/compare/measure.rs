@@ -47,7 +47,7 @@ pub(super) fn measure(label: &str, group: &Group, notes: &mut Vec<String>) -> (M
             let repeats: Vec<f64> = per_repeat.iter().map(|&(v, _)| v).collect();
             let value = match metric {
                 Metric::Iops | Metric::MbS => mean(&repeats),
-                Metric::MeanNs | Metric::CpuUsPerIo => weighted_mean(&per_repeat),
+                Metric::MeanNs | Metric::LatNs | Metric::CpuUsPerIo => weighted_mean(&per_repeat),
                 _ => match (&merged, metric.percentile()) {
                     (Some(all), Some(p)) if all.ios() > 0 => Some(all.percentile_ns(p) as f64),
                     _ => median(&repeats),
@@ -69,6 +69,7 @@ fn repeat_value(point: &Point, metric: Metric) -> Option<f64> {
         Metric::Iops => Some(total.iops),
         Metric::MbS => Some(total.mb_s),
         Metric::MeanNs => latency.map(|l| l.mean_ns),
+        Metric::LatNs => super::spans::lat_mean_ns(point),
         Metric::CpuUsPerIo => point.summary.cpu_us_per_io.filter(|_| total.ios > 0),
         _ => {
             let p = metric.percentile()?;

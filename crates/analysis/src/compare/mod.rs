@@ -22,9 +22,11 @@ mod cache;
 mod conclusion;
 mod measure;
 mod pairing;
+mod spans;
 
 pub use cache::match_cache_shares;
 use measure::{difference, measure, summary};
+pub use spans::latency_span;
 
 use iolab_stats::OpStats;
 use iolab_store::Point;
@@ -150,6 +152,8 @@ pub enum Metric {
     Iops,
     MbS,
     MeanNs,
+    /// The mean of an I/O's whole cycle, fio's `lat` (compare::spans).
+    LatNs,
     P50Ns,
     P99Ns,
     #[serde(rename = "p99_9_ns")]
@@ -160,10 +164,11 @@ pub enum Metric {
 }
 
 impl Metric {
-    pub const ALL: [Metric; 8] = [
+    pub const ALL: [Metric; 9] = [
         Metric::Iops,
         Metric::MbS,
         Metric::MeanNs,
+        Metric::LatNs,
         Metric::P50Ns,
         Metric::P99Ns,
         Metric::P999Ns,
@@ -176,6 +181,7 @@ impl Metric {
             Metric::Iops => "IOPS",
             Metric::MbS => "MB/s",
             Metric::MeanNs => "mean",
+            Metric::LatNs => "mean lat",
             Metric::P50Ns => "p50",
             Metric::P99Ns => "p99",
             Metric::P999Ns => "p99.9",
@@ -365,6 +371,7 @@ pub fn compare(runs: &[CompareInput]) -> Comparison {
             rows.push(row(runs, &found, &mut notes));
         }
     }
+    notes.extend(spans::note(runs.iter().map(|r| (r.label.as_str(), r.points.as_slice()))));
     let repeated = grouped.iter().flatten().any(|g| g.points.len() > 1);
     if !repeated && !rows.is_empty() {
         notes.push(SINGLE_RUNS_NOTE.into());
