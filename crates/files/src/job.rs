@@ -235,14 +235,7 @@ impl FilesOptions {
             threads: self.threads.unwrap_or(DEFAULT_THREADS),
             // A mix's threads share one population of files.
             shared_dir: self.shared_dir.unwrap_or(mix.is_some()),
-            // A mix's operations are one at a time per thread: plain system calls by default
-            // (on tmpfs, varmail ran 2.1x the operations of the same mix on the ring, where each
-            // create and unlink waits for a hand-off to an io-wq worker and back).
-            engine: self.engine.unwrap_or(if mix.is_some() {
-                FileEngine::Sync
-            } else {
-                FileEngine::default()
-            }),
+            engine: self.engine.unwrap_or_default(),
             fsync: self.fsync.unwrap_or(false),
             direct: self.direct.unwrap_or(false),
             drop_caches: self.drop_caches.unwrap_or(false),

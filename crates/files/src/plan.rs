@@ -227,9 +227,10 @@ impl TreeState {
 #[serde(rename_all = "snake_case")]
 pub enum FileEngine {
     /// One ring per thread; each operation an entry, waited for before the next.
-    #[default]
     IoUring,
-    /// Plain system calls.
+    /// Plain system calls: the default, faster than the ring in 19 of 22 phases measured on
+    /// tmpfs, ext4 and xfs (docs/files.md, "Phases").
+    #[default]
     Sync,
 }
 
