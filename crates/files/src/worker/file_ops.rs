@@ -3,6 +3,8 @@
 
 use std::io;
 
+use iolab_engine::fileops::FileOps;
+
 use super::{OpError, Worker, XATTR};
 use crate::report::OpKind;
 use crate::sizes::file_hash;
@@ -28,7 +30,7 @@ impl Worker<'_> {
     }
 
     /// Writes `size` bytes of the data buffer to `fd`, each write timed.
-    pub(super) fn write_all(&mut self, fd: i32, size: u64) -> Result<(), (&'static str, io::Error)> {
+    pub(super) fn write_all(&mut self, fd: i32, size: u64) -> Result<(), OpError> {
         let mut offset = 0;
         while offset < size {
             let len = (size - offset).min(self.data.as_ref().len() as u64) as usize;
@@ -47,12 +49,7 @@ impl Worker<'_> {
         Ok(())
     }
 
-    pub(super) fn create(
-        &mut self,
-        tree: &Tree,
-        side: Side,
-        i: u64,
-    ) -> Result<(), (&'static str, io::Error)> {
+    pub(super) fn create(&mut self, tree: &Tree, side: Side, i: u64) -> Result<(), OpError> {
         let size = self.size_of(tree, i);
         self.create_sized(tree, side, i, size)
     }
@@ -77,7 +74,7 @@ impl Worker<'_> {
         start: u64,
         kind: OpKind,
         work: impl FnOnce(&mut Self) -> Result<u64, (&'static str, io::Error)>,
-    ) -> Result<(), (&'static str, io::Error)> {
+    ) -> Result<(), OpError> {
         let opened = self.ctx.now_ns();
         self.record(OpKind::Open, start, opened, 0);
         let size = match work(self) {
@@ -95,7 +92,7 @@ impl Worker<'_> {
         Ok(())
     }
 
-    pub(super) fn sync(&mut self, fd: i32) -> Result<(), (&'static str, io::Error)> {
+    pub(super) fn sync(&mut self, fd: i32) -> Result<(), OpError> {
         if !self.ctx.plan.fsync {
             return Ok(());
         }
@@ -106,7 +103,7 @@ impl Worker<'_> {
         Ok(())
     }
 
-    pub(super) fn stat(&mut self, tree: &Tree, side: Side, i: u64) -> Result<(), (&'static str, io::Error)> {
+    pub(super) fn stat(&mut self, tree: &Tree, side: Side, i: u64) -> Result<(), OpError> {
         let leaf = self.locate_file(tree, side, i, self.renamed)?;
         let start = self.ctx.now_ns();
         let size = self.sys.stat(leaf, &self.name).map_err(|e| ("stat", e))?;
@@ -122,12 +119,7 @@ impl Worker<'_> {
 
     /// Reads `size` bytes of `fd` into the data buffer, each read timed; when `copy_to` is
     /// given, writes each piece there too.
-    pub(super) fn read_all(
-        &mut self,
-        fd: i32,
-        size: u64,
-        copy_to: Option<i32>,
-    ) -> Result<(), (&'static str, io::Error)> {
+    pub(super) fn read_all(&mut self, fd: i32, size: u64, copy_to: Option<i32>) -> Result<(), OpError> {
         let mut offset = 0;
         while offset < size {
             let len = (size - offset).min(self.data.as_ref().len() as u64) as usize;
@@ -166,7 +158,7 @@ impl Worker<'_> {
         Ok(())
     }
 
-    pub(super) fn read(&mut self, tree: &Tree, side: Side, i: u64) -> Result<(), (&'static str, io::Error)> {
+    pub(super) fn read(&mut self, tree: &Tree, side: Side, i: u64) -> Result<(), OpError> {
         let leaf = self.locate_file(tree, side, i, self.renamed)?;
         let size = self.size_of(tree, i);
         let start = self.ctx.now_ns();
@@ -177,12 +169,7 @@ impl Worker<'_> {
         self.work_and_close(fd, start, OpKind::ReadFile, |w| w.read_all(fd, size, None).map(|()| size))
     }
 
-    pub(super) fn rename(
-        &mut self,
-        tree: &Tree,
-        side: Side,
-        i: u64,
-    ) -> Result<(), (&'static str, io::Error)> {
+    pub(super) fn rename(&mut self, tree: &Tree, side: Side, i: u64) -> Result<(), OpError> {
         let leaf = self.locate_file(tree, side, i, self.renamed)?;
         tree.file_name(i, !self.renamed, &mut self.name2);
         let start = self.ctx.now_ns();
@@ -192,7 +179,7 @@ impl Worker<'_> {
         Ok(())
     }
 
-    pub(super) fn copy(&mut self, tree: &Tree, _side: Side, i: u64) -> Result<(), (&'static str, io::Error)> {
+    pub(super) fn copy(&mut self, tree: &Tree, _side: Side, i: u64) -> Result<(), OpError> {
         let renamed = self.renamed;
         let copy_leaf = self.locate_file(tree, Side::Copy, i, renamed)?;
         std::mem::swap(&mut self.name, &mut self.name2);
@@ -232,18 +219,9 @@ impl Worker<'_> {
         Ok(())
     }
 
-    pub(super) fn unlink(
-        &mut self,
-        tree: &Tree,
-        side: Side,
-        i: u64,
-    ) -> Result<(), (&'static str, io::Error)> {
+    pub(super) fn unlink(&mut self, tree: &Tree, side: Side, i: u64) -> Result<(), OpError> {
         let leaf = self.locate_file(tree, side, i, self.renamed)?;
-        let start = self.ctx.now_ns();
-        self.sys.unlinkat(leaf, &self.name, false).map_err(|e| ("unlink", e))?;
-        let end = self.ctx.now_ns();
-        self.record(OpKind::Unlink, start, end, 0);
-        Ok(())
+        self.timed_on_name(OpKind::Unlink, "unlink", |sys, name| sys.unlinkat(leaf, name, false))
     }
 
     /// A hard link `h<N>` to the file, beside it, or (`symbolic`) a symbolic link `l<N>` holding
@@ -277,30 +255,32 @@ impl Worker<'_> {
         let cut = self.path.iter().rposition(|&b| b == b'/').map_or(0, |p| p + 1);
         self.path.truncate(cut);
         self.path.extend_from_slice(&self.name);
-        let start = self.ctx.now_ns();
-        self.sys.unlinkat(leaf, &self.name, false).map_err(|e| ("unlink", e))?;
-        let end = self.ctx.now_ns();
-        self.record(OpKind::Unlink, start, end, 0);
-        Ok(())
+        self.timed_on_name(OpKind::Unlink, "unlink", |sys, name| sys.unlinkat(leaf, name, false))
     }
 
-    pub(super) fn setattr(
-        &mut self,
-        tree: &Tree,
-        side: Side,
-        i: u64,
-    ) -> Result<(), (&'static str, io::Error)> {
+    pub(super) fn setattr(&mut self, tree: &Tree, side: Side, i: u64) -> Result<(), OpError> {
         let leaf = self.locate_file(tree, side, i, self.renamed)?;
+        self.timed_on_name(OpKind::Setattr, "utimensat", |sys, name| sys.setattr(leaf, name))
+    }
+
+    /// One system call on the name in `self.name`, timed and recorded as `kind` (no bytes); a
+    /// failure is said as `what`.
+    fn timed_on_name(
+        &mut self,
+        kind: OpKind,
+        what: &'static str,
+        call: impl FnOnce(&mut FileOps, &[u8]) -> io::Result<()>,
+    ) -> Result<(), OpError> {
         let start = self.ctx.now_ns();
-        self.sys.setattr(leaf, &self.name).map_err(|e| ("utimensat", e))?;
+        call(&mut self.sys, &self.name).map_err(|e| (what, e))?;
         let end = self.ctx.now_ns();
-        self.record(OpKind::Setattr, start, end, 0);
+        self.record(kind, start, end, 0);
         Ok(())
     }
 
     /// Opens the file (not following a link), sets `user.iolab` to a value of its own, reads it
     /// back and checks it, closes it: each timed, and the whole as one xattr operation.
-    pub(super) fn xattr(&mut self, tree: &Tree, side: Side, i: u64) -> Result<(), (&'static str, io::Error)> {
+    pub(super) fn xattr(&mut self, tree: &Tree, side: Side, i: u64) -> Result<(), OpError> {
         let leaf = self.locate_file(tree, side, i, self.renamed)?;
         let value = format!("iolab {} {i}", tree.index);
         let start = self.ctx.now_ns();
