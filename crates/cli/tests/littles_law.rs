@@ -4,6 +4,9 @@
 
 mod common;
 
+use std::time::Duration;
+
+use common::faulty_fs::{mount_or_skip, Fault};
 use common::{json, needs_root_and, run_in, stderr, LoopDevice};
 
 /// One run at a time: the null engine's two workers keep both cores busy, and a lane starved
@@ -70,4 +73,32 @@ fn littles_law_closes_on_a_loop_device_and_the_device_holds_part_of_it() {
     assert!(held > 0.0 && held <= in_flight * 1.05, "the device held {held} of {in_flight} in flight");
     let evidence = job["verdict"]["evidence"].to_string();
     assert!(evidence.contains("where the 32 outstanding I/Os were"), "{evidence}");
+}
+
+/// Reads that take over a third of the window, on a FUSE file with 4 channels of 150 ms each and
+/// no ramp: the I/Os in flight when the window ends complete after it, and their time inside it
+/// is in no latency. The split counts it, so the slots are all found (latencies alone counted
+/// about 3 of these 4).
+#[test]
+fn littles_law_closes_when_latencies_are_a_third_of_the_window() {
+    let Some(fs) = mount_or_skip(Fault::Channels { delay: Duration::from_millis(150), channels: 4 }) else {
+        return;
+    };
+    let _alone = ONE_AT_A_TIME.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    let dir = tempfile::tempdir().expect("temp dir");
+    let out = common::iolab()
+        .current_dir(dir.path())
+        .args(["run", "--target"])
+        .arg(fs.file())
+        .args(["--rw", "randread", "--bs", "4k", "--qd", "4", "--engine", "psync"])
+        .args(["--runtime", "400ms", "--ramp", "0s", "--json", "-q", "--no-store", "--no-confirm"])
+        .output()
+        .expect("iolab runs");
+    assert!(out.status.success(), "{}", stderr(&out));
+    let split = json(&out)["jobs"][0]["slots"].clone();
+    let parts = split["in_flight"].as_f64().expect("in flight")
+        + split["awaiting_resubmission"].as_f64().expect("awaiting");
+    // 10%: a lane thread that starts late on a busy machine holds no slot until it does (with
+    // no ramp, that time is in the window); latencies alone would be off by a quarter.
+    assert!((parts - 4.0).abs() <= 4.0 * 0.10, "{parts} of 4 slots accounted for: {split}");
 }

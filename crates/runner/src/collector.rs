@@ -318,7 +318,11 @@ impl<'a> Collector<'a> {
                     self.out.failed.push(FailedIo { lane, target, op, offset, len, result });
                 }
             }
-            LaneEvent::Finished { lane, error, rate, touched, data } => {
+            LaneEvent::Finished { lane, error, rate, touched, data, outstanding_ns } => {
+                let group = self.lane_group[lane];
+                for (total, ns) in self.out.target_totals[group].iter_mut().zip(outstanding_ns) {
+                    total.outstanding_ns += ns;
+                }
                 self.positions[lane] = i64::MAX;
                 self.out.lane_rates[lane] = rate;
                 self.out.lane_touched[lane] = touched;

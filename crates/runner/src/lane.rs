@@ -42,6 +42,7 @@ use crate::shared::Shared;
 pub const KEPT_ERRORS: usize = 20;
 
 /// What a lane tells the collector.
+#[allow(clippy::large_enum_variant)] // `Finished` is sent once per lane and job: boxing saves nothing
 pub enum LaneEvent {
     /// Statistics of interval `index` (seconds from the start of measurement; negative during
     /// the ramp), one entry per target of the lane's group. Completions after the end of the
@@ -58,6 +59,8 @@ pub enum LaneEvent {
         rate: Option<LaneRate>,
         touched: Vec<Touched>,
         data: Option<DataSample>,
+        /// Per target of its router: the time inside the window of the I/Os it reaped after it.
+        outstanding_ns: Vec<u64>,
     },
 }
 
@@ -249,14 +252,28 @@ pub fn run<E: Engine>(
     heartbeat: &Heartbeat,
     events: &Sender<LaneEvent>,
 ) {
+    let mut outstanding_ns = vec![0; plan.files.len()];
     let (error, rate) = match plan.schedule.take() {
-        None => (drive(&mut plan, &mut engine, shared, heartbeat, events, &mut ClosedLoop).err(), None),
+        None => {
+            let error = drive(
+                &mut plan,
+                &mut engine,
+                shared,
+                heartbeat,
+                events,
+                &mut ClosedLoop,
+                &mut outstanding_ns,
+            );
+            (error.err(), None)
+        }
         Some(schedule) => {
             // Sleeps end at due times: without the default 50 us of timer slack the kernel may
             // add, an I/O starts on time rather than up to 50 us late. Best effort.
             let _ = nix::sys::prctl::set_timerslack(1);
             let mut paced = Paced { schedule, measure_start_ns: shared.measure_start_ns, max_lag_ns: 0 };
-            let error = drive(&mut plan, &mut engine, shared, heartbeat, events, &mut paced).err();
+            let error =
+                drive(&mut plan, &mut engine, shared, heartbeat, events, &mut paced, &mut outstanding_ns)
+                    .err();
             (error, Some(LaneRate { schedule: paced.schedule, max_lag_ns: paced.max_lag_ns }))
         }
     };
@@ -277,9 +294,13 @@ pub fn run<E: Engine>(
         rate,
         touched,
         data,
+        outstanding_ns,
     });
 }
 
+/// Runs the lane's I/O until the window ends and every I/O in flight is reaped; adds to
+/// `outstanding_ns` (per target) the time inside the window of the I/Os reaped after it.
+#[allow(clippy::too_many_arguments)] // the lane's own state, lent for the run
 fn drive<E: Engine, P: Pacing>(
     plan: &mut LanePlan,
     engine: &mut E,
@@ -287,6 +308,7 @@ fn drive<E: Engine, P: Pacing>(
     heartbeat: &Heartbeat,
     events: &Sender<LaneEvent>,
     pacer: &mut P,
+    outstanding_ns: &mut [u64],
 ) -> Result<(), EngineError> {
     let depth = plan.qd as usize;
     let targets = plan.files.len();
@@ -427,10 +449,20 @@ fn drive<E: Engine, P: Pacing>(
                 verify.completed(completion.slot, info.target, write, info.offset, info.len, data);
             }
             if !in_window {
+                // Handed over before the window ended and reaped after it: no result, but its
+                // time inside the window is part of what the slots held (Little's law).
+                let end = shared.window_end_ns();
+                if info.submitted_ns < end && end > shared.measure_start_ns {
+                    outstanding_ns[info.target as usize] +=
+                        end - info.submitted_ns.max(shared.measure_start_ns);
+                }
                 continue;
             }
             let latency = now.saturating_sub(info.submitted_ns);
             let stats = &mut interval.stats[info.target as usize];
+            if measured {
+                stats.before_window_ns += shared.measure_start_ns.saturating_sub(info.submitted_ns);
+            }
             match info.op {
                 Op::Read => stats.read.record(latency, u64::from(info.len)),
                 Op::Write => stats.write.record(latency, u64::from(info.len)),

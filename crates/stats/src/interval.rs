@@ -22,6 +22,12 @@ pub struct IntervalStats {
     /// and how many there were. Latency plus this gap is a slot's whole cycle (Little's law).
     pub gap_ns: u64,
     pub gaps: u64,
+    /// The window's edges in the in-flight time (Little's law): of the I/Os that completed in
+    /// the window, the part of their latency before it began; of those still in flight when it
+    /// ended, the part inside it. Latency alone counts the first and misses the second, which
+    /// a short window with long latencies shows (21.7 of 32 slots found).
+    pub before_window_ns: u64,
+    pub outstanding_ns: u64,
 }
 
 impl IntervalStats {
@@ -33,6 +39,8 @@ impl IntervalStats {
         }
         self.gap_ns += other.gap_ns;
         self.gaps += other.gaps;
+        self.before_window_ns += other.before_window_ns;
+        self.outstanding_ns += other.outstanding_ns;
     }
 
     pub fn ios(&self) -> u64 {

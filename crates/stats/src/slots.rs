@@ -17,15 +17,16 @@ pub struct SlotSplit {
     /// to the hand-over of the next I/O on its slot.
     pub ios: u64,
     pub mean_cycle_ns: f64,
-    /// Mean I/Os from hand-over to reap (IOPS x mean latency): what the latency figures cover,
-    /// the submission system call, the device and the time completed but not yet reaped.
+    /// Mean I/Os from hand-over to reap over the window (the time in flight inside it: IOPS x
+    /// mean latency, corrected at the window's edges): what the latency figures cover, the
+    /// submission system call, the device and the time completed but not yet reaped.
     pub in_flight: f64,
     /// Mean I/Os reaped and not yet handed over again (IOPS x mean gap): iolab's own time, in no
     /// latency figure (closed loop), or a slot waiting for its next due time (open loop).
     pub awaiting_resubmission: f64,
     pub mean_gap_ns: f64,
-    /// IOPS x mean cycle: Little's law's count of outstanding I/Os, equal to `slots` within
-    /// the window's edges when every slot was always in use (closed loop).
+    /// in_flight + awaiting_resubmission: Little's law's count of outstanding I/Os, equal to
+    /// `slots` when every slot was always in use (closed loop).
     pub littles_law_slots: f64,
     /// The mean cycle in the spans fio reports, so a run compares with an fio run like with
     /// like (absent from results kept before they were).
@@ -64,6 +65,10 @@ impl SlotSplit {
         let all = stats.combined();
         let ios = all.ios();
         let latency_ns = all.mean_ns() * ios as f64;
+        // The time I/Os were in flight inside the window: their latencies, less what came before
+        // it, plus what the I/Os still in flight at its end spent in it.
+        let in_window_ns =
+            (latency_ns - stats.before_window_ns as f64 + stats.outstanding_ns as f64).max(0.0);
         let gap_ns = stats.gap_ns as f64;
         let window_ns = window_s * 1e9;
         let per_window = |ns: f64| if window_ns > 0.0 { ns / window_ns } else { 0.0 };
@@ -75,10 +80,10 @@ impl SlotSplit {
             slots,
             ios,
             mean_cycle_ns: per_io(latency_ns) + mean_gap_ns,
-            in_flight: per_window(latency_ns),
+            in_flight: per_window(in_window_ns),
             awaiting_resubmission: per_window(mean_gap_ns * ios as f64),
             mean_gap_ns,
-            littles_law_slots: per_window(latency_ns + mean_gap_ns * ios as f64),
+            littles_law_slots: per_window(in_window_ns + mean_gap_ns * ios as f64),
             fio_spans: FioSpans::of(per_io(latency_ns), mean_gap_ns),
         }
     }
@@ -135,6 +140,29 @@ mod tests {
                 FioSpans { clat_mean_ns: 40_000.0, slat_mean_ns: 10_000.0, lat_mean_ns: 50_000.0 }
             );
         }
+    }
+
+    #[test]
+    fn the_windows_edges_count_only_the_time_inside_it() {
+        // 4 slots, 1 s, 100 ms latencies: 36 I/Os completed in the window, 4 of them handed over
+        // 40 ms before it began, and 4 more in flight for its last 60 ms.
+        let mut read = OpStats::default();
+        for _ in 0..36 {
+            read.record(100_000_000, 4096);
+        }
+        let stats = IntervalStats {
+            read,
+            before_window_ns: 4 * 40_000_000,
+            outstanding_ns: 4 * 60_000_000,
+            ..Default::default()
+        };
+        let split = SlotSplit::of(&stats, 4.0, 1.0);
+        // 3.6 slots by latencies alone; 3.6 - 0.16 + 0.24 inside the window.
+        assert!((split.in_flight - 3.68).abs() < 1e-9, "{split:?}");
+        assert!(
+            (split.fio_spans.clat_mean_ns - 100_000_000.0).abs() < 1e-6,
+            "the mean is the I/Os' own: {split:?}"
+        );
     }
 
     #[test]
