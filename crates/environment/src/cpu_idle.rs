@@ -8,7 +8,7 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
-/// A wake-up slower than this (µs, as the state declares its exit latency) is worth a warning.
+/// A wake-up slower than this (µs, as the state declares its exit latency) is named.
 pub const SLOW_WAKE_US: u64 = 50;
 
 /// One idle state of CPU 0, as cpuidle lists it.

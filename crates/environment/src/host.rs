@@ -116,6 +116,9 @@ impl HostFacts {
             )),
             None => {}
         }
+        if self.cpu_idle.as_ref().and_then(CpuIdle::slow_wake).is_some() {
+            parts.push("cores slow to wake from idle".into());
+        }
         parts.join(" · ")
     }
 }

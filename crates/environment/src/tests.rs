@@ -366,7 +366,7 @@ fn a_loop_device_shows_its_backing_file_and_dio() {
 }
 
 #[test]
-fn a_cpu_slow_to_wake_is_a_warning_until_the_cpus_are_kept_polling() {
+fn cores_slow_to_wake_are_named_in_the_host_line_and_never_a_warning() {
     let halting = CpuIdle {
         driver: Some("haltpoll".into()),
         governor: Some("haltpoll".into()),
@@ -377,14 +377,11 @@ fn a_cpu_slow_to_wake_is_a_warning_until_the_cpus_are_kept_polling() {
         ],
         latency_limit_us: Some(2_000_000_000),
     };
-    let env = |idle: CpuIdle| Environment {
-        host: HostFacts { cpu_idle: Some(idle), ..host(None) },
-        targets: vec![],
-    };
-    let said = warnings(&env(halting.clone()), &[]);
-    assert_eq!(said.len(), 1, "{said:?}");
-    assert!(said[0].starts_with("this virtual machine's CPUs halt as soon as they idle"), "{said:?}");
-    assert!(said[0].contains("--cpu-idle poll"), "{said:?}");
+    let host = |idle: CpuIdle| HostFacts { cpu_idle: Some(idle), ..host(None) };
+    // Whether the wake-ups cost a run anything is the verdict's to test (rule cpu_wake).
+    let env = Environment { host: host(halting.clone()), targets: vec![] };
+    assert!(warnings(&env, &[]).is_empty());
+    assert!(env.host.describe().ends_with("cores slow to wake from idle"), "{}", env.host.describe());
     let polling = CpuIdle { latency_limit_us: Some(0), ..halting };
-    assert!(warnings(&env(polling), &[]).is_empty());
+    assert!(!host(polling).describe().contains("slow to wake"));
 }

@@ -3,7 +3,6 @@
 
 use std::path::PathBuf;
 
-use crate::cpu_idle::CpuIdle;
 use crate::format::cpu_list;
 use crate::target::{DeviceFacts, TargetFacts, TargetKind};
 use crate::Environment;
@@ -28,14 +27,6 @@ pub fn warnings(env: &Environment, uses: &[TargetUse]) -> Vec<String> {
              latency and CPU per I/O; set performance with \
              `echo performance | sudo tee /sys/devices/system/cpu/cpu*/cpufreq/scaling_governor`.",
             cpu_list(cpus)
-        ));
-    }
-    if let Some(why) = env.host.cpu_idle.as_ref().and_then(CpuIdle::slow_wake) {
-        out.push(format!(
-            "{why}, so at shallow queue depths each completion also waits for its CPU to wake, and \
-             a cheaper load (fewer CPU cycles per I/O, more idle) waits more often; `--cpu-idle poll` \
-             keeps the CPUs polling for the run (root; it holds /dev/cpu_dma_latency at 0, as tuned's \
-             latency profiles do)."
         ));
     }
     for usage in uses {
