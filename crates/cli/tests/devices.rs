@@ -8,7 +8,7 @@ use std::path::Path;
 use common::{json, run_in, stderr, ZramDevice};
 
 const QUICK: [&str; 4] = ["--runtime", "1s", "--ramp", "300ms"];
-const CAUSES: [&str; 14] = [
+const CAUSES: [&str; 15] = [
     "submitting_cpu",
     "kernel_cpu",
     "kernel_thread",
@@ -21,6 +21,7 @@ const CAUSES: [&str; 14] = [
     "queue",
     "page_cache",
     "rate_limit",
+    "configured_limit",
     "concurrency",
     "undetermined",
 ];
