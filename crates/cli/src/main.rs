@@ -33,6 +33,7 @@ mod scale_command;
 mod steady_command;
 mod suite_command;
 mod sweep_command;
+mod trace_command;
 mod verify_command;
 
 use std::process::ExitCode;
@@ -104,5 +105,7 @@ fn main() -> ExitCode {
             files_command::run(args, &store)
         }
         args::Command::Verify(args) => verify_command::run(args),
+        args::Command::Capture(args) => trace_command::capture_run(args),
+        args::Command::Trace { action } => trace_command::run(action),
     }
 }

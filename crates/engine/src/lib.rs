@@ -6,7 +6,6 @@
 
 mod aio;
 pub mod block;
-pub mod block_trace;
 pub mod blockcheck;
 mod buffers;
 pub mod content;

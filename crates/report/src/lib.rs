@@ -24,6 +24,7 @@ mod suite_conclusion;
 mod sweep;
 mod tails;
 mod text;
+mod trace_shape;
 
 pub use blend::{blend_json, blend_text, BLEND_SCHEMA};
 pub use burnin::{burnin_json, burnin_text, rated_text, BURNIN_SCHEMA};
@@ -46,6 +47,7 @@ pub use studies::{ladder_json, ladder_text, scale_json, scale_text, LADDER_SCHEM
 pub use suite::{suite_json, suite_text, SUITE_SCHEMA};
 pub use sweep::{sweep_json, sweep_text, SWEEP_SCHEMA};
 pub use text::{rate_summary, render_text};
+pub use trace_shape::{capture_text, trace_json, trace_text, TRACE_SCHEMA};
 
 use iolab_stats::result::RunReport;
 

@@ -2,17 +2,15 @@
 //! kernel writes them to its relay files and `blktrace -o NAME` saves them (one file per CPU,
 //! NAME.blktrace.N): read into requests.
 //!
-//! A request is what the block layer issued to the driver (a `D` event), or, on a bio-based
-//! device that has no requests (zram, md, dm), what was queued to it (`Q`). Its completion
-//! (`C`) at the same sector gives its service time; a requeue (`R`) takes back the issue it
-//! follows, so a request the driver sent back is counted once, when it is issued again.
-//! Records of both byte orders are read (blkparse's rule: the magic tells).
+//! Each record becomes a `BlockEvent` (`events::pair` makes the requests). Records of both
+//! byte orders are read (blkparse's rule: the magic tells).
 
-use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::collections::BTreeMap;
 
 use thiserror::Error;
 
-use crate::{flags, Request, Trace, TraceHeader, TraceOp, TraceSource};
+use crate::events::{self, BlockEvent, EventKind};
+use crate::{flags, Trace, TraceHeader, TraceOp, TraceSource};
 
 pub const MAGIC: u32 = 0x6561_7400;
 const RECORD_BYTES: usize = 48;
@@ -26,19 +24,24 @@ const TA_CGROUP: u32 = 1 << 8;
 const TN_PROCESS: u32 = 0;
 
 // Categories (the high 16 bits).
-pub const TC_READ: u32 = 1 << 0;
-pub const TC_WRITE: u32 = 1 << 1;
-pub const TC_FLUSH: u32 = 1 << 2;
-pub const TC_SYNC: u32 = 1 << 3;
-pub const TC_QUEUE: u32 = 1 << 4;
-pub const TC_REQUEUE: u32 = 1 << 5;
-pub const TC_ISSUE: u32 = 1 << 6;
-pub const TC_COMPLETE: u32 = 1 << 7;
-pub const TC_PC: u32 = 1 << 9;
-pub const TC_NOTIFY: u32 = 1 << 10;
-pub const TC_META: u32 = 1 << 12;
-pub const TC_DISCARD: u32 = 1 << 13;
-pub const TC_FUA: u32 = 1 << 15;
+#[cfg(test)]
+const TC_READ: u32 = 1 << 0;
+const TC_WRITE: u32 = 1 << 1;
+const TC_FLUSH: u32 = 1 << 2;
+const TC_SYNC: u32 = 1 << 3;
+#[cfg(test)]
+const TC_QUEUE: u32 = 1 << 4;
+#[cfg(test)]
+const TC_REQUEUE: u32 = 1 << 5;
+#[cfg(test)]
+const TC_ISSUE: u32 = 1 << 6;
+#[cfg(test)]
+const TC_COMPLETE: u32 = 1 << 7;
+const TC_PC: u32 = 1 << 9;
+const TC_NOTIFY: u32 = 1 << 10;
+const TC_META: u32 = 1 << 12;
+const TC_DISCARD: u32 = 1 << 13;
+const TC_FUA: u32 = 1 << 15;
 
 #[derive(Debug, Error, PartialEq)]
 pub enum BlktraceError {
@@ -143,6 +146,12 @@ fn events(
 /// Reads the per-CPU files of one blktrace (each `(name, bytes)`) into a trace. Files that hold
 /// no issue (`D`) are of a bio-based device: its requests are what was queued to it (`Q`).
 pub fn read(files: &[(String, Vec<u8>)]) -> Result<Trace, BlktraceError> {
+    read_counting(files).map(|(trace, _)| trace)
+}
+
+/// `read`, and how many completions the files hold (those of requests issued before the trace
+/// began included): what the device's own counters count over the same time.
+pub fn read_counting(files: &[(String, Vec<u8>)]) -> Result<(Trace, u64), BlktraceError> {
     let mut processes = BTreeMap::new();
     let mut all = Vec::new();
     for (name, bytes) in files {
@@ -151,87 +160,67 @@ pub fn read(files: &[(String, Vec<u8>)]) -> Result<Trace, BlktraceError> {
     // Per-CPU files are each in time order; together they are merged by time (stable: ties
     // keep their file order).
     all.sort_by_key(|e| e.time);
-    let names = files.iter().map(|(n, _)| n.as_str()).collect::<Vec<_>>().join(", ");
-    let is_io = |e: &Event| (e.action >> 16) & TC_PC == 0;
-    let has_issue = all.iter().any(|e| is_io(e) && e.action & 0xff == TA_ISSUE);
-    let issue_code = if has_issue { TA_ISSUE } else { TA_QUEUE };
-    let Some(start) = all.iter().find(|e| is_io(e) && e.action & 0xff == issue_code).map(|e| e.time) else {
+    let block_events: Vec<BlockEvent> = all.iter().filter_map(block_event).collect();
+    let Some(paired) = events::pair(&block_events) else {
+        let names = files.iter().map(|(n, _)| n.as_str()).collect::<Vec<_>>().join(", ");
         return Err(BlktraceError::Empty(names));
     };
-    let mut devices: Vec<u32> = Vec::new();
-    let mut requests: Vec<Option<Request>> = Vec::new();
-    let mut pending: HashMap<(u32, u64), VecDeque<usize>> = HashMap::new();
-    let mut end = start;
-    for e in all.iter().filter(|e| is_io(e)) {
-        let code = e.action & 0xff;
-        let key = (e.device, e.sector);
-        if code == issue_code {
-            if e.time < start {
-                continue;
-            }
-            let category = e.action >> 16;
-            let stream = match devices.iter().position(|&d| d == e.device) {
-                Some(i) => i,
-                None => {
-                    devices.push(e.device);
-                    devices.len() - 1
-                }
-            } as u16;
-            let op = if category & TC_DISCARD != 0 {
-                TraceOp::Discard
-            } else if category & TC_FLUSH != 0 && e.bytes == 0 {
-                TraceOp::Flush
-            } else if category & TC_WRITE != 0 {
-                TraceOp::Write
-            } else {
-                TraceOp::Read
-            };
-            let mut f = 0;
-            for (bit, flag) in [(TC_SYNC, flags::SYNC), (TC_FUA, flags::FUA), (TC_META, flags::META)] {
-                if category & bit != 0 {
-                    f |= flag;
-                }
-            }
-            if category & TC_FLUSH != 0 && e.bytes > 0 {
-                f |= flags::PREFLUSH;
-            }
-            pending.entry(key).or_default().push_back(requests.len());
-            requests.push(Some(Request {
-                at_ns: e.time - start,
-                op,
-                flags: f,
-                offset: e.sector * 512,
-                len: e.bytes,
-                pid: e.pid,
-                stream,
-                service_ns: None,
-            }));
-            end = end.max(e.time);
-        } else if code == TA_COMPLETE {
-            let Some(index) = pending.get_mut(&key).and_then(|q| q.pop_front()) else { continue };
-            if let Some(r) = requests[index].as_mut() {
-                r.service_ns = Some(e.time.saturating_sub(start + r.at_ns));
-            }
-            end = end.max(e.time);
-        } else if code == TA_REQUEUE && has_issue {
-            if let Some(index) = pending.get_mut(&key).and_then(|q| q.pop_back()) {
-                requests[index] = None;
-            }
-        }
-    }
-    let streams = devices.iter().map(|&d| format!("{}:{}", d >> 20, d & 0xf_ffff)).collect();
-    Ok(Trace {
+    let trace = Trace {
         header: TraceHeader {
             source: TraceSource::Blktrace,
-            streams,
+            streams: paired.devices.iter().map(|&d| events::device_name(d)).collect(),
             device_bytes: None,
             timed: true,
-            duration_ns: end - start,
+            duration_ns: paired.duration_ns,
             processes,
             captured_at: None,
             capture_cost: None,
         },
-        requests: requests.into_iter().flatten().collect(),
+        requests: paired.requests,
+    };
+    Ok((trace, paired.completions))
+}
+
+/// The block event a record is, if it is one (passthrough commands are not).
+fn block_event(e: &Event) -> Option<BlockEvent> {
+    let category = e.action >> 16;
+    if category & TC_PC != 0 {
+        return None;
+    }
+    let kind = match e.action & 0xff {
+        TA_QUEUE => EventKind::Queue,
+        TA_ISSUE => EventKind::Issue,
+        TA_REQUEUE => EventKind::Requeue,
+        TA_COMPLETE => EventKind::Complete,
+        _ => return None,
+    };
+    let op = if category & TC_DISCARD != 0 {
+        TraceOp::Discard
+    } else if category & TC_FLUSH != 0 && e.bytes == 0 {
+        TraceOp::Flush
+    } else if category & TC_WRITE != 0 {
+        TraceOp::Write
+    } else {
+        TraceOp::Read
+    };
+    let mut f = 0;
+    for (bit, flag) in [(TC_SYNC, flags::SYNC), (TC_FUA, flags::FUA), (TC_META, flags::META)] {
+        if category & bit != 0 {
+            f |= flag;
+        }
+    }
+    if category & TC_FLUSH != 0 && e.bytes > 0 {
+        f |= flags::PREFLUSH;
+    }
+    Some(BlockEvent {
+        time: e.time,
+        kind,
+        device: e.device,
+        sector: e.sector,
+        bytes: e.bytes,
+        op,
+        flags: f,
+        pid: e.pid,
     })
 }
 
@@ -267,7 +256,7 @@ pub(crate) mod tests_support {
 
     /// A 4 KiB read issued at `time` to `sector`.
     pub fn issue(time: u64, sector: u64) -> Vec<u8> {
-        record(time, sector, 4096, TA_ISSUE, (TC_ISSUE | TC_READ), 1, &[])
+        record(time, sector, 4096, TA_ISSUE, TC_ISSUE | TC_READ, 1, &[])
     }
 }
 

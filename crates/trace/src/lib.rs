@@ -9,10 +9,12 @@
 
 pub mod blktrace;
 pub mod capture;
+pub mod events;
 pub mod file_format;
 pub mod import;
 pub mod iolog;
 pub mod replay_plan;
+pub mod ring_buffer;
 pub mod shape;
 
 use std::collections::BTreeMap;
@@ -143,7 +145,7 @@ pub struct TraceHeader {
     pub duration_ns: u64,
     /// Task names by pid, where the source says.
     pub processes: BTreeMap<u32, String>,
-    /// When the capture began (RFC 3339), for a capture.
+    /// When the capture began ("2026-11-29 20:00:00 UTC"), for a capture.
     pub captured_at: Option<String>,
     pub capture_cost: Option<CaptureCost>,
 }
@@ -153,27 +155,4 @@ pub struct Trace {
     pub header: TraceHeader,
     /// In issue order.
     pub requests: Vec<Request>,
-}
-
-impl Trace {
-    /// The most requests that were outstanding at once, from issue and completion times
-    /// (`None` when the source has no completions).
-    pub fn max_outstanding(&self) -> Option<u32> {
-        if self.requests.iter().any(|r| r.service_ns.is_none()) {
-            return None;
-        }
-        let mut edges: Vec<(u64, i32)> = Vec::with_capacity(self.requests.len() * 2);
-        for r in &self.requests {
-            edges.push((r.at_ns, 1));
-            edges.push((r.at_ns + r.service_ns.unwrap_or(0), -1));
-        }
-        // A completion at the same instant as an issue frees its slot first.
-        edges.sort_unstable();
-        let (mut now, mut most) = (0i32, 0i32);
-        for (_, step) in edges {
-            now += step;
-            most = most.max(now);
-        }
-        Some(most.max(0) as u32)
-    }
 }

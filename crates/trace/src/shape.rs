@@ -140,7 +140,7 @@ pub fn shape(trace: &Trace) -> Shape {
         sequential_pct: sequential_pct(&data),
         placement: placement(&data, trace.header.device_bytes),
         arrivals: trace.header.timed.then(|| arrivals(requests)).flatten(),
-        outstanding: outstanding(requests),
+        outstanding: outstanding(trace),
         service: service(requests, &listed),
     }
 }
@@ -389,14 +389,19 @@ fn arrivals(requests: &[Request]) -> Option<Arrivals> {
     })
 }
 
-fn outstanding(requests: &[Request]) -> Option<Outstanding> {
-    if requests.is_empty() || requests.iter().any(|r| r.service_ns.is_none()) {
+/// Requests outstanding at the device over the trace's time, from issue and completion; a
+/// request the trace saw no completion of (one still in flight at its end) counts to its end.
+/// `None` when the source has no completions at all (an iolog).
+pub fn outstanding(trace: &Trace) -> Option<Outstanding> {
+    let requests = &trace.requests;
+    if requests.iter().all(|r| r.service_ns.is_none()) {
         return None;
     }
     let mut edges: Vec<(u64, i64)> = Vec::with_capacity(requests.len() * 2);
     for r in requests {
+        let end = r.service_ns.map_or(trace.header.duration_ns.max(r.at_ns), |ns| r.at_ns + ns);
         edges.push((r.at_ns, 1));
-        edges.push((r.at_ns + r.service_ns.unwrap_or(0), -1));
+        edges.push((end, -1));
     }
     edges.sort_unstable();
     let (first, last) = (edges[0].0, edges[edges.len() - 1].0);

@@ -107,6 +107,16 @@ fn sequential_streams_interleaved_are_sequential() {
 }
 
 #[test]
+fn a_request_without_its_completion_is_outstanding_to_the_end() {
+    let mut trace = mixed(10, 100, 0, &[(100, 100)], 1_000, 500);
+    trace.requests[9].service_ns = None;
+    trace.header.duration_ns = 10_000;
+    let out = outstanding(&trace).expect("some completions");
+    // Nine of 500 ns each, and the last from 9,000 to 10,000 ns, over 10,000 ns.
+    assert!((out.mean - 0.55).abs() < 1e-9, "{}", out.mean);
+}
+
+#[test]
 fn gaps_say_whether_arrivals_are_even_or_bursty() {
     let even = mixed(10_000, 100, 0, &[(100, 100)], 1_000, 10);
     let arrivals = shape(&even).arrivals.expect("timed");

@@ -10,6 +10,7 @@ mod shared;
 mod stored;
 mod studies;
 mod study_help;
+mod trace;
 mod verify;
 
 use clap::{CommandFactory, Parser, Subcommand};
@@ -24,6 +25,7 @@ pub use studies::{
     BurninArgs, CliffArgs, LadderArgs, PreconditionArgs, RampArgs, RunArgs, ScaleArgs, SteadyArgs, SuiteArgs,
     SweepArgs,
 };
+pub use trace::{CaptureArgs, TraceAction};
 pub use verify::VerifyArgs;
 
 /// The command line as iolab parses it and shows its help: the studies' timing said as they use it.
@@ -152,6 +154,16 @@ pub enum Command {
     /// symlink, rename, copy, unlink, rmdir in the order given, each operation timed exactly, on
     /// io_uring or plain system calls (docs/files.md).
     Files(FilesArgs),
+    /// Record every request the block layer issues to a device and completes, for --for
+    /// (default 30 s), into a trace file (root: the kernel's block tracing), with whether it
+    /// saw them all and what it cost.
+    Capture(CaptureArgs),
+    /// Block traces (a capture, blktrace's output, a fio iolog): what one is as a workload, or
+    /// one imported as an iolab trace.
+    Trace {
+        #[command(subcommand)]
+        action: TraceAction,
+    },
     /// Read a region a --verify run wrote and check every block against its record: lost,
     /// stale, misdirected, torn or corrupted blocks, by offset (docs/verify.md).
     Verify(VerifyArgs),
