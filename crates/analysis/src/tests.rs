@@ -216,6 +216,7 @@ fn group(name: &str, targets: &[(String, f64)], synth: &Synth) -> GroupResult {
         total,
         series: Vec::new(),
         rate: None,
+        replay: None,
         blocks: None,
         data: None,
         histograms: Default::default(),

@@ -102,6 +102,7 @@ fn base() -> JobResult {
         total: ops(IOPS),
         series: Vec::new(),
         rate: None,
+        replay: None,
         blocks: None,
         data: None,
         histograms: Default::default(),

@@ -26,6 +26,7 @@ mod progress;
 mod ramp_command;
 mod rated_input;
 mod recording;
+mod replay_command;
 mod report_command;
 mod results_command;
 mod run_command;
@@ -44,7 +45,7 @@ fn main() -> ExitCode {
         Err(error) => return exit::clap_error(error, &args::command()),
     };
     // Held until iolab exits: the kernel drops the request with the file.
-    let _polling = match cli.command.workload().map(|w| w.cpu_idle) {
+    let _polling = match cli.command.cpu_idle() {
         Some(args::CpuIdleMode::Poll) => match iolab_runner::CpusPolling::hold() {
             Ok(held) => Some(held),
             Err(why) => return exit::usage(&why),
@@ -106,6 +107,10 @@ fn main() -> ExitCode {
         }
         args::Command::Verify(args) => verify_command::run(args),
         args::Command::Capture(args) => trace_command::capture_run(args),
+        args::Command::Replay(args) => {
+            let store = store.keeping(args.keep);
+            replay_command::run(args, &store)
+        }
         args::Command::Trace { action } => trace_command::run(action),
     }
 }

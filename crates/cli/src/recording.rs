@@ -294,9 +294,9 @@ fn label(kind: &str, title: Option<&str>, jobs: &[JobSpec]) -> String {
     }
     let Some(first) = jobs.first() else { return kind.to_string() };
     let what = match first.groups.as_slice() {
-        [one] => one.access.describe(),
+        [one] => one.describe_access(),
         groups => {
-            let each: Vec<String> = groups.iter().map(|g| g.access.describe()).collect();
+            let each: Vec<String> = groups.iter().map(|g| g.describe_access()).collect();
             format!("of {} groups ({})", groups.len(), each.join("; "))
         }
     };

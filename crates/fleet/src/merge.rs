@@ -288,6 +288,8 @@ fn merge_group(
             series_bound(groups.iter().map(|group| group.series.as_slice()))
         },
         rate: merge_rate(&groups, &stats, measured_s, slo),
+        // A replay is never sent to agents (the job's wire form refuses one).
+        replay: None,
         blocks: BlockCoverage::sum(&groups.iter().filter_map(|group| group.blocks).collect::<Vec<_>>()),
         histograms: stats,
     }

@@ -152,6 +152,7 @@ fn agent_result(own: &Recorded, measured_s: f64, start: u64, job: &JobSpec) -> A
             total: stats.combined().summary(measured_s, slo),
             series: series.clone(),
             rate: None,
+            replay: None,
             blocks: None,
             data: None,
             histograms: stats.clone(),

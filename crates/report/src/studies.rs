@@ -65,7 +65,7 @@ pub(crate) fn workload(run: &RunReport) -> String {
 pub fn planned_workload(job: &iolab_spec::JobSpec) -> String {
     let Some(group) = job.groups.first() else { return String::new() };
     let direct = if group.target.direct { "O_DIRECT" } else { "buffered" };
-    workload_line(&group.access.describe(), group.qd, group.workers, direct)
+    workload_line(&group.describe_access(), group.qd, group.workers, direct)
 }
 
 fn workload_line(access: &str, qd: u32, workers: u32, direct: &str) -> String {

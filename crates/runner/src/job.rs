@@ -8,14 +8,15 @@ use std::time::SystemTime;
 
 use iolab_engine::content::ContentConfig;
 use iolab_engine::{Engine, Op, WithEngine};
-use iolab_spec::{EngineKind, JobSpec, Nanos, RateSpec};
+use iolab_spec::{EngineKind, GroupSpec, JobSpec, Nanos, RateSpec};
+use iolab_stats::replay::ReplayReport;
 use iolab_stats::result::{
     BlockCoverage, CpuReport, ErrorReport, GroupResult, IoErrorRecord, JobResult, RateReport, StuckIo,
     TargetResult, Verdict,
 };
 use iolab_stats::slots::SlotSplit;
 use iolab_stats::threads::WORKER_THREAD_PREFIX;
-use iolab_stats::{DataReport, DataSample, IntervalStats};
+use iolab_stats::{DataReport, DataSample, IntervalStats, OpStats};
 
 use crate::collector::{Collected, Collector};
 use crate::coverage::{Coverage, Touched};
@@ -51,14 +52,12 @@ pub fn run_job(
         let regions: Vec<Region> =
             group_targets.iter().map(|t| Region { start: t.region_start, size: t.region_size }).collect();
         for index in 0..threads {
-            plans.push(LanePlan {
-                lane: plans.len(),
-                engine: group.engine,
-                uring: group.uring,
-                qd: group.qd_per_lane(),
-                files: group_targets.iter().map(|t| t.file.as_raw_fd()).collect(),
-                max_len: group.access.max_bs().0 as u32,
-                router: Router::new(
+            let router = match &group.replay {
+                Some(replay) => {
+                    let block = group.access.align.0;
+                    Router::replay(replay.ios.clone(), regions[0], block, index, threads)
+                }
+                None => Router::new(
                     &group.access,
                     &regions,
                     group.target.stripe.map(|s| s.0),
@@ -67,11 +66,31 @@ pub fn run_job(
                     threads,
                 )
                 .map_err(|e| RunError::Invalid(format!("group '{}': {e}", group.name)))?,
+            };
+            let (schedule, issue_limit) = match &group.replay {
+                Some(replay) if replay.speed.is_some() => {
+                    (Some(Schedule::replay(replay.ios.clone(), threads, index, job.ramp.0)), None)
+                }
+                Some(replay) => (None, Some(lane_share(replay.ios.len() as u64, threads, index))),
+                None => (
+                    group.rate.map(|rate| Schedule::new(&rate, threads, index, group.seed, job.ramp.0)),
+                    None,
+                ),
+            };
+            plans.push(LanePlan {
+                lane: plans.len(),
+                engine: group.engine,
+                uring: group.uring,
+                qd: group.qd_per_lane(),
+                files: group_targets.iter().map(|t| t.file.as_raw_fd()).collect(),
+                max_len: group.access.max_bs().0 as u32,
+                router,
                 burst: group.access.burst,
                 submit_batch: group.submit_batch,
                 complete_batch: group.complete_batch,
                 cpu: (!group.cpus.is_empty()).then(|| group.cpus[index as usize % group.cpus.len()]),
-                schedule: group.rate.map(|rate| Schedule::new(&rate, threads, index, group.seed, job.ramp.0)),
+                schedule,
+                issue_limit,
                 verify: verify.lane(g, group.qd_per_lane(), group.access.max_bs().0 as u32),
                 content: contents[g].clone(),
             });
@@ -126,14 +145,11 @@ pub fn run_job(
     if let Some(at) = start_at {
         start_gate::wait_until(at, interrupt);
     }
-    let shared = Arc::new(Shared::new(
-        clock,
-        job.ramp.0,
-        job.runtime.0,
-        job.interval.0,
-        job.io_limit,
-        job.continue_on_error,
-    ));
+    let finite_lanes = job.groups.iter().filter(|g| g.replay.is_some()).map(GroupSpec::lanes).sum();
+    let shared = Arc::new(
+        Shared::new(clock, job.ramp.0, job.runtime.0, job.interval.0, job.io_limit, job.continue_on_error)
+            .with_finite_lanes(finite_lanes),
+    );
     for start in &starts {
         let _ = start.send(Some(shared.clone()));
     }
@@ -218,7 +234,7 @@ fn assemble(
                     })
                     .collect(),
                 stripe_bytes: group.target.stripe.map(|s| s.0),
-                access: group.access.describe(),
+                access: group.describe_access(),
                 engine: group.engine.to_string(),
                 engine_setup: setups
                     .get(first_lane)
@@ -244,6 +260,18 @@ fn assemble(
                         schedule_kept(&rate, group.lanes(), lanes.map(|l| l.1), window);
                     let response = totals.response.as_ref().and_then(|r| r.latency_summary(slo));
                     RateReport::new(&rate, scheduled, totals.ios(), measured_s, max_lag_ns, response)
+                }),
+                replay: group.replay.as_ref().map(|replay| {
+                    let mut lags = OpStats::default();
+                    let mut max_lag_ns = 0;
+                    let lanes = lane_group.iter().zip(lane_rates.iter()).filter(|(&lg, _)| lg == g);
+                    for lane in lanes.filter_map(|(_, rate)| rate.as_ref()) {
+                        lags.merge(&lane.lags);
+                        max_lag_ns = max_lag_ns.max(lane.max_lag_ns);
+                    }
+                    let response = totals.response.as_ref().and_then(|r| r.latency_summary(slo));
+                    let paced = replay.speed.is_some().then_some(&lags);
+                    ReplayReport::new(replay, paced, max_lag_ns, totals.ios(), response, slo)
                 }),
                 blocks: group_coverage(lane_group, &collected.lane_touched, g),
                 data: group.access.writes().then(|| {
@@ -382,6 +410,12 @@ impl WithEngine for LaneThread {
 fn wall_clock_of(shared: &Shared, at: u64) -> u64 {
     let now_unix = SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos() as u64);
     now_unix.saturating_sub(shared.now_ns().saturating_sub(at))
+}
+
+/// Of `total` I/Os dealt to `lanes` lanes in turn, how many lane `lane` gets.
+fn lane_share(total: u64, lanes: u32, lane: u32) -> u64 {
+    let lanes = u64::from(lanes.max(1));
+    total / lanes + u64::from(u64::from(lane) < total % lanes)
 }
 
 /// The I/Os a group's lanes had due in the measured `window` (start, end) and the most any of

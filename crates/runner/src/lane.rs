@@ -70,6 +70,9 @@ pub struct LaneRate {
     pub schedule: Schedule,
     /// The most an I/O issued in the measured window started behind its due time.
     pub max_lag_ns: u64,
+    /// How far behind its due time each I/O of the window was taken off the schedule (bytes
+    /// not counted).
+    pub lags: OpStats,
 }
 
 /// Published by a lane once per batch so the watchdog can tell a stuck request, and the
@@ -109,6 +112,9 @@ pub struct LanePlan {
     pub cpu: Option<u32>,
     /// Open loop: the lane's share of the group's schedule. `None`: closed loop.
     pub schedule: Option<Schedule>,
+    /// Closed loop over a finite list (a replay as fast as possible): the I/Os the lane
+    /// issues in all. `None`: as many as the window allows.
+    pub issue_limit: Option<u64>,
     /// `--verify`: records writes and checks reads (`verify`).
     pub verify: Option<crate::verify::LaneVerify>,
     /// What the lane's writes hold: the group's data settings and seed.
@@ -143,6 +149,9 @@ trait Pacing {
     /// When the next I/O is due, if it has a time.
     fn next_due(&self) -> Option<u64>;
 
+    /// Whether the lane has issued every I/O it ever will (a replay's last).
+    fn exhausted(&self) -> bool;
+
     /// Records what the schedule adds to a completion's statistics.
     fn record(stats: &mut IntervalStats, due: Self::Due, now: u64, len: u32);
 }
@@ -167,6 +176,43 @@ impl Pacing for ClosedLoop {
     }
 
     #[inline(always)]
+    fn exhausted(&self) -> bool {
+        false
+    }
+
+    #[inline(always)]
+    fn record(_stats: &mut IntervalStats, _due: (), _now: u64, _len: u32) {}
+}
+
+/// As fast as the queue allows, for a set number of I/Os (a replay at `--speed max`).
+struct Bounded {
+    left: u64,
+}
+
+impl Pacing for Bounded {
+    type Due = ();
+
+    #[inline]
+    fn is_due(&self, _now: u64) -> bool {
+        self.left > 0
+    }
+
+    #[inline]
+    fn take(&mut self, _now: u64) {
+        self.left -= 1;
+    }
+
+    #[inline]
+    fn next_due(&self) -> Option<u64> {
+        None
+    }
+
+    #[inline]
+    fn exhausted(&self) -> bool {
+        self.left == 0
+    }
+
+    #[inline]
     fn record(_stats: &mut IntervalStats, _due: (), _now: u64, _len: u32) {}
 }
 
@@ -175,6 +221,7 @@ struct Paced {
     schedule: Schedule,
     measure_start_ns: u64,
     max_lag_ns: u64,
+    lags: OpStats,
 }
 
 impl Pacing for Paced {
@@ -189,14 +236,22 @@ impl Pacing for Paced {
     fn take(&mut self, now: u64) -> u64 {
         let due = self.schedule.take();
         if now >= self.measure_start_ns {
-            self.max_lag_ns = self.max_lag_ns.max(now.saturating_sub(due));
+            let lag = now.saturating_sub(due);
+            self.max_lag_ns = self.max_lag_ns.max(lag);
+            self.lags.record(lag, 0);
         }
         due
     }
 
+    /// `None` once a replay's schedule has nothing more: no wait ends at its "next" time.
     #[inline]
     fn next_due(&self) -> Option<u64> {
-        Some(self.schedule.next_due_ns())
+        Some(self.schedule.next_due_ns()).filter(|&due| due != u64::MAX)
+    }
+
+    #[inline]
+    fn exhausted(&self) -> bool {
+        self.schedule.next_due_ns() == u64::MAX
     }
 
     #[inline]
@@ -254,6 +309,12 @@ pub fn run<E: Engine>(
 ) {
     let mut outstanding_ns = vec![0; plan.files.len()];
     let (error, rate) = match plan.schedule.take() {
+        None if plan.issue_limit.is_some() => {
+            let mut bounded = Bounded { left: plan.issue_limit.unwrap_or(0) };
+            let error =
+                drive(&mut plan, &mut engine, shared, heartbeat, events, &mut bounded, &mut outstanding_ns);
+            (error.err(), None)
+        }
         None => {
             let error = drive(
                 &mut plan,
@@ -270,11 +331,17 @@ pub fn run<E: Engine>(
             // Sleeps end at due times: without the default 50 us of timer slack the kernel may
             // add, an I/O starts on time rather than up to 50 us late. Best effort.
             let _ = nix::sys::prctl::set_timerslack(1);
-            let mut paced = Paced { schedule, measure_start_ns: shared.measure_start_ns, max_lag_ns: 0 };
+            let mut paced = Paced {
+                schedule,
+                measure_start_ns: shared.measure_start_ns,
+                max_lag_ns: 0,
+                lags: OpStats::default(),
+            };
             let error =
                 drive(&mut plan, &mut engine, shared, heartbeat, events, &mut paced, &mut outstanding_ns)
                     .err();
-            (error, Some(LaneRate { schedule: paced.schedule, max_lag_ns: paced.max_lag_ns }))
+            let rate = LaneRate { schedule: paced.schedule, max_lag_ns: paced.max_lag_ns, lags: paced.lags };
+            (error, Some(rate))
         }
     };
     if error.is_some() {
@@ -333,6 +400,7 @@ fn drive<E: Engine, P: Pacing>(
     let mut now = shared.now_ns();
     *lock(&heartbeat.current) = Some(Interval::at(now, shared, targets));
     let mut burst_left = plan.burst.map_or(u32::MAX, |b| b.ios);
+    let mut finished = false;
 
     loop {
         let stopping = shared.stopping() || shared.window_over(now);
@@ -351,6 +419,7 @@ fn drive<E: Engine, P: Pacing>(
                 let request =
                     IoRequest { slot, op: next.op, file: target, offset: next.offset, len: next.len };
                 if engine.queue(request) == Queued::Busy {
+                    plan.router.put_back();
                     free.push(slot);
                     break;
                 }
@@ -379,6 +448,17 @@ fn drive<E: Engine, P: Pacing>(
             busy = false;
             if stopping {
                 break;
+            }
+            if pacer.exhausted() {
+                // A replay's lane has issued and reaped its last I/O: it waits for the job to
+                // end (the last such lane ends it), counted once.
+                if !finished {
+                    finished = true;
+                    shared.finite_lane_done(shared.now_ns());
+                }
+                idle_until(shared, u64::MAX);
+                now = shared.now_ns();
+                continue;
             }
             // A burst is complete: idle, then start the next one.
             if let Some(burst) = plan.burst {

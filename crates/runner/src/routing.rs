@@ -2,7 +2,10 @@
 //! of one). Either in turn, each target with offsets of its own, or striped RAID-0 style: one
 //! volume of `stripe`-sized chunks, chunk `c` on target `c % n`, row `c / n`.
 
-use iolab_spec::AccessSpec;
+use std::sync::Arc;
+
+use iolab_engine::Op;
+use iolab_spec::{AccessSpec, ReplayIo};
 
 use crate::access::{AccessError, AccessGenerator, NextIo};
 use crate::coverage::Touched;
@@ -27,6 +30,9 @@ pub enum Router {
     InTurn { generators: Vec<AccessGenerator>, next: usize },
     /// One access pattern over the striped volume, mapped to (target, offset).
     Striped { generator: AccessGenerator, stripe: u64, starts: Vec<u64> },
+    /// A trace's requests (`iolab replay`), to the group's one target: lane i of T takes
+    /// requests i, i + T, i + 2T, ... (`next` is the lane's next, `step` is T).
+    Replay { ios: Arc<[ReplayIo]>, next: usize, step: usize, region_start: u64, touched: Touched },
 }
 
 impl Router {
@@ -62,11 +68,34 @@ impl Router {
         })
     }
 
+    /// The router of lane `index` of `count` replaying `ios` on `region`, whose blocks are
+    /// `block` bytes for the coverage count.
+    pub fn replay(ios: Arc<[ReplayIo]>, region: Region, block: u64, index: u32, count: u32) -> Self {
+        let touched = Touched::new(region.start, region.size, block, count);
+        Router::Replay {
+            ios,
+            next: index as usize,
+            step: count.max(1) as usize,
+            region_start: region.start,
+            touched,
+        }
+    }
+
     /// What the lane's I/Os touched, per target (striped: one for the whole volume).
     pub fn touched(&self) -> Vec<Touched> {
         match self {
             Router::InTurn { generators, .. } => generators.iter().map(|g| g.touched().clone()).collect(),
             Router::Striped { generator, .. } => vec![generator.touched().clone()],
+            Router::Replay { touched, .. } => vec![touched.clone()],
+        }
+    }
+
+    /// Takes back the I/O `next_io` gave last, which the engine could not queue: a replay
+    /// issues it next instead of skipping it. (A generated I/O is simply drawn anew.)
+    #[inline]
+    pub fn put_back(&mut self) {
+        if let Router::Replay { next, step, .. } = self {
+            *next -= *step;
         }
     }
 
@@ -82,6 +111,16 @@ impl Router {
                 let io = generator.next_io();
                 let (target, offset) = stripe_map(io.offset, u64::from(io.len), *stripe, starts);
                 RoutedIo { target, io: NextIo { offset, ..io } }
+            }
+            Router::Replay { ios, next, step, region_start, touched } => {
+                // The lane's schedule stops issuing after the lane's last request; wrapping here
+                // only keeps an index in bounds.
+                let io = ios[*next % ios.len()];
+                *next += *step;
+                let offset = *region_start + io.offset;
+                touched.record(offset, io.len);
+                let op = if io.write { Op::Write } else { Op::Read };
+                RoutedIo { target: 0, io: NextIo { op, offset, len: io.len } }
             }
         }
     }

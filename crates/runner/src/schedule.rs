@@ -12,7 +12,9 @@
 //! Due times are computed from the index (uniform) or summed in `f64` (Poisson), never by adding
 //! rounded gaps, so they do not drift.
 
-use iolab_spec::{Arrival, RateSpec};
+use std::sync::Arc;
+
+use iolab_spec::{Arrival, RateSpec, ReplayIo};
 
 const NS_PER_SEC: u128 = 1_000_000_000;
 
@@ -47,6 +49,13 @@ enum Kind {
         rng: fastrand::Rng,
         mean_gap_ns: f64,
         due_ns: f64,
+    },
+    /// A trace's recorded times (`iolab replay`): lane `lane` of `step` takes requests lane,
+    /// lane + step, ...; after its last, nothing is ever due.
+    Replay {
+        ios: Arc<[ReplayIo]>,
+        lane: usize,
+        step: usize,
     },
 }
 
@@ -84,8 +93,23 @@ impl Schedule {
             Schedule { kind, index: 0, next_due_ns: 0, measure_start_ns, first_measured: None };
         schedule.next_due_ns = match &schedule.kind {
             Kind::Uniform { due_ns, .. } => *due_ns,
-            Kind::Poisson { .. } => schedule.draw(),
+            Kind::Poisson { .. } | Kind::Replay { .. } => schedule.draw(),
         };
+        schedule.note_measured();
+        schedule
+    }
+
+    /// The schedule of lane `lane` of `lanes` replaying `ios` at their due times.
+    pub fn replay(ios: Arc<[ReplayIo]>, lanes: u32, lane: u32, measure_start_ns: u64) -> Self {
+        let (lane, step) = (lane as usize, lanes.max(1) as usize);
+        let mut schedule = Schedule {
+            kind: Kind::Replay { ios, lane, step },
+            index: 0,
+            next_due_ns: 0,
+            measure_start_ns,
+            first_measured: None,
+        };
+        schedule.next_due_ns = schedule.draw();
         schedule.note_measured();
         schedule
     }
@@ -124,6 +148,10 @@ impl Schedule {
                 *due_ns += -(1.0 - rng.f64()).ln() * *mean_gap_ns;
                 *due_ns as u64
             }
+            Kind::Replay { ios, lane, step } => {
+                let at = (*lane as u64 + self.index * *step as u64) as usize;
+                ios.get(at).map_or(u64::MAX, |io| io.due_ns)
+            }
         }
     }
 
@@ -146,6 +174,10 @@ impl Schedule {
             let first =
                 |t: u64| uniform_first_at(t, u128::from(group_iops), u128::from(threads), u128::from(lane));
             return first(end) - first(start);
+        }
+        if let Kind::Replay { ios, lane, step } = &self.kind {
+            let due = |io: &ReplayIo| io.due_ns >= start && io.due_ns < end;
+            return ios.iter().skip(*lane).step_by(*step).filter(|io| due(io)).count() as u64;
         }
         debug_assert_eq!(start, self.measure_start_ns, "the window opens where the schedule was told");
         let mut drawn = 0;

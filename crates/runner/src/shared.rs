@@ -1,7 +1,7 @@
 //! State shared by the threads of one job: the clock base, the measured window, the stop
 //! request, and the I/O-limit counters. Lanes read it once per batch, never per I/O.
 
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering::Relaxed};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicU8, Ordering::Relaxed};
 use std::sync::OnceLock;
 
 use iolab_spec::IoLimit;
@@ -36,6 +36,9 @@ pub struct Shared {
     pub continue_on_error: bool,
     /// Set once the collector has taken the CPU snapshots at the end of the window.
     cpu_snapshot_taken: AtomicBool,
+    /// Lanes with a finite list of I/Os (a replay's) that have not issued and reaped all of
+    /// them yet; the last to finish ends the job.
+    finite_lanes_left: AtomicU32,
 }
 
 /// The clock every job of this process runs on, calibrated by its first job. Calibration spins
@@ -87,6 +90,21 @@ impl Shared {
             measured_bytes: AtomicU64::new(0),
             continue_on_error,
             cpu_snapshot_taken: AtomicBool::new(false),
+            finite_lanes_left: AtomicU32::new(0),
+        }
+    }
+
+    /// `lanes` of the job's lanes issue a finite list of I/Os (a replay): when the last of
+    /// them has reaped its last I/O, the job ends, as with an I/O limit.
+    pub fn with_finite_lanes(self, lanes: u32) -> Self {
+        self.finite_lanes_left.store(lanes, Relaxed);
+        self
+    }
+
+    /// A lane with a finite list has issued and reaped all of it at `now_ns`.
+    pub fn finite_lane_done(&self, now_ns: u64) {
+        if self.finite_lanes_left.fetch_sub(1, Relaxed) == 1 {
+            self.request_stop(StopReason::IoLimit, now_ns + 1);
         }
     }
 

@@ -30,7 +30,8 @@ pub use data::{BufferPattern, DataSpec};
 pub use distribution::{Distribution, DistributionError, WorkingSet, WorkingSetMoves, Zone, MAX_ZIPF_THETA};
 pub use error::{SpecError, TomlError};
 pub use model::{
-    AccessSpec, Burst, GroupSpec, JobSpec, OutputSpec, RateSpec, RunPlan, TargetSpec, UringSpec,
+    AccessSpec, Burst, GroupSpec, JobSpec, OutputSpec, RateSpec, ReplayIo, ReplaySpec, RunPlan, TargetSpec,
+    UringSpec,
 };
 pub use options::{flag_name, Options, JOB_KEYS, RUN_KEYS, URING_KEYS};
 pub use resolve::{defaults, resolve, DEFAULT_SEED, MAX_RATE_IOPS, STANDARD_SLO};

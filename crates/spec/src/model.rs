@@ -69,6 +69,51 @@ pub struct GroupSpec {
     pub verify: crate::verify::VerifySpec,
     /// What the group's writes hold (`--dedupe-pct`, `--compress-pct`, `--buffer-pattern`).
     pub data: crate::data::DataSpec,
+    /// `iolab replay`: a trace's requests instead of the access pattern. `None` for every
+    /// other run.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub replay: Option<ReplaySpec>,
+}
+
+/// A trace replayed by a group: each I/O's operation, offset and length, and when it is due.
+#[derive(Clone, Serialize)]
+pub struct ReplaySpec {
+    /// The trace file, as the user named it.
+    pub source: String,
+    /// How fast: 2.0 issues each request at half its recorded time; `None` as fast as the
+    /// queue allows (the times are then not kept).
+    pub speed: Option<f64>,
+    /// How the trace's offsets were laid onto a smaller target ("scale", "wrap"), if they were.
+    pub fit: Option<String>,
+    /// Requests of the trace not replayed (discards and flushes: no data to move).
+    pub skipped: u64,
+    /// The requests, in issue order; lane i of T issues i, i + T, i + 2T, ...
+    #[serde(skip)]
+    pub ios: std::sync::Arc<[ReplayIo]>,
+}
+
+/// Its requests are counted, not listed: a trace holds millions.
+impl std::fmt::Debug for ReplaySpec {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ReplaySpec")
+            .field("source", &self.source)
+            .field("speed", &self.speed)
+            .field("fit", &self.fit)
+            .field("skipped", &self.skipped)
+            .field("ios", &self.ios.len())
+            .finish()
+    }
+}
+
+/// One request of a replay.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ReplayIo {
+    /// Nanoseconds from the job's start (0 for every request of a replay as fast as possible).
+    pub due_ns: u64,
+    pub write: bool,
+    /// Within the target's region.
+    pub offset: u64,
+    pub len: u32,
 }
 
 /// The schedule of a rate-limited group.
@@ -106,6 +151,14 @@ impl GroupSpec {
     /// (psync: `--workers` x `--qd`).
     pub fn lanes(&self) -> u32 {
         self.workers * (self.qd / self.engine.qd_per_lane(self.qd))
+    }
+
+    /// What the group's I/Os are: its access pattern, or the trace it replays and that
+    /// trace's mix ("replay of t.trace at 1x: mix 4KiB/60,64KiB/40 random 70% read").
+    pub fn describe_access(&self) -> String {
+        let Some(replay) = &self.replay else { return self.access.describe() };
+        let speed = replay.speed.map_or_else(|| "as fast as possible".to_string(), |x| format!("at {x}x"));
+        format!("replay of {} {speed}: {}", replay.source, self.access.describe())
     }
 
     /// I/Os each lane keeps in flight: the group's `--qd`, or 1 with a synchronous engine.

@@ -397,6 +397,7 @@ fn resolve_group(layer: &Options, name: String, seed: u64) -> Result<GroupSpec, 
         seed,
         verify,
         data,
+        replay: None,
     })
 }
 

@@ -118,7 +118,13 @@ fn group_keys(group: &GroupSpec, index: usize, table: &mut Table) -> Result<(), 
         seed,
         verify,
         data,
+        replay,
     } = group;
+    if replay.is_some() {
+        return Err(SpecError::Invalid(
+            "a replay runs on this host only; a fleet agent cannot be sent a trace".into(),
+        ));
+    }
     target_keys(target, table)?;
     access_keys(access, table);
     table.insert("qd".into(), i64::from(*qd).into());
@@ -287,6 +293,7 @@ fn fields(job: &JobSpec) -> Vec<(String, String)> {
             seed,
             verify,
             data,
+            replay,
         } = group;
         let label = |field: &str| format!("group {} {field}", index + 1);
         add(&mut out, label("name"), name);
@@ -303,6 +310,7 @@ fn fields(job: &JobSpec) -> Vec<(String, String)> {
         add(&mut out, label("seed"), seed);
         add(&mut out, label("verify"), verify);
         add(&mut out, label("data"), data);
+        add(&mut out, label("replay"), replay);
     }
     out
 }

@@ -23,6 +23,7 @@ mod op_stats;
 pub mod pressure;
 pub mod proc_text;
 mod rate;
+pub mod replay;
 pub mod result;
 pub mod retry;
 pub mod slots;

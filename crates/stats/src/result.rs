@@ -187,6 +187,9 @@ pub struct GroupResult {
     pub series: Vec<SeriesPoint>,
     /// Open loop (`--rate-iops`): how the group kept to its schedule. `None` in closed loop.
     pub rate: Option<RateReport>,
+    /// `iolab replay`: how faithfully the group replayed its trace. `None` for other runs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub replay: Option<crate::replay::ReplayReport>,
     /// The share of the group's blocks its I/Os touched. `None` in results from before it was
     /// measured.
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -10,6 +10,7 @@
 pub mod blktrace;
 pub mod capture;
 pub mod events;
+pub mod fidelity;
 pub mod file_format;
 pub mod import;
 pub mod iolog;

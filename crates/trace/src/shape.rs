@@ -352,7 +352,8 @@ fn harmonic(n: f64, theta: f64) -> f64 {
     }
 }
 
-fn percentile(sorted: &[f64], p: f64) -> f64 {
+/// The nearest-rank percentile `p` (0..100) of `sorted`; 0 when it is empty.
+pub fn percentile(sorted: &[f64], p: f64) -> f64 {
     if sorted.is_empty() {
         return 0.0;
     }

@@ -76,6 +76,43 @@ pub fn rate_kept(facts: &Facts<'_>) -> Option<Finding> {
     )
 }
 
+/// A replay at its recorded times (`iolab replay`) that completed every request of its trace,
+/// none starting more than `LATE_START_NS` behind its time, did what the trace asked: the
+/// trace set the load, not the target. One that fell behind while its submitting thread waited
+/// for a CPU was let down by iolab; any other falls to the later rules. A replay as fast as
+/// possible is a closed loop and is judged as one.
+pub fn replay_kept(facts: &Facts<'_>) -> Option<Finding> {
+    let groups = &facts.job.groups;
+    let replays: Vec<_> =
+        groups.iter().filter_map(|g| g.replay.as_ref()).filter(|r| r.speed.is_some()).collect();
+    if replays.is_empty() || replays.len() != groups.len() {
+        return None;
+    }
+    let latest_ns = replays.iter().map(|r| r.max_lag_ns).max().unwrap_or(0);
+    if latest_ns > LATE_START_NS {
+        return generator_fell_behind(facts, latest_ns);
+    }
+    if !replays.iter().all(|r| r.completed == r.requests) {
+        return None;
+    }
+    let requests: u64 = replays.iter().map(|r| r.requests).sum();
+    let late = replays.iter().filter_map(|r| r.late_pct).fold(0.0, f64::max);
+    let p99 = replays.iter().filter_map(|r| r.lag.as_ref()?.percentile(99.0)).max().unwrap_or(0);
+    Finding::new(
+        Bottleneck::RateLimit,
+        format!(
+            "The trace set the load: its {} requests were replayed at their recorded times and all completed, every one started within {} of its time, so the target was not pushed to its limit; --speed max finds how fast it replays the trace.",
+            thousands(requests as f64),
+            latency(latest_ns as f64)
+        ),
+        vec![format!(
+            "lag behind the recorded times: p99 {}, max {}; {late:.2}% started more than 1ms late",
+            latency(p99 as f64),
+            latency(latest_ns as f64)
+        )],
+    )
+}
+
 /// An I/O that started more than this behind its due time was late: the schedule was not kept,
 /// whatever the completions add up to (a 20 ms late start is most of a 25 ms p99).
 pub const LATE_START_NS: u64 = 5_000_000;

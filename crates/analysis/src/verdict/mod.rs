@@ -71,6 +71,7 @@ type Rule = fn(&Facts<'_>) -> Option<Finding>;
 const RULES: &[(&str, Rule)] = &[
     ("nothing_completed", device_rules::nothing_completed),
     ("rate_limit", device_rules::rate_kept),
+    ("replay_kept", device_rules::replay_kept),
     ("cpu_quota", limit_rules::cpu_quota),
     ("affinity", limit_rules::affinity_mask),
     ("io_throttle", limit_rules::io_throttle),

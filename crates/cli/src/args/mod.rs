@@ -25,7 +25,7 @@ pub use studies::{
     BurninArgs, CliffArgs, LadderArgs, PreconditionArgs, RampArgs, RunArgs, ScaleArgs, SteadyArgs, SuiteArgs,
     SweepArgs,
 };
-pub use trace::{CaptureArgs, TraceAction};
+pub use trace::{CaptureArgs, ReplayArgs, TraceAction};
 pub use verify::VerifyArgs;
 
 /// The command line as iolab parses it and shows its help: the studies' timing said as they use it.
@@ -164,12 +164,25 @@ pub enum Command {
         #[command(subcommand)]
         action: TraceAction,
     },
+    /// Replay a trace on a target: each request at its recorded time (--speed 2x, max),
+    /// offsets fitted onto a smaller target with --fit, writes only with --allow-destroy; a
+    /// normal run (kept, reported, judged) with how faithfully it kept the trace's times and
+    /// its latencies beside the capture's service times.
+    Replay(ReplayArgs),
     /// Read a region a --verify run wrote and check every block against its record: lost,
     /// stale, misdirected, torn or corrupted blocks, by offset (docs/verify.md).
     Verify(VerifyArgs),
 }
 
 impl Command {
+    /// How far the CPUs may idle while a command that measures on this host runs.
+    pub fn cpu_idle(&self) -> Option<CpuIdleMode> {
+        match self {
+            Command::Replay(a) => Some(a.cpu_idle),
+            other => other.workload().map(|w| w.cpu_idle),
+        }
+    }
+
     /// The workload options of a command that measures on this host, `None` for the others.
     pub fn workload(&self) -> Option<&WorkloadArgs> {
         match self {

@@ -1,9 +1,12 @@
-//! The commands over block traces: `capture`, `trace show|import|job` and `replay`.
+//! The commands over block traces: `capture`, `trace show|import` and `replay`.
 
 use std::path::PathBuf;
 
 use clap::{Args, Subcommand};
-use iolab_spec::Nanos;
+use iolab_spec::{EngineKind, Nanos};
+use iolab_trace::replay_plan::{Fit, Speed};
+
+use super::{CpuIdleMode, KeepArgs};
 
 #[derive(Debug, Args)]
 pub struct CaptureArgs {
@@ -44,4 +47,67 @@ pub enum TraceAction {
         #[arg(short, long, value_name = "FILE")]
         output: PathBuf,
     },
+}
+
+#[derive(Debug, Args)]
+pub struct ReplayArgs {
+    /// The trace: an iolab capture, blktrace's output (NAME or NAME.blktrace.N) or a fio iolog
+    /// v2 or v3.
+    #[arg(value_name = "TRACE")]
+    pub trace: PathBuf,
+
+    /// Where to replay it: a block device or a file (created as large as the trace reaches).
+    #[arg(long, value_name = "PATH")]
+    pub target: PathBuf,
+
+    /// How fast: 1x issues each request at its recorded time, 2x at half of it, max as fast as
+    /// --qd allows (the recorded times are then not kept).
+    #[arg(long, value_name = "SPEED", default_value = "1x")]
+    pub speed: Speed,
+
+    /// Lay a trace that reaches past the target's end onto it: scale (offsets scaled by the
+    /// sizes' ratio) or wrap (offsets modulo the target's size). Without it such a trace is
+    /// refused.
+    #[arg(long, value_name = "HOW")]
+    pub fit: Option<Fit>,
+
+    /// The most requests in flight at once (default: at its recorded times, twice the most the
+    /// trace had outstanding, at least 32; at --speed max, the most it had, or 32 when the
+    /// trace does not say).
+    #[arg(long, value_name = "N")]
+    pub qd: Option<u32>,
+
+    /// I/O engine: uring (default), aio or psync.
+    #[arg(long, value_name = "ENGINE")]
+    pub engine: Option<EngineKind>,
+
+    /// Allow the trace's writes on a device that holds a filesystem or data.
+    #[arg(long)]
+    pub allow_destroy: bool,
+
+    /// Go through the page cache instead of O_DIRECT (a trace whose requests are not aligned
+    /// to the target's blocks needs it).
+    #[arg(long)]
+    pub buffered: bool,
+
+    /// Print the results as JSON.
+    #[arg(long)]
+    pub json: bool,
+
+    /// Write the results to FILE instead of standard output.
+    #[arg(long, short = 'o', value_name = "FILE")]
+    pub output: Option<PathBuf>,
+
+    /// No progress line and no notes on stderr.
+    #[arg(long, short = 'q')]
+    pub quiet: bool,
+
+    /// How far the CPUs may idle while the trace replays: as-is (default), or poll (root:
+    /// /dev/cpu_dma_latency held at 0), so a request due while its core halts is not late by
+    /// the wake-up.
+    #[arg(long, value_name = "MODE", value_enum, default_value_t = CpuIdleMode::AsIs)]
+    pub cpu_idle: CpuIdleMode,
+
+    #[command(flatten)]
+    pub keep: KeepArgs,
 }

@@ -1,0 +1,100 @@
+use std::collections::BTreeMap;
+
+use super::*;
+use crate::{Request, TraceHeader, TraceSource};
+
+fn trace(requests: &[(u64, TraceOp, u64, u32)], device: Option<u64>, timed: bool) -> Trace {
+    Trace {
+        header: TraceHeader {
+            source: TraceSource::Capture,
+            streams: vec!["loop1".into()],
+            device_bytes: device,
+            timed,
+            duration_ns: requests.last().map_or(0, |r| r.0),
+            processes: BTreeMap::new(),
+            captured_at: None,
+            capture_cost: None,
+        },
+        requests: requests
+            .iter()
+            .map(|&(at_ns, op, offset, len)| Request {
+                at_ns,
+                op,
+                flags: 0,
+                offset,
+                len,
+                pid: 1,
+                stream: 0,
+                service_ns: None,
+            })
+            .collect(),
+    }
+}
+
+const MIB: u64 = 1 << 20;
+
+#[test]
+fn a_trace_that_fits_keeps_its_offsets_and_its_times_scaled_by_the_speed() {
+    let t = trace(
+        &[(0, TraceOp::Read, 0, 4096), (1_000, TraceOp::Flush, 0, 0), (4_000, TraceOp::Write, MIB, 65536)],
+        Some(8 * MIB),
+        true,
+    );
+    let plan = plan(&t, Speed::Times(2.0), None, 8 * MIB, 512).expect("plan");
+    assert_eq!(
+        plan.ios,
+        vec![
+            ReplayIo { due_ns: 0, write: false, offset: 0, len: 4096 },
+            ReplayIo { due_ns: 2_000, write: true, offset: MIB, len: 65536 },
+        ]
+    );
+    assert_eq!(
+        (plan.skipped, plan.speed, plan.fit, plan.read_pct, plan.align),
+        (1, Some(2.0), None, 50, 4096)
+    );
+    assert_eq!(plan.sizes, vec![(4096, 1), (65536, 1)]);
+}
+
+#[test]
+fn a_larger_trace_is_refused_unless_fitted() {
+    let t = trace(
+        &[(0, TraceOp::Read, 6 * MIB, 4096), (10, TraceOp::Read, 8 * MIB - 4096, 4096)],
+        Some(8 * MIB),
+        true,
+    );
+    let error = plan(&t, Speed::Times(1.0), None, 2 * MIB, 512).expect_err("too large");
+    assert_eq!(error, PlanError::TooLarge { reach: 8 * MIB, region: 2 * MIB });
+    assert!(error.to_string().contains("--fit scale"));
+    let scaled = plan(&t, Speed::Times(1.0), Some(Fit::Scale), 2 * MIB, 512).expect("scale");
+    let offsets: Vec<u64> = scaled.ios.iter().map(|io| io.offset).collect();
+    assert_eq!(offsets, vec![3 * MIB / 2, 2 * MIB - 4096]);
+    let wrapped = plan(&t, Speed::Times(1.0), Some(Fit::Wrap), 2 * MIB, 512).expect("wrap");
+    let offsets: Vec<u64> = wrapped.ios.iter().map(|io| io.offset).collect();
+    assert_eq!(offsets, vec![0, 2 * MIB - 4096]);
+    assert_eq!(wrapped.fit, Some(Fit::Wrap));
+}
+
+#[test]
+fn direct_io_refuses_an_unaligned_request_and_an_untimed_trace_goes_as_fast_as_it_can() {
+    let t = trace(&[(0, TraceOp::Read, 100, 4096)], None, false);
+    let error = plan(&t, Speed::Times(1.0), None, MIB, 512).expect_err("unaligned");
+    assert!(matches!(error, PlanError::Unaligned { index: 0, offset: 100, .. }), "{error}");
+    let buffered = plan(&t, Speed::Times(1.0), None, MIB, 1).expect("buffered");
+    assert_eq!((buffered.speed, buffered.align), (None, 512));
+}
+
+#[test]
+fn only_discards_and_flushes_is_nothing_to_replay() {
+    let t = trace(&[(0, TraceOp::Discard, 0, 4096), (1, TraceOp::Flush, 0, 0)], None, true);
+    assert_eq!(plan(&t, Speed::Max, None, MIB, 512), Err(PlanError::NoData { skipped: 2 }));
+}
+
+#[test]
+fn speeds_and_fits_read_as_written() {
+    assert_eq!("2x".parse::<Speed>(), Ok(Speed::Times(2.0)));
+    assert_eq!("0.5".parse::<Speed>(), Ok(Speed::Times(0.5)));
+    assert_eq!("max".parse::<Speed>(), Ok(Speed::Max));
+    assert!("0x".parse::<Speed>().is_err() && "fast".parse::<Speed>().is_err());
+    assert_eq!("wrap".parse::<Fit>(), Ok(Fit::Wrap));
+    assert!("squash".parse::<Fit>().is_err());
+}
