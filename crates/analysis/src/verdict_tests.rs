@@ -651,6 +651,37 @@ fn a_rate_not_sustained_is_judged_by_what_held_it_back() {
     assert_cause(&job, Bottleneck::Device);
 }
 
+/// `base()` as a replay at its recorded times that completed `completed` of 1,000 requests,
+/// none more than `max_lag_ns` late.
+fn replayed(job: &mut JobResult, completed: u64, max_lag_ns: u64) {
+    let spec = iolab_spec::ReplaySpec {
+        source: "prod.trace".into(),
+        speed: Some(1.0),
+        fit: None,
+        skipped: 0,
+        ios: std::sync::Arc::from(vec![iolab_spec::ReplayIo { due_ns: 0, write: false, offset: 0, len: 4096 }; 1000]),
+    };
+    let mut lags = iolab_stats::OpStats::default();
+    lags.record(max_lag_ns, 0);
+    job.groups[0].replay =
+        Some(iolab_stats::replay::ReplayReport::new(&spec, Some(&lags), max_lag_ns, completed, None, &[]));
+}
+
+#[test]
+fn a_replay_that_kept_its_trace_was_set_by_the_trace_even_with_a_busy_device() {
+    let mut job = base();
+    *vdb(&mut job) = device("vdb", 99.0, 31.5);
+    replayed(&mut job, 1000, 300_000);
+    let v = assert_cause(&job, Bottleneck::RateLimit);
+    assert!(v.summary.starts_with("The trace set the load: its 1,000 requests were replayed at their recorded times and all completed, every one started within 300us of its time"), "{}", v.summary);
+    assert!(v.evidence[0].starts_with("lag behind the recorded times: p99 "), "{v:#?}");
+    // Requests lost, or starts far behind their times: what held it back decides.
+    replayed(&mut job, 990, 300_000);
+    assert_cause(&job, Bottleneck::Device);
+    replayed(&mut job, 1000, 50_000_000);
+    assert_cause(&job, Bottleneck::Device);
+}
+
 #[test]
 fn the_docs_list_every_rule_in_the_order_it_is_tried() {
     let docs = include_str!("../../../docs/bottleneck-verdict.md");

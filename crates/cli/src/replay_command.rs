@@ -34,7 +34,7 @@ pub fn run(args: ReplayArgs, store: &StoreArgs) -> ExitCode {
 
 fn replay(args: ReplayArgs, store: &StoreArgs) -> Result<ExitCode, ExitCode> {
     let trace = trace_command::open(&args.trace)?;
-    let room = TargetRoom::of(&args.target, &trace, args.buffered)?;
+    let room = TargetRoom::of(&args.target, &trace, args.buffered, args.fit.is_some())?;
     let laid = replay_plan::plan(&trace, args.speed, args.fit, room.region, room.direct_align)
         .map_err(exit::usage)?;
     if args.speed != Speed::Max && laid.speed.is_none() && !args.quiet {
@@ -67,7 +67,9 @@ struct TargetRoom {
 }
 
 impl TargetRoom {
-    fn of(target: &Path, trace: &Trace, buffered: bool) -> Result<TargetRoom, ExitCode> {
+    /// `fitting`: a file keeps its size and the trace is fitted onto it (else it is extended
+    /// to the trace's reach).
+    fn of(target: &Path, trace: &Trace, buffered: bool, fitting: bool) -> Result<TargetRoom, ExitCode> {
         let reach = trace.requests.iter().filter(|r| r.op.moves_data()).map(|r| r.end()).max().unwrap_or(0);
         // A file is made as large as the trace reaches, in whole MiB.
         let file_size = reach.div_ceil(1 << 20).max(1) << 20;
@@ -84,7 +86,7 @@ impl TargetRoom {
             iolab_engine::target::TargetKind::BlockDevice => {
                 TargetRoom { region: info.size, direct_align, make_file: None }
             }
-            iolab_engine::target::TargetKind::File if info.size < file_size => {
+            iolab_engine::target::TargetKind::File if info.size < file_size && !fitting => {
                 TargetRoom { region: file_size, direct_align, make_file: Some(file_size) }
             }
             iolab_engine::target::TargetKind::File => {

@@ -212,6 +212,23 @@ mod tests {
     }
 
     #[test]
+    fn a_replay_router_deals_the_trace_in_turn_and_takes_back_what_was_not_queued() {
+        let ios: Arc<[ReplayIo]> = (0..6u64)
+            .map(|i| ReplayIo { due_ns: i, write: i % 2 == 1, offset: i * 4096, len: 4096 })
+            .collect();
+        let mut router = Router::replay(ios, Region { start: 1 << 20, size: 1 << 20 }, 4096, 1, 3);
+        let first = router.next_io();
+        assert_eq!(
+            (first.target, first.io),
+            (0, NextIo { op: Op::Write, offset: (1 << 20) + 4096, len: 4096 })
+        );
+        let second = router.next_io();
+        router.put_back();
+        assert_eq!(router.next_io(), second, "the request not queued comes again");
+        assert_eq!(second.io.offset, (1 << 20) + 4 * 4096);
+    }
+
+    #[test]
     fn a_single_target_is_its_own_generator() {
         let regions = [Region { start: 4096, size: 1 << 20 }];
         let mut router = Router::new(&access(100, 4096), &regions, Some(128 << 10), 3, 0, 1).expect("fits");

@@ -116,3 +116,19 @@ fn a_lane_far_behind_counts_the_rest_at_the_mean_rate() {
     let count = schedule.due_between(0, 10_000_000_000);
     assert!((count as f64 - 1e10).abs() / 1e10 < 0.001, "{count}");
 }
+
+fn replay_ios(dues: &[u64]) -> Arc<[ReplayIo]> {
+    dues.iter().map(|&due_ns| ReplayIo { due_ns, write: false, offset: 0, len: 4096 }).collect()
+}
+
+#[test]
+fn a_replay_lane_takes_every_lanes_th_request_at_its_time_then_nothing() {
+    let ios = replay_ios(&[0, 10, 20, 30, 40]);
+    let mut second = Schedule::replay(ios.clone(), 2, 1, 0);
+    assert_eq!(take(&mut second, 2), vec![10, 30]);
+    assert_eq!(second.next_due_ns(), u64::MAX, "after its last request nothing is due");
+    let mut first = Schedule::replay(ios, 2, 0, 0);
+    assert_eq!(first.due_between(5, 41), 2, "20 and 40 are due in 5..41");
+    assert_eq!(take(&mut first, 3), vec![0, 20, 40]);
+    assert_eq!(first.next_due_ns(), u64::MAX);
+}

@@ -6,7 +6,7 @@ use iolab_spec::{Nanos, ReplaySpec};
 use serde::{Deserialize, Serialize};
 
 use crate::op_stats::OpStats;
-use crate::result::LatencySummary;
+use crate::summary::LatencySummary;
 
 /// A request that started more than this behind its recorded time counts as late.
 pub const LATE_NS: u64 = 1_000_000;

@@ -29,7 +29,9 @@ pub enum ImportError {
 pub fn open(path: &Path) -> Result<Trace, ImportError> {
     let blktrace_files = blktrace_set(path);
     if !blktrace_files.is_empty() && !path.is_file() || path_is_blktrace_part(path) {
-        return read_blktrace(path, &blktrace_files);
+        // Errors name the trace by its base (NAME), and the part where it went wrong.
+        let base = split_part(path).map_or_else(|| path.to_path_buf(), |(base, _)| base);
+        return read_blktrace(&base, &blktrace_files);
     }
     let bytes = std::fs::read(path).map_err(|source| ImportError::Read { path: path.into(), source })?;
     if bytes.starts_with(file_format::MAGIC) {
