@@ -659,7 +659,10 @@ fn replayed(job: &mut JobResult, completed: u64, max_lag_ns: u64) {
         speed: Some(1.0),
         fit: None,
         skipped: 0,
-        ios: std::sync::Arc::from(vec![iolab_spec::ReplayIo { due_ns: 0, write: false, offset: 0, len: 4096 }; 1000]),
+        ios: std::sync::Arc::from(vec![
+            iolab_spec::ReplayIo { due_ns: 0, write: false, offset: 0, len: 4096 };
+            1000
+        ]),
     };
     let mut lags = iolab_stats::OpStats::default();
     lags.record(max_lag_ns, 0);

@@ -35,6 +35,7 @@ mod steady_command;
 mod suite_command;
 mod sweep_command;
 mod trace_command;
+mod trace_job_command;
 mod verify_command;
 
 use std::process::ExitCode;
@@ -111,6 +112,6 @@ fn main() -> ExitCode {
             let store = store.keeping(args.keep);
             replay_command::run(args, &store)
         }
-        args::Command::Trace { action } => trace_command::run(action),
+        args::Command::Trace { action } => trace_command::run(action, store),
     }
 }

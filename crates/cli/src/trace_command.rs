@@ -1,5 +1,5 @@
 //! `iolab capture DEV`, `iolab trace show FILE` and `iolab trace import FILE -o OUT`: block
-//! traces recorded, described and converted (crates/trace).
+//! traces recorded, described and converted (crates/trace); `trace job` is trace_job_command's.
 
 use std::path::Path;
 use std::process::ExitCode;
@@ -9,7 +9,7 @@ use iolab_trace::capture::{capture, CaptureError};
 use iolab_trace::shape::shape;
 use iolab_trace::{file_format, import, Trace};
 
-use crate::args::{CaptureArgs, TraceAction};
+use crate::args::{CaptureArgs, StoreArgs, TraceAction};
 use crate::exit::{self, say};
 use crate::flow::{install_signals, write_output};
 use crate::output_file;
@@ -57,8 +57,13 @@ pub fn capture_run(args: CaptureArgs) -> ExitCode {
     }
 }
 
-pub fn run(action: TraceAction) -> ExitCode {
+pub fn run(action: TraceAction, store: &StoreArgs) -> ExitCode {
     match action {
+        TraceAction::Job { file, output, check, allow_destroy, json, keep } => {
+            let request =
+                crate::trace_job_command::JobRequest { file, output, check, allow_destroy, json, keep };
+            crate::trace_job_command::run(request, store)
+        }
         TraceAction::Show { file, json } => match open(&file) {
             Ok(trace) => exit::of(
                 write_output(&iolab_spec::OutputSpec::default(), &describe(&trace, json))

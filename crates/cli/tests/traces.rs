@@ -296,3 +296,37 @@ fn a_capture_counts_what_the_device_counts_and_its_replay_issues_the_same_reques
     let others: u64 = extra.iter().filter(|(k, _)| k.0 == "write").map(|(_, n)| n).sum();
     assert_eq!(others, 0, "writes the trace did not have");
 }
+
+#[test]
+fn a_traces_job_reads_back_and_a_run_of_it_is_compared_with_the_trace() {
+    let dir = tempfile::tempdir().expect("dir");
+    let trace = small_iolog(dir.path(), 4000);
+    let out = iolab_in(dir.path(), &["trace", "job", trace.to_str().expect("utf-8"), "-o", "job.toml"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = std::fs::read_to_string(dir.path().join("job.toml")).expect("the job");
+    assert!(
+        text.contains("read_pct = 67") && text.contains("rate_iops = 1000"),
+        "a request every 100 us: {text}"
+    );
+    assert!(text.contains("bs_split = \"4096/667,65536/333\""), "{text}");
+    // The job file runs as any other.
+    let run = iolab_in(
+        dir.path(),
+        &["run", "job.toml", "--target", "t", "--runtime", "300ms", "--no-store", "--json", "--quiet"],
+    );
+    assert!(run.status.success(), "{}", stderr(&run));
+    // --check runs it and sets each figure beside the trace's (from the run alone on a file).
+    let checked = iolab_in(
+        dir.path(),
+        &["trace", "job", trace.to_str().expect("utf-8"), "--check", "t", "--no-store", "--json"],
+    );
+    assert!(checked.status.success(), "{}", stderr(&checked));
+    let report = json(&checked);
+    assert_eq!(report["schema"], "iolab.trace-job/1");
+    assert_eq!(report["summary"]["captured"], false);
+    let figures = report["summary"]["figures"].as_array().expect("figures");
+    let names: Vec<&str> = figures.iter().map(|f| f["name"].as_str().expect("name")).collect();
+    assert_eq!(names, vec!["requests/s", "read share", "mean request size"]);
+    let read = &figures[1];
+    assert!(read["difference"].as_f64().expect("points").abs() < 5.0, "{read}");
+}

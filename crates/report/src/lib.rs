@@ -49,7 +49,9 @@ pub use studies::{ladder_json, ladder_text, scale_json, scale_text, LADDER_SCHEM
 pub use suite::{suite_json, suite_text, SUITE_SCHEMA};
 pub use sweep::{sweep_json, sweep_text, SWEEP_SCHEMA};
 pub use text::{rate_summary, render_text};
-pub use trace_shape::{capture_text, trace_json, trace_text, TRACE_SCHEMA};
+pub use trace_shape::{
+    capture_text, trace_job_json, trace_job_text, trace_json, trace_text, TRACE_JOB_SCHEMA, TRACE_SCHEMA,
+};
 
 use iolab_stats::result::RunReport;
 

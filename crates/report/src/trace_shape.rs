@@ -1,11 +1,14 @@
 //! `iolab trace show` and `iolab capture` in text: what a trace is as a workload, and what a
-//! capture cost and whether it saw every request.
+//! capture cost and whether it saw every request; `trace job --check`: the trace beside a run
+//! of its job.
 
 use std::fmt::Write;
 
 use iolab_spec::Bytes;
 use iolab_stats::format::{latency, thousands};
+use iolab_stats::result::RunReport;
 use iolab_trace::shape::Shape;
+use iolab_trace::synthesis::Figure;
 use iolab_trace::{CaptureCost, TraceHeader};
 
 pub const TRACE_SCHEMA: &str = "iolab.trace/1";
@@ -177,4 +180,52 @@ pub fn capture_text(cost: &CaptureCost) -> String {
 
 fn bytes(n: u64) -> String {
     iolab_stats::format::binary_bytes(n)
+}
+
+pub const TRACE_JOB_SCHEMA: &str = "iolab.trace-job/1";
+
+#[derive(serde::Serialize)]
+struct JobCheck<'a> {
+    job: &'a str,
+    captured: bool,
+    figures: &'a [Figure],
+}
+
+/// `trace job --check`: the run, then each figure of the trace beside the run's.
+pub fn trace_job_json(job: &str, captured: bool, figures: &[Figure], run: &RunReport) -> String {
+    crate::studies::to_json(TRACE_JOB_SCHEMA, &JobCheck { job, captured, figures }, run)
+}
+
+pub fn trace_job_text(captured: bool, figures: &[Figure], run: &RunReport) -> String {
+    let mut out = crate::render_text(run);
+    let how = if captured {
+        "the run's own capture"
+    } else {
+        "the run's figures (no capture: root and a block device give every figure)"
+    };
+    let _ = writeln!(out, "\nthe trace beside a run of its job ({how}):");
+    for f in figures {
+        let difference = if f.unit == "%" {
+            format!("{:+.1} points", f.difference)
+        } else {
+            format!("{:+.1}%", f.difference)
+        };
+        let value = |v: f64| {
+            if f.unit == "%" {
+                format!("{v:.1}%")
+            } else if v >= 100.0 {
+                format!("{}{}", thousands(v), f.unit)
+            } else {
+                format!("{v:.2}{}", f.unit)
+            }
+        };
+        let _ = writeln!(
+            out,
+            "  {:<36} trace {:>12}  run {:>12}  {difference}",
+            f.name,
+            value(f.trace),
+            value(f.run)
+        );
+    }
+    out
 }

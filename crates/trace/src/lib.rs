@@ -17,6 +17,7 @@ pub mod iolog;
 pub mod replay_plan;
 pub mod ring_buffer;
 pub mod shape;
+pub mod synthesis;
 
 use std::collections::BTreeMap;
 

@@ -1,4 +1,4 @@
-//! The commands over block traces: `capture`, `trace show|import` and `replay`.
+//! The commands over block traces: `capture`, `trace show|job|import` and `replay`.
 
 use std::path::PathBuf;
 
@@ -39,6 +39,27 @@ pub enum TraceAction {
         /// As JSON.
         #[arg(long)]
         json: bool,
+    },
+    /// An iolab job file that reproduces the trace as a workload (mix, sizes, random share,
+    /// placement fit, rate and room for its concurrency), on stdout or -o; with --check
+    /// TARGET, a run of it there and each figure of the trace beside the run's (from a
+    /// capture of the run where iolab is root and TARGET a block device).
+    Job {
+        #[arg(value_name = "TRACE")]
+        file: PathBuf,
+        #[arg(short, long, value_name = "FILE")]
+        output: Option<PathBuf>,
+        /// Run the job on this target and compare.
+        #[arg(long, value_name = "PATH")]
+        check: Option<PathBuf>,
+        /// The check's writes may overwrite a device with a filesystem or data.
+        #[arg(long)]
+        allow_destroy: bool,
+        /// The check's report as JSON.
+        #[arg(long)]
+        json: bool,
+        #[command(flatten)]
+        keep: KeepArgs,
     },
     /// Read a blktrace or fio iolog, check every record, and write it as an iolab trace.
     Import {
