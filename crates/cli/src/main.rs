@@ -112,6 +112,14 @@ fn main() -> ExitCode {
             let store = store.keeping(args.keep);
             replay_command::run(args, &store)
         }
-        args::Command::Trace { action } => trace_command::run(action, store),
+        args::Command::Trace { action } => match action {
+            args::TraceAction::Show { file, json } => trace_command::show(&file, json),
+            args::TraceAction::Import { file, output } => trace_command::import(&file, &output),
+            args::TraceAction::Job { file, output, check, allow_destroy, json, keep } => {
+                let request =
+                    trace_job_command::JobRequest { file, output, check, allow_destroy, json, keep };
+                trace_job_command::run(request, store)
+            }
+        },
     }
 }

@@ -1,5 +1,5 @@
 //! `iolab capture DEV`, `iolab trace show FILE` and `iolab trace import FILE -o OUT`: block
-//! traces recorded, described and converted (crates/trace); `trace job` is trace_job_command's.
+//! traces recorded, described and converted (crates/trace).
 
 use std::path::Path;
 use std::process::ExitCode;
@@ -9,7 +9,7 @@ use iolab_trace::capture::{capture, CaptureError};
 use iolab_trace::shape::shape;
 use iolab_trace::{file_format, import, Trace};
 
-use crate::args::{CaptureArgs, StoreArgs, TraceAction};
+use crate::args::CaptureArgs;
 use crate::exit::{self, say};
 use crate::flow::{install_signals, write_output};
 use crate::output_file;
@@ -57,44 +57,38 @@ pub fn capture_run(args: CaptureArgs) -> ExitCode {
     }
 }
 
-pub fn run(action: TraceAction, store: &StoreArgs) -> ExitCode {
-    match action {
-        TraceAction::Job { file, output, check, allow_destroy, json, keep } => {
-            let request =
-                crate::trace_job_command::JobRequest { file, output, check, allow_destroy, json, keep };
-            crate::trace_job_command::run(request, store)
+/// `trace show FILE`.
+pub fn show(file: &Path, json: bool) -> ExitCode {
+    match open(file) {
+        Ok(trace) => exit::of(
+            write_output(&iolab_spec::OutputSpec::default(), &describe(&trace, json))
+                .map(|()| ExitCode::from(exit::OK)),
+        ),
+        Err(code) => code,
+    }
+}
+
+/// `trace import FILE -o OUTPUT`.
+pub fn import(file: &Path, output: &Path) -> ExitCode {
+    let trace = match open(file) {
+        Ok(trace) => trace,
+        Err(code) => return code,
+    };
+    if let Err(message) = output_file::check(output, &output_file::Protected::default().target(file)) {
+        return exit::usage(message);
+    }
+    match save(&trace, output) {
+        Ok(()) => {
+            say!(
+                "iolab: {} requests from {} ({}) written to {}",
+                trace.requests.len(),
+                file.display(),
+                trace.header.source.describe(),
+                output.display()
+            );
+            ExitCode::from(exit::OK)
         }
-        TraceAction::Show { file, json } => match open(&file) {
-            Ok(trace) => exit::of(
-                write_output(&iolab_spec::OutputSpec::default(), &describe(&trace, json))
-                    .map(|()| ExitCode::from(exit::OK)),
-            ),
-            Err(code) => code,
-        },
-        TraceAction::Import { file, output } => {
-            let trace = match open(&file) {
-                Ok(trace) => trace,
-                Err(code) => return code,
-            };
-            if let Err(message) =
-                output_file::check(&output, &output_file::Protected::default().target(&file))
-            {
-                return exit::usage(message);
-            }
-            match save(&trace, &output) {
-                Ok(()) => {
-                    say!(
-                        "iolab: {} requests from {} ({}) written to {}",
-                        trace.requests.len(),
-                        file.display(),
-                        trace.header.source.describe(),
-                        output.display()
-                    );
-                    ExitCode::from(exit::OK)
-                }
-                Err(code) => code,
-            }
-        }
+        Err(code) => code,
     }
 }
 
