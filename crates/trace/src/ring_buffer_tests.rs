@@ -136,3 +136,24 @@ fn rwbs_names_the_operation_and_its_flags() {
     assert_eq!(parse_rwbs("N"), None);
     assert_eq!(parse_rwbs(""), None);
 }
+
+/// Pages read from `trace_pipe_raw` of a Linux 6.x instance while `dd` read 300 blocks of
+/// 4 KiB from loop0 and wrote 50 of 64 KiB to it (other devices' requests are in them too).
+#[test]
+fn pages_the_kernel_wrote_hold_every_request_with_its_completion() {
+    let mut processes = BTreeMap::new();
+    let mut events = Vec::new();
+    for pages in [&include_bytes!("../fixtures/ring-pages.cpu0")[..], &include_bytes!("../fixtures/ring-pages.cpu1")[..]] {
+        let read = read_pages(pages, 4096, &formats(), &mut processes);
+        assert_eq!((read.damaged_pages, read.pages_after_loss), (0, 0));
+        events.extend(read.events);
+    }
+    events.retain(|e| e.device == 7 << 20);
+    events.sort_by_key(|e| e.time);
+    let paired = crate::events::pair(&events).expect("requests");
+    let of = |op, len| paired.requests.iter().filter(|r| r.op == op && r.len == len).count();
+    assert_eq!((of(TraceOp::Read, 4096), of(TraceOp::Write, 65536)), (300, 50));
+    assert!(paired.requests.iter().all(|r| r.service_ns.is_some_and(|ns| ns > 0 && ns < 1_000_000_000)));
+    assert_eq!(paired.completions, 350);
+    assert!(processes.values().any(|name| name == "dd"), "{processes:?}");
+}
