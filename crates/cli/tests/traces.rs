@@ -330,3 +330,33 @@ fn a_traces_job_reads_back_and_a_run_of_it_is_compared_with_the_trace() {
     let read = &figures[1];
     assert!(read["difference"].as_f64().expect("points").abs() < 5.0, "{read}");
 }
+
+/// zram has no requests (it is bio-based): its capture is of the I/Os queued to it.
+#[test]
+fn a_bio_based_device_is_captured_at_queue() {
+    if !Path::new("/sys/kernel/tracing/events/block/block_bio_queue").exists() && is_root() {
+        return skip!(common::Missing::Other, "needs the block tracepoints in tracefs");
+    }
+    let Some(zram) = common::ZramDevice::for_test(64) else { return };
+    let dir = tempfile::tempdir().expect("dir");
+    let load = iolab()
+        .args(["run", "--target", zram.path(), "--no-store", "--quiet", "--rw", "randread", "--qd", "4"])
+        .args(["--rate-iops", "5000", "--runtime", "3s", "--ramp", "0s"])
+        .current_dir(dir.path())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("load starts");
+    std::thread::sleep(Duration::from_millis(500));
+    let captured =
+        spawn_capture(dir.path(), zram.path(), 1, "z.trace").wait_with_output().expect("capture ends");
+    let _ = common::output_unless_hung(load, "the load");
+    assert!(captured.status.success(), "{}", stderr(&captured));
+    let shown = json(&captured);
+    let cost = &shown["trace"]["capture_cost"];
+    let (traced, counted) =
+        (cost["captured_completed"].as_u64().expect("n"), cost["device_completed"].as_u64().expect("n"));
+    assert!(traced > 1000, "{shown}");
+    assert!(traced.abs_diff(counted) <= 2 + counted / 200, "traced {traced}, the device counted {counted}");
+    assert_eq!(shown["shape"]["read_pct"], 100.0);
+}

@@ -143,7 +143,10 @@ fn rwbs_names_the_operation_and_its_flags() {
 fn pages_the_kernel_wrote_hold_every_request_with_its_completion() {
     let mut processes = BTreeMap::new();
     let mut events = Vec::new();
-    for pages in [&include_bytes!("../fixtures/ring-pages.cpu0")[..], &include_bytes!("../fixtures/ring-pages.cpu1")[..]] {
+    for pages in [
+        &include_bytes!("../fixtures/ring-pages.cpu0")[..],
+        &include_bytes!("../fixtures/ring-pages.cpu1")[..],
+    ] {
         let read = read_pages(pages, 4096, &formats(), &mut processes);
         assert_eq!((read.damaged_pages, read.pages_after_loss), (0, 0));
         events.extend(read.events);
