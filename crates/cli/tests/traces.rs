@@ -360,3 +360,40 @@ fn a_bio_based_device_is_captured_at_queue() {
     assert!(traced.abs_diff(counted) <= 2 + counted / 200, "traced {traced}, the device counted {counted}");
     assert_eq!(shown["shape"]["read_pct"], 100.0);
 }
+
+/// The block layer reports a partition's requests on its disk, at the disk's sectors: a
+/// capture of the partition keeps only its own, at offsets from its start.
+#[test]
+fn a_partition_is_captured_alone_at_its_own_offsets() {
+    if let Some((missing, why)) = needs_root_and(&["losetup", "partx"]) {
+        return skip!(missing, "{why}");
+    }
+    if !Path::new("/sys/kernel/tracing/events/block/block_rq_issue").exists() {
+        return skip!(common::Missing::Other, "needs the block tracepoints in tracefs");
+    }
+    let disk = LoopDevice::direct_partitioned("trace-part", 64, 65536);
+    let part = format!("{}p1", disk.path());
+    let dir = tempfile::tempdir().expect("dir");
+    // Reads of the partition's blocks 10..20, and of the disk beyond the partition.
+    let load = std::process::Command::new("sh")
+        .arg("-c")
+        .arg(format!(
+            "sleep 0.5; for i in 1 2 3; do dd if={part} of=/dev/null bs=4k skip=10 count=10 iflag=direct status=none; dd if={} of=/dev/null bs=4k skip=12000 count=10 iflag=direct status=none; done",
+            disk.path()
+        ))
+        .spawn()
+        .expect("load");
+    let captured = spawn_capture(dir.path(), &part, 2, "p.trace").wait_with_output().expect("capture ends");
+    let _ = common::output_unless_hung(load, "the reads");
+    assert!(captured.status.success(), "{}", stderr(&captured));
+    let shown = json(&captured);
+    assert_eq!(shown["trace"]["device_bytes"], 65536 * 512);
+    let mut offsets: Vec<u64> =
+        requests(&dir.path().join("p.trace"), dir.path()).into_keys().map(|(_, offset, _)| offset).collect();
+    offsets.sort_unstable();
+    assert_eq!(
+        offsets,
+        (10..20).map(|b| b * 4096).collect::<Vec<u64>>(),
+        "only the partition's reads, from its start"
+    );
+}

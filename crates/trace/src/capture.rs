@@ -73,7 +73,7 @@ pub fn capture(device: &Path, duration: Duration, interrupt: &AtomicBool) -> Res
     }
     let (major, minor) = (libc::major(meta.rdev()), libc::minor(meta.rdev()));
     let sys = PathBuf::from(format!("/sys/dev/block/{major}:{minor}"));
-    let dev_t = major << 20 | minor;
+    let span = Span::of(&sys, major << 20 | minor);
     let tracefs = TRACEFS
         .iter()
         .map(Path::new)
@@ -81,7 +81,7 @@ pub fn capture(device: &Path, duration: Duration, interrupt: &AtomicBool) -> Res
         .ok_or(CaptureError::NoTracefs)?;
     remove_stale_instances(tracefs);
     let instance = Instance::create(tracefs)?;
-    let events: &[(&str, EventKind)] = if request_based(&sys) {
+    let events: &[(&str, EventKind)] = if span.disk_sys.join("mq").is_dir() {
         &[
             ("block_rq_issue", EventKind::Issue),
             ("block_rq_requeue", EventKind::Requeue),
@@ -98,7 +98,7 @@ pub fn capture(device: &Path, duration: Duration, interrupt: &AtomicBool) -> Res
         formats.push(
             EventFormat::parse(&text, *kind).ok_or_else(|| CaptureError::NoTracepoint(name.to_string()))?,
         );
-        instance.write(&format!("events/block/{name}/filter"), &format!("dev == {dev_t}"))?;
+        instance.write(&format!("events/block/{name}/filter"), &span.filter())?;
         instance.write(&format!("events/block/{name}/enable"), "1")?;
     }
     let cpus = online_cpus(&instance.path);
@@ -164,8 +164,11 @@ pub fn capture(device: &Path, duration: Duration, interrupt: &AtomicBool) -> Res
         }),
     };
     let mut requests = requests;
-    // One device, one stream.
-    requests.iter_mut().for_each(|r| r.stream = 0);
+    // One device, one stream; a partition's offsets from its own start.
+    for r in &mut requests {
+        r.stream = 0;
+        r.offset -= span.start_sector * 512;
+    }
     Ok(Captured { trace: Trace { header, requests }, interrupted })
 }
 
@@ -259,9 +262,50 @@ fn lost_events(instance: &Path, cpu: u32) -> u64 {
         .sum()
 }
 
-/// A blk-mq device (or a partition of one) has an `mq` directory.
-fn request_based(sys: &Path) -> bool {
-    sys.join("mq").is_dir() || (sys.join("partition").exists() && sys.join("../mq").is_dir())
+/// Which events are the device's: the block layer reports a partition's requests on its disk,
+/// at the disk's sectors, so a partition is its disk's sectors from its start for its size.
+struct Span {
+    /// The whole disk's sysfs directory (the device's own when it is not a partition).
+    disk_sys: PathBuf,
+    disk_dev: u32,
+    start_sector: u64,
+    /// `None`: the whole disk.
+    sectors: Option<u64>,
+}
+
+impl Span {
+    fn of(sys: &Path, dev: u32) -> Span {
+        if !sys.join("partition").exists() {
+            return Span { disk_sys: sys.to_path_buf(), disk_dev: dev, start_sector: 0, sectors: None };
+        }
+        let disk_sys = fs::canonicalize(sys.join("..")).unwrap_or_else(|_| sys.join(".."));
+        let disk_dev = fs::read_to_string(disk_sys.join("dev"))
+            .ok()
+            .and_then(|d| {
+                let (major, minor) = d.trim().split_once(':')?;
+                Some(major.parse::<u32>().ok()? << 20 | minor.parse::<u32>().ok()?)
+            })
+            .unwrap_or(dev);
+        Span {
+            disk_sys,
+            disk_dev,
+            start_sector: sysfs_u64(&sys.join("start")).unwrap_or(0),
+            sectors: sysfs_u64(&sys.join("size")),
+        }
+    }
+
+    /// The tracepoints' filter: the disk, and for a partition its sectors.
+    fn filter(&self) -> String {
+        match self.sectors {
+            None => format!("dev == {}", self.disk_dev),
+            Some(sectors) => format!(
+                "dev == {} && sector >= {} && sector < {}",
+                self.disk_dev,
+                self.start_sector,
+                self.start_sector + sectors
+            ),
+        }
+    }
 }
 
 fn device_name(device: &Path, sys: &Path) -> String {

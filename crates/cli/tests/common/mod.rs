@@ -255,6 +255,20 @@ impl LoopDevice {
         Self::attach(name, size_mib, "--direct-io=on")
     }
 
+    /// As `direct`, with one partition (MBR, type 83) of `part_sectors` from sector 2048,
+    /// `<device>p1`, which the kernel has read.
+    pub fn direct_partitioned(name: &str, size_mib: u64, part_sectors: u32) -> Self {
+        let device = Self::attach(name, size_mib, "--direct-io=on --partscan");
+        let mut mbr = vec![0u8; 512];
+        mbr[446 + 4] = 0x83;
+        mbr[446 + 8..446 + 12].copy_from_slice(&2048u32.to_le_bytes());
+        mbr[446 + 12..446 + 16].copy_from_slice(&part_sectors.to_le_bytes());
+        mbr[510..512].copy_from_slice(&[0x55, 0xaa]);
+        std::fs::write(&device.device, &mbr).expect("the partition table");
+        sh(&format!("partx -a {}", device.path()));
+        device
+    }
+
     /// As `direct`, written full of random data first (never-written blocks read faster and
     /// mean nothing).
     pub fn direct_random(name: &str, size_mib: u64) -> Self {
