@@ -369,25 +369,49 @@ fn arrivals(requests: &[Request]) -> Option<Arrivals> {
     let mean = gaps.iter().sum::<f64>() / gaps.len() as f64;
     let var = gaps.iter().map(|g| (g - mean).powi(2)).sum::<f64>() / gaps.len() as f64;
     gaps.sort_by(f64::total_cmp);
-    let per = |window_ns: u64| {
-        let last = requests.last().map_or(0, |r| r.at_ns);
-        let mut counts = vec![0u64; (last / window_ns + 1) as usize];
-        requests.iter().for_each(|r| counts[(r.at_ns / window_ns) as usize] += 1);
-        counts
-    };
-    let seconds = per(1_000_000_000);
-    // Only whole seconds: the last, partial one is no quiet second.
-    let whole = if seconds.len() > 1 { &seconds[..seconds.len() - 1] } else { &seconds[..] };
+    let last = requests.last().map_or(0, |r| r.at_ns);
+    let (busiest_second, quietest_second) = busiest_and_quietest(requests, 1_000_000_000, last);
+    let (busiest_10ms, _) = busiest_and_quietest(requests, 10_000_000, last);
     Some(Arrivals {
         mean_gap_us: mean,
         p50_gap_us: percentile(&gaps, 50.0),
         p90_gap_us: percentile(&gaps, 90.0),
         p99_gap_us: percentile(&gaps, 99.0),
         gap_cv: if mean > 0.0 { var.sqrt() / mean } else { 0.0 },
-        busiest_second_iops: whole.iter().copied().max().unwrap_or(0) as f64,
-        quietest_second_iops: whole.iter().copied().min().unwrap_or(0) as f64,
-        peak_10ms_iops: per(10_000_000).into_iter().max().unwrap_or(0) as f64 * 100.0,
+        busiest_second_iops: busiest_second as f64,
+        quietest_second_iops: quietest_second as f64,
+        peak_10ms_iops: busiest_10ms as f64 * 100.0,
     })
+}
+
+/// The most and the fewest requests issued in one window of `window_ns` (from the trace's
+/// start) among the whole windows before `last_ns`, the trace in issue order; a trace shorter
+/// than a window counts its one window. Counted as the requests pass, never in an array as long
+/// as the trace's time, which an iolog may make any length.
+fn busiest_and_quietest(requests: &[Request], window_ns: u64, last_ns: u64) -> (u64, u64) {
+    let whole = (last_ns / window_ns).max(1);
+    let (mut busiest, mut quietest) = (0u64, u64::MAX);
+    let (mut window, mut count) = (0u64, 0u64);
+    for r in requests {
+        let at = r.at_ns / window_ns;
+        if at != window {
+            if window < whole {
+                busiest = busiest.max(count);
+                quietest = quietest.min(count);
+            }
+            // Whole windows skipped without a request were quiet.
+            if at > window + 1 && window + 1 < whole {
+                quietest = 0;
+            }
+            (window, count) = (at, 0);
+        }
+        count += 1;
+    }
+    if window < whole {
+        busiest = busiest.max(count);
+        quietest = quietest.min(count);
+    }
+    (busiest, if quietest == u64::MAX { 0 } else { quietest })
 }
 
 /// Requests outstanding at the device over the trace's time, from issue and completion; a

@@ -172,3 +172,34 @@ fn whole_percents_still_add_up_to_100() {
     assert_eq!(whole_percents(&[33.4, 33.3, 33.3]), vec![34, 33, 33]);
     assert_eq!(whole_percents(&[99.6, 0.4]), vec![100, 0]);
 }
+
+#[test]
+fn a_trace_spanning_centuries_is_counted_without_an_array_of_its_seconds() {
+    let mut trace = mixed(3, 100, 0, &[(100, 100)], 1, 1);
+    trace.requests[2].at_ns = 1 << 62;
+    trace.header.duration_ns = 1 << 62;
+    let arrivals = shape(&trace).arrivals.expect("timed");
+    assert_eq!((arrivals.busiest_second_iops, arrivals.quietest_second_iops), (2.0, 0.0));
+}
+
+#[test]
+fn the_busiest_and_quietest_windows_count_the_empty_ones() {
+    let at = |ns: &[u64]| -> Vec<Request> {
+        ns.iter()
+            .map(|&at_ns| Request {
+                at_ns,
+                op: TraceOp::Read,
+                flags: 0,
+                offset: 0,
+                len: 4096,
+                pid: 0,
+                stream: 0,
+                service_ns: None,
+            })
+            .collect()
+    };
+    // Windows of 10: 3 in the first, none in the second, 1 in the third; the fourth is partial.
+    assert_eq!(busiest_and_quietest(&at(&[0, 1, 2, 25, 31]), 10, 31), (3, 0));
+    assert_eq!(busiest_and_quietest(&at(&[0, 11, 12, 25]), 10, 25), (2, 1));
+    assert_eq!(busiest_and_quietest(&at(&[0, 5]), 10, 5), (2, 2), "shorter than a window: its one window");
+}
