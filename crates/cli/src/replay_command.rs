@@ -27,6 +27,9 @@ const PACED_QD_MIN: u32 = 32;
 const MOST_QD: u32 = 1024;
 /// Time a replay has past its last request's due time (kept times) before the run ends.
 const GRACE: Nanos = Nanos(60_000_000_000);
+/// A replay as fast as possible gets at least this long per request before its window ends.
+const SLOWEST_NS_PER_REQUEST: u64 = 1_000_000;
+const SECTOR: u32 = 512;
 
 pub fn run(args: ReplayArgs, store: &StoreArgs) -> ExitCode {
     exit::of(replay(args, store))
@@ -76,7 +79,10 @@ impl TargetRoom {
         let opened = match File::open(target) {
             Ok(file) => file,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                return Ok(TargetRoom { region: file_size, direct_align: 1, make_file: Some(file_size) })
+                // Direct I/O needs at least the sector; the runner checks the new file's own
+                // alignment once it is made.
+                let direct_align = if buffered { 1 } else { SECTOR };
+                return Ok(TargetRoom { region: file_size, direct_align, make_file: Some(file_size) });
             }
             Err(e) => return Err(exit::usage(format!("cannot open the target {}: {e}", target.display()))),
         };
@@ -112,8 +118,14 @@ fn run_plan(
         (None, None) => PACED_QD_MIN,
     });
     let runtime = match laid.speed {
-        Some(_) => Nanos(laid.last_due_ns + GRACE.0),
-        None => Nanos(trace.header.duration_ns.saturating_mul(10) + GRACE.0),
+        Some(_) => Nanos(laid.last_due_ns.saturating_add(GRACE.0)),
+        // As fast as possible ends with its last request; the window only bounds a target
+        // slower than both ten times the recorded pace and 1,000 requests a second.
+        None => {
+            let paced = trace.header.duration_ns.saturating_mul(10);
+            let slow = (laid.ios.len() as u64).saturating_mul(SLOWEST_NS_PER_REQUEST);
+            Nanos(paced.max(slow).saturating_add(GRACE.0))
+        }
     };
     let options = Options {
         target: Some(vec![args.target.clone()]),

@@ -38,7 +38,7 @@ fn job(request: JobRequest, store: &StoreArgs) -> Result<ExitCode, ExitCode> {
     let trace = trace_command::open(&request.file)?;
     let traced = shape(&trace);
     let name = request.file.display().to_string();
-    let job = synthesize(&trace.header, &traced, &name);
+    let job = synthesize(&trace.header, &traced, &name).map_err(exit::usage)?;
     match &request.output {
         Some(path) => {
             output_file::check(path, &output_file::Protected::default().target(&request.file))

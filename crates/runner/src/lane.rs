@@ -154,6 +154,10 @@ trait Pacing {
 
     /// Records what the schedule adds to a completion's statistics.
     fn record(stats: &mut IntervalStats, due: Self::Due, now: u64, len: u32);
+
+    /// Whether I/Os have due times, so the clock is read again after a hand-over in the middle
+    /// of issuing (a closed loop does not pay for it).
+    const TIMED: bool;
 }
 
 /// As fast as the queue allows: always due, nothing to remember or record.
@@ -161,6 +165,7 @@ struct ClosedLoop;
 
 impl Pacing for ClosedLoop {
     type Due = ();
+    const TIMED: bool = false;
 
     #[inline(always)]
     fn is_due(&self, _now: u64) -> bool {
@@ -191,6 +196,7 @@ struct Bounded {
 
 impl Pacing for Bounded {
     type Due = ();
+    const TIMED: bool = false;
 
     #[inline]
     fn is_due(&self, _now: u64) -> bool {
@@ -226,6 +232,7 @@ struct Paced {
 
 impl Pacing for Paced {
     type Due = u64;
+    const TIMED: bool = true;
 
     #[inline]
     fn is_due(&self, now: u64) -> bool {
@@ -414,6 +421,10 @@ fn drive<E: Engine, P: Pacing>(
                     hand_over(
                         engine, &mut batch, &mut slots, &mut gaps, shared, heartbeat, &mut busy, 0, None,
                     )?;
+                    if P::TIMED {
+                        // I/Os that fell due during the hand-over go now, and their lag is true.
+                        now = shared.now_ns();
+                    }
                 }
                 let RoutedIo { target, io: next } = plan.router.next_io();
                 let request =

@@ -128,6 +128,11 @@ fn events(
             device: u32_at(36),
         };
         let category = event.action >> 16;
+        if category & TC_NOTIFY == 0
+            && event.sector.checked_mul(512).and_then(|b| b.checked_add(u64::from(event.bytes))).is_none()
+        {
+            return Err(error(format!("its sector {} lies past 2^64 bytes", event.sector)));
+        }
         if category & TC_NOTIFY != 0 {
             if event.action & 0xff == TN_PROCESS {
                 // The payload is the task's name, after a cgroup id when the cgroup bit is set.
@@ -157,10 +162,9 @@ pub fn read_counting(files: &[(String, Vec<u8>)]) -> Result<(Trace, u64), Blktra
     for (name, bytes) in files {
         all.extend(events(name, bytes, &mut processes)?);
     }
-    // Per-CPU files are each in time order; together they are merged by time (stable: ties
-    // keep their file order).
-    all.sort_by_key(|e| e.time);
-    let block_events: Vec<BlockEvent> = all.iter().filter_map(block_event).collect();
+    // Per-CPU files are each in time order; together they are merged by time.
+    let mut block_events: Vec<BlockEvent> = all.iter().filter_map(block_event).collect();
+    events::sort(&mut block_events);
     let Some(paired) = events::pair(&block_events) else {
         let names = files.iter().map(|(n, _)| n.as_str()).collect::<Vec<_>>().join(", ");
         return Err(BlktraceError::Empty(names));

@@ -102,3 +102,21 @@ fn malformed_files_are_refused_with_the_byte_and_the_reason() {
     assert!(read(&one_file(&[old])).expect_err("version").to_string().contains("version 5"));
     assert!(matches!(read(&one_file(&[])), Err(BlktraceError::Empty(_))));
 }
+
+/// Found by fuzzing (blktrace): a sector past 2^64 bytes overflowed the request's offset.
+#[test]
+fn a_sector_past_the_end_of_any_device_is_refused() {
+    let file = one_file(&[record(0, u64::MAX / 256, 4096, TA_ISSUE, TC_ISSUE | TC_READ, 1, &[])]);
+    let error = read(&file).expect_err("past 2^64 bytes").to_string();
+    assert!(error.contains("lies past 2^64 bytes"), "{error}");
+}
+
+#[test]
+fn a_completion_stamped_with_its_issues_instant_on_another_cpu_still_pairs() {
+    let files = vec![
+        ("t.blktrace.0".to_string(), record(100, 8, 4096, TA_COMPLETE, TC_COMPLETE | TC_READ, 0, &[])),
+        ("t.blktrace.1".to_string(), record(100, 8, 4096, TA_ISSUE, TC_ISSUE | TC_READ, 1, &[])),
+    ];
+    let trace = read(&files).expect("read");
+    assert_eq!(trace.requests[0].service_ns, Some(0));
+}

@@ -102,8 +102,7 @@ pub fn capture(device: &Path, duration: Duration, interrupt: &AtomicBool) -> Res
         instance.write(&format!("events/block/{name}/enable"), "1")?;
     }
     let cpus = online_cpus(&instance.path);
-    let done = Arc::new(AtomicBool::new(false));
-    let mut readers = Vec::new();
+    let mut readers = Readers { done: Arc::new(AtomicBool::new(false)), threads: Vec::new() };
     for cpu in &cpus {
         let path = instance.path.join(format!("per_cpu/cpu{cpu}/trace_pipe_raw"));
         let raw = OpenOptions::new()
@@ -111,8 +110,8 @@ pub fn capture(device: &Path, duration: Duration, interrupt: &AtomicBool) -> Res
             .custom_flags(libc::O_NONBLOCK)
             .open(&path)
             .map_err(|source| CaptureError::Tracefs { path, source })?;
-        let done = done.clone();
-        readers.push(std::thread::spawn(move || drain(raw, &done)));
+        let done = readers.done.clone();
+        readers.threads.push(std::thread::spawn(move || drain(raw, &done)));
     }
     let cpu_before = own_cpu_ns();
     let started_at = SystemTime::now();
@@ -130,20 +129,20 @@ pub fn capture(device: &Path, duration: Duration, interrupt: &AtomicBool) -> Res
     instance.write("tracing_on", "0")?;
     let device_after = completed(&sys);
     let elapsed = start.elapsed();
-    done.store(true, Ordering::Relaxed);
+    let buffers =
+        readers.finish().map_err(|source| CaptureError::Tracefs { path: instance.path.clone(), source })?;
     let page_size =
         nix::unistd::sysconf(nix::unistd::SysconfVar::PAGE_SIZE).ok().flatten().unwrap_or(4096) as usize;
     let mut processes = BTreeMap::new();
     let (mut all, mut lost_pages) = (Vec::new(), 0);
-    for reader in readers {
-        let pages = reader.join().unwrap_or_else(|_| Ok(Vec::new())).unwrap_or_default();
+    for pages in buffers {
         let read = read_pages(&pages, page_size, &formats, &mut processes);
         lost_pages += read.pages_after_loss;
         all.extend(read.events);
     }
     let dropped = cpus.iter().map(|cpu| lost_events(&instance.path, *cpu)).sum::<u64>().max(lost_pages);
     drop(instance);
-    all.sort_by_key(|e| e.time);
+    events::sort(&mut all);
     let paired = events::pair(&all);
     let cpu_ns = own_cpu_ns().saturating_sub(cpu_before);
     let (requests, completions) = paired.map_or((Vec::new(), 0), |p| (p.requests, p.completions));
@@ -170,6 +169,34 @@ pub fn capture(device: &Path, duration: Duration, interrupt: &AtomicBool) -> Res
         r.offset -= span.start_sector * 512;
     }
     Ok(Captured { trace: Trace { header, requests }, interrupted })
+}
+
+/// The threads reading each CPU's ring buffer: told to finish and joined when dropped, so a
+/// capture that fails part-way leaves no reader holding the instance's files open (its
+/// removal would fail, EBUSY).
+struct Readers {
+    done: Arc<AtomicBool>,
+    threads: Vec<std::thread::JoinHandle<io::Result<Vec<u8>>>>,
+}
+
+impl Readers {
+    /// What each CPU's buffer held, once they are drained.
+    fn finish(mut self) -> io::Result<Vec<Vec<u8>>> {
+        self.done.store(true, Ordering::Relaxed);
+        std::mem::take(&mut self.threads)
+            .into_iter()
+            .map(|t| t.join().unwrap_or_else(|_| Err(io::Error::other("a ring-buffer reader panicked"))))
+            .collect()
+    }
+}
+
+impl Drop for Readers {
+    fn drop(&mut self) {
+        self.done.store(true, Ordering::Relaxed);
+        for thread in self.threads.drain(..) {
+            let _ = thread.join();
+        }
+    }
 }
 
 /// The capture's tracing instance: removed (with everything it enabled) when dropped.

@@ -45,7 +45,13 @@ pub struct Paired {
     pub duration_ns: u64,
 }
 
-/// Pairs `events` (sorted by time) into requests: issues when there are any, else queues.
+/// Sorts events by time, a completion after an issue or queue of the same instant (per-CPU
+/// sources merged: a completion on one CPU may carry its issue's very time on another).
+pub fn sort(events: &mut [BlockEvent]) {
+    events.sort_by_key(|e| (e.time, e.kind == EventKind::Complete));
+}
+
+/// Pairs `events` (sorted by `sort`) into requests: issues when there are any, else queues.
 /// `None` when there is no request at all.
 pub fn pair(events: &[BlockEvent]) -> Option<Paired> {
     let has_issue = events.iter().any(|e| e.kind == EventKind::Issue);

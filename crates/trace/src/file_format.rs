@@ -16,6 +16,10 @@ pub const VERSION: u32 = 1;
 
 /// Bit 7 of a record's op byte: a service time follows.
 const HAS_SERVICE: u8 = 0x80;
+/// Bit 6 of a record's op byte, unused in version 1.
+const UNUSED: u8 = 0x40;
+/// A request's stream is a u16.
+const MAX_STREAMS: usize = 1 << 16;
 
 #[derive(Debug, Error)]
 pub enum FormatError {
@@ -95,6 +99,11 @@ pub fn read(bytes: &[u8]) -> Result<Trace, FormatError> {
     let stored: StoredHeader =
         serde_json::from_slice(&bytes[16..header_end]).map_err(|e| FormatError::Header(e.to_string()))?;
     let streams = stored.header.streams.len();
+    if streams > MAX_STREAMS {
+        return Err(FormatError::Header(format!(
+            "it names {streams} streams; a trace has at most {MAX_STREAMS}"
+        )));
+    }
     let mut cursor = Cursor { bytes, at: header_end };
     // A header cannot make us reserve more than the file could hold (4 bytes per request at least).
     let mut requests = Vec::with_capacity((stored.requests as usize).min(bytes.len() / 4));
@@ -108,6 +117,9 @@ pub fn read(bytes: &[u8]) -> Result<Trace, FormatError> {
         let gap = cursor.varint().ok_or_else(|| record("its time ends mid-number"))?;
         at_ns = at_ns.checked_add(gap).ok_or_else(|| record("its time overflows"))?;
         let code = cursor.byte().ok_or_else(|| record("it ends before its operation"))?;
+        if code & UNUSED != 0 {
+            return Err(record("its operation byte sets bit 6, which no version-1 trace uses"));
+        }
         let op = [TraceOp::Read, TraceOp::Write, TraceOp::Discard, TraceOp::Flush][usize::from(code & 3)];
         let offset = cursor.varint().ok_or_else(|| record("its offset ends mid-number"))?;
         let len = cursor.varint().ok_or_else(|| record("its length ends mid-number"))?;
@@ -115,7 +127,7 @@ pub fn read(bytes: &[u8]) -> Result<Trace, FormatError> {
         offset.checked_add(u64::from(len)).ok_or_else(|| record("it ends past 2^64 bytes"))?;
         let pid = cursor.varint().ok_or_else(|| record("its pid ends mid-number"))?;
         let stream = cursor.varint().ok_or_else(|| record("its stream ends mid-number"))?;
-        if stream as usize >= streams.max(1) {
+        if stream as usize >= streams {
             return Err(record(&format!("its stream {stream} is not among the header's {streams}")));
         }
         let service_ns = if code & HAS_SERVICE != 0 {
@@ -164,7 +176,11 @@ impl Cursor<'_> {
         let mut value = 0u64;
         for shift in (0..64).step_by(7) {
             let b = self.byte()?;
-            value |= u64::from(b & 0x7f).checked_shl(shift)?;
+            // The tenth byte holds bit 63 alone: more would be lost, and read as another number.
+            if shift == 63 && b > 1 {
+                return None;
+            }
+            value |= u64::from(b & 0x7f) << shift;
             if b & 0x80 == 0 {
                 return Some(value);
             }

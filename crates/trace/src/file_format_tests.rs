@@ -112,3 +112,38 @@ fn a_header_claiming_more_requests_than_the_file_holds_does_not_reserve_them() {
     let error = read(&bytes).expect_err("short");
     assert!(matches!(error, FormatError::Truncated { read: 4, expected: 9 }), "{error}");
 }
+
+/// Found by fuzzing (trace_file): a trace whose service time ran past 2^64 ns from its issue
+/// overflowed `trace show`'s count of outstanding requests.
+#[test]
+fn a_service_time_past_the_end_of_time_is_shown_without_overflow() {
+    let mut trace = sample();
+    trace.requests[0].at_ns = 5;
+    trace.requests[0].service_ns = Some(u64::MAX);
+    let read = read(&written(&trace)).expect("read");
+    let out = crate::shape::outstanding(&read).expect("completions");
+    assert!(out.max >= 1);
+}
+
+#[test]
+fn a_record_that_would_not_write_back_as_itself_is_refused() {
+    let bytes = written(&sample());
+    let first = bytes.len() - written_records(&sample());
+    // Bit 6 of the first record's operation byte (after its one-byte gap).
+    let mut flagged = bytes.clone();
+    flagged[first + 1] |= 0x40;
+    assert!(read(&flagged).expect_err("bit 6").to_string().contains("bit 6"));
+    // A ten-byte varint whose last byte holds more than bit 63.
+    let mut header_and_gap = bytes[..first].to_vec();
+    header_and_gap.extend([0xff; 9]);
+    header_and_gap.push(0x02);
+    assert!(read(&header_and_gap).is_err());
+}
+
+/// The bytes the records of `trace` take (its header counts them in one digit, as an empty
+/// trace's does).
+fn written_records(trace: &Trace) -> usize {
+    let mut empty = trace.clone();
+    empty.requests.clear();
+    written(trace).len() - written(&empty).len()
+}

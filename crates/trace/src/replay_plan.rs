@@ -10,6 +10,13 @@ use thiserror::Error;
 
 use crate::{Trace, TraceOp};
 
+/// The slowest and fastest a replay at kept times may go.
+pub const MIN_SPEED: f64 = 0.001;
+pub const MAX_SPEED: f64 = 1e6;
+/// The latest a request may be due, in nanoseconds (about 146 years): past it, times scaled by
+/// a slow speed are refused rather than read as "never".
+pub const LATEST_DUE_NS: u64 = 1 << 62;
+
 /// How fast a replay goes.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum Speed {
@@ -28,8 +35,10 @@ impl FromStr for Speed {
         }
         let number = text.strip_suffix('x').unwrap_or(text);
         match number.parse::<f64>() {
-            Ok(x) if x.is_finite() && x > 0.0 && x <= 1e6 => Ok(Speed::Times(x)),
-            _ => Err(format!("'{text}' is not a speed; use e.g. 1x (as recorded), 2x, 0.5x or max")),
+            Ok(x) if (MIN_SPEED..=MAX_SPEED).contains(&x) => Ok(Speed::Times(x)),
+            _ => Err(format!(
+                "'{text}' is not a speed; use e.g. 1x (as recorded), 2x, 0.5x (from {MIN_SPEED}x to {MAX_SPEED}x) or max"
+            )),
         }
     }
 }
@@ -75,6 +84,8 @@ pub enum PlanError {
     RequestTooLarge { index: usize, len: u32, region: u64 },
     #[error("request {index} ({offset} + {len} bytes) is not aligned to the target's {align}-byte blocks, which direct I/O needs; replay it with --buffered")]
     Unaligned { index: usize, offset: u64, len: u32, align: u32 },
+    #[error("request {index} would be due {due_ns} ns after the start: the trace's times at this speed run past {LATEST_DUE_NS} ns; replay it faster")]
+    TooLate { index: usize, due_ns: u64 },
 }
 
 /// The requests to issue and what was done to lay them out.
@@ -90,7 +101,7 @@ pub struct ReplayPlan {
     pub read_pct: u32,
     /// Each size and how many requests have it, largest count first.
     pub sizes: Vec<(u32, u64)>,
-    /// The largest power of two (512 to 4096) every offset and length is a multiple of.
+    /// The largest power of two (up to 4096) every offset and length is a multiple of.
     pub align: u32,
     /// When the last request is due.
     pub last_due_ns: u64,
@@ -127,7 +138,7 @@ pub fn plan(
         if direct_align > 1 && (r.offset % u64::from(direct_align) != 0 || r.len % direct_align != 0) {
             return Err(PlanError::Unaligned { index, offset: r.offset, len: r.len, align: direct_align });
         }
-        while align > 512 && (r.offset % u64::from(align) != 0 || r.len % align != 0) {
+        while align > 1 && (r.offset % u64::from(align) != 0 || r.len % align != 0) {
             align /= 2;
         }
         let grain = u64::from(direct_align.max(1));
@@ -136,11 +147,14 @@ pub fn plan(
             Some(Fit::Scale) => {
                 (u128::from(r.offset) * u128::from(region) / u128::from(device)) as u64 / grain * grain
             }
-            Some(Fit::Wrap) => r.offset % region,
+            Some(Fit::Wrap) => r.offset % region / grain * grain,
         };
         // A request laid past the end is moved back to end at the target's end.
         let offset = offset.min((region - u64::from(r.len)) / grain * grain);
         let due_ns = speed.map_or(0, |x| (r.at_ns as f64 / x) as u64);
+        if due_ns >= LATEST_DUE_NS {
+            return Err(PlanError::TooLate { index, due_ns });
+        }
         ios.push(ReplayIo { due_ns, write: r.op == TraceOp::Write, offset, len: r.len });
     }
     let reads = ios.iter().filter(|io| !io.write).count();

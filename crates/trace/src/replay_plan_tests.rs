@@ -80,7 +80,7 @@ fn direct_io_refuses_an_unaligned_request_and_an_untimed_trace_goes_as_fast_as_i
     let error = plan(&t, Speed::Times(1.0), None, MIB, 512).expect_err("unaligned");
     assert!(matches!(error, PlanError::Unaligned { index: 0, offset: 100, .. }), "{error}");
     let buffered = plan(&t, Speed::Times(1.0), None, MIB, 1).expect("buffered");
-    assert_eq!((buffered.speed, buffered.align), (None, 512));
+    assert_eq!((buffered.speed, buffered.align), (None, 4), "100 is a multiple of 4, not of 8");
 }
 
 #[test]
@@ -95,6 +95,24 @@ fn speeds_and_fits_read_as_written() {
     assert_eq!("0.5".parse::<Speed>(), Ok(Speed::Times(0.5)));
     assert_eq!("max".parse::<Speed>(), Ok(Speed::Max));
     assert!("0x".parse::<Speed>().is_err() && "fast".parse::<Speed>().is_err());
+    assert!("1e-300x".parse::<Speed>().is_err(), "a speed that would make every time 'never'");
     assert_eq!("wrap".parse::<Fit>(), Ok(Fit::Wrap));
     assert!("squash".parse::<Fit>().is_err());
+}
+
+#[test]
+fn a_wrapped_offset_stays_on_the_targets_blocks() {
+    // A target of 1 MiB + 1000 bytes: offsets modulo its size would fall between blocks.
+    let t = trace(&[(0, TraceOp::Read, 3 * MIB, 4096)], None, true);
+    let wrapped = plan(&t, Speed::Max, Some(Fit::Wrap), MIB + 1000, 512).expect("wrap");
+    assert_eq!(wrapped.ios[0].offset % 512, 0, "{:?}", wrapped.ios);
+}
+
+#[test]
+fn times_past_a_century_are_refused_not_read_as_never() {
+    let t = trace(&[(0, TraceOp::Read, 0, 4096), (u64::MAX / 2, TraceOp::Read, 0, 4096)], None, true);
+    assert!(matches!(
+        plan(&t, Speed::Times(0.001), None, MIB, 512),
+        Err(PlanError::TooLate { index: 1, .. })
+    ));
 }

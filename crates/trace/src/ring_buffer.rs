@@ -110,8 +110,11 @@ pub fn read_pages(
                     if delta == 0 || at + 4 > data.len() {
                         break; // the rest of the page is empty
                     }
-                    time += delta;
-                    at += u32_at(data, at) as usize;
+                    time = time.wrapping_add(delta);
+                    match at.checked_add(u32_at(data, at) as usize) {
+                        Some(next) => at = next,
+                        None => break,
+                    }
                     continue;
                 }
                 TYPE_TIME_EXTEND | TYPE_TIME_STAMP => {
@@ -122,7 +125,7 @@ pub fn read_pages(
                     at += 4;
                     let stamp = high << TIME_SHIFT | delta;
                     if kind == TYPE_TIME_EXTEND {
-                        time += stamp;
+                        time = time.wrapping_add(stamp);
                     } else {
                         // An absolute time: the low 59 bits of the clock.
                         time = (time & !((1 << 59) - 1)) | stamp;
@@ -140,8 +143,8 @@ pub fn read_pages(
                 }
                 n => n as usize * 4,
             };
-            time += delta;
-            let Some(record) = data.get(at..at + length) else {
+            time = time.wrapping_add(delta);
+            let Some(record) = at.checked_add(length).and_then(|end| data.get(at..end)) else {
                 out.damaged_pages += 1;
                 break;
             };
@@ -162,11 +165,13 @@ fn block_event(
 ) -> Option<BlockEvent> {
     let id = u16::from_le_bytes([*record.first()?, *record.get(1)?]);
     let format = formats.iter().find(|f| f.id == id)?;
-    let field = |at: usize, size: usize| record.get(at..at + size);
+    let field = |at: usize, size: usize| at.checked_add(size).and_then(|end| record.get(at..end));
     let pid = u32::from_le_bytes(field(4, 4)?.try_into().ok()?);
     let device = u32::from_le_bytes(field(format.dev, 4)?.try_into().ok()?);
     let sector = u64::from_le_bytes(field(format.sector, 8)?.try_into().ok()?);
     let sectors = u32::from_le_bytes(field(format.nr_sector, 4)?.try_into().ok()?);
+    // A sector no device has (past 2^64 bytes): not a request iolab can place.
+    sector.checked_mul(512)?.checked_add(u64::from(sectors) * 512)?;
     let rwbs = text(field(format.rwbs.0, format.rwbs.1)?);
     let (op, f) = parse_rwbs(&rwbs)?;
     let bytes = match format.bytes {

@@ -152,7 +152,7 @@ fn pages_the_kernel_wrote_hold_every_request_with_its_completion() {
         events.extend(read.events);
     }
     events.retain(|e| e.device == 7 << 20);
-    events.sort_by_key(|e| e.time);
+    crate::events::sort(&mut events);
     let paired = crate::events::pair(&events).expect("requests");
     let of = |op, len| paired.requests.iter().filter(|r| r.op == op && r.len == len).count();
     assert_eq!((of(TraceOp::Read, 4096), of(TraceOp::Write, 65536)), (300, 50));

@@ -424,7 +424,7 @@ pub fn outstanding(trace: &Trace) -> Option<Outstanding> {
     }
     let mut edges: Vec<(u64, i64)> = Vec::with_capacity(requests.len() * 2);
     for r in requests {
-        let end = r.service_ns.map_or(trace.header.duration_ns.max(r.at_ns), |ns| r.at_ns + ns);
+        let end = r.service_ns.map_or(trace.header.duration_ns.max(r.at_ns), |ns| r.at_ns.saturating_add(ns));
         edges.push((r.at_ns, 1));
         edges.push((end, -1));
     }

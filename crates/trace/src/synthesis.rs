@@ -34,7 +34,12 @@ pub struct Synthesized {
     pub qd: u32,
 }
 
-pub fn synthesize(header: &TraceHeader, shape: &Shape, trace_name: &str) -> Synthesized {
+/// The job, or why there is none: a trace without reads or writes has nothing a job can do.
+pub fn synthesize(header: &TraceHeader, shape: &Shape, trace_name: &str) -> Result<Synthesized, String> {
+    let data_requests: u64 = shape.ops.iter().filter(|o| o.op.moves_data()).map(|o| o.requests).sum();
+    if data_requests == 0 {
+        return Err(format!("{trace_name} has no reads or writes: a job has nothing to reproduce"));
+    }
     let mut text = String::new();
     let _ = writeln!(
         text,
@@ -87,7 +92,9 @@ pub fn synthesize(header: &TraceHeader, shape: &Shape, trace_name: &str) -> Synt
     };
     let most = shape.outstanding.as_ref().map(|o| o.max.max(1));
     let qd = most.map_or(32, |m| (2 * m).min(MOST_QD));
-    let rate_iops = (shape.iops >= 1.0).then(|| shape.iops.round() as u64);
+    // The job issues the reads and writes alone: the trace's discards and flushes are no part of its rate.
+    let data_iops = shape.iops * data_requests as f64 / shape.requests.max(1) as f64;
+    let rate_iops = (data_iops >= 1.0).then(|| data_iops.round() as u64);
     let arrival = shape.arrivals.as_ref().map(|a| if a.gap_cv >= POISSON_CV { "poisson" } else { "uniform" });
     if let Some(a) = &shape.arrivals {
         if a.gap_cv > 1.5 {
@@ -122,7 +129,7 @@ pub fn synthesize(header: &TraceHeader, shape: &Shape, trace_name: &str) -> Synt
             let _ = writeln!(text, "arrival = \"{arrival}\"");
         }
     }
-    Synthesized { text, distribution, rate_iops, qd }
+    Ok(Synthesized { text, distribution, rate_iops, qd })
 }
 
 /// One figure of the trace beside the same figure of a run of its job.

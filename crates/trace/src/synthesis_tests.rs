@@ -42,7 +42,7 @@ fn zoned_trace() -> Trace {
 #[test]
 fn the_job_says_the_traces_mix_placement_rate_and_room() {
     let trace = zoned_trace();
-    let job = synthesize(&trace.header, &shape(&trace), "t.trace");
+    let job = synthesize(&trace.header, &shape(&trace), "t.trace").expect("a job");
     assert_eq!(job.distribution, "zoned:80/20,20/80");
     assert_eq!(job.rate_iops, Some(20_000));
     assert_eq!(job.qd, 6, "three outstanding at most (120 us every 50 us), twice that");
