@@ -232,6 +232,38 @@ fn spawn_capture(dir: &Path, device: &str, seconds: u32, path: &str) -> std::pro
         .expect("capture starts")
 }
 
+/// Captures `device` for `seconds` into `name` while `iolab run` loads it with `load` (from
+/// half a second before), and checks that the capture traced what the device counted, within
+/// the few requests at its edges, and lost no event; returns what it showed.
+fn capture_beside_load(
+    dir: &Path,
+    device: &str,
+    load: &[&str],
+    seconds: u32,
+    name: &str,
+) -> serde_json::Value {
+    let load = iolab()
+        .args(["run", "--target", device, "--no-store", "--quiet", "--ramp", "0s"])
+        .args(load)
+        .current_dir(dir)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("load starts");
+    std::thread::sleep(Duration::from_millis(500));
+    let captured = spawn_capture(dir, device, seconds, name).wait_with_output().expect("capture ends");
+    let _ = common::output_unless_hung(load, "the load");
+    assert!(captured.status.success(), "{}", stderr(&captured));
+    let shown = json(&captured);
+    let cost = &shown["trace"]["capture_cost"];
+    let (traced, counted) =
+        (cost["captured_completed"].as_u64().expect("n"), cost["device_completed"].as_u64().expect("n"));
+    assert!(traced > 1000, "{shown}");
+    assert!(traced.abs_diff(counted) <= 2 + counted / 200, "traced {traced}, the device counted {counted}");
+    assert_eq!(cost["dropped_events"], 0);
+    shown
+}
+
 #[test]
 fn a_capture_counts_what_the_device_counts_and_its_replay_issues_the_same_requests() {
     if let Some((missing, why)) = needs_root_and(&["losetup"]) {
@@ -243,35 +275,12 @@ fn a_capture_counts_what_the_device_counts_and_its_replay_issues_the_same_reques
     let dir = tempfile::tempdir().expect("dir");
     let (source, copy) = (LoopDevice::direct_random("trace-a", 64), LoopDevice::direct("trace-b", 64));
     // A mixed load on the source for longer than the capture, so the capture sees it throughout.
-    let load = iolab()
-        .args([
-            "run",
-            "--target",
-            source.path(),
-            "--allow-destroy",
-            "--no-store",
-            "--quiet",
-            "--bs-split",
-            "4k/60,64k/40",
-        ])
-        .args(["--read-pct", "70", "--qd", "4", "--rate-iops", "3000", "--runtime", "4s", "--ramp", "0s"])
-        .current_dir(dir.path())
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .expect("load starts");
-    std::thread::sleep(Duration::from_millis(500));
-    let captured =
-        spawn_capture(dir.path(), source.path(), 2, "a.trace").wait_with_output().expect("capture ends");
-    let _ = common::output_unless_hung(load, "the load");
-    assert!(captured.status.success(), "{}", stderr(&captured));
-    let shown = json(&captured);
-    let cost = &shown["trace"]["capture_cost"];
-    let (traced, counted) =
-        (cost["captured_completed"].as_u64().expect("n"), cost["device_completed"].as_u64().expect("n"));
-    assert!(traced > 1000, "{shown}");
-    assert!(traced.abs_diff(counted) <= 2 + counted / 200, "traced {traced}, the device counted {counted}");
-    assert_eq!(cost["dropped_events"], 0);
+    let load = [
+        &["--bs-split", "4k/60,64k/40", "--read-pct", "70", "--qd", "4", "--rate-iops", "3000"][..],
+        &["--runtime", "4s", "--allow-destroy"],
+    ]
+    .concat();
+    let shown = capture_beside_load(dir.path(), source.path(), &load, 2, "a.trace");
     let read_pct = shown["shape"]["read_pct"].as_f64().expect("read share");
     assert!((read_pct - 70.0).abs() < 6.0, "{read_pct}");
 
@@ -339,25 +348,8 @@ fn a_bio_based_device_is_captured_at_queue() {
     }
     let Some(zram) = common::ZramDevice::for_test(64) else { return };
     let dir = tempfile::tempdir().expect("dir");
-    let load = iolab()
-        .args(["run", "--target", zram.path(), "--no-store", "--quiet", "--rw", "randread", "--qd", "4"])
-        .args(["--rate-iops", "5000", "--runtime", "3s", "--ramp", "0s"])
-        .current_dir(dir.path())
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .expect("load starts");
-    std::thread::sleep(Duration::from_millis(500));
-    let captured =
-        spawn_capture(dir.path(), zram.path(), 1, "z.trace").wait_with_output().expect("capture ends");
-    let _ = common::output_unless_hung(load, "the load");
-    assert!(captured.status.success(), "{}", stderr(&captured));
-    let shown = json(&captured);
-    let cost = &shown["trace"]["capture_cost"];
-    let (traced, counted) =
-        (cost["captured_completed"].as_u64().expect("n"), cost["device_completed"].as_u64().expect("n"));
-    assert!(traced > 1000, "{shown}");
-    assert!(traced.abs_diff(counted) <= 2 + counted / 200, "traced {traced}, the device counted {counted}");
+    let load = ["--rw", "randread", "--qd", "4", "--rate-iops", "5000", "--runtime", "3s"];
+    let shown = capture_beside_load(dir.path(), zram.path(), &load, 1, "z.trace");
     assert_eq!(shown["shape"]["read_pct"], 100.0);
 }
 
