@@ -158,8 +158,8 @@ pub enum Command {
     /// (default 30 s), into a trace file (root: the kernel's block tracing), with whether it
     /// saw them all and what it cost.
     Capture(CaptureArgs),
-    /// Block traces (a capture, blktrace's output, a fio iolog): what one is as a workload, or
-    /// one imported as an iolab trace.
+    /// Block traces (a capture, blktrace's output, a fio iolog): what one is as a workload, the
+    /// job file that reproduces it, or one imported as an iolab trace.
     Trace {
         #[command(subcommand)]
         action: TraceAction,
