@@ -24,14 +24,16 @@ pub fn capture_run(args: CaptureArgs) -> ExitCode {
         Ok(interrupt) => interrupt,
         Err(code) => return code,
     };
-    if !args.json {
+    // Said once the kernel records (setting up takes a while on a busy machine): what starts
+    // after this line is in the capture.
+    let mut recording = || {
         say!(
-            "iolab: capturing {} for {} (a stop signal ends it sooner)",
+            "iolab: capturing {} for {} (recording; a stop signal ends it sooner)",
             args.device.display(),
             args.duration
-        );
-    }
-    let captured = match capture(&args.device, args.duration.as_duration(), &interrupt) {
+        )
+    };
+    let captured = match capture(&args.device, args.duration.as_duration(), &interrupt, &mut recording) {
         Ok(captured) => captured,
         Err(e @ (CaptureError::NotRoot | CaptureError::NotABlockDevice(_) | CaptureError::NoTracefs)) => {
             return exit::usage(e.to_string())

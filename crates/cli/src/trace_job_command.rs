@@ -78,7 +78,16 @@ fn check(
     let stop = Arc::new(AtomicBool::new(false));
     let capture_thread = capturing.then(|| {
         let (target, stop) = (target.to_path_buf(), stop.clone());
-        std::thread::spawn(move || capture(&target, runtime + Duration::from_secs(30), &stop))
+        let (recording_tx, recording_rx) = std::sync::mpsc::channel();
+        let thread = std::thread::spawn(move || {
+            let mut recording = || {
+                let _ = recording_tx.send(());
+            };
+            capture(&target, runtime + Duration::from_secs(30), &stop, &mut recording)
+        });
+        // The run starts once the kernel records (or the capture failed: its error is said below).
+        let _ = recording_rx.recv();
+        thread
     });
     let title = format!("job of {}", request.file.display());
     Ok(Measurement::new("run", &plan).titled(title).run(

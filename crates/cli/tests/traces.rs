@@ -9,7 +9,6 @@ mod common;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Output;
-use std::time::Duration;
 
 use common::{iolab, is_root, json, needs_root_and, skip, stderr, LoopDevice};
 
@@ -221,40 +220,63 @@ fn capture_needs_root_and_says_so() {
     assert!(stderr(&out).contains("needs root; run it with sudo"), "{}", stderr(&out));
 }
 
-/// Captures `device` for `seconds` into `path`, as a child.
-fn spawn_capture(dir: &Path, device: &str, seconds: u32, path: &str) -> std::process::Child {
-    iolab()
-        .args(["capture", device, "--for", &format!("{seconds}s"), "-o", path, "--json"])
-        .current_dir(dir)
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .expect("capture starts")
+/// A capture of a device in a child, from the moment the kernel records: what runs between
+/// `start` and `stop` is in it, however long setting up took on a busy machine.
+struct Recording {
+    child: std::process::Child,
 }
 
-/// Captures `device` for `seconds` into `name` while `iolab run` loads it with `load` (from
-/// half a second before), and checks that the capture traced what the device counted, within
-/// the few requests at its edges, and lost no event; returns what it showed.
-fn capture_beside_load(
-    dir: &Path,
-    device: &str,
-    load: &[&str],
-    seconds: u32,
-    name: &str,
-) -> serde_json::Value {
-    let load = iolab()
+impl Recording {
+    /// Starts `iolab capture device -o name` and returns once it says it records.
+    fn start(dir: &Path, device: &str, name: &str) -> Recording {
+        use std::io::BufRead;
+        let mut child = iolab()
+            .args(["capture", device, "--for", "600s", "-o", name, "--json"])
+            .current_dir(dir)
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .expect("capture starts");
+        let mut said = std::io::BufReader::new(child.stderr.take().expect("stderr"));
+        let mut seen = String::new();
+        loop {
+            let mut line = String::new();
+            if said.read_line(&mut line).expect("stderr reads") == 0 {
+                panic!("the capture ended before it recorded: {seen}");
+            }
+            seen += &line;
+            if line.contains("(recording;") {
+                break;
+            }
+        }
+        std::thread::spawn(move || std::io::copy(&mut said, &mut std::io::sink()));
+        Recording { child }
+    }
+
+    /// Stops it as Ctrl-C would (it keeps what it recorded, exit code 130) and returns what it
+    /// showed.
+    fn stop(self) -> serde_json::Value {
+        // SAFETY: kill takes plain integers; the pid is our own child's, not yet reaped.
+        unsafe { libc::kill(self.child.id() as i32, libc::SIGINT) };
+        let out = common::output_unless_hung(self.child, "the capture");
+        assert_eq!(out.status.code(), Some(130), "{}", String::from_utf8_lossy(&out.stdout));
+        json(&out)
+    }
+}
+
+/// Captures `device` into `name` while `iolab run` loads it with `load`, and checks that the
+/// capture traced what the device counted, within the few requests at its edges, and lost no
+/// event; returns what it showed.
+fn capture_beside_load(dir: &Path, device: &str, load: &[&str], name: &str) -> serde_json::Value {
+    let recording = Recording::start(dir, device, name);
+    let out = iolab()
         .args(["run", "--target", device, "--no-store", "--quiet", "--ramp", "0s"])
         .args(load)
         .current_dir(dir)
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .expect("load starts");
-    std::thread::sleep(Duration::from_millis(500));
-    let captured = spawn_capture(dir, device, seconds, name).wait_with_output().expect("capture ends");
-    let _ = common::output_unless_hung(load, "the load");
-    assert!(captured.status.success(), "{}", stderr(&captured));
-    let shown = json(&captured);
+        .output()
+        .expect("the load runs");
+    assert!(out.status.success(), "{}", stderr(&out));
+    let shown = recording.stop();
     let cost = &shown["trace"]["capture_cost"];
     let (traced, counted) =
         (cost["captured_completed"].as_u64().expect("n"), cost["device_completed"].as_u64().expect("n"));
@@ -274,24 +296,23 @@ fn a_capture_counts_what_the_device_counts_and_its_replay_issues_the_same_reques
     }
     let dir = tempfile::tempdir().expect("dir");
     let (source, copy) = (LoopDevice::direct_random("trace-a", 64), LoopDevice::direct("trace-b", 64));
-    // A mixed load on the source for longer than the capture, so the capture sees it throughout.
+    // A mixed load on the source, all of it captured.
     let load = [
         &["--bs-split", "4k/60,64k/40", "--read-pct", "70", "--qd", "4", "--rate-iops", "3000"][..],
-        &["--runtime", "4s", "--allow-destroy"],
+        &["--runtime", "2s", "--allow-destroy"],
     ]
     .concat();
-    let shown = capture_beside_load(dir.path(), source.path(), &load, 2, "a.trace");
+    let shown = capture_beside_load(dir.path(), source.path(), &load, "a.trace");
     let read_pct = shown["shape"]["read_pct"].as_f64().expect("read share");
     assert!((read_pct - 70.0).abs() < 6.0, "{read_pct}");
 
     // The replay on the copy, captured there: the same requests reach the copy's block layer.
-    let capture_b = spawn_capture(dir.path(), copy.path(), 5, "b.trace");
-    std::thread::sleep(Duration::from_millis(300));
+    let capture_b = Recording::start(dir.path(), copy.path(), "b.trace");
     let out = replay(dir.path(), &dir.path().join("a.trace"), copy.path(), &["--allow-destroy"]);
     assert!(out.status.success(), "{}", stderr(&out));
     let replayed = &json(&out)["run"]["jobs"][0]["groups"][0]["replay"];
     assert_eq!(replayed["completed"], replayed["requests"], "{replayed}");
-    let _ = capture_b.wait_with_output().expect("capture ends");
+    let _ = capture_b.stop();
     let (asked, got) = (
         requests(&dir.path().join("a.trace"), dir.path()),
         requests(&dir.path().join("b.trace"), dir.path()),
@@ -348,8 +369,8 @@ fn a_bio_based_device_is_captured_at_queue() {
     }
     let Some(zram) = common::ZramDevice::for_test(64) else { return };
     let dir = tempfile::tempdir().expect("dir");
-    let load = ["--rw", "randread", "--qd", "4", "--rate-iops", "5000", "--runtime", "3s"];
-    let shown = capture_beside_load(dir.path(), zram.path(), &load, 1, "z.trace");
+    let load = ["--rw", "randread", "--qd", "4", "--rate-iops", "5000", "--runtime", "1s"];
+    let shown = capture_beside_load(dir.path(), zram.path(), &load, "z.trace");
     assert_eq!(shown["shape"]["read_pct"], 100.0);
 }
 
@@ -367,18 +388,12 @@ fn a_partition_is_captured_alone_at_its_own_offsets() {
     let part = format!("{}p1", disk.path());
     let dir = tempfile::tempdir().expect("dir");
     // Reads of the partition's blocks 10..20, and of the disk beyond the partition.
-    let load = std::process::Command::new("sh")
-        .arg("-c")
-        .arg(format!(
-            "sleep 0.5; for i in 1 2 3; do dd if={part} of=/dev/null bs=4k skip=10 count=10 iflag=direct status=none; dd if={} of=/dev/null bs=4k skip=12000 count=10 iflag=direct status=none; done",
-            disk.path()
-        ))
-        .spawn()
-        .expect("load");
-    let captured = spawn_capture(dir.path(), &part, 2, "p.trace").wait_with_output().expect("capture ends");
-    let _ = common::output_unless_hung(load, "the reads");
-    assert!(captured.status.success(), "{}", stderr(&captured));
-    let shown = json(&captured);
+    let recording = Recording::start(dir.path(), &part, "p.trace");
+    common::sh(&format!(
+        "for i in 1 2 3; do dd if={part} of=/dev/null bs=4k skip=10 count=10 iflag=direct status=none; dd if={} of=/dev/null bs=4k skip=12000 count=10 iflag=direct status=none; done",
+        disk.path()
+    ));
+    let shown = recording.stop();
     assert_eq!(shown["trace"]["device_bytes"], 65536 * 512);
     let mut offsets: Vec<u64> =
         requests(&dir.path().join("p.trace"), dir.path()).into_keys().map(|(_, offset, _)| offset).collect();

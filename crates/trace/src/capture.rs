@@ -61,8 +61,15 @@ pub struct Captured {
     pub interrupted: bool,
 }
 
-/// Captures `device`'s requests for `duration`, or until `interrupt` is set.
-pub fn capture(device: &Path, duration: Duration, interrupt: &AtomicBool) -> Result<Captured, CaptureError> {
+/// Captures `device`'s requests for `duration`, or until `interrupt` is set; `recording` is
+/// called once the kernel records (after the instance is set up, which takes a while on a busy
+/// machine), so a caller can start what it wants recorded.
+pub fn capture(
+    device: &Path,
+    duration: Duration,
+    interrupt: &AtomicBool,
+    recording: &mut dyn FnMut(),
+) -> Result<Captured, CaptureError> {
     if !nix::unistd::geteuid().is_root() {
         return Err(CaptureError::NotRoot);
     }
@@ -118,6 +125,7 @@ pub fn capture(device: &Path, duration: Duration, interrupt: &AtomicBool) -> Res
     let device_before = completed(&sys);
     instance.write("tracing_on", "1")?;
     let start = Instant::now();
+    recording();
     let mut interrupted = false;
     while start.elapsed() < duration {
         if interrupt.load(Ordering::Relaxed) {
