@@ -13,8 +13,8 @@ use crate::args::{FleetArgs, FleetStudy, KeepArgs, MetricsArgs, StoreArgs};
 use crate::place::Place;
 use crate::progress::ProgressLine;
 use crate::{
-    exit, fleet_files_command, metrics_args, ramp_command, run_command, steady_command, suite_command,
-    sweep_command,
+    exit, fleet_files_command, fleet_replay_command, metrics_args, ramp_command, run_command, steady_command,
+    suite_command, sweep_command,
 };
 
 pub fn run(args: FleetArgs, store: &StoreArgs) -> ExitCode {
@@ -45,6 +45,7 @@ pub fn run(args: FleetArgs, store: &StoreArgs) -> ExitCode {
             (cache.workload.options.quiet, &args.run.metrics, cache.workload.keep)
         }
         Some(FleetStudy::Files(files)) => (Some(files.quiet || files.json), &args.run.metrics, files.store),
+        Some(FleetStudy::Replay(replay)) => (Some(replay.how.quiet), &args.run.metrics, replay.how.keep),
     };
     // Before the subcommand or after it, as --metrics.
     let store = &store.keeping(KeepArgs { no_store: keep.no_store || args.run.workload.keep.no_store });
@@ -98,6 +99,7 @@ pub fn run(args: FleetArgs, store: &StoreArgs) -> ExitCode {
         Some(FleetStudy::Suite(suite)) => suite_command::run(suite, store, &mut place),
         Some(FleetStudy::Cache(cache)) => crate::fleet_cache_command::run(cache, store, &mut place),
         Some(FleetStudy::Files(files)) => fleet_files_command::run(files, store, &mut fleet),
+        Some(FleetStudy::Replay(replay)) => fleet_replay_command::run(replay, store, &mut place),
     };
     drop(fleet);
     drop(launched);

@@ -14,6 +14,7 @@ mod fio_job_command;
 mod fleet_cache_command;
 mod fleet_command;
 mod fleet_files_command;
+mod fleet_replay_command;
 mod flow;
 mod import_command;
 mod job_source;
@@ -27,6 +28,7 @@ mod ramp_command;
 mod rated_input;
 mod recording;
 mod replay_command;
+mod replay_job;
 mod report_command;
 mod results_command;
 mod run_command;
@@ -109,7 +111,7 @@ fn main() -> ExitCode {
         args::Command::Verify(args) => verify_command::run(args),
         args::Command::Capture(args) => trace_command::capture_run(args),
         args::Command::Replay(args) => {
-            let store = store.keeping(args.keep);
+            let store = store.keeping(args.how.keep);
             replay_command::run(args, &store)
         }
         args::Command::Trace { action } => match action {

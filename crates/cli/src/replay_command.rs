@@ -6,29 +6,18 @@
 use std::fs::File;
 use std::path::Path;
 use std::process::ExitCode;
-use std::sync::Arc;
 
 use iolab_report::{replay_json, replay_text};
 use iolab_runner::{run_jobs, OnFailedStart};
-use iolab_spec::axis::Axis;
-use iolab_spec::{resolve, BsWeight, Bytes, Nanos, Options, ReplaySpec, RunPlan};
+use iolab_spec::{resolve, RunPlan};
 use iolab_trace::replay_plan::{self, ReplayPlan, Speed};
-use iolab_trace::shape::{outstanding, shape};
 use iolab_trace::{fidelity, Trace};
 
 use crate::args::{ReplayArgs, StoreArgs};
 use crate::flow::{Delivery, Measurement};
 use crate::place::Place;
-use crate::{exit, trace_command};
+use crate::{exit, replay_job, trace_command};
 
-/// The queue a replay at its recorded times gets by default: room for twice what the trace
-/// had outstanding, so a target as fast as the traced device never holds a request back.
-const PACED_QD_MIN: u32 = 32;
-const MOST_QD: u32 = 1024;
-/// Time a replay has past its last request's due time (kept times) before the run ends.
-const GRACE: Nanos = Nanos(60_000_000_000);
-/// A replay as fast as possible gets at least this long per request before its window ends.
-const SLOWEST_NS_PER_REQUEST: u64 = 1_000_000;
 const SECTOR: u32 = 512;
 
 pub fn run(args: ReplayArgs, store: &StoreArgs) -> ExitCode {
@@ -37,10 +26,11 @@ pub fn run(args: ReplayArgs, store: &StoreArgs) -> ExitCode {
 
 fn replay(args: ReplayArgs, store: &StoreArgs) -> Result<ExitCode, ExitCode> {
     let trace = trace_command::open(&args.trace)?;
-    let room = TargetRoom::of(&args.target, &trace, args.buffered, args.fit.is_some())?;
-    let laid = replay_plan::plan(&trace, args.speed, args.fit, room.region, room.direct_align)
-        .map_err(exit::usage)?;
-    if args.speed != Speed::Max && laid.speed.is_none() && !args.quiet {
+    let how = &args.how;
+    let room = TargetRoom::of(&how.target, &trace, how.buffered, how.fit.is_some())?;
+    let laid =
+        replay_plan::plan(&trace, how.speed, how.fit, room.region, room.direct_align).map_err(exit::usage)?;
+    if how.speed != Speed::Max && laid.speed.is_none() && !how.quiet {
         crate::exit::say!(
             "iolab: note: {} has no times ({}): it is replayed as fast as the queue allows",
             args.trace.display(),
@@ -56,7 +46,9 @@ fn replay(args: ReplayArgs, store: &StoreArgs) -> Result<ExitCode, ExitCode> {
         |_, report| {
             let group = report.jobs.first().and_then(|j| j.groups.first());
             let versus = group.map_or_else(Vec::new, |g| fidelity::versus(&trace, &g.read, &g.write));
-            Ok(Delivery::study(&plan.output, replay_json(&versus, report), || replay_text(&versus, report)))
+            Ok(Delivery::study(&plan.output, replay_json(&versus, &[], report), || {
+                replay_text(&versus, &[], report)
+            }))
         },
     ))
 }
@@ -73,9 +65,7 @@ impl TargetRoom {
     /// `fitting`: a file keeps its size and the trace is fitted onto it (else it is extended
     /// to the trace's reach).
     fn of(target: &Path, trace: &Trace, buffered: bool, fitting: bool) -> Result<TargetRoom, ExitCode> {
-        let reach = trace.requests.iter().filter(|r| r.op.moves_data()).map(|r| r.end()).max().unwrap_or(0);
-        // A file is made as large as the trace reaches, in whole MiB.
-        let file_size = reach.div_ceil(1 << 20).max(1) << 20;
+        let file_size = replay_job::file_size(trace);
         let opened = match File::open(target) {
             Ok(file) => file,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
@@ -110,59 +100,13 @@ fn run_plan(
     room: &TargetRoom,
     laid: ReplayPlan,
 ) -> Result<RunPlan, ExitCode> {
-    let recorded = outstanding(trace).map(|o| o.max.max(1));
-    let qd = args.qd.unwrap_or(match (laid.speed, recorded) {
-        (Some(_), Some(most)) => (2 * most).clamp(PACED_QD_MIN, MOST_QD),
-        (Some(_), None) => PACED_QD_MIN,
-        (None, Some(most)) => most.min(MOST_QD),
-        (None, None) => PACED_QD_MIN,
-    });
-    let runtime = match laid.speed {
-        Some(_) => Nanos(laid.last_due_ns.saturating_add(GRACE.0)),
-        // As fast as possible ends with its last request; the window only bounds a target
-        // slower than both ten times the recorded pace and 1,000 requests a second.
-        None => {
-            let paced = trace.header.duration_ns.saturating_mul(10);
-            let slow = (laid.ios.len() as u64).saturating_mul(SLOWEST_NS_PER_REQUEST);
-            Nanos(paced.max(slow).saturating_add(GRACE.0))
-        }
-    };
-    let options = Options {
-        target: Some(vec![args.target.clone()]),
-        size: room.make_file.map(Bytes),
-        qd: Some(Axis::one(qd)),
-        engine: args.engine,
-        allow_destroy: args.allow_destroy.then_some(true),
-        buffered: args.buffered.then_some(true),
-        runtime: Some(runtime),
-        ramp: Some(Nanos(0)),
-        json: args.json.then_some(true),
-        output: args.output.clone(),
-        quiet: args.quiet.then_some(true),
-        ..Options::default()
-    };
+    let qd = replay_job::queue_depth(trace, &laid, args.how.qd);
+    let runtime = replay_job::window(trace, &laid);
+    let options = replay_job::options(&args.how, room.make_file, qd, runtime);
     let mut plan = resolve(None, &options).map_err(exit::usage)?;
-    let sequential = shape(trace).sequential_pct;
     let Some(group) = plan.jobs.first_mut().and_then(|j| j.groups.first_mut()) else {
         return Err(exit::fail(exit::INTERNAL, "the replay's job has no group"));
     };
-    group.access.read_pct = laid.read_pct;
-    group.access.random_pct = (100.0 - sequential).round().clamp(0.0, 100.0) as u32;
-    group.access.bs_split = laid
-        .sizes
-        .iter()
-        .map(|&(size, count)| BsWeight {
-            bs: Bytes(u64::from(size)),
-            weight: count.min(u64::from(u32::MAX)) as u32,
-        })
-        .collect();
-    group.access.align = Bytes(u64::from(laid.align));
-    group.replay = Some(ReplaySpec {
-        source: args.trace.display().to_string(),
-        speed: laid.speed,
-        fit: laid.fit.map(|f| f.name().to_string()),
-        skipped: laid.skipped,
-        ios: Arc::from(laid.ios),
-    });
+    replay_job::lay_onto(group, trace, laid, args.trace.display().to_string());
     Ok(plan)
 }

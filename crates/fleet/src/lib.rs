@@ -10,6 +10,7 @@ pub mod agent;
 pub mod coordinator;
 pub mod merge;
 pub mod protocol;
+pub mod replay_wire;
 
 #[cfg(test)]
 mod merge_tests;

@@ -18,6 +18,7 @@ mod parts;
 use iolab_spec::{JobSpec, RateSpec};
 use iolab_stats::encoded::{DecodeError, EncodedHistograms};
 use iolab_stats::fleet::{FleetReport, HostResult, HostStatus};
+use iolab_stats::replay::ReplayReport;
 use iolab_stats::result::{
     BlockCoverage, GroupResult, JobResult, OpSummary, RateReport, SeriesPoint, StopReason, Verdict,
 };
@@ -288,8 +289,12 @@ fn merge_group(
             series_bound(groups.iter().map(|group| group.series.as_slice()))
         },
         rate: merge_rate(&groups, &stats, measured_s, slo),
-        // A replay is never sent to agents (the job's wire form refuses one).
-        replay: None,
+        // Each host replayed its own trace: the fleet's lags are the union of theirs.
+        replay: ReplayReport::merged(
+            &groups.iter().filter_map(|group| group.replay.as_ref()).collect::<Vec<_>>(),
+            &stats,
+            slo,
+        ),
         blocks: BlockCoverage::sum(&groups.iter().filter_map(|group| group.blocks).collect::<Vec<_>>()),
         histograms: stats,
     }

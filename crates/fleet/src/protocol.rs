@@ -10,6 +10,8 @@
 //! ```text
 //! POST   /v1/hello                          HelloRequest -> Hello        the version handshake
 //! POST   /v1/sessions                       OpenSession  -> SessionOpened (409 if one is live)
+//! PUT    /v1/sessions/{id}/replay           requests     -> ReplayLoaded a replay's requests
+//!                                                                        (bytes: replay_wire)
 //! POST   /v1/sessions/{id}/prepare          Prepare      -> Prepared     open and check targets
 //! POST   /v1/sessions/{id}/start            Start        -> 202          run at an instant
 //! GET    /v1/sessions/{id}/live?from=N      NDJSON of LiveEvent, from the N-th event on
@@ -89,6 +91,31 @@ pub struct Prepare {
     /// One job as job-file text (`iolab_spec::wire::job_file_text`): the agent parses and
     /// validates it exactly as it would a user's job file.
     pub job: String,
+    /// The job's one group replays the requests last PUT to the session's `replay` (`iolab
+    /// fleet replay`): how they were laid out. The agent checks them against the target it
+    /// opened.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub replay: Option<ReplayWire>,
+}
+
+/// A replay's description (`iolab_spec::ReplaySpec` without its requests, which go as bytes).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct ReplayWire {
+    /// The trace, as the user named it on the coordinator.
+    pub source: String,
+    /// `None`: as fast as the queue allows.
+    pub speed: Option<f64>,
+    pub fit: Option<String>,
+    /// Discards and flushes of the trace, not replayed.
+    pub skipped: u64,
+    /// How many requests the upload held: a mismatch means another upload came between.
+    pub requests: u64,
+}
+
+/// The answer to a replay's upload.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct ReplayLoaded {
+    pub requests: u64,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]

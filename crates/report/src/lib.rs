@@ -41,7 +41,7 @@ pub use files::{files_json, files_text};
 pub use iolab_stats::format::{latency, thousands};
 pub use precondition::{precondition_json, precondition_text, PRECONDITION_SCHEMA};
 pub use ramp::{ramp_json, ramp_text, RAMP_SCHEMA};
-pub use replay::{replay_json, replay_text, REPLAY_SCHEMA};
+pub use replay::{replay_json, replay_text, HostReplay, REPLAY_SCHEMA};
 pub use results::{run_text, runs_text, utc};
 pub use steady::{steady_json, steady_text, STEADY_SCHEMA};
 pub use studies::planned_workload;

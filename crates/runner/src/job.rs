@@ -213,6 +213,16 @@ fn assemble(
         .map(|((g, group), series)| {
             let mut totals = IntervalStats::default();
             collected.target_totals[g].iter().for_each(|t| totals.merge(t));
+            let mut max_lag_ns = 0;
+            if group.replay.as_ref().is_some_and(|r| r.speed.is_some()) {
+                let mut lags = OpStats::default();
+                let lanes = lane_group.iter().zip(lane_rates.iter()).filter(|(&lg, _)| lg == g);
+                for lane in lanes.filter_map(|(_, rate)| rate.as_ref()) {
+                    lags.merge(&lane.lags);
+                    max_lag_ns = max_lag_ns.max(lane.max_lag_ns);
+                }
+                totals.lag = Some(lags);
+            }
             all.merge(&totals);
             let first_lane = lane_group.iter().position(|&lg| lg == g).unwrap_or(0);
             GroupResult {
@@ -262,16 +272,8 @@ fn assemble(
                     RateReport::new(&rate, scheduled, totals.ios(), measured_s, max_lag_ns, response)
                 }),
                 replay: group.replay.as_ref().map(|replay| {
-                    let mut lags = OpStats::default();
-                    let mut max_lag_ns = 0;
-                    let lanes = lane_group.iter().zip(lane_rates.iter()).filter(|(&lg, _)| lg == g);
-                    for lane in lanes.filter_map(|(_, rate)| rate.as_ref()) {
-                        lags.merge(&lane.lags);
-                        max_lag_ns = max_lag_ns.max(lane.max_lag_ns);
-                    }
                     let response = totals.response.as_ref().and_then(|r| r.latency_summary(slo));
-                    let paced = replay.speed.is_some().then_some(&lags);
-                    ReplayReport::new(replay, paced, max_lag_ns, totals.ios(), response, slo)
+                    ReplayReport::new(replay, totals.lag.as_ref(), max_lag_ns, totals.ios(), response, slo)
                 }),
                 blocks: group_coverage(lane_group, &collected.lane_touched, g),
                 data: group.access.writes().then(|| {

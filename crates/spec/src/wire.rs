@@ -122,7 +122,8 @@ fn group_keys(group: &GroupSpec, index: usize, table: &mut Table) -> Result<(), 
     } = group;
     if replay.is_some() {
         return Err(SpecError::Invalid(
-            "a replay runs on this host only; a fleet agent cannot be sent a trace".into(),
+            "a replay's requests do not fit in job-file text; they travel beside it (iolab fleet ... replay)"
+                .into(),
         ));
     }
     target_keys(target, table)?;

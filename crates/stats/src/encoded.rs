@@ -21,6 +21,9 @@ pub struct EncodedHistograms {
     pub read: Option<EncodedOpStats>,
     pub write: Option<EncodedOpStats>,
     pub response: Option<EncodedOpStats>,
+    /// A replay's lags behind its schedule (`IntervalStats::lag`); absent elsewhere.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lag: Option<EncodedOpStats>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -65,6 +68,7 @@ impl EncodedHistograms {
             read: some(&stats.read)?,
             write: some(&stats.write)?,
             response: stats.response.as_ref().map(some).transpose()?.flatten(),
+            lag: stats.lag.as_ref().map(some).transpose()?.flatten(),
         })
     }
 
@@ -77,6 +81,7 @@ impl EncodedHistograms {
             read: decode(&self.read)?.unwrap_or_default(),
             write: decode(&self.write)?.unwrap_or_default(),
             response: decode(&self.response)?,
+            lag: decode(&self.lag)?,
             ..Default::default()
         })
     }
@@ -157,6 +162,7 @@ mod tests {
             read: sample(1, 20_000),
             write: sample(2, 500),
             response: None,
+            lag: Some(sample(3, 700)),
             ..Default::default()
         };
         let encoded = EncodedHistograms::encode(&stats);
@@ -167,6 +173,8 @@ mod tests {
         assert_eq!(decoded.read.histogram(), stats.read.histogram());
         assert_eq!(decoded.read.moments(), stats.read.moments());
         assert_eq!(decoded.write.latency_summary(&[]), stats.write.latency_summary(&[]));
+        let (lag, sent) = (decoded.lag.expect("the lag travels"), stats.lag.as_ref().expect("recorded"));
+        assert_eq!((lag.histogram(), lag.moments()), (sent.histogram(), sent.moments()));
     }
 
     /// Merging decoded parts gives what one recorder of every I/O gives.
@@ -206,7 +214,13 @@ mod tests {
         let mut encoded = EncodedOpStats::encode(&sample(5, 100));
         encoded.hdr = "not base64!".into();
         assert!(matches!(encoded.decode(), Err(DecodeError::Damaged(_))));
-        let other = EncodedHistograms { format: "other/9".into(), read: None, write: None, response: None };
+        let other = EncodedHistograms {
+            format: "other/9".into(),
+            read: None,
+            write: None,
+            response: None,
+            lag: None,
+        };
         assert_eq!(other.decode().err(), Some(DecodeError::Format("other/9".into())));
     }
 }

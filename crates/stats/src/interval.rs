@@ -16,6 +16,10 @@ pub struct IntervalStats {
     /// I/Os keep to the rate, and what did a late start cost) concerns them all. `None` in
     /// closed loop, which has no schedule and pays for no histogram.
     pub response: Option<OpStats>,
+    /// A replay at its recorded times (`iolab replay`) only, over the whole window (never per
+    /// interval): how far behind its due time each request started. Kept as a histogram so a
+    /// fleet's replays merge their lags exactly.
+    pub lag: Option<OpStats>,
     /// Slot time outside the latency figures: from the reap of one I/O to the hand-over of the
     /// next on the same slot (the lane recording completions and preparing requests; in open
     /// loop also the wait for the next due time), summed over the hand-overs in the interval,
@@ -36,6 +40,9 @@ impl IntervalStats {
         self.write.merge(&other.write);
         if let Some(response) = &other.response {
             self.response.get_or_insert_with(OpStats::default).merge(response);
+        }
+        if let Some(lag) = &other.lag {
+            self.lag.get_or_insert_with(OpStats::default).merge(lag);
         }
         self.gap_ns += other.gap_ns;
         self.gaps += other.gaps;

@@ -129,19 +129,24 @@ pub fn plan(
         Speed::Times(x) if trace.header.timed => Some(x),
         _ => None,
     };
+    let on = |r: &crate::Request, align: u32| r.offset % u64::from(align) == 0 && r.len % align == 0;
+    if let Some(&(index, r)) = data.iter().find(|(_, r)| direct_align > 1 && !on(r, direct_align)) {
+        return Err(PlanError::Unaligned { index, offset: r.offset, len: r.len, align: direct_align });
+    }
     let mut align = 4096u32;
+    for (_, r) in &data {
+        while align > 1 && !on(r, align) {
+            align /= 2;
+        }
+    }
+    // Fitted offsets stay on the trace's own blocks (a 4 KiB workload stays 4 KiB-aligned on a
+    // 512-byte-sector target), and on the target's.
+    let grain = u64::from(align.max(direct_align));
     let mut ios = Vec::with_capacity(data.len());
     for &(index, r) in &data {
         if u64::from(r.len) > region {
             return Err(PlanError::RequestTooLarge { index, len: r.len, region });
         }
-        if direct_align > 1 && (r.offset % u64::from(direct_align) != 0 || r.len % direct_align != 0) {
-            return Err(PlanError::Unaligned { index, offset: r.offset, len: r.len, align: direct_align });
-        }
-        while align > 1 && (r.offset % u64::from(align) != 0 || r.len % align != 0) {
-            align /= 2;
-        }
-        let grain = u64::from(direct_align.max(1));
         let offset = match fit {
             None => r.offset,
             Some(Fit::Scale) => {

@@ -109,6 +109,20 @@ fn a_wrapped_offset_stays_on_the_targets_blocks() {
 }
 
 #[test]
+fn fitted_offsets_keep_the_traces_own_block_alignment() {
+    // 4 KiB requests on a target of 512-byte sectors: scaled by 3/8, 5 MiB + 4 KiB would land
+    // on 1.875 MiB + 1.5 KiB, between the workload's 4 KiB blocks.
+    let t = trace(
+        &[(0, TraceOp::Read, 5 * MIB + 4096, 4096), (1, TraceOp::Read, 8 * MIB - 4096, 4096)],
+        None,
+        true,
+    );
+    let scaled = plan(&t, Speed::Max, Some(Fit::Scale), 3 * MIB, 512).expect("scale");
+    assert!(scaled.ios.iter().all(|io| io.offset % 4096 == 0), "{:?}", scaled.ios);
+    assert_eq!(scaled.align, 4096);
+}
+
+#[test]
 fn times_past_a_century_are_refused_not_read_as_never() {
     let t = trace(&[(0, TraceOp::Read, 0, 4096), (u64::MAX / 2, TraceOp::Read, 0, 4096)], None, true);
     assert!(matches!(

@@ -74,6 +74,10 @@ pub enum FleetStudy {
     /// A file tree built and worked on every host, phase by phase in lock-step (as `iolab
     /// files`; DIR must be under each agent's --allow-write).
     Files(super::FilesArgs),
+    /// Each host replays its own trace (one per host, in the order the hosts are named, or one
+    /// for every host) on its own target, every host starting at one instant (as `iolab
+    /// replay`).
+    Replay(super::FleetReplayArgs),
 }
 
 #[derive(Debug, Args)]

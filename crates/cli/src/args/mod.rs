@@ -25,7 +25,7 @@ pub use studies::{
     BurninArgs, CliffArgs, LadderArgs, PreconditionArgs, RampArgs, RunArgs, ScaleArgs, SteadyArgs, SuiteArgs,
     SweepArgs,
 };
-pub use trace::{CaptureArgs, ReplayArgs, TraceAction};
+pub use trace::{CaptureArgs, FleetReplayArgs, ReplayArgs, ReplayHow, TraceAction};
 pub use verify::VerifyArgs;
 
 /// The command line as iolab parses it and shows its help: the studies' timing said as they use it.

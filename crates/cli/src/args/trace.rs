@@ -77,7 +77,33 @@ pub struct ReplayArgs {
     #[arg(value_name = "TRACE")]
     pub trace: PathBuf,
 
-    /// Where to replay it: a block device or a file (created as large as the trace reaches).
+    #[command(flatten)]
+    pub how: ReplayHow,
+
+    /// How far the CPUs may idle while the trace replays: as-is (default), or poll (root:
+    /// /dev/cpu_dma_latency held at 0), so a request due while its core halts is not late by
+    /// the wake-up.
+    #[arg(long, value_name = "MODE", value_enum, default_value_t = CpuIdleMode::AsIs)]
+    pub cpu_idle: CpuIdleMode,
+}
+
+/// `iolab fleet ... replay`: a trace per host.
+#[derive(Debug, Args)]
+pub struct FleetReplayArgs {
+    /// One trace per host, in the order the hosts are named; or one trace that every host
+    /// replays. Each as `iolab replay` takes it.
+    #[arg(value_name = "TRACE", required = true)]
+    pub traces: Vec<PathBuf>,
+
+    #[command(flatten)]
+    pub how: ReplayHow,
+}
+
+/// How a trace is replayed, here or on each host of a fleet.
+#[derive(Debug, Args)]
+pub struct ReplayHow {
+    /// Where to replay it (the same path on each host of a fleet): a block device or a file
+    /// (made as large as the trace reaches).
     #[arg(long, value_name = "PATH")]
     pub target: PathBuf,
 
@@ -122,12 +148,6 @@ pub struct ReplayArgs {
     /// No progress line and no notes on stderr.
     #[arg(long, short = 'q')]
     pub quiet: bool,
-
-    /// How far the CPUs may idle while the trace replays: as-is (default), or poll (root:
-    /// /dev/cpu_dma_latency held at 0), so a request due while its core halts is not late by
-    /// the wake-up.
-    #[arg(long, value_name = "MODE", value_enum, default_value_t = CpuIdleMode::AsIs)]
-    pub cpu_idle: CpuIdleMode,
 
     #[command(flatten)]
     pub keep: KeepArgs,

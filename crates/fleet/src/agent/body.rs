@@ -13,6 +13,7 @@ use serde::de::DeserializeOwned;
 use tokio_stream::StreamExt;
 
 use crate::protocol::MAX_BODY_BYTES;
+use crate::replay_wire::MAX_REPLAY_BYTES;
 
 use super::error::Failure;
 use super::serve::{BodyReadTimeout, Limits};
@@ -29,7 +30,13 @@ impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for JsonBody<T> {
     async fn from_request(request: Request, _state: &S) -> Result<Self, Failure> {
         let limit =
             request.extensions().get::<BodyReadTimeout>().map_or(Limits::default().body_read, |t| t.0);
-        let bytes = tokio::time::timeout(limit, read_limited(request.into_body())).await.map_err(|_| {
+        let too_large = || {
+            format!(
+                "the request body is over the {MAX_BODY_BYTES} bytes an agent reads; a job file is a few KiB, so check what is being sent"
+            )
+        };
+        let read = read_limited(request.into_body(), MAX_BODY_BYTES, too_large);
+        let bytes = tokio::time::timeout(limit, read).await.map_err(|_| {
             Failure::new(
                 StatusCode::REQUEST_TIMEOUT,
                 format!(
@@ -73,7 +80,40 @@ pub async fn drain(body: Body) -> bool {
     tokio::time::timeout(DRAIN_WITHIN, read).await.unwrap_or(false)
 }
 
-async fn read_limited(body: Body) -> Result<Vec<u8>, Failure> {
+/// A replay's requests (`PUT .../replay`): bytes, up to `MAX_REPLAY_BYTES`, within
+/// `REPLAY_READ` (they may be hundreds of MiB on a slow link).
+pub struct ReplayBody(pub Vec<u8>);
+
+/// How long a replay's requests may take to arrive.
+const REPLAY_READ: Duration = Duration::from_secs(600);
+
+impl<S: Send + Sync> FromRequest<S> for ReplayBody {
+    type Rejection = Failure;
+
+    async fn from_request(request: Request, _state: &S) -> Result<Self, Failure> {
+        let too_large = || {
+            format!(
+                "the replay's requests are over the {MAX_REPLAY_BYTES} bytes an agent takes; replay a shorter part of the trace"
+            )
+        };
+        let read = read_limited(request.into_body(), MAX_REPLAY_BYTES, too_large);
+        let bytes = tokio::time::timeout(REPLAY_READ, read).await.map_err(|_| {
+            Failure::new(
+                StatusCode::REQUEST_TIMEOUT,
+                format!("the replay's requests took longer than {} s to arrive", REPLAY_READ.as_secs()),
+            )
+        })??;
+        Ok(ReplayBody(bytes))
+    }
+}
+
+/// The body, up to `limit` bytes; past it (after draining up to `DRAIN_BYTES` more), 413 with
+/// `too_large`'s message.
+async fn read_limited(
+    body: Body,
+    limit: usize,
+    too_large: impl FnOnce() -> String,
+) -> Result<Vec<u8>, Failure> {
     let mut stream = body.into_data_stream();
     let mut bytes = Vec::new();
     let mut seen = 0usize;
@@ -82,20 +122,15 @@ async fn read_limited(body: Body) -> Result<Vec<u8>, Failure> {
             Failure::bad_request(format!("the request body could not be read: {e}; send it again"))
         })?;
         seen = seen.saturating_add(chunk.len());
-        if seen > DRAIN_BYTES {
+        if seen > limit.saturating_add(DRAIN_BYTES) {
             break;
         }
-        if seen <= MAX_BODY_BYTES {
+        if seen <= limit {
             bytes.extend_from_slice(&chunk);
         }
     }
-    if seen > MAX_BODY_BYTES {
-        return Err(Failure::new(
-            StatusCode::PAYLOAD_TOO_LARGE,
-            format!(
-                "the request body is over the {MAX_BODY_BYTES} bytes an agent reads; a job file is a few KiB, so check what is being sent"
-            ),
-        ));
+    if seen > limit {
+        return Err(Failure::new(StatusCode::PAYLOAD_TOO_LARGE, too_large()));
     }
     Ok(bytes)
 }

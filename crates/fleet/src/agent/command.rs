@@ -8,9 +8,10 @@ use tokio::sync::oneshot;
 use crate::protocol::{FilesPrepare, FilesPrepared, Prepared};
 
 use super::error::Failure;
+use super::replay::Replay;
 
 pub enum Command {
-    Prepare { job: String, reply: oneshot::Sender<Result<Prepared, Failure>> },
+    Prepare { job: String, replay: Option<Replay>, reply: oneshot::Sender<Result<Prepared, Failure>> },
     Start { at: SystemTime },
     Close,
     Files(FilesCommand),

@@ -22,6 +22,7 @@ mod metrics_port;
 mod netbench;
 mod open_target;
 mod refusal_log;
+mod replay;
 mod routes;
 mod serve;
 mod session;

@@ -9,14 +9,19 @@ use axum::extract::{Path, Query, State};
 use axum::http::{header, StatusCode, Uri};
 use axum::middleware;
 use axum::response::{IntoResponse, Response};
-use axum::routing::{delete, get, post};
+use axum::routing::{delete, get, post, put};
 use axum::{Json, Router};
 use serde::Deserialize;
 
-use crate::protocol::{Hello, HelloRequest, OpenSession, Prepare, Prepared, SessionOpened, Start, PROTOCOL};
+use iolab_spec::ReplayIo;
+
+use crate::protocol::{
+    Hello, HelloRequest, OpenSession, Prepare, Prepared, ReplayLoaded, SessionOpened, Start, PROTOCOL,
+};
+use crate::replay_wire;
 
 use super::auth::{log_refusals, require_token, Token};
-use super::body::JsonBody;
+use super::body::{JsonBody, ReplayBody};
 use super::error::Failure;
 use super::files_routes;
 use super::live;
@@ -33,6 +38,7 @@ pub fn router(slot: Arc<Slot>, token: Arc<Token>, log: Arc<RefusalLog>) -> Route
         .route("/v1/hello", post(hello))
         .route("/v1/sessions", post(open))
         .route("/v1/sessions/{id}", delete(close))
+        .route("/v1/sessions/{id}/replay", put(upload_replay))
         .route("/v1/sessions/{id}/prepare", post(prepare))
         .route("/v1/sessions/{id}/start", post(start))
         .route("/v1/sessions/{id}/live", get(live_events))
@@ -88,7 +94,23 @@ async fn prepare(
     JsonBody(request): JsonBody<Prepare>,
 ) -> Result<Json<Prepared>, Failure> {
     let session = slot.get(&id)?;
-    session.prepare(request.job).await.map(Json)
+    session.prepare(request.job, request.replay).await.map(Json)
+}
+
+/// A replay's requests, kept in the session for the prepare that names them.
+async fn upload_replay(
+    State(slot): State<Arc<Slot>>,
+    Path(id): Path<String>,
+    ReplayBody(bytes): ReplayBody,
+) -> Result<Json<ReplayLoaded>, Failure> {
+    let session = slot.get(&id)?;
+    let decoded = tokio::task::spawn_blocking(move || replay_wire::decode(&bytes))
+        .await
+        .map_err(|_| Failure::internal("decoding the replay's requests failed (a bug in iolab)"))?;
+    let ios: Arc<[ReplayIo]> = Arc::from(decoded.map_err(|e| Failure::bad_request(e.to_string()))?);
+    let requests = ios.len() as u64;
+    session.load_replay(ios);
+    Ok(Json(ReplayLoaded { requests }))
 }
 
 async fn start(

@@ -10,7 +10,9 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use tokio::sync::oneshot;
 
-use crate::protocol::{AgentResult, Prepared, MAX_START_DELAY_MS};
+use iolab_spec::ReplayIo;
+
+use crate::protocol::{AgentResult, Prepared, ReplayWire, MAX_START_DELAY_MS};
 
 use super::command::Command;
 use super::error::Failure;
@@ -18,6 +20,7 @@ use super::files_slot::FilesSlot;
 use super::live::EventLog;
 use super::lock;
 use super::log::say;
+use super::replay::Replay;
 
 /// Where a session's job is.
 #[derive(Clone)]
@@ -44,6 +47,8 @@ pub struct Session {
     thread: Mutex<Option<JoinHandle<()>>>,
     /// Where a fileset run (`files_session`) is.
     pub files: FilesSlot,
+    /// A replay's requests, as last uploaded (`replay::upload`), for the prepares that name them.
+    replay: Mutex<Option<Arc<[ReplayIo]>>>,
 }
 
 impl Session {
@@ -66,6 +71,7 @@ impl Session {
             commands: Mutex::new(commands),
             thread: Mutex::new(None),
             files: FilesSlot::default(),
+            replay: Mutex::new(None),
         }
     }
 
@@ -102,8 +108,32 @@ impl Session {
         })
     }
 
-    /// Parses and checks the job and opens its targets, on the session's thread.
-    pub async fn prepare(&self, job: String) -> Result<Prepared, Failure> {
+    /// Keeps a replay's requests for the prepares that name them (the last upload wins).
+    pub fn load_replay(&self, ios: Arc<[ReplayIo]>) {
+        *lock(&self.replay) = Some(ios);
+    }
+
+    /// The uploaded requests `wire` describes.
+    fn replay_for(&self, wire: ReplayWire) -> Result<Replay, Failure> {
+        let Some(ios) = lock(&self.replay).clone() else {
+            return Err(Failure::bad_request(
+                "the job replays requests that were never uploaded; PUT them to the session's replay first",
+            ));
+        };
+        if ios.len() as u64 != wire.requests {
+            return Err(Failure::conflict(format!(
+                "the job replays {} requests and the last upload held {}; upload its requests again",
+                wire.requests,
+                ios.len()
+            )));
+        }
+        Ok((wire, ios))
+    }
+
+    /// Parses and checks the job and opens its targets, on the session's thread; `replay`
+    /// lays the uploaded requests onto it.
+    pub async fn prepare(&self, job: String, replay: Option<ReplayWire>) -> Result<Prepared, Failure> {
+        let replay = replay.map(|wire| self.replay_for(wire)).transpose()?;
         {
             let mut stage = lock(&self.stage);
             match *stage {
@@ -117,7 +147,7 @@ impl Session {
             }
         }
         let (reply, answer) = oneshot::channel();
-        if let Err(failure) = self.send(Command::Prepare { job, reply }) {
+        if let Err(failure) = self.send(Command::Prepare { job, replay, reply }) {
             self.set_stage(Stage::Idle);
             return Err(failure);
         }

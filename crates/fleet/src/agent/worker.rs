@@ -20,6 +20,7 @@ use super::command::Command;
 use super::config::Judge;
 use super::error::Failure;
 use super::live::EventLog;
+use super::replay::Replay;
 use super::session::{unix_ns, Session, Stage};
 use super::targets::{self, AllowList};
 
@@ -66,11 +67,11 @@ pub fn run(
     let mut files: Option<super::files_session::FilesRun> = None;
     while let Ok(command) = commands.recv() {
         match command {
-            Command::Prepare { job, reply } => {
+            Command::Prepare { job, replay, reply } => {
                 ready = None;
                 session.rearm();
                 session.log.reset();
-                match prepare(&job, allow, &interrupt, &mut lab, &session.log) {
+                match prepare(&job, replay, allow, &interrupt, &mut lab, &session.log) {
                     Ok((spec, opened, prepared)) => {
                         ready = Some((spec, opened));
                         session.set_stage(Stage::Prepared);
@@ -144,6 +145,7 @@ fn finish(session: &Session, outcome: Result<AgentResult, Failure>) {
 /// one when the job needs another scratch file than the last).
 fn prepare<'a>(
     text: &str,
+    replay: Option<Replay>,
     allow: &AllowList,
     interrupt: &'a AtomicBool,
     lab: &mut Option<(Lab<'a>, ScratchNeed)>,
@@ -168,6 +170,9 @@ fn prepare<'a>(
     }
     let Some((lab, _)) = lab.as_mut() else { return Err(Failure::internal("no lab after opening one")) };
     let opened = lab.prepare_opened(&job, targets, &mut observer).map_err(|e| failure_of(&e))?;
+    if let Some(replay) = replay {
+        super::replay::lay(&mut job, &opened, replay)?;
+    }
     let targets = opened.iter().flatten().map(|t| t.path.display().to_string()).collect();
     let region_bytes = opened.first().and_then(|g| g.first()).map(|t| t.region_size);
     Ok((job, opened, Prepared { targets, notes: observer.notes, region_bytes }))

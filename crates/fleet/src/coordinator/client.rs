@@ -2,6 +2,7 @@
 //! coordinator runs a thread per host; it has nothing to gain from an async runtime).
 
 use std::io::{BufRead, BufReader};
+use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use serde::de::DeserializeOwned;
@@ -9,7 +10,7 @@ use serde::Serialize;
 
 use crate::protocol::{
     AgentResult, ApiError, Hello, HelloRequest, LiveEvent, NetMeasured, NetSend, OpenSession, Prepare,
-    Prepared, SessionOpened, Start, PROTOCOL,
+    Prepared, ReplayLoaded, ReplayWire, SessionOpened, Start, PROTOCOL,
 };
 
 /// Requests that answer at once; a result is waited for in slices of this.
@@ -19,6 +20,8 @@ const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 const CLOSE_TIMEOUT: Duration = Duration::from_secs(3);
 /// Laying out a target or scratch file (prepare) may take this long.
 const PREPARE_TIMEOUT: Duration = Duration::from_secs(3600);
+/// A replay's requests: up to `replay_wire::MAX_REPLAY_BYTES`, on a slow link.
+const UPLOAD_TIMEOUT: Duration = Duration::from_secs(600);
 /// The most a result may weigh (histograms of every interval of a long job).
 const MAX_RESULT_BYTES: u64 = 512 << 20;
 
@@ -106,9 +109,33 @@ impl AgentClient {
 
     /// Has the agent check the job and open (perhaps lay out) its targets: laying out a large
     /// file on a slow disk takes minutes, so this waits up to PREPARE_TIMEOUT.
-    pub fn prepare(&self, session: &str, job_text: &str) -> Result<Prepared, ClientError> {
-        let prepare = Prepare { job: job_text.into() };
+    /// Prepares `job_text`; with `replay`, uploads its requests first and names them.
+    pub fn prepare(
+        &self,
+        session: &str,
+        job_text: &str,
+        replay: Option<&(ReplayWire, Arc<[u8]>)>,
+    ) -> Result<Prepared, ClientError> {
+        if let Some((_, requests)) = replay {
+            self.upload_replay(session, requests)?;
+        }
+        let prepare = Prepare { job: job_text.into(), replay: replay.map(|(wire, _)| wire.clone()) };
         read(self.send(&format!("/sessions/{session}/prepare"), &prepare, PREPARE_TIMEOUT)?)
+    }
+
+    /// A replay's requests (`replay_wire`'s bytes) for the session's next prepare.
+    fn upload_replay(&self, session: &str, requests: &[u8]) -> Result<ReplayLoaded, ClientError> {
+        let response = self
+            .http
+            .put(format!("{}/sessions/{session}/replay", self.base))
+            .header("Authorization", &self.authorization)
+            .header("Content-Type", "application/octet-stream")
+            .config()
+            .timeout_global(Some(UPLOAD_TIMEOUT))
+            .build()
+            .send(requests)
+            .map_err(unreachable)?;
+        read(check(response)?)
     }
 
     pub fn start(&self, session: &str, at_unix_ns: u64) -> Result<(), ClientError> {

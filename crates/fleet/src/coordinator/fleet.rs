@@ -22,7 +22,8 @@ use super::heartbeat::Heartbeat;
 use super::live::{self, LiveFleet};
 use super::netbench;
 use crate::merge::{self, FinishedHost, HostOutcome, HostPart};
-use crate::protocol::AgentResult;
+use crate::protocol::{AgentResult, ReplayWire};
+use crate::replay_wire;
 
 mod each;
 
@@ -40,6 +41,14 @@ pub struct FleetConfig {
     pub lease: Duration,
     /// Measure each host's network throughput first, for this long per host.
     pub netbench: Option<Duration>,
+}
+
+/// One host's job as it is sent: job-file text, and a replay's description with its requests
+/// as `replay_wire` bytes.
+#[derive(Clone)]
+struct HostJob {
+    text: String,
+    replay: Option<(ReplayWire, Arc<[u8]>)>,
 }
 
 struct Host {
@@ -108,14 +117,30 @@ impl Fleet {
     }
 
     /// What each host runs: `job`, with a rate (`--rate-iops`) shared evenly by the running
-    /// hosts, as a group's rate is by its threads: a fleet's rate is the fleet's.
-    fn job_text(&self, job: &JobSpec) -> Result<String, RunError> {
+    /// hosts, as a group's rate is by its threads: a fleet's rate is the fleet's. A group's
+    /// replay goes beside the text, its requests as bytes.
+    fn job_text(&self, job: &JobSpec) -> Result<HostJob, RunError> {
         let hosts = self.running().len().max(1) as u64;
         let mut share = job.clone();
         for rate in share.groups.iter_mut().filter_map(|g| g.rate.as_mut()) {
             rate.iops = rate.iops.div_ceil(hosts).max(1);
         }
-        iolab_spec::wire::job_file_text(&share).map_err(|e| RunError::Invalid(e.to_string()))
+        let replay = match share.groups.as_mut_slice() {
+            [group] => group.replay.take().map(|spec| {
+                let wire = ReplayWire {
+                    source: spec.source,
+                    speed: spec.speed,
+                    fit: spec.fit,
+                    skipped: spec.skipped,
+                    requests: spec.ios.len() as u64,
+                };
+                (wire, Arc::from(replay_wire::encode(&spec.ios)))
+            }),
+            // The wire form refuses a replay among several groups.
+            _ => None,
+        };
+        let text = iolab_spec::wire::job_file_text(&share).map_err(|e| RunError::Invalid(e.to_string()))?;
+        Ok(HostJob { text, replay })
     }
 
     fn running(&self) -> Vec<usize> {
@@ -124,11 +149,13 @@ impl Fleet {
 
     /// Sends `job` to every running host. A refusal is the user's to fix and fails the job;
     /// an unreachable host drops out.
-    fn prepare_all(&mut self, text: &str, observer: &mut dyn Observer) -> Result<(), RunError> {
+    fn prepare_all(&mut self, job: &HostJob, observer: &mut dyn Observer) -> Result<(), RunError> {
         let running = self.running();
         let clients: Vec<_> = running.iter().map(|&i| self.hosts[i].client.clone()).collect();
         let sessions: Vec<_> = running.iter().map(|&i| self.hosts[i].session.clone()).collect();
-        let prepared = on_every_indexed(&clients, |n, client| client.prepare(&sessions[n], text));
+        let prepared = on_every_indexed(&clients, |n, client| {
+            client.prepare(&sessions[n], &job.text, job.replay.as_ref())
+        });
         refusals(&clients, &prepared)?;
         for (&i, p) in running.iter().zip(prepared) {
             match p {

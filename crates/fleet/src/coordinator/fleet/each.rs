@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 use iolab_runner::{EachHost, Observer, RunError};
 use iolab_spec::JobSpec;
 
-use super::{on_every_indexed, refusals, unix_ns, window_end_unix_ns, Fleet};
+use super::{on_every_indexed, refusals, unix_ns, window_end_unix_ns, Fleet, HostJob};
 use crate::merge::{self, HostOutcome};
 use crate::protocol::Prepared;
 
@@ -17,18 +17,20 @@ impl Fleet {
         self.hosts.iter().map(|h| h.client.address.clone()).collect()
     }
 
-    /// Sends `texts[i]` to host i (running hosts only); answers each host's `Prepared`. A
+    /// Sends `jobs[i]` to host i (running hosts only); answers each host's `Prepared`. A
     /// refusal fails the job (nothing started anywhere); an unreachable host drops out.
     fn prepare_each(
         &mut self,
-        texts: &[String],
+        jobs: &[HostJob],
         observer: &mut dyn Observer,
     ) -> Result<Vec<Option<Prepared>>, RunError> {
         let running = self.running();
         let clients: Vec<_> = running.iter().map(|&i| self.hosts[i].client.clone()).collect();
         let sessions: Vec<_> = running.iter().map(|&i| self.hosts[i].session.clone()).collect();
-        let prepared =
-            on_every_indexed(&clients, |n, client| client.prepare(&sessions[n], &texts[running[n]]));
+        let prepared = on_every_indexed(&clients, |n, client| {
+            let job = &jobs[running[n]];
+            client.prepare(&sessions[n], &job.text, job.replay.as_ref())
+        });
         refusals(&clients, &prepared)?;
         let mut answers: Vec<Option<Prepared>> = vec![None; self.hosts.len()];
         for (&i, p) in running.iter().zip(prepared) {
