@@ -181,6 +181,36 @@ fn a_busy_lane_is_advised_a_second_lane_only_where_a_core_is_free() {
     assert!(v.advice.is_none() && !v.summary.contains("Advice"), "{}", v.summary);
 }
 
+/// zram at QD 32 (issue 30): one io-wq thread near a core. A second lane (and so a second io-wq
+/// thread) that gains confirms the thread was the limit; one that gains nothing leaves the
+/// kernel's CPU as the cause, with the trial's figure, not an undetermined verdict.
+#[test]
+fn an_io_wq_thread_is_tested_with_a_second_one() {
+    let mut job = base();
+    with_latency(&mut job);
+    *vdb(&mut job) = device("vdb", 40.0, 0.6);
+    job.cpu.threads.push(thread_class(ThreadClass::IoWq, 1, 0.0, 9.8, 98.0));
+    let lanes = Change::Lanes { workers: 2, qd: 16 };
+    let v = assert_cause(&job, Bottleneck::KernelCpu);
+    assert!(v.summary.ends_with("Advice, untested: --workers 2 --qd 16."), "{}", v.summary);
+    job.trial = trial(lanes, 1.29, 0.8);
+    let v = assert_cause(&job, Bottleneck::KernelCpu);
+    assert!(v.summary.contains("Confirmed: --workers 2 --qd 16 gave +29% IOPS"), "{}", v.summary);
+    job.trial = trial(lanes, 1.01, 1.0);
+    let v = assert_cause(&job, Bottleneck::KernelCpu);
+    assert!(
+        v.summary.starts_with("An io-wq kernel thread of iolab's ran at 98% of one core"),
+        "{}",
+        v.summary
+    );
+    assert!(
+        v.summary.contains("Tested: --workers 2 --qd 16 gave +1% IOPS (50,500 against 50,000) at 1.0x the mean latency: more io-wq threads went no faster"),
+        "{}",
+        v.summary
+    );
+    assert!(matches!(v.advice.expect("advice").outcome, Outcome::NotConfirmed { .. }));
+}
+
 #[test]
 fn a_job_of_several_groups_gets_no_advice_a_single_flag_cannot_give() {
     let mut job = one_at_a_time();

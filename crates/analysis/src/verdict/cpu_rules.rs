@@ -60,20 +60,49 @@ fn layer_words(serving: &CpuOwner) -> (&'static str, &'static str) {
     }
 }
 
-/// One io-wq thread of iolab's ran at its limit: requests io_uring could not issue inline
-/// (zram and other synchronous devices, buffered I/O, a full queue) are served there, one at a
-/// time per thread, so raising QD only queues behind it.
+/// An io-wq thread serving this share of one core or more, with at least `QUEUED_SHARE` of the
+/// job's slots queued outside the device, was the server its requests waited for: utilized and
+/// saturated, in the USE method's terms. (A thread sleeps between bursts of work, so one with
+/// a standing queue in front of it rarely shows 100%; zram at QD 32 showed 87% with 29.5 of 32
+/// I/Os outside the device.)
+pub const QUEUED_SERVER_PCT: f64 = 70.0;
+pub const QUEUED_SHARE: f64 = 0.5;
+
+/// One io-wq thread of iolab's ran at its limit, or near it with the job's I/Os queued in front
+/// of it: requests io_uring could not issue inline (zram and other synchronous devices,
+/// buffered I/O, a full queue) are served there, one at a time per thread, so raising QD only
+/// queues behind it.
 pub fn io_wq_thread_at_limit(facts: &Facts<'_>) -> Option<Finding> {
-    let io_wq = facts.class(ThreadClass::IoWq).filter(|t| t.busiest_thread_pct >= KERNEL_THREAD_LIMIT_PCT)?;
-    Finding::new(
-        Bottleneck::KernelCpu,
-        format!(
-            "An io-wq kernel thread of iolab's ran at {:.0}% of one core: io_uring could not issue these requests inline (a synchronous device such as zram, buffered I/O, or a full queue) and served them in its worker threads, which were the limit.",
-            io_wq.busiest_thread_pct
-        ),
-        Vec::new(),
-    )
-    .map(|f| f.advising(advice::more_lanes(facts.job)))
+    let io_wq = facts.class(ThreadClass::IoWq).filter(|t| t.busiest_thread_pct >= QUEUED_SERVER_PCT)?;
+    let slots = facts.job.slots.map_or(0.0, |s| s.slots);
+    let queued = facts
+        .in_flight_split()
+        .filter(|&(_, _, outside)| slots > 0.0 && outside >= slots * QUEUED_SHARE)
+        .map(|(names, _, outside)| {
+            format!(
+                ", while {outside:.1} of the job's {slots:.0} outstanding I/Os waited outside {} for it",
+                names.join(" + ")
+            )
+        });
+    if io_wq.busiest_thread_pct < KERNEL_THREAD_LIMIT_PCT && queued.is_none() {
+        return None;
+    }
+    let summary = format!(
+        "An io-wq kernel thread of iolab's ran at {:.0}% of one core{}: io_uring could not issue these requests inline (a synchronous device such as zram, buffered I/O, or a full queue) and served them in its worker threads, which were the limit.",
+        io_wq.busiest_thread_pct,
+        queued.unwrap_or_default()
+    );
+    // More lanes bring more io-wq threads. If they gain nothing, the kernel's work per request
+    // filled what CPU there was: still the kernel's CPU, no longer one thread's.
+    let advice = advice::more_lanes(facts.job).map(|change| Hypothesis {
+        change,
+        if_confirmed: None,
+        if_refuted: Some((
+            Bottleneck::KernelCpu,
+            "more io-wq threads went no faster, so the kernel's work for each request (served outside the submitting thread), not the one thread, set the rate on this machine's cores".into(),
+        )),
+    });
+    Some(Finding { cause: Bottleneck::KernelCpu, summary, lead: Vec::new(), advice })
 }
 
 /// A core saturated mostly by hardirq and softirq work: completions piled onto one CPU.

@@ -121,18 +121,10 @@ fn job_requests_words(load: &Load<'_>) -> String {
 pub fn slots_line(facts: &Facts<'_>) -> Option<String> {
     let slots = facts.job.slots.filter(|s| s.ios > 0)?;
     let mut parts = Vec::new();
-    let devices: Vec<&Load<'_>> = facts.loads.iter().filter(|l| l.only_direct()).collect();
-    let held: f64 = devices.iter().map(|l| l.activity.avg_queue).sum();
-    if !devices.is_empty()
-        && facts.unseen.is_empty()
-        && facts.in_memory.is_empty()
-        && held <= slots.in_flight * 1.05
-    {
-        let names: Vec<&str> = devices.iter().map(|l| l.name()).collect();
+    if let Some((names, held, outside)) = facts.in_flight_split() {
         parts.push(format!("{held:.1} in {}", names.join(" + ")));
         parts.push(format!(
-            "{:.1} in flight outside it (being submitted, or completed and not yet reaped)",
-            (slots.in_flight - held).max(0.0)
+            "{outside:.1} in flight outside it (being submitted, or completed and not yet reaped)"
         ));
     } else {
         parts.push(format!("{:.1} in flight (handed over, not yet reaped)", slots.in_flight));

@@ -232,6 +232,20 @@ pub struct Facts<'a> {
 }
 
 impl<'a> Facts<'a> {
+    /// Of the slots in flight (handed over, not yet reaped) on average, how many the devices
+    /// held and how many were outside them: queued in the kernel above the device (an io-wq
+    /// thread's queue), being submitted, or completed and not yet reaped. `None` where the
+    /// devices' queues do not count the job's I/Os alone (buffered I/O, a target in memory, a
+    /// device not seen) or hold more than was in flight.
+    pub fn in_flight_split(&self) -> Option<(Vec<&str>, f64, f64)> {
+        let slots = self.job.slots.filter(|s| s.ios > 0)?;
+        let devices: Vec<&Load<'_>> = self.loads.iter().filter(|l| l.only_direct()).collect();
+        let held: f64 = devices.iter().map(|l| l.activity.avg_queue).sum();
+        let counted = !devices.is_empty() && self.unseen.is_empty() && self.in_memory.is_empty();
+        (counted && held <= slots.in_flight * 1.05)
+            .then(|| (devices.iter().map(|l| l.name()).collect(), held, (slots.in_flight - held).max(0.0)))
+    }
+
     pub fn of(job: &'a JobResult) -> Self {
         let mut loads: Vec<Load<'a>> = job
             .devices
