@@ -651,6 +651,50 @@ fn a_device_at_its_cgroup_throttle_is_the_limit_with_the_cap() {
     );
 }
 
+/// A buffered writer whose writeback a cgroup caps: the cap is the limit, and the dirty page
+/// limits that held the writer meanwhile are its evidence (measured: loop0 capped at 20 MiB/s
+/// of writes, the page cache past its throttling point in 100% of the samples).
+#[test]
+fn a_capped_writeback_names_the_cap_and_the_dirty_limits_that_held_the_writer() {
+    const MIB: u64 = 1 << 20;
+    let mut job = base();
+    buffered(&mut job);
+    job.groups[0].write = job.groups[0].read.clone();
+    machine(&mut job, Vec::new(), vec![core(0, 7.0, 0.0, 0.0), core(1, 7.0, 0.0, 0.0)]);
+    let rate = 20 * MIB;
+    vdb(&mut job).write_bytes = (rate as f64 * job.measured_s) as u64;
+    let m = job.machine.as_mut().expect("machine");
+    m.limits.io_throttles = vec![iolab_stats::limits::IoThrottle {
+        cgroup: "/".into(),
+        devnum: "7:0".into(),
+        device: Some("vdb".into()),
+        op: "write".into(),
+        unit: "bytes".into(),
+        limit: rate,
+        source: "blkio.throttle.write_bps_device".into(),
+    }];
+    let mut cache = iolab_stats::machine::PageCacheActivity {
+        dirty_threshold_bytes: 16 * MIB,
+        dirty_background_threshold_bytes: 8 * MIB,
+        ..Default::default()
+    };
+    cache.dirty_samples(&[13 * MIB, 14 * MIB, 14 * MIB]);
+    m.page_cache = Some(cache);
+    let v = assert_cause(&job, Bottleneck::ConfiguredLimit);
+    assert!(
+        v.summary.starts_with(
+            "The I/O throttle of cgroup / held the job back: vdb is capped at 20MiB/s of writes"
+        ),
+        "{}",
+        v.summary
+    );
+    assert!(
+        v.evidence.iter().any(|e| e.starts_with("meanwhile the kernel's dirty page limits held the buffered writer: the page cache dirty or under writeback stood past 12MiB in 100% of the window's samples (at most 14MiB)")),
+        "{:?}",
+        v.evidence
+    );
+}
+
 /// Dirty-page throttling of a buffered writer: the verdict said "raise --qd".
 #[test]
 fn a_buffered_writer_past_the_dirty_limits_is_held_by_them() {
@@ -676,7 +720,7 @@ fn a_buffered_writer_past_the_dirty_limits_is_held_by_them() {
         "{}",
         v.summary
     );
-    assert!(v.summary.contains("(100MiB/s written back)"), "{}", v.summary);
+    assert!(v.summary.contains("(100MiB/s written back on the whole machine; vdb wrote "), "{}", v.summary);
     // Under the throttling point: not the limits.
     set(&mut job, 20 * MIB);
     assert_ne!(verdict(&job).cause, Bottleneck::ConfiguredLimit);

@@ -249,3 +249,126 @@ fn cores_woken_for_each_completion_are_tried_with_the_cores_polling() {
         assert_ne!(verdict["advice"]["change"], "cpus_polling", "{per_io:.2} wake-ups per I/O: {verdict:#}");
     }
 }
+
+/// The kernel's dirty page limits, lowered for one test and put back however it ends.
+struct DirtyLimits {
+    old: Vec<(&'static str, String)>,
+}
+
+impl DirtyLimits {
+    const FILES: [&'static str; 4] =
+        ["dirty_bytes", "dirty_ratio", "dirty_background_bytes", "dirty_background_ratio"];
+
+    fn set(bytes: u64, background_bytes: u64) -> DirtyLimits {
+        let read = |f: &str| std::fs::read_to_string(format!("/proc/sys/vm/{f}")).expect("vm sysctl");
+        let old = Self::FILES.iter().map(|&f| (f, read(f).trim().to_string())).collect();
+        let limits = DirtyLimits { old };
+        std::fs::write("/proc/sys/vm/dirty_bytes", bytes.to_string()).expect("vm.dirty_bytes");
+        std::fs::write("/proc/sys/vm/dirty_background_bytes", background_bytes.to_string())
+            .expect("vm.dirty_background_bytes");
+        limits
+    }
+}
+
+impl Drop for DirtyLimits {
+    /// Each limit is set by its bytes or its ratio, whichever was in force (the other reads 0).
+    fn drop(&mut self) {
+        for pair in self.old.chunks(2) {
+            let [(bytes_file, bytes), (ratio_file, ratio)] = pair else { continue };
+            let (file, value) = if bytes != "0" { (bytes_file, bytes) } else { (ratio_file, ratio) };
+            let _ = std::fs::write(format!("/proc/sys/vm/{file}"), value);
+        }
+    }
+}
+
+/// A rule in the root blkio cgroup, where the flusher threads write back: removed on drop.
+struct RootThrottle {
+    file: std::path::PathBuf,
+    devnum: String,
+}
+
+impl Drop for RootThrottle {
+    fn drop(&mut self) {
+        let _ = std::fs::write(&self.file, format!("{} 0", self.devnum));
+    }
+}
+
+/// A buffered writer on a loop device whose writeback the root cgroup caps at 20 MiB/s, under
+/// dirty limits of 16 MiB: the writer waits in the kernel's dirty throttling, at the pace the
+/// cap lets the pages drain. The verdict said "raise --qd"; it names the cap with its figure,
+/// and the dirty limits that held the writer meanwhile with theirs.
+#[test]
+fn a_buffered_writer_held_by_the_dirty_limits_over_a_capped_writeback_names_both() {
+    let _machine = alone();
+    if let Some((missing, why)) = common::needs_root_and(&["losetup", "dd"]) {
+        return common::skip!(missing, "{why}");
+    }
+    let mountinfo = std::fs::read_to_string("/proc/self/mountinfo").expect("mountinfo");
+    let Some(blkio) = iolab_stats::limits::cgroup_mount(&mountinfo, Some("blkio")) else {
+        return common::skip!(common::Missing::Other, "no cgroup v1 blkio hierarchy to cap the writeback in");
+    };
+    const MIB: u64 = 1 << 20;
+    let device = common::LoopDevice::direct_random("dirty", 256);
+    let devnum = common::sh(&format!("cat /sys/block/{}/dev", device.name())).trim().to_string();
+    let file = std::path::Path::new(&blkio).join("blkio.throttle.write_bps_device");
+    std::fs::write(&file, format!("{devnum} {}", 20 * MIB)).expect("the root throttle");
+    let _throttle = RootThrottle { file, devnum };
+    let _limits = DirtyLimits::set(16 * MIB, 8 * MIB);
+    let dir = tempfile::tempdir().expect("temp dir");
+    let out = common::run_in(
+        dir.path(),
+        &[
+            "run",
+            "--target",
+            device.path(),
+            "--buffered",
+            "--rw",
+            "write",
+            "--bs",
+            "1m",
+            "--qd",
+            "1",
+            "--engine",
+            "psync",
+            "--runtime",
+            "3s",
+            "--ramp",
+            "0",
+            "--allow-destroy",
+            "--json",
+            "-q",
+            "--no-store",
+        ],
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    let job = &json(&out)["jobs"][0];
+    let verdict = &job["verdict"];
+    assert_eq!(verdict["cause"], "configured_limit", "{verdict:#}");
+    let summary = verdict["summary"].as_str().expect("summary");
+    let evidence: Vec<&str> =
+        verdict["evidence"].as_array().expect("evidence").iter().filter_map(|e| e.as_str()).collect();
+    // Either limit may be the one the device ran at: the cap, when the writeback drained at
+    // it, or the dirty limits, when the writer's pauses (and other writers' dirty pages, which
+    // count against the same limits) left the device under the cap.
+    let cap = format!(
+        "The I/O throttle of cgroup / held the job back: {} is capped at 20MiB/s of writes (blkio.throttle.write_bps_device)",
+        device.name()
+    );
+    if summary.starts_with(&cap) {
+        assert!(
+            evidence.iter().any(|e| e.starts_with(
+                "meanwhile the kernel's dirty page limits held the buffered writer: the page cache dirty or under writeback stood past 12MiB"
+            )),
+            "{evidence:?}"
+        );
+    } else {
+        assert!(
+            summary.starts_with("The kernel's dirty page limits held the buffered writer: the page cache dirty or under writeback stood past 12MiB")
+                && summary.contains("the hard limit, 16MiB")
+                && summary.contains(&format!("{} wrote", device.name())),
+            "{summary}"
+        );
+    }
+    let cache = &job["machine"]["page_cache"];
+    assert_eq!(cache["dirty_threshold_bytes"].as_u64(), Some(16 * MIB), "{cache}");
+}

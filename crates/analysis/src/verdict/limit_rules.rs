@@ -56,24 +56,45 @@ pub fn io_throttle(facts: &Facts<'_>) -> Option<Finding> {
                     load.name(),
                     t.source
                 ),
-                vec![device_line(load)],
+                // A buffered writer waited on the dirty limits meanwhile: the throttled
+                // writeback set their pace, the throttle set the writeback's.
+                std::iter::once(device_line(load))
+                    .chain(dirty_held(facts, false).map(|stood| {
+                        format!("meanwhile the kernel's dirty page limits held the buffered writer: {stood}")
+                    }))
+                    .collect(),
             )
         })
     })
 }
 
-/// A buffered writer whose page cache dirty or under writeback stood past the point where the
-/// kernel throttles writers (`balance_dirty_pages`) for most of the window: it wrote at the
-/// writeback's pace, which the dirty limits (vm.dirty_ratio or dirty_bytes, and their
-/// background twins) set.
-pub fn dirty_throttle(facts: &Facts<'_>) -> Option<Finding> {
+/// "; loop0 wrote 10.3MiB/s of it": the job's devices' own share of the writeback (the limits
+/// are the machine's, and other writers' dirty pages count against them too).
+fn devices_wrote(facts: &Facts<'_>, window: f64) -> String {
+    let each: Vec<String> = facts
+        .loads
+        .iter()
+        .map(|l| format!("{} wrote {}/s", l.name(), Bytes((l.activity.write_bytes as f64 / window) as u64)))
+        .collect();
+    if each.is_empty() {
+        String::new()
+    } else {
+        format!("; {} of it", each.join(", "))
+    }
+}
+
+/// How far past the point where the kernel throttles writers the page cache stood, for a
+/// buffered writer's job throttled most of the window (`most`), or at all (its peak past the
+/// point: evidence beside another limit); `None` otherwise.
+fn dirty_held(facts: &Facts<'_>, most: bool) -> Option<String> {
     let writes_buffered = facts.job.groups.iter().any(|g| !g.direct && g.write.ios > 0);
     let cache = facts.machine?.page_cache.filter(|_| writes_buffered)?;
     let from = cache.throttling_from_bytes()?;
-    if !cache.throttled() {
+    let held =
+        if most { cache.throttled() } else { cache.dirty_peak_bytes.max(cache.dirty_end_bytes) >= from };
+    if !held {
         return None;
     }
-    let window = facts.job.measured_s.max(1e-9);
     let stood = match cache.past_throttle_pct {
         Some(pct) => format!(
             "the page cache dirty or under writeback stood past {} in {pct:.0}% of the window's samples (at most {})",
@@ -86,13 +107,25 @@ pub fn dirty_throttle(facts: &Facts<'_>) -> Option<Finding> {
             Bytes(from)
         ),
     };
+    Some(stood)
+}
+
+/// A buffered writer whose page cache dirty or under writeback stood past the point where the
+/// kernel throttles writers (`balance_dirty_pages`) for most of the window: it wrote at the
+/// writeback's pace, which the dirty limits (vm.dirty_ratio or dirty_bytes, and their
+/// background twins) set.
+pub fn dirty_throttle(facts: &Facts<'_>) -> Option<Finding> {
+    let stood = dirty_held(facts, true)?;
+    let cache = facts.machine?.page_cache?;
+    let window = facts.job.measured_s.max(1e-9);
     Finding::new(
         Bottleneck::ConfiguredLimit,
         format!(
-            "The kernel's dirty page limits held the buffered writer: {stood}, the point from which the kernel throttles writers (halfway between the background limit, {}, and the hard limit, {}: vm.dirty_background_ratio or _bytes, vm.dirty_ratio or _bytes), so writes went at the writeback's pace ({}/s written back), not the page cache's or the device's alone.",
+            "The kernel's dirty page limits held the buffered writer: {stood}, the point from which the kernel throttles writers (halfway between the background limit, {}, and the hard limit, {}: vm.dirty_background_ratio or _bytes, vm.dirty_ratio or _bytes), so writes went at the writeback's pace ({}/s written back on the whole machine{}), not the page cache's or the device's alone.",
             Bytes(cache.dirty_background_threshold_bytes),
             Bytes(cache.dirty_threshold_bytes),
-            Bytes((cache.written_back_bytes as f64 / window) as u64)
+            Bytes((cache.written_back_bytes as f64 / window) as u64),
+            devices_wrote(facts, window)
         ),
         Vec::new(),
     )
