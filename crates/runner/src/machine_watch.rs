@@ -244,8 +244,11 @@ fn interrupts_since(start: &[InterruptLine], end: &[InterruptLine]) -> Vec<Inter
 
 /// The dirty limits now, in pages (hard, background); 0 where vmstat does not say.
 fn read_dirty_thresholds() -> (u64, u64) {
-    let vmstat = std::fs::read_to_string("/proc/vmstat").unwrap_or_default();
-    let value = |key| vmstat_value(&vmstat, key).unwrap_or(0);
+    dirty_thresholds(&std::fs::read_to_string("/proc/vmstat").unwrap_or_default())
+}
+
+fn dirty_thresholds(vmstat: &str) -> (u64, u64) {
+    let value = |key| vmstat_value(vmstat, key).unwrap_or(0);
     (value("nr_dirty_threshold"), value("nr_dirty_background_threshold"))
 }
 
@@ -254,9 +257,12 @@ fn read_dirty_thresholds() -> (u64, u64) {
 /// so far. From vmstat: meminfo's Dirty stood still at 5,136 kB for seconds while vmstat's
 /// nr_dirty moved between 1,284 and 3,337 pages under a buffered writer.
 fn read_page_cache() -> Option<(u64, u64)> {
-    let vmstat = std::fs::read_to_string("/proc/vmstat").ok()?;
-    let pages = vmstat_value(&vmstat, "nr_dirty")? + vmstat_value(&vmstat, "nr_writeback").unwrap_or(0);
-    Some((pages.saturating_mul(page_bytes()), vmstat_value(&vmstat, "nr_written")?))
+    page_cache(&std::fs::read_to_string("/proc/vmstat").ok()?, page_bytes())
+}
+
+fn page_cache(vmstat: &str, page_bytes: u64) -> Option<(u64, u64)> {
+    let pages = vmstat_value(vmstat, "nr_dirty")? + vmstat_value(vmstat, "nr_writeback").unwrap_or(0);
+    Some((pages.saturating_mul(page_bytes), vmstat_value(vmstat, "nr_written")?))
 }
 
 fn read_interrupts() -> Vec<InterruptLine> {
@@ -294,6 +300,19 @@ mod tests {
         assert!(report.sampler_cpu_s > 0.0);
         let ids: Vec<u32> = report.owners.iter().flat_map(|o| o.pids.iter().copied()).collect();
         assert!(!ids.contains(&std::process::id()), "this process is never read as another's");
+    }
+
+    /// /proc/vmstat's lines as this kernel prints them (an excerpt of this machine's, under a
+    /// buffered writer): the limits and the page cache the dirty throttle counts.
+    #[test]
+    fn dirty_limits_and_the_page_cache_they_count_from_vmstat() {
+        let vmstat = "nr_free_pages 5091712\nnr_dirty 29873\nnr_writeback 1200\nnr_writeback_temp 0\nnr_dirty_threshold 1146535\nnr_dirty_background_threshold 572567\nnr_written 64081492\nnr_dirtied 64111365\n";
+        assert_eq!(dirty_thresholds(vmstat), (1_146_535, 572_567));
+        assert_eq!(page_cache(vmstat, 4096), Some(((29_873 + 1_200) * 4096, 64_081_492)));
+        // A kernel without the thresholds says no limits (0), one without nr_dirty no cache.
+        assert_eq!(dirty_thresholds("nr_dirty 1\n"), (0, 0));
+        assert_eq!(page_cache("nr_written 5\n", 4096), None);
+        assert_eq!(page_cache("nr_dirty 3\nnr_written 5\n", 4096), Some((3 * 4096, 5)));
     }
 
     #[test]

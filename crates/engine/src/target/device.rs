@@ -257,6 +257,71 @@ impl DeviceStat {
 mod tests {
     use super::*;
 
+    /// A disk's sysfs directory as a loop device over tmpfs shows it on this kernel, and its
+    /// partition, which answers with the disk's queue.
+    fn sysfs_disk() -> tempfile::TempDir {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let queue = dir.path().join("queue");
+        std::fs::create_dir_all(&queue).expect("queue");
+        for (name, value) in [
+            ("nr_requests", "128\n"),
+            ("scheduler", "[none] mq-deadline\n"),
+            ("rotational", "0\n"),
+            ("max_sectors_kb", "1280\n"),
+            ("max_segments", "128\n"),
+            ("max_segment_size", "65536\n"),
+        ] {
+            std::fs::write(queue.join(name), value).expect("queue attribute");
+        }
+        std::fs::create_dir_all(dir.path().join("mq/0")).expect("mq");
+        std::fs::write(dir.path().join("mq/0/nr_tags"), "128\n").expect("tags");
+        std::fs::create_dir_all(dir.path().join("loop3p1")).expect("partition");
+        std::fs::write(dir.path().join("loop3p1/partition"), "1\n").expect("partition");
+        dir
+    }
+
+    /// The limits the verdict turns into requests per I/O: a 1 MiB I/O on 128 segments of
+    /// 4 KiB pages is two requests (issue 30's split reads).
+    #[test]
+    fn queue_limits_read_from_sysfs_and_a_partition_answers_with_its_disk() {
+        let sysfs = sysfs_disk();
+        let number = DeviceNumber { major: 7, minor: 3 };
+        let disk = BlockDevice {
+            number,
+            name: "loop3".into(),
+            dir: sysfs.path().into(),
+            disk_dir: sysfs.path().into(),
+        };
+        let expected = QueueInfo {
+            nr_requests: Some(128),
+            hw_queue_depth: Some(128),
+            hw_queues: Some(1),
+            scheduler: Some("none".into()),
+            rotational: Some(false),
+            max_sectors_kb: Some(1280),
+            max_segments: Some(128),
+            max_segment_size: Some(65536),
+        };
+        assert_eq!(disk.queue(), expected);
+        let partition = BlockDevice {
+            number: DeviceNumber { major: 259, minor: 0 },
+            name: "loop3p1".into(),
+            dir: sysfs.path().join("loop3p1"),
+            disk_dir: sysfs.path().into(),
+        };
+        assert_eq!(partition.queue(), expected);
+        // A bio-based device (zram) has no queue to speak of: every figure is absent.
+        let empty = tempfile::tempdir().expect("temp dir");
+        let zram = BlockDevice {
+            number,
+            name: "zram1".into(),
+            dir: empty.path().into(),
+            disk_dir: empty.path().into(),
+        };
+        assert_eq!(zram.queue().max_segments, None);
+        assert_eq!(zram.queue().scheduler, None);
+    }
+
     // Captured from this project's test machine (Linux 6.18): a virtio disk, a zram device, a
     // loop device.
     const VDA: &str = "148800673    87191 1274104114 38328661  1819683    71013 121911680   532270        0  1747236 38877200    45765       77 87579624    16069     1133      199\n";
