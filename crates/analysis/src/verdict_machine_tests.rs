@@ -630,6 +630,7 @@ fn a_device_at_its_cgroup_throttle_is_the_limit_with_the_cap() {
         unit: "iops".into(),
         limit,
         source: "blkio.throttle.read_iops_device".into(),
+        served: None,
     };
     // vdb read 50,000 IOPS; capped at 50,000.
     job.machine.as_mut().expect("machine").limits.io_throttles = vec![throttle(50_000)];
@@ -638,6 +639,18 @@ fn a_device_at_its_cgroup_throttle_is_the_limit_with_the_cap() {
         v.summary,
         "The I/O throttle of cgroup /ci held the job back: vdb is capped at 50,000 read IOPS (blkio.throttle.read_iops_device), and it ran at 50,000 read IOPS, so the figures are the throttle's, not the device's."
     );
+    // The cgroup's own counters say what the cap held: another load on the device brought it
+    // to the cap while the cgroup did a fifth of it.
+    let measured_s = job.measured_s;
+    let own = |share: f64| iolab_stats::limits::IoThrottle {
+        served: Some((50_000.0 * share * measured_s) as u64),
+        ..throttle(50_000)
+    };
+    job.machine.as_mut().expect("machine").limits.io_throttles = vec![own(0.2)];
+    assert_ne!(verdict(&job).cause, Bottleneck::ConfiguredLimit);
+    job.machine.as_mut().expect("machine").limits.io_throttles = vec![own(1.0)];
+    let v = assert_cause(&job, Bottleneck::ConfiguredLimit);
+    assert!(v.summary.contains("and the cgroup's I/O on it ran at 50,000 read IOPS"), "{}", v.summary);
     // A cap the device stayed well under is said, not the cause.
     job.machine.as_mut().expect("machine").limits.io_throttles = vec![throttle(200_000)];
     let v = verdict(&job);
@@ -672,6 +685,7 @@ fn a_capped_writeback_names_the_cap_and_the_dirty_limits_that_held_the_writer() 
         unit: "bytes".into(),
         limit: rate,
         source: "blkio.throttle.write_bps_device".into(),
+        served: None,
     }];
     let mut cache = iolab_stats::machine::PageCacheActivity {
         dirty_threshold_bytes: 16 * MIB,

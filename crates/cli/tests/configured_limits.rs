@@ -201,6 +201,13 @@ fn a_cgroup_io_throttle_is_named_with_its_cap() {
         summary.starts_with(&format!("The I/O throttle of cgroup /{name} held the job back: {} is capped at 500 read IOPS (blkio.throttle.read_iops_device)", device.name())),
         "{summary}"
     );
+    // Judged on the cgroup's own reads (its blkio counters over the window), which are the
+    // job's here: at most what the device did.
+    let throttle = &job["machine"]["limits"]["io_throttles"][0];
+    let served = throttle["served"].as_u64().unwrap_or_else(|| panic!("the cgroup's reads: {throttle}"));
+    let device_reads = job["devices"][0]["reads"].as_u64().expect("device reads");
+    assert!(served > 0 && served <= device_reads, "{served} of {device_reads}");
+    assert!(summary.contains("and the cgroup's I/O on it ran at"), "{summary}");
 }
 
 /// One read at a time on a loop device: the cores idle between completions. Where the window

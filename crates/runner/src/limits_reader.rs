@@ -1,16 +1,16 @@
 //! Reads the limits the machine's configuration puts on this process, at the start and the end
 //! of a job's window: its affinity mask, the tightest CPU quota on the path from the root
 //! cgroup to its own (v1 `cpu` controller or v2), with that cgroup's throttling counters, and
-//! the I/O throttles on the same path (v1 `blkio`, or v2 `io.max`), and the tightest memory
-//! limit there. The
+//! the I/O throttles on the same path (v1 `blkio`, or v2 `io.max`) with what each throttling
+//! cgroup did on its device over the window, and the tightest memory limit there. The
 //! parsing and the figures are `iolab_stats::limits`; what cannot be read is said, never fatal.
 
 use std::path::{Path, PathBuf};
 
 use iolab_stats::limits::{
-    cgroup_mount, cgroup_path, parse_blkio_throttle, parse_cfs_quota, parse_cpu_list, parse_cpu_max,
-    parse_io_max, parse_memory_limit, Affinity, ConfiguredLimits, CpuQuota, CpuStat, Cpuset, IoThrottle,
-    MemoryLimit,
+    cgroup_mount, cgroup_path, parse_blkio_served, parse_blkio_throttle, parse_cfs_quota, parse_cpu_list,
+    parse_cpu_max, parse_io_max, parse_io_stat, parse_memory_limit, Affinity, ConfiguredLimits, CpuQuota,
+    CpuStat, Cpuset, IoThrottle, MemoryLimit, Served,
 };
 use thiserror::Error;
 
@@ -29,6 +29,8 @@ enum UnreadLimit {
 pub struct LimitsStart {
     quota: Option<QuotaDir>,
     start: Option<CpuStat>,
+    /// The I/O counters of each throttling cgroup at the start.
+    served: ServedAt,
     unread: Vec<String>,
 }
 
@@ -50,12 +52,15 @@ impl LimitsStart {
             }
         };
         let start = quota.as_ref().and_then(|q| read_cpu_stat(q, &mut unread));
-        LimitsStart { quota, start, unread }
+        // Read again at the end (and said unread then, if it cannot be): here only the
+        // counters of the cgroups that throttle.
+        let served = io_throttles().map(|t| served_now(&t)).unwrap_or_default();
+        LimitsStart { quota, start, served, unread }
     }
 
     /// The limits over the window now ending.
     pub fn finish(self) -> ConfiguredLimits {
-        let LimitsStart { quota, start, mut unread } = self;
+        let LimitsStart { quota, start, served, mut unread } = self;
         let cpu_quota = quota.map(|q| {
             let grown =
                 start.zip(read_cpu_stat(&q, &mut unread)).map(|(s, e)| e.since(&s)).unwrap_or_default();
@@ -69,10 +74,16 @@ impl LimitsStart {
             }
         });
         let affinity = affinity().map_err(|why| unread.push(why.to_string())).ok();
-        let io_throttles = io_throttles().unwrap_or_else(|why| {
-            unread.push(why.to_string());
-            Vec::new()
-        });
+        let io_throttles = match io_throttles() {
+            Ok(throttles) => {
+                let end = served_now(&throttles);
+                with_served(throttles, &served, &end)
+            }
+            Err(why) => {
+                unread.push(why.to_string());
+                Vec::new()
+            }
+        };
         let memory = memory_limit().unwrap_or_else(|why| {
             unread.push(why.to_string());
             None
@@ -139,10 +150,61 @@ fn levels(mount: &str, cgroup: &str) -> Vec<(PathBuf, String)> {
     levels
 }
 
+/// A throttle with where its cgroup is (its directory, and whether it is v2).
+struct Throttling {
+    throttle: IoThrottle,
+    dir: PathBuf,
+    v2: bool,
+}
+
+/// The served counters of each throttling cgroup now, by directory.
+type ServedAt = Vec<(PathBuf, Vec<(String, Served)>)>;
+
+fn served_now(throttles: &[Throttling]) -> ServedAt {
+    let mut at: ServedAt = Vec::new();
+    for t in throttles {
+        if !at.iter().any(|(dir, _)| *dir == t.dir) {
+            at.push((t.dir.clone(), read_served(&t.dir, t.v2)));
+        }
+    }
+    at
+}
+
+/// The counters of the cgroup at `dir` and those below it (v1's `_recursive` files where the
+/// kernel has them; its own otherwise); empty where they cannot be read.
+fn read_served(dir: &Path, v2: bool) -> Vec<(String, Served)> {
+    let read = |name: &str| std::fs::read_to_string(dir.join(name)).ok();
+    if v2 {
+        return read("io.stat").map(|t| parse_io_stat(&t)).unwrap_or_default();
+    }
+    let pick = |name: &str| read(&format!("{name}_recursive")).or_else(|| read(name));
+    match (pick("blkio.throttle.io_serviced"), pick("blkio.throttle.io_service_bytes")) {
+        (Some(ios), Some(bytes)) => parse_blkio_served(&ios, &bytes),
+        _ => Vec::new(),
+    }
+}
+
+/// What each throttle's cgroup did of its kind on its device between two readings.
+fn with_served(throttles: Vec<Throttling>, start: &ServedAt, end: &ServedAt) -> Vec<IoThrottle> {
+    let find = |at: &ServedAt, t: &Throttling| {
+        at.iter()
+            .find(|(dir, _)| *dir == t.dir)
+            .and_then(|(_, devices)| devices.iter().find(|(d, _)| *d == t.throttle.devnum))
+            .map(|(_, served)| served.of(&t.throttle.op, &t.throttle.unit))
+    };
+    throttles
+        .into_iter()
+        .map(|t| {
+            let served = find(start, &t).zip(find(end, &t)).map(|(s, e)| e.saturating_sub(s));
+            IoThrottle { served, ..t.throttle }
+        })
+        .collect()
+}
+
 /// The I/O throttles from the root to this process's cgroup, the tightest per device and kind.
-fn io_throttles() -> Result<Vec<IoThrottle>, UnreadLimit> {
+fn io_throttles() -> Result<Vec<Throttling>, UnreadLimit> {
     let Some((mount, cgroup, v2)) = hierarchy("blkio")? else { return Ok(Vec::new()) };
-    let mut tightest: Vec<IoThrottle> = Vec::new();
+    let mut tightest: Vec<Throttling> = Vec::new();
     for (dir, name) in levels(&mount, &cgroup) {
         let lines = if v2 {
             std::fs::read_to_string(dir.join("io.max")).map(|t| parse_io_max(&t)).unwrap_or_default()
@@ -158,18 +220,29 @@ fn io_throttles() -> Result<Vec<IoThrottle>, UnreadLimit> {
                 .collect()
         };
         for (devnum, op, unit, limit, source) in lines {
-            let same = |t: &&mut IoThrottle| t.devnum == devnum && t.op == op && t.unit == unit;
+            let same = |t: &&mut Throttling| {
+                t.throttle.devnum == devnum && t.throttle.op == op && t.throttle.unit == unit
+            };
             match tightest.iter_mut().find(same) {
-                Some(known) if known.limit <= limit => {}
-                Some(known) => *known = IoThrottle { cgroup: name.clone(), limit, source, ..known.clone() },
-                None => tightest.push(IoThrottle {
-                    cgroup: name.clone(),
-                    device: device_of(&devnum),
-                    devnum,
-                    op: op.to_string(),
-                    unit: unit.to_string(),
-                    limit,
-                    source,
+                Some(known) if known.throttle.limit <= limit => {}
+                Some(known) => {
+                    known.throttle =
+                        IoThrottle { cgroup: name.clone(), limit, source, ..known.throttle.clone() };
+                    known.dir = dir.clone();
+                }
+                None => tightest.push(Throttling {
+                    throttle: IoThrottle {
+                        cgroup: name.clone(),
+                        device: device_of(&devnum),
+                        devnum,
+                        op: op.to_string(),
+                        unit: unit.to_string(),
+                        limit,
+                        source,
+                        served: None,
+                    },
+                    dir: dir.clone(),
+                    v2,
                 }),
             }
         }

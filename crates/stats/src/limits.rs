@@ -149,6 +149,87 @@ pub struct IoThrottle {
     pub limit: u64,
     /// Where it was set: "blkio.throttle.read_iops_device", "io.max riops".
     pub source: String,
+    /// What the throttling cgroup and those below it did of this kind (I/Os or bytes) on the
+    /// device over the window (v2 `io.stat`; v1 `blkio.throttle.io_serviced_recursive` and
+    /// `io_service_bytes_recursive`): the cap is on these, not on the device's other users.
+    /// `None` where the counters could not be read.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub served: Option<u64>,
+}
+
+/// A cgroup's I/O on one device so far, as its counters say.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Served {
+    pub read_ios: u64,
+    pub write_ios: u64,
+    pub read_bytes: u64,
+    pub write_bytes: u64,
+}
+
+impl Served {
+    /// The counter a throttle of `op` ("read", "write") in `unit` ("iops", "bps") caps.
+    pub fn of(&self, op: &str, unit: &str) -> u64 {
+        match (op, unit) {
+            ("read", "iops") => self.read_ios,
+            ("write", "iops") => self.write_ios,
+            ("read", _) => self.read_bytes,
+            _ => self.write_bytes,
+        }
+    }
+}
+
+/// Each device's counters of a v2 `io.stat` ("7:3 rbytes=4096 wbytes=0 rios=1 wios=0 dbytes=0
+/// dios=0").
+pub fn parse_io_stat(text: &str) -> Vec<(String, Served)> {
+    text.lines()
+        .filter_map(|line| {
+            let mut words = line.split_whitespace();
+            let devnum = words.next()?;
+            let mut served = Served::default();
+            for (key, value) in words.filter_map(|w| w.split_once('=')) {
+                let Ok(value) = value.parse() else { continue };
+                match key {
+                    "rbytes" => served.read_bytes = value,
+                    "wbytes" => served.write_bytes = value,
+                    "rios" => served.read_ios = value,
+                    "wios" => served.write_ios = value,
+                    _ => {}
+                }
+            }
+            Some((devnum.to_string(), served))
+        })
+        .collect()
+}
+
+/// Each device's counters of v1's `blkio.throttle.io_serviced` (`ios`) and
+/// `io_service_bytes` (`bytes`): "7:3 Read 12", "7:3 Write 0", ..., and a last "Total 12".
+pub fn parse_blkio_served(ios: &str, bytes: &str) -> Vec<(String, Served)> {
+    let mut devices: Vec<(String, Served)> = Vec::new();
+    for (text, in_bytes) in [(ios, false), (bytes, true)] {
+        for line in text.lines() {
+            let mut words = line.split_whitespace();
+            let (Some(devnum), Some(op), Some(value)) = (words.next(), words.next(), words.next()) else {
+                continue;
+            };
+            let Ok(value) = value.parse::<u64>() else { continue };
+            let at = match devices.iter().position(|(d, _)| d == devnum) {
+                Some(at) => at,
+                None => {
+                    devices.push((devnum.to_string(), Served::default()));
+                    devices.len() - 1
+                }
+            };
+            let served = &mut devices[at].1;
+            match (op, in_bytes) {
+                ("Read", false) => served.read_ios = value,
+                ("Write", false) => served.write_ios = value,
+                ("Read", true) => served.read_bytes = value,
+                ("Write", true) => served.write_bytes = value,
+                _ => {}
+            }
+        }
+    }
+    devices
 }
 
 /// One throttle line: (devnum, op, unit, limit, source).

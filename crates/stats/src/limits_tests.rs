@@ -96,3 +96,24 @@ fn memory_limits_of_v1_and_v2_and_none() {
     assert_eq!(limit.tightest_bytes(), Some(256 << 20));
     assert_eq!(MemoryLimit { high_bytes: None, ..limit }.tightest_bytes(), Some(512 << 20));
 }
+
+/// A cgroup's own I/O per device: v2's io.stat and v1's two counter files, as this kernel
+/// prints them (the v1 lines from the root blkio cgroup here).
+#[test]
+fn served_counters_of_v1_and_v2() {
+    let v2 = "7:3 rbytes=409600 wbytes=8192 rios=100 wios=2 dbytes=0 dios=0\n254:0 rbytes=1 wbytes=2 rios=3 wios=4 dbytes=0 dios=0\n";
+    let served = parse_io_stat(v2);
+    assert_eq!(
+        served[0],
+        ("7:3".to_string(), Served { read_ios: 100, write_ios: 2, read_bytes: 409_600, write_bytes: 8192 })
+    );
+    assert_eq!(served[1].1.of("write", "iops"), 4);
+    let ios = "7:2 Read 628018\n7:2 Write 187885\n7:2 Sync 814473\n7:2 Async 1444\n7:2 Discard 14\n7:2 Total 815917\nTotal 815917\n";
+    let bytes = "7:2 Read 2572357632\n7:2 Write 769576960\n7:2 Sync 3336167424\n7:2 Async 5767168\n7:2 Discard 0\n7:2 Total 3341934592\nTotal 3341934592\n";
+    let served = parse_blkio_served(ios, bytes);
+    assert_eq!(served.len(), 1, "the last Total line is no device: {served:?}");
+    let loop2 = served[0].1;
+    assert_eq!((loop2.of("read", "iops"), loop2.of("write", "iops")), (628_018, 187_885));
+    assert_eq!((loop2.of("read", "bps"), loop2.of("write", "bps")), (2_572_357_632, 769_576_960));
+    assert!(parse_blkio_served("", "").is_empty() && parse_io_stat("").is_empty());
+}

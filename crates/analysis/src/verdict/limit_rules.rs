@@ -34,12 +34,15 @@ pub fn io_throttle(facts: &Facts<'_>) -> Option<Finding> {
     facts.loads.iter().find_map(|load| {
         let a = load.activity;
         throttles.iter().filter(|t| t.device.as_deref() == Some(load.name())).find_map(|t| {
-            let ran = match (t.op.as_str(), t.unit.as_str()) {
-                ("read", "iops") => a.reads as f64,
-                ("write", "iops") => a.writes as f64,
-                ("read", _) => a.read_bytes as f64,
-                _ => a.write_bytes as f64,
-            } / window;
+            // The cap is on the cgroup's own I/O: its counters where read, else the device's
+            // (which other users of the device add to).
+            let device_did = match (t.op.as_str(), t.unit.as_str()) {
+                ("read", "iops") => a.reads,
+                ("write", "iops") => a.writes,
+                ("read", _) => a.read_bytes,
+                _ => a.write_bytes,
+            };
+            let ran = t.served.unwrap_or(device_did) as f64 / window;
             if t.limit == 0 || ran < t.limit as f64 * AT_THROTTLE_SHARE {
                 return None;
             }
@@ -51,10 +54,11 @@ pub fn io_throttle(facts: &Facts<'_>) -> Option<Finding> {
             Finding::new(
                 Bottleneck::ConfiguredLimit,
                 format!(
-                    "The I/O throttle of cgroup {} held the job back: {} is capped at {cap} ({}), and it ran at {done}, so the figures are the throttle's, not the device's.",
+                    "The I/O throttle of cgroup {} held the job back: {} is capped at {cap} ({}), and {} ran at {done}, so the figures are the throttle's, not the device's.",
                     t.cgroup,
                     load.name(),
-                    t.source
+                    t.source,
+                    if t.served.is_some() { "the cgroup's I/O on it" } else { "it" }
                 ),
                 // A buffered writer waited on the dirty limits meanwhile: the throttled
                 // writeback set their pace, the throttle set the writeback's.
