@@ -8,24 +8,10 @@ mod common;
 
 use std::path::Path;
 
-use common::fleet::{hosts, token_file, Agent};
-use common::{json, run_in, stderr};
+use common::fleet::{agents_with_targets, hosts, token_file, Agent};
+use common::{json, run_in, stderr, u64_at};
 
 const MIB: u64 = 1 << 20;
-
-/// Two agents, each in a directory of its own holding a target `t` of `sizes[i]` MiB.
-fn agents_with_targets(dir: &Path, sizes_mib: &[u64]) -> Vec<Agent> {
-    sizes_mib
-        .iter()
-        .enumerate()
-        .map(|(i, &mib)| {
-            let own = dir.join(format!("host{i}"));
-            std::fs::create_dir_all(&own).expect("host dir");
-            std::fs::write(own.join("t"), vec![7u8; (mib * MIB) as usize]).expect("target");
-            Agent::start(&own, "127.0.0.1:0", &[])
-        })
-        .collect()
-}
 
 fn fleet_cache(dir: &Path, agents: &[Agent], extra: &[&str]) -> std::process::Output {
     let (list, token) = (hosts(agents), token_file(dir));
@@ -39,14 +25,10 @@ fn fleet_cache(dir: &Path, agents: &[Agent], extra: &[&str]) -> std::process::Ou
     run_in(dir, &args)
 }
 
-fn u64_at(value: &serde_json::Value, key: &str) -> u64 {
-    value[key].as_u64().unwrap_or_else(|| panic!("{key} in {value}"))
-}
-
 #[test]
 fn each_host_runs_the_ladder_in_its_own_region_and_the_merge_is_exact() {
     let dir = tempfile::tempdir().expect("temp dir");
-    let agents = agents_with_targets(dir.path(), &[4, 8]);
+    let agents = agents_with_targets(dir.path(), &[4, 8], false);
     let out = fleet_cache(dir.path(), &agents, &["/proc/self/cwd/t", "--sizes", "25%,100%", "--json"]);
     assert!(out.status.success(), "{}", stderr(&out));
     let report = json(&out);
@@ -123,7 +105,7 @@ fn each_host_runs_the_ladder_in_its_own_region_and_the_merge_is_exact() {
 #[test]
 fn a_fleet_cache_run_is_kept_as_one_run_that_reports_per_host() {
     let dir = tempfile::tempdir().expect("temp dir");
-    let agents = agents_with_targets(dir.path(), &[2, 4]);
+    let agents = agents_with_targets(dir.path(), &[2, 4], false);
     let out = fleet_cache(dir.path(), &agents, &["/proc/self/cwd/t", "--sizes", "50%,100%"]);
     assert!(out.status.success(), "{}", stderr(&out));
     let text = String::from_utf8_lossy(&out.stdout);
@@ -156,7 +138,7 @@ fn a_fleet_cache_run_is_kept_as_one_run_that_reports_per_host() {
 #[test]
 fn a_target_the_agents_would_have_to_write_is_refused_and_nothing_runs() {
     let dir = tempfile::tempdir().expect("temp dir");
-    let agents = agents_with_targets(dir.path(), &[1, 1]);
+    let agents = agents_with_targets(dir.path(), &[1, 1], false);
     // Missing on every host and outside any --allow-write: laying it out would be a write.
     let missing = dir.path().join("nothing-here");
     let out = fleet_cache(dir.path(), &agents, &[missing.to_str().unwrap(), "--sizes", "50%"]);
@@ -174,7 +156,7 @@ fn a_target_the_agents_would_have_to_write_is_refused_and_nothing_runs() {
 #[test]
 fn a_working_set_larger_than_a_hosts_region_names_the_host() {
     let dir = tempfile::tempdir().expect("temp dir");
-    let agents = agents_with_targets(dir.path(), &[1, 4]);
+    let agents = agents_with_targets(dir.path(), &[1, 4], false);
     let out = fleet_cache(dir.path(), &agents, &["/proc/self/cwd/t", "--sizes", "2m"]);
     assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
     let err = stderr(&out);
@@ -184,7 +166,7 @@ fn a_working_set_larger_than_a_hosts_region_names_the_host() {
 #[test]
 fn a_host_lost_mid_study_keeps_its_working_sets_and_the_others_finish() {
     let dir = tempfile::tempdir().expect("temp dir");
-    let mut agents = agents_with_targets(dir.path(), &[2, 2]);
+    let mut agents = agents_with_targets(dir.path(), &[2, 2], false);
     let (list, token) = (hosts(&agents), token_file(dir.path()));
     let db = dir.path().join("results.db");
     let mut args = vec!["--db", db.to_str().unwrap(), "fleet", "--hosts", &list, "--token-file"];
@@ -224,7 +206,7 @@ fn a_local_and_a_fleet_cache_run_compare_their_working_sets_by_share_of_the_regi
     let dir = tempfile::tempdir().expect("temp dir");
     // The fleet's first host reads 4 MiB, the local run 8 MiB: "working set 25%" is 1 MiB there,
     // "working set 2MiB" here, and the fleet's 100% is the size of the local 50%.
-    let agents = agents_with_targets(dir.path(), &[4, 8]);
+    let agents = agents_with_targets(dir.path(), &[4, 8], false);
     std::fs::write(dir.path().join("local"), vec![7u8; (8 * MIB) as usize]).expect("target");
     let db = dir.path().join("results.db");
     let db = db.to_str().expect("a UTF-8 path");

@@ -6,28 +6,13 @@ mod common;
 
 use std::path::{Path, PathBuf};
 
-use common::fleet::{hosts, token_file, Agent};
-use common::{json, run_in, stderr};
+use common::fleet::{agents_with_targets, hosts, token_file, Agent};
+use common::{json, run_in, stderr, u64_at};
 
-const MIB: usize = 1 << 20;
+const MIB: u64 = 1 << 20;
 
 fn fixture(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/traces").join(name)
-}
-
-/// An agent per size, each allowed to write its own directory, which holds a target `t` of
-/// that many MiB.
-fn agents_with_targets(dir: &Path, sizes_mib: &[usize]) -> Vec<Agent> {
-    sizes_mib
-        .iter()
-        .enumerate()
-        .map(|(i, &mib)| {
-            let own = dir.join(format!("host{i}"));
-            std::fs::create_dir_all(&own).expect("host dir");
-            std::fs::write(own.join("t"), vec![7u8; mib * MIB]).expect("target");
-            Agent::start(&own, "127.0.0.1:0", &["--allow-write", own.to_str().expect("a UTF-8 path")])
-        })
-        .collect()
 }
 
 /// A fio iolog v3 of 40 reads of 8 KiB and 10 writes of 16 KiB, 100 us apart, within 2 MiB.
@@ -72,14 +57,10 @@ fn utf8(path: &Path) -> &str {
     path.to_str().expect("a UTF-8 path")
 }
 
-fn u64_at(value: &serde_json::Value, key: &str) -> u64 {
-    value[key].as_u64().unwrap_or_else(|| panic!("{key} in {value}"))
-}
-
 #[test]
 fn each_host_replays_its_own_trace_on_its_own_target_and_the_fidelity_merges() {
     let dir = tempfile::tempdir().expect("temp dir");
-    let agents = agents_with_targets(dir.path(), &[8, 4]);
+    let agents = agents_with_targets(dir.path(), &[8, 4], true);
     // Host 0 gets the kernel's records of a fio run over a 1 GiB device (wrapped onto its
     // 8 MiB); host 1 a small iolog that fits its 4 MiB as it is.
     let (blktrace, small) = (fixture("fio-mixed.blktrace.0"), small_iolog(dir.path()));
@@ -130,14 +111,14 @@ fn each_host_replays_its_own_trace_on_its_own_target_and_the_fidelity_merges() {
     // The targets kept their sizes: the wrapped trace stayed inside host 0's 8 MiB.
     for (i, mib) in [8, 4].into_iter().enumerate() {
         let len = std::fs::metadata(dir.path().join(format!("host{i}/t"))).expect("target").len();
-        assert_eq!(len, (mib * MIB) as u64);
+        assert_eq!(len, mib * MIB);
     }
 }
 
 #[test]
 fn one_trace_goes_to_every_host_and_a_count_that_matches_neither_is_refused() {
     let dir = tempfile::tempdir().expect("temp dir");
-    let agents = agents_with_targets(dir.path(), &[4, 4]);
+    let agents = agents_with_targets(dir.path(), &[4, 4], true);
     let small = small_iolog(dir.path());
     let out = fleet_replay(dir.path(), &agents, &[&small, &small, &small], &["--speed", "max"]);
     assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));

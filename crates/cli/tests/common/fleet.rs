@@ -18,6 +18,25 @@ pub fn token_file(dir: &Path) -> PathBuf {
     path
 }
 
+/// An agent per size, each in a directory of its own (`host0`, `host1`, ...) that holds a target
+/// `t` of that many MiB: jobs name `/proc/self/cwd/t`, which each agent resolves to its own
+/// file, so one machine stands for hosts with targets of different sizes. With `writable`, each
+/// agent may write its own directory (`--allow-write`).
+pub fn agents_with_targets(dir: &Path, sizes_mib: &[u64], writable: bool) -> Vec<Agent> {
+    sizes_mib
+        .iter()
+        .enumerate()
+        .map(|(i, &mib)| {
+            let own = dir.join(format!("host{i}"));
+            std::fs::create_dir_all(&own).expect("host dir");
+            std::fs::write(own.join("t"), vec![7u8; (mib << 20) as usize]).expect("target");
+            let allow = own.to_str().expect("a UTF-8 path");
+            let extra: &[&str] = if writable { &["--allow-write", allow] } else { &[] };
+            Agent::start(&own, "127.0.0.1:0", extra)
+        })
+        .collect()
+}
+
 pub struct Agent {
     pub child: Child,
     pub address: String,

@@ -199,6 +199,11 @@ pub fn dir_with_target() -> tempfile::TempDir {
     dir
 }
 
+/// `value[key]` as a whole number; the test fails naming the key and the value without one.
+pub fn u64_at(value: &serde_json::Value, key: &str) -> u64 {
+    value[key].as_u64().unwrap_or_else(|| panic!("{key} in {value}"))
+}
+
 pub fn json(output: &Output) -> serde_json::Value {
     serde_json::from_slice(&output.stdout).unwrap_or_else(|e| {
         panic!(
