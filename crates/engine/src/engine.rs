@@ -53,6 +53,15 @@ pub trait Engine: Send {
     /// An engine that finishes every request inside the commit never waits, so never times out.
     fn commit_until(&mut self, wait_for: u32, timeout_ns: u64) -> Result<(), EngineError>;
 
+    /// From now on, a `commit_until` of `ns` or less watches the completion queue and the clock
+    /// from user space instead of sleeping in the kernel: a lane that must start I/Os on time
+    /// (a replay) keeps its core awake, where a sleep on a core that halts when idle ends late
+    /// by the wake-up. An engine that does not wait (psync) or cannot watch its queue (aio)
+    /// ignores it.
+    fn spin_waits_up_to(&mut self, ns: u64) {
+        let _ = ns;
+    }
+
     /// Moves finished requests into `out` without blocking.
     fn reap(&mut self, out: &mut Vec<Completion>);
 

@@ -18,7 +18,7 @@
 //! timer request (IORING_OP_TIMEOUT) joins the submission, and its completion, which ends the
 //! wait, is never reported as an I/O. An IOPOLL ring polls until a request completes, so there
 //! the deadline is only as good as the device's next completion. A wait of `SPIN_NS` or less
-//! arms no timer at all: it watches the completion queue and the clock from user space (not with
+//! (longer where the lane asked, `spin_waits_up_to`) arms no timer at all: it watches the completion queue and the clock from user space (not with
 //! SQPOLL or IOPOLL). The ring asks the kernel to flag completions whose task work is pending
 //! (IORING_SETUP_TASKRUN_FLAG), so the spin enters the kernel only when there is one to post.
 
@@ -51,6 +51,8 @@ pub struct UringEngine {
     timers_pending: u32,
     /// Short waits spin on the clock instead of arming a kernel timer (not with SQPOLL or IOPOLL).
     spin: bool,
+    /// How short: `SPIN_NS`, or longer for a lane that must start I/Os on time.
+    spin_ns: u64,
     /// The fallback timer's duration, where the kernel reads it when the timer is submitted;
     /// boxed so its address holds while the engine moves, and dropped after the ring.
     timer: Box<types::Timespec>,
@@ -255,6 +257,7 @@ impl UringEngine {
             ext_arg,
             registered,
             spin,
+            spin_ns: SPIN_NS,
             buffers: Some(buffers),
             in_flight: 0,
             timers_pending: 0,
@@ -413,12 +416,16 @@ impl Engine for UringEngine {
         }
     }
 
+    fn spin_waits_up_to(&mut self, ns: u64) {
+        self.spin_ns = ns.max(SPIN_NS);
+    }
+
     fn commit_until(&mut self, wait_for: u32, timeout_ns: u64) -> Result<(), EngineError> {
         let want = wait_for.min(self.in_flight);
         if want == 0 || timeout_ns == 0 {
             return self.commit(0);
         }
-        if self.spin && timeout_ns <= SPIN_NS {
+        if self.spin && timeout_ns <= self.spin_ns {
             return self.spin_until(want as usize, timeout_ns);
         }
         let timeout =

@@ -63,6 +63,35 @@ fn commit_until_ends_at_the_deadline_or_at_a_completion() {
     }
 }
 
+/// A lane that asked for it (a replay) watches the queue and the clock for waits up to its
+/// bound: no timer request is armed (on a kernel without EXT_ARG the sleeping wait arms one),
+/// the wait still ends at the deadline, and a completion still ends it sooner.
+#[test]
+fn longer_waits_spin_where_the_lane_asked() {
+    let Some((mut engine, _socket, mut peer)) = socket_engine() else { return };
+    engine.ext_arg = false;
+    engine.spin_waits_up_to(100_000_000);
+    let read = IoRequest { slot: 0, op: Op::Read, file: 0, offset: 0, len: 8 };
+    assert_eq!(engine.queue(read), Queued::Accepted);
+    let start = Instant::now();
+    engine.commit_until(1, 50_000_000).expect("wait");
+    let waited = start.elapsed();
+    assert!(waited >= Duration::from_millis(40) && waited < Duration::from_secs(2), "{waited:?}");
+    assert_eq!(engine.timers_pending, 0, "a spinning wait arms no timer");
+    peer.write_all(b"12345678").expect("write");
+    let mut out = Vec::new();
+    let start = Instant::now();
+    while out.is_empty() && start.elapsed() < Duration::from_secs(5) {
+        engine.commit_until(1, 50_000_000).expect("wait");
+        engine.reap(&mut out);
+    }
+    assert_eq!((out.len(), out[0].slot, out[0].result), (1, 0, 8));
+    // Past the bound, the wait sleeps in the kernel again (here: with a timer request).
+    assert_eq!(engine.queue(read), Queued::Accepted);
+    engine.commit_until(1, 200_000_000).expect("wait");
+    assert!(engine.timers_pending > 0, "a long wait armed a timer");
+}
+
 /// The ring is registered with the thread that made it, and enters by its index there. On
 /// another thread the index would name that thread's ring (or none): the engine enters by
 /// its descriptor instead, and leaves the other thread's registrations alone when dropped.

@@ -149,6 +149,11 @@ trait Pacing {
     /// When the next I/O is due, if it has a time.
     fn next_due(&self) -> Option<u64>;
 
+    /// Waits for a due time this short or shorter spin rather than sleep (0: none do).
+    fn spin_ns(&self) -> u64 {
+        0
+    }
+
     /// Whether the lane has issued every I/O it ever will (a replay's last).
     fn exhausted(&self) -> bool;
 
@@ -225,6 +230,8 @@ impl Pacing for Bounded {
 /// On a schedule: each I/O has a due time; its lag and response time are measured from it.
 struct Paced {
     schedule: Schedule,
+    /// Waits this short or shorter spin (`Pacing::spin_ns`).
+    spin_ns: u64,
     measure_start_ns: u64,
     max_lag_ns: u64,
     lags: OpStats,
@@ -233,6 +240,10 @@ struct Paced {
 impl Pacing for Paced {
     type Due = u64;
     const TIMED: bool = true;
+
+    fn spin_ns(&self) -> u64 {
+        self.spin_ns
+    }
 
     #[inline]
     fn is_due(&self, now: u64) -> bool {
@@ -338,7 +349,12 @@ pub fn run<E: Engine>(
             // Sleeps end at due times: without the default 50 us of timer slack the kernel may
             // add, an I/O starts on time rather than up to 50 us late. Best effort.
             let _ = nix::sys::prctl::set_timerslack(1);
+            // A replay keeps its trace's times: its waits of up to REPLAY_SPIN_NS spin, so its
+            // core never halts between requests (a halted vCPU came back up to ms late).
+            let spin_ns = if schedule.is_replay() { REPLAY_SPIN_NS } else { 0 };
+            engine.spin_waits_up_to(spin_ns);
             let mut paced = Paced {
+                spin_ns,
                 schedule,
                 measure_start_ns: shared.measure_start_ns,
                 max_lag_ns: 0,
@@ -476,8 +492,13 @@ fn drive<E: Engine, P: Pacing>(
                 idle_until(shared, shared.now_ns().saturating_add(burst.idle.0));
                 burst_left = burst.ios;
             } else if let Some(due) = pacer.next_due() {
-                // Open loop with nothing in flight: sleep until the next I/O is due.
-                idle_until(shared, due);
+                // Open loop with nothing in flight: sleep until the next I/O is due (spin, for a
+                // near one of a replay).
+                if due.saturating_sub(shared.now_ns()) <= pacer.spin_ns() {
+                    spin_until(shared, due);
+                } else {
+                    idle_until(shared, due);
+                }
             }
             now = shared.now_ns();
             continue;
@@ -622,6 +643,18 @@ fn hand_over<E: Engine, D>(
 struct Gaps {
     ns: u64,
     count: u64,
+}
+
+/// A replay's waits for its next request up to this long spin instead of sleeping: long
+/// enough for the gaps of a busy trace, short enough that an idle one does not hold a core.
+const REPLAY_SPIN_NS: u64 = 2_000_000;
+
+/// Watches the clock until `until` or a stop, never sleeping: a replay's next request is near.
+fn spin_until(shared: &Shared, until: u64) {
+    let until = until.min(shared.window_end_ns());
+    while shared.now_ns() < until && !shared.stopping() {
+        std::hint::spin_loop();
+    }
 }
 
 /// Sleeps until `until` (between bursts, or until an open-loop lane's next I/O is due) in

@@ -116,6 +116,11 @@ impl Schedule {
 
     /// When the lane's next I/O is due.
     #[inline]
+    /// Whether it replays a trace (its times are the trace's, kept as closely as the lane can).
+    pub fn is_replay(&self) -> bool {
+        matches!(self.kind, Kind::Replay { .. })
+    }
+
     pub fn next_due_ns(&self) -> u64 {
         self.next_due_ns
     }
