@@ -174,7 +174,8 @@ fn a_zram_device_shows_its_activity_and_a_verdict() {
 
 /// zram at QD 32: io_uring punts every request to an io-wq thread, which runs near a whole core
 /// while the device is idle much of the time. The verdict said "Nothing was saturated ... raise
-/// --qd" (issue 30); it names the thread and its share of a core. On a machine busy with other
+/// --qd" (issue 30); it names the thread and its share of a core, or, with the cores saturated,
+/// io_uring's kernel threads as their largest holder (CI, stop 48). On a machine busy with other
 /// work the true answer may be that load instead; the thread's figure is in the evidence either
 /// way.
 #[test]
@@ -196,9 +197,13 @@ fn an_io_wq_thread_near_a_core_on_zram_is_the_named_limit() {
         .find(|e| e.contains("io-wq kernel thread(s) used") && e.contains("% of a core"))
         .unwrap_or_else(|| panic!("the io-wq thread and its share of a core in {evidence:?} ({summary})"));
     match cause {
-        "kernel_cpu" => {
-            assert!(summary.contains("io-wq kernel thread") && summary.contains("% of one core"), "{summary}")
-        }
+        // Its own rule names the thread's share of one core; with the cores saturated, the
+        // machine's rule names io_uring's kernel threads as the holder of the most core-seconds.
+        "kernel_cpu" => assert!(
+            (summary.contains("io-wq kernel thread") && summary.contains("% of one core"))
+                || (summary.contains("cores were") && summary.contains("io_uring's kernel threads (io-wq")),
+            "{summary}"
+        ),
         "other_load" => {
             eprintln!("another load held the machine (the true answer here): {summary}; {thread_line}")
         }
