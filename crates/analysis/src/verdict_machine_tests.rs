@@ -350,6 +350,7 @@ fn a_cgroup_memory_limit_is_evidence() {
         cgroup: "/ci".into(),
         max_bytes: Some(256 << 20),
         high_bytes: Some(128 << 20),
+        ..Default::default()
     });
     let v = verdict(&job);
     assert!(
@@ -358,6 +359,52 @@ fn a_cgroup_memory_limit_is_evidence() {
         "{:?}",
         v.evidence
     );
+}
+
+/// A buffered reader under a memory cgroup whose device read pages the limit had evicted.
+fn limited_reader(refault_bytes: u64, limit_hits: Option<u64>) -> JobResult {
+    let mut job = base();
+    buffered(&mut job);
+    *vdb(&mut job) = device("vdb", 99.0, 3.0);
+    machine(&mut job, Vec::new(), vec![core(0, 40.0, 1.0, 0.0), core(1, 30.0, 1.0, 0.0)]);
+    job.machine.as_mut().expect("machine").limits.memory = Some(iolab_stats::limits::MemoryLimit {
+        cgroup: "/ci".into(),
+        max_bytes: Some(64 << 20),
+        high_bytes: None,
+        refault_bytes: Some(refault_bytes),
+        limit_hits,
+    });
+    job
+}
+
+#[test]
+fn a_memory_limit_that_evicted_what_a_buffered_reader_read_again_is_named() {
+    // The device read 2,000,000 KiB in 10 s; half of it was pages the limit had evicted.
+    let job = limited_reader(1_024_000 * 1024, Some(285_657));
+    let v = assert_cause(&job, Bottleneck::ConfiguredLimit);
+    assert!(
+        v.summary.starts_with("The memory limit of cgroup /ci held the buffered reads back"),
+        "{}",
+        v.summary
+    );
+    assert!(v.summary.contains("keeps the page cache to 64MiB at most"), "{}", v.summary);
+    assert!(v.summary.contains("vdb read 195.31MiB/s for the job, 100MiB/s of it"), "{}", v.summary);
+    assert!(v.summary.contains("the cgroup reached its limit 285,657 times"), "{}", v.summary);
+    assert!(v.evidence.iter().any(|e| e.starts_with("vdb: busy 99%")), "{:?}", v.evidence);
+    // A kernel that does not count limit hits still has the refaults.
+    assert_cause(&limited_reader(1_024_000 * 1024, None), Bottleneck::ConfiguredLimit);
+}
+
+#[test]
+fn a_memory_limit_is_not_named_where_it_cost_the_reads_nothing() {
+    // Few refaults: the device read the working set for the first time.
+    assert_cause(&limited_reader(100 << 20, Some(50)), Bottleneck::Device);
+    // Refaults without the cgroup reaching its limit: the machine's own memory pressure.
+    assert_cause(&limited_reader(1_024_000 * 1024, Some(0)), Bottleneck::Device);
+    // O_DIRECT reads do not go through the page cache.
+    let mut direct = limited_reader(1_024_000 * 1024, Some(285_657));
+    direct.groups[0].direct = true;
+    assert_ne!(verdict(&direct).cause, Bottleneck::ConfiguredLimit);
 }
 
 #[test]

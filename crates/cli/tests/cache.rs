@@ -4,12 +4,12 @@
 mod common;
 
 use std::io::Read;
-use std::io::Write;
 use std::os::fd::AsRawFd;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Output, Stdio};
 use std::time::Duration;
 
+use common::memory_cgroup::{cold_file, MemoryCgroup};
 use common::{iolab_via, is_root, json, run_in, skip, stderr, Missing};
 use serde_json::Value;
 
@@ -126,23 +126,7 @@ fn cache_takes_a_job_file_of_one_group_and_refuses_several() {
     assert!(stderr(&out).contains("measures one group"), "{}", stderr(&out));
 }
 
-/// A cgroup v1 memory cgroup with a limit, removed on drop (its page cache goes to the parent).
-struct MemoryCgroup {
-    path: PathBuf,
-}
-
 impl MemoryCgroup {
-    fn new(limit: u64) -> Result<MemoryCgroup, String> {
-        let root = Path::new("/sys/fs/cgroup/memory");
-        let path = root.join(format!("iolab-test-cache-{}", std::process::id()));
-        std::fs::create_dir(&path)
-            .map_err(|e| format!("cannot create a memory cgroup in {}: {e}", root.display()))?;
-        let cgroup = MemoryCgroup { path };
-        std::fs::write(cgroup.path.join("memory.limit_in_bytes"), limit.to_string())
-            .map_err(|e| format!("cannot set the cgroup's memory limit: {e}"))?;
-        Ok(cgroup)
-    }
-
     /// iolab with `args`, run in `dir` inside this cgroup.
     fn iolab(&self, dir: &Path, args: &[&str]) -> Output {
         self.iolab_holding(dir, args, None).0
@@ -153,8 +137,7 @@ impl MemoryCgroup {
     /// from every cgroup), and the most of `watched` in the page cache meanwhile.
     fn iolab_holding(&self, dir: &Path, args: &[&str], watched: Option<&Path>) -> (Output, Held) {
         let resident = watched.map(Resident::new);
-        let procs = self.path.join("cgroup.procs");
-        let enter = format!("echo $$ > {} && exec \"$@\"", procs.display());
+        let enter = self.enter_then("");
         let mut child = iolab_via("sh", &["-c", &enter, "sh"])
             .args(args)
             .current_dir(dir)
@@ -183,19 +166,6 @@ impl MemoryCgroup {
         out.stdout = stdout.into_bytes();
         assert!(out.status.success(), "{args:?}: {}", stderr(&out));
         (out, most)
-    }
-
-    /// The page cache charged to the cgroup now.
-    fn cache_bytes(&self) -> u64 {
-        let stat = std::fs::read_to_string(self.path.join("memory.stat")).unwrap_or_default();
-        let line = stat.lines().find_map(|l| l.strip_prefix("cache "));
-        line.and_then(|v| v.trim().parse().ok()).unwrap_or(0)
-    }
-}
-
-impl Drop for MemoryCgroup {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir(&self.path);
     }
 }
 
@@ -261,21 +231,6 @@ impl Drop for Resident {
         // SAFETY: the mapping made in `new`, unmapped once.
         unsafe { libc::munmap(self.addr, self.len) };
     }
-}
-
-/// A file of `size` bytes whose pages are not in the page cache: what a cgroup's reads must
-/// bring in themselves (pages written here would be charged to this process's cgroup, and
-/// reads of them would hit whatever the test's limit).
-fn cold_file(path: &Path, size: u64) {
-    let mut file = std::fs::File::create(path).expect("file");
-    let chunk: Vec<u8> = (0..MIB).map(|i| (i * 7 + 3) as u8).collect();
-    for _ in 0..size / MIB {
-        file.write_all(&chunk).expect("write");
-    }
-    file.sync_all().expect("fsync");
-    // SAFETY: the descriptor is open for the call; the advice only drops clean cached pages.
-    let advised = unsafe { libc::posix_fadvise(file.as_raw_fd(), 0, 0, libc::POSIX_FADV_DONTNEED) };
-    assert_eq!(advised, 0, "posix_fadvise(DONTNEED)");
 }
 
 /// Mean and median read latency of a separate run over `size` bytes of `file`, read once first.
@@ -359,7 +314,7 @@ fn cache_finds_the_page_cache_a_memory_cgroup_allows() {
     // the limit, so that several working sets lie past twice the page cache, where its capacity
     // is judged.
     let limit = 128 * MIB;
-    let cgroup = match MemoryCgroup::new(limit) {
+    let cgroup = match MemoryCgroup::new("cache", limit) {
         Ok(cgroup) => cgroup,
         Err(why) => return skip!(Missing::Other, "{why} (cgroup v1 memory controller not writable here)"),
     };

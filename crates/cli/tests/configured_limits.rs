@@ -4,6 +4,7 @@
 
 mod common;
 
+use common::memory_cgroup::{cold_file, MemoryCgroup};
 use common::{have, iolab_via, is_root, json, stderr};
 
 /// One at a time: each judges the whole machine, and another iolab beside it would be a load.
@@ -383,4 +384,54 @@ fn a_buffered_writer_held_by_the_dirty_limits_over_a_capped_writeback_names_both
         );
     }
     assert_eq!(cache["dirty_threshold_bytes"].as_u64(), Some(16 * MIB), "{cache}");
+}
+
+/// A buffered reader in a memory cgroup of 24 MiB, over a 96 MiB file it has read once already:
+/// the limit evicted those pages, so its reads go to the disk where the machine's page cache
+/// would have served them. Measured beside it: 29,798 IOPS from the disk under a 64 MiB limit,
+/// 499,448 from the page cache with none, and the verdict named the cores' idle policy.
+#[test]
+fn a_memory_limit_that_evicts_a_buffered_readers_pages_is_named_with_its_refaults() {
+    let _machine = alone();
+    if !is_root() {
+        return common::skip!(common::Missing::Root, "needs root to create a memory cgroup");
+    }
+    // Room for iolab's own memory (4-6 MiB of a debug build, charged to the cgroup too) and a
+    // page cache four times smaller than the file.
+    let cgroup = match MemoryCgroup::new("memory-limit", 24 << 20) {
+        Ok(cgroup) => cgroup,
+        Err(why) => {
+            return common::skip!(
+                common::Missing::Other,
+                "{why} (cgroup v1 memory controller not writable here)"
+            )
+        }
+    };
+    // On the root disk: tmpfs pages are not reclaimed to a device, and refault nowhere.
+    let dir = tempfile::tempdir_in("/var/tmp").expect("dir");
+    let file = dir.path().join("f");
+    cold_file(&file, 96 << 20);
+    // The whole file read once inside the cgroup first, so every page the job reads has been
+    // evicted by the limit already, however few I/Os a busy disk completes.
+    let enter = cgroup.enter_then(&format!("cat {} > /dev/null &&", file.display()));
+    let out = iolab_via("sh", &["-c", &enter, "sh"])
+        .args(["run", "--target", "f", "--buffered", "--rw", "randread", "--qd", "4"])
+        .args(["--runtime", "1s", "--ramp", "200ms", "--no-confirm", "--no-store", "--json", "-q"])
+        .current_dir(dir.path())
+        .output()
+        .expect("runs");
+    assert!(out.status.success(), "{}", stderr(&out));
+    let verdict = &json(&out)["jobs"][0]["verdict"];
+    let summary = verdict["summary"].as_str().expect("summary");
+    assert_eq!(verdict["cause"], "configured_limit", "{summary}\n{}", verdict["evidence"]);
+    let name = cgroup.path.file_name().expect("name").to_string_lossy().to_string();
+    assert!(
+        summary.starts_with(&format!("The memory limit of cgroup /{name} held the buffered reads back")),
+        "{summary}"
+    );
+    assert!(summary.contains("keeps the page cache to 24MiB at most"), "{summary}");
+    assert!(
+        summary.contains("pages the limit had evicted and the job read again (workingset refaults"),
+        "{summary}"
+    );
 }

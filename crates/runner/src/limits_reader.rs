@@ -2,7 +2,8 @@
 //! of a job's window: its affinity mask, the tightest CPU quota on the path from the root
 //! cgroup to its own (v1 `cpu` controller or v2), with that cgroup's throttling counters, and
 //! the I/O throttles on the same path (v1 `blkio`, or v2 `io.max`) with what each throttling
-//! cgroup did on its device over the window, and the tightest memory limit there. The
+//! cgroup did on its device over the window, and the tightest memory limit there with its
+//! cgroup's refaults and limit hits over the window. The
 //! parsing and the figures are `iolab_stats::limits`; what cannot be read is said, never fatal.
 
 use std::path::{Path, PathBuf};
@@ -10,7 +11,7 @@ use std::path::{Path, PathBuf};
 use iolab_stats::limits::{
     cgroup_mount, cgroup_path, parse_blkio_served, parse_blkio_throttle, parse_cfs_quota, parse_cpu_list,
     parse_cpu_max, parse_io_max, parse_io_stat, parse_memory_limit, Affinity, ConfiguredLimits, CpuQuota,
-    CpuStat, Cpuset, IoThrottle, MemoryLimit, Served,
+    CpuStat, Cpuset, IoThrottle, MemoryCounters, MemoryLimit, Served,
 };
 use thiserror::Error;
 
@@ -31,6 +32,8 @@ pub struct LimitsStart {
     start: Option<CpuStat>,
     /// The I/O counters of each throttling cgroup at the start.
     served: ServedAt,
+    /// The tightest memory limit, with its counters at the start.
+    memory: Option<(MemoryCgroup, MemoryCounters)>,
     unread: Vec<String>,
 }
 
@@ -55,12 +58,22 @@ impl LimitsStart {
         // Read again at the end (and said unread then, if it cannot be): here only the
         // counters of the cgroups that throttle.
         let served = io_throttles().map(|t| served_now(&t)).unwrap_or_default();
-        LimitsStart { quota, start, served, unread }
+        let memory = match tightest_memory() {
+            Ok(memory) => memory.map(|m| {
+                let counters = m.counters();
+                (m, counters)
+            }),
+            Err(why) => {
+                unread.push(why.to_string());
+                None
+            }
+        };
+        LimitsStart { quota, start, served, memory, unread }
     }
 
     /// The limits over the window now ending.
     pub fn finish(self) -> ConfiguredLimits {
-        let LimitsStart { quota, start, served, mut unread } = self;
+        let LimitsStart { quota, start, served, memory, mut unread } = self;
         let cpu_quota = quota.map(|q| {
             let grown =
                 start.zip(read_cpu_stat(&q, &mut unread)).map(|(s, e)| e.since(&s)).unwrap_or_default();
@@ -84,10 +97,7 @@ impl LimitsStart {
                 Vec::new()
             }
         };
-        let memory = memory_limit().unwrap_or_else(|why| {
-            unread.push(why.to_string());
-            None
-        });
+        let memory = memory.map(|(cgroup, start)| cgroup.over_window(&start));
         ConfiguredLimits { affinity, cpu_quota, io_throttles, memory, unread }
     }
 }
@@ -250,24 +260,55 @@ fn io_throttles() -> Result<Vec<Throttling>, UnreadLimit> {
     Ok(tightest)
 }
 
+/// The memory cgroup whose limit is the tightest on the path, and where it is.
+struct MemoryCgroup {
+    limit: MemoryLimit,
+    dir: PathBuf,
+    v2: bool,
+}
+
+impl MemoryCgroup {
+    /// Its refault and limit counters now (absent where the kernel does not write them).
+    fn counters(&self) -> MemoryCounters {
+        let read = |name: &str| std::fs::read_to_string(self.dir.join(name)).ok();
+        let hits = read(if self.v2 { "memory.events" } else { "memory.failcnt" });
+        MemoryCounters::parse(&read("memory.stat").unwrap_or_default(), hits.as_deref(), self.v2)
+    }
+
+    /// The limit with what its counters grew by since `start`.
+    fn over_window(self, start: &MemoryCounters) -> MemoryLimit {
+        let end = self.counters();
+        let page =
+            nix::unistd::sysconf(nix::unistd::SysconfVar::PAGE_SIZE).ok().flatten().unwrap_or(4096) as u64;
+        MemoryLimit {
+            refault_bytes: start
+                .refault_pages
+                .zip(end.refault_pages)
+                .map(|(s, e)| e.saturating_sub(s) * page),
+            limit_hits: start.limit_hits.zip(end.limit_hits).map(|(s, e)| e.saturating_sub(s)),
+            ..self.limit
+        }
+    }
+}
+
 /// The tightest memory limits from the root to this process's cgroup: v1's
 /// `memory.limit_in_bytes`, or v2's `memory.max` and `memory.high`.
-fn memory_limit() -> Result<Option<MemoryLimit>, UnreadLimit> {
+fn tightest_memory() -> Result<Option<MemoryCgroup>, UnreadLimit> {
     let Some((mount, cgroup, v2)) = hierarchy("memory")? else { return Ok(None) };
     let read = |dir: &Path, file: &str| {
         std::fs::read_to_string(dir.join(file)).ok().and_then(|text| parse_memory_limit(&text))
     };
-    let mut tightest: Option<MemoryLimit> = None;
+    let mut tightest: Option<MemoryCgroup> = None;
     for (dir, name) in levels(&mount, &cgroup) {
         let (max_bytes, high_bytes) = if v2 {
             (read(&dir, "memory.max"), read(&dir, "memory.high"))
         } else {
             (read(&dir, "memory.limit_in_bytes"), None)
         };
-        let here = MemoryLimit { cgroup: name, max_bytes, high_bytes };
-        let Some(bytes) = here.tightest_bytes() else { continue };
-        if tightest.as_ref().and_then(MemoryLimit::tightest_bytes).is_none_or(|known| bytes < known) {
-            tightest = Some(here);
+        let limit = MemoryLimit { cgroup: name, max_bytes, high_bytes, ..MemoryLimit::default() };
+        let Some(bytes) = limit.tightest_bytes() else { continue };
+        if tightest.as_ref().and_then(|t| t.limit.tightest_bytes()).is_none_or(|known| bytes < known) {
+            tightest = Some(MemoryCgroup { limit, dir, v2 });
         }
     }
     Ok(tightest)

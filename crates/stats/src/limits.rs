@@ -74,6 +74,15 @@ pub struct MemoryLimit {
     pub cgroup: String,
     pub max_bytes: Option<u64>,
     pub high_bytes: Option<u64>,
+    /// Over the window, in that cgroup and those below it: the bytes of file pages read again
+    /// after the cgroup's reclaim had evicted them (workingset refaults), which a cache not held
+    /// to the limit would have kept. `None` where the kernel does not count them.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub refault_bytes: Option<u64>,
+    /// Over the window, the times the cgroup's usage reached its limit (v1 `memory.failcnt`, v2
+    /// `memory.events` max and high).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub limit_hits: Option<u64>,
 }
 
 impl MemoryLimit {
@@ -94,6 +103,41 @@ pub fn parse_memory_limit(text: &str) -> Option<u64> {
         return None;
     }
     text.parse::<u64>().ok().filter(|&bytes| bytes < NO_MEMORY_LIMIT_BYTES)
+}
+
+/// A memory cgroup's counters at one instant: file pages refaulted, and times the limit was hit.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct MemoryCounters {
+    pub refault_pages: Option<u64>,
+    pub limit_hits: Option<u64>,
+}
+
+impl MemoryCounters {
+    /// The counters from a cgroup's `memory.stat` and, for v1, `memory.failcnt`, for v2
+    /// `memory.events`. v1's hierarchical figures are the `total_` lines; v2's are every line.
+    /// Kernels before 5.9 count file and anonymous refaults together (`workingset_refault`).
+    pub fn parse(stat: &str, hits: Option<&str>, v2: bool) -> MemoryCounters {
+        let value = |name: &str| {
+            stat.lines().find_map(|line| {
+                let (key, value) = line.split_once(' ')?;
+                (key == name).then(|| value.trim().parse::<u64>().ok()).flatten()
+            })
+        };
+        let prefix = if v2 { "" } else { "total_" };
+        let refault_pages = value(&format!("{prefix}workingset_refault_file"))
+            .or_else(|| value(&format!("{prefix}workingset_refault")));
+        let limit_hits = hits.and_then(|text| {
+            if v2 {
+                let event =
+                    |name: &str| text.lines().find_map(|l| l.strip_prefix(name)?.trim().parse::<u64>().ok());
+                let (high, max) = (event("high "), event("max "));
+                high.or(max).map(|_| high.unwrap_or(0) + max.unwrap_or(0))
+            } else {
+                text.trim().parse().ok()
+            }
+        });
+        MemoryCounters { refault_pages, limit_hits }
+    }
 }
 
 /// At or above this (2^62 bytes, 4 EiB), v1's limit means none: it writes 9223372036854771712.

@@ -92,7 +92,12 @@ fn memory_limits_of_v1_and_v2_and_none() {
     // v1's "no limit" is a number near 2^63.
     assert_eq!(parse_memory_limit("9223372036854771712\n"), None);
     assert_eq!(parse_memory_limit("lots"), None);
-    let limit = MemoryLimit { cgroup: "/ci".into(), max_bytes: Some(512 << 20), high_bytes: Some(256 << 20) };
+    let limit = MemoryLimit {
+        cgroup: "/ci".into(),
+        max_bytes: Some(512 << 20),
+        high_bytes: Some(256 << 20),
+        ..MemoryLimit::default()
+    };
     assert_eq!(limit.tightest_bytes(), Some(256 << 20));
     assert_eq!(MemoryLimit { high_bytes: None, ..limit }.tightest_bytes(), Some(512 << 20));
 }
@@ -116,4 +121,25 @@ fn served_counters_of_v1_and_v2() {
     assert_eq!((loop2.of("read", "iops"), loop2.of("write", "iops")), (628_018, 187_885));
     assert_eq!((loop2.of("read", "bps"), loop2.of("write", "bps")), (2_572_357_632, 769_576_960));
     assert!(parse_blkio_served("", "").is_empty() && parse_io_stat("").is_empty());
+}
+
+#[test]
+fn memory_counters_of_v1_v2_and_older_kernels() {
+    let v1 = "cache 80773120\nworkingset_refault_file 3\ntotal_cache 80773120\ntotal_workingset_refault_anon 0\ntotal_workingset_refault_file 1073\n";
+    assert_eq!(
+        MemoryCounters::parse(v1, Some("285657\n"), false),
+        MemoryCounters { refault_pages: Some(1073), limit_hits: Some(285_657) }
+    );
+    let v2 = "anon 1822720\nfile 80773120\nworkingset_refault_anon 2\nworkingset_refault_file 180828\n";
+    let events = "low 0\nhigh 12\nmax 30\noom 0\noom_kill 0\n";
+    assert_eq!(
+        MemoryCounters::parse(v2, Some(events), true),
+        MemoryCounters { refault_pages: Some(180_828), limit_hits: Some(42) }
+    );
+    // Before 5.9 one line counts file and anonymous refaults together; unread files are None.
+    assert_eq!(
+        MemoryCounters::parse("total_workingset_refault 77\n", None, false),
+        MemoryCounters { refault_pages: Some(77), limit_hits: None }
+    );
+    assert_eq!(MemoryCounters::parse("garbage", Some("lots"), true), MemoryCounters::default());
 }

@@ -301,7 +301,22 @@ fn limit_lines(facts: &Facts<'_>) -> Vec<String> {
             (None, Some(high)) => format!("by reclaim from {} (memory.high)", Bytes(high)),
             (None, None) => String::new(),
         };
-        lines.push(format!("cgroup {} limits memory, the page cache included, {words}", memory.cgroup));
+        let mut counted = Vec::new();
+        if let Some(bytes) = memory.refault_bytes.filter(|&b| b > 0) {
+            counted.push(format!("{} of file pages read again after its reclaim evicted them", Bytes(bytes)));
+        }
+        if let Some(hits) = memory.limit_hits.filter(|&n| n > 0) {
+            counted.push(format!("the limit reached {} times", thousands(hits as f64)));
+        }
+        let counted = if counted.is_empty() {
+            String::new()
+        } else {
+            format!("; in the window {}", counted.join(", "))
+        };
+        lines.push(format!(
+            "cgroup {} limits memory, the page cache included, {words}{counted}",
+            memory.cgroup
+        ));
     }
     lines.extend(limits.unread.iter().map(|why| format!("not read: {why}")));
     lines

@@ -1,7 +1,8 @@
 //! The rules about limits the machine's configuration sets, not its hardware: a cgroup CPU
 //! quota that throttled the job, an affinity mask that put more submitting threads than it
-//! allows CPUs on the same cores, and a cgroup I/O throttle the device ran at. Each names the limit and its own figure; neither gives advice
-//! it has not tested.
+//! allows CPUs on the same cores, a cgroup I/O throttle the device ran at, the kernel's dirty
+//! page limits, and a memory limit that evicted the pages a buffered job read again. Each names
+//! the limit and its own figure; none gives advice it has not tested.
 
 use iolab_stats::result::Bottleneck;
 use iolab_stats::threads::ThreadClass;
@@ -133,6 +134,47 @@ pub fn dirty_throttle(facts: &Facts<'_>) -> Option<Finding> {
         ),
         Vec::new(),
     )
+}
+
+/// Of the bytes a buffered job's device read, at least this share were pages the memory
+/// cgroup's own reclaim had evicted and the job read again: the limit, not the working set's
+/// first reading, sent them to the device.
+pub const REFAULT_SHARE: f64 = 0.25;
+
+/// iolab's cgroup (or a parent) limits memory, the page cache included, and a buffered job's
+/// reads went to its device for pages that limit had evicted (workingset refaults) while its
+/// usage stood at the limit: a page cache not held to it would have served them.
+pub fn memory_limit(facts: &Facts<'_>) -> Option<Finding> {
+    let memory = facts.machine?.limits.memory.as_ref()?;
+    let (limit, refaulted) = memory.tightest_bytes().zip(memory.refault_bytes)?;
+    // Refaults under the machine's own memory pressure come from every cgroup alike: this
+    // limit's are those of a cgroup that reached it.
+    if memory.limit_hits == Some(0) {
+        return None;
+    }
+    let window = facts.job.measured_s;
+    facts.loads.iter().filter(|l| l.buffered && l.job_read_bytes > 0 && window > 0.0).find_map(|load| {
+        let device_read = load.activity.read_bytes as f64;
+        let served_by_device = device_read >= load.job_read_bytes as f64 * super::CACHED_BYTES_SHARE;
+        if !served_by_device || (refaulted as f64) < device_read * REFAULT_SHARE {
+            return None;
+        }
+        let hits = memory
+            .limit_hits
+            .map_or(String::new(), |n| format!("; the cgroup reached its limit {} times", thousands(n as f64)));
+        Finding::new(
+            Bottleneck::ConfiguredLimit,
+            format!(
+                "The memory limit of cgroup {} held the buffered reads back: it keeps the page cache to {} at most, so {} read {}/s for the job, {}/s of it pages the limit had evicted and the job read again (workingset refaults{hits}); the figures are the limit's, not the device's or a page cache's.",
+                memory.cgroup,
+                Bytes(limit),
+                load.name(),
+                Bytes((device_read / window) as u64),
+                Bytes((refaulted as f64 / window) as u64)
+            ),
+            vec![device_line(load)],
+        )
+    })
 }
 
 /// iolab's cgroup (or a parent) has a CPU quota that ran out during the window.

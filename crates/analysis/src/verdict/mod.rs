@@ -76,6 +76,7 @@ const RULES: &[(&str, Rule)] = &[
     ("affinity", limit_rules::affinity_mask),
     ("io_throttle", limit_rules::io_throttle),
     ("dirty_throttle", limit_rules::dirty_throttle),
+    ("memory_limit", limit_rules::memory_limit),
     ("null_engine", device_rules::null_engine),
     ("page_cache", device_rules::page_cache),
     ("writeback", device_rules::writeback_punting),

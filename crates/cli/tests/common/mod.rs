@@ -5,6 +5,7 @@
 pub mod ext4;
 pub mod faulty_fs;
 pub mod fleet;
+pub mod memory_cgroup;
 pub mod tmpfs;
 
 use std::path::{Path, PathBuf};
