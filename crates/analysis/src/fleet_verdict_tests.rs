@@ -89,6 +89,7 @@ fn host(name: &str, offset_ns: u64) -> HostResult {
                 busiest_demand_pct: 30.0,
             }],
             unattributed_s: 0.0,
+            lane_waits: None,
         },
         errors: 0,
         machine: None,

@@ -137,6 +137,7 @@ impl Synth {
                 machine_busy_pct: self.machine_busy_pct,
                 threads: self.classes,
                 unattributed_s: 0.0,
+                lane_waits: None,
             },
             errors: ErrorReport::default(),
             notes: Vec::new(),

@@ -130,6 +130,7 @@ fn base() -> JobResult {
                 thread_class(ThreadClass::Other, 2, 0.0, 0.05, 1.0),
             ],
             unattributed_s: 0.0,
+            lane_waits: None,
         },
         errors: ErrorReport::default(),
         notes: Vec::new(),

@@ -435,3 +435,65 @@ fn a_memory_limit_that_evicts_a_buffered_readers_pages_is_named_with_its_refault
         "{summary}"
     );
 }
+
+/// A buffered writer under dirty limits of 16 MiB, to a file on the root disk with no cap: the
+/// disk drains the pages fast enough that the page cache's count, sampled, rarely shows the
+/// throttling point (at most 6 MiB of a 12 MiB point in one run), while the writer's threads
+/// slept in `balance_dirty_pages` 40-80% of their samples. The verdict named the cores' idle
+/// policy; it names the dirty limits with the threads' figure.
+#[test]
+fn a_buffered_writer_asleep_in_the_dirty_throttle_is_held_by_the_dirty_limits() {
+    let _machine = alone();
+    if !is_root() {
+        return common::skip!(common::Missing::Root, "needs root to set the kernel's dirty limits");
+    }
+    const MIB: u64 = 1 << 20;
+    let _limits = DirtyLimits::set(16 * MIB, 8 * MIB);
+    // On the root disk: tmpfs pages are never dirty for the kernel's throttle.
+    let dir = tempfile::tempdir_in("/var/tmp").expect("dir");
+    let out = common::run_in(
+        dir.path(),
+        &[
+            "run",
+            "--target",
+            "f",
+            "--size",
+            "256m",
+            "--buffered",
+            "--rw",
+            "write",
+            "--bs",
+            "1m",
+            "--qd",
+            "1",
+            "--engine",
+            "psync",
+            "--runtime",
+            "1s",
+            "--ramp",
+            "200ms",
+            "--no-confirm",
+            "--no-store",
+            "--json",
+            "-q",
+        ],
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    let job = &json(&out)["jobs"][0];
+    let verdict = &job["verdict"];
+    let summary = verdict["summary"].as_str().expect("summary");
+    let asleep = job["cpu"]["lane_waits"]["sleeping"]
+        .as_array()
+        .and_then(|waits| waits.iter().find(|w| w["function"] == "balance_dirty_pages"))
+        .and_then(|w| w["samples"].as_u64())
+        .unwrap_or(0);
+    assert!(asleep > 0, "the writer never slept in the dirty throttle: {}", job["cpu"]["lane_waits"]);
+    if verdict["cause"] == "other_load" {
+        // Busy cores kept the writer runnable more than throttled: that load is the answer.
+        eprintln!("another load held the machine (the true answer here): {summary}");
+        return;
+    }
+    assert_eq!(verdict["cause"], "configured_limit", "{verdict:#}");
+    assert!(summary.starts_with("The kernel's dirty page limits held the buffered writer"), "{summary}");
+    assert!(summary.contains("the hard limit, 16MiB"), "{summary}");
+}

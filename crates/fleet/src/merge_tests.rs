@@ -186,6 +186,14 @@ fn agent_result(own: &Recorded, measured_s: f64, start: u64, job: &JobSpec) -> A
                 busiest_demand_pct: 60.0,
             }],
             unattributed_s: 0.0,
+            lane_waits: Some(iolab_stats::lane_waits::LaneWaits {
+                samples: 100,
+                running: 40,
+                sleeping: vec![iolab_stats::lane_waits::WaitChannel {
+                    function: "io_cqring_wait".into(),
+                    samples: 60,
+                }],
+            }),
         },
         errors: ErrorReport {
             count: 1,
@@ -416,6 +424,8 @@ fn cpu_errors_devices_and_notes_are_the_fleets() {
     assert!((merged.cpu.us_per_io - 9e6 / merged.total.ios as f64).abs() < 1e-9);
     assert_eq!(merged.cpu.machine_busy_pct.len(), 6);
     assert_eq!(merged.cpu.threads[0].threads, 6);
+    let waits = merged.cpu.lane_waits.as_ref().expect("the lanes' samples");
+    assert_eq!((waits.samples, waits.running, waits.sleeping[0].samples), (300, 120, 180));
     assert_eq!(merged.errors.count, 3);
     let targets: Vec<&str> = merged.errors.first.iter().map(|e| e.target.as_str()).collect();
     assert_eq!(targets, ["h1:/data/f0", "h2:/data/f0", "h3:/data/f0"]);

@@ -10,6 +10,7 @@ use std::time::Duration;
 
 use iolab_spec::Nanos;
 use iolab_stats::cpu::{MachineCpu, ProcessCpu};
+use iolab_stats::lane_waits::LaneWaits;
 use iolab_stats::machine::MachineReport;
 use iolab_stats::result::{DeviceActivity, SeriesPoint, StopReason};
 use iolab_stats::threads::ThreadClassCpu;
@@ -18,6 +19,7 @@ use iolab_stats::IntervalStats;
 use crate::coverage::Touched;
 use crate::devices::{DeviceSnapshot, JobDevices};
 use crate::lane::{Heartbeat, LaneEvent, LaneRate, KEPT_ERRORS};
+use crate::lane_wait_sampler::{LaneWaitSampler, LANE_WAIT_SAMPLE_NS};
 use crate::machine_watch::MachineWatch;
 use crate::observer::{IntervalDetail, Observer, Phase, ProgressUpdate};
 use crate::shared::{Shared, CPU_SAMPLE_NS};
@@ -60,6 +62,8 @@ pub struct Collected {
     pub devices: Vec<DeviceActivity>,
     /// The whole machine over the measured window.
     pub machine: Option<MachineReport>,
+    /// Where the lanes were over the measured window, sampled.
+    pub lane_waits: Option<LaneWaits>,
     /// Lanes that never finished (stuck in the kernel); their threads must not be joined.
     pub abandoned: Vec<usize>,
     /// Per lane, how an open-loop lane kept to its schedule; `None` in closed loop, or when the
@@ -93,6 +97,8 @@ pub struct Collector<'a> {
     thread_cpu: Option<ThreadCpuTracker>,
     /// Every thread of the machine, sampled like `thread_cpu`.
     machine: Option<MachineWatch>,
+    /// Where the lanes are, sampled every `LANE_WAIT_SAMPLE_NS` of the window.
+    lane_waits: Option<LaneWaitSampler>,
     devices: &'a JobDevices,
     device_start: Option<DeviceSnapshot>,
     job_name: &'a str,
@@ -145,6 +151,7 @@ impl<'a> Collector<'a> {
                 threads: Vec::new(),
                 devices: Vec::new(),
                 machine: None,
+                lane_waits: None,
                 abandoned: Vec::new(),
                 lane_rates: (0..lanes).map(|_| None).collect(),
                 lane_touched: vec![Vec::new(); lanes],
@@ -156,6 +163,7 @@ impl<'a> Collector<'a> {
             cpu_done: false,
             thread_cpu: None,
             machine: None,
+            lane_waits: None,
             devices,
             device_start: None,
             job_name,
@@ -173,7 +181,7 @@ impl<'a> Collector<'a> {
         interrupt: &AtomicBool,
         observer: &mut dyn Observer,
     ) -> Collected {
-        let (mut last_tick, mut last_thread_sample) = (0, 0);
+        let (mut last_tick, mut last_thread_sample, mut last_wait_sample) = (0, 0, 0);
         while self.positions.iter().any(|&p| p != i64::MAX) {
             let now = self.shared.now_ns();
             if interrupt.load(Relaxed) && !self.shared.stopping() {
@@ -195,7 +203,14 @@ impl<'a> Collector<'a> {
                     machine.sample(now);
                 }
             }
-            let wait = self.next_deadline(now).saturating_sub(now).min(TICK.as_nanos() as u64);
+            let mut wait = self.next_deadline(now).saturating_sub(now).min(TICK.as_nanos() as u64);
+            if let Some(sampler) = self.lane_waits.as_mut() {
+                if now >= last_wait_sample + LANE_WAIT_SAMPLE_NS {
+                    last_wait_sample = now;
+                    sampler.sample();
+                }
+                wait = wait.min((last_wait_sample + LANE_WAIT_SAMPLE_NS).saturating_sub(now));
+            }
             match events.recv_timeout(Duration::from_nanos(wait.max(1_000_000))) {
                 Ok(event) => self.handle(event),
                 Err(RecvTimeoutError::Timeout) => {}
@@ -253,6 +268,7 @@ impl<'a> Collector<'a> {
             self.cpu_start = ProcessCpu::now().ok().zip(MachineCpu::now().ok());
             self.thread_cpu = ThreadCpuTracker::start().ok();
             self.machine = MachineWatch::start(self.shared.now_ns());
+            self.lane_waits = Some(LaneWaitSampler::start());
         }
         if !self.cpu_done && (closing || self.shared.window_over(now)) {
             self.cpu_done = true;
@@ -263,6 +279,7 @@ impl<'a> Collector<'a> {
             if let Some(tracker) = self.thread_cpu.take() {
                 self.out.threads = tracker.finish(window).unwrap_or_default();
             }
+            self.out.lane_waits = self.lane_waits.take().and_then(LaneWaitSampler::finish);
             if let Some(machine) = self.machine.take() {
                 self.out.machine = Some(machine.finish(self.shared.now_ns(), window, &self.out.threads));
             }

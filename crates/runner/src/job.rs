@@ -305,6 +305,7 @@ fn assemble(
             - collected.threads.iter().map(|t| t.user_s + t.system_s).sum::<f64>())
         .max(0.0),
         threads: collected.threads,
+        lane_waits: collected.lane_waits,
     });
 
     let group_paths = |g: usize| targets[g].iter().map(|t| t.path.display().to_string()).collect::<Vec<_>>();

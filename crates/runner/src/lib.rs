@@ -14,6 +14,7 @@ mod job;
 mod kernel_file;
 mod lab;
 mod lane;
+mod lane_wait_sampler;
 mod leftovers;
 mod limits_reader;
 mod machine_watch;

@@ -19,6 +19,9 @@ pub struct CpuReport {
     pub threads: Vec<ThreadClassCpu>,
     /// Process CPU seconds no thread sample accounts for: threads that exited between samples.
     pub unattributed_s: f64,
+    /// Where the submitting threads were over the window, sampled (absent where not sampled).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lane_waits: Option<crate::lane_waits::LaneWaits>,
 }
 
 /// A block device's request queue: its limits and settings, as sysfs shows them; what sysfs does

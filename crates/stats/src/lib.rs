@@ -17,6 +17,7 @@ pub mod format;
 pub mod health;
 mod interval;
 pub mod kernel_threads;
+pub mod lane_waits;
 pub mod limits;
 pub mod machine;
 mod op_stats;

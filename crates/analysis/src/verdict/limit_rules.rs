@@ -4,6 +4,7 @@
 //! page limits, and a memory limit that evicted the pages a buffered job read again. Each names
 //! the limit and its own figure; none gives advice it has not tested.
 
+use iolab_stats::lane_waits::DIRTY_THROTTLE_WCHAN;
 use iolab_stats::result::Bottleneck;
 use iolab_stats::threads::ThreadClass;
 
@@ -88,49 +89,81 @@ fn devices_wrote(facts: &Facts<'_>, window: f64) -> String {
     }
 }
 
-/// How far past the point where the kernel throttles writers the page cache stood, for a
-/// buffered writer's job throttled most of the window (`most`), or at all (its peak past the
-/// point: evidence beside another limit); `None` otherwise.
+/// A buffered writer's threads asleep in the kernel's dirty throttling (`balance_dirty_pages`)
+/// in this share of their samples or more were held by it for the window; in `SEEN` or more,
+/// it held them beside another limit.
+pub const DIRTY_ASLEEP_PCT: f64 = 25.0;
+pub const DIRTY_ASLEEP_SEEN_PCT: f64 = 5.0;
+
+/// What shows the dirty throttle holding a buffered writer's job for the window (`most`), or at
+/// all (evidence beside another limit): the page cache dirty or under writeback past the point
+/// the kernel throttles writers from, in the window's samples, and the writer's threads asleep
+/// in the throttle, in theirs (the page cache's count swings faster than it is sampled: a
+/// writer 40% of the time in `balance_dirty_pages` was seen at most 6 MiB dirty against a
+/// 12 MiB point); `None` when neither does.
 fn dirty_held(facts: &Facts<'_>, most: bool) -> Option<String> {
     let writes_buffered = facts.job.groups.iter().any(|g| !g.direct && g.write.ios > 0);
-    let cache = facts.machine?.page_cache.filter(|_| writes_buffered)?;
-    let from = cache.throttling_from_bytes()?;
-    let held =
-        if most { cache.throttled() } else { cache.dirty_peak_bytes.max(cache.dirty_end_bytes) >= from };
-    if !held {
+    if !writes_buffered {
         return None;
     }
-    let stood = match cache.past_throttle_pct {
-        Some(pct) => format!(
-            "the page cache dirty or under writeback stood past {} in {pct:.0}% of the window's samples (at most {})",
-            Bytes(from),
-            Bytes(cache.dirty_peak_bytes)
-        ),
-        None => format!(
-            "{} was dirty or under writeback when the window closed, past {}",
-            Bytes(cache.dirty_end_bytes),
-            Bytes(from)
-        ),
-    };
-    Some(stood)
+    let cache = facts.machine.and_then(|m| m.page_cache);
+    let stood = cache.and_then(|cache| {
+        let from = cache.throttling_from_bytes()?;
+        let held =
+            if most { cache.throttled() } else { cache.dirty_peak_bytes.max(cache.dirty_end_bytes) >= from };
+        held.then(|| match cache.past_throttle_pct {
+            Some(pct) => format!(
+                "the page cache dirty or under writeback stood past {} in {pct:.0}% of the window's samples (at most {})",
+                Bytes(from),
+                Bytes(cache.dirty_peak_bytes)
+            ),
+            None => format!(
+                "{} was dirty or under writeback when the window closed, past {}",
+                Bytes(cache.dirty_end_bytes),
+                Bytes(from)
+            ),
+        })
+    });
+    let least = if most { DIRTY_ASLEEP_PCT } else { DIRTY_ASLEEP_SEEN_PCT };
+    let slept = facts.job.cpu.lane_waits.as_ref().and_then(|waits| {
+        let pct = waits.asleep_in_pct(DIRTY_THROTTLE_WCHAN);
+        (pct >= least).then(|| {
+            format!(
+                "its submitting threads slept in {DIRTY_THROTTLE_WCHAN}, the kernel's dirty throttling, in {pct:.0}% of {} samples of them",
+                thousands(waits.samples as f64)
+            )
+        })
+    });
+    match (stood, slept) {
+        (Some(stood), Some(slept)) => Some(format!("{stood}; {slept}")),
+        (stood, slept) => stood.or(slept),
+    }
 }
 
-/// A buffered writer whose page cache dirty or under writeback stood past the point where the
-/// kernel throttles writers (`balance_dirty_pages`) for most of the window: it wrote at the
-/// writeback's pace, which the dirty limits (vm.dirty_ratio or dirty_bytes, and their
-/// background twins) set.
+/// A buffered writer held by the kernel's dirty throttling (`balance_dirty_pages`) for the
+/// window: its page cache dirty or under writeback stood past the throttling point in most of
+/// the window's samples, or its threads slept in the throttle in a quarter of theirs or more.
+/// It wrote at the writeback's pace, which the dirty limits (vm.dirty_ratio or dirty_bytes,
+/// and their background twins) set.
 pub fn dirty_throttle(facts: &Facts<'_>) -> Option<Finding> {
-    let stood = dirty_held(facts, true)?;
-    let cache = facts.machine?.page_cache?;
+    let held = dirty_held(facts, true)?;
     let window = facts.job.measured_s.max(1e-9);
-    Finding::new(
-        Bottleneck::ConfiguredLimit,
-        format!(
-            "The kernel's dirty page limits held the buffered writer: {stood}, the point from which the kernel throttles writers (halfway between the background limit, {}, and the hard limit, {}: vm.dirty_background_ratio or _bytes, vm.dirty_ratio or _bytes), so writes went at the writeback's pace ({}/s written back on the whole machine{}), not the page cache's or the device's alone.",
+    let limits = facts.machine.and_then(|m| m.page_cache).and_then(|cache| {
+        let from = cache.throttling_from_bytes()?;
+        Some(format!(
+            "; the kernel throttles writers from {} dirty or under writeback, halfway between the background limit, {}, and the hard limit, {} (vm.dirty_background_ratio or _bytes, vm.dirty_ratio or _bytes), so writes went at the writeback's pace ({}/s written back on the whole machine{}), not the page cache's or the device's alone",
+            Bytes(from),
             Bytes(cache.dirty_background_threshold_bytes),
             Bytes(cache.dirty_threshold_bytes),
             Bytes((cache.written_back_bytes as f64 / window) as u64),
             devices_wrote(facts, window)
+        ))
+    });
+    Finding::new(
+        Bottleneck::ConfiguredLimit,
+        format!(
+            "The kernel's dirty page limits held the buffered writer: {held}{}.",
+            limits.unwrap_or_default()
         ),
         Vec::new(),
     )

@@ -2,6 +2,7 @@
 //! their host, and the series of a group that travelled without histograms.
 
 use iolab_stats::format::latency;
+use iolab_stats::lane_waits::LaneWaits;
 use iolab_stats::result::{CpuReport, ErrorReport, JobResult, SeriesPoint, TargetResult};
 use iolab_stats::threads::{ThreadClass, ThreadClassCpu};
 
@@ -27,7 +28,7 @@ pub fn target_on_host(host: &str, target: &TargetResult) -> TargetResult {
 
 /// The fleet's CPU: process time summed (and per I/O over the fleet's `ios`), each host's cores
 /// one after the other in host order, thread classes summed by class (the busiest thread is the
-/// busiest of any host).
+/// busiest of any host), the lanes' wait samples summed.
 pub fn merge_cpu<'a>(cpus: impl Iterator<Item = &'a CpuReport>, ios: u64) -> CpuReport {
     let cpus: Vec<&CpuReport> = cpus.collect();
     let user_s: f64 = cpus.iter().map(|c| c.user_s).sum();
@@ -55,6 +56,7 @@ pub fn merge_cpu<'a>(cpus: impl Iterator<Item = &'a CpuReport>, ios: u64) -> Cpu
         machine_busy_pct: cpus.iter().flat_map(|c| c.machine_busy_pct.iter().copied()).collect(),
         threads,
         unattributed_s: cpus.iter().map(|c| c.unattributed_s).sum(),
+        lane_waits: LaneWaits::merged(cpus.iter().filter_map(|c| c.lane_waits.as_ref())),
     }
 }
 

@@ -1,0 +1,129 @@
+//! Where iolab's submitting threads (lanes) were over a job's window, sampled: on a CPU or
+//! waiting for one (state R), or asleep in the kernel function their wait channel names
+//! (`/proc/self/task/TID/wchan`). A lane asleep in `balance_dirty_pages` is held by the kernel's
+//! dirty page throttling; one in `io_schedule` or the engine's completion wait is waiting for
+//! its I/O. The figures say what a lane waited on, where CPU and device counters only say that
+//! it waited. The texts are parsed here; sampling them is the runner's.
+
+use serde::{Deserialize, Serialize};
+
+/// The kernel function a writer sleeps in while the dirty page limits throttle it.
+pub const DIRTY_THROTTLE_WCHAN: &str = "balance_dirty_pages";
+
+/// The lanes' samples over the window, each sample one lane at one instant.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct LaneWaits {
+    /// Lane samples taken (samples x lanes).
+    pub samples: u64,
+    /// Of them, a lane running or runnable.
+    pub running: u64,
+    /// Of them, a lane asleep, by the function it slept in, most first; "?" where the kernel
+    /// does not name it (no symbols, or a wait channel of 0 while asleep).
+    pub sleeping: Vec<WaitChannel>,
+}
+
+/// Samples of lanes asleep in one kernel function.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct WaitChannel {
+    pub function: String,
+    pub samples: u64,
+}
+
+impl LaneWaits {
+    /// Adds one lane's sample: its `stat` text and, when it sleeps, its `wchan` text.
+    pub fn add(&mut self, stat: &str, wchan: Option<&str>) {
+        let Some(state) = stat.rfind(')').and_then(|close| stat[close + 1..].split_whitespace().next())
+        else {
+            return;
+        };
+        self.samples += 1;
+        if state == "R" {
+            self.running += 1;
+            return;
+        }
+        let function = wchan.map(str::trim).filter(|w| !w.is_empty() && *w != "0").unwrap_or("?");
+        self.asleep_in(function, 1);
+    }
+
+    /// Counts `samples` more asleep in `function`.
+    fn asleep_in(&mut self, function: &str, samples: u64) {
+        match self.sleeping.iter_mut().find(|w| w.function == function) {
+            Some(known) => known.samples += samples,
+            None => self.sleeping.push(WaitChannel { function: function.to_string(), samples }),
+        }
+    }
+
+    /// The samples ordered, the most common wait first.
+    pub fn finish(mut self) -> LaneWaits {
+        self.sleeping.sort_by(|a, b| b.samples.cmp(&a.samples).then_with(|| a.function.cmp(&b.function)));
+        self
+    }
+
+    /// Several hosts' samples as one (each sample counts once, whichever host took it);
+    /// `None` when none has any.
+    pub fn merged<'a>(all: impl Iterator<Item = &'a LaneWaits>) -> Option<LaneWaits> {
+        let mut merged = LaneWaits::default();
+        for waits in all {
+            merged.samples += waits.samples;
+            merged.running += waits.running;
+            for wait in &waits.sleeping {
+                merged.asleep_in(&wait.function, wait.samples);
+            }
+        }
+        (merged.samples > 0).then(|| merged.finish())
+    }
+
+    /// The share of lane samples asleep in `function`, 0..100.
+    pub fn asleep_in_pct(&self, function: &str) -> f64 {
+        let n = self.sleeping.iter().find(|w| w.function == function).map_or(0, |w| w.samples);
+        self.pct(n)
+    }
+
+    /// The share of lane samples running or runnable, 0..100.
+    pub fn running_pct(&self) -> f64 {
+        self.pct(self.running)
+    }
+
+    pub fn pct(&self, n: u64) -> f64 {
+        if self.samples == 0 {
+            0.0
+        } else {
+            100.0 * n as f64 / self.samples as f64
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn samples_count_running_lanes_and_name_where_the_others_slept() {
+        let mut waits = LaneWaits::default();
+        let stat = |state: &str| format!("4242 (iolab-lane0) {state} 1 4242 4242 0 -1 4194624 0 0 0");
+        waits.add(&stat("R"), None);
+        waits.add(&stat("D"), Some("balance_dirty_pages\n"));
+        waits.add(&stat("D"), Some("balance_dirty_pages"));
+        waits.add(&stat("S"), Some("io_cqring_wait"));
+        // A kernel without symbols writes 0; a command name with ") " in it does not confuse it.
+        waits.add("7 (a) b) S 1 2", Some("0"));
+        waits.add("unreadable", Some("x"));
+        let waits = waits.finish();
+        assert_eq!((waits.samples, waits.running), (5, 1));
+        assert_eq!(
+            waits.sleeping,
+            vec![
+                WaitChannel { function: "balance_dirty_pages".into(), samples: 2 },
+                WaitChannel { function: "?".into(), samples: 1 },
+                WaitChannel { function: "io_cqring_wait".into(), samples: 1 },
+            ]
+        );
+        assert_eq!((waits.asleep_in_pct(DIRTY_THROTTLE_WCHAN), waits.running_pct()), (40.0, 20.0));
+        assert_eq!(LaneWaits::default().running_pct(), 0.0);
+        let both = LaneWaits::merged([&waits, &waits].into_iter()).expect("merged");
+        assert_eq!((both.samples, both.running, both.sleeping[0].samples), (10, 2, 4));
+        assert_eq!(LaneWaits::merged(std::iter::empty()), None);
+    }
+}
