@@ -151,7 +151,7 @@ fn a_busy_device_holding_most_of_the_job_sets_the_pace_and_a_trial_says_whether_
         awaiting_resubmission: 4.1,
         mean_gap_ns: 50_000.0,
         littles_law_slots: 32.0,
-        fio_spans: Default::default(),
+        ..Default::default()
     });
     let v = assert_cause(&job, Bottleneck::Device);
     assert!(

@@ -42,6 +42,9 @@ fn closes(dir: &std::path::Path, args: &[&str], slots: f64) -> serde_json::Value
     );
     let parts = number("in_flight") + number("awaiting_resubmission");
     assert!((parts - slots).abs() <= slots * 0.02 + edges, "{parts} of {slots} slots accounted for: {split}");
+    // Every freed slot went back before its lane waited for completions: each slot's gap is
+    // the work of the batch it was reaped in, and the asked QD was the QD in flight.
+    assert_eq!(split["waits_with_free_slots"], 0, "{split}");
     // The in-flight part is what the latency figures cover: IOPS x mean latency.
     let mean = job["total"]["latency"]["mean_ns"].as_f64().expect("mean latency");
     assert!((number("in_flight") - iops * mean / 1e9).abs() <= slots * 0.02 + edges, "{split}");
@@ -58,6 +61,19 @@ fn littles_law_closes_on_the_null_engine() {
 fn littles_law_closes_on_a_file() {
     let dir = common::dir_with_target();
     closes(dir.path(), &["run", "--target", "t", "--qd", "8"], 8.0);
+}
+
+/// The asked QD is the QD in flight on every engine, a request at a time or four to a system
+/// call: no lane waits for a completion with a slot free (issue 31).
+#[test]
+fn every_freed_slot_goes_back_before_its_lane_waits_on_every_engine() {
+    let dir = common::dir_with_target();
+    for engine in ["uring", "aio", "psync"] {
+        for batch in ["1", "4"] {
+            let args = ["run", "--target", "t", "--engine", engine, "--qd", "8", "--submit-batch", batch];
+            closes(dir.path(), &args, 8.0);
+        }
+    }
 }
 
 #[test]

@@ -363,6 +363,13 @@ fn slots_text(out: &mut String, job: &JobResult) {
         latency(s.mean_cycle_ns),
         s.littles_law_slots
     );
+    if s.waits_with_free_slots > 0 {
+        let _ = writeln!(
+            out,
+            "  the lanes waited for completions {} times with a slot free and I/O due: the engine refused the request (its queue was full), so fewer I/Os were in flight than asked",
+            thousands(s.waits_with_free_slots as f64)
+        );
+    }
     let spans = s.fio_spans;
     if spans.lat_mean_ns > 0.0 {
         let _ = writeln!(

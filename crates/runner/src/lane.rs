@@ -413,6 +413,8 @@ fn drive<E: Engine, P: Pacing>(
     };
     // Per target: the slot gaps of hand-overs in the measured window not yet in an interval.
     let mut gaps = vec![Gaps::default(); targets];
+    // Waits begun in the window with a slot free and I/O due, not yet in an interval.
+    let mut waits_with_free_slots = 0;
     let mut slots = vec![blank; depth];
     let mut free: Vec<u32> = (0..plan.qd).rev().collect();
     // Queued requests not yet handed to the kernel.
@@ -507,6 +509,14 @@ fn drive<E: Engine, P: Pacing>(
         // Open loop with the next I/O not due yet: its due time ends the wait if no completion
         // does first. A due I/O that found no free slot waits for a completion, as closed loop.
         let deadline = pacer.next_due().filter(|&due| due > now && !stopping);
+        if !stopping
+            && burst_left > 0
+            && !free.is_empty()
+            && pacer.is_due(now)
+            && now >= shared.measure_start_ns
+        {
+            waits_with_free_slots += 1;
+        }
         hand_over(
             engine, &mut batch, &mut slots, &mut gaps, shared, heartbeat, &mut busy, wait_for, deadline,
         )?;
@@ -533,6 +543,8 @@ fn drive<E: Engine, P: Pacing>(
             stats.gap_ns += std::mem::take(&mut gap.ns);
             stats.gaps += std::mem::take(&mut gap.count);
         }
+        // The lane's, counted with its first target.
+        interval.stats[0].waits_with_free_slots += std::mem::take(&mut waits_with_free_slots);
         for completion in done.drain(..) {
             let info = slots[completion.slot as usize];
             slots[completion.slot as usize].freed_ns = now;

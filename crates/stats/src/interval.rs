@@ -32,6 +32,11 @@ pub struct IntervalStats {
     /// a short window with long latencies shows (21.7 of 32 slots found).
     pub before_window_ns: u64,
     pub outstanding_ns: u64,
+    /// Waits for completions a lane began in the window with a slot free and I/O due: the
+    /// engine refused the request (its queue was full), so that slot stayed idle through the
+    /// wait. In closed loop every freed slot goes back before the lane waits, so each slot's
+    /// gap is the work of the batch it was reaped in; this counts the times it was not.
+    pub waits_with_free_slots: u64,
 }
 
 impl IntervalStats {
@@ -48,6 +53,7 @@ impl IntervalStats {
         self.gaps += other.gaps;
         self.before_window_ns += other.before_window_ns;
         self.outstanding_ns += other.outstanding_ns;
+        self.waits_with_free_slots += other.waits_with_free_slots;
     }
 
     pub fn ios(&self) -> u64 {

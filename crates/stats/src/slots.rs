@@ -28,6 +28,11 @@ pub struct SlotSplit {
     /// in_flight + awaiting_resubmission: Little's law's count of outstanding I/Os, equal to
     /// `slots` when every slot was always in use (closed loop).
     pub littles_law_slots: f64,
+    /// Waits for completions begun with a slot free and I/O due (the engine's queue was full):
+    /// 0 when every freed slot went back before its lane waited, so that its gap was the work
+    /// of the batch it was reaped in and the asked QD was the QD in flight.
+    #[serde(default)]
+    pub waits_with_free_slots: u64,
     /// The mean cycle in the spans fio reports, so a run compares with an fio run like with
     /// like (absent from results kept before they were).
     #[serde(default)]
@@ -84,6 +89,7 @@ impl SlotSplit {
             awaiting_resubmission: per_window(mean_gap_ns * ios as f64),
             mean_gap_ns,
             littles_law_slots: per_window(in_window_ns + mean_gap_ns * ios as f64),
+            waits_with_free_slots: stats.waits_with_free_slots,
             fio_spans: FioSpans::of(per_io(latency_ns), mean_gap_ns),
         }
     }
@@ -106,6 +112,7 @@ impl SlotSplit {
             awaiting_resubmission: parts.iter().map(|p| p.awaiting_resubmission).sum(),
             mean_gap_ns: weighted(|p| p.mean_gap_ns),
             littles_law_slots: parts.iter().map(|p| p.littles_law_slots).sum(),
+            waits_with_free_slots: parts.iter().map(|p| p.waits_with_free_slots).sum(),
             fio_spans: FioSpans::of(weighted(|p| p.fio_spans.clat_mean_ns), weighted(|p| p.mean_gap_ns)),
         }
     }
