@@ -90,6 +90,7 @@ fn host(name: &str, offset_ns: u64) -> HostResult {
             }],
             unattributed_s: 0.0,
             lane_waits: None,
+            io_wq_waits: None,
         },
         errors: 0,
         machine: None,

@@ -138,6 +138,7 @@ impl Synth {
                 threads: self.classes,
                 unattributed_s: 0.0,
                 lane_waits: None,
+                io_wq_waits: None,
             },
             errors: ErrorReport::default(),
             notes: Vec::new(),

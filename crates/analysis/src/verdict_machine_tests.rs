@@ -814,15 +814,33 @@ fn a_buffered_writer_past_the_dirty_limits_is_held_by_them() {
     job.cpu.lane_waits = Some(waits.finish());
     let v = assert_cause(&job, Bottleneck::ConfiguredLimit);
     assert!(
-        v.summary.starts_with("The kernel's dirty page limits held the buffered writer: its submitting threads slept in balance_dirty_pages, the kernel's dirty throttling, in 40% of 10 samples of them; the kernel throttles writers from 40MiB"),
+        v.summary.starts_with("The kernel's dirty page limits held the buffered writer: its submitting threads slept in balance_dirty_pages, the kernel's dirty throttling, in 40% of their samples (10 samples in all); the kernel throttles writers from 40MiB"),
         "{}",
         v.summary
     );
     assert!(
         v.evidence.iter().any(|e| e
-            == "the submitting threads, sampled 10 times: running or runnable 60%, asleep in balance_dirty_pages 40%"),
+            == "the submitting threads, in 10 samples of one thread each (every 20 ms): running or runnable 60%, asleep in balance_dirty_pages 40%"),
         "{:?}",
         v.evidence
+    );
+    // io_uring punts a throttled buffered write to io-wq: its workers sleep in the throttle
+    // while the lane waits for completions; their idle samples do not count against them.
+    let mut lane = iolab_stats::lane_waits::LaneWaits::default();
+    for _ in 0..10 {
+        lane.add(&stat("S"), Some("io_cqring_wait"));
+    }
+    let mut io_wq = iolab_stats::lane_waits::LaneWaits::default();
+    for wchan in ["io_wq_worker", "io_wq_worker", "balance_dirty_pages", "balance_dirty_pages", "0"] {
+        io_wq.add(&stat("S"), Some(wchan));
+    }
+    job.cpu.lane_waits = Some(lane.finish());
+    job.cpu.io_wq_waits = Some(io_wq.finish());
+    let v = assert_cause(&job, Bottleneck::ConfiguredLimit);
+    assert!(
+        v.summary.starts_with("The kernel's dirty page limits held the buffered writer: the io-wq threads io_uring handed its writes to slept in balance_dirty_pages, the kernel's dirty throttling, in 67% of their samples while at work (5 samples in all)"),
+        "{}",
+        v.summary
     );
     // A read job's threads are never in the writers' throttle: nothing to judge.
     let mut reader = job.clone();

@@ -131,6 +131,7 @@ fn base() -> JobResult {
             ],
             unattributed_s: 0.0,
             lane_waits: None,
+            io_wq_waits: None,
         },
         errors: ErrorReport::default(),
         notes: Vec::new(),

@@ -194,6 +194,7 @@ fn agent_result(own: &Recorded, measured_s: f64, start: u64, job: &JobSpec) -> A
                     samples: 60,
                 }],
             }),
+            io_wq_waits: None,
         },
         errors: ErrorReport {
             count: 1,

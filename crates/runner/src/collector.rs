@@ -62,8 +62,9 @@ pub struct Collected {
     pub devices: Vec<DeviceActivity>,
     /// The whole machine over the measured window.
     pub machine: Option<MachineReport>,
-    /// Where the lanes were over the measured window, sampled.
+    /// Where the lanes and io_uring's io-wq workers were over the measured window, sampled.
     pub lane_waits: Option<LaneWaits>,
+    pub io_wq_waits: Option<LaneWaits>,
     /// Lanes that never finished (stuck in the kernel); their threads must not be joined.
     pub abandoned: Vec<usize>,
     /// Per lane, how an open-loop lane kept to its schedule; `None` in closed loop, or when the
@@ -97,7 +98,7 @@ pub struct Collector<'a> {
     thread_cpu: Option<ThreadCpuTracker>,
     /// Every thread of the machine, sampled like `thread_cpu`.
     machine: Option<MachineWatch>,
-    /// Where the lanes are, sampled every `LANE_WAIT_SAMPLE_NS` of the window.
+    /// Where the lanes and io-wq workers are, sampled every `LANE_WAIT_SAMPLE_NS` of the window.
     lane_waits: Option<LaneWaitSampler>,
     devices: &'a JobDevices,
     device_start: Option<DeviceSnapshot>,
@@ -152,6 +153,7 @@ impl<'a> Collector<'a> {
                 devices: Vec::new(),
                 machine: None,
                 lane_waits: None,
+                io_wq_waits: None,
                 abandoned: Vec::new(),
                 lane_rates: (0..lanes).map(|_| None).collect(),
                 lane_touched: vec![Vec::new(); lanes],
@@ -205,7 +207,9 @@ impl<'a> Collector<'a> {
             }
             let mut wait = self.next_deadline(now).saturating_sub(now).min(TICK.as_nanos() as u64);
             if let Some(sampler) = self.lane_waits.as_mut() {
-                if now >= last_wait_sample + LANE_WAIT_SAMPLE_NS {
+                // The clock again: the machine's sample above may have taken milliseconds.
+                let now = self.shared.now_ns();
+                if now >= last_wait_sample + LANE_WAIT_SAMPLE_NS && !self.shared.window_over(now) {
                     last_wait_sample = now;
                     sampler.sample();
                 }
@@ -279,7 +283,9 @@ impl<'a> Collector<'a> {
             if let Some(tracker) = self.thread_cpu.take() {
                 self.out.threads = tracker.finish(window).unwrap_or_default();
             }
-            self.out.lane_waits = self.lane_waits.take().and_then(LaneWaitSampler::finish);
+            if let Some(sampler) = self.lane_waits.take() {
+                (self.out.lane_waits, self.out.io_wq_waits) = sampler.finish();
+            }
             if let Some(machine) = self.machine.take() {
                 self.out.machine = Some(machine.finish(self.shared.now_ns(), window, &self.out.threads));
             }

@@ -306,6 +306,7 @@ fn assemble(
         .max(0.0),
         threads: collected.threads,
         lane_waits: collected.lane_waits,
+        io_wq_waits: collected.io_wq_waits,
     });
 
     let group_paths = |g: usize| targets[g].iter().map(|t| t.path.display().to_string()).collect::<Vec<_>>();

@@ -22,6 +22,10 @@ pub struct CpuReport {
     /// Where the submitting threads were over the window, sampled (absent where not sampled).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub lane_waits: Option<crate::lane_waits::LaneWaits>,
+    /// The same of io_uring's io-wq workers, which serve what io_uring punts (absent where
+    /// none ran).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub io_wq_waits: Option<crate::lane_waits::LaneWaits>,
 }
 
 /// A block device's request queue: its limits and settings, as sysfs shows them; what sysfs does

@@ -9,6 +9,8 @@ use serde::{Deserialize, Serialize};
 
 /// The kernel function a writer sleeps in while the dirty page limits throttle it.
 pub const DIRTY_THROTTLE_WCHAN: &str = "balance_dirty_pages";
+/// Where an io-wq worker sleeps while it waits for work.
+pub const IO_WQ_IDLE_WCHAN: &str = "io_wq_worker";
 
 /// The lanes' samples over the window, each sample one lane at one instant.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -75,10 +77,25 @@ impl LaneWaits {
         (merged.samples > 0).then(|| merged.finish())
     }
 
-    /// The share of lane samples asleep in `function`, 0..100.
+    /// The share of lane samples asleep in `function` or a function named from it (a kernel
+    /// may name the throttle `balance_dirty_pages_ratelimited_flags` where it inlines), 0..100.
     pub fn asleep_in_pct(&self, function: &str) -> f64 {
-        let n = self.sleeping.iter().find(|w| w.function == function).map_or(0, |w| w.samples);
+        let n = self.sleeping.iter().filter(|w| w.function.starts_with(function)).map(|w| w.samples).sum();
         self.pct(n)
+    }
+
+    /// The share of the samples not asleep in `idle` (an io-wq worker waiting for work sleeps
+    /// in `IO_WQ_IDLE_WCHAN`) that were asleep in `function` or one named from it, 0..100.
+    pub fn asleep_at_work_pct(&self, function: &str, idle: &str) -> f64 {
+        let idle_samples: u64 = self.sleeping.iter().filter(|w| w.function == idle).map(|w| w.samples).sum();
+        let at_work = self.samples.saturating_sub(idle_samples);
+        let n: u64 =
+            self.sleeping.iter().filter(|w| w.function.starts_with(function)).map(|w| w.samples).sum();
+        if at_work == 0 {
+            0.0
+        } else {
+            100.0 * n as f64 / at_work as f64
+        }
     }
 
     /// The share of lane samples running or runnable, 0..100.
@@ -105,7 +122,7 @@ mod tests {
         let stat = |state: &str| format!("4242 (iolab-lane0) {state} 1 4242 4242 0 -1 4194624 0 0 0");
         waits.add(&stat("R"), None);
         waits.add(&stat("D"), Some("balance_dirty_pages\n"));
-        waits.add(&stat("D"), Some("balance_dirty_pages"));
+        waits.add(&stat("D"), Some("balance_dirty_pages_ratelimited_flags"));
         waits.add(&stat("S"), Some("io_cqring_wait"));
         // A kernel without symbols writes 0; a command name with ") " in it does not confuse it.
         waits.add("7 (a) b) S 1 2", Some("0"));
@@ -115,15 +132,24 @@ mod tests {
         assert_eq!(
             waits.sleeping,
             vec![
-                WaitChannel { function: "balance_dirty_pages".into(), samples: 2 },
                 WaitChannel { function: "?".into(), samples: 1 },
+                WaitChannel { function: "balance_dirty_pages".into(), samples: 1 },
+                WaitChannel { function: "balance_dirty_pages_ratelimited_flags".into(), samples: 1 },
                 WaitChannel { function: "io_cqring_wait".into(), samples: 1 },
             ]
         );
         assert_eq!((waits.asleep_in_pct(DIRTY_THROTTLE_WCHAN), waits.running_pct()), (40.0, 20.0));
         assert_eq!(LaneWaits::default().running_pct(), 0.0);
         let both = LaneWaits::merged([&waits, &waits].into_iter()).expect("merged");
-        assert_eq!((both.samples, both.running, both.sleeping[0].samples), (10, 2, 4));
+        assert_eq!((both.samples, both.running, both.sleeping[0].samples), (10, 2, 2));
         assert_eq!(LaneWaits::merged(std::iter::empty()), None);
+        // An io-wq worker's idle samples are not counted against its work.
+        let mut io_wq = LaneWaits::default();
+        for wchan in ["io_wq_worker", "io_wq_worker", "balance_dirty_pages", "balance_dirty_pages"] {
+            io_wq.add(&stat("S"), Some(wchan));
+        }
+        io_wq.add(&stat("R"), None);
+        assert_eq!(io_wq.asleep_at_work_pct(DIRTY_THROTTLE_WCHAN, IO_WQ_IDLE_WCHAN), 200.0 / 3.0);
+        assert_eq!(LaneWaits::default().asleep_at_work_pct(DIRTY_THROTTLE_WCHAN, IO_WQ_IDLE_WCHAN), 0.0);
     }
 }

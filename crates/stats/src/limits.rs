@@ -115,7 +115,8 @@ pub struct MemoryCounters {
 impl MemoryCounters {
     /// The counters from a cgroup's `memory.stat` and, for v1, `memory.failcnt`, for v2
     /// `memory.events`. v1's hierarchical figures are the `total_` lines; v2's are every line.
-    /// Kernels before 5.9 count file and anonymous refaults together (`workingset_refault`).
+    /// Kernels before 5.9 write `workingset_refault` alone (file pages then); some v1 kernels
+    /// write no refault line at all, and the figure is then unread.
     pub fn parse(stat: &str, hits: Option<&str>, v2: bool) -> MemoryCounters {
         let value = |name: &str| {
             stat.lines().find_map(|line| {

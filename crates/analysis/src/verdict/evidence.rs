@@ -43,7 +43,7 @@ pub fn lines(facts: &Facts<'_>) -> Vec<String> {
     lines.extend(facts.in_memory.iter().map(|p| format!("{p} lives in memory (tmpfs): no device served it")));
     lines.extend(facts.unseen.iter().map(|p| format!("no block device behind {p} that iolab can read")));
     lines.extend(worker_line(facts));
-    lines.extend(lane_waits_line(facts));
+    lines.extend(lane_waits_lines(facts));
     lines.extend(limit_lines(facts));
     if let Some(sqpoll) = facts.class(ThreadClass::Sqpoll) {
         lines.push(format!(
@@ -72,22 +72,30 @@ pub fn lines(facts: &Facts<'_>) -> Vec<String> {
     lines
 }
 
-/// Where the lanes waited most: "the submitting threads, sampled 200 times: running or
-/// runnable 36%, asleep in __iomap_dio_rw 44%, balance_dirty_pages 20%" (the three largest).
-fn lane_waits_line(facts: &Facts<'_>) -> Option<String> {
-    let waits = facts.job.cpu.lane_waits.as_ref()?;
-    let asleep: Vec<String> = waits
-        .sleeping
-        .iter()
-        .take(3)
-        .map(|w| format!("{} {:.0}%", w.function, waits.pct(w.samples)))
-        .collect();
-    let asleep = if asleep.is_empty() { String::new() } else { format!(", asleep in {}", asleep.join(", ")) };
-    Some(format!(
-        "the submitting threads, sampled {} times: running or runnable {:.0}%{asleep}",
-        thousands(waits.samples as f64),
-        waits.running_pct()
-    ))
+/// Where the lanes, and io_uring's io-wq workers, waited most: "the submitting threads, in 200
+/// samples of one thread each (every 20 ms): running or runnable 36%, asleep in __iomap_dio_rw
+/// 44%, balance_dirty_pages 20%" (the three largest).
+fn lane_waits_lines(facts: &Facts<'_>) -> Vec<String> {
+    let cpu = &facts.job.cpu;
+    [(&cpu.lane_waits, "the submitting threads"), (&cpu.io_wq_waits, "io_uring's io-wq threads")]
+        .into_iter()
+        .filter_map(|(waits, who)| {
+            let waits = waits.as_ref()?;
+            let asleep: Vec<String> = waits
+                .sleeping
+                .iter()
+                .take(3)
+                .map(|w| format!("{} {:.0}%", w.function, waits.pct(w.samples)))
+                .collect();
+            let asleep =
+                if asleep.is_empty() { String::new() } else { format!(", asleep in {}", asleep.join(", ")) };
+            Some(format!(
+                "{who}, in {} samples of one thread each (every 20 ms): running or runnable {:.0}%{asleep}",
+                thousands(waits.samples as f64),
+                waits.running_pct()
+            ))
+        })
+        .collect()
 }
 
 /// "vda: busy 97% of the window, 31.6 requests in it on average of the 32 the job kept

@@ -4,7 +4,7 @@
 //! page limits, and a memory limit that evicted the pages a buffered job read again. Each names
 //! the limit and its own figure; none gives advice it has not tested.
 
-use iolab_stats::lane_waits::DIRTY_THROTTLE_WCHAN;
+use iolab_stats::lane_waits::{DIRTY_THROTTLE_WCHAN, IO_WQ_IDLE_WCHAN};
 use iolab_stats::result::Bottleneck;
 use iolab_stats::threads::ThreadClass;
 
@@ -125,15 +125,29 @@ fn dirty_held(facts: &Facts<'_>, most: bool) -> Option<String> {
         })
     });
     let least = if most { DIRTY_ASLEEP_PCT } else { DIRTY_ASLEEP_SEEN_PCT };
-    let slept = facts.job.cpu.lane_waits.as_ref().and_then(|waits| {
-        let pct = waits.asleep_in_pct(DIRTY_THROTTLE_WCHAN);
-        (pct >= least).then(|| {
+    // The writes' own threads: the lanes (psync, aio), or the io-wq workers io_uring punts a
+    // throttled buffered write to (the lanes then wait for completions), counted while at work.
+    let cpu = &facts.job.cpu;
+    let lanes = cpu
+        .lane_waits
+        .as_ref()
+        .map(|w| (w.asleep_in_pct(DIRTY_THROTTLE_WCHAN), w, "its submitting threads", ""));
+    let io_wq = cpu.io_wq_waits.as_ref().map(|w| {
+        (
+            w.asleep_at_work_pct(DIRTY_THROTTLE_WCHAN, IO_WQ_IDLE_WCHAN),
+            w,
+            "the io-wq threads io_uring handed its writes to",
+            " while at work",
+        )
+    });
+    let slept = lanes.into_iter().chain(io_wq).filter(|t| t.0 >= least).max_by(|a, b| a.0.total_cmp(&b.0)).map(
+        |(pct, waits, who, when)| {
             format!(
-                "its submitting threads slept in {DIRTY_THROTTLE_WCHAN}, the kernel's dirty throttling, in {pct:.0}% of {} samples of them",
+                "{who} slept in {DIRTY_THROTTLE_WCHAN}, the kernel's dirty throttling, in {pct:.0}% of their samples{when} ({} samples in all)",
                 thousands(waits.samples as f64)
             )
-        })
-    });
+        },
+    );
     match (stood, slept) {
         (Some(stood), Some(slept)) => Some(format!("{stood}; {slept}")),
         (stood, slept) => stood.or(slept),
@@ -189,7 +203,9 @@ pub fn memory_limit(facts: &Facts<'_>) -> Option<Finding> {
     facts.loads.iter().filter(|l| l.buffered && l.job_read_bytes > 0 && window > 0.0).find_map(|load| {
         let device_read = load.activity.read_bytes as f64;
         let served_by_device = device_read >= load.job_read_bytes as f64 * super::CACHED_BYTES_SHARE;
-        if !served_by_device || (refaulted as f64) < device_read * REFAULT_SHARE {
+        // The cgroup's refaults may be on other devices too: of this one's reads, at most all.
+        let refaulted = (refaulted as f64).min(device_read);
+        if !served_by_device || refaulted < device_read * REFAULT_SHARE {
             return None;
         }
         let hits = memory
@@ -203,7 +219,7 @@ pub fn memory_limit(facts: &Facts<'_>) -> Option<Finding> {
                 Bytes(limit),
                 load.name(),
                 Bytes((device_read / window) as u64),
-                Bytes((refaulted as f64 / window) as u64)
+                Bytes((refaulted / window) as u64)
             ),
             vec![device_line(load)],
         )

@@ -57,6 +57,7 @@ pub fn merge_cpu<'a>(cpus: impl Iterator<Item = &'a CpuReport>, ios: u64) -> Cpu
         threads,
         unattributed_s: cpus.iter().map(|c| c.unattributed_s).sum(),
         lane_waits: LaneWaits::merged(cpus.iter().filter_map(|c| c.lane_waits.as_ref())),
+        io_wq_waits: LaneWaits::merged(cpus.iter().filter_map(|c| c.io_wq_waits.as_ref())),
     }
 }
 
