@@ -154,6 +154,13 @@ def case_dirty_disk(stack, iolab, scratch):
             "write", "--bs", "1m", "--qd", "4"]
 
 
+def case_dirty_shared(stack, iolab, scratch):
+    stack.enter_context(dirty_limits(16 * MIB, 8 * MIB))
+    # Four psync lanes write one file: three wait for its lock while the throttle holds the fourth.
+    return [iolab, "run", "--target", os.path.join(scratch, "dirty"), "--size", "1g", "--buffered", "--rw",
+            "write", "--bs", "1m", "--qd", "4", "--engine", "psync"]
+
+
 def case_rate(stack, iolab, scratch):
     device = stack.enter_context(loop_device(256))
     return [iolab, "run", "--target", device, "--rw", "randread", "--qd", "8", "--rate-iops", "2000"]
@@ -199,6 +206,8 @@ CASES = [
     ("dirty_disk", "dirty limits 16 MiB, buffered 1 MiB writer (io_uring, QD 4) to a file on the virtio disk",
      "configured_limit",
      ["dirty page limits"], case_dirty_disk),
+    ("dirty_shared", "dirty limits 16 MiB, four psync writers of 1 MiB to one file on the virtio disk",
+     "configured_limit", ["dirty page limits", "lock of the file"], case_dirty_shared),
     ("rate", "--rate-iops 2000 on a loop device, QD 8", "rate_limit", ["2,000"], case_rate),
     ("split", "1 MiB reads, max_sectors_kb 256 on a loop device", "device",
      ["requests", "busy"], case_split),

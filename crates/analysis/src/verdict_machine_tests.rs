@@ -824,6 +824,30 @@ fn a_buffered_writer_past_the_dirty_limits_is_held_by_them() {
         "{:?}",
         v.evidence
     );
+    // Four writers of one file: three wait for its lock while the fourth is throttled inside.
+    let writers = |wchans: &[(&str, usize)]| {
+        let mut waits = iolab_stats::lane_waits::LaneWaits::default();
+        for &(wchan, n) in wchans {
+            for _ in 0..n {
+                match wchan {
+                    "R" => waits.add(&stat("R"), None),
+                    _ => waits.add(&stat("D"), Some(wchan)),
+                }
+            }
+        }
+        Some(waits.finish())
+    };
+    job.cpu.lane_waits = writers(&[("ext4_buffered_write_iter", 65), ("balance_dirty_pages", 15), ("R", 20)]);
+    let v = assert_cause(&job, Bottleneck::ConfiguredLimit);
+    assert!(
+        v.summary.starts_with("The kernel's dirty page limits held the buffered writer: its submitting threads slept in balance_dirty_pages, the kernel's dirty throttling, in 43% of their samples outside the wait for the lock of the file they write (100 samples in all; they waited for the lock in 65% of them: a buffered write holds it while the throttle holds the writer, so one throttled writer held the others)"),
+        "{}",
+        v.summary
+    );
+    // Writers that wait for the lock while the one inside copies into the page cache are not
+    // the throttle's, and two throttled samples of a hundred are too few to say so.
+    job.cpu.lane_waits = writers(&[("ext4_buffered_write_iter", 95), ("balance_dirty_pages", 2), ("R", 3)]);
+    assert_ne!(verdict(&job).cause, Bottleneck::ConfiguredLimit);
     // io_uring punts a throttled buffered write to io-wq: its workers sleep in the throttle
     // while the lane waits for completions; their idle samples do not count against them.
     let mut lane = iolab_stats::lane_waits::LaneWaits::default();

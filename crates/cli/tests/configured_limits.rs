@@ -452,8 +452,11 @@ fn a_buffered_writer_asleep_in_the_dirty_throttle_is_held_by_the_dirty_limits() 
     // On the root disk: tmpfs pages are never dirty for the kernel's throttle.
     let dir = tempfile::tempdir_in("/var/tmp").expect("dir");
     // psync writes in the lane; io_uring, the default, punts a throttled buffered write to an
-    // io-wq worker, which sleeps in the throttle while the lane waits for its completion.
-    for (engine, threads) in [("psync", "lane_waits"), ("uring", "io_wq_waits")] {
+    // io-wq worker, which sleeps in the throttle while the lane waits for its completion. Four
+    // psync lanes write one file: three wait for its lock while the throttle holds the fourth.
+    for (engine, qd, threads) in
+        [("psync", "1", "lane_waits"), ("psync", "4", "lane_waits"), ("uring", "1", "io_wq_waits")]
+    {
         let out = common::run_in(
             dir.path(),
             &[
@@ -468,7 +471,7 @@ fn a_buffered_writer_asleep_in_the_dirty_throttle_is_held_by_the_dirty_limits() 
                 "--bs",
                 "1m",
                 "--qd",
-                "1",
+                qd,
                 "--engine",
                 engine,
                 "--runtime",
@@ -493,18 +496,23 @@ fn a_buffered_writer_asleep_in_the_dirty_throttle_is_held_by_the_dirty_limits() 
         if asleep == 0 {
             common::skip!(
                 common::Missing::Other,
-                "the {engine} step: the disk took the writer's pages as fast as it wrote them (never throttled: {}): {summary}",
+                "the {engine} QD {qd} step: the disk took the writer's pages as fast as it wrote them (never throttled: {}): {summary}",
                 job["cpu"][threads]
             );
             continue;
         }
         if verdict["cause"] == "other_load" {
             // Busy cores kept the writer runnable more than throttled: that load is the answer.
-            eprintln!("{engine}: another load held the machine (the true answer here): {summary}");
+            eprintln!("{engine} QD {qd}: another load held the machine (the true answer here): {summary}");
             continue;
         }
-        assert_eq!(verdict["cause"], "configured_limit", "{engine}: {verdict:#}");
+        assert_eq!(verdict["cause"], "configured_limit", "{engine} QD {qd}: {verdict:#}");
         assert!(summary.starts_with("The kernel's dirty page limits held the buffered writer"), "{summary}");
         assert!(summary.contains("the hard limit, 16MiB"), "{summary}");
+        if qd == "4" {
+            // Before, the lanes' throttled share was of all their samples, the lock's waits in
+            // it (19% beside 67% waiting for the lock), and the verdict was "concurrency".
+            assert!(summary.contains("outside the wait for the lock of the file they write"), "{summary}");
+        }
     }
 }

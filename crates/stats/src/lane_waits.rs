@@ -11,6 +11,12 @@ use serde::{Deserialize, Serialize};
 pub const DIRTY_THROTTLE_WCHAN: &str = "balance_dirty_pages";
 /// Where an io-wq worker sleeps while it waits for work.
 pub const IO_WQ_IDLE_WCHAN: &str = "io_wq_worker";
+/// Where a writer sleeps while it waits for the lock of the file it writes (the inode's
+/// `i_rwsem`, which a buffered write holds throughout, throttled or not): the filesystem's
+/// write function that takes it, the lock's own functions being the scheduler's for `wchan`.
+/// Both checked here: four psync writers of one file under 16 MiB dirty limits slept in
+/// `ext4_buffered_write_iter` in 64% of their samples on ext4, in `xfs_ilock` in 69% on xfs.
+pub const FILE_LOCK_WCHANS: &[&str] = &["ext4_buffered_write_iter", "xfs_ilock"];
 
 /// The lanes' samples over the window, each sample one lane at one instant.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -84,18 +90,28 @@ impl LaneWaits {
         self.pct(n)
     }
 
-    /// The share of the samples not asleep in `idle` (an io-wq worker waiting for work sleeps
-    /// in `IO_WQ_IDLE_WCHAN`) that were asleep in `function` or one named from it, 0..100.
-    pub fn asleep_at_work_pct(&self, function: &str, idle: &str) -> f64 {
-        let idle_samples: u64 = self.sleeping.iter().filter(|w| w.function == idle).map(|w| w.samples).sum();
-        let at_work = self.samples.saturating_sub(idle_samples);
+    /// The share of the samples not asleep in any of `left_out` (an io-wq worker waiting for
+    /// work sleeps in `IO_WQ_IDLE_WCHAN`; a writer waiting for its file's lock, in one of
+    /// `FILE_LOCK_WCHANS`) that were asleep in `function` or one named from it, 0..100.
+    pub fn asleep_leaving_out_pct(&self, function: &str, left_out: &[&str]) -> f64 {
+        let left_out_samples = self.asleep_in_any(left_out);
+        let rest = self.samples.saturating_sub(left_out_samples);
         let n: u64 =
             self.sleeping.iter().filter(|w| w.function.starts_with(function)).map(|w| w.samples).sum();
-        if at_work == 0 {
+        if rest == 0 {
             0.0
         } else {
-            100.0 * n as f64 / at_work as f64
+            100.0 * n as f64 / rest as f64
         }
+    }
+
+    /// The share of lane samples asleep in any of `functions` (named exactly), 0..100.
+    pub fn asleep_in_any_pct(&self, functions: &[&str]) -> f64 {
+        self.pct(self.asleep_in_any(functions))
+    }
+
+    fn asleep_in_any(&self, functions: &[&str]) -> u64 {
+        self.sleeping.iter().filter(|w| functions.contains(&w.function.as_str())).map(|w| w.samples).sum()
     }
 
     /// The share of lane samples running or runnable, 0..100.
@@ -149,7 +165,19 @@ mod tests {
             io_wq.add(&stat("S"), Some(wchan));
         }
         io_wq.add(&stat("R"), None);
-        assert_eq!(io_wq.asleep_at_work_pct(DIRTY_THROTTLE_WCHAN, IO_WQ_IDLE_WCHAN), 200.0 / 3.0);
-        assert_eq!(LaneWaits::default().asleep_at_work_pct(DIRTY_THROTTLE_WCHAN, IO_WQ_IDLE_WCHAN), 0.0);
+        assert_eq!(io_wq.asleep_leaving_out_pct(DIRTY_THROTTLE_WCHAN, &[IO_WQ_IDLE_WCHAN]), 200.0 / 3.0);
+        assert_eq!(
+            LaneWaits::default().asleep_leaving_out_pct(DIRTY_THROTTLE_WCHAN, &[IO_WQ_IDLE_WCHAN]),
+            0.0
+        );
+        // Writers of one file: those waiting for its lock are left out of the throttle's share.
+        let mut writers = LaneWaits::default();
+        for wchan in
+            ["ext4_buffered_write_iter", "ext4_buffered_write_iter", "xfs_ilock", "balance_dirty_pages"]
+        {
+            writers.add(&stat("D"), Some(wchan));
+        }
+        assert_eq!(writers.asleep_in_any_pct(FILE_LOCK_WCHANS), 75.0);
+        assert_eq!(writers.asleep_leaving_out_pct(DIRTY_THROTTLE_WCHAN, FILE_LOCK_WCHANS), 100.0);
     }
 }

@@ -4,7 +4,7 @@
 //! page limits, and a memory limit that evicted the pages a buffered job read again. Each names
 //! the limit and its own figure; none gives advice it has not tested.
 
-use iolab_stats::lane_waits::{DIRTY_THROTTLE_WCHAN, IO_WQ_IDLE_WCHAN};
+use iolab_stats::lane_waits::{DIRTY_THROTTLE_WCHAN, FILE_LOCK_WCHANS, IO_WQ_IDLE_WCHAN};
 use iolab_stats::result::Bottleneck;
 use iolab_stats::threads::ThreadClass;
 
@@ -127,23 +127,42 @@ fn dirty_held(facts: &Facts<'_>, most: bool) -> Option<String> {
     let least = if most { DIRTY_ASLEEP_PCT } else { DIRTY_ASLEEP_SEEN_PCT };
     // The writes' own threads: the lanes (psync, aio), or the io-wq workers io_uring punts a
     // throttled buffered write to (the lanes then wait for completions), counted while at work.
+    // Lanes writing one file wait in turn for its lock, which the one inside holds while the
+    // throttle holds it: their share is of the samples not waiting for the lock.
     let cpu = &facts.job.cpu;
-    let lanes = cpu
-        .lane_waits
-        .as_ref()
-        .map(|w| (w.asleep_in_pct(DIRTY_THROTTLE_WCHAN), w, "its submitting threads", ""));
+    let lanes = cpu.lane_waits.as_ref().map(|w| {
+        let locked = w.asleep_in_any_pct(FILE_LOCK_WCHANS);
+        let (when, aside) = if locked >= DIRTY_ASLEEP_SEEN_PCT {
+            (
+                " outside the wait for the lock of the file they write",
+                format!(
+                    "; they waited for the lock in {locked:.0}% of them: a buffered write holds it while the throttle holds the writer, so one throttled writer held the others"
+                ),
+            )
+        } else {
+            ("", String::new())
+        };
+        // A few throttled samples among many waiting for the lock are too few to say it.
+        let pct = if w.asleep_in_pct(DIRTY_THROTTLE_WCHAN) >= DIRTY_ASLEEP_SEEN_PCT {
+            w.asleep_leaving_out_pct(DIRTY_THROTTLE_WCHAN, FILE_LOCK_WCHANS)
+        } else {
+            w.asleep_in_pct(DIRTY_THROTTLE_WCHAN)
+        };
+        (pct, w, "its submitting threads", when, aside)
+    });
     let io_wq = cpu.io_wq_waits.as_ref().map(|w| {
         (
-            w.asleep_at_work_pct(DIRTY_THROTTLE_WCHAN, IO_WQ_IDLE_WCHAN),
+            w.asleep_leaving_out_pct(DIRTY_THROTTLE_WCHAN, &[IO_WQ_IDLE_WCHAN]),
             w,
             "the io-wq threads io_uring handed its writes to",
             " while at work",
+            String::new(),
         )
     });
     let slept = lanes.into_iter().chain(io_wq).filter(|t| t.0 >= least).max_by(|a, b| a.0.total_cmp(&b.0)).map(
-        |(pct, waits, who, when)| {
+        |(pct, waits, who, when, aside)| {
             format!(
-                "{who} slept in {DIRTY_THROTTLE_WCHAN}, the kernel's dirty throttling, in {pct:.0}% of their samples{when} ({} samples in all)",
+                "{who} slept in {DIRTY_THROTTLE_WCHAN}, the kernel's dirty throttling, in {pct:.0}% of their samples{when} ({} samples in all{aside})",
                 thousands(waits.samples as f64)
             )
         },
