@@ -814,16 +814,23 @@ fn a_buffered_writer_past_the_dirty_limits_is_held_by_them() {
     job.cpu.lane_waits = Some(waits.finish());
     let v = assert_cause(&job, Bottleneck::ConfiguredLimit);
     assert!(
-        v.summary.starts_with("The kernel's dirty page limits held the buffered writer: its submitting threads slept in balance_dirty_pages, the kernel's dirty throttling, in 40% of their samples (10 samples in all); the kernel throttles writers from 40MiB"),
+        v.summary.starts_with("The kernel's dirty page limits held the buffered writer: its submitting threads slept in balance_dirty_pages, the kernel's dirty throttling, 40% of their time (as 10 samples found them); the kernel throttles writers from 40MiB"),
         "{}",
         v.summary
     );
     assert!(
         v.evidence.iter().any(|e| e
-            == "the submitting threads, in 10 samples of one thread each (every 20 ms): running or runnable 60%, asleep in balance_dirty_pages 40%"),
+            == "the submitting threads ran or waited for a CPU 60% of their time (samples) and slept 40%: in balance_dirty_pages 40% (as 10 samples of one thread each, every 20 ms, found them)"),
         "{:?}",
         v.evidence
     );
+    // The sampler takes a core to sample: where the threads' schedstat says they ran or waited
+    // for a CPU 90% of their time, the samples only split the other 10%.
+    let mut sampled = job.cpu.lane_waits.clone().expect("samples");
+    sampled.watched(2_000_000_000, 1_800_000_000);
+    job.cpu.lane_waits = Some(sampled);
+    cache(&mut job).dirty_samples(&[45 * MIB, 12 * MIB, 10 * MIB, 30 * MIB]);
+    assert_ne!(verdict(&job).cause, Bottleneck::ConfiguredLimit, "10% of their time");
     // Four writers of one file: three wait for its lock while the fourth is throttled inside.
     let writers = |wchans: &[(&str, usize)]| {
         let mut waits = iolab_stats::lane_waits::LaneWaits::default();
@@ -840,7 +847,7 @@ fn a_buffered_writer_past_the_dirty_limits_is_held_by_them() {
     job.cpu.lane_waits = writers(&[("ext4_buffered_write_iter", 65), ("balance_dirty_pages", 15), ("R", 20)]);
     let v = assert_cause(&job, Bottleneck::ConfiguredLimit);
     assert!(
-        v.summary.starts_with("The kernel's dirty page limits held the buffered writer: its submitting threads slept in balance_dirty_pages, the kernel's dirty throttling, in 43% of their samples outside the wait for the lock of the file they write (100 samples in all; they waited for the lock in 65% of them: a buffered write holds it while the throttle holds the writer, so one throttled writer held the others)"),
+        v.summary.starts_with("The kernel's dirty page limits held the buffered writer: its submitting threads slept in balance_dirty_pages, the kernel's dirty throttling, 43% of their time outside the wait for the lock of the file they write (as 100 samples found them; they waited for the lock 65% of their time: a buffered write holds it while the throttle holds the writer, so one throttled writer held the others)"),
         "{}",
         v.summary
     );
@@ -862,7 +869,7 @@ fn a_buffered_writer_past_the_dirty_limits_is_held_by_them() {
     job.cpu.io_wq_waits = Some(io_wq.finish());
     let v = assert_cause(&job, Bottleneck::ConfiguredLimit);
     assert!(
-        v.summary.starts_with("The kernel's dirty page limits held the buffered writer: the io-wq threads io_uring handed its writes to slept in balance_dirty_pages, the kernel's dirty throttling, in 67% of their samples while at work (5 samples in all)"),
+        v.summary.starts_with("The kernel's dirty page limits held the buffered writer: the io-wq threads io_uring handed its writes to slept in balance_dirty_pages, the kernel's dirty throttling, 67% of their time while at work (as 5 samples found them)"),
         "{}",
         v.summary
     );

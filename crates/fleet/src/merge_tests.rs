@@ -193,6 +193,8 @@ fn agent_result(own: &Recorded, measured_s: f64, start: u64, job: &JobSpec) -> A
                     function: "io_cqring_wait".into(),
                     samples: 60,
                 }],
+                watched_ns: 2_000_000_000,
+                wanted_ns: 900_000_000,
             }),
             io_wq_waits: None,
         },
@@ -427,6 +429,7 @@ fn cpu_errors_devices_and_notes_are_the_fleets() {
     assert_eq!(merged.cpu.threads[0].threads, 6);
     let waits = merged.cpu.lane_waits.as_ref().expect("the lanes' samples");
     assert_eq!((waits.samples, waits.running, waits.sleeping[0].samples), (300, 120, 180));
+    assert_eq!((waits.watched_ns, waits.wanted_ns), (6_000_000_000, 2_700_000_000));
     assert_eq!(merged.errors.count, 3);
     let targets: Vec<&str> = merged.errors.first.iter().map(|e| e.target.as_str()).collect();
     assert_eq!(targets, ["h1:/data/f0", "h2:/data/f0", "h3:/data/f0"]);

@@ -196,6 +196,14 @@ impl<'a> Collector<'a> {
                 self.watchdog(now);
                 observer.progress(&self.progress(now));
             }
+            // The lanes' states first: the machine's sample below may take milliseconds of a
+            // core the lanes or their io-wq workers would have had.
+            if let Some(sampler) = self.lane_waits.as_mut() {
+                if now >= last_wait_sample + LANE_WAIT_SAMPLE_NS && !self.shared.window_over(now) {
+                    last_wait_sample = now;
+                    sampler.sample();
+                }
+            }
             if now >= last_thread_sample + CPU_SAMPLE_NS {
                 last_thread_sample = now;
                 if let Some(tracker) = self.thread_cpu.as_mut() {
@@ -206,13 +214,8 @@ impl<'a> Collector<'a> {
                 }
             }
             let mut wait = self.next_deadline(now).saturating_sub(now).min(TICK.as_nanos() as u64);
-            if let Some(sampler) = self.lane_waits.as_mut() {
-                // The clock again: the machine's sample above may have taken milliseconds.
+            if self.lane_waits.is_some() {
                 let now = self.shared.now_ns();
-                if now >= last_wait_sample + LANE_WAIT_SAMPLE_NS && !self.shared.window_over(now) {
-                    last_wait_sample = now;
-                    sampler.sample();
-                }
                 wait = wait.min((last_wait_sample + LANE_WAIT_SAMPLE_NS).saturating_sub(now));
             }
             match events.recv_timeout(Duration::from_nanos(wait.max(1_000_000))) {

@@ -4,6 +4,13 @@
 //! dirty page throttling; one in `io_schedule` or the engine's completion wait is waiting for
 //! its I/O. The figures say what a lane waited on, where CPU and device counters only say that
 //! it waited. The texts are parsed here; sampling them is the runner's.
+//!
+//! An instant's sample is taken by a thread that needs a core to take it, and on a machine of
+//! few cores it takes one from a lane or a worker: an io-wq worker 97% busy by its schedstat
+//! was seen asleep in 40-80% of its samples, idle because the lane that feeds it had given its
+//! core to the sampler. So the share of time the threads ran or waited for a CPU is their
+//! schedstat's over the time they were watched (`wanted_ns` of `watched_ns`), exact, and the
+//! samples only split the rest among the functions they slept in.
 
 use serde::{Deserialize, Serialize};
 
@@ -29,6 +36,11 @@ pub struct LaneWaits {
     /// Of them, a lane asleep, by the function it slept in, most first; "?" where the kernel
     /// does not name it (no symbols, or a wait channel of 0 while asleep).
     pub sleeping: Vec<WaitChannel>,
+    /// The time the sampled threads were watched, summed over them (from the first sample that
+    /// found each to the last), and of it the time they ran or waited for a CPU (schedstat's
+    /// run and run-queue times); 0 where schedstat was not read.
+    pub watched_ns: u64,
+    pub wanted_ns: u64,
 }
 
 /// Samples of lanes asleep in one kernel function.
@@ -76,6 +88,8 @@ impl LaneWaits {
         for waits in all {
             merged.samples += waits.samples;
             merged.running += waits.running;
+            merged.watched_ns += waits.watched_ns;
+            merged.wanted_ns += waits.wanted_ns;
             for wait in &waits.sleeping {
                 merged.asleep_in(&wait.function, wait.samples);
             }
@@ -83,47 +97,62 @@ impl LaneWaits {
         (merged.samples > 0).then(|| merged.finish())
     }
 
-    /// The share of lane samples asleep in `function` or a function named from it (a kernel
-    /// may name the throttle `balance_dirty_pages_ratelimited_flags` where it inlines), 0..100.
-    pub fn asleep_in_pct(&self, function: &str) -> f64 {
-        let n = self.sleeping.iter().filter(|w| w.function.starts_with(function)).map(|w| w.samples).sum();
-        self.pct(n)
+    /// Counts `wanted_ns` of `watched_ns` more: a thread's schedstat run and run-queue time
+    /// over the time it was watched.
+    pub fn watched(&mut self, watched_ns: u64, wanted_ns: u64) {
+        self.watched_ns += watched_ns;
+        self.wanted_ns += wanted_ns.min(watched_ns);
     }
 
-    /// The share of the samples not asleep in any of `left_out` (an io-wq worker waiting for
+    /// The share of the threads' time asleep in `function` or a function named from it (a
+    /// kernel may name the throttle `balance_dirty_pages_ratelimited_flags` where it inlines),
+    /// 0..100.
+    pub fn asleep_in_pct(&self, function: &str) -> f64 {
+        self.asleep_pct(self.samples_asleep_in(|f| f.starts_with(function)))
+    }
+
+    /// The share of the time not asleep in any of `left_out` (an io-wq worker waiting for
     /// work sleeps in `IO_WQ_IDLE_WCHAN`; a writer waiting for its file's lock, in one of
-    /// `FILE_LOCK_WCHANS`) that were asleep in `function` or one named from it, 0..100.
+    /// `FILE_LOCK_WCHANS`) that the threads were asleep in `function` or one named from it,
+    /// 0..100.
     pub fn asleep_leaving_out_pct(&self, function: &str, left_out: &[&str]) -> f64 {
-        let left_out_samples = self.asleep_in_any(left_out);
-        let rest = self.samples.saturating_sub(left_out_samples);
-        let n: u64 =
-            self.sleeping.iter().filter(|w| w.function.starts_with(function)).map(|w| w.samples).sum();
-        if rest == 0 {
+        let rest = 100.0 - self.asleep_in_any_pct(left_out);
+        if rest <= 0.0 {
             0.0
         } else {
-            100.0 * n as f64 / rest as f64
+            (100.0 * self.asleep_in_pct(function) / rest).min(100.0)
         }
     }
 
-    /// The share of lane samples asleep in any of `functions` (named exactly), 0..100.
+    /// The share of the threads' time asleep in any of `functions` (named exactly), 0..100.
     pub fn asleep_in_any_pct(&self, functions: &[&str]) -> f64 {
-        self.pct(self.asleep_in_any(functions))
+        self.asleep_pct(self.samples_asleep_in(|f| functions.contains(&f)))
     }
 
-    fn asleep_in_any(&self, functions: &[&str]) -> u64 {
-        self.sleeping.iter().filter(|w| functions.contains(&w.function.as_str())).map(|w| w.samples).sum()
+    fn samples_asleep_in(&self, function: impl Fn(&str) -> bool) -> u64 {
+        self.sleeping.iter().filter(|w| function(&w.function)).map(|w| w.samples).sum()
     }
 
-    /// The share of lane samples running or runnable, 0..100.
+    /// The share of the threads' time running or runnable, 0..100: their schedstat's where it
+    /// was read, else their samples'.
     pub fn running_pct(&self) -> f64 {
-        self.pct(self.running)
-    }
-
-    pub fn pct(&self, n: u64) -> f64 {
-        if self.samples == 0 {
+        if self.watched_ns > 0 {
+            100.0 * self.wanted_ns as f64 / self.watched_ns as f64
+        } else if self.samples == 0 {
             0.0
         } else {
-            100.0 * n as f64 / self.samples as f64
+            100.0 * self.running as f64 / self.samples as f64
+        }
+    }
+
+    /// The share of the threads' time asleep where `n` of the asleep samples were, 0..100: the
+    /// time not running or runnable, split as the asleep samples are.
+    pub fn asleep_pct(&self, n: u64) -> f64 {
+        let asleep_samples = self.samples.saturating_sub(self.running);
+        if asleep_samples == 0 {
+            0.0
+        } else {
+            (100.0 - self.running_pct()) * n as f64 / asleep_samples as f64
         }
     }
 }
@@ -156,6 +185,14 @@ mod tests {
         );
         assert_eq!((waits.asleep_in_pct(DIRTY_THROTTLE_WCHAN), waits.running_pct()), (40.0, 20.0));
         assert_eq!(LaneWaits::default().running_pct(), 0.0);
+        // The threads' schedstat, where read, gives the share running or runnable; the samples
+        // split the rest.
+        let mut timed = waits.clone();
+        timed.watched(1_000, 900);
+        assert_eq!(timed.running_pct(), 90.0);
+        assert!((timed.asleep_in_pct(DIRTY_THROTTLE_WCHAN) - 5.0).abs() < 1e-9);
+        timed.watched(1_000, 5_000);
+        assert_eq!(timed.running_pct(), 95.0, "a thread's time wanted is at most its time watched");
         let both = LaneWaits::merged([&waits, &waits].into_iter()).expect("merged");
         assert_eq!((both.samples, both.running, both.sleeping[0].samples), (10, 2, 2));
         assert_eq!(LaneWaits::merged(std::iter::empty()), None);

@@ -72,27 +72,29 @@ pub fn lines(facts: &Facts<'_>) -> Vec<String> {
     lines
 }
 
-/// Where the lanes, and io_uring's io-wq workers, waited most: "the submitting threads, in 200
-/// samples of one thread each (every 20 ms): running or runnable 36%, asleep in __iomap_dio_rw
-/// 44%, balance_dirty_pages 20%" (the three largest).
+/// Where the lanes, and io_uring's io-wq workers, waited most: "the submitting threads ran or
+/// waited for a CPU 36% of their time (schedstat) and slept 64%: in __iomap_dio_rw 44%,
+/// balance_dirty_pages 20% (as 200 samples of one thread each, every 20 ms, found them)" (the
+/// three largest).
 fn lane_waits_lines(facts: &Facts<'_>) -> Vec<String> {
     let cpu = &facts.job.cpu;
     [(&cpu.lane_waits, "the submitting threads"), (&cpu.io_wq_waits, "io_uring's io-wq threads")]
         .into_iter()
         .filter_map(|(waits, who)| {
             let waits = waits.as_ref()?;
+            let running = waits.running_pct();
             let asleep: Vec<String> = waits
                 .sleeping
                 .iter()
                 .take(3)
-                .map(|w| format!("{} {:.0}%", w.function, waits.pct(w.samples)))
+                .map(|w| format!("{} {:.0}%", w.function, waits.asleep_pct(w.samples)))
                 .collect();
-            let asleep =
-                if asleep.is_empty() { String::new() } else { format!(", asleep in {}", asleep.join(", ")) };
+            let asleep = if asleep.is_empty() { String::new() } else { format!(": in {}", asleep.join(", ")) };
+            let source = if waits.watched_ns > 0 { " (schedstat)" } else { " (samples)" };
             Some(format!(
-                "{who}, in {} samples of one thread each (every 20 ms): running or runnable {:.0}%{asleep}",
-                thousands(waits.samples as f64),
-                waits.running_pct()
+                "{who} ran or waited for a CPU {running:.0}% of their time{source} and slept {:.0}%{asleep} (as {} samples of one thread each, every 20 ms, found them)",
+                100.0 - running,
+                thousands(waits.samples as f64)
             ))
         })
         .collect()

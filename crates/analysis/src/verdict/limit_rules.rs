@@ -90,7 +90,7 @@ fn devices_wrote(facts: &Facts<'_>, window: f64) -> String {
 }
 
 /// A buffered writer's threads asleep in the kernel's dirty throttling (`balance_dirty_pages`)
-/// in this share of their samples or more were held by it for the window; in `SEEN` or more,
+/// this share of their time or more were held by it for the window; in `SEEN` or more,
 /// it held them beside another limit.
 pub const DIRTY_ASLEEP_PCT: f64 = 25.0;
 pub const DIRTY_ASLEEP_SEEN_PCT: f64 = 5.0;
@@ -128,7 +128,7 @@ fn dirty_held(facts: &Facts<'_>, most: bool) -> Option<String> {
     // The writes' own threads: the lanes (psync, aio), or the io-wq workers io_uring punts a
     // throttled buffered write to (the lanes then wait for completions), counted while at work.
     // Lanes writing one file wait in turn for its lock, which the one inside holds while the
-    // throttle holds it: their share is of the samples not waiting for the lock.
+    // throttle holds it: their share is of the time not waiting for the lock.
     let cpu = &facts.job.cpu;
     let lanes = cpu.lane_waits.as_ref().map(|w| {
         let locked = w.asleep_in_any_pct(FILE_LOCK_WCHANS);
@@ -136,13 +136,13 @@ fn dirty_held(facts: &Facts<'_>, most: bool) -> Option<String> {
             (
                 " outside the wait for the lock of the file they write",
                 format!(
-                    "; they waited for the lock in {locked:.0}% of them: a buffered write holds it while the throttle holds the writer, so one throttled writer held the others"
+                    "; they waited for the lock {locked:.0}% of their time: a buffered write holds it while the throttle holds the writer, so one throttled writer held the others"
                 ),
             )
         } else {
             ("", String::new())
         };
-        // A few throttled samples among many waiting for the lock are too few to say it.
+        // A little time throttled beside much waiting for the lock is too little to say it.
         let pct = if w.asleep_in_pct(DIRTY_THROTTLE_WCHAN) >= DIRTY_ASLEEP_SEEN_PCT {
             w.asleep_leaving_out_pct(DIRTY_THROTTLE_WCHAN, FILE_LOCK_WCHANS)
         } else {
@@ -162,7 +162,7 @@ fn dirty_held(facts: &Facts<'_>, most: bool) -> Option<String> {
     let slept = lanes.into_iter().chain(io_wq).filter(|t| t.0 >= least).max_by(|a, b| a.0.total_cmp(&b.0)).map(
         |(pct, waits, who, when, aside)| {
             format!(
-                "{who} slept in {DIRTY_THROTTLE_WCHAN}, the kernel's dirty throttling, in {pct:.0}% of their samples{when} ({} samples in all{aside})",
+                "{who} slept in {DIRTY_THROTTLE_WCHAN}, the kernel's dirty throttling, {pct:.0}% of their time{when} (as {} samples found them{aside})",
                 thousands(waits.samples as f64)
             )
         },
@@ -175,7 +175,7 @@ fn dirty_held(facts: &Facts<'_>, most: bool) -> Option<String> {
 
 /// A buffered writer held by the kernel's dirty throttling (`balance_dirty_pages`) for the
 /// window: its page cache dirty or under writeback stood past the throttling point in most of
-/// the window's samples, or its threads slept in the throttle in a quarter of theirs or more.
+/// the window's samples, or its threads slept in the throttle a quarter of their time or more.
 /// It wrote at the writeback's pace, which the dirty limits (vm.dirty_ratio or dirty_bytes,
 /// and their background twins) set.
 pub fn dirty_throttle(facts: &Facts<'_>) -> Option<Finding> {
