@@ -373,6 +373,7 @@ fn limited_reader(refault_bytes: u64, limit_hits: Option<u64>) -> JobResult {
         high_bytes: None,
         refault_bytes: Some(refault_bytes),
         limit_hits,
+        machine_bytes: Some(24 << 30),
     });
     job
 }
@@ -401,6 +402,17 @@ fn a_memory_limit_is_not_named_where_it_cost_the_reads_nothing() {
     assert_cause(&limited_reader(100 << 20, Some(50)), Bottleneck::Device);
     // Refaults without the cgroup reaching its limit: the machine's own memory pressure.
     assert_cause(&limited_reader(1_024_000 * 1024, Some(0)), Bottleneck::Device);
+    // A region larger than the machine's memory would miss with no limit too.
+    let mut larger = limited_reader(1_024_000 * 1024, Some(285_657));
+    larger.groups[0].blocks = Some(iolab_stats::result::BlockCoverage {
+        block_bytes: 4096,
+        blocks: 8 << 20,
+        touched_pct: 100.0,
+        sampled: true,
+    });
+    assert_cause(&larger, Bottleneck::Device);
+    larger.groups[0].blocks.as_mut().expect("blocks").blocks = 1 << 20;
+    assert_cause(&larger, Bottleneck::ConfiguredLimit);
     // O_DIRECT reads do not go through the page cache.
     let mut direct = limited_reader(1_024_000 * 1024, Some(285_657));
     direct.groups[0].direct = true;

@@ -13,6 +13,7 @@ use iolab_stats::limits::{
     parse_cpu_max, parse_io_max, parse_io_stat, parse_memory_limit, Affinity, ConfiguredLimits, CpuQuota,
     CpuStat, Cpuset, IoThrottle, MemoryCounters, MemoryLimit, Served,
 };
+use iolab_stats::proc_text::meminfo_bytes;
 use thiserror::Error;
 
 use crate::kernel_file::read_parsed;
@@ -286,6 +287,9 @@ impl MemoryCgroup {
                 .zip(end.refault_pages)
                 .map(|(s, e)| e.saturating_sub(s) * page),
             limit_hits: start.limit_hits.zip(end.limit_hits).map(|(s, e)| e.saturating_sub(s)),
+            machine_bytes: std::fs::read_to_string("/proc/meminfo")
+                .ok()
+                .and_then(|text| meminfo_bytes(&text, "MemTotal")),
             ..self.limit
         }
     }

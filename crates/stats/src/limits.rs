@@ -83,6 +83,10 @@ pub struct MemoryLimit {
     /// `memory.events` max and high).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub limit_hits: Option<u64>,
+    /// The machine's memory (/proc/meminfo `MemTotal`): a region larger than it misses in a
+    /// page cache with no limit too, so the limit's refaults are not all the limit's doing.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub machine_bytes: Option<u64>,
 }
 
 impl MemoryLimit {

@@ -218,6 +218,18 @@ pub fn memory_limit(facts: &Facts<'_>) -> Option<Finding> {
     if memory.limit_hits == Some(0) {
         return None;
     }
+    // A region larger than the machine's memory misses in a page cache with no limit too: the
+    // refaults would not all be the limit's.
+    let region: u64 = facts
+        .job
+        .groups
+        .iter()
+        .filter(|g| !g.direct)
+        .filter_map(|g| g.blocks.map(|b| b.blocks.saturating_mul(b.block_bytes)))
+        .sum();
+    if memory.machine_bytes.is_some_and(|machine| region > machine) {
+        return None;
+    }
     let window = facts.job.measured_s;
     facts.loads.iter().filter(|l| l.buffered && l.job_read_bytes > 0 && window > 0.0).find_map(|load| {
         let device_read = load.activity.read_bytes as f64;
