@@ -16,6 +16,11 @@ use serde::{Deserialize, Serialize};
 
 /// The kernel function a writer sleeps in while the dirty page limits throttle it.
 pub const DIRTY_THROTTLE_WCHAN: &str = "balance_dirty_pages";
+/// A sample of a thread whose state said asleep and whose wait channel the kernel did not
+/// give: the kernel gives none for a thread still on its run queue, between setting itself
+/// asleep and leaving the CPU, or woken and not yet running again (an io_uring lane checks
+/// its completions and runs its task work in that state), or where it has no symbols.
+pub const UNNAMED_WCHAN: &str = "?";
 /// Where an io-wq worker sleeps while it waits for work.
 pub const IO_WQ_IDLE_WCHAN: &str = "io_wq_worker";
 /// Where a writer sleeps while it waits for the lock of the file it writes (the inode's
@@ -63,7 +68,7 @@ impl LaneWaits {
             self.running += 1;
             return;
         }
-        let function = wchan.map(str::trim).filter(|w| !w.is_empty() && *w != "0").unwrap_or("?");
+        let function = wchan.map(str::trim).filter(|w| !w.is_empty() && *w != "0").unwrap_or(UNNAMED_WCHAN);
         self.asleep_in(function, 1);
     }
 
@@ -146,14 +151,27 @@ impl LaneWaits {
     }
 
     /// The share of the threads' time asleep where `n` of the asleep samples were, 0..100: the
-    /// time not running or runnable, split as the asleep samples are.
+    /// time not running or runnable, split as the asleep samples are. Where schedstat gave
+    /// that time, the unnamed samples are left out of the split: they are mostly a thread
+    /// still on its run queue, which schedstat counts as running or runnable.
     pub fn asleep_pct(&self, n: u64) -> f64 {
-        let asleep_samples = self.samples.saturating_sub(self.running);
+        let unnamed = if self.watched_ns > 0 { self.samples_asleep_in(|f| f == UNNAMED_WCHAN) } else { 0 };
+        let asleep_samples = self.samples.saturating_sub(self.running).saturating_sub(unnamed);
         if asleep_samples == 0 {
             0.0
         } else {
-            (100.0 - self.running_pct()) * n as f64 / asleep_samples as f64
+            ((100.0 - self.running_pct()) * n as f64 / asleep_samples as f64).min(100.0)
         }
+    }
+
+    /// The functions the threads slept in, most first, with their share of the threads' time;
+    /// the unnamed samples only where nothing else splits the time (no schedstat).
+    pub fn named_sleeps(&self) -> impl Iterator<Item = (&str, f64)> {
+        let split = self.watched_ns > 0;
+        self.sleeping
+            .iter()
+            .filter(move |w| !(split && w.function == UNNAMED_WCHAN))
+            .map(|w| (w.function.as_str(), self.asleep_pct(w.samples)))
     }
 }
 
@@ -190,7 +208,12 @@ mod tests {
         let mut timed = waits.clone();
         timed.watched(1_000, 900);
         assert_eq!(timed.running_pct(), 90.0);
-        assert!((timed.asleep_in_pct(DIRTY_THROTTLE_WCHAN) - 5.0).abs() < 1e-9);
+        // The unnamed sample ("?") is left out of the split: two of the three named asleep
+        // samples were in the throttle.
+        let throttled = timed.asleep_in_pct(DIRTY_THROTTLE_WCHAN);
+        assert!((throttled - 20.0 / 3.0).abs() < 1e-9, "{throttled}");
+        let named: Vec<&str> = timed.named_sleeps().map(|(f, _)| f).collect();
+        assert!(!named.contains(&UNNAMED_WCHAN), "{named:?}");
         timed.watched(1_000, 5_000);
         assert_eq!(timed.running_pct(), 95.0, "a thread's time wanted is at most its time watched");
         let both = LaneWaits::merged([&waits, &waits].into_iter()).expect("merged");

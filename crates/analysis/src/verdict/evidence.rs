@@ -75,7 +75,7 @@ pub fn lines(facts: &Facts<'_>) -> Vec<String> {
 /// Where the lanes, and io_uring's io-wq workers, waited most: "the submitting threads ran or
 /// waited for a CPU 36% of their time (schedstat) and slept 64%: in __iomap_dio_rw 44%,
 /// balance_dirty_pages 20% (as 200 samples of one thread each, every 20 ms, found them)" (the
-/// three largest).
+/// three largest named).
 fn lane_waits_lines(facts: &Facts<'_>) -> Vec<String> {
     let cpu = &facts.job.cpu;
     [(&cpu.lane_waits, "the submitting threads"), (&cpu.io_wq_waits, "io_uring's io-wq threads")]
@@ -83,12 +83,8 @@ fn lane_waits_lines(facts: &Facts<'_>) -> Vec<String> {
         .filter_map(|(waits, who)| {
             let waits = waits.as_ref()?;
             let running = waits.running_pct();
-            let asleep: Vec<String> = waits
-                .sleeping
-                .iter()
-                .take(3)
-                .map(|w| format!("{} {:.0}%", w.function, waits.asleep_pct(w.samples)))
-                .collect();
+            let asleep: Vec<String> =
+                waits.named_sleeps().take(3).map(|(function, pct)| format!("{function} {pct:.0}%")).collect();
             let asleep = if asleep.is_empty() { String::new() } else { format!(": in {}", asleep.join(", ")) };
             let source = if waits.watched_ns > 0 { " (schedstat)" } else { " (samples)" };
             Some(format!(
