@@ -226,7 +226,7 @@ def busy(scratch):
     if shutil.which("fio"):
         others.append(subprocess.Popen(
             ["fio", "--name=busy", f"--filename={scratch}/busy", "--size=256M", "--rw=randwrite",
-             "--bs=4k", "--direct=1", "--time_based", "--runtime=3600"],
+             "--bs=4k", "--direct=1", "--time_based", "--runtime=3600", "--thread"],
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
     try:
         yield
