@@ -397,6 +397,35 @@ fn a_memory_limit_that_evicted_what_a_buffered_reader_read_again_is_named() {
 }
 
 #[test]
+fn threads_throttled_above_memory_high_are_held_by_it() {
+    // cgroup v2 throttles a cgroup's tasks above memory.high in mem_cgroup_handle_over_high.
+    let mut job = limited_reader(0, Some(0));
+    let memory = job.machine.as_mut().and_then(|m| m.limits.memory.as_mut()).expect("limit");
+    memory.high_bytes = Some(32 << 20);
+    let mut waits = iolab_stats::lane_waits::LaneWaits::default();
+    let stat = |state: &str| format!("1 (iolab-lane0) {state} 0");
+    for (state, wchan, n) in
+        [("R", None, 5), ("D", Some("mem_cgroup_handle_over_high"), 4), ("S", Some("io_cqring_wait"), 1)]
+    {
+        for _ in 0..n {
+            waits.add(&stat(state), wchan);
+        }
+    }
+    job.cpu.lane_waits = Some(waits.finish());
+    let v = assert_cause(&job, Bottleneck::ConfiguredLimit);
+    assert!(
+        v.summary.starts_with("The memory.high of cgroup /ci (32MiB) held the job back: its submitting threads slept in mem_cgroup_handle_over_high, where the kernel throttles a cgroup's tasks above it after making them reclaim, 40% of their time;"),
+        "{}",
+        v.summary
+    );
+    // A tenth of their time there is not what held them.
+    let mut brief = job.cpu.lane_waits.clone().expect("waits");
+    brief.watched(1_000, 900);
+    job.cpu.lane_waits = Some(brief);
+    assert_cause(&job, Bottleneck::Device);
+}
+
+#[test]
 fn a_memory_limit_is_not_named_where_it_cost_the_reads_nothing() {
     // Few refaults: the device read the working set for the first time.
     assert_cause(&limited_reader(100 << 20, Some(50)), Bottleneck::Device);

@@ -21,6 +21,9 @@ pub const DIRTY_THROTTLE_WCHAN: &str = "balance_dirty_pages";
 /// asleep and leaving the CPU, or woken and not yet running again (an io_uring lane checks
 /// its completions and runs its task work in that state), or where it has no symbols.
 pub const UNNAMED_WCHAN: &str = "?";
+/// The kernel function a task sleeps in while its cgroup is throttled above v2 `memory.high`
+/// (on its way back to user space, after the reclaim it was made to do).
+pub const MEMORY_HIGH_WCHAN: &str = "mem_cgroup_handle_over_high";
 /// Where an io-wq worker sleeps while it waits for work.
 pub const IO_WQ_IDLE_WCHAN: &str = "io_wq_worker";
 /// Where a writer sleeps while it waits for the lock of the file it writes (the inode's

@@ -4,7 +4,7 @@
 //! page limits, and a memory limit that evicted the pages a buffered job read again. Each names
 //! the limit and its own figure; none gives advice it has not tested.
 
-use iolab_stats::lane_waits::{DIRTY_THROTTLE_WCHAN, FILE_LOCK_WCHANS, IO_WQ_IDLE_WCHAN};
+use iolab_stats::lane_waits::{DIRTY_THROTTLE_WCHAN, FILE_LOCK_WCHANS, IO_WQ_IDLE_WCHAN, MEMORY_HIGH_WCHAN};
 use iolab_stats::result::Bottleneck;
 use iolab_stats::threads::ThreadClass;
 
@@ -207,11 +207,19 @@ pub fn dirty_throttle(facts: &Facts<'_>) -> Option<Finding> {
 /// first reading, sent them to the device.
 pub const REFAULT_SHARE: f64 = 0.25;
 
-/// iolab's cgroup (or a parent) limits memory, the page cache included, and a buffered job's
-/// reads went to its device for pages that limit had evicted (workingset refaults) while its
-/// usage stood at the limit: a page cache not held to it would have served them.
+/// Threads asleep where the kernel throttles a cgroup above `memory.high` this share of their
+/// time or more were held by it.
+pub const MEMORY_HIGH_ASLEEP_PCT: f64 = 25.0;
+
+/// iolab's cgroup (or a parent) limits memory, the page cache included, and either its threads
+/// slept where the kernel throttles tasks above v2 `memory.high`, or a buffered job's reads went
+/// to its device for pages that limit had evicted (workingset refaults) while its usage stood
+/// at the limit: a page cache not held to it would have served them.
 pub fn memory_limit(facts: &Facts<'_>) -> Option<Finding> {
     let memory = facts.machine?.limits.memory.as_ref()?;
+    if let Some(held) = memory_high_held(facts, memory) {
+        return Some(held);
+    }
     let (limit, refaulted) = memory.tightest_bytes().zip(memory.refault_bytes)?;
     // Refaults under the machine's own memory pressure come from every cgroup alike: this
     // limit's are those of a cgroup that reached it.
@@ -255,6 +263,35 @@ pub fn memory_limit(facts: &Facts<'_>) -> Option<Finding> {
             vec![device_line(load)],
         )
     })
+}
+
+/// The job's threads (the lanes, or io-wq's workers at work) asleep in the kernel's throttling
+/// above `memory.high` for a quarter of their time or more.
+fn memory_high_held(facts: &Facts<'_>, memory: &iolab_stats::limits::MemoryLimit) -> Option<Finding> {
+    let cpu = &facts.job.cpu;
+    let lanes =
+        cpu.lane_waits.as_ref().map(|w| (w.asleep_in_pct(MEMORY_HIGH_WCHAN), "its submitting threads", ""));
+    let io_wq = cpu.io_wq_waits.as_ref().map(|w| {
+        (
+            w.asleep_leaving_out_pct(MEMORY_HIGH_WCHAN, &[IO_WQ_IDLE_WCHAN]),
+            "the io-wq threads io_uring handed its I/O to",
+            " while at work",
+        )
+    });
+    let (pct, who, when) = lanes
+        .into_iter()
+        .chain(io_wq)
+        .filter(|t| t.0 >= MEMORY_HIGH_ASLEEP_PCT)
+        .max_by(|a, b| a.0.total_cmp(&b.0))?;
+    let high = memory.high_bytes.map_or(String::new(), |bytes| format!(" ({})", Bytes(bytes)));
+    Finding::new(
+        Bottleneck::ConfiguredLimit,
+        format!(
+            "The memory.high of cgroup {}{high} held the job back: {who} slept in {MEMORY_HIGH_WCHAN}, where the kernel throttles a cgroup's tasks above it after making them reclaim, {pct:.0}% of their time{when}; the figures are the limit's, not the device's.",
+            memory.cgroup
+        ),
+        Vec::new(),
+    )
 }
 
 /// iolab's cgroup (or a parent) has a CPU quota that ran out during the window.
