@@ -76,7 +76,8 @@ pub struct PhaseFacts {
     /// What the device read and wrote over the phase, whoever asked.
     pub device_read_bytes: Option<u64>,
     pub device_written_bytes: Option<u64>,
-    /// Time spent in fsync over the threads' wall time, in %.
+    /// Time spent in fsync over the threads' wall time, or over the operations' own time
+    /// where they overlapped (queued on a ring), in %.
     pub fsync_pct: f64,
     /// The journal thread's figures, where the directory's filesystem has one (ext4).
     pub journal: Option<JournalSeen>,

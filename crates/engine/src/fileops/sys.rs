@@ -65,7 +65,10 @@ impl FileOps {
         let ring_ops: &[RingOp] = match op {
             PathOp::Stat => &[RingOp::Statx],
             PathOp::Unlink => &[RingOp::UnlinkAt],
-            PathOp::Create { .. } => &[RingOp::OpenAt, RingOp::Close],
+            PathOp::Create { sync: false, .. } => &[RingOp::OpenAt, RingOp::Write, RingOp::Close],
+            PathOp::Create { sync: true, .. } => {
+                &[RingOp::OpenAt, RingOp::Write, RingOp::Fsync, RingOp::Close]
+            }
         };
         if self.ring.as_ref().is_some_and(|r| ring_ops.iter().all(|&op| r.supports(op))) {
             QUEUE_DEPTH
@@ -88,9 +91,16 @@ impl FileOps {
         self.queue.get_or_insert_with(PathQueue::new).push(ring, op, dirfd, path, tag)
     }
 
+    /// The bytes queued creates write (`PathOp::Create`'s `len` of them), copied; refused while
+    /// a create is in flight.
+    pub fn queue_data(&mut self, bytes: &[u8]) -> io::Result<()> {
+        self.queue.get_or_insert_with(PathQueue::new).set_data(bytes)
+    }
+
     /// Sends what is queued, waits for one at least to finish, and gives each finished one as
-    /// (tag, what it did or its error). A create comes twice, `Opened` then `Closed` (the slot
-    /// is free after the second), unless its open failed.
+    /// (tag, what it did or its error). A create comes once per entry, `Opened`, `Wrote` when
+    /// it writes, `Synced` when it syncs, then `Closed` (the slot is free after it), or its
+    /// first error (the slot is free then, its descriptor closed).
     pub fn queue_wait(&mut self, done: impl FnMut(usize, io::Result<PathDone>)) -> io::Result<()> {
         match (self.ring.as_mut(), self.queue.as_mut()) {
             (Some(ring), Some(queue)) => queue.wait(ring, done),

@@ -97,7 +97,7 @@ fn through_queue(ops: &mut FileOps, op: PathOp, dirfd: i32, mut names: Vec<u64>)
         ops.queue_wait(|tag, result| {
             let n = in_slot[tag];
             let result = result.map_err(|e| e.raw_os_error());
-            let slot_free = result != Ok(PathDone::Opened);
+            let slot_free = !matches!(result, Ok(PathDone::Opened | PathDone::Wrote(_) | PathDone::Synced));
             heard.iter_mut().find(|(m, _)| *m == n).expect("a queued name").1.push(result);
             if slot_free {
                 in_slot[tag] = u64::MAX;
@@ -157,7 +157,7 @@ fn queued_unlinks_remove_each_file_and_say_which_was_missing() {
 
 #[test]
 fn queued_creates_open_then_close_each_file_and_say_which_existed() {
-    let create = PathOp::Create { flags: 0 };
+    let create = PathOp::Create { flags: 0, len: 0, sync: false };
     let Some(mut ops) = queue_for(create) else { return };
     let dir = tempfile::tempdir().expect("temp dir");
     std::fs::write(dir.path().join("f7"), b"there before").expect("file");
@@ -178,6 +178,44 @@ fn queued_creates_open_then_close_each_file_and_say_which_existed() {
     assert_eq!(std::fs::read_dir(dir.path()).expect("list").count(), 100);
     // Every descriptor the creates opened was closed: none of the process's points at a file
     // of the directory.
+    let open_here: Vec<_> = std::fs::read_dir("/proc/self/fd")
+        .expect("fds")
+        .filter_map(|fd| std::fs::read_link(fd.ok()?.path()).ok())
+        .filter(|target| target.parent() == Some(dir.path()))
+        .collect();
+    assert!(open_here.is_empty(), "still open: {open_here:?}");
+}
+
+#[test]
+fn queued_creates_with_data_write_sync_and_close_each_file_in_turn() {
+    let create = PathOp::Create { flags: 0, len: 3000, sync: true };
+    let Some(mut ops) = queue_for(create) else { return };
+    let data: Vec<u8> = (0..4096u32).map(|i| (i * 7) as u8).collect();
+    ops.queue_data(&data).expect("data");
+    let dir = tempfile::tempdir().expect("temp dir");
+    std::fs::write(dir.path().join("f7"), b"there before").expect("file");
+    let handle = std::fs::File::open(dir.path()).expect("open the temp dir");
+    // 100 names, more than the queue holds: slots are reused once their close is in.
+    let heard = through_queue(&mut ops, create, handle.as_raw_fd(), (0..100).collect());
+    assert_eq!(heard.len(), 100);
+    for (n, results) in &heard {
+        if *n == 7 {
+            assert_eq!(*results, vec![Err(Some(libc::EEXIST))], "f7 existed");
+            continue;
+        }
+        assert_eq!(
+            *results,
+            vec![Ok(PathDone::Opened), Ok(PathDone::Wrote(3000)), Ok(PathDone::Synced), Ok(PathDone::Closed)],
+            "f{n}"
+        );
+        let made = std::fs::read(dir.path().join(format!("f{n}"))).expect("made");
+        assert!(made == data[..3000], "f{n} holds the queue's first 3000 bytes");
+    }
+    // More than the queue's data is refused before anything is sent.
+    let too_long = PathOp::Create { flags: 0, len: 8192, sync: false };
+    let refused =
+        ops.queue_push(too_long, handle.as_raw_fd(), b"f200\0", 0).expect_err("longer than the data");
+    assert_eq!(refused.kind(), std::io::ErrorKind::InvalidInput);
     let open_here: Vec<_> = std::fs::read_dir("/proc/self/fd")
         .expect("fds")
         .filter_map(|fd| std::fs::read_link(fd.ok()?.path()).ok())
