@@ -8,6 +8,7 @@
 //! Descriptors are plain `i32`s the caller owns, as the fileset keeps thousands open and shut
 //! in its hot loop; closing one the caller does not own is its own bug, not memory unsafety.
 
+mod aligned_buf;
 mod beneath;
 mod entry;
 mod pathq;
@@ -16,10 +17,11 @@ mod sys;
 
 use std::io;
 
+pub use aligned_buf::AlignedBuf;
 pub use beneath::{close_dir, open_dir_beneath};
 pub use entry::{entry_stat, touch, EntryKind, EntryStat};
 pub use pathq::{PathDone, PathOp, QUEUE_DEPTH};
-pub use sys::{AlignedBuf, FileOps};
+pub use sys::FileOps;
 
 /// Where the operations run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

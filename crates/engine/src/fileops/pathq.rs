@@ -20,8 +20,8 @@ use std::io;
 
 use io_uring::{opcode, types};
 
+use super::aligned_buf::AlignedBuf;
 use super::ring::Ring;
-use super::sys::AlignedBuf;
 use super::CPath;
 
 /// Path operations one thread keeps in flight on a ring. Deeper queues mean fewer hand-offs and

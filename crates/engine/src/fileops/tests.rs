@@ -155,6 +155,16 @@ fn queued_unlinks_remove_each_file_and_say_which_was_missing() {
     assert_eq!(std::fs::read_dir(dir.path()).expect("list").count(), 0, "every file removed");
 }
 
+/// None of the process's descriptors points at a file of `dir`.
+fn assert_none_open_in(dir: &std::path::Path) {
+    let open_here: Vec<_> = std::fs::read_dir("/proc/self/fd")
+        .expect("fds")
+        .filter_map(|fd| std::fs::read_link(fd.ok()?.path()).ok())
+        .filter(|target| target.parent() == Some(dir))
+        .collect();
+    assert!(open_here.is_empty(), "still open: {open_here:?}");
+}
+
 #[test]
 fn queued_creates_open_then_close_each_file_and_say_which_existed() {
     let create = PathOp::Create { flags: 0, len: 0, sync: false };
@@ -176,14 +186,8 @@ fn queued_creates_open_then_close_each_file_and_say_which_existed() {
     }
     assert_eq!(std::fs::read(dir.path().join("f7")).expect("f7"), b"there before");
     assert_eq!(std::fs::read_dir(dir.path()).expect("list").count(), 100);
-    // Every descriptor the creates opened was closed: none of the process's points at a file
-    // of the directory.
-    let open_here: Vec<_> = std::fs::read_dir("/proc/self/fd")
-        .expect("fds")
-        .filter_map(|fd| std::fs::read_link(fd.ok()?.path()).ok())
-        .filter(|target| target.parent() == Some(dir.path()))
-        .collect();
-    assert!(open_here.is_empty(), "still open: {open_here:?}");
+    // Every descriptor the creates opened was closed.
+    assert_none_open_in(dir.path());
 }
 
 #[test]
@@ -216,12 +220,7 @@ fn queued_creates_with_data_write_sync_and_close_each_file_in_turn() {
     let refused =
         ops.queue_push(too_long, handle.as_raw_fd(), b"f200\0", 0).expect_err("longer than the data");
     assert_eq!(refused.kind(), std::io::ErrorKind::InvalidInput);
-    let open_here: Vec<_> = std::fs::read_dir("/proc/self/fd")
-        .expect("fds")
-        .filter_map(|fd| std::fs::read_link(fd.ok()?.path()).ok())
-        .filter(|target| target.parent() == Some(dir.path()))
-        .collect();
-    assert!(open_here.is_empty(), "still open: {open_here:?}");
+    assert_none_open_in(dir.path());
 }
 
 #[test]
