@@ -167,6 +167,32 @@ fn a_busy_device_holding_most_of_the_job_sets_the_pace_and_a_trial_says_whether_
     assert_cause(&job, Bottleneck::Concurrency);
 }
 
+/// The same run measured just under busy (the default job here: 89% busy, 25.3 of 32 in vda):
+/// the trial at twice the queue depth still decides between the device and the job's queue,
+/// where a trial that gained nothing had left the verdict "undetermined".
+#[test]
+fn a_nearly_busy_device_holding_most_of_the_job_is_tested_with_a_deeper_queue() {
+    let mut job = base();
+    *vdb(&mut job) = device("vdb", 89.0, 25.3);
+    with_latency(&mut job);
+    let v = assert_cause(&job, Bottleneck::Concurrency);
+    assert!(
+        v.summary.starts_with("No CPU or thread was saturated: the job kept 32 I/Os outstanding, and vdb was busy 89% of the window with 25.3 of them in it on average."),
+        "{}",
+        v.summary
+    );
+    assert!(v.summary.ends_with("Advice, untested: --qd 64."), "{}", v.summary);
+    job.trial = trial(Change::QueueDepth { qd: 64 }, 0.999, 2.1);
+    let v = assert_cause(&job, Bottleneck::Device);
+    assert!(v.summary.ends_with(": vdb serves no more at once: it was saturated."), "{}", v.summary);
+    job.trial = trial(Change::QueueDepth { qd: 64 }, 1.3, 1.5);
+    assert_cause(&job, Bottleneck::Concurrency);
+    // Holding few of the job's requests, the device is not the hypothesis: what was not it is.
+    *vdb(&mut job) = device("vdb", 89.0, 6.0);
+    job.trial = trial(Change::QueueDepth { qd: 64 }, 0.999, 2.1);
+    assert_cause(&job, Bottleneck::Undetermined);
+}
+
 #[test]
 fn a_busy_lane_is_advised_a_second_lane_only_where_a_core_is_free() {
     let mut job = base();
