@@ -165,26 +165,30 @@ fn assert_none_open_in(dir: &std::path::Path) {
     assert!(open_here.is_empty(), "still open: {open_here:?}");
 }
 
+/// Queues `create` of f0..f99 in a new directory where f7 already is (O_EXCL: EEXIST, left
+/// untouched): the directory, and what the other 99 heard.
+fn creates_beside_an_old_f7(ops: &mut FileOps, create: PathOp) -> (tempfile::TempDir, Heard) {
+    let dir = tempfile::tempdir().expect("temp dir");
+    std::fs::write(dir.path().join("f7"), b"there before").expect("file");
+    let handle = std::fs::File::open(dir.path()).expect("open the temp dir");
+    let mut heard = through_queue(ops, create, handle.as_raw_fd(), (0..100).collect());
+    assert_eq!(heard.len(), 100);
+    let f7 = heard.iter().position(|(n, _)| *n == 7).expect("f7 heard");
+    assert_eq!(heard.remove(f7).1, vec![Err(Some(libc::EEXIST))], "f7 existed");
+    assert_eq!(std::fs::read(dir.path().join("f7")).expect("f7"), b"there before");
+    (dir, heard)
+}
+
 #[test]
 fn queued_creates_open_then_close_each_file_and_say_which_existed() {
     let create = PathOp::Create { flags: 0, len: 0, sync: false };
     let Some(mut ops) = queue_for(create) else { return };
-    let dir = tempfile::tempdir().expect("temp dir");
-    std::fs::write(dir.path().join("f7"), b"there before").expect("file");
-    let handle = std::fs::File::open(dir.path()).expect("open the temp dir");
-    // 100 names, f7 already there (O_EXCL: EEXIST, left untouched).
-    let heard = through_queue(&mut ops, create, handle.as_raw_fd(), (0..100).collect());
-    assert_eq!(heard.len(), 100);
-    for (n, results) in &heard {
-        if *n == 7 {
-            assert_eq!(*results, vec![Err(Some(libc::EEXIST))], "f7 existed");
-        } else {
-            assert_eq!(*results, vec![Ok(PathDone::Opened), Ok(PathDone::Closed)], "f{n}");
-            let made = std::fs::metadata(dir.path().join(format!("f{n}"))).expect("made");
-            assert_eq!(made.len(), 0, "f{n} is empty");
-        }
+    let (dir, made) = creates_beside_an_old_f7(&mut ops, create);
+    for (n, results) in &made {
+        assert_eq!(*results, vec![Ok(PathDone::Opened), Ok(PathDone::Closed)], "f{n}");
+        let made = std::fs::metadata(dir.path().join(format!("f{n}"))).expect("made");
+        assert_eq!(made.len(), 0, "f{n} is empty");
     }
-    assert_eq!(std::fs::read(dir.path().join("f7")).expect("f7"), b"there before");
     assert_eq!(std::fs::read_dir(dir.path()).expect("list").count(), 100);
     // Every descriptor the creates opened was closed.
     assert_none_open_in(dir.path());
@@ -196,17 +200,9 @@ fn queued_creates_with_data_write_sync_and_close_each_file_in_turn() {
     let Some(mut ops) = queue_for(create) else { return };
     let data: Vec<u8> = (0..4096u32).map(|i| (i * 7) as u8).collect();
     ops.queue_data(&data).expect("data");
-    let dir = tempfile::tempdir().expect("temp dir");
-    std::fs::write(dir.path().join("f7"), b"there before").expect("file");
-    let handle = std::fs::File::open(dir.path()).expect("open the temp dir");
     // 100 names, more than the queue holds: slots are reused once their close is in.
-    let heard = through_queue(&mut ops, create, handle.as_raw_fd(), (0..100).collect());
-    assert_eq!(heard.len(), 100);
-    for (n, results) in &heard {
-        if *n == 7 {
-            assert_eq!(*results, vec![Err(Some(libc::EEXIST))], "f7 existed");
-            continue;
-        }
+    let (dir, made) = creates_beside_an_old_f7(&mut ops, create);
+    for (n, results) in &made {
         assert_eq!(
             *results,
             vec![Ok(PathDone::Opened), Ok(PathDone::Wrote(3000)), Ok(PathDone::Synced), Ok(PathDone::Closed)],
@@ -217,6 +213,7 @@ fn queued_creates_with_data_write_sync_and_close_each_file_in_turn() {
     }
     // More than the queue's data is refused before anything is sent.
     let too_long = PathOp::Create { flags: 0, len: 8192, sync: false };
+    let handle = std::fs::File::open(dir.path()).expect("open the temp dir");
     let refused =
         ops.queue_push(too_long, handle.as_raw_fd(), b"f200\0", 0).expect_err("longer than the data");
     assert_eq!(refused.kind(), std::io::ErrorKind::InvalidInput);
