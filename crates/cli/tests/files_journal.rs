@@ -1,7 +1,8 @@
 //! `iolab files --fsync` on ext4 (issue 16): a create phase whose every file is fsynced waits
 //! for the journal thread's commits, and the verdict says so from what /proc showed of the
 //! threads (blocked on `jbd2_log_wait_commit`) and of `jbd2/<dev>-8`; on tmpfs there is no
-//! journal to name.
+//! journal to name. With io_uring, where each thread keeps 32 creates in flight, the io-wq workers
+//! doing them may crowd a machine of few cores, and then the CPU is named with them.
 
 mod common;
 
@@ -13,7 +14,7 @@ fn create_phase(cwd: &std::path::Path, dir: &std::path::Path, engine: &str) -> s
         "files",
         dir.to_str().expect("utf-8"),
         "--files",
-        "2000",
+        "6000",
         "--threads",
         "2",
         "--fsync",
@@ -57,6 +58,19 @@ fn fsync_heavy_creates_on_ext4_are_limited_by_the_journal_thread() {
             .unwrap_or(0.0)
             .max(create["runq_wait_pct"].as_f64().unwrap_or(0.0));
         let cause = &create["verdict"]["cause"];
+        // io_uring keeps 32 creates in flight per thread, each fsync in an io-wq worker: on few
+        // cores the workers crowd the cores (measured on 2: 16 at a time, the threads waiting
+        // for a core 59% of their time and a worker 33% of its), and then the CPU is the limit,
+        // named with the workers, and no worker's wait is a sum over its fellows'.
+        if engine == "io_uring" && *cause == "cpu" {
+            let workers = create["io_wq_workers"].as_f64().unwrap_or(0.0);
+            assert!(workers >= 1.0, "queued creates run in io-wq workers: {create:#}");
+            let worker_wait = create["io_wq_wait_pct"].as_f64().unwrap_or(f64::NAN);
+            assert!((0.0..100.0).contains(&worker_wait), "a share of each worker's own time: {create:#}");
+            let summary = create["verdict"]["summary"].as_str().unwrap_or_default();
+            assert!(summary.contains("io_uring workers") || summary.contains("another load"), "{summary}");
+            continue;
+        }
         let untold = (queued >= 50.0 && cause != "journal") || (queued >= 25.0 && cause == "waiting");
         if engine == "io_uring" && untold {
             skip!(

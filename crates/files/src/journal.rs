@@ -34,8 +34,8 @@ pub struct JournalThread {
 pub struct JournalSeen {
     /// The journal thread's name (`jbd2/loop0-8`).
     pub thread: String,
-    /// The phase's threads' time blocked waiting for the journal (their own wait or their
-    /// io_uring workers'), in % of their time.
+    /// The phase's threads' and their io_uring workers' time blocked waiting for the journal,
+    /// in % of their time at work (running, runnable or blocked; not idle).
     pub wait_pct: f64,
     /// The journal thread's time on a CPU, in % of the phase.
     pub cpu_pct: f64,
@@ -44,7 +44,7 @@ pub struct JournalSeen {
     /// States read.
     pub samples: u64,
     /// The phase's threads' and their io_uring workers' time runnable or running (R), in % of
-    /// the threads' time: time no one waited on the journal in (on a busy machine, mostly
+    /// their time at work: time no one waited on the journal in (on a busy machine, mostly
     /// waiting for a CPU, a worker's included).
     #[serde(default)]
     pub runnable_pct: f64,
@@ -97,11 +97,15 @@ pub struct JournalWatch {
 #[derive(Default)]
 struct Counts {
     samples: u64,
-    /// Sum over samples of the tasks blocked in the journal, at most `threads` each.
+    /// Sum over samples of the tasks at work: running, runnable or blocked (R or D), not idle
+    /// in an interruptible sleep as a worker with nothing to do or a thread waiting for its
+    /// ring are.
+    at_work: u64,
+    /// Sum over samples of the tasks blocked in the journal.
     blocked: u64,
     /// Samples in which the journal thread was in D.
     journal_blocked: u64,
-    /// Sum over samples of the tasks runnable or running, at most `threads` each.
+    /// Sum over samples of the tasks runnable or running.
     runnable: u64,
 }
 
@@ -109,8 +113,10 @@ fn on_cpu_ns(pid: u32) -> Option<u64> {
     std::fs::read_to_string(format!("/proc/{pid}/schedstat")).ok()?.split_whitespace().next()?.parse().ok()
 }
 
-fn sample(journal: u32, threads: u64, sampler: &std::ffi::OsStr, counts: &mut Counts) {
-    let (mut blocked, mut runnable) = (0, 0);
+/// Adds one sample of the process's tasks: with io_uring, a thread's operations are under way
+/// in as many io-wq workers as it keeps queued, so what each state holds is counted of the
+/// tasks at work, not of the threads.
+fn sample(journal: u32, sampler: &std::ffi::OsStr, counts: &mut Counts) {
     if let Ok(tasks) = std::fs::read_dir("/proc/self/task") {
         for task in tasks.flatten() {
             if task.file_name() == sampler {
@@ -118,24 +124,28 @@ fn sample(journal: u32, threads: u64, sampler: &std::ffi::OsStr, counts: &mut Co
             }
             let path = task.path();
             match std::fs::read_to_string(path.join("stat")).ok().and_then(|s| state_of(&s)) {
-                Some('D') if std::fs::read_to_string(path.join("wchan")).is_ok_and(|w| journal_wchan(&w)) => {
-                    blocked += 1;
+                Some('D') => {
+                    counts.at_work += 1;
+                    let in_journal =
+                        std::fs::read_to_string(path.join("wchan")).is_ok_and(|w| journal_wchan(&w));
+                    counts.blocked += u64::from(in_journal);
                 }
-                Some('R') => runnable += 1,
+                Some('R') => {
+                    counts.at_work += 1;
+                    counts.runnable += 1;
+                }
                 _ => {}
             }
         }
     }
     counts.samples += 1;
-    counts.blocked += blocked.min(threads);
-    counts.runnable += runnable.min(threads);
     let state = std::fs::read_to_string(format!("/proc/{journal}/stat")).ok().and_then(|s| state_of(&s));
     counts.journal_blocked += u64::from(state == Some('D'));
 }
 
 impl JournalWatch {
-    /// Starts sampling for a phase of `threads` threads; none if the sampler cannot start.
-    pub fn start(thread: &JournalThread, threads: u32) -> Option<JournalWatch> {
+    /// Starts sampling for a phase; none if the sampler cannot start.
+    pub fn start(thread: &JournalThread) -> Option<JournalWatch> {
         let stop = Arc::new(AtomicBool::new(false));
         let stopping = Arc::clone(&stop);
         let pid = thread.pid;
@@ -146,7 +156,7 @@ impl JournalWatch {
                 let mut counts = Counts::default();
                 let me = std::ffi::OsString::from(nix::unistd::gettid().to_string());
                 while !stopping.load(Relaxed) {
-                    sample(pid, u64::from(threads), &me, &mut counts);
+                    sample(pid, &me, &mut counts);
                     std::thread::sleep(PERIOD);
                 }
                 counts
@@ -155,8 +165,8 @@ impl JournalWatch {
         Some(JournalWatch { stop, handle, thread: thread.clone(), cpu_ns_before })
     }
 
-    /// Stops sampling; the figures over a phase of `elapsed_s` and `threads` threads.
-    pub fn finish(self, elapsed_s: f64, threads: u32) -> Option<JournalSeen> {
+    /// Stops sampling; the figures over a phase of `elapsed_s`.
+    pub fn finish(self, elapsed_s: f64) -> Option<JournalSeen> {
         self.stop.store(true, Relaxed);
         let counts = self.handle.join().ok()?;
         let cpu_ns = self.cpu_ns_before.zip(on_cpu_ns(self.thread.pid)).map(|(a, b)| b.saturating_sub(a));
@@ -166,11 +176,11 @@ impl JournalWatch {
         let per = |n: u64, of: u64| 100.0 * n as f64 / of.max(1) as f64;
         Some(JournalSeen {
             thread: self.thread.name,
-            wait_pct: per(counts.blocked, counts.samples * u64::from(threads.max(1))),
+            wait_pct: per(counts.blocked, counts.at_work),
             cpu_pct: cpu_ns.map_or(0.0, |ns| (100.0 * ns as f64 / 1e9 / elapsed_s.max(1e-9)).min(100.0)),
             device_wait_pct: per(counts.journal_blocked, counts.samples),
             samples: counts.samples,
-            runnable_pct: per(counts.runnable, counts.samples * u64::from(threads.max(1))),
+            runnable_pct: per(counts.runnable, counts.at_work),
         })
     }
 }

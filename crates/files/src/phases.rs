@@ -10,6 +10,7 @@ use iolab_engine::target::DeviceStat;
 use iolab_stats::OpStats;
 
 use crate::gate::{BreakOnPanic, Gate};
+use crate::io_wq::IoWqUse;
 use crate::journal::{self, JournalSeen, JournalThread, JournalWatch};
 use crate::mix::{Mix, MIX_OPS};
 use crate::plan::{FilesPlan, Phase, TreeState};
@@ -151,14 +152,14 @@ impl Phases {
         let device_before = self.device.as_deref().and_then(device_stat);
         // A mix's measured time begins after its warm-up.
         let ctx = Ctx { phase_start_ns: ctx.now_ns() + warmup_ns, ..ctx };
-        let watch = self.journal_thread.as_ref().and_then(|j| JournalWatch::start(j, self.plan.threads));
+        let watch = self.journal_thread.as_ref().and_then(JournalWatch::start);
         let outcomes = run_threads_with(&ctx, phase, notes, make_ops);
         // What the phase made is iolab's to remove (safety_at): a failed mark leaves it to the
         // user, never the other way round.
         let _ = safety_at::mark(dirfd);
         let device = device_before.zip(self.device.as_deref().and_then(device_stat));
         let elapsed_s = ctx.now_ns().saturating_sub(ctx.phase_start_ns) as f64 / 1e9;
-        let journal = watch.and_then(|w| w.finish(elapsed_s, self.plan.threads));
+        let journal = watch.and_then(|w| w.finish(elapsed_s));
         let mut result = assemble(&self.plan, &ctx, phase, planned_ops, &outcomes, device, journal);
         if let (Some((population, _)), Some(files_at_start)) = (&ctx.mixing, files_at_start) {
             result.mix = Some(mix_figures(population, files_at_start, &outcomes, warmup_ns));
@@ -308,7 +309,8 @@ fn assemble(
     let mut merged: Vec<OpStats> = OP_KINDS.iter().map(|_| OpStats::default()).collect();
     let mut series: Vec<[u64; 2]> = Vec::new();
     let (mut done, mut bytes, mut entries, mut sw_ops, mut sw_bytes) = (0, 0, 0, 0, 0);
-    let (mut user_ns, mut sys_ns, mut wait_ns, mut io_wq_ns) = (0u64, 0u64, 0u64, 0u64);
+    let (mut user_ns, mut sys_ns, mut wait_ns) = (0u64, 0u64, 0u64);
+    let mut io_wq = IoWqUse::default();
     let mut failure = None;
     for o in outcomes {
         for (m, k) in merged.iter_mut().zip(&o.kinds) {
@@ -329,8 +331,8 @@ fn assemble(
         sw_bytes += b;
         user_ns += o.cpu_user_ns;
         sys_ns += o.cpu_sys_ns;
-        wait_ns += o.runq_wait_ns + o.io_wq_wait_ns;
-        io_wq_ns += o.io_wq_ns;
+        wait_ns += o.runq_wait_ns;
+        io_wq.add(&o.io_wq);
         if failure.is_none() {
             failure.clone_from(&o.failure);
         }
@@ -358,6 +360,7 @@ fn assemble(
     let rate = |n: u64, s: f64| if s > 0.0 { n as f64 / s } else { 0.0 };
     let thread_s = elapsed_s * f64::from(plan.threads);
     let pct = |ns: u64| if thread_s > 0.0 { 100.0 * ns as f64 / 1e9 / thread_s } else { 0.0 };
+    let io_wq_ns = io_wq.run_ns;
     let fsync_ns = merged[OpKind::Fsync as usize].moments().sum_ns.min(u128::from(u64::MAX)) as u64;
     // Operations queued on a ring overlap: their fsyncs' share is of the operations' own time
     // (each file's making, open to close), which then passes the threads' time.
@@ -397,6 +400,8 @@ fn assemble(
         cpu_busy_pct: pct(user_ns + sys_ns + io_wq_ns).min(100.0),
         cpu_sys_pct: pct(sys_ns + io_wq_ns).min(100.0),
         runq_wait_pct: pct(wait_ns).min(100.0),
+        io_wq_workers: if elapsed_s > 0.0 { io_wq.alive_ns as f64 / 1e9 / elapsed_s } else { 0.0 },
+        io_wq_wait_pct: io_wq.wait_pct(),
         device_busy_pct,
         device_read_bytes: device_bytes(|d| d.read_sectors),
         device_written_bytes: device_bytes(|d| d.write_sectors),
@@ -430,6 +435,8 @@ fn assemble(
         cpu_sys_pct: facts.cpu_sys_pct,
         io_wq_pct: pct(io_wq_ns),
         runq_wait_pct: facts.runq_wait_pct,
+        io_wq_workers: facts.io_wq_workers,
+        io_wq_wait_pct: facts.io_wq_wait_pct,
         device_busy_pct,
         verdict: judge(&facts),
         journal: facts.journal,

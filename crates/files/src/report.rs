@@ -263,9 +263,16 @@ pub struct PhaseResult {
     /// The io-wq workers' part of `cpu_busy_pct` (0 on the sync engine).
     #[serde(default)]
     pub io_wq_pct: f64,
-    /// The threads' time runnable but waiting for a core (another load on the machine).
+    /// The threads' time runnable but waiting for a core (another load on the machine, or
+    /// their own io_uring workers).
     #[serde(default)]
     pub runq_wait_pct: f64,
+    /// The threads' io_uring io-wq workers alive at a time, on average (0 on the sync engine).
+    #[serde(default)]
+    pub io_wq_workers: f64,
+    /// A worker's time waiting for a core, in % of its time alive in the phase.
+    #[serde(default)]
+    pub io_wq_wait_pct: f64,
     /// How busy the block device under the directory was (none: tmpfs and the like).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub device_busy_pct: Option<f64>,

@@ -72,6 +72,10 @@ pub struct PhaseFacts {
     pub cpu_sys_pct: f64,
     /// Time runnable but waiting for a core, over the threads' wall time, in %.
     pub runq_wait_pct: f64,
+    /// The threads' io_uring io-wq workers alive at a time, on average (0 on the sync engine).
+    pub io_wq_workers: f64,
+    /// A worker's time waiting for a core, over its time alive in the phase, in %.
+    pub io_wq_wait_pct: f64,
     pub device_busy_pct: Option<f64>,
     /// What the device read and wrote over the phase, whoever asked.
     pub device_read_bytes: Option<u64>,
@@ -111,18 +115,20 @@ pub fn judge(f: &PhaseFacts) -> FilesVerdict {
     // before it runs again: that time is in its fsync but is no one's wait on the journal, so
     // the journal's share is of the time the threads were not runnable (the threads' own wait
     // for a CPU, or what the samples saw runnable of them and their workers, the larger).
+    // Fsync's time all queued for a CPU is no one's wait on the journal, however little of it
+    // the samples saw there.
     let journal_bound = |j: &&JournalSeen| {
         let queued = f.runq_wait_pct.max(j.runnable_pct);
         let not_queued = (100.0 - queued).max(1.0);
         let fsync_not_queued = (f.fsync_pct - queued).max(0.0);
         100.0 * j.wait_pct / not_queued >= JOURNAL_PCT
-            || (f.fsync_pct >= FSYNC_PCT && j.wait_pct >= fsync_not_queued / 2.0)
+            || (f.fsync_pct >= FSYNC_PCT && fsync_not_queued > 0.0 && j.wait_pct >= fsync_not_queued / 2.0)
     };
     if let Some(j) = f.journal.as_ref().filter(journal_bound) {
         return verdict(
             FilesCause::Journal,
             format!(
-                "the journal thread ({}): the threads waited for its commits {:.0}% of their time (fsync {:.0}%); \
+                "the journal thread ({}): the threads (and their io_uring workers) waited for its commits {:.0}% of their time at work (fsync {:.0}%); \
                  it ran on a CPU {:.0}% of the phase and waited for the device {:.0}%, the device {}",
                 j.thread,
                 j.wait_pct,
@@ -167,14 +173,25 @@ pub fn judge(f: &PhaseFacts) -> FilesVerdict {
             ),
         );
     }
-    if f.cpu_busy_pct < BUSY_PCT && f.cpu_busy_pct + f.runq_wait_pct >= BUSY_PCT {
-        return verdict(
-            FilesCause::Cpu,
+    // A thread and the io_uring workers doing its operations are one chain: its wait for a
+    // core, then theirs. Operations queued on a ring run in as many workers at once, and more
+    // of them than cores crowd the cores themselves.
+    let waited_pct = f.runq_wait_pct + f.io_wq_wait_pct;
+    if f.cpu_busy_pct < BUSY_PCT && f.cpu_busy_pct + waited_pct >= BUSY_PCT {
+        let tasks = f64::from(f.threads) + f.io_wq_workers;
+        let summary = if f.io_wq_workers >= 1.0 && tasks > f64::from(f.cores) {
+            format!(
+                "the CPU, shared among the {} thread(s) and their io_uring workers ({:.1} at a time on average) on {} core(s): the threads ran {:.0}% of the time and waited for a core {:.0}%, and a worker waited {:.0}% of its time",
+                f.threads, f.io_wq_workers, f.cores, f.cpu_busy_pct, f.runq_wait_pct, f.io_wq_wait_pct
+            )
+        } else {
             format!(
                 "the CPU, shared with another load: the threads ran {:.0}% of the time and waited for a core {:.0}%",
-                f.cpu_busy_pct, f.runq_wait_pct
-            ),
-        );
+                f.cpu_busy_pct,
+                waited_pct.min(100.0)
+            )
+        };
+        return verdict(FilesCause::Cpu, summary);
     }
     if f.cpu_busy_pct >= BUSY_PCT {
         return verdict(

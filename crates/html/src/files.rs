@@ -43,7 +43,7 @@ fn num(v: &Value) -> f64 {
 fn panel(out: &mut String, name: &str, phase: &Value, subject: &Subject<'_>) {
     let _ = writeln!(
         out,
-        "<section class=\"files-phase\">\n<h3>{}</h3>\n<p class=\"note\">{} of {} in {:.3} s: {}/s{}; stonewall {}/s (first thread done at {:.3} s). CPU {:.0}% of the threads' time ({:.0}% in the kernel, {:.0}% waiting for a core){}.</p>",
+        "<section class=\"files-phase\">\n<h3>{}</h3>\n<p class=\"note\">{} of {} in {:.3} s: {}/s{}; stonewall {}/s (first thread done at {:.3} s). CPU {:.0}% of the threads' time ({:.0}% in the kernel, {:.0}% waiting for a core){}{}.</p>",
         esc(name),
         thousands(num(&phase["done"])),
         thousands(num(&phase["planned"])),
@@ -56,6 +56,10 @@ fn panel(out: &mut String, name: &str, phase: &Value, subject: &Subject<'_>) {
         num(&phase["cpu_sys_pct"]),
         num(&phase["runq_wait_pct"]),
         phase["device_busy_pct"].as_f64().map_or(String::new(), |d| format!(", device busy {d:.0}%")),
+        phase["io_wq_workers"].as_f64().filter(|&w| w >= 0.05).map_or(String::new(), |w| format!(
+            "; io_uring workers {w:.1} at a time on average, each waiting for a core {:.0}% of its time",
+            num(&phase["io_wq_wait_pct"])
+        )),
     );
     out.push_str("<table>\n<tr><th>operation</th><th class=\"num\">count</th><th class=\"num\">ops/s</th><th class=\"num\">mean</th>");
     for (_, label) in PERCENTILES {

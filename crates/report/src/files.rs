@@ -53,6 +53,10 @@ struct Phase {
     cpu_sys_pct: f64,
     #[serde(default)]
     runq_wait_pct: f64,
+    #[serde(default)]
+    io_wq_workers: f64,
+    #[serde(default)]
+    io_wq_wait_pct: f64,
     device_busy_pct: Option<f64>,
     journal: Option<Journal>,
     verdict: Verdict,
@@ -263,11 +267,17 @@ fn phase_text(phase: &Phase, out: &mut String) {
         "  CPU {:.0}% of the threads' time ({:.0}% in the kernel, {:.0}% waiting for a core){device}\n",
         phase.cpu_busy_pct, phase.cpu_sys_pct, phase.runq_wait_pct
     ));
+    if phase.io_wq_workers >= 0.05 {
+        out.push_str(&format!(
+            "  io_uring workers: {:.1} at a time on average, each waiting for a core {:.0}% of its time\n",
+            phase.io_wq_workers, phase.io_wq_wait_pct
+        ));
+    }
     if let Some(j) =
         phase.journal.as_ref().filter(|j| j.wait_pct.max(j.cpu_pct).max(j.device_wait_pct) >= 0.5)
     {
         out.push_str(&format!(
-            "  journal {}: the threads waited for it {:.0}% of their time; it ran {:.0}%, waited for the device {:.0}%\n",
+            "  journal {}: the threads (and their io_uring workers) waited for it {:.0}% of their time at work; it ran {:.0}%, waited for the device {:.0}%\n",
             j.thread, j.wait_pct, j.cpu_pct, j.device_wait_pct
         ));
     }

@@ -4,7 +4,7 @@ use std::io;
 
 use iolab_stats::OpStats;
 
-use crate::io_wq::IoWqCpu;
+use crate::io_wq::{IoWqCpu, IoWqUse};
 use crate::mix::MIX_OPS;
 use crate::report::{Failure, OP_KINDS};
 
@@ -24,9 +24,8 @@ pub struct Outcome {
     pub cpu_sys_ns: u64,
     /// Time the thread was runnable but waited for a core (schedstat): a busy machine.
     pub runq_wait_ns: u64,
-    /// The thread's io_uring io-wq workers: their time on a CPU, and waiting for one.
-    pub io_wq_ns: u64,
-    pub io_wq_wait_ns: u64,
+    /// The thread's io_uring io-wq workers: their time on a CPU, waiting for one, and alive.
+    pub io_wq: IoWqUse,
     /// A mix's creates done as unlinks and unlinks as creates, to hold the population.
     pub swapped: u64,
     /// A mix's draws, per operation, that found no file in the state the operation needs.
@@ -48,8 +47,7 @@ impl Outcome {
             cpu_user_ns: 0,
             cpu_sys_ns: 0,
             runq_wait_ns: 0,
-            io_wq_ns: 0,
-            io_wq_wait_ns: 0,
+            io_wq: IoWqUse::default(),
             swapped: 0,
             unplaced: [0; MIX_OPS.len()],
         }
@@ -106,6 +104,6 @@ impl CpuAtStart {
         out.cpu_user_ns = user_ns.saturating_sub(self.user_ns);
         out.cpu_sys_ns = sys_ns.saturating_sub(self.sys_ns);
         out.runq_wait_ns = runq_wait_ns().saturating_sub(self.wait_ns);
-        (out.io_wq_ns, out.io_wq_wait_ns) = self.io_wq.since_start();
+        out.io_wq = self.io_wq.since_start();
     }
 }
