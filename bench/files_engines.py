@@ -2,7 +2,9 @@
 """`iolab files` on its two engines side by side: each phase's rate on io_uring over its rate on
 plain system calls, on tmpfs, ext4 and xfs (each over a loop device with direct I/O on an image
 in /dev/shm, made and removed here; root), and with `--fsync` on tmpfs and ext4. Alternating
-runs, medians. The table in docs/files.md ("Phases") comes from it.
+runs, medians. The table in docs/files.md ("Phases") comes from it. The default, `--engine
+auto`, runs beside them: its rate over the faster of the two, and the engine it took, per phase
+(at least 0.95x is the goal: the default takes the faster way).
 
     cargo build --release -p iolab
     sudo python3 bench/files_engines.py [--files 200000] [--threads 2] [--repeat 2]
@@ -51,11 +53,11 @@ class Filesystem:
 
 
 def rates(path, engine, args, extra):
-    """Each phase's operations per second of one run."""
+    """Each phase's operations per second of one run, and the engine it ran on."""
     out = subprocess.run([IOLAB, "files", path, "--threads", str(args.threads), "--files", str(args.files),
                           "--engine", engine, "--json", "-q", "--no-store", *extra],
                          capture_output=True, text=True, check=True)
-    return {p["phase"]: p["ops_per_s"] for p in json.loads(out.stdout)["phases"]}
+    return {p["phase"]: (p["ops_per_s"], p.get("engine", engine)) for p in json.loads(out.stdout)["phases"]}
 
 
 def main():
@@ -67,16 +69,22 @@ def main():
     for kind, extra in CASES:
         fs = Filesystem(kind, args.files)
         try:
-            got = {"sync": [], "io_uring": []}
+            engines = ["sync", "io_uring", "auto"]
+            got = {engine: [] for engine in engines}
             for r in range(args.repeat):
-                for engine in (("sync", "io_uring") if r % 2 == 0 else ("io_uring", "sync")):
+                # Each round in another order: no engine always runs first on a fresh filesystem.
+                for engine in engines[r % 3:] + engines[:r % 3]:
                     got[engine].append(rates(os.path.join(fs.dir, f"r{r}-{engine}"), engine, args, extra))
-            cells = []
+            cells, defaults = [], []
             for phase in got["sync"][0]:
-                s = statistics.median(run[phase] for run in got["sync"])
-                u = statistics.median(run[phase] for run in got["io_uring"])
+                s, u, a = (statistics.median(run[phase][0] for run in got[e]) for e in engines)
                 cells.append(f"{phase} {u / s:.2f}x ({u:,.0f}/{s:,.0f})")
+                took = "+".join(sorted({run[phase][1] for run in got["auto"]}))
+                best = max(s, u)
+                mark = "" if a >= 0.95 * best else " BELOW 0.95x"
+                defaults.append(f"{phase} {a / best:.2f}x on {took}{mark}")
             print(f"{kind} {' '.join(extra)} | io_uring/sync: {'; '.join(cells)}", flush=True)
+            print(f"{kind} {' '.join(extra)} | auto/faster: {'; '.join(defaults)}", flush=True)
         finally:
             fs.remove()
 

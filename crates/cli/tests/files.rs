@@ -136,6 +136,48 @@ fn every_phase_counts_its_plan_on_ext4_with_fsync() {
     check_tree_counts(cwd.path(), &fs.mount.path().join("tree"), &["--fsync"]);
 }
 
+/// Each phase's engine under `--engine auto` (the default), as the report says it.
+fn engines_by_default(cwd: &Path, dir: &Path, extra: &[&str]) -> Vec<(String, String)> {
+    let phases = ["--phases", "mkdir,create,stat,unlink,rmdir", "--threads", "2"];
+    let out = files_run(cwd, dir, &[&phases[..], extra].concat());
+    assert!(out.status.success(), "{extra:?}: {}", stderr(&out));
+    let report = json(&out);
+    assert!(report["tree"].as_str().is_some_and(|t| t.contains("--engine auto")), "{}", report["tree"]);
+    let phases = report["phases"].as_array().expect("phases");
+    phases
+        .iter()
+        .map(|p| (p["phase"].as_str().unwrap_or("").into(), p["engine"].as_str().unwrap_or("").into()))
+        .collect()
+}
+
+/// Issue 31 item 5: by default each phase takes the faster way. Creates with --fsync are queued
+/// on a ring where fsync waits for a device (ext4: 5.2-5.9x system calls, one file at a time
+/// per thread); in memory, without fsync, for files of more than one write, and in every other
+/// phase, system calls.
+#[test]
+fn the_default_engine_queues_fsynced_creates_only_where_fsync_waits_for_a_device() {
+    let on = |engines: &[(String, String)], phase: &str| {
+        engines.iter().find(|(p, _)| p == phase).map(|(_, e)| e.clone()).unwrap_or_default()
+    };
+    let shm = shm_dir();
+    let in_memory = engines_by_default(shm.path(), &shm.path().join("tree"), &["--files", "300", "--fsync"]);
+    assert!(in_memory.iter().all(|(_, e)| e == "sync"), "tmpfs: fsync waits for nothing: {in_memory:?}");
+    if let Some((missing, why)) = needs_root_and(&["losetup", "mkfs.ext4", "mount"]) {
+        return skip!(missing, "the ext4 part: {why}");
+    }
+    let fs = Ext4::on(LoopDevice::new("files-auto", 96), "");
+    let tree = fs.mount.path().join("tree");
+    let synced = engines_by_default(shm.path(), &tree, &["--files", "300", "--fsync", "--sizes", "0:1,8k:1"]);
+    assert_eq!(on(&synced, "create"), "io_uring", "{synced:?}");
+    for phase in ["mkdir", "stat", "unlink", "rmdir"] {
+        assert_eq!(on(&synced, phase), "sync", "{phase}: {synced:?}");
+    }
+    let unsynced = engines_by_default(shm.path(), &tree, &["--files", "300"]);
+    assert!(unsynced.iter().all(|(_, e)| e == "sync"), "no fsync: {unsynced:?}");
+    let large = engines_by_default(shm.path(), &tree, &["--files", "6", "--fsync", "--sizes", "2m"]);
+    assert_eq!(on(&large, "create"), "sync", "files of more than one write: {large:?}");
+}
+
 /// Issue 34 item 3: a tree kept with `--keep` is worked again after a remount (nothing of it
 /// cached): the phases name only what to do, the shape and state come from its marker, and the
 /// counts are the plan's; the last run removes it.

@@ -152,7 +152,12 @@ fn a_profile_is_the_layer_under_what_is_given() {
     let plan =
         FilesOptions { profile: Some(Profile::Fileserver), ..FilesOptions::default() }.plan().expect("plan");
     assert_eq!((plan.total_files(), plan.threads, plan.shared_dir), (10_000, 50, true));
-    assert_eq!(plan.engine, FileEngine::Sync, "a mix's default: one operation at a time per thread");
+    assert_eq!(plan.engine, FileEngine::Auto);
+    assert_eq!(
+        plan.engine_for(Phase::Mix, false),
+        iolab_engine::fileops::FileOpsEngine::Sync,
+        "a mix's default: one operation at a time per thread"
+    );
     // 500 leaves of 20 files wanted: two levels of 23.
     assert_eq!((plan.dirs_per_dir, plan.depth), (23, 2));
     let mix = plan.mix.as_ref().expect("mix");

@@ -2,10 +2,11 @@
 //! local run (`run`) and a fleet agent's (`Steps`), which differ only in how the directory is
 //! made ready, when each phase starts and how the tree is removed.
 
+use std::os::fd::BorrowedFd;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64};
 
-use iolab_engine::fileops::FileOps;
+use iolab_engine::fileops::{FileOps, FileOpsEngine};
 use iolab_engine::target::DeviceStat;
 use iolab_stats::OpStats;
 
@@ -38,11 +39,15 @@ pub(crate) struct Phases {
     /// The sysfs stat file of the block device the tree is on (none for tmpfs and the like).
     device: Option<PathBuf>,
     journal_thread: Option<JournalThread>,
+    /// The tree's filesystem keeps its files in memory (tmpfs, ramfs): fsync waits for nothing.
+    memory_backed: bool,
 }
 
 impl Phases {
-    /// `plan`'s phases over a tree on the filesystem of device number `dev`.
-    pub(crate) fn new(plan: FilesPlan, dev: Option<u64>) -> Phases {
+    /// `plan`'s phases over a tree in the directory open as `top`.
+    pub(crate) fn new(plan: FilesPlan, top: BorrowedFd<'_>) -> Phases {
+        let dev = nix::sys::stat::fstat(top).ok().map(|st| st.st_dev);
+        let memory_backed = iolab_engine::target::keeps_files_in_memory(top);
         let device = dev.and_then(block_device);
         let journal_thread = device
             .as_deref()
@@ -64,6 +69,7 @@ impl Phases {
             stopped: false,
             device,
             journal_thread,
+            memory_backed,
         }
     }
 
@@ -153,7 +159,8 @@ impl Phases {
         // A mix's measured time begins after its warm-up.
         let ctx = Ctx { phase_start_ns: ctx.now_ns() + warmup_ns, ..ctx };
         let watch = self.journal_thread.as_ref().and_then(JournalWatch::start);
-        let outcomes = run_threads_with(&ctx, phase, notes, make_ops);
+        let engine = self.plan.engine_for(phase, self.memory_backed);
+        let outcomes = run_threads_with(&ctx, phase, engine, notes, make_ops);
         // What the phase made is iolab's to remove (safety_at): a failed mark leaves it to the
         // user, never the other way round.
         let _ = safety_at::mark(dirfd);
@@ -161,6 +168,7 @@ impl Phases {
         let elapsed_s = ctx.now_ns().saturating_sub(ctx.phase_start_ns) as f64 / 1e9;
         let journal = watch.and_then(|w| w.finish(elapsed_s));
         let mut result = assemble(&self.plan, &ctx, phase, planned_ops, &outcomes, device, journal);
+        result.engine = engine.name().to_string();
         if let (Some((population, _)), Some(files_at_start)) = (&ctx.mixing, files_at_start) {
             result.mix = Some(mix_figures(population, files_at_start, &outcomes, warmup_ns));
         }
@@ -170,8 +178,8 @@ impl Phases {
     }
 }
 
-/// Makes a thread's operations (its ring); a test gives one that fails.
-pub(crate) type MakeOps<'m> = &'m (dyn Fn(u32) -> std::io::Result<FileOps> + Sync);
+/// Makes a thread's operations on an engine (its ring); a test gives one that fails.
+pub(crate) type MakeOps<'m> = &'m (dyn Fn(u32, FileOpsEngine) -> std::io::Result<FileOps> + Sync);
 
 /// Runs `phase` on every thread. A thread that cannot start, or panics, breaks the gate the
 /// others may be waiting at (so none waits for it forever) and fails the phase like a failed
@@ -179,6 +187,7 @@ pub(crate) type MakeOps<'m> = &'m (dyn Fn(u32) -> std::io::Result<FileOps> + Syn
 pub(crate) fn run_threads_with(
     ctx: &Ctx<'_>,
     phase: Phase,
+    engine: FileOpsEngine,
     notes: &mut Vec<String>,
     make_ops: MakeOps<'_>,
 ) -> Vec<Outcome> {
@@ -194,7 +203,7 @@ pub(crate) fn run_threads_with(
                         let _running = running;
                         let _unwinding = BreakOnPanic(&ctx.barrier);
                         // Each thread makes its own ring: a single-issuer ring belongs to its maker.
-                        let sys = match make_ops(thread) {
+                        let sys = match make_ops(thread, engine) {
                             Ok(sys) => sys,
                             Err(e) => {
                                 // The others must not wait for this thread at the gate forever.
@@ -433,6 +442,7 @@ fn assemble(
             .collect(),
         cpu_busy_pct: facts.cpu_busy_pct,
         cpu_sys_pct: facts.cpu_sys_pct,
+        engine: String::new(),
         io_wq_pct: pct(io_wq_ns),
         runq_wait_pct: facts.runq_wait_pct,
         io_wq_workers: facts.io_wq_workers,

@@ -260,6 +260,10 @@ pub struct PhaseResult {
     /// threads' own, and their io_uring io-wq workers' (the requests io_uring punted).
     pub cpu_busy_pct: f64,
     pub cpu_sys_pct: f64,
+    /// How its operations reached the kernel: "sync" or "io_uring" (with `--engine auto`, the
+    /// faster way for the phase; empty in reports kept before phases said it).
+    #[serde(default)]
+    pub engine: String,
     /// The io-wq workers' part of `cpu_busy_pct` (0 on the sync engine).
     #[serde(default)]
     pub io_wq_pct: f64,

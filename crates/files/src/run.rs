@@ -4,7 +4,6 @@
 
 use std::fs::File;
 use std::os::fd::{AsFd, AsRawFd};
-use std::os::unix::fs::MetadataExt;
 use std::path::PathBuf;
 use std::sync::atomic::AtomicBool;
 
@@ -34,8 +33,7 @@ pub fn run(
     options: &RunOptions<'_>,
     on_phase: impl FnMut(&PhaseResult),
 ) -> Result<FilesReport, FilesError> {
-    let engine = plan.engine.fileops();
-    run_with(plan, options, on_phase, &|_| FileOps::new(engine))
+    run_with(plan, options, on_phase, &|_, engine| FileOps::new(engine))
 }
 
 /// As `run`, each thread of each phase with the operations `make_ops` gives it.
@@ -64,8 +62,7 @@ pub(crate) fn run_with(
         let _ = claim.clean();
         return Err(e);
     }
-    let dev = top.metadata().ok().map(|meta| meta.dev());
-    let mut runner = Phases::new(plan.clone(), dev);
+    let mut runner = Phases::new(plan.clone(), top.as_fd());
     let mut phases = Vec::new();
     while let Some(result) =
         runner.run_next(top.as_raw_fd(), options.interrupt, &mut notes, make_ops, options.progress)

@@ -176,7 +176,7 @@ fn shared_phase_with_a_thread_that_cannot_start(panics: bool) -> Option<(usize, 
             progress: None,
             mixing: None,
         };
-        let make = |thread: u32| {
+        let make = |thread: u32, _| {
             if thread != 1 {
                 FileOps::new(FileOpsEngine::Sync)
             } else if panics {
@@ -185,7 +185,7 @@ fn shared_phase_with_a_thread_that_cannot_start(panics: bool) -> Option<(usize, 
                 Err(std::io::Error::other("injected: thread 1 has no ring"))
             }
         };
-        let ended = run_threads_with(&ctx, Phase::Mkdir, &mut Vec::new(), &make);
+        let ended = run_threads_with(&ctx, Phase::Mkdir, FileOpsEngine::Sync, &mut Vec::new(), &make);
         let failure = ended
             .iter()
             .find_map(|o| o.failure.as_ref())
@@ -228,7 +228,7 @@ fn a_thread_that_cannot_start_in_a_later_phase_stops_the_run_and_the_tree_is_rem
     // Three threads a phase, a phase's all started before the next's: from the seventh on,
     // they are the stat's.
     let started = AtomicU32::new(0);
-    let make = |thread: u32| {
+    let make = |thread: u32, _| {
         if started.fetch_add(1, Ordering::Relaxed) >= 6 && thread == 2 {
             Err(std::io::Error::from_raw_os_error(libc::ENOMEM))
         } else {

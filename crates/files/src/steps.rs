@@ -4,9 +4,7 @@
 //! to that descriptor: the marker, the phases (`Ctx::dirfd`) and the clean-up
 //! (`safety_at`); the directory's name is only shown, never opened again.
 
-use std::fs::File;
 use std::os::fd::{AsFd, AsRawFd, OwnedFd};
-use std::os::unix::fs::MetadataExt;
 use std::path::PathBuf;
 use std::sync::atomic::AtomicBool;
 
@@ -49,11 +47,7 @@ impl Steps {
         if let Some(earlier) = earlier {
             notes.push(earlier.earlier_note(&shown));
         }
-        let dev = File::from(top.try_clone().map_err(|e| FilesError::io("cannot open", &shown, e))?)
-            .metadata()
-            .ok()
-            .map(|meta| meta.dev());
-        Ok(Steps { phases: Phases::new(plan, dev), top, shown, notes })
+        Ok(Steps { phases: Phases::new(plan, top.as_fd()), top, shown, notes })
     }
 
     pub fn plan(&self) -> &FilesPlan {
@@ -83,12 +77,11 @@ impl Steps {
         interrupt: &AtomicBool,
         progress: Option<&PhaseProgress>,
     ) -> Option<PhaseResult> {
-        let engine = self.phases.plan().engine.fileops();
         self.phases.run_next(
             self.top.as_raw_fd(),
             interrupt,
             &mut self.notes,
-            &|_| FileOps::new(engine),
+            &|_, engine| FileOps::new(engine),
             progress,
         )
     }
@@ -120,7 +113,7 @@ mod tests {
             ..FilesOptions::default()
         };
         let plan = options.plan().expect("plan");
-        let top = OwnedFd::from(File::open(temp.path()).expect("open"));
+        let top = OwnedFd::from(std::fs::File::open(temp.path()).expect("open"));
         let mut steps = Steps::prepare(plan, top, temp.path().to_path_buf(), false).expect("prepared");
         let interrupt = AtomicBool::new(false);
         let mut ran = Vec::new();

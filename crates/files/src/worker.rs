@@ -30,8 +30,6 @@ use crate::report::{Failure, OpKind, RanOutOf};
 use crate::tree::{Side, Tree};
 use iolab_runner::Sampler;
 
-/// The data buffer's size at most: larger files are written and read in pieces this big.
-pub const MAX_CHUNK: u64 = 1 << 20;
 const DIR_BUF: usize = 32 << 10;
 /// The extended attribute the xattr phase sets and reads back.
 const XATTR: &[u8] = b"user.iolab\0";
@@ -104,7 +102,7 @@ impl<'a> Worker<'a> {
     pub fn new(ctx: &'a Ctx<'a>, sys: FileOps, thread: u32, phase: Phase) -> Worker<'a> {
         let mix = ctx.plan.mix.as_ref().filter(|_| phase == Phase::Mix);
         let largest = mix.map_or(0, |m| m.append_size.max(m.range_size)).max(ctx.plan.sizes.max());
-        let chunk = largest.clamp(4096, MAX_CHUNK) as usize;
+        let chunk = largest.clamp(4096, crate::plan::MAX_CHUNK) as usize;
         let lists = phase == Phase::Readdir || mix.is_some_and(|m| m.weight(crate::mix::MixOp::Readdir) > 0);
         Worker {
             ctx,

@@ -43,7 +43,7 @@ fn num(v: &Value) -> f64 {
 fn panel(out: &mut String, name: &str, phase: &Value, subject: &Subject<'_>) {
     let _ = writeln!(
         out,
-        "<section class=\"files-phase\">\n<h3>{}</h3>\n<p class=\"note\">{} of {} in {:.3} s: {}/s{}; stonewall {}/s (first thread done at {:.3} s). CPU {:.0}% of the threads' time ({:.0}% in the kernel, {:.0}% waiting for a core){}{}.</p>",
+        "<section class=\"files-phase\">\n<h3>{}</h3>\n<p class=\"note\">{} of {} in {:.3} s: {}/s{}; stonewall {}/s (first thread done at {:.3} s){}. CPU {:.0}% of the threads' time ({:.0}% in the kernel, {:.0}% waiting for a core){}{}.</p>",
         esc(name),
         thousands(num(&phase["done"])),
         thousands(num(&phase["planned"])),
@@ -52,6 +52,7 @@ fn panel(out: &mut String, name: &str, phase: &Value, subject: &Subject<'_>) {
         if num(&phase["bytes"]) > 0.0 { format!(", {:.1} MB/s", num(&phase["bytes_per_s"]) / 1e6) } else { String::new() },
         thousands(num(&phase["stonewall"]["ops_per_s"])),
         num(&phase["stonewall"]["first_done_s"]),
+        phase["engine"].as_str().filter(|e| !e.is_empty()).map_or(String::new(), |e| format!("; {}", esc(e))),
         num(&phase["cpu_busy_pct"]),
         num(&phase["cpu_sys_pct"]),
         num(&phase["runq_wait_pct"]),

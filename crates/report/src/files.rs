@@ -53,6 +53,9 @@ struct Phase {
     cpu_sys_pct: f64,
     #[serde(default)]
     runq_wait_pct: f64,
+    /// How its operations reached the kernel (empty in results kept before phases said it).
+    #[serde(default)]
+    engine: String,
     #[serde(default)]
     io_wq_workers: f64,
     #[serde(default)]
@@ -226,7 +229,7 @@ fn phase_text(phase: &Phase, out: &mut String) {
     match &phase.mix {
         Some(mix) => mix_heading(phase, mix, &bytes, out),
         None => out.push_str(&format!(
-            "{}: {} of {} in {:.3} s, {}/s{bytes}; stonewall {}/s (first thread done at {:.3} s)\n",
+            "{}: {} of {} in {:.3} s, {}/s{bytes}; stonewall {}/s (first thread done at {:.3} s){}\n",
             phase.phase,
             thousands(phase.done as f64),
             thousands(phase.planned as f64),
@@ -234,6 +237,7 @@ fn phase_text(phase: &Phase, out: &mut String) {
             thousands(phase.ops_per_s),
             thousands(phase.stonewall.ops_per_s),
             phase.stonewall.first_done_s,
+            if phase.engine.is_empty() { String::new() } else { format!("; {}", phase.engine) },
         )),
     }
     if let Some(entries) = phase.entries {

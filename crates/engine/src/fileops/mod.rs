@@ -32,6 +32,16 @@ pub enum FileOpsEngine {
     Sync,
 }
 
+impl FileOpsEngine {
+    /// As `iolab files --engine` names it.
+    pub fn name(self) -> &'static str {
+        match self {
+            FileOpsEngine::Uring => "io_uring",
+            FileOpsEngine::Sync => "sync",
+        }
+    }
+}
+
 /// A path relative to a directory descriptor, checked to end in NUL so the kernel's reading of
 /// it stops inside the borrowed bytes.
 #[derive(Clone, Copy)]

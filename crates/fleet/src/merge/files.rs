@@ -96,6 +96,13 @@ pub fn merge_phase(parts: &[(&str, &PhaseResult)]) -> Option<PhaseResult> {
         series,
         cpu_busy_pct: mean(|p| p.cpu_busy_pct),
         cpu_sys_pct: mean(|p| p.cpu_sys_pct),
+        // The hosts' engines, once each ("io_uring", or "sync+io_uring" where they differed).
+        engine: {
+            let mut engines: Vec<&str> = parts.iter().map(|(_, p)| p.engine.as_str()).collect();
+            engines.sort_unstable();
+            engines.dedup();
+            engines.join("+")
+        },
         io_wq_pct: mean(|p| p.io_wq_pct),
         runq_wait_pct: mean(|p| p.runq_wait_pct),
         io_wq_workers: sum(|p| p.io_wq_workers),
@@ -144,6 +151,7 @@ mod tests {
             series: vec![Second { t_s: 0.0, ops: done - 1, bytes: 0 }, Second { t_s: 1.0, ops: 1, bytes: 0 }],
             cpu_busy_pct: 50.0,
             cpu_sys_pct: 20.0,
+            engine: "sync".to_string(),
             io_wq_pct: 0.0,
             runq_wait_pct: 0.0,
             io_wq_workers: 0.0,
