@@ -1,14 +1,14 @@
 #!/usr/bin/env python3
 """`iolab files` on its two engines side by side: each phase's rate on io_uring over its rate on
 plain system calls, on tmpfs, ext4 and xfs (each over a loop device with direct I/O on an image
-in /dev/shm, made and removed here; root), and with `--fsync` on tmpfs and ext4. Alternating
+in /dev/shm, made and removed here; root), and with `--fsync` on each. Alternating
 runs, medians. The table in docs/files.md ("Phases") comes from it. The default, `--engine
 auto`, runs beside them: per phase, the engine it took, whether that is the faster of the two
 (the other at least 5% ahead by their medians says "the slower"), and its rate over the faster
 one's; where it took the faster engine that ratio is this bench's run-to-run spread.
 
     cargo build --release -p iolab
-    sudo python3 bench/files_engines.py [--files 200000] [--threads 2] [--repeat 2]
+    sudo python3 bench/files_engines.py [--files 200000] [--threads 2] [--repeat 2] [--only CASE]
 """
 
 import argparse
@@ -22,7 +22,8 @@ import tempfile
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 IOLAB = os.path.join(ROOT, "target", "release", "iolab")
 FSYNC_PHASES = ["--fsync", "--phases", "mkdir,create,unlink,rmdir"]
-CASES = (("tmpfs", []), ("ext4", []), ("xfs", []), ("tmpfs", FSYNC_PHASES), ("ext4", FSYNC_PHASES))
+CASES = (("tmpfs", []), ("ext4", []), ("xfs", []), ("tmpfs", FSYNC_PHASES), ("ext4", FSYNC_PHASES),
+         ("xfs", FSYNC_PHASES))
 
 
 class Filesystem:
@@ -66,8 +67,13 @@ def main():
     p.add_argument("--files", type=int, default=200_000)
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--repeat", type=int, default=2)
+    p.add_argument("--only", action="append", metavar="CASE",
+                   help="run only this case (tmpfs, ext4, xfs, tmpfs-fsync, ext4-fsync, xfs-fsync); repeatable")
     args = p.parse_args()
     for kind, extra in CASES:
+        name = kind + ("-fsync" if extra else "")
+        if args.only and name not in args.only:
+            continue
         fs = Filesystem(kind, args.files)
         try:
             engines = ["sync", "io_uring", "auto"]

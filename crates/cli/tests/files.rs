@@ -151,7 +151,7 @@ fn engines_by_default(cwd: &Path, dir: &Path, extra: &[&str]) -> Vec<(String, St
 }
 
 /// Issue 31 item 5: by default each phase takes the faster way. Creates with --fsync are queued
-/// on a ring where fsync waits for a device (ext4: 5.2-5.9x system calls, one file at a time
+/// on a ring where fsync waits for a device (ext4: 5.0-5.9x system calls, one file at a time
 /// per thread); in memory, without fsync, for files of more than one write, and in every other
 /// phase, system calls.
 #[test]

@@ -67,8 +67,17 @@ fn fsync_heavy_creates_on_ext4_are_limited_by_the_journal_thread() {
             assert!(workers >= 1.0, "queued creates run in io-wq workers: {create:#}");
             let worker_wait = create["io_wq_wait_pct"].as_f64().unwrap_or(f64::NAN);
             assert!((0.0..100.0).contains(&worker_wait), "a share of each worker's own time: {create:#}");
+            // 2 threads and a worker or more exceed 2 cores, and the summary names the workers.
             let summary = create["verdict"]["summary"].as_str().unwrap_or_default();
-            assert!(summary.contains("io_uring workers") || summary.contains("another load"), "{summary}");
+            let cores = std::thread::available_parallelism().map_or(1, |n| n.get()) as f64;
+            if 2.0 + workers > cores {
+                assert!(summary.contains("their io_uring workers"), "{summary}");
+            } else {
+                skip!(
+                    common::Missing::Other,
+                    "io_uring: the CPU shared with another load on {cores} cores, {workers:.1} workers at a time: {summary}"
+                );
+            }
             continue;
         }
         let untold = (queued >= 50.0 && cause != "journal") || (queued >= 25.0 && cause == "waiting");

@@ -129,7 +129,7 @@ fn ticks_per_s() -> u64 {
 fn began_ns(stat: &str, ticks_per_s: u64) -> Option<u64> {
     let after_name = &stat[stat.rfind(')')? + 1..];
     let ticks: u64 = after_name.split_whitespace().nth(19)?.parse().ok()?;
-    Some(ticks.saturating_mul(1_000_000_000) / ticks_per_s)
+    Some(ticks / ticks_per_s * 1_000_000_000 + ticks % ticks_per_s * 1_000_000_000 / ticks_per_s)
 }
 
 #[cfg(test)]

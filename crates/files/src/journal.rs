@@ -109,6 +109,29 @@ struct Counts {
     runnable: u64,
 }
 
+impl Counts {
+    /// Adds one task's state; `in_journal` (its wait channel read) is asked of a blocked one.
+    fn add(&mut self, state: Option<char>, in_journal: impl FnOnce() -> bool) {
+        match state {
+            Some('D') => {
+                self.at_work += 1;
+                self.blocked += u64::from(in_journal());
+            }
+            Some('R') => {
+                self.at_work += 1;
+                self.runnable += 1;
+            }
+            _ => {}
+        }
+    }
+
+    /// The tasks' time at work blocked on the journal, and running or runnable, in %.
+    fn shares(&self) -> (f64, f64) {
+        let per = |n: u64| 100.0 * n as f64 / self.at_work.max(1) as f64;
+        (per(self.blocked), per(self.runnable))
+    }
+}
+
 fn on_cpu_ns(pid: u32) -> Option<u64> {
     std::fs::read_to_string(format!("/proc/{pid}/schedstat")).ok()?.split_whitespace().next()?.parse().ok()
 }
@@ -123,19 +146,9 @@ fn sample(journal: u32, sampler: &std::ffi::OsStr, counts: &mut Counts) {
                 continue;
             }
             let path = task.path();
-            match std::fs::read_to_string(path.join("stat")).ok().and_then(|s| state_of(&s)) {
-                Some('D') => {
-                    counts.at_work += 1;
-                    let in_journal =
-                        std::fs::read_to_string(path.join("wchan")).is_ok_and(|w| journal_wchan(&w));
-                    counts.blocked += u64::from(in_journal);
-                }
-                Some('R') => {
-                    counts.at_work += 1;
-                    counts.runnable += 1;
-                }
-                _ => {}
-            }
+            let state = std::fs::read_to_string(path.join("stat")).ok().and_then(|s| state_of(&s));
+            counts
+                .add(state, || std::fs::read_to_string(path.join("wchan")).is_ok_and(|w| journal_wchan(&w)));
         }
     }
     counts.samples += 1;
@@ -173,14 +186,14 @@ impl JournalWatch {
         if counts.samples == 0 {
             return None;
         }
-        let per = |n: u64, of: u64| 100.0 * n as f64 / of.max(1) as f64;
+        let (wait_pct, runnable_pct) = counts.shares();
         Some(JournalSeen {
             thread: self.thread.name,
-            wait_pct: per(counts.blocked, counts.at_work),
+            wait_pct,
             cpu_pct: cpu_ns.map_or(0.0, |ns| (100.0 * ns as f64 / 1e9 / elapsed_s.max(1e-9)).min(100.0)),
-            device_wait_pct: per(counts.journal_blocked, counts.samples),
+            device_wait_pct: 100.0 * counts.journal_blocked as f64 / counts.samples as f64,
             samples: counts.samples,
-            runnable_pct: per(counts.runnable, counts.at_work),
+            runnable_pct,
         })
     }
 }
@@ -204,5 +217,23 @@ mod tests {
         assert!(!journal_wchan("submit_bio_wait"), "the device, not the journal");
         assert!(!journal_wchan("io_cqring_wait"));
         assert!(!journal_wchan("0"));
+    }
+
+    /// 2 threads asleep on their rings and 32 io-wq workers: 10 running or runnable, 4 on the
+    /// journal, 2 blocked elsewhere, 16 idle. The shares are of the 16 at work: the idle are
+    /// no one's wait, and no cap at the thread count hides how many waited.
+    #[test]
+    fn shares_are_of_the_tasks_at_work() {
+        let mut counts = Counts::default();
+        let mut tasks = vec![(Some('S'), false); 18];
+        tasks.extend([(Some('R'), false); 10]);
+        tasks.extend([(Some('D'), true); 4]);
+        tasks.extend([(Some('D'), false); 2]);
+        tasks.push((None, false));
+        for (state, in_journal) in tasks {
+            counts.add(state, || in_journal);
+        }
+        assert_eq!(counts.shares(), (25.0, 62.5));
+        assert_eq!(Counts::default().shares(), (0.0, 0.0));
     }
 }

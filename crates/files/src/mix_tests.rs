@@ -154,7 +154,7 @@ fn a_profile_is_the_layer_under_what_is_given() {
     assert_eq!((plan.total_files(), plan.threads, plan.shared_dir), (10_000, 50, true));
     assert_eq!(plan.engine, FileEngine::Auto);
     assert_eq!(
-        plan.engine_for(Phase::Mix, false),
+        plan.engine_for(Phase::Mix, true),
         iolab_engine::fileops::FileOpsEngine::Sync,
         "a mix's default: one operation at a time per thread"
     );

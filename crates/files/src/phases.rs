@@ -14,7 +14,7 @@ use crate::gate::{BreakOnPanic, Gate};
 use crate::io_wq::IoWqUse;
 use crate::journal::{self, JournalSeen, JournalThread, JournalWatch};
 use crate::mix::{Mix, MIX_OPS};
-use crate::plan::{FilesPlan, Phase, TreeState};
+use crate::plan::{FileEngine, FilesPlan, Phase, TreeState};
 use crate::population::{Population, LINKED, RENAMED, SYMLINKED};
 use crate::progress::PhaseProgress;
 use crate::report::{KindResult, MixFigures, OpKind, PhaseResult, Second, Stonewall, OP_KINDS};
@@ -39,16 +39,31 @@ pub(crate) struct Phases {
     /// The sysfs stat file of the block device the tree is on (none for tmpfs and the like).
     device: Option<PathBuf>,
     journal_thread: Option<JournalThread>,
-    /// The tree's filesystem keeps its files in memory (tmpfs, ramfs): fsync waits for nothing.
-    memory_backed: bool,
+    /// Creates with --fsync pay queued on a ring (`FilesPlan::engine_for`): the tree is on a
+    /// block device, whose writes an fsync waits for, and this machine makes rings.
+    queued_fsync_pays: bool,
 }
 
 impl Phases {
-    /// `plan`'s phases over a tree in the directory open as `top`.
-    pub(crate) fn new(plan: FilesPlan, top: BorrowedFd<'_>) -> Phases {
+    /// `plan`'s phases over a tree in the directory open as `top`; `notes` gets what the
+    /// default engine could not do here.
+    pub(crate) fn new(plan: FilesPlan, top: BorrowedFd<'_>, notes: &mut Vec<String>) -> Phases {
         let dev = nix::sys::stat::fstat(top).ok().map(|st| st.st_dev);
-        let memory_backed = iolab_engine::target::keeps_files_in_memory(top);
         let device = dev.and_then(block_device);
+        let queued_fsync_pays = device.is_some()
+            && plan.engine == FileEngine::Auto
+            && plan.fsync
+            && {
+                // A kernel without io_uring, or one that refuses it (io_uring_disabled, a seccomp
+                // profile), leaves the default its system calls.
+                let ring = FileOps::new(FileOpsEngine::Uring);
+                if let Err(e) = &ring {
+                    notes.push(format!(
+                    "creates with --fsync run on system calls: this machine refused a ring ({e}), where they would have been queued on one"
+                ));
+                }
+                ring.is_ok()
+            };
         let journal_thread = device
             .as_deref()
             .and_then(Path::parent)
@@ -69,7 +84,7 @@ impl Phases {
             stopped: false,
             device,
             journal_thread,
-            memory_backed,
+            queued_fsync_pays,
         }
     }
 
@@ -159,7 +174,7 @@ impl Phases {
         // A mix's measured time begins after its warm-up.
         let ctx = Ctx { phase_start_ns: ctx.now_ns() + warmup_ns, ..ctx };
         let watch = self.journal_thread.as_ref().and_then(JournalWatch::start);
-        let engine = self.plan.engine_for(phase, self.memory_backed);
+        let engine = self.plan.engine_for(phase, self.queued_fsync_pays);
         let outcomes = run_threads_with(&ctx, phase, engine, notes, make_ops);
         // What the phase made is iolab's to remove (safety_at): a failed mark leaves it to the
         // user, never the other way round.

@@ -412,7 +412,7 @@ impl FilesPlan {
             if self.shared_dir { " on one shared tree" } else { "" },
             match (self.engine, self.fsync) {
                 (FileEngine::Auto, true) => {
-                    "system calls, creates queued on io_uring where fsync waits for a device (--engine auto)"
+                    "system calls, creates of one write queued on io_uring where fsync waits for a device (--engine auto)"
                 }
                 (FileEngine::Auto, false) => "system calls (--engine auto)",
                 (engine, _) => engine.name(),
@@ -424,19 +424,19 @@ impl FilesPlan {
         )
     }
 
-    /// The way `phase`'s operations reach the kernel, on a filesystem that keeps its files in
-    /// memory (tmpfs, ramfs) or not. `auto` queues creates with --fsync on a ring where each
-    /// file is one write (32 in flight per thread, their fsyncs sharing the journal's commits:
-    /// ext4 over a loop device, 5.2-5.9x plain system calls) and the fsync waits for a device;
-    /// in memory, where fsync has nothing to wait for, the ring made 0.66-0.69x, and system
-    /// calls were faster in every other phase but two of 22 (docs/files.md, "Phases").
-    pub fn engine_for(&self, phase: Phase, memory_backed: bool) -> iolab_engine::fileops::FileOpsEngine {
+    /// The way `phase`'s operations reach the kernel. `auto` queues creates with --fsync on a
+    /// ring where each file is one write and `queued_fsync_pays`: the tree is on a block device,
+    /// whose writes each fsync waits for, and the machine makes rings (32 in flight per thread,
+    /// their fsyncs sharing the journal's commits: ext4 over a loop device, 5.0-5.9x plain
+    /// system calls). On tmpfs, where fsync waits for nothing, the ring made 0.66-0.75x, and
+    /// system calls were faster in every other phase but two of 22 (docs/files.md, "Phases").
+    pub fn engine_for(&self, phase: Phase, queued_fsync_pays: bool) -> iolab_engine::fileops::FileOpsEngine {
         use iolab_engine::fileops::FileOpsEngine::{Sync, Uring};
         match self.engine {
             FileEngine::IoUring => Uring,
             FileEngine::Sync => Sync,
             FileEngine::Auto
-                if phase == Phase::Create && self.fsync && !memory_backed && self.one_write_per_file() =>
+                if phase == Phase::Create && self.fsync && queued_fsync_pays && self.one_write_per_file() =>
             {
                 Uring
             }
@@ -570,19 +570,19 @@ mod tests {
     fn auto_takes_the_ring_only_for_fsynced_creates_on_a_device() {
         use iolab_engine::fileops::FileOpsEngine::{Sync, Uring};
         let synced = FilesPlan { engine: FileEngine::Auto, fsync: true, ..plan("mkdir,create,stat") };
-        assert_eq!(synced.engine_for(Phase::Create, false), Uring);
-        assert_eq!(synced.engine_for(Phase::Create, true), Sync, "in memory");
+        assert_eq!(synced.engine_for(Phase::Create, true), Uring);
+        assert_eq!(synced.engine_for(Phase::Create, false), Sync, "no device under it, or no ring");
         for phase in [Phase::Mkdir, Phase::Stat, Phase::Copy, Phase::Mix] {
-            assert_eq!(synced.engine_for(phase, false), Sync, "{phase}");
+            assert_eq!(synced.engine_for(phase, true), Sync, "{phase}");
         }
         let large = FilesPlan { sizes: SizeSpec::Fixed(2 << 20), ..synced.clone() };
-        assert_eq!(large.engine_for(Phase::Create, false), Sync, "files of more than one write");
+        assert_eq!(large.engine_for(Phase::Create, true), Sync, "files of more than one write");
         let unsynced = FilesPlan { fsync: false, ..synced.clone() };
-        assert_eq!(unsynced.engine_for(Phase::Create, false), Sync);
+        assert_eq!(unsynced.engine_for(Phase::Create, true), Sync);
         let ring = FilesPlan { engine: FileEngine::IoUring, ..unsynced.clone() };
-        assert_eq!(ring.engine_for(Phase::Stat, true), Uring);
+        assert_eq!(ring.engine_for(Phase::Stat, false), Uring);
         let calls = FilesPlan { engine: FileEngine::Sync, ..synced };
-        assert_eq!(calls.engine_for(Phase::Create, false), Sync);
+        assert_eq!(calls.engine_for(Phase::Create, true), Sync);
         assert_eq!("auto".parse::<FileEngine>(), Ok(FileEngine::Auto));
         assert_eq!(FileEngine::default(), FileEngine::Auto);
     }

@@ -62,7 +62,7 @@ pub(crate) fn run_with(
         let _ = claim.clean();
         return Err(e);
     }
-    let mut runner = Phases::new(plan.clone(), top.as_fd());
+    let mut runner = Phases::new(plan.clone(), top.as_fd(), &mut notes);
     let mut phases = Vec::new();
     while let Some(result) =
         runner.run_next(top.as_raw_fd(), options.interrupt, &mut notes, make_ops, options.progress)

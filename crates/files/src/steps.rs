@@ -47,7 +47,8 @@ impl Steps {
         if let Some(earlier) = earlier {
             notes.push(earlier.earlier_note(&shown));
         }
-        Ok(Steps { phases: Phases::new(plan, top.as_fd()), top, shown, notes })
+        let phases = Phases::new(plan, top.as_fd(), &mut notes);
+        Ok(Steps { phases, top, shown, notes })
     }
 
     pub fn plan(&self) -> &FilesPlan {

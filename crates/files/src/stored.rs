@@ -68,7 +68,9 @@ pub fn point(seq: u32, plan: &FilesPlan, phase: &PhaseResult, trees: &[Tree<'_>]
         completed_at_unix_s: now_unix_s(),
         spec: serde_json::to_value(plan).unwrap_or_default(),
         summary: PointSummary {
-            engine: plan.engine.name().to_string(),
+            // The engine the phase ran on (with `auto`, the one it took).
+            engine: if phase.engine.is_empty() { plan.engine.name() } else { phase.engine.as_str() }
+                .to_string(),
             access: format!("files {} {}", phase.phase, plan.sizes.describe()),
             qd: 1,
             workers: plan.threads * trees.len().max(1) as u32,

@@ -92,6 +92,10 @@ const BUSY_PCT: f64 = 80.0;
 const OWN_SHARE: f64 = BUSY_PCT / 100.0;
 /// The threads' time blocked on the journal from which it is the limit.
 const JOURNAL_PCT: f64 = 50.0;
+/// The tasks' time at work blocked on the journal below which it is not the limit, however
+/// little of the rest they were blocked: tasks runnable 90% of the time and on the journal the
+/// other 10% were held by the CPU.
+const JOURNAL_MIN_PCT: f64 = 15.0;
 /// The threads' time in fsync from which fsync is the limit.
 const FSYNC_PCT: f64 = 50.0;
 const MIN_SECONDS: f64 = 0.05;
@@ -121,7 +125,7 @@ pub fn judge(f: &PhaseFacts) -> FilesVerdict {
         let queued = f.runq_wait_pct.max(j.runnable_pct);
         let not_queued = (100.0 - queued).max(1.0);
         let fsync_not_queued = (f.fsync_pct - queued).max(0.0);
-        100.0 * j.wait_pct / not_queued >= JOURNAL_PCT
+        (j.wait_pct >= JOURNAL_MIN_PCT && 100.0 * j.wait_pct / not_queued >= JOURNAL_PCT)
             || (f.fsync_pct >= FSYNC_PCT && fsync_not_queued > 0.0 && j.wait_pct >= fsync_not_queued / 2.0)
     };
     if let Some(j) = f.journal.as_ref().filter(journal_bound) {
@@ -185,10 +189,14 @@ pub fn judge(f: &PhaseFacts) -> FilesVerdict {
                 f.threads, f.io_wq_workers, f.cores, f.cpu_busy_pct, f.runq_wait_pct, f.io_wq_wait_pct
             )
         } else {
+            let workers = if f.io_wq_wait_pct > 0.0 {
+                format!(", and their io_uring workers {:.0}% of theirs", f.io_wq_wait_pct)
+            } else {
+                String::new()
+            };
             format!(
-                "the CPU, shared with another load: the threads ran {:.0}% of the time and waited for a core {:.0}%",
-                f.cpu_busy_pct,
-                waited_pct.min(100.0)
+                "the CPU, shared with another load: the threads ran {:.0}% of the time and waited for a core {:.0}%{workers}",
+                f.cpu_busy_pct, f.runq_wait_pct
             )
         };
         return verdict(FilesCause::Cpu, summary);

@@ -197,7 +197,19 @@ fn queued_creates_crowding_the_cores_are_the_cpu_not_the_journal() {
     // Fsync's time above half, all of it queued for a core: still not the journal's.
     let over_half = judge(&queued(55.0, 15.9));
     assert_ne!(over_half.cause, FilesCause::Journal, "{}", over_half.summary);
-    // One worker at a time (the ring's one-at-a-time operations) and another load: as before.
+    // One worker at a time (the ring's one-at-a-time operations) and another load: each wait
+    // said as the share of its own time.
     let one_worker = judge(&queued(45.0, 0.9));
-    assert!(one_worker.summary.contains("shared with another load"), "{}", one_worker.summary);
+    assert!(
+        one_worker.summary.contains("shared with another load")
+            && one_worker.summary.contains("waited for a core 59%, and their io_uring workers 32% of theirs"),
+        "{}",
+        one_worker.summary
+    );
+    // Runnable most of their time at work and on the journal the rest: the CPU held them.
+    let mut crowded = queued(45.0, 15.9);
+    if let Some(j) = crowded.journal.as_mut() {
+        (j.runnable_pct, j.wait_pct) = (90.0, 10.0);
+    }
+    assert_eq!(judge(&crowded).cause, FilesCause::Cpu, "{}", judge(&crowded).summary);
 }

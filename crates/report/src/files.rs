@@ -173,17 +173,28 @@ fn repeats_text(spreads: &[Spread], out: &mut String) {
     out.push_str("  (spread: (max - min) / mean, as `iolab compare` judges noise)\n");
 }
 
+/// The engine a phase ran on, as its heading ends: "; io_uring" (nothing for results kept
+/// before phases said it).
+fn engine_said(phase: &Phase) -> String {
+    if phase.engine.is_empty() {
+        String::new()
+    } else {
+        format!("; {}", phase.engine)
+    }
+}
+
 /// A mix's heading: its operations in its time, its files' population, and its rate over time:
 /// "mix: 390,894 operations in 60.000 s (after 5 s of warm-up), 6,514/s, 82.1 MiB/s".
 fn mix_heading(phase: &Phase, mix: &MixPart, bytes: &str, out: &mut String) {
     let warmup =
         if mix.warmup_s > 0.0 { format!(" (after {} s of warm-up)", mix.warmup_s) } else { String::new() };
     out.push_str(&format!(
-        "{}: {} operations in {:.3} s{warmup}, {}/s{bytes}\n",
+        "{}: {} operations in {:.3} s{warmup}, {}/s{bytes}{}\n",
         phase.phase,
         thousands(phase.done as f64),
         phase.elapsed_s,
         thousands(phase.ops_per_s),
+        engine_said(phase),
     ));
     let swapped = if mix.swapped > 0 {
         format!("; {} creates and unlinks swapped to hold it", thousands(mix.swapped as f64))
@@ -237,7 +248,7 @@ fn phase_text(phase: &Phase, out: &mut String) {
             thousands(phase.ops_per_s),
             thousands(phase.stonewall.ops_per_s),
             phase.stonewall.first_done_s,
-            if phase.engine.is_empty() { String::new() } else { format!("; {}", phase.engine) },
+            engine_said(phase),
         )),
     }
     if let Some(entries) = phase.entries {

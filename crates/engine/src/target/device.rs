@@ -87,19 +87,6 @@ pub fn backing(path: &Path) -> Backing {
     }
 }
 
-/// Whether the filesystem of the directory or file open as `fd` keeps its files in memory
-/// (tmpfs, ramfs): no device under it, and nothing for an fsync to wait for.
-pub fn keeps_files_in_memory(fd: std::os::fd::BorrowedFd<'_>) -> bool {
-    use std::os::fd::AsRawFd;
-    // SAFETY: an all-zero statfs is a valid value of this plain C struct.
-    let mut buf: libc::statfs = unsafe { std::mem::zeroed() };
-    // SAFETY: `fd` is open for the call; `buf` is writable.
-    let rc = unsafe { libc::fstatfs(fd.as_raw_fd(), &mut buf) };
-    #[allow(clippy::unnecessary_cast)] // f_type is i64 on some targets, i32 or u32 on others
-    let magic = buf.f_type as i64;
-    rc == 0 && matches!(magic, TMPFS_MAGIC | RAMFS_MAGIC)
-}
-
 /// The `f_type` of the filesystem holding `path`.
 fn filesystem_magic(path: &Path) -> Option<i64> {
     use std::os::unix::ffi::OsStrExt;

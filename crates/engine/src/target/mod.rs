@@ -15,9 +15,7 @@ use std::path::{Path, PathBuf};
 use thiserror::Error;
 
 pub use beneath_dir::BeneathDir;
-pub use device::{
-    backing, has_poll_queues_behind, keeps_files_in_memory, Backing, BlockDevice, DeviceNumber, DeviceStat,
-};
+pub use device::{backing, has_poll_queues_behind, Backing, BlockDevice, DeviceNumber, DeviceStat};
 pub use discard::discard;
 pub use layout::{lay_out, lay_out_file, lay_out_file_with, lay_out_with, size_without_data, Layout};
 pub use opened::{open_directory, set_run_flags, Access, OpenedTarget};

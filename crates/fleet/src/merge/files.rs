@@ -98,7 +98,8 @@ pub fn merge_phase(parts: &[(&str, &PhaseResult)]) -> Option<PhaseResult> {
         cpu_sys_pct: mean(|p| p.cpu_sys_pct),
         // The hosts' engines, once each ("io_uring", or "sync+io_uring" where they differed).
         engine: {
-            let mut engines: Vec<&str> = parts.iter().map(|(_, p)| p.engine.as_str()).collect();
+            let mut engines: Vec<&str> =
+                parts.iter().map(|(_, p)| p.engine.as_str()).filter(|e| !e.is_empty()).collect();
             engines.sort_unstable();
             engines.dedup();
             engines.join("+")
@@ -106,7 +107,15 @@ pub fn merge_phase(parts: &[(&str, &PhaseResult)]) -> Option<PhaseResult> {
         io_wq_pct: mean(|p| p.io_wq_pct),
         runq_wait_pct: mean(|p| p.runq_wait_pct),
         io_wq_workers: sum(|p| p.io_wq_workers),
-        io_wq_wait_pct: mean(|p| p.io_wq_wait_pct),
+        // Each host's workers' share, weighted by how many it ran.
+        io_wq_wait_pct: {
+            let workers = sum(|p| p.io_wq_workers);
+            if workers > 0.0 {
+                sum(|p| p.io_wq_wait_pct * p.io_wq_workers) / workers
+            } else {
+                0.0
+            }
+        },
         device_busy_pct,
         journal: None,
         verdict,
