@@ -524,12 +524,17 @@ fn a_machine_busy_mostly_outside_iolab_is_not_blamed_on_iolab() {
 }
 
 #[test]
-fn polling_workers_are_busy_by_design() {
-    let mut job = base();
-    job.groups[0].engine_setup.push("iopoll".into());
-    worker_busy(&mut job, 100.0);
-    *vdb(&mut job) = device("vdb", 60.0, 6.0);
-    assert_ne!(verdict(&job).cause, Bottleneck::SubmittingCpu);
+fn polling_or_watching_workers_are_busy_by_design() {
+    let busy = |feature: Option<&str>| {
+        let mut job = base();
+        job.groups[0].engine_setup.extend(feature.map(String::from));
+        worker_busy(&mut job, 100.0);
+        *vdb(&mut job) = device("vdb", 60.0, 6.0);
+        verdict(&job).cause
+    };
+    assert_eq!(busy(None), Bottleneck::SubmittingCpu, "a lane that sleeps for completions is judged");
+    assert_ne!(busy(Some("iopoll")), Bottleneck::SubmittingCpu);
+    assert_ne!(busy(Some("completion_watch")), Bottleneck::SubmittingCpu);
 }
 
 #[test]

@@ -65,6 +65,25 @@ fn uring_setup_is_what_was_asked_and_granted() {
 }
 
 #[test]
+fn a_completion_watch_is_granted_said_and_judged_as_busy_by_design() {
+    let dir = two_targets();
+    let report = run_json(dir.path(), &["--target", "a", "--qd", "4", "--completion-watch", "15us"]);
+    let job = &report["jobs"][0];
+    let setup = job["groups"][0]["engine_setup"].as_array().expect("setup");
+    assert!(setup.iter().any(|s| s == "completion_watch"), "{setup:?}");
+    assert!(job["total"]["ios"].as_u64().expect("ios") > 0);
+    assert_ne!(
+        job["verdict"]["cause"], "submitting_cpu",
+        "a watching lane is busy by design: {}",
+        job["verdict"]
+    );
+    let refused =
+        run_in(dir.path(), &["run", "--target", "a", "--completion-watch", "15us", "--sqpoll", "-q"]);
+    assert!(!refused.status.success());
+    assert!(stderr(&refused).contains("--completion-watch"), "{}", stderr(&refused));
+}
+
+#[test]
 fn sqpoll_time_is_reported_in_its_own_class() {
     let dir = two_targets();
     let report = run_json(dir.path(), &["--target", "a", "--sqpoll"]);

@@ -21,6 +21,14 @@
 //! (longer where the lane asked, `spin_waits_up_to`) arms no timer at all: it watches the completion queue and the clock from user space (not with
 //! SQPOLL or IOPOLL). The ring asks the kernel to flag completions whose task work is pending
 //! (IORING_SETUP_TASKRUN_FLAG), so the spin enters the kernel only when there is one to post.
+//!
+//! `--completion-watch` (off by default) has every wait for completions watch the queue the
+//! same way for up to its time before it sleeps. A lane that sleeps lets its core halt, and the
+//! completion that follows waits for the core to wake (on a VM whose idle cores halt, a VM exit
+//! each); measured on a loop device over tmpfs in this VM, a 15 us watch gave 1.65x fio's IOPS
+//! at QD 4 and 2.10x at QD 8 (4 KiB 70/30), and cost 1.6x the CPU per I/O at QD 32, where
+//! the lane slept between batches: so it is asked for, never assumed. The setup reports it as
+//! `completion_watch`, and the verdict takes such lanes as busy by design, as IOPOLL's.
 
 use std::os::fd::AsRawFd;
 
@@ -53,6 +61,9 @@ pub struct UringEngine {
     spin: bool,
     /// How short: `SPIN_NS`, or longer for a lane that must start I/Os on time.
     spin_ns: u64,
+    /// How long a wait for completions watches the queue before it sleeps
+    /// (`--completion-watch`); 0: it sleeps at once.
+    watch_ns: u64,
     /// The fallback timer's duration, where the kernel reads it when the timer is submitted;
     /// boxed so its address holds while the engine moves, and dropped after the ring.
     timer: Box<types::Timespec>,
@@ -248,6 +259,10 @@ impl UringEngine {
         if registered.is_some() {
             granted.push("registered_ring");
         }
+        let watch_ns = if spin { spec.completion_watch.0 } else { 0 };
+        if watch_ns > 0 {
+            granted.push("completion_watch");
+        }
         Ok(UringEngine {
             ring,
             files: config.files,
@@ -258,6 +273,7 @@ impl UringEngine {
             registered,
             spin,
             spin_ns: SPIN_NS,
+            watch_ns,
             buffers: Some(buffers),
             in_flight: 0,
             timers_pending: 0,
@@ -403,8 +419,15 @@ impl Engine for UringEngine {
     }
 
     fn commit(&mut self, wait_for: u32) -> Result<(), EngineError> {
+        let want = wait_for.min(self.in_flight);
+        if want > 0 && self.watch_ns > 0 {
+            self.spin_until(want as usize, self.watch_ns)?;
+            if self.ring.completion().len() >= want as usize {
+                return Ok(());
+            }
+        }
         loop {
-            match self.submit_and_wait(wait_for.min(self.in_flight)) {
+            match self.submit_and_wait(want) {
                 Ok(_) => return Ok(()),
                 Err(e) => match e.raw_os_error() {
                     Some(libc::EINTR) => continue,
@@ -425,8 +448,16 @@ impl Engine for UringEngine {
         if want == 0 || timeout_ns == 0 {
             return self.commit(0);
         }
-        if self.spin && timeout_ns <= self.spin_ns {
+        if self.spin && timeout_ns <= self.spin_ns.max(self.watch_ns) {
             return self.spin_until(want as usize, timeout_ns);
+        }
+        let mut timeout_ns = timeout_ns;
+        if self.watch_ns > 0 {
+            self.spin_until(want as usize, self.watch_ns)?;
+            if self.ring.completion().len() >= want as usize {
+                return Ok(());
+            }
+            timeout_ns -= self.watch_ns;
         }
         let timeout =
             types::Timespec::new().sec(timeout_ns / 1_000_000_000).nsec((timeout_ns % 1_000_000_000) as u32);

@@ -11,6 +11,11 @@ use super::*;
 /// A tuned ring over one end of a socket pair (whose reads stay in flight until the other
 /// end writes), with both ends; `None` (said on stderr) where io_uring is not available.
 fn socket_engine() -> Option<(UringEngine, UnixStream, UnixStream)> {
+    socket_engine_with(UringSpec::tuned())
+}
+
+/// As `socket_engine`, with the ring tuned as `uring` says.
+fn socket_engine_with(uring: UringSpec) -> Option<(UringEngine, UnixStream, UnixStream)> {
     let (socket, peer) = UnixStream::pair().expect("socket pair");
     let config = EngineConfig {
         files: vec![socket.as_raw_fd()],
@@ -19,7 +24,7 @@ fn socket_engine() -> Option<(UringEngine, UnixStream, UnixStream)> {
         seed: 1,
         origin: None,
         content: Default::default(),
-        uring: UringSpec::tuned(),
+        uring,
         verify: false,
     };
     match UringEngine::new(config) {
@@ -27,6 +32,52 @@ fn socket_engine() -> Option<(UringEngine, UnixStream, UnixStream)> {
         Err(e) => {
             iolab_test_support::skip!(iolab_test_support::Missing::Other, "no io_uring here ({e})");
             None
+        }
+    }
+}
+
+/// A lane that watches the completion queue returns with the completion it waited for, whether
+/// it came while the lane watched or only after, while it slept; the setup says it watches.
+#[test]
+fn a_completion_watch_returns_with_the_completion_found_watching_or_sleeping() {
+    let spec = UringSpec { completion_watch: iolab_spec::Nanos(20_000), ..UringSpec::tuned() };
+    let Some((mut engine, socket, mut peer)) = socket_engine_with(spec) else { return };
+    assert!(engine.setup().contains(&"completion_watch"), "{:?}", engine.setup());
+    let read = IoRequest { slot: 0, op: Op::Read, file: 0, offset: 0, len: 8 };
+    let mut out = Vec::new();
+
+    assert_eq!(engine.queue(read), Queued::Accepted);
+    peer.write_all(b"12345678").expect("write");
+    engine.commit(1).expect("a completion found while watching");
+    engine.reap(&mut out);
+    assert_eq!((out.len(), out[0].result), (1, 8));
+
+    out.clear();
+    assert_eq!(engine.queue(read), Queued::Accepted);
+    let writer = std::thread::spawn(move || {
+        // Long past any watch: the lane is asleep in the kernel by now.
+        std::thread::sleep(Duration::from_millis(50));
+        peer.write_all(b"abcdefgh").expect("write");
+        peer
+    });
+    engine.commit(1).expect("a completion slept for after the watch");
+    engine.reap(&mut out);
+    assert_eq!((out.len(), out[0].result), (1, 8));
+    assert_eq!(engine.data(0, 8), Some(&b"abcdefgh"[..]));
+    writer.join().expect("writer");
+
+    for refused in [UringSpec { sqpoll: true, ..spec }, UringSpec { hipri: true, ..spec }] {
+        if let Ok(engine) = UringEngine::new(EngineConfig {
+            files: vec![socket.as_raw_fd()],
+            qd: 2,
+            max_len: 4096,
+            seed: 1,
+            origin: None,
+            content: Default::default(),
+            uring: refused,
+            verify: false,
+        }) {
+            assert!(!engine.setup().contains(&"completion_watch"), "a polled ring does not watch");
         }
     }
 }

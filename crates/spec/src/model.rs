@@ -136,6 +136,9 @@ pub struct UringSpec {
     pub sqpoll_cpu: Option<u32>,
     /// IORING_SETUP_IOPOLL: poll the device for completions.
     pub hipri: bool,
+    /// How long a lane watches the completion queue before it sleeps for a completion
+    /// (`--completion-watch`); 0: it sleeps at once.
+    pub completion_watch: Nanos,
 }
 
 impl UringSpec {

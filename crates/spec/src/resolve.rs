@@ -448,6 +448,10 @@ fn resolve_rate(layer: &Options, burst: bool) -> Result<Option<RateSpec>, SpecEr
     Ok(Some(RateSpec { iops, arrival: layer.arrival.unwrap_or_default() }))
 }
 
+/// The longest `--completion-watch`: a wake-up from the deepest idle state a server's cores
+/// reach costs about a tenth of it.
+const MAX_COMPLETION_WATCH: Nanos = Nanos::from_millis(1);
+
 /// The io_uring options, which only the uring engine takes.
 fn resolve_uring(layer: &Options, engine: EngineKind) -> Result<UringSpec, SpecError> {
     if engine != EngineKind::Uring {
@@ -467,6 +471,17 @@ fn resolve_uring(layer: &Options, engine: EngineKind) -> Result<UringSpec, SpecE
     if hipri && (layer.buffered == Some(true) || layer.direct == Some(false)) {
         return Err(invalid("--hipri polls for O_DIRECT completions; it cannot be used with --buffered"));
     }
+    let completion_watch = layer.completion_watch.unwrap_or_default();
+    if completion_watch.0 > 0 && (sqpoll || hipri) {
+        return Err(invalid(
+            "--completion-watch watches the completion queue of a lane that sleeps for completions; with --sqpoll or --hipri the lane does not: drop one",
+        ));
+    }
+    if completion_watch > MAX_COMPLETION_WATCH {
+        return Err(invalid(format!(
+            "--completion-watch {completion_watch} is longer than a watch helps: a lane that waits that long for a completion is better asleep; at most {MAX_COMPLETION_WATCH}"
+        )));
+    }
     if let (true, Some(mode @ (RingSetup::DeferTaskrun | RingSetup::CoopTaskrun))) =
         (sqpoll, layer.ring_setup)
     {
@@ -482,6 +497,7 @@ fn resolve_uring(layer: &Options, engine: EngineKind) -> Result<UringSpec, SpecE
         sqpoll,
         sqpoll_cpu: layer.sqpoll_cpu,
         hipri,
+        completion_watch,
     })
 }
 

@@ -192,6 +192,19 @@ fn job_files_take_target_lists_and_engine_tuning() {
 }
 
 #[test]
+fn a_completion_watch_is_asked_for_and_only_where_a_lane_sleeps_for_completions() {
+    let default = plan(None, "").unwrap();
+    assert_eq!(default.jobs[0].groups[0].uring.completion_watch, Nanos(0), "off unless asked for");
+    let watched = plan(None, "completion_watch = \"15us\"").unwrap();
+    assert_eq!(watched.jobs[0].groups[0].uring.completion_watch, Nanos(15_000));
+    assert!(error(None, "completion_watch = \"15us\"\nsqpoll = true").contains("drop one"));
+    assert!(error(None, "completion_watch = \"15us\"\nhipri = true").contains("drop one"));
+    assert!(error(None, "completion_watch = \"2ms\"").contains("at most 1ms"));
+    assert!(error(None, "completion_watch = \"15us\"\nengine = \"psync\"")
+        .contains("--completion-watch tunes io_uring"));
+}
+
+#[test]
 fn rate_is_a_flag_and_a_job_file_key() {
     let closed = plan(None, "").unwrap();
     assert_eq!(closed.jobs[0].groups[0].rate, None, "closed loop unless a rate is given");

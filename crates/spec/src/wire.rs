@@ -225,7 +225,8 @@ fn data_keys(data: &crate::data::DataSpec, table: &mut Table) {
 }
 
 fn uring_keys(uring: &UringSpec, table: &mut Table) {
-    let UringSpec { ring_setup, fixed_files, fixed_buffers, sqpoll, sqpoll_cpu, hipri } = uring;
+    let UringSpec { ring_setup, fixed_files, fixed_buffers, sqpoll, sqpoll_cpu, hipri, completion_watch } =
+        uring;
     table.insert("ring_setup".into(), ring_setup.name().into());
     table.insert("fixed_files".into(), (*fixed_files).into());
     table.insert("fixed_buffers".into(), (*fixed_buffers).into());
@@ -234,6 +235,9 @@ fn uring_keys(uring: &UringSpec, table: &mut Table) {
         table.insert("sqpoll_cpu".into(), i64::from(*cpu).into());
     }
     table.insert("hipri".into(), (*hipri).into());
+    if completion_watch.0 > 0 {
+        table.insert("completion_watch".into(), nanos(*completion_watch));
+    }
 }
 
 /// A duration as nanoseconds in a string: a bare number would mean seconds.

@@ -127,6 +127,7 @@ fn cpus_engines_batches_and_ring_setups() {
     assert_all_round_trip("sqpoll = true\nsqpoll_cpu = 7\n");
     assert_all_round_trip("sqpoll_cpu = 0\nring_setup = \"plain\"\n");
     assert_all_round_trip("hipri = true\nfixed_files = false\nfixed_buffers = false\n");
+    assert_all_round_trip("completion_watch = \"15us\"\n");
     for mode in ["auto", "defer-taskrun", "coop-taskrun", "plain"] {
         assert_all_round_trip(&format!("ring_setup = \"{mode}\"\n"));
     }

@@ -126,6 +126,9 @@ pub enum EngineFeature {
     Iopoll,
     /// A kernel thread polls the submission queue (--sqpoll).
     Sqpoll,
+    /// The submitting threads watch the completion queue before they sleep
+    /// (--completion-watch).
+    CompletionWatch,
 }
 
 impl EngineFeature {
@@ -134,6 +137,7 @@ impl EngineFeature {
         match self {
             EngineFeature::Iopoll => "iopoll",
             EngineFeature::Sqpoll => "sqpoll",
+            EngineFeature::CompletionWatch => "completion_watch",
         }
     }
 }

@@ -147,10 +147,11 @@ pub fn steal(facts: &Facts<'_>) -> Option<Finding> {
     })
 }
 
-/// A submitting thread was busy a whole core (not IOPOLL's, which poll by design).
+/// A submitting thread was busy a whole core (not IOPOLL's or a completion watch's, which poll
+/// by design).
 pub fn submitting_thread(facts: &Facts<'_>) -> Option<Finding> {
     let worker = facts.class(ThreadClass::Worker)?;
-    if worker.busiest_thread_pct < SATURATED_PCT || facts.iopoll {
+    if worker.busiest_thread_pct < SATURATED_PCT || facts.lanes_poll() {
         return None;
     }
     let mut summary = format!(
@@ -323,10 +324,15 @@ pub fn saturated_machine(facts: &Facts<'_>) -> Option<Finding> {
     }
     let worker_s = cpu::class_s(job, ThreadClass::Worker).0;
     let kernel_s = cpu::class_s(job, ThreadClass::IoWq).0 + cpu::class_s(job, ThreadClass::Sqpoll).0;
-    if facts.iopoll && kernel_s <= worker_s {
+    if facts.lanes_poll() && kernel_s <= worker_s {
+        let (how, without) = if facts.iopoll {
+            ("poll for completions (IOPOLL)", "with --hipri off")
+        } else {
+            ("watch the completion queue before they sleep (--completion-watch)", "without it")
+        };
         return Finding::new(
             Bottleneck::Undetermined,
-            format!("{head}, mostly with iolab's submitting threads, but they poll for completions (IOPOLL) and so are busy by design; compare with --hipri off."),
+            format!("{head}, mostly with iolab's submitting threads, but they {how} and so are busy by design; compare {without}."),
             evidence,
         );
     }
@@ -349,7 +355,7 @@ pub fn saturated_machine(facts: &Facts<'_>) -> Option<Finding> {
 pub fn crowded_lane(facts: &Facts<'_>) -> Option<Finding> {
     let worker = facts.class(ThreadClass::Worker)?;
     let waited = worker.busiest_demand_pct - worker.busiest_thread_pct;
-    if worker.busiest_demand_pct < DEMAND_SATURATED_PCT || waited < CROWDED_WAIT_PCT || facts.iopoll {
+    if worker.busiest_demand_pct < DEMAND_SATURATED_PCT || waited < CROWDED_WAIT_PCT || facts.lanes_poll() {
         return None;
     }
     let head = format!(

@@ -221,6 +221,9 @@ pub struct Facts<'a> {
     pub unseen: Vec<&'a str>,
     /// iolab's worker threads poll for completions (IOPOLL): they are busy by design.
     pub iopoll: bool,
+    /// iolab's worker threads watch the completion queue before they sleep
+    /// (`--completion-watch`): busy by design too, for as long as each watch.
+    pub completion_watch: bool,
     /// Every group ran io_uring, whose kernel threads are part of the process.
     pub uring: bool,
     /// Every group ran the null engine.
@@ -232,6 +235,12 @@ pub struct Facts<'a> {
 }
 
 impl<'a> Facts<'a> {
+    /// The submitting threads spend time polling or watching for completions, so their being
+    /// busy says nothing of their limit.
+    pub fn lanes_poll(&self) -> bool {
+        self.iopoll || self.completion_watch
+    }
+
     /// Of the slots in flight (handed over, not yet reaped) on average, how many the devices
     /// held and how many were outside them: queued in the kernel above the device (an io-wq
     /// thread's queue), being submitted, or completed and not yet reaped. `None` where the
@@ -287,6 +296,7 @@ impl<'a> Facts<'a> {
             in_memory,
             unseen,
             iopoll: job.groups.iter().any(|g| g.granted(EngineFeature::Iopoll)),
+            completion_watch: job.groups.iter().any(|g| g.granted(EngineFeature::CompletionWatch)),
             uring: job.groups.iter().all(|g| g.engine == "uring"),
             null: !job.groups.is_empty() && job.groups.iter().all(|g| g.engine == "null"),
             cpu_known: !job.cpu.threads.is_empty() || !job.cpu.machine_busy_pct.is_empty(),
