@@ -11,6 +11,7 @@ tools with the CPUs kept out of halting; the preamble says which was in force.
 
 import json
 import os
+import shlex
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -56,7 +57,7 @@ def iolab_cmd(args, target, case):
         cmd += ["--read-pct", str(case.read_pct)]
     if case.rw in ("randrw", "randwrite"):
         cmd.append("--allow-destroy")  # a scratch device this script made
-    return cmd
+    return cmd + shlex.split(args.iolab_extra)
 
 
 def fio_cmd(args, target, case):
