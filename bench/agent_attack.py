@@ -120,7 +120,7 @@ class Attack:
 
 def handshake(target):
     """The coordinator's handshake: latency in seconds, or the error."""
-    body = json.dumps({"protocol": "iolab.fleet/1"}).encode()
+    body = json.dumps({"protocol": "iolab.fleet/2"}).encode()
     started = time.monotonic()
     try:
         conn = http.client.HTTPConnection(target[0], target[1], timeout=10, source_address=("127.0.0.1", 0))

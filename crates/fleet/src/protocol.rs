@@ -28,8 +28,11 @@ use serde::{Deserialize, Serialize};
 use iolab_stats::encoded::{EncodedHistograms, EncodedOpStats};
 use iolab_stats::result::{JobResult, SeriesPoint};
 
-/// Name and version of the protocol, sent both ways in the handshake.
-pub const PROTOCOL: &str = "iolab.fleet/1";
+/// Name and version of the protocol, sent both ways in the handshake. The version moves with
+/// every change an agent of another build could not read, so such a pair fails at the
+/// handshake, naming both versions, rather than at a job's first unknown key. 2: a files job's
+/// engine `auto`, and the job key `completion_watch`.
+pub const PROTOCOL: &str = "iolab.fleet/2";
 
 /// The largest request body an agent reads (netbench's sink aside); a job file is a few KiB.
 pub const MAX_BODY_BYTES: usize = 1 << 20;

@@ -85,7 +85,7 @@ impl Agent {
 
     /// The agent's answer to the handshake, or why there is none.
     pub fn hello(&self) -> Result<serde_json::Value, String> {
-        post(&self.address, "/v1/hello", r#"{"protocol":"iolab.fleet/1"}"#)
+        post(&self.address, "/v1/hello", r#"{"protocol":"iolab.fleet/2"}"#)
     }
 
     /// Waits (at most `within`) until the agent holds no session.
