@@ -535,6 +535,18 @@ fn polling_or_watching_workers_are_busy_by_design() {
     assert_eq!(busy(None), Bottleneck::SubmittingCpu, "a lane that sleeps for completions is judged");
     assert_ne!(busy(Some("iopoll")), Bottleneck::SubmittingCpu);
     assert_ne!(busy(Some("completion_watch")), Bottleneck::SubmittingCpu);
+    let mut job = base();
+    job.groups[0].engine_setup.push("completion_watch".into());
+    worker_busy(&mut job, 100.0);
+    *vdb(&mut job) = device("vdb", 60.0, 6.0);
+    let v = verdict(&job);
+    assert!(
+        v.evidence
+            .iter()
+            .any(|line| line.ends_with("(busy watching for completions too: --completion-watch)")),
+        "{:?}",
+        v.evidence
+    );
 }
 
 #[test]

@@ -202,6 +202,11 @@ pub fn worker_line(facts: &Facts<'_>) -> Option<String> {
             worker.busiest_demand_pct
         ));
     }
+    if facts.iopoll {
+        line.push_str(" (busy polling for completions too: --hipri)");
+    } else if facts.completion_watch {
+        line.push_str(" (busy watching for completions too: --completion-watch)");
+    }
     Some(line)
 }
 
