@@ -1,6 +1,6 @@
 //! Reading a job's CPU figures: where the time went, and whether a core was the limit.
 
-use iolab_stats::result::JobResult;
+use iolab_stats::result::{GroupResult, JobResult};
 use iolab_stats::threads::ThreadClass;
 
 /// A thread or core at this share of its time or more counts as saturated.
@@ -36,7 +36,8 @@ pub fn machine_busy_pct(job: &JobResult) -> f64 {
 }
 
 /// A plain sentence on what saturated, if anything did: every core of the machine, or one
-/// submitting thread. (An SQPOLL thread spins by design, so its 100% says nothing.)
+/// submitting thread. (An SQPOLL thread spins by design, so its 100% says nothing; nor does a
+/// submitting thread's that polls or watches for completions.)
 pub fn saturation(job: &JobResult) -> Option<String> {
     let machine = machine_busy_pct(job);
     if machine >= MACHINE_SATURATED_PCT {
@@ -44,7 +45,7 @@ pub fn saturation(job: &JobResult) -> Option<String> {
         return Some(format!("the machine's CPU: its {cores} cores were {machine:.0}% busy on average"));
     }
     let worker = busiest_pct(job, ThreadClass::Worker);
-    if worker >= SATURATED_PCT {
+    if worker >= SATURATED_PCT && !job.groups.iter().any(GroupResult::lanes_poll) {
         return Some(format!("a submitting thread: the busiest worker was {worker:.0}% busy, a whole core"));
     }
     None

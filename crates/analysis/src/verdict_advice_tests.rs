@@ -287,6 +287,25 @@ fn cores_woken_for_their_completions_are_a_hypothesis_their_trial_decides() {
     assert!(v.summary.contains("the cores' wake-ups cost little"), "{}", v.summary);
 }
 
+/// A lane that watches for its completions (`--completion-watch`) wants its core all the window
+/// by design: that is no sign of a lane-limited job, so the cores' wake-ups are still judged.
+#[test]
+fn a_watching_lane_busy_all_the_window_still_leaves_the_cores_wake_ups_to_judge() {
+    let mut job = waking(0.9);
+    job.cpu.threads[0].busiest_thread_pct = 90.0;
+    job.cpu.threads[0].busiest_demand_pct = 99.0;
+    let v = verdict(&job);
+    assert_ne!(
+        v.cause,
+        Bottleneck::Concurrency,
+        "a lane wanting its core all the window is judged: {}",
+        v.summary
+    );
+    job.groups[0].engine_setup.push("completion_watch".into());
+    let v = assert_cause(&job, Bottleneck::Concurrency);
+    assert!(v.summary.contains("times per I/O"), "{}", v.summary);
+}
+
 #[test]
 fn cores_that_seldom_idle_leave_the_advice_to_the_queue_depth() {
     let v = assert_cause(&waking(0.01), Bottleneck::Concurrency);

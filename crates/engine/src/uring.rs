@@ -25,10 +25,11 @@
 //! `--completion-watch` (off by default) has every wait for completions watch the queue the
 //! same way for up to its time before it sleeps. A lane that sleeps lets its core halt, and the
 //! completion that follows waits for the core to wake (on a VM whose idle cores halt, a VM exit
-//! each); measured on a loop device over tmpfs in this VM, a 15 us watch gave 1.65x fio's IOPS
-//! at QD 4 and 2.10x at QD 8 (4 KiB 70/30), but 0.62x at QD 1, where every watch ends
-//! before the completion comes (0.82x without it), and it cost 1.6x the CPU per I/O at QD 32,
-//! where the lane slept between batches: so it is asked for, never assumed. The setup reports it as
+//! each); measured on a loop device over tmpfs in this VM (bench/vs_fio.py parity), a 15 us
+//! watch gave 1.17x fio's IOPS at QD 4 and 2.43x at QD 8 (4 KiB 70/30), where without it iolab
+//! read 0.88x and 0.92x; but 0.62x at QD 1, where every watch ends before the completion comes
+//! (0.82x without it), and at QD 32, where the lane slept between batches, 1.13x fio's CPU per
+//! I/O (0.73x without it): so it is asked for, never assumed. The setup reports it as
 //! `completion_watch`, and the verdict takes such lanes as busy by design, as IOPOLL's.
 
 use std::os::fd::AsRawFd;
@@ -286,15 +287,14 @@ impl UringEngine {
     /// are in it or `timeout_ns` has passed, entering the kernel again only when it flags
     /// completions whose task work has yet to run (IORING_SQ_TASKRUN: deferred or cooperative
     /// task work; a plain ring posts them unasked).
-    fn spin_until(&mut self, want: usize, timeout_ns: u64) -> Result<(), EngineError> {
+    /// Returns the time it took, which may pass `timeout_ns` by one enter.
+    fn spin_until(&mut self, want: usize, timeout_ns: u64) -> Result<u64, EngineError> {
         let start = std::time::Instant::now();
         self.commit(0)?;
         loop {
-            if self.ring.completion().len() >= want {
-                return Ok(());
-            }
-            if start.elapsed().as_nanos() >= u128::from(timeout_ns) {
-                return Ok(());
+            let spent = u64::try_from(start.elapsed().as_nanos()).unwrap_or(u64::MAX);
+            if self.ring.completion().len() >= want || spent >= timeout_ns {
+                return Ok(spent);
             }
             if self.ring.submission().taskrun() {
                 self.commit(0)?;
@@ -334,11 +334,12 @@ impl UringEngine {
             pushed = unsafe { self.ring.submission().push(&timer) }.is_ok();
         }
         if !pushed {
-            return self.commit(1);
+            return self.enter(1);
         }
         self.timers_pending += 1;
-        // The timer or an I/O, whichever completes first, ends the wait.
-        self.commit(1)
+        // The timer or an I/O, whichever completes first, ends the wait (the watch, if any,
+        // is behind it).
+        self.enter(1)
     }
 
     /// Hands over the queued entries and waits for `want` completions, as the crate's
@@ -375,6 +376,22 @@ impl UringEngine {
             Err(std::io::Error::last_os_error())
         } else {
             Ok(done as usize)
+        }
+    }
+
+    /// Hands over the queued requests and sleeps until `want` completions are in the queue
+    /// (no watch), entering again where a signal cut the wait short.
+    fn enter(&mut self, want: u32) -> Result<(), EngineError> {
+        loop {
+            match self.submit_and_wait(want) {
+                Ok(_) => return Ok(()),
+                Err(e) => match e.raw_os_error() {
+                    Some(libc::EINTR) => continue,
+                    // The completion queue is full: the caller reaps, then commits again.
+                    Some(libc::EBUSY) | Some(libc::EAGAIN) => return Ok(()),
+                    _ => return Err(EngineError::Syscall { call: "io_uring_enter", source: e }),
+                },
+            }
         }
     }
 
@@ -427,17 +444,7 @@ impl Engine for UringEngine {
                 return Ok(());
             }
         }
-        loop {
-            match self.submit_and_wait(want) {
-                Ok(_) => return Ok(()),
-                Err(e) => match e.raw_os_error() {
-                    Some(libc::EINTR) => continue,
-                    // The completion queue is full: the caller reaps, then commits again.
-                    Some(libc::EBUSY) | Some(libc::EAGAIN) => return Ok(()),
-                    _ => return Err(EngineError::Syscall { call: "io_uring_enter", source: e }),
-                },
-            }
-        }
+        self.enter(want)
     }
 
     fn spin_waits_up_to(&mut self, ns: u64) {
@@ -450,15 +457,15 @@ impl Engine for UringEngine {
             return self.commit(0);
         }
         if self.spin && timeout_ns <= self.spin_ns.max(self.watch_ns) {
-            return self.spin_until(want as usize, timeout_ns);
+            return self.spin_until(want as usize, timeout_ns).map(drop);
         }
         let mut timeout_ns = timeout_ns;
         if self.watch_ns > 0 {
-            self.spin_until(want as usize, self.watch_ns)?;
-            if self.ring.completion().len() >= want as usize {
+            let spent = self.spin_until(want as usize, self.watch_ns)?;
+            if self.ring.completion().len() >= want as usize || spent >= timeout_ns {
                 return Ok(());
             }
-            timeout_ns -= self.watch_ns;
+            timeout_ns -= spent;
         }
         let timeout =
             types::Timespec::new().sec(timeout_ns / 1_000_000_000).nsec((timeout_ns % 1_000_000_000) as u32);

@@ -41,7 +41,7 @@ fn socket_engine_with(uring: UringSpec) -> Option<(UringEngine, UnixStream, Unix
 #[test]
 fn a_completion_watch_returns_with_the_completion_found_watching_or_sleeping() {
     let spec = UringSpec { completion_watch: iolab_spec::Nanos(20_000), ..UringSpec::tuned() };
-    let Some((mut engine, socket, mut peer)) = socket_engine_with(spec) else { return };
+    let Some((mut engine, _socket, mut peer)) = socket_engine_with(spec) else { return };
     assert!(engine.setup().contains(&"completion_watch"), "{:?}", engine.setup());
     let read = IoRequest { slot: 0, op: Op::Read, file: 0, offset: 0, len: 8 };
     let mut out = Vec::new();
@@ -65,21 +65,6 @@ fn a_completion_watch_returns_with_the_completion_found_watching_or_sleeping() {
     assert_eq!((out.len(), out[0].result), (1, 8));
     assert_eq!(engine.data(0, 8), Some(&b"abcdefgh"[..]));
     writer.join().expect("writer");
-
-    for refused in [UringSpec { sqpoll: true, ..spec }, UringSpec { hipri: true, ..spec }] {
-        if let Ok(engine) = UringEngine::new(EngineConfig {
-            files: vec![socket.as_raw_fd()],
-            qd: 2,
-            max_len: 4096,
-            seed: 1,
-            origin: None,
-            content: Default::default(),
-            uring: refused,
-            verify: false,
-        }) {
-            assert!(!engine.setup().contains(&"completion_watch"), "a polled ring does not watch");
-        }
-    }
 }
 
 /// A read of a socket stays in flight until the other end writes: the wait must end at the
@@ -87,9 +72,11 @@ fn a_completion_watch_returns_with_the_completion_found_watching_or_sleeping() {
 /// call (EXT_ARG) and with the timer request older kernels get.
 #[test]
 fn commit_until_ends_at_the_deadline_or_at_a_completion() {
-    for ext_arg in [true, false] {
-        let Some((mut engine, _socket, mut peer)) = socket_engine() else { return };
+    for (ext_arg, watch_ns) in [(true, 0), (false, 0), (true, 20_000), (false, 20_000)] {
+        let spec = UringSpec { completion_watch: iolab_spec::Nanos(watch_ns), ..UringSpec::tuned() };
+        let Some((mut engine, _socket, mut peer)) = socket_engine_with(spec) else { return };
         engine.ext_arg &= ext_arg;
+        let ext_arg = format!("{ext_arg}, watch {watch_ns} ns");
         let read = IoRequest { slot: 0, op: Op::Read, file: 0, offset: 0, len: 8 };
         assert_eq!(engine.queue(read), Queued::Accepted);
         let start = Instant::now();
@@ -111,6 +98,18 @@ fn commit_until_ends_at_the_deadline_or_at_a_completion() {
         assert!(start.elapsed() < Duration::from_secs(4), "ext_arg {ext_arg}: the completion ends the wait");
         assert_eq!((out.len(), out[0].slot, out[0].result), (1, 0, 8));
         assert_eq!(engine.in_flight(), 0);
+
+        if watch_ns > 0 {
+            // A wait no longer than the watch is all watch: no timer, on any kernel.
+            assert_eq!(engine.queue(read), Queued::Accepted);
+            let timers = engine.timers_pending;
+            engine.commit_until(1, watch_ns).expect("a wait within the watch");
+            assert_eq!(
+                engine.timers_pending, timers,
+                "ext_arg {ext_arg}: a wait within the watch arms no timer"
+            );
+            assert_eq!(engine.in_flight(), 1);
+        }
     }
 }
 

@@ -138,6 +138,7 @@ pub struct UringSpec {
     pub hipri: bool,
     /// How long a lane watches the completion queue before it sleeps for a completion
     /// (`--completion-watch`); 0: it sleeps at once.
+    #[serde(rename = "completion_watch_ns")]
     pub completion_watch: Nanos,
 }
 

@@ -173,7 +173,7 @@ pub struct Options {
     /// Watch the completion queue from user space for up to TIME (e.g. 15us) before sleeping
     /// for a completion (default off). The lane stays on its core instead of letting it halt
     /// and wake per completion: more IOPS at shallow queues where the cores' wake-ups are the
-    /// limit, at the cost of CPU spent watching. See docs/engines.md.
+    /// limit, at the cost of CPU spent watching. See docs/job-file.md.
     #[arg(long, value_name = "TIME", help_heading = "io_uring")]
     pub completion_watch: Option<Nanos>,
 

@@ -147,6 +147,12 @@ impl GroupResult {
     pub fn granted(&self, feature: EngineFeature) -> bool {
         self.engine_setup.iter().any(|s| s == feature.name())
     }
+
+    /// The group's submitting threads poll (IOPOLL) or watch (`--completion-watch`) for
+    /// completions, so they are busy by design and their busy time says nothing of a limit.
+    pub fn lanes_poll(&self) -> bool {
+        self.granted(EngineFeature::Iopoll) || self.granted(EngineFeature::CompletionWatch)
+    }
 }
 
 fn direct_by_default() -> bool {

@@ -56,8 +56,10 @@ pub fn target_without_device(facts: &Facts<'_>) -> Option<Finding> {
         ),
         None => String::new(),
     };
+    // A lane that polls or watches for completions waited for them while busy too.
+    let at_least = if facts.lanes_poll() { "at least " } else { "" };
     let head = format!(
-        "No CPU was saturated and iolab's busiest submitting thread was idle {idle:.0}% of the window, waiting for completions: the outstanding I/Os waited at {path}{split}, which no block device of this machine serves (a FUSE, network or btrfs filesystem), so the target (the filesystem or its server) set the pace at this load"
+        "No CPU was saturated and iolab's busiest submitting thread was idle {at_least}{idle:.0}% of the window, waiting for completions: the outstanding I/Os waited at {path}{split}, which no block device of this machine serves (a FUSE, network or btrfs filesystem), so the target (the filesystem or its server) set the pace at this load"
     );
     // Whether it was saturated, or serves more at once than the job asked, a deeper queue tells.
     let Some(advice) = advice::more_at_once(facts.job, path, Bottleneck::Target) else {
@@ -86,7 +88,8 @@ pub fn device_busy_not_holding(facts: &Facts<'_>) -> Option<Finding> {
         let held = load.activity.avg_queue;
         let outside = (slots.in_flight - held).max(0.0);
         let in_iolab = slots.awaiting_resubmission;
-        if worker.busiest_thread_pct >= LANE_BUSY_PCT && in_iolab + outside >= slots.slots * LANE_HELD_SHARE {
+        let lane_busy = worker.busiest_thread_pct >= LANE_BUSY_PCT && !facts.lanes_poll();
+        if lane_busy && in_iolab + outside >= slots.slots * LANE_HELD_SHARE {
             let total = worker.user_s + worker.system_s;
             let kernel = if total > 0.0 { worker.system_s / total * 100.0 } else { 0.0 };
             return Finding::new(
@@ -144,8 +147,8 @@ pub fn concurrency(facts: &Facts<'_>) -> Option<Finding> {
     if facts.loads.is_empty() || !facts.unseen.is_empty() {
         return None;
     }
-    let lane_limited =
-        facts.class(ThreadClass::Worker).is_some_and(|w| w.busiest_demand_pct >= DEMAND_SATURATED_PCT);
+    let lane_limited = !facts.lanes_poll()
+        && facts.class(ThreadClass::Worker).is_some_and(|w| w.busiest_demand_pct >= DEMAND_SATURATED_PCT);
     if lane_limited {
         return None;
     }
