@@ -231,3 +231,30 @@ fn a_kept_mix_tree_is_not_worked_again() {
     assert!(refused.to_string().contains("cannot be worked again"), "{refused}");
     crate::safety::clean(&dir).expect("clean");
 }
+
+#[test]
+fn a_mix_s_cpu_figures_cover_its_measured_time_not_its_warm_up() {
+    // The threads' CPU was read when the phase began, before the warm-up, and divided by the
+    // measured time only. With one thread more than the cores, the threads can hold at most
+    // cores / (cores + 1) of their time: a warm-up counted in passes that (or the cap of 100).
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get() as u32);
+    let options = FilesOptions {
+        files: Some(200),
+        sizes: Some("4k".parse().expect("sizes")),
+        threads: Some(cores + 1),
+        engine: Some(FileEngine::Sync),
+        mix: Some(parse_mix_ops("stat:3,read:1").expect("ops")),
+        warmup: Some(Nanos::from_millis(600)),
+        runtime: Some(Nanos::from_millis(150)),
+        ..FilesOptions::default()
+    };
+    let (report, _temp) = run_mix(&options);
+    let mix = mix_phase(&report);
+    let ceiling = 100.0 * f64::from(cores) / f64::from(cores + 1);
+    assert!(
+        mix.cpu_busy_pct <= ceiling + 1.0,
+        "{} threads on {cores} cores were busy {:.1}% of their measured time (at most {ceiling:.1}%)",
+        cores + 1,
+        mix.cpu_busy_pct
+    );
+}

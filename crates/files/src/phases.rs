@@ -170,12 +170,31 @@ impl Phases {
             progress,
             mixing: mixing.as_ref().map(|(population, sampler)| (population, sampler)),
         };
-        let device_before = self.device.as_deref().and_then(device_stat);
-        // A mix's measured time begins after its warm-up.
+        // A mix's measured time begins after its warm-up, and so do the device's and the journal
+        // thread's readings, as the threads' CPU and operations do.
         let ctx = Ctx { phase_start_ns: ctx.now_ns() + warmup_ns, ..ctx };
-        let watch = self.journal_thread.as_ref().and_then(JournalWatch::start);
         let engine = self.plan.engine_for(phase, self.queued_fsync_pays);
-        let outcomes = run_threads_with(&ctx, phase, engine, notes, make_ops);
+        let readings = || {
+            (
+                self.device.as_deref().and_then(device_stat),
+                self.journal_thread.as_ref().and_then(JournalWatch::start),
+            )
+        };
+        let (outcomes, (device_before, watch)) = if warmup_ns == 0 {
+            let at_start = readings();
+            (run_threads_with(&ctx, phase, engine, notes, make_ops), at_start)
+        } else {
+            let ended = AtomicBool::new(false);
+            std::thread::scope(|scope| {
+                let at_start = scope.spawn(|| {
+                    wait_for_measured_start(&ctx, &ended);
+                    readings()
+                });
+                let outcomes = run_threads_with(&ctx, phase, engine, notes, make_ops);
+                ended.store(true, std::sync::atomic::Ordering::Relaxed);
+                (outcomes, at_start.join().unwrap_or((None, None)))
+            })
+        };
         // What the phase made is iolab's to remove (safety_at): a failed mark leaves it to the
         // user, never the other way round.
         let _ = safety_at::mark(dirfd);
@@ -190,6 +209,18 @@ impl Phases {
         self.state = self.state.after(phase);
         self.stopped = result.failure.is_some() || result.interrupted;
         Some(result)
+    }
+}
+
+/// Sleeps until the phase's measured time begins (a mix's warm-up is over), or until the phase
+/// ends or stops before it.
+fn wait_for_measured_start(ctx: &Ctx<'_>, ended: &AtomicBool) {
+    while !ended.load(std::sync::atomic::Ordering::Relaxed) && !ctx.stopping() {
+        let left_ns = ctx.phase_start_ns.saturating_sub(ctx.now_ns());
+        if left_ns == 0 {
+            return;
+        }
+        std::thread::sleep(std::time::Duration::from_nanos(left_ns.min(10_000_000)));
     }
 }
 

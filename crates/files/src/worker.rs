@@ -65,7 +65,7 @@ impl Ctx<'_> {
     }
 
     #[inline]
-    fn stopping(&self) -> bool {
+    pub(crate) fn stopping(&self) -> bool {
         self.failed.load(Relaxed) || self.interrupt.load(Relaxed)
     }
 }
@@ -96,6 +96,9 @@ pub struct Worker<'a> {
     path2: Vec<u8>,
     data: AlignedBuf,
     dir_buf: Vec<u8>,
+    /// The thread's CPU readings where its measured time began: the phase's start, or the end
+    /// of a mix's warm-up.
+    cpu_from: Option<CpuAtStart>,
 }
 
 impl<'a> Worker<'a> {
@@ -120,12 +123,13 @@ impl<'a> Worker<'a> {
             path2: Vec::with_capacity(256),
             data: AlignedBuf::new(chunk, ctx.plan.seed ^ u64::from(thread)),
             dir_buf: if lists { vec![0; DIR_BUF] } else { Vec::new() },
+            cpu_from: None,
         }
     }
 
     /// Runs the thread's part of `phase` and gives its figures.
     pub fn run(mut self, phase: Phase) -> (Outcome, FileOps) {
-        let cpu = CpuAtStart::now();
+        self.cpu_from = Some(CpuAtStart::now());
         self.phase(phase);
         self.publish();
         let end = self.ctx.now_ns().max(1);
@@ -134,7 +138,9 @@ impl<'a> Worker<'a> {
         if self.out.stonewall.is_none() {
             self.out.stonewall = Some([self.out.done, self.out.bytes]);
         }
-        cpu.since(&mut self.out);
+        if let Some(cpu) = self.cpu_from.take() {
+            cpu.since(&mut self.out);
+        }
         (self.out, self.sys)
     }
 

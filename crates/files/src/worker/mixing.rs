@@ -2,9 +2,9 @@
 //! file by the distribution, claim the nearest file in the state the operation needs (the
 //! population's), do it, and give the file back as it is now. Each operation is recorded whole
 //! as its own kind and as the mix's, its parts (open, read, write, fsync, close) apart; the
-//! warm-up's operations are done but not recorded (`Worker::record`).
+//! warm-up's operations are done but not recorded (`Worker::record`), nor is its CPU.
 
-use super::{OpError, Worker, XATTR};
+use super::{CpuAtStart, OpError, Worker, XATTR};
 use crate::mix::{Mix, MixOp};
 use crate::population::{Need, Population, LINKED, PRESENT, RENAMED, SYMLINKED};
 use crate::report::OpKind;
@@ -28,7 +28,13 @@ impl Worker<'_> {
         );
         let total: u32 = mix.ops.iter().map(|&(_, w)| w).sum();
         let end = ctx.phase_start_ns + (mix.runtime_s * 1e9) as u64;
+        let mut warming = ctx.now_ns() < ctx.phase_start_ns;
         while !ctx.stopping() && ctx.now_ns() < end {
+            if warming && ctx.now_ns() >= ctx.phase_start_ns {
+                // The warm-up's CPU is not the measured time's, as its operations are not.
+                warming = false;
+                self.cpu_from = Some(CpuAtStart::now());
+            }
             let op = drawn_op(&mix.ops, rng.u32(0..total));
             let file = sampler.draw(&mut rng);
             if let Err((what, e)) = self.mix_op(mix, op, tree, population, file, &mut rng) {
